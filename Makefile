@@ -1,0 +1,54 @@
+# Clearhouse: make targets. `make test` is the test command CI runs.
+GO       ?= go
+BIN      ?= bin/clearhouse
+VERSION  ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
+PKGS     ?= ./...
+BENCH    ?= .
+BENCHTIME ?= 1s
+
+.PHONY: all build test test-short bench run generate check-generated lint fmt clean
+
+all: build
+
+build: generate
+	$(GO) build -trimpath -ldflags "-X main.version=$(VERSION)" -o $(BIN) ./cmd/clearhouse
+
+## test: every test, with the race detector. Set CLEARHOUSE_TEST_POSTGRES to a
+## PostgreSQL URL to run the store tests on PostgreSQL as well.
+test:
+	$(GO) test -race -count=1 -timeout 30m $(PKGS)
+
+## test-short: the quick loop while developing.
+test-short:
+	$(GO) test -short $(PKGS)
+
+## bench: every benchmark (BENCH=regexp to choose, BENCHTIME=5x to shorten).
+bench:
+	$(GO) test -run '^$$' -bench '$(BENCH)' -benchmem -benchtime $(BENCHTIME) $(PKGS)
+
+## run: the application on the embedded SQLite with demo data.
+run: build
+	./$(BIN) serve --demo
+
+## generate: templ components to Go (generated files are committed).
+generate:
+	$(GO) tool templ generate
+
+## check-generated: fail when committed generated files are out of date.
+check-generated: generate
+	@git diff --exit-code --stat -- '*_templ.go' || (echo "generated templ files are out of date: run 'make generate' and commit" >&2; exit 1)
+	@untracked=$$(git ls-files --others --exclude-standard -- '*_templ.go'); \
+	  if [ -n "$$untracked" ]; then echo "uncommitted generated files: $$untracked" >&2; exit 1; fi
+
+## lint: formatting, vet and staticcheck (pinned in go.mod as a tool).
+lint:
+	@unformatted=$$(gofmt -l $$(git ls-files '*.go' | grep -v '_templ.go$$')); \
+	  if [ -n "$$unformatted" ]; then echo "gofmt would change: $$unformatted" >&2; exit 1; fi
+	$(GO) vet $(PKGS)
+	$(GO) tool staticcheck $(PKGS)
+
+fmt:
+	gofmt -w $$(git ls-files '*.go' | grep -v '_templ.go$$')
+
+clean:
+	rm -rf bin

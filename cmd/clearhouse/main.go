@@ -1,0 +1,82 @@
+// Command clearhouse is the one binary of the Clearhouse compute-quota market: it
+// serves the web application, applies migrations, solves auction instances, replays
+// scheduler workloads and more. Run `clearhouse --help` for the list.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/spf13/cobra"
+)
+
+// version is set at build time with -ldflags "-X main.version=...".
+var version = "dev"
+
+// exitError carries a process exit code through cobra without printing usage.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e *exitError) Error() string { return e.err.Error() }
+func (e *exitError) Unwrap() error { return e.err }
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+// run executes the command line args and returns the process exit code. Tests call it
+// directly with their own streams.
+func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	root := newRootCmd()
+	root.SetArgs(args)
+	root.SetIn(stdin)
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	if err := root.ExecuteContext(ctx); err != nil {
+		var ee *exitError
+		if errors.As(err, &ee) {
+			if ee.err != nil && ee.err.Error() != "" {
+				fmt.Fprintln(stderr, "clearhouse:", ee.err)
+			}
+			return ee.code
+		}
+		fmt.Fprintln(stderr, "clearhouse:", err)
+		return 1
+	}
+	return 0
+}
+
+func newRootCmd() *cobra.Command {
+	root := &cobra.Command{
+		Use:   "clearhouse",
+		Short: "An internal market for compute quota",
+		Long: `Clearhouse is an internal market for compute quota: teams hold budgets, bid for
+quota in clusters through a periodic ascending clock auction, and reserve short-term
+capacity through a scheduler that prices and places jobs with deadlines.
+
+Every flag can also be set by an environment variable CLEARHOUSE_<FLAG>, with dashes
+as underscores (--db becomes CLEARHOUSE_DB). A flag on the command line wins.`,
+		Version:       version,
+		Args:          cobra.NoArgs,
+		RunE:          func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
+			return bindEnv(cmd, os.LookupEnv)
+		},
+	}
+	root.CompletionOptions.DisableDefaultCmd = true
+	// Each subcommand lives in its own file as newXxxCmd(); add it here.
+	root.AddCommand()
+	return root
+}

@@ -1,0 +1,58 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/spf13/cobra"
+)
+
+// runCLI runs the binary's command line in-process and returns exit code, stdout, stderr.
+func runCLI(t *testing.T, stdin string, args ...string) (int, string, string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code := run(context.Background(), args, strings.NewReader(stdin), &out, &errb)
+	return code, out.String(), errb.String()
+}
+
+func TestHelpListsTheBinary(t *testing.T) {
+	code, out, _ := runCLI(t, "", "--help")
+	if code != 0 || !strings.Contains(out, "compute quota") {
+		t.Fatalf("--help: code %d, output %q", code, out)
+	}
+}
+
+func TestUnknownCommandFails(t *testing.T) {
+	code, _, errOut := runCLI(t, "", "no-such-verb")
+	if code == 0 || !strings.Contains(errOut, "unknown command") {
+		t.Fatalf("unknown verb: code %d, stderr %q", code, errOut)
+	}
+}
+
+func TestBindEnvFillsUnsetFlagsOnly(t *testing.T) {
+	cmd := &cobra.Command{Use: "x"}
+	db := cmd.Flags().String("db", "default.db", "")
+	addr := cmd.Flags().String("listen-addr", ":1", "")
+	if err := cmd.Flags().Parse([]string{"--db", "flag.db"}); err != nil {
+		t.Fatal(err)
+	}
+	env := map[string]string{"CLEARHOUSE_DB": "env.db", "CLEARHOUSE_LISTEN_ADDR": ":2"}
+	lookup := func(k string) (string, bool) { v, ok := env[k]; return v, ok }
+	if err := bindEnv(cmd, lookup); err != nil {
+		t.Fatal(err)
+	}
+	if *db != "flag.db" || *addr != ":2" {
+		t.Fatalf("db=%q addr=%q: the flag must win and the environment fill the rest", *db, *addr)
+	}
+}
+
+func TestBindEnvRejectsBadValues(t *testing.T) {
+	cmd := &cobra.Command{Use: "x"}
+	cmd.Flags().Int("rounds", 1, "")
+	lookup := func(k string) (string, bool) { return "many", k == "CLEARHOUSE_ROUNDS" }
+	if err := bindEnv(cmd, lookup); err == nil || !strings.Contains(err.Error(), "CLEARHOUSE_ROUNDS") {
+		t.Fatalf("want an error naming the variable, got %v", err)
+	}
+}
