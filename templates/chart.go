@@ -1,0 +1,200 @@
+package templates
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+)
+
+// Series is one line of a chart.
+type Series struct {
+	Name   string
+	Points []Point
+	Step   bool // draw as a step function (prices between auctions), not straight segments
+}
+
+// Point is one (x, y) value.
+type Point struct{ X, Y float64 }
+
+// LineChart is the view model of a server-rendered SVG line chart.
+type LineChart struct {
+	ID            string // data-testid of the figure
+	Title         string
+	XLabel        string
+	YLabel        string
+	Series        []Series
+	FormatX       func(float64) string // tick labels; default: compact number
+	FormatY       func(float64) string
+	YFromZero     bool      // include zero on the y axis
+	Markers       []float64 // vertical dashed lines at these x values
+	Width, Height int       // viewBox size; default 720 x 280
+}
+
+// chartGeom is a LineChart laid out in SVG coordinates.
+type chartGeom struct {
+	W, H                   int
+	Left, Right, Top, Bot  float64
+	XTicks, YTicks         []tick
+	Lines                  []chartLine
+	Markers                []float64
+	Empty                  bool
+	minX, maxX, minY, maxY float64
+}
+
+type tick struct {
+	Pos   float64
+	Label string
+}
+
+type chartLine struct {
+	Name, Path, Color string
+	LegendX           float64
+}
+
+// palette is colour-blind safe (Okabe-Ito).
+var palette = []string{"#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000", "#F0E442"}
+
+func (ch LineChart) layout() chartGeom {
+	g := chartGeom{W: ch.Width, H: ch.Height}
+	if g.W == 0 {
+		g.W = 720
+	}
+	if g.H == 0 {
+		g.H = 280
+	}
+	g.Left, g.Right, g.Top, g.Bot = 64, float64(g.W)-16, 28, float64(g.H)-40
+	first := true
+	for _, s := range ch.Series {
+		for _, p := range s.Points {
+			if math.IsNaN(p.X) || math.IsNaN(p.Y) || math.IsInf(p.X, 0) || math.IsInf(p.Y, 0) {
+				continue
+			}
+			if first {
+				g.minX, g.maxX, g.minY, g.maxY = p.X, p.X, p.Y, p.Y
+				first = false
+			}
+			g.minX, g.maxX = math.Min(g.minX, p.X), math.Max(g.maxX, p.X)
+			g.minY, g.maxY = math.Min(g.minY, p.Y), math.Max(g.maxY, p.Y)
+		}
+	}
+	if first {
+		g.Empty = true
+		return g
+	}
+	if ch.YFromZero {
+		g.minY, g.maxY = math.Min(0, g.minY), math.Max(0, g.maxY)
+	}
+	ys := niceTicks(g.minY, g.maxY, 5)
+	g.minY, g.maxY = ys[0], ys[len(ys)-1]
+	if g.maxX == g.minX {
+		g.minX, g.maxX = g.minX-1, g.maxX+1
+	}
+	fx, fy := ch.FormatX, ch.FormatY
+	if fx == nil {
+		fx = compactNumber
+	}
+	if fy == nil {
+		fy = compactNumber
+	}
+	for _, v := range ys {
+		g.YTicks = append(g.YTicks, tick{g.y(v), fy(v)})
+	}
+	for _, v := range niceTicks(g.minX, g.maxX, 6) {
+		if v >= g.minX && v <= g.maxX {
+			g.XTicks = append(g.XTicks, tick{g.x(v), fx(v)})
+		}
+	}
+	for _, m := range ch.Markers {
+		if m >= g.minX && m <= g.maxX {
+			g.Markers = append(g.Markers, g.x(m))
+		}
+	}
+	lx := g.Left
+	for i, s := range ch.Series {
+		g.Lines = append(g.Lines, chartLine{Name: s.Name, Path: g.path(s), Color: palette[i%len(palette)], LegendX: lx})
+		lx += 18 + 7*float64(len(s.Name)) + 16
+	}
+	return g
+}
+
+func (g chartGeom) x(v float64) float64 {
+	return g.Left + (v-g.minX)/(g.maxX-g.minX)*(g.Right-g.Left)
+}
+
+func (g chartGeom) y(v float64) float64 {
+	if g.maxY == g.minY {
+		return (g.Top + g.Bot) / 2
+	}
+	return g.Bot - (v-g.minY)/(g.maxY-g.minY)*(g.Bot-g.Top)
+}
+
+func (g chartGeom) path(s Series) string {
+	out := make([]byte, 0, 16*len(s.Points))
+	for i, p := range s.Points {
+		if math.IsNaN(p.X) || math.IsNaN(p.Y) || math.IsInf(p.X, 0) || math.IsInf(p.Y, 0) {
+			continue
+		}
+		x, y := g.x(p.X), g.y(p.Y)
+		switch {
+		case len(out) == 0:
+			out = fmt.Appendf(out, "M%.1f %.1f", x, y)
+		case s.Step && i > 0:
+			out = fmt.Appendf(out, " H%.1f V%.1f", x, y)
+		default:
+			out = fmt.Appendf(out, " L%.1f %.1f", x, y)
+		}
+	}
+	return string(out)
+}
+
+// niceTicks returns about n evenly spaced round values covering [lo, hi].
+func niceTicks(lo, hi float64, n int) []float64 {
+	if hi < lo {
+		lo, hi = hi, lo
+	}
+	if hi == lo {
+		if lo == 0 {
+			return []float64{0, 1}
+		}
+		pad := math.Abs(lo) * 0.1
+		lo, hi = lo-pad, hi+pad
+	}
+	raw := (hi - lo) / float64(n)
+	mag := math.Pow(10, math.Floor(math.Log10(raw)))
+	step := mag
+	for _, m := range []float64{1, 2, 2.5, 5, 10} {
+		if m*mag >= raw {
+			step = m * mag
+			break
+		}
+	}
+	start := math.Floor(lo/step) * step
+	var ticks []float64
+	for v := start; v <= hi+step*1e-9 || len(ticks) < 2; v += step {
+		ticks = append(ticks, math.Round(v/step)*step)
+		if len(ticks) > 50 {
+			break
+		}
+	}
+	if ticks[len(ticks)-1] < hi {
+		ticks = append(ticks, ticks[len(ticks)-1]+step)
+	}
+	return ticks
+}
+
+// compactNumber formats a tick value briefly: 1.5k, 2M, 0.25.
+func compactNumber(v float64) string {
+	a := math.Abs(v)
+	switch {
+	case a >= 1e9:
+		return strconv.FormatFloat(v/1e9, 'g', 3, 64) + "G"
+	case a >= 1e6:
+		return strconv.FormatFloat(v/1e6, 'g', 3, 64) + "M"
+	case a >= 1e4:
+		return strconv.FormatFloat(v/1e3, 'g', 3, 64) + "k"
+	default:
+		return strconv.FormatFloat(v, 'g', 4, 64)
+	}
+}
+
+func ff(v float64) string { return strconv.FormatFloat(v, 'f', 1, 64) }

@@ -1,0 +1,75 @@
+package templates
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+
+	"pgregory.net/rapid"
+)
+
+func TestNiceTicksCoverTheRangeWithRoundSteps(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		lo := rapid.Float64Range(-1e6, 1e6).Draw(t, "lo")
+		span := rapid.Float64Range(0, 1e6).Draw(t, "span")
+		hi := lo + span
+		ticks := niceTicks(lo, hi, 5)
+		if len(ticks) < 2 || len(ticks) > 52 {
+			t.Fatalf("%d ticks for [%g, %g]", len(ticks), lo, hi)
+		}
+		if ticks[0] > lo || ticks[len(ticks)-1] < hi {
+			t.Fatalf("ticks %v do not cover [%g, %g]", ticks, lo, hi)
+		}
+		for i := 1; i < len(ticks); i++ {
+			if ticks[i] <= ticks[i-1] {
+				t.Fatalf("ticks not increasing: %v", ticks)
+			}
+		}
+	})
+}
+
+func TestChartMapsPointsIntoThePlotArea(t *testing.T) {
+	ch := LineChart{Series: []Series{{Name: "a", Points: []Point{{0, 1}, {10, 3}, {20, 2}}}}}
+	g := ch.layout()
+	if g.Empty {
+		t.Fatal("chart with points reported empty")
+	}
+	if x := g.x(0); x != g.Left {
+		t.Fatalf("x(min) = %v, want left edge %v", x, g.Left)
+	}
+	if x := g.x(20); x != g.Right {
+		t.Fatalf("x(max) = %v, want right edge %v", x, g.Right)
+	}
+	if g.y(g.maxY) != g.Top || g.y(g.minY) != g.Bot {
+		t.Fatal("y range not mapped onto the plot's top and bottom")
+	}
+	if !strings.HasPrefix(g.Lines[0].Path, "M64.0 ") {
+		t.Fatalf("path %q does not start at the left edge", g.Lines[0].Path)
+	}
+}
+
+func TestChartEscapesNamesAndHandlesNoData(t *testing.T) {
+	var buf bytes.Buffer
+	ch := LineChart{ID: "c", Title: "<script>alert(1)</script>", Series: []Series{
+		{Name: "<b>x</b>", Points: []Point{{0, 1}, {1, 2}}},
+		{Name: "y", Points: []Point{{0, 2}, {1, 1}}},
+	}}
+	if err := Chart(ch).Render(context.Background(), &buf); err != nil {
+		t.Fatal(err)
+	}
+	out := buf.String()
+	if strings.Contains(out, "<script>") || strings.Contains(out, "<b>x</b>") {
+		t.Fatalf("chart output not escaped: %s", out)
+	}
+	if !strings.Contains(out, "&lt;b&gt;x&lt;/b&gt;") {
+		t.Fatal("series name missing from legend")
+	}
+	buf.Reset()
+	if err := Chart(LineChart{ID: "e"}).Render(context.Background(), &buf); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(buf.String(), "No data yet.") || strings.Contains(buf.String(), "<svg") {
+		t.Fatal("empty chart should say there is no data and draw no SVG")
+	}
+}

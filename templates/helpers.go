@@ -1,0 +1,26 @@
+package templates
+
+import (
+	"fmt"
+	"net/http"
+)
+
+func statusText(status int) string {
+	return fmt.Sprintf("%d %s", status, http.StatusText(status))
+}
+
+func inputType(t string) string {
+	if t == "" {
+		return "text"
+	}
+	return t
+}
+
+func pluralFields(n int) string {
+	if n == 1 {
+		return "field"
+	}
+	return fmt.Sprintf("%d fields", n)
+}
+
+func itoa(n int) string { return fmt.Sprint(n) }
