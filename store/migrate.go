@@ -1,0 +1,101 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"io/fs"
+	"strings"
+
+	"github.com/clearhouse/clearhouse"
+	"github.com/clearhouse/clearhouse/migrations"
+	"github.com/pressly/goose/v3"
+	"github.com/pressly/goose/v3/lock"
+)
+
+// provider builds goose's migration provider for db's dialect. On PostgreSQL a
+// session advisory lock keeps two replicas from migrating at once.
+func provider(db *DB) (*goose.Provider, error) {
+	fsys, err := migrations.FS(db.Dialect)
+	if err != nil {
+		return nil, err
+	}
+	return providerFS(db, fsys)
+}
+
+func providerFS(db *DB, fsys fs.FS) (*goose.Provider, error) {
+	dialect := goose.DialectSQLite3
+	var opts []goose.ProviderOption
+	if db.Dialect == Postgres {
+		dialect = goose.DialectPostgres
+		locker, err := lock.NewPostgresSessionLocker()
+		if err != nil {
+			return nil, err
+		}
+		opts = append(opts, goose.WithSessionLocker(locker))
+	}
+	return goose.NewProvider(dialect, db.SQL(), fsys, opts...)
+}
+
+// Migrate applies every pending migration, each in its own transaction. It is safe
+// to call on an up-to-date database.
+func Migrate(ctx context.Context, db *DB) error {
+	p, err := provider(db)
+	if err != nil {
+		return err
+	}
+	if _, err := p.Up(ctx); err != nil {
+		return fmt.Errorf("migrate: %w", err)
+	}
+	return nil
+}
+
+// Migration is one migration's state.
+type Migration struct {
+	Version int64
+	Name    string
+	Applied bool
+}
+
+// Status lists every migration the binary knows and whether it has been applied.
+func Status(ctx context.Context, db *DB) ([]Migration, error) {
+	p, err := provider(db)
+	if err != nil {
+		return nil, err
+	}
+	st, err := p.Status(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("migrate: %w", err)
+	}
+	out := make([]Migration, len(st))
+	for i, s := range st {
+		name := s.Source.Path
+		if j := strings.LastIndexByte(name, '/'); j >= 0 {
+			name = name[j+1:]
+		}
+		out[i] = Migration{Version: s.Source.Version, Name: name, Applied: s.State == goose.StateApplied}
+	}
+	return out, nil
+}
+
+// CheckCurrent returns ECONFLICT when the schema is older than the binary, naming
+// the first pending migration, so a server refuses to start on an old schema, and
+// also when the database is newer than the binary.
+func CheckCurrent(ctx context.Context, db *DB) error {
+	p, err := provider(db)
+	if err != nil {
+		return err
+	}
+	current, target, err := p.GetVersions(ctx)
+	if err != nil {
+		return fmt.Errorf("migrate: %w", err)
+	}
+	switch {
+	case current < target:
+		return clearhouse.Errorf(clearhouse.ECONFLICT,
+			"the database schema is at version %d but this binary needs %d: run `clearhouse migrate` (or start with --migrate)", current, target)
+	case current > target:
+		return clearhouse.Errorf(clearhouse.ECONFLICT,
+			"the database schema is at version %d, newer than this binary's %d: upgrade clearhouse", current, target)
+	}
+	return nil
+}

@@ -1,0 +1,159 @@
+// Package storetest gives tests a fresh, migrated database with a fixed clock: a
+// SQLite file per test, and the same tests on PostgreSQL when the environment
+// variable CLEARHOUSE_TEST_POSTGRES holds a URL (each test gets its own schema).
+package storetest
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"net/url"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/clearhouse/clearhouse/store"
+	"gorm.io/gorm"
+)
+
+// PostgresEnv names the environment variable holding the PostgreSQL URL for tests.
+const PostgresEnv = "CLEARHOUSE_TEST_POSTGRES"
+
+// New returns a fresh migrated SQLite database in t's temporary directory, closed
+// when the test ends.
+func New(t testing.TB) *store.DB {
+	t.Helper()
+	return open(t, filepath.Join(t.TempDir(), "clearhouse.db"))
+}
+
+// NewPostgres returns a fresh migrated schema on the PostgreSQL server named by
+// CLEARHOUSE_TEST_POSTGRES, dropped when the test ends. The second result is false
+// when the variable is unset.
+func NewPostgres(t testing.TB) (*store.DB, bool) {
+	t.Helper()
+	base := os.Getenv(PostgresEnv)
+	if base == "" {
+		return nil, false
+	}
+	admin, err := store.Open(context.Background(), base)
+	if err != nil {
+		t.Fatalf("storetest: %s: %v", PostgresEnv, err)
+	}
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	schema := "t_" + hex.EncodeToString(b[:])
+	if err := admin.Write.Exec("CREATE SCHEMA " + schema).Error; err != nil {
+		admin.Close()
+		t.Fatalf("storetest: creating schema: %v", err)
+	}
+	t.Cleanup(func() {
+		admin.Write.Exec("DROP SCHEMA " + schema + " CASCADE")
+		admin.Close()
+	})
+	u, err := url.Parse(base)
+	if err != nil {
+		t.Fatalf("storetest: %s: %v", PostgresEnv, err)
+	}
+	q := u.Query()
+	q.Set("search_path", schema)
+	u.RawQuery = q.Encode()
+	return open(t, u.String()), true
+}
+
+func open(t testing.TB, dsn string) *store.DB {
+	t.Helper()
+	ctx := context.Background()
+	db, err := store.Open(ctx, dsn)
+	if err != nil {
+		t.Fatalf("storetest: open: %v", err)
+	}
+	t.Cleanup(func() { db.Close() })
+	if err := store.Migrate(ctx, db); err != nil {
+		t.Fatalf("storetest: migrate: %v", err)
+	}
+	return db
+}
+
+// Each runs fn as a subtest "sqlite" on a fresh SQLite database and, when
+// CLEARHOUSE_TEST_POSTGRES is set, as a subtest "postgres" on a fresh schema there.
+func Each(t *testing.T, fn func(t *testing.T, db *store.DB)) {
+	t.Helper()
+	t.Run(store.SQLite, func(t *testing.T) { fn(t, New(t)) })
+	if os.Getenv(PostgresEnv) != "" {
+		t.Run(store.Postgres, func(t *testing.T) {
+			db, _ := NewPostgres(t)
+			fn(t, db)
+		})
+	}
+}
+
+// Clock is a fixed clock that tests move by hand. It is safe for concurrent use.
+type Clock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+// Epoch is the instant new clocks start at unless told otherwise.
+var Epoch = time.Date(2026, 3, 2, 9, 0, 0, 0, time.UTC)
+
+// NewClock returns a clock stopped at t (Epoch when t is zero).
+func NewClock(t time.Time) *Clock {
+	if t.IsZero() {
+		t = Epoch
+	}
+	return &Clock{now: t.UTC()}
+}
+
+// Now returns the clock's time.
+func (c *Clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+// Advance moves the clock forward by d.
+func (c *Clock) Advance(d time.Duration) {
+	c.mu.Lock()
+	c.now = c.now.Add(d)
+	c.mu.Unlock()
+}
+
+// Set moves the clock to t.
+func (c *Clock) Set(t time.Time) {
+	c.mu.Lock()
+	c.now = t.UTC()
+	c.mu.Unlock()
+}
+
+// AssertModelsMatchSchema fails the test for every field of each gorm model that
+// has no column in the model's table: a model must never rely on AutoMigrate.
+func AssertModelsMatchSchema(t *testing.T, db *store.DB, models ...any) {
+	t.Helper()
+	for _, m := range models {
+		stmt := &gorm.Statement{DB: db.Read}
+		if err := stmt.Parse(m); err != nil {
+			t.Errorf("model %T: %v", m, err)
+			continue
+		}
+		cols, err := db.Read.Migrator().ColumnTypes(stmt.Schema.Table)
+		if err != nil {
+			t.Errorf("model %T: table %s: %v", m, stmt.Schema.Table, err)
+			continue
+		}
+		have := map[string]bool{}
+		for _, c := range cols {
+			have[c.Name()] = true
+		}
+		if len(have) == 0 {
+			t.Errorf("model %T: no table %q", m, stmt.Schema.Table)
+			continue
+		}
+		for _, f := range stmt.Schema.Fields {
+			if f.DBName != "" && !have[f.DBName] {
+				t.Errorf("model %T: field %s has no column %s.%s", m, f.Name, stmt.Schema.Table, f.DBName)
+			}
+		}
+	}
+}
