@@ -24,3 +24,12 @@ func pluralFields(n int) string {
 }
 
 func itoa(n int) string { return fmt.Sprint(n) }
+
+func i64(n int64) string { return fmt.Sprint(n) }
+
+func orDash(s string) string {
+	if s == "" {
+		return "—"
+	}
+	return s
+}

@@ -78,7 +78,10 @@ as underscores (--db becomes CLEARHOUSE_DB). A flag on the command line wins.`,
 	root.CompletionOptions.DisableDefaultCmd = true
 	// Each subcommand lives in its own file as newXxxCmd(); add it here.
 	root.AddCommand(
+		newServeCmd(),
 		newMigrateCmd(),
+		newTeamCmd(),
+		newUserCmd(),
 	)
 	return root
 }

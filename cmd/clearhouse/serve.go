@@ -1,0 +1,51 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/spf13/cobra"
+)
+
+// defaultDB is the embedded SQLite file every command uses unless told otherwise.
+const defaultDB = "clearhouse.db"
+
+func newServeCmd() *cobra.Command {
+	var cfg Config
+	cmd := &cobra.Command{
+		Use:   "serve",
+		Short: "Run the web application and the scheduled auction jobs",
+		Long: `Run the Clearhouse web application, its JSON API and the scheduled jobs that run
+preliminary auction rounds and close and settle auctions.
+
+By default it uses the embedded SQLite file clearhouse.db in the working directory and
+applies pending migrations at start. With a PostgreSQL URL in --db several replicas may
+share one database; run 'clearhouse migrate' once and start them with --migrate=false.`,
+		Example: `  clearhouse serve --demo
+  clearhouse serve --addr 0.0.0.0:8080 --db postgres://clearhouse@db/clearhouse --migrate=false`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			log := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: slog.LevelInfo}))
+			app := NewApp(cfg, log, time.Now)
+			if err := app.Open(cmd.Context()); err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "Clearhouse is serving on %s (database %s)\n", app.Server.URL(), cfg.DB)
+			<-cmd.Context().Done()
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			return app.Close(ctx)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&cfg.Addr, "addr", "127.0.0.1:8080", "address to listen on")
+	f.StringVar(&cfg.DB, "db", defaultDB, "SQLite file or PostgreSQL URL")
+	f.BoolVar(&cfg.Migrate, "migrate", true, "apply pending migrations at start (refuse to start on an old schema otherwise)")
+	f.StringVar(&cfg.ProxyHeader, "proxy-header", "", "trust this header (e.g. X-Forwarded-Email) for the user's email from --trusted-proxies")
+	f.StringVar(&cfg.TrustedProxies, "trusted-proxies", "", "comma-separated addresses or CIDRs of the authenticating proxy")
+	f.IntVar(&cfg.LoginRate, "login-rate", 10, "sign-in attempts allowed per minute per address and per email")
+	f.BoolVar(&cfg.Demo, "demo", false, "fill an empty database with a demo market and print the demo logins")
+	return cmd
+}

@@ -1,0 +1,229 @@
+package exchange
+
+import (
+	"context"
+	"errors"
+	"math"
+	"strings"
+	"time"
+
+	"github.com/clearhouse/clearhouse"
+	"gorm.io/gorm"
+)
+
+// Cluster is a set of machines in one place; its pools are the resource types it
+// offers.
+type Cluster struct {
+	ID        string
+	Name      string
+	Region    string
+	CreatedAt time.Time
+}
+
+// Pool is one resource type in one cluster, e.g. "us-east/cpu". UnitCost is the real
+// cost of one unit for one auction period, in micro-dollars; Utilization is in [0,1].
+type Pool struct {
+	ID          string
+	ClusterID   string
+	Resource    string
+	Unit        string
+	Capacity    int64
+	UnitCost    int64
+	Utilization float64
+	CurveID     string
+	CreatedAt   time.Time
+	UpdatedAt   time.Time
+}
+
+// AddCluster creates a cluster. Returns EINVALID for bad fields and ECONFLICT for a
+// taken id.
+func (m *Market) AddCluster(ctx context.Context, c Cluster) (Cluster, error) {
+	c.ID, c.Name, c.Region = strings.TrimSpace(c.ID), strings.TrimSpace(c.Name), strings.TrimSpace(c.Region)
+	if err := checkSlug("id", c.ID); err != nil {
+		return Cluster{}, err
+	}
+	if c.Name == "" {
+		c.Name = c.ID
+	}
+	c.CreatedAt = m.now()
+	err := m.db.Write.WithContext(ctx).Create(&c).Error
+	if errors.Is(err, gorm.ErrDuplicatedKey) {
+		return Cluster{}, clearhouse.Errorf(clearhouse.ECONFLICT, "id: cluster %q already exists", c.ID)
+	}
+	return c, err
+}
+
+// Clusters lists every cluster by id.
+func (m *Market) Clusters(ctx context.Context) ([]Cluster, error) {
+	var cs []Cluster
+	return cs, m.db.Read.WithContext(ctx).Order("id").Find(&cs).Error
+}
+
+// PoolSpec is what AddPool and UpdatePool take.
+type PoolSpec struct {
+	ClusterID, Resource, Unit string
+	Capacity                  int64
+	UnitCost                  int64 // micro-dollars per unit per period
+	Utilization               float64
+	CurveID                   string
+}
+
+// Validate checks the fields and names the one at fault.
+func (p *PoolSpec) Validate() error {
+	p.ClusterID, p.Resource, p.Unit = strings.TrimSpace(p.ClusterID), strings.TrimSpace(p.Resource), strings.TrimSpace(p.Unit)
+	if err := checkSlug("cluster", p.ClusterID); err != nil {
+		return err
+	}
+	if err := checkSlug("resource", p.Resource); err != nil {
+		return err
+	}
+	switch {
+	case p.Unit == "" || len(p.Unit) > 20:
+		return clearhouse.Errorf(clearhouse.EINVALID, "unit: give the unit of one quantity (e.g. core, GiB), at most 20 characters")
+	case p.Capacity < 0 || p.Capacity > 1e12:
+		return clearhouse.Errorf(clearhouse.EINVALID, "capacity: must be between 0 and 10^12 units")
+	case p.UnitCost < 0:
+		return clearhouse.Errorf(clearhouse.EINVALID, "unit cost: must not be negative")
+	case math.IsNaN(p.Utilization) || p.Utilization < 0 || p.Utilization > 1:
+		return clearhouse.Errorf(clearhouse.EINVALID, "utilization: must be between 0 and 1 (0%% to 100%%)")
+	case p.CurveID == "":
+		return clearhouse.Errorf(clearhouse.EINVALID, "curve: choose a reserve curve")
+	}
+	return nil
+}
+
+// AddPool creates a pool "cluster/resource". Returns EINVALID for bad fields,
+// ENOTFOUND for an unknown cluster or curve and ECONFLICT for a pool that exists.
+func (m *Market) AddPool(ctx context.Context, ps PoolSpec) (Pool, error) {
+	if err := ps.Validate(); err != nil {
+		return Pool{}, err
+	}
+	now := m.now()
+	p := Pool{ID: ps.ClusterID + "/" + ps.Resource, ClusterID: ps.ClusterID, Resource: ps.Resource, Unit: ps.Unit,
+		Capacity: ps.Capacity, UnitCost: ps.UnitCost, Utilization: ps.Utilization, CurveID: ps.CurveID,
+		CreatedAt: now, UpdatedAt: now}
+	err := m.db.Write.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		if err := exists(tx, "clusters", ps.ClusterID, "cluster: no cluster %q", ps.ClusterID); err != nil {
+			return err
+		}
+		if err := exists(tx, "reserve_curves", ps.CurveID, "curve: no reserve curve %q", ps.CurveID); err != nil {
+			return err
+		}
+		if err := tx.Create(&p).Error; errors.Is(err, gorm.ErrDuplicatedKey) {
+			return clearhouse.Errorf(clearhouse.ECONFLICT, "resource: pool %q already exists", p.ID)
+		} else if err != nil {
+			return err
+		}
+		return nil
+	})
+	return p, err
+}
+
+// UpdatePool changes a pool's unit, capacity, cost, utilization and curve. Capacity
+// may not fall below the quota teams hold in the pool (ECONFLICT).
+func (m *Market) UpdatePool(ctx context.Context, id string, ps PoolSpec) (Pool, error) {
+	var p Pool
+	err := m.db.Write.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		if err := tx.Take(&p, "id = ?", id).Error; err != nil {
+			return notFound(err, "pool: no pool %q", id)
+		}
+		ps.ClusterID, ps.Resource = p.ClusterID, p.Resource
+		if err := ps.Validate(); err != nil {
+			return err
+		}
+		if err := exists(tx, "reserve_curves", ps.CurveID, "curve: no reserve curve %q", ps.CurveID); err != nil {
+			return err
+		}
+		var held int64
+		if err := tx.Table("holdings").Where("pool_id = ?", id).Select("COALESCE(SUM(quantity), 0)").Scan(&held).Error; err != nil {
+			return err
+		}
+		if ps.Capacity < held {
+			return clearhouse.Errorf(clearhouse.ECONFLICT, "capacity: teams hold %d %s in %s; capacity cannot be less", held, p.Unit, id)
+		}
+		p.Unit, p.Capacity, p.UnitCost, p.Utilization, p.CurveID, p.UpdatedAt = ps.Unit, ps.Capacity, ps.UnitCost, ps.Utilization, ps.CurveID, m.now()
+		return tx.Save(&p).Error
+	})
+	return p, err
+}
+
+// Pool returns one pool or ENOTFOUND.
+func (m *Market) Pool(ctx context.Context, id string) (Pool, error) {
+	var p Pool
+	err := m.db.Read.WithContext(ctx).Take(&p, "id = ?", id).Error
+	return p, notFound(err, "pool: no pool %q", id)
+}
+
+// Pools lists every pool by id.
+func (m *Market) Pools(ctx context.Context) ([]Pool, error) {
+	var ps []Pool
+	return ps, m.db.Read.WithContext(ctx).Order("id").Find(&ps).Error
+}
+
+// exists returns ENOTFOUND with the message unless table has a row with that id.
+func exists(tx *gorm.DB, table, id, format string, args ...any) error {
+	var n int64
+	if err := tx.Table(table).Where("id = ?", id).Count(&n).Error; err != nil {
+		return err
+	}
+	if n == 0 {
+		return clearhouse.Errorf(clearhouse.ENOTFOUND, format, args...)
+	}
+	return nil
+}
+
+// Holding is the quota a team holds in a pool.
+type Holding struct {
+	TeamID   string
+	PoolID   string
+	Quantity int64
+}
+
+// Holdings lists a team's holdings by pool; an empty team lists every team's.
+func (m *Market) Holdings(ctx context.Context, team string) ([]Holding, error) {
+	q := m.db.Read.WithContext(ctx).Where("quantity > 0").Order("team_id, pool_id")
+	if team != "" {
+		q = q.Where("team_id = ?", team)
+	}
+	var hs []Holding
+	return hs, q.Find(&hs).Error
+}
+
+// GrantQuota gives a team quantity units of a pool out of the pool's unheld
+// capacity (an operator's initial allocation). Returns ECONFLICT when the pool has
+// too little unheld capacity.
+func (m *Market) GrantQuota(ctx context.Context, team, pool string, quantity int64) error {
+	if quantity <= 0 {
+		return clearhouse.Errorf(clearhouse.EINVALID, "quantity: must be a positive whole number")
+	}
+	return m.db.Write.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		if err := exists(tx, "teams", team, "team: no team %q", team); err != nil {
+			return err
+		}
+		var p Pool
+		if err := tx.Take(&p, "id = ?", pool).Error; err != nil {
+			return notFound(err, "pool: no pool %q", pool)
+		}
+		var held int64
+		if err := tx.Table("holdings").Where("pool_id = ?", pool).Select("COALESCE(SUM(quantity), 0)").Scan(&held).Error; err != nil {
+			return err
+		}
+		if held+quantity > p.Capacity {
+			return clearhouse.Errorf(clearhouse.ECONFLICT, "quantity: %s has %d %s unheld; cannot grant %d", pool, p.Capacity-held, p.Unit, quantity)
+		}
+		return addHolding(tx, team, pool, quantity)
+	})
+}
+
+// addHolding adds delta (possibly negative) to a team's holding in a pool; the
+// schema refuses a negative result.
+func addHolding(tx *gorm.DB, team, pool string, delta int64) error {
+	res := tx.Exec("UPDATE holdings SET quantity = quantity + ? WHERE team_id = ? AND pool_id = ?", delta, team, pool)
+	if res.Error != nil {
+		return res.Error
+	}
+	if res.RowsAffected == 0 {
+		return tx.Create(&Holding{TeamID: team, PoolID: pool, Quantity: delta}).Error
+	}
+	return nil
+}

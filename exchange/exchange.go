@@ -1,0 +1,46 @@
+// Package exchange is the market: teams and their quota holdings, clusters and pools
+// with their reserve curves, orders, scheduled auctions and settlement. Its services
+// validate every input, run each use case in one database transaction and return
+// domain errors (clearhouse.Error) that the web layer maps to statuses.
+package exchange
+
+import (
+	"errors"
+	"regexp"
+	"time"
+
+	"github.com/clearhouse/clearhouse"
+	"github.com/clearhouse/clearhouse/store"
+	"gorm.io/gorm"
+)
+
+// Market is the market's service: teams, clusters, pools, holdings, orders and
+// auctions.
+type Market struct {
+	db  *store.DB
+	now func() time.Time
+}
+
+// NewMarket returns the market service on db with the clock now.
+func NewMarket(db *store.DB, now func() time.Time) *Market {
+	return &Market{db: db, now: func() time.Time { return now().UTC() }}
+}
+
+var slug = regexp.MustCompile(`^[a-z][a-z0-9-]{0,38}[a-z0-9]$`)
+
+// checkSlug returns EINVALID naming field unless s is a lower-case identifier.
+func checkSlug(field, s string) error {
+	if !slug.MatchString(s) {
+		return clearhouse.Errorf(clearhouse.EINVALID,
+			"%s: %q must be 2 to 40 lower-case letters, digits or dashes, starting with a letter", field, s)
+	}
+	return nil
+}
+
+// notFound turns gorm's ErrRecordNotFound into ENOTFOUND with message.
+func notFound(err error, format string, args ...any) error {
+	if errors.Is(err, gorm.ErrRecordNotFound) {
+		return clearhouse.Errorf(clearhouse.ENOTFOUND, format, args...)
+	}
+	return err
+}

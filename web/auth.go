@@ -1,0 +1,150 @@
+package web
+
+import (
+	"net"
+	"net/http"
+	"strings"
+
+	"github.com/clearhouse/clearhouse"
+	"github.com/clearhouse/clearhouse/exchange"
+	"github.com/clearhouse/clearhouse/templates"
+	"github.com/gin-gonic/gin"
+)
+
+const (
+	sessionCookie = "ch_session"
+	csrfCookie    = "ch_csrf"
+	ctxUser       = "user"
+	ctxSession    = "session"
+	ctxToken      = "token"
+)
+
+// withIdentity finds who is calling: a bearer token, a session cookie, or an
+// authenticating proxy's header from a trusted address. Nobody is an error only when
+// a route requires someone.
+func (s *Server) withIdentity() gin.HandlerFunc {
+	return func(c *gin.Context) {
+		ctx := c.Request.Context()
+		if h := c.GetHeader("Authorization"); h != "" {
+			token, ok := strings.CutPrefix(h, "Bearer ")
+			if !ok {
+				s.fail(c, clearhouse.Errorf(clearhouse.EUNAUTHORIZED, "Authorization must be a Bearer token."))
+				return
+			}
+			t, u, err := s.svc.Identity.TokenUser(ctx, strings.TrimSpace(token))
+			if err != nil {
+				s.fail(c, err)
+				return
+			}
+			c.Set(ctxToken, t)
+			if t.UserID != nil {
+				c.Set(ctxUser, u)
+			}
+		} else if ck, err := c.Cookie(sessionCookie); err == nil && ck != "" {
+			sess, u, err := s.svc.Identity.SessionUser(ctx, ck)
+			if err == nil {
+				c.Set(ctxSession, sess)
+				c.Set(ctxUser, u)
+			} else if clearhouse.ErrorCode(err) != clearhouse.EUNAUTHORIZED {
+				s.fail(c, err)
+				return
+			} else {
+				s.clearCookie(c, sessionCookie)
+			}
+		} else if s.cfg.ProxyHeader != "" && s.fromTrustedProxy(c.Request) {
+			if email := c.GetHeader(s.cfg.ProxyHeader); email != "" {
+				u, err := s.svc.Identity.UserByEmail(ctx, email)
+				if err != nil || u.DisabledAt != nil {
+					s.fail(c, clearhouse.Errorf(clearhouse.EFORBIDDEN, "%s has no Clearhouse account.", email))
+					return
+				}
+				c.Set(ctxUser, u)
+			}
+		}
+		c.Next()
+	}
+}
+
+func (s *Server) fromTrustedProxy(r *http.Request) bool {
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		return false
+	}
+	ip := net.ParseIP(host)
+	for _, n := range s.cfg.TrustedProxies {
+		if ip != nil && n.Contains(ip) {
+			return true
+		}
+	}
+	return false
+}
+
+// userFrom returns the signed-in user, if any.
+func userFrom(c *gin.Context) (exchange.User, bool) {
+	v, ok := c.Get(ctxUser)
+	if !ok {
+		return exchange.User{}, false
+	}
+	u, ok := v.(exchange.User)
+	return u, ok
+}
+
+// viewerFrom returns the signed-in user as the templates see them, or nil.
+func viewerFrom(c *gin.Context) *templates.Viewer {
+	u, ok := userFrom(c)
+	if !ok {
+		return nil
+	}
+	return &templates.Viewer{Email: u.Email, Name: u.Name, Role: string(u.Role), Team: u.TeamID}
+}
+
+// agentCluster returns the cluster an agent token is bound to.
+func agentCluster(c *gin.Context) (string, bool) {
+	v, ok := c.Get(ctxToken)
+	if !ok {
+		return "", false
+	}
+	t := v.(exchange.APIToken)
+	if t.Scope != exchange.ScopeAgent || t.ClusterID == nil {
+		return "", false
+	}
+	return *t.ClusterID, true
+}
+
+// requireRole lets through signed-in users with one of the roles. Without a user, a
+// page redirects to sign-in and the API answers 401; with the wrong role, 403.
+func (s *Server) requireRole(roles ...exchange.Role) gin.HandlerFunc {
+	return func(c *gin.Context) {
+		u, ok := userFrom(c)
+		if !ok {
+			if isAPI(c) || c.Request.Method != http.MethodGet {
+				s.fail(c, clearhouse.Errorf(clearhouse.EUNAUTHORIZED, "Sign in first."))
+				return
+			}
+			c.Redirect(http.StatusSeeOther, "/login?next="+urlQueryEscape(c.Request.URL.RequestURI()))
+			c.Abort()
+			return
+		}
+		for _, r := range roles {
+			if u.Role == r {
+				c.Next()
+				return
+			}
+		}
+		s.fail(c, clearhouse.Errorf(clearhouse.EFORBIDDEN, "This needs the %s role.", joinRoles(roles)))
+	}
+}
+
+func joinRoles(roles []exchange.Role) string {
+	parts := make([]string, len(roles))
+	for i, r := range roles {
+		parts[i] = string(r)
+	}
+	if len(parts) <= 1 {
+		return strings.Join(parts, "")
+	}
+	return strings.Join(parts[:len(parts)-1], ", ") + " or " + parts[len(parts)-1]
+}
+
+// anyone lists every role: the route needs a signed-in user of any kind.
+var anyone = exchange.Roles

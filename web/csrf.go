@@ -1,0 +1,93 @@
+package web
+
+import (
+	"crypto/rand"
+	"crypto/subtle"
+	"encoding/base64"
+	"net/http"
+
+	"github.com/clearhouse/clearhouse"
+	"github.com/clearhouse/clearhouse/exchange"
+	"github.com/gin-gonic/gin"
+)
+
+const ctxCSRF = "csrf"
+
+// crossOrigin refuses unsafe cross-origin browser requests by their Sec-Fetch-Site or
+// Origin headers: a second line behind the tokens.
+var crossOrigin = http.NewCrossOriginProtection()
+
+// withCSRF requires a matching token on every unsafe request that a browser could send
+// with ambient credentials (a session cookie, or an authenticating proxy's header).
+// Signed-in users' tokens live in their session; before sign-in a random cookie is the
+// token (double submit). Bearer-token requests carry no ambient credential and pass.
+func (s *Server) withCSRF() gin.HandlerFunc {
+	return func(c *gin.Context) {
+		if _, bearer := c.Get(ctxToken); bearer {
+			c.Next()
+			return
+		}
+		want := s.csrfToken(c)
+		switch c.Request.Method {
+		case http.MethodGet, http.MethodHead, http.MethodOptions:
+			c.Next()
+			return
+		}
+		if err := crossOrigin.Check(c.Request); err != nil {
+			s.fail(c, clearhouse.Errorf(clearhouse.EFORBIDDEN, "Cross-origin requests are not allowed."))
+			return
+		}
+		got := c.GetHeader("X-CSRF-Token")
+		if got == "" {
+			got = c.PostForm("csrf_token")
+		}
+		if want == "" || subtle.ConstantTimeCompare([]byte(got), []byte(want)) != 1 {
+			s.fail(c, clearhouse.Errorf(clearhouse.EFORBIDDEN, "The form has expired or did not come from Clearhouse; reload the page and try again."))
+			return
+		}
+		c.Next()
+	}
+}
+
+// csrfToken returns the token forms must carry for this request, setting the
+// pre-session cookie when there is none yet.
+func (s *Server) csrfToken(c *gin.Context) string {
+	if v, ok := c.Get(ctxCSRF); ok {
+		return v.(string)
+	}
+	var token string
+	if v, ok := c.Get(ctxSession); ok {
+		token = v.(exchange.Session).CSRFToken
+	} else if ck, err := c.Cookie(csrfCookie); err == nil && len(ck) >= 32 {
+		token = ck
+	} else if c.Request.Method == http.MethodGet || c.Request.Method == http.MethodHead {
+		var b [32]byte
+		_, _ = rand.Read(b[:])
+		token = base64.RawURLEncoding.EncodeToString(b[:])
+		s.setCookie(c, csrfCookie, token, 0)
+	}
+	c.Set(ctxCSRF, token)
+	return token
+}
+
+// setCookie sets an HttpOnly, SameSite=Lax cookie, Secure unless the request came over
+// plain HTTP to a loopback address (a developer's machine). maxAge 0 is a browser
+// session cookie; negative deletes.
+func (s *Server) setCookie(c *gin.Context, name, value string, maxAge int) {
+	http.SetCookie(c.Writer, &http.Cookie{
+		Name: name, Value: value, Path: "/", MaxAge: maxAge,
+		HttpOnly: true, Secure: s.secureCookies(c.Request), SameSite: http.SameSiteLaxMode,
+	})
+}
+
+func (s *Server) clearCookie(c *gin.Context, name string) { s.setCookie(c, name, "", -1) }
+
+func (s *Server) secureCookies(r *http.Request) bool {
+	if r.TLS != nil {
+		return true
+	}
+	if s.fromTrustedProxy(r) && r.Header.Get("X-Forwarded-Proto") == "https" {
+		return true
+	}
+	return !isLoopbackHost(r.Host)
+}

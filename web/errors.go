@@ -1,0 +1,91 @@
+package web
+
+import (
+	"log/slog"
+	"net/http"
+	"strings"
+
+	"github.com/clearhouse/clearhouse"
+	"github.com/clearhouse/clearhouse/templates"
+	"github.com/gin-gonic/gin"
+)
+
+// statusOf maps a domain error code to its HTTP status. This is the one place the
+// mapping lives.
+func statusOf(code string) int {
+	switch code {
+	case clearhouse.EINVALID:
+		return http.StatusBadRequest
+	case clearhouse.EUNAUTHORIZED:
+		return http.StatusUnauthorized
+	case clearhouse.EFORBIDDEN:
+		return http.StatusForbidden
+	case clearhouse.ENOTFOUND:
+		return http.StatusNotFound
+	case clearhouse.ECONFLICT:
+		return http.StatusConflict
+	case clearhouse.EUNPROCESSABLE:
+		return http.StatusUnprocessableEntity
+	case clearhouse.ENOTIMPLEMENTED:
+		return http.StatusNotImplemented
+	default:
+		return http.StatusInternalServerError
+	}
+}
+
+// apiError is the JSON body of every API error.
+type apiError struct {
+	Error apiErrorBody `json:"error"`
+}
+
+type apiErrorBody struct {
+	Code      string `json:"code"`
+	Message   string `json:"message"`
+	RequestID string `json:"request_id,omitempty"`
+}
+
+func isAPI(c *gin.Context) bool {
+	return strings.HasPrefix(c.Request.URL.Path, "/api/")
+}
+
+// fail answers the request with err: JSON under /api, an error page elsewhere.
+// Internal errors are logged once, with the request id, and shown without detail.
+func (s *Server) fail(c *gin.Context, err error) {
+	code := clearhouse.ErrorCode(err)
+	status := statusOf(code)
+	if status >= 500 {
+		s.log.Error("request failed", "request_id", requestID(c), "path", c.Request.URL.Path, "err", err)
+	}
+	s.abort(c, status, code, clearhouse.ErrorMessage(err))
+}
+
+// abort answers with a status, code and message, in the request's kind.
+func (s *Server) abort(c *gin.Context, status int, code, message string) {
+	if isAPI(c) {
+		c.AbortWithStatusJSON(status, apiError{apiErrorBody{Code: code, Message: message, RequestID: requestID(c)}})
+		return
+	}
+	c.Abort()
+	s.render(c, status, templates.ErrorPage(s.page(c, statusTitle(status), ""), status, message))
+}
+
+func statusTitle(status int) string {
+	switch status {
+	case http.StatusForbidden:
+		return "Not allowed"
+	case http.StatusNotFound:
+		return "Not found"
+	case http.StatusUnauthorized:
+		return "Sign in needed"
+	default:
+		if status >= 500 {
+			return "Something went wrong"
+		}
+		return "Request refused"
+	}
+}
+
+// logAttrs is a small helper for structured logging of a request.
+func logAttrs(c *gin.Context) []any {
+	return []any{slog.String("request_id", requestID(c)), slog.String("method", c.Request.Method), slog.String("path", c.Request.URL.Path)}
+}

@@ -1,0 +1,104 @@
+// Package web is Clearhouse's HTTP layer: routes, handlers, authentication and the JSON
+// API. Handlers translate HTTP into calls on domain services and domain results into
+// view models for templates.
+package web
+
+import (
+	"context"
+	"errors"
+	"io/fs"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/clearhouse/clearhouse/exchange"
+	"github.com/clearhouse/clearhouse/static"
+	"github.com/gin-gonic/gin"
+)
+
+// Config is what the web layer needs to know.
+type Config struct {
+	Addr string // listen address, e.g. 127.0.0.1:8080
+	// ProxyHeader, when set, names a header (e.g. X-Forwarded-Email) from which an
+	// authenticating proxy's user email is trusted, but only on requests from
+	// TrustedProxies.
+	ProxyHeader    string
+	TrustedProxies []*net.IPNet
+	// LoginRate is how many failed sign-ins one address or email may make a minute.
+	LoginRate int
+}
+
+// Services are the domain services the handlers call.
+type Services struct {
+	Identity *exchange.Identity
+	Market   *exchange.Market
+}
+
+// Server is the HTTP server. Open starts it, Close stops it.
+type Server struct {
+	cfg     Config
+	svc     Services
+	log     *slog.Logger
+	now     func() time.Time
+	engine  *gin.Engine
+	http    *http.Server
+	ln      net.Listener
+	limiter *loginLimiter
+}
+
+// NewServer wires the routes.
+func NewServer(cfg Config, svc Services, log *slog.Logger, now func() time.Time) *Server {
+	gin.SetMode(gin.ReleaseMode)
+	if cfg.LoginRate <= 0 {
+		cfg.LoginRate = 10
+	}
+	s := &Server{cfg: cfg, svc: svc, log: log, now: now, limiter: newLoginLimiter(cfg.LoginRate, now)}
+	e := gin.New()
+	e.HandleMethodNotAllowed = true
+	e.ContextWithFallback = true
+	_ = e.SetTrustedProxies(nil)
+	e.Use(withRequestID(), s.withAccessLog(), s.withRecovery(), withSecurityHeaders(), s.withIdentity(), s.withCSRF())
+	e.NoRoute(s.notFound)
+	e.NoMethod(func(c *gin.Context) { s.abort(c, http.StatusMethodNotAllowed, "method_not_allowed", "That method is not allowed here.") })
+	sub, _ := fs.Sub(static.FS, ".")
+	e.StaticFS("/static", http.FS(sub))
+	s.routes(e)
+	s.engine = e
+	return s
+}
+
+// Handler returns the server's http.Handler, for tests.
+func (s *Server) Handler() http.Handler { return s.engine }
+
+// Open listens on the configured address and serves in the background.
+func (s *Server) Open() error {
+	ln, err := net.Listen("tcp", s.cfg.Addr)
+	if err != nil {
+		return err
+	}
+	s.ln = ln
+	s.http = &http.Server{Handler: s.engine, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second, WriteTimeout: 60 * time.Second, IdleTimeout: 2 * time.Minute}
+	go func() {
+		if err := s.http.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			s.log.Error("http server stopped", "err", err)
+		}
+	}()
+	return nil
+}
+
+// URL is the address the server listens on, as a URL.
+func (s *Server) URL() string {
+	if s.ln == nil {
+		return ""
+	}
+	return "http://" + s.ln.Addr().String()
+}
+
+// Close stops accepting requests and waits for those in flight.
+func (s *Server) Close(ctx context.Context) error {
+	if s.http == nil {
+		return nil
+	}
+	return s.http.Shutdown(ctx)
+}
