@@ -98,19 +98,6 @@ func viewerFrom(c *gin.Context) *templates.Viewer {
 	return &templates.Viewer{Email: u.Email, Name: u.Name, Role: string(u.Role), Team: u.TeamID}
 }
 
-// agentCluster returns the cluster an agent token is bound to.
-func agentCluster(c *gin.Context) (string, bool) {
-	v, ok := c.Get(ctxToken)
-	if !ok {
-		return "", false
-	}
-	t := v.(exchange.APIToken)
-	if t.Scope != exchange.ScopeAgent || t.ClusterID == nil {
-		return "", false
-	}
-	return *t.ClusterID, true
-}
-
 // requireRole lets through signed-in users with one of the roles. Without a user, a
 // page redirects to sign-in and the API answers 401; with the wrong role, 403.
 func (s *Server) requireRole(roles ...exchange.Role) gin.HandlerFunc {
