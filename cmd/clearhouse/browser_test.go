@@ -1,0 +1,110 @@
+package main
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+	"github.com/clearhouse/clearhouse/exchange"
+	"github.com/clearhouse/clearhouse/store/storetest"
+)
+
+// startApp runs the production wiring on a fresh SQLite file and a free port.
+func startApp(t *testing.T, clock *storetest.Clock) *App {
+	t.Helper()
+	cfg := Config{Addr: "127.0.0.1:0", DB: filepath.Join(t.TempDir(), "e2e.db"), Migrate: true, LoginRate: 100}
+	app := NewApp(cfg, slog.New(slog.NewTextHandler(io.Discard, nil)), clock.Now)
+	if err := app.Open(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		app.Close(ctx)
+	})
+	return app
+}
+
+// newBrowser starts headless Chromium for one test. Chromium is required in CI
+// (.ci/run installs it); elsewhere a missing browser skips the browser tests.
+func newBrowser(t *testing.T) context.Context {
+	t.Helper()
+	path, err := exec.LookPath("chromium")
+	if err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal("chromium is not installed; .ci/run installs it")
+		}
+		t.Skip("chromium is not installed (apt-get install chromium)")
+	}
+	opts := []chromedp.ExecAllocatorOption{
+		chromedp.ExecPath(path), chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU,
+		chromedp.UserDataDir(t.TempDir()), chromedp.WindowSize(1280, 900),
+		chromedp.Flag("disable-background-networking", true), chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true), chromedp.Flag("no-first-run", true),
+	}
+	actx, cancelA := chromedp.NewExecAllocator(context.Background(), opts...)
+	ctx, cancelC := chromedp.NewContext(actx)
+	ctx, cancelT := context.WithTimeout(ctx, 60*time.Second)
+	t.Cleanup(func() { cancelT(); cancelC(); cancelA() })
+	return ctx
+}
+
+// screenshot saves a full-page PNG under $CLEARHOUSE_SCREENSHOTS, when it is set.
+func screenshot(t *testing.T, ctx context.Context, name string) {
+	t.Helper()
+	dir := os.Getenv("CLEARHOUSE_SCREENSHOTS")
+	if dir == "" {
+		return
+	}
+	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, name+".png"), png, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestBrowserSignIn(t *testing.T) {
+	ctx := newBrowser(t)
+	app := startApp(t, storetest.NewClock(time.Time{}))
+	bg := context.Background()
+	if _, err := app.Market.AddTeam(bg, exchange.NewTeam{ID: "search", Name: "Search"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := app.Identity.AddUser(bg, exchange.NewUser{Email: "ana@x.io", Role: exchange.RoleMember, TeamID: "search", Password: "correct horse battery"}); err != nil {
+		t.Fatal(err)
+	}
+	err := chromedp.Do(ctx,
+		chromedp.Navigate(app.Server.URL()+"/"),
+		chromedp.WaitVisible(chromedp.CSS(`[data-testid=login-submit]`)),
+		chromedp.SendKeys(chromedp.CSS(`[data-testid=field-email]`), "ana@x.io"),
+		chromedp.SendKeys(chromedp.CSS(`[data-testid=field-password]`), "not the password"),
+		chromedp.Click(chromedp.CSS(`[data-testid=login-submit]`)),
+		chromedp.WaitVisible(chromedp.CSS(`[data-testid=login-error]`)),
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	screenshot(t, ctx, "login-error")
+	err = chromedp.Do(ctx,
+		chromedp.SendKeys(chromedp.CSS(`[data-testid=field-password]`), "correct horse battery"),
+		chromedp.Click(chromedp.CSS(`[data-testid=login-submit]`)),
+		chromedp.WaitVisible(chromedp.CSS(`[data-testid=viewer]`)),
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	who, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(`[data-testid=viewer]`)))
+	if err != nil || !strings.Contains(who, "ana@x.io") || !strings.Contains(who, "search") {
+		t.Fatalf("viewer %q, %v", who, err)
+	}
+	screenshot(t, ctx, "market")
+}
