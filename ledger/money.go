@@ -1,0 +1,192 @@
+// Package ledger is Clearhouse's double-entry budget ledger: accounts for each
+// team's budget, the operator's treasury and the grants account finance funds
+// budgets from; journal entries whose postings sum to exactly zero; holds that set
+// money aside for open orders; and the reads finance relies on (balances at any
+// instant, statements, the trial balance, CSV exports).
+//
+// Every write takes an idempotency key: repeating a write with the same key and the
+// same content returns the first result; with different content it is refused as a
+// conflict. Every write runs in one transaction, so a failed write changes nothing.
+package ledger
+
+import (
+	"math"
+	"strconv"
+	"strings"
+
+	"github.com/clearhouse/clearhouse"
+)
+
+// Money is an amount in micro-dollars (millionths of a dollar). Arithmetic on it is
+// checked: an overflow is an error, never a wrap.
+type Money int64
+
+// Units of money.
+const (
+	Microdollar Money = 1
+	Cent        Money = 10_000
+	Dollar      Money = 1_000_000
+)
+
+// MaxMoney is the largest amount: about 9.2 trillion dollars.
+const MaxMoney = Money(math.MaxInt64)
+
+func overflow(op string) error {
+	return clearhouse.Errorf(clearhouse.EINVALID, "amount: %s overflows (amounts are limited to ±%s)", op, MaxMoney)
+}
+
+// Add returns m+n, or EINVALID on overflow.
+func (m Money) Add(n Money) (Money, error) {
+	s := m + n
+	if (n > 0 && s < m) || (n < 0 && s > m) {
+		return 0, overflow("adding")
+	}
+	return s, nil
+}
+
+// Sub returns m-n, or EINVALID on overflow.
+func (m Money) Sub(n Money) (Money, error) {
+	if n == math.MinInt64 {
+		return 0, overflow("subtracting")
+	}
+	return m.Add(-n)
+}
+
+// Neg returns -m, or EINVALID for the one amount with no negation.
+func (m Money) Neg() (Money, error) {
+	if m == math.MinInt64 {
+		return 0, overflow("negating")
+	}
+	return -m, nil
+}
+
+// MulInt returns m*k, or EINVALID on overflow.
+func (m Money) MulInt(k int64) (Money, error) {
+	if m == 0 || k == 0 {
+		return 0, nil
+	}
+	p := int64(m) * k
+	if p/k != int64(m) || (int64(m) == -1 && k == math.MinInt64) || (k == -1 && int64(m) == math.MinInt64) {
+		return 0, overflow("multiplying")
+	}
+	return Money(p), nil
+}
+
+// Dollars returns the amount in dollars as a float, for display and for the
+// auction engine, which works in floats.
+func (m Money) Dollars() float64 { return float64(m) / float64(Dollar) }
+
+// FromDollars converts dollars to money with the ledger's one rounding rule: to the
+// nearest micro-dollar, halves away from zero (2.0000005 → 2.000001, -2.0000005 →
+// -2.000001). NaN, infinities and amounts beyond MaxMoney are EINVALID.
+func FromDollars(d float64) (Money, error) {
+	if math.IsNaN(d) || math.IsInf(d, 0) {
+		return 0, clearhouse.Errorf(clearhouse.EINVALID, "amount: %v is not a number of dollars", d)
+	}
+	micros := math.Round(d * float64(Dollar))
+	if micros >= 9.223372036854775e18 || micros <= -9.223372036854775e18 {
+		return 0, overflow("converting")
+	}
+	return Money(int64(micros)), nil
+}
+
+// String formats the amount as dollars with thousands separators and at least two
+// decimals, more when the amount has them: "1,234.56", "-3.00", "0.000001".
+func (m Money) String() string {
+	neg := m < 0
+	u := uint64(m)
+	if neg {
+		u = uint64(-(m + 1)) + 1 // safe for math.MinInt64
+	}
+	whole, frac := u/uint64(Dollar), u%uint64(Dollar)
+	digits := strconv.FormatUint(whole, 10)
+	var b strings.Builder
+	if neg {
+		b.WriteByte('-')
+	}
+	for i, c := range digits {
+		if i > 0 && (len(digits)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(c)
+	}
+	f := strconv.FormatUint(frac+uint64(Dollar), 10)[1:] // six digits
+	f = strings.TrimRight(f, "0")
+	for len(f) < 2 {
+		f += "0"
+	}
+	b.WriteByte('.')
+	b.WriteString(f)
+	return b.String()
+}
+
+// Plain formats the amount like String but without thousands separators, for CSV
+// and forms: "1234.56".
+func (m Money) Plain() string { return strings.ReplaceAll(m.String(), ",", "") }
+
+// ParseMoney reads an amount of dollars: an optional sign, an optional "$", digits
+// with optional thousands separators (commas in groups of three) and at most six
+// decimals: "1,234.56", "-12", "$5.5", "0.000001", "+3". Anything else, and
+// amounts beyond MaxMoney, are EINVALID with a message that says why.
+func ParseMoney(s string) (Money, error) {
+	in := s
+	s = strings.TrimSpace(s)
+	bad := func(why string) (Money, error) {
+		return 0, clearhouse.Errorf(clearhouse.EINVALID, "amount: %q is not an amount of dollars: %s", in, why)
+	}
+	neg := false
+	if s != "" && (s[0] == '-' || s[0] == '+') {
+		neg = s[0] == '-'
+		s = s[1:]
+	}
+	s = strings.TrimPrefix(s, "$")
+	if s == "" {
+		return bad("no digits")
+	}
+	whole, frac, hasDot := strings.Cut(s, ".")
+	if strings.Contains(whole, ",") {
+		groups := strings.Split(whole, ",")
+		if len(groups[0]) == 0 || len(groups[0]) > 3 {
+			return bad("misplaced thousands separator")
+		}
+		for _, g := range groups[1:] {
+			if len(g) != 3 {
+				return bad("misplaced thousands separator")
+			}
+		}
+		whole = strings.Join(groups, "")
+	}
+	if whole == "" && (!hasDot || frac == "") {
+		return bad("no digits")
+	}
+	if hasDot && len(frac) > 6 {
+		return bad("more than six decimals (the smallest amount is $0.000001)")
+	}
+	for _, part := range []string{whole, frac} {
+		for _, c := range part {
+			if c < '0' || c > '9' {
+				return bad("unexpected character " + strconv.QuoteRune(c))
+			}
+		}
+	}
+	var w uint64
+	if whole != "" {
+		var err error
+		w, err = strconv.ParseUint(whole, 10, 64)
+		if err != nil || w > uint64(MaxMoney/Dollar) {
+			return 0, overflow("parsing")
+		}
+	}
+	f := uint64(0)
+	if frac != "" {
+		f, _ = strconv.ParseUint((frac + "000000")[:6], 10, 64)
+	}
+	total := w*uint64(Dollar) + f
+	if total > uint64(MaxMoney) {
+		return 0, overflow("parsing")
+	}
+	if neg {
+		return -Money(total), nil
+	}
+	return Money(total), nil
+}
