@@ -27,7 +27,7 @@ const (
 // rest released) or released.
 type Hold struct {
 	ID         int64
-	Key        string `gorm:"column:idem_key"`
+	Key        string    `gorm:"column:idem_key"`
 	Account    AccountID `gorm:"column:account_id"`
 	Amount     Money
 	Ref        string

@@ -3,6 +3,7 @@ package templates
 import (
 	"fmt"
 	"net/http"
+	"net/url"
 )
 
 func statusText(status int) string {
@@ -33,3 +34,36 @@ func orDash(s string) string {
 	}
 	return s
 }
+
+func statusLabel(s string) string {
+	switch s {
+	case "awaiting_approval":
+		return "awaiting approval"
+	}
+	return s
+}
+
+// bidQuery is the step-1 state of a bid form as a query string.
+func bidQuery(f BidForm) url.Values {
+	q := url.Values{}
+	for _, r := range f.Resources {
+		if r.Value != "" {
+			q.Set("q."+r.Name, r.Value)
+		}
+	}
+	for _, c := range f.Clusters {
+		if c.Checked {
+			q.Add("cluster", c.ID)
+		}
+	}
+	return q
+}
+
+func switchModeURL(f BidForm, mode string) string {
+	q := bidQuery(f)
+	q.Set("step", "2")
+	q.Set("limit_mode", mode)
+	return "/orders/new?" + q.Encode()
+}
+
+func backURL(f BidForm) string { return "/orders/new?" + bidQuery(f).Encode() }
