@@ -1,0 +1,121 @@
+package auction
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/clearhouse/clearhouse"
+)
+
+// Tolerance is the relative tolerance of Check, as the format document states.
+const Tolerance = 1e-6
+
+func near(a, b, scale float64) bool {
+	return math.Abs(a-b) <= Tolerance*max(1, math.Abs(scale))
+}
+
+// Check verifies that res is a correct outcome of inst: every winner gets one of its
+// own bundles, the one with the largest surplus at the prices, for a payment equal
+// to bundle . prices and within its limit; every bundle of every loser costs more
+// than its limit; winners' net demand in each pool is at most its supply; no price
+// is below its reserve. It returns EINVALID describing the first violation.
+func Check(inst Instance, res Result) error {
+	bad := func(format string, args ...any) error {
+		return clearhouse.Errorf(clearhouse.EINVALID, format, args...)
+	}
+	for _, p := range inst.Pools {
+		price, ok := res.Prices[p.ID]
+		if !ok {
+			return bad("pool %q has no price", p.ID)
+		}
+		if price < p.ReservePrice && !near(price, p.ReservePrice, p.ReservePrice) {
+			return bad("pool %q: price %v is below its reserve %v", p.ID, price, p.ReservePrice)
+		}
+	}
+	cost := func(b Bundle) (c, scale float64) {
+		for id, q := range b {
+			c += q * res.Prices[id]
+			scale += math.Abs(q * res.Prices[id])
+		}
+		return c, scale
+	}
+	won := map[string]Winner{}
+	for _, w := range res.Winners {
+		if _, dup := won[w.ID]; dup {
+			return bad("bidder %q wins twice", w.ID)
+		}
+		won[w.ID] = w
+	}
+	net := map[string]float64{}
+	seen := 0
+	for _, b := range inst.Bidders {
+		w, isWinner := won[b.ID]
+		if !isWinner {
+			for k, bundle := range b.Bundles {
+				c, scale := cost(bundle)
+				if !(b.LimitOf(k) < c) && !near(b.LimitOf(k), c, scale) {
+					return bad("bidder %q lost but could afford bundle %d (cost %v, limit %v)", b.ID, k, c, b.LimitOf(k))
+				}
+			}
+			continue
+		}
+		seen++
+		if w.BundleIndex < 0 || w.BundleIndex >= len(b.Bundles) {
+			return bad("bidder %q wins bundle %d, which it does not have", b.ID, w.BundleIndex)
+		}
+		c, scale := cost(b.Bundles[w.BundleIndex])
+		if !near(w.Payment, c, scale) {
+			return bad("bidder %q pays %v, but its bundle costs %v", b.ID, w.Payment, c)
+		}
+		surplus := b.LimitOf(w.BundleIndex) - c
+		if surplus < 0 && !near(b.LimitOf(w.BundleIndex), c, scale) {
+			return bad("bidder %q pays %v, beyond its limit %v", b.ID, c, b.LimitOf(w.BundleIndex))
+		}
+		for k, bundle := range b.Bundles {
+			ck, sk := cost(bundle)
+			if s := b.LimitOf(k) - ck; s > surplus && !near(s, surplus, max(scale, sk)) {
+				return bad("bidder %q gets bundle %d but bundle %d leaves it more surplus (%v > %v)", b.ID, w.BundleIndex, k, s, surplus)
+			}
+		}
+		for id, q := range b.Bundles[w.BundleIndex] {
+			net[id] += q
+		}
+	}
+	if seen != len(won) {
+		return bad("a winner is not among the bidders")
+	}
+	for _, p := range inst.Pools {
+		if net[p.ID] > p.Supply+Tolerance*max(1, p.Supply) {
+			return bad("pool %q: winners' net demand %v exceeds supply %v", p.ID, net[p.ID], p.Supply)
+		}
+	}
+	return nil
+}
+
+// Welfare is the value an outcome creates: the winners' limits for the bundles they
+// get, minus the reserve value of the units they take from the operator (reserve
+// times net units, pool by pool). It is the measure the CATS yardsticks use.
+func Welfare(inst Instance, res Result) float64 {
+	reserve := map[string]float64{}
+	for _, p := range inst.Pools {
+		reserve[p.ID] = p.ReservePrice
+	}
+	byID := map[string]Bidder{}
+	for _, b := range inst.Bidders {
+		byID[b.ID] = b
+	}
+	w := 0.0
+	for _, win := range res.Winners {
+		b := byID[win.ID]
+		w += b.LimitOf(win.BundleIndex)
+		for id, q := range b.Bundles[win.BundleIndex] {
+			w -= q * reserve[id]
+		}
+	}
+	return w
+}
+
+// String summarises a result in one line.
+func (r Result) String() string {
+	return fmt.Sprintf("converged=%v rounds=%d winners=%d", r.Converged, r.Rounds, len(r.Winners))
+}

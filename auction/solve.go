@@ -1,0 +1,295 @@
+package auction
+
+import (
+	"math"
+	"slices"
+	"strings"
+	"time"
+)
+
+// Options change what Solve reports.
+type Options struct {
+	// Trajectory asks for the prices of every round, for charts.
+	Trajectory bool
+}
+
+// item is one pool's quantity in a compiled bundle.
+type item struct {
+	pool int32
+	q    float64
+}
+
+// bidder is a compiled bidder: bundles as sorted item slices, and its limits.
+type bidder struct {
+	bundles [][]item
+	limits  []float64
+	choice  int  // the bundle it demands now, or -1
+	sells   bool // some bundle has a negative quantity: a price rise can make it more attractive
+}
+
+// clock is the compiled state of one run.
+type clock struct {
+	ids     []string // pool ids, sorted
+	supply  []float64
+	reserve []float64
+	scale   []float64 // Q_r: operator supply plus the quantity offered for sale
+	price   []float64
+	net     []float64 // winners' net demand per pool at the current choices
+	bidders []bidder
+	sellers [][]int32 // pool -> bidders with a bundle that sells in it (static)
+	buyers  [][]int32 // pool -> bidders whose demanded bundle buys in it (lazily pruned)
+	seen    []int     // per bidder: the round it was last queued for re-evaluation
+	mark    []int     // per bidder: the last pruning pass that kept it
+	pass    int
+}
+
+// compile turns a validated instance into the clock's dense form. Pools are
+// indexed in id order and bidders keep their order, so runs are deterministic.
+func compile(inst Instance) *clock {
+	pools := append([]Pool(nil), inst.Pools...)
+	slices.SortFunc(pools, func(a, b Pool) int { return strings.Compare(a.ID, b.ID) })
+	n := len(pools)
+	c := &clock{ids: make([]string, n), supply: make([]float64, n), reserve: make([]float64, n),
+		scale: make([]float64, n), price: make([]float64, n), net: make([]float64, n),
+		sellers: make([][]int32, n), buyers: make([][]int32, n)}
+	index := make(map[string]int32, n)
+	for i, p := range pools {
+		c.ids[i], c.supply[i], c.reserve[i], c.price[i] = p.ID, p.Supply, p.ReservePrice, p.ReservePrice
+		c.scale[i] = p.Supply
+		index[p.ID] = int32(i)
+	}
+	// One allocation each for every bundle, item and limit: memory linear in the
+	// instance, and little for the collector to do.
+	nb, ni := 0, 0
+	for _, b := range inst.Bidders {
+		nb += len(b.Bundles)
+		for _, bundle := range b.Bundles {
+			ni += len(bundle)
+		}
+	}
+	allBundles, allItems, allLimits := make([][]item, nb), make([]item, 0, ni), make([]float64, nb)
+	c.bidders = make([]bidder, len(inst.Bidders))
+	c.seen = make([]int, len(inst.Bidders))
+	c.mark = make([]int, len(inst.Bidders))
+	var offered []item // per bidder: the most any alternative sells, per pool
+	for bi, b := range inst.Bidders {
+		k0 := len(allBundles) - nb
+		nb -= len(b.Bundles)
+		cb := bidder{bundles: allBundles[k0 : k0+len(b.Bundles) : k0+len(b.Bundles)], limits: allLimits[k0 : k0+len(b.Bundles) : k0+len(b.Bundles)], choice: -1}
+		offered = offered[:0]
+		for k, bundle := range b.Bundles {
+			start := len(allItems)
+			for id, q := range bundle {
+				if q == 0 {
+					continue
+				}
+				r := index[id]
+				allItems = append(allItems, item{r, q})
+				if q < 0 {
+					cb.sells = true
+					found := false
+					for j := range offered {
+						if offered[j].pool == r {
+							offered[j].q, found = max(offered[j].q, -q), true
+						}
+					}
+					if !found {
+						offered = append(offered, item{r, -q})
+					}
+				}
+			}
+			items := allItems[start:len(allItems):len(allItems)]
+			slices.SortFunc(items, func(a, b item) int { return int(a.pool - b.pool) })
+			cb.bundles[k] = items
+			cb.limits[k] = b.LimitOf(k)
+		}
+		// Q_r counts, per bidder, the most any one of its alternatives offers in r.
+		for _, o := range offered {
+			c.scale[o.pool] += o.q
+			c.sellers[o.pool] = append(c.sellers[o.pool], int32(bi))
+		}
+		c.bidders[bi] = cb
+	}
+	return c
+}
+
+// choose returns the bundle a proxy demands at the current prices: the largest
+// surplus limit_k - q_k.p, ties to the lowest index, if that surplus is not
+// negative; else -1.
+func (c *clock) choose(b *bidder) int {
+	best, bestSurplus := -1, math.Inf(-1)
+	for k, items := range b.bundles {
+		cost := 0.0
+		for _, it := range items {
+			cost += it.q * c.price[it.pool]
+		}
+		if s := b.limits[k] - cost; s > bestSurplus {
+			best, bestSurplus = k, s
+		}
+	}
+	if bestSurplus < 0 {
+		return -1
+	}
+	return best
+}
+
+// set moves bidder bi to bundle k, updating net demand.
+func (c *clock) set(bi, k int) {
+	b := &c.bidders[bi]
+	if b.choice == k {
+		return
+	}
+	if b.choice >= 0 {
+		for _, it := range b.bundles[b.choice] {
+			c.net[it.pool] -= it.q
+		}
+	}
+	if k >= 0 {
+		for _, it := range b.bundles[k] {
+			c.net[it.pool] += it.q
+			if it.q > 0 {
+				c.buyers[it.pool] = append(c.buyers[it.pool], int32(bi))
+			}
+		}
+	}
+	b.choice = k
+}
+
+// Solve runs the ascending clock on a valid instance (see Validate): start at
+// reserve prices; each round, every proxy demands its best bundle; stop when no
+// pool's net demand exceeds its supply; otherwise raise each over-demanded pool's
+// price by the relative step min(alpha z_r / Q_r, delta), at least min_step. A pool
+// whose price is zero rises to min_step dollars first. Only bidders with a bundle in
+// a pool whose price moved are re-evaluated. When max_rounds pass without clearing,
+// the result has Converged false and the last round's prices and excess demand.
+// Solve returns EINVALID for an invalid instance.
+func Solve(inst Instance, opt Options) (Result, error) {
+	if err := inst.Validate(); err != nil {
+		return Result{}, err
+	}
+	start := time.Now()
+	p := inst.Params.withDefaults()
+	c := compile(inst)
+	for bi := range c.bidders {
+		c.set(bi, c.choose(&c.bidders[bi]))
+	}
+	var traj []Round
+	if opt.Trajectory {
+		traj = append(traj, Round{Round: 0, Prices: c.priceMap()})
+	}
+	rounds, converged := 0, false
+	var raised, queue []int32
+	for {
+		raised = raised[:0]
+		for r := range c.net {
+			if c.net[r]-c.supply[r] > 1e-9 {
+				raised = append(raised, int32(r))
+			}
+		}
+		if len(raised) == 0 {
+			converged = true
+			break
+		}
+		if rounds == p.MaxRounds {
+			break
+		}
+		rounds++
+		for _, r := range raised {
+			z := c.net[r] - c.supply[r]
+			step := min(p.Alpha*z/max(c.scale[r], 1), p.Delta)
+			step = max(step, p.MinStep)
+			if c.price[r] == 0 {
+				c.price[r] = p.MinStep
+			} else {
+				c.price[r] *= 1 + step
+			}
+		}
+		// Prices only rise, so a bundle's surplus falls when it buys in a raised pool and
+		// grows only when it sells there. A bidder's choice can therefore change only if
+		// the bundle it demands buys in a raised pool, or one of its bundles sells there.
+		queue = queue[:0]
+		for _, r := range raised {
+			for _, bi := range c.pruneBuyers(r) {
+				if c.seen[bi] != rounds {
+					c.seen[bi] = rounds
+					queue = append(queue, bi)
+				}
+			}
+			for _, bi := range c.sellers[r] {
+				if c.seen[bi] != rounds {
+					c.seen[bi] = rounds
+					queue = append(queue, bi)
+				}
+			}
+		}
+		for _, bi := range queue {
+			c.set(int(bi), c.choose(&c.bidders[bi]))
+		}
+		if opt.Trajectory {
+			traj = append(traj, Round{Round: rounds, Prices: c.priceMap()})
+		}
+	}
+	res := c.result(inst)
+	res.Converged, res.Rounds, res.Trajectory = converged, rounds, traj
+	res.Seconds = time.Since(start).Seconds()
+	return res, nil
+}
+
+func (c *clock) priceMap() map[string]float64 {
+	m := make(map[string]float64, len(c.ids))
+	for r, id := range c.ids {
+		m[id] = c.price[r]
+	}
+	return m
+}
+
+func (c *clock) result(inst Instance) Result {
+	res := Result{Prices: c.priceMap(), Winners: []Winner{},
+		OperatorSold: make(map[string]float64, len(c.ids)), ExcessDemand: make(map[string]float64, len(c.ids))}
+	// Recompute net demand from scratch so float drift from incremental updates
+	// never reaches the result.
+	net := make([]float64, len(c.ids))
+	for bi, b := range c.bidders {
+		if b.choice < 0 {
+			continue
+		}
+		pay := 0.0
+		for _, it := range b.bundles[b.choice] {
+			pay += it.q * c.price[it.pool]
+			net[it.pool] += it.q
+		}
+		res.Winners = append(res.Winners, Winner{ID: inst.Bidders[bi].ID, BundleIndex: b.choice, Payment: pay})
+	}
+	for r, id := range c.ids {
+		res.OperatorSold[id] = min(max(net[r], 0), c.supply[r])
+		res.ExcessDemand[id] = net[r] - c.supply[r]
+	}
+	return res
+}
+
+// pruneBuyers drops from pool r's buyer list the bidders whose demanded bundle no
+// longer buys in r (and duplicates), and returns the list.
+func (c *clock) pruneBuyers(r int32) []int32 {
+	c.pass++
+	kept := c.buyers[r][:0]
+	for _, bi := range c.buyers[r] {
+		b := &c.bidders[bi]
+		if c.mark[bi] == c.pass || b.choice < 0 || !buysIn(b.bundles[b.choice], r) {
+			continue
+		}
+		c.mark[bi] = c.pass
+		kept = append(kept, bi)
+	}
+	c.buyers[r] = kept
+	return kept
+}
+
+// buysIn reports whether the bundle buys in pool r (items are sorted by pool).
+func buysIn(items []item, r int32) bool {
+	for _, it := range items {
+		if it.pool >= r {
+			return it.pool == r && it.q > 0
+		}
+	}
+	return false
+}
