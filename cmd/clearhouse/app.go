@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"slices"
 	"strings"
 	"time"
 
@@ -136,4 +137,9 @@ func openMigrated(ctx context.Context, dsn string, migrate bool, log *slog.Logge
 		return nil, errors.Join(err, db.Close())
 	}
 	return db, nil
+}
+
+func sorted(s []string) []string {
+	slices.Sort(s)
+	return s
 }

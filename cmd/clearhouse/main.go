@@ -80,6 +80,7 @@ as underscores (--db becomes CLEARHOUSE_DB). A flag on the command line wins.`,
 	root.AddCommand(
 		newServeCmd(),
 		newMigrateCmd(),
+		newAuctionCmd(),
 		newTeamCmd(),
 		newUserCmd(),
 	)
