@@ -139,7 +139,7 @@ func TestTrader(t *testing.T) {
 // pools are listed in.
 func TestTiesAndDeterminism(t *testing.T) {
 	inst := auction.Instance{
-		Pools: []auction.Pool{{ID: "x", Supply: 10, ReservePrice: 2}, {ID: "y", Supply: 10, ReservePrice: 2}},
+		Pools:   []auction.Pool{{ID: "x", Supply: 10, ReservePrice: 2}, {ID: "y", Supply: 10, ReservePrice: 2}},
 		Bidders: []auction.Bidder{{ID: "t", Limit: lim(100), Bundles: []auction.Bundle{{"y": 5}, {"x": 5}}}},
 	}
 	res := solve(t, inst)
@@ -190,7 +190,11 @@ func TestValidationNamesTheFault(t *testing.T) {
 		"params.delta":         func(i *auction.Instance) { i.Params.Delta = 2 },
 		"params.max_rounds":    func(i *auction.Instance) { i.Params.MaxRounds = -5 },
 		"at least one bundle":  func(i *auction.Instance) { i.Bidders[0].Bundles = nil },
-		"1 limits for 2":       func(i *auction.Instance) { i.Bidders[0].Limit = nil; i.Bidders[0].Limits = []float64{1}; i.Bidders[0].Bundles = append(i.Bidders[0].Bundles, auction.Bundle{"p": 2}) },
+		"1 limits for 2": func(i *auction.Instance) {
+			i.Bidders[0].Limit = nil
+			i.Bidders[0].Limits = []float64{1}
+			i.Bidders[0].Bundles = append(i.Bidders[0].Bundles, auction.Bundle{"p": 2})
+		},
 	} {
 		inst := good()
 		mutate(&inst)
