@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/clearhouse/clearhouse"
+	"github.com/clearhouse/clearhouse/ledger"
 	"github.com/clearhouse/clearhouse/store"
 	"gorm.io/gorm"
 )
@@ -17,14 +18,19 @@ import (
 // Market is the market's service: teams, clusters, pools, holdings, orders and
 // auctions.
 type Market struct {
-	db  *store.DB
-	now func() time.Time
+	db     *store.DB
+	ledger *ledger.Ledger
+	now    func() time.Time
 }
 
-// NewMarket returns the market service on db with the clock now.
-func NewMarket(db *store.DB, now func() time.Time) *Market {
-	return &Market{db: db, now: func() time.Time { return now().UTC() }}
+// NewMarket returns the market service on db, keeping budgets in l, with the clock
+// now.
+func NewMarket(db *store.DB, l *ledger.Ledger, now func() time.Time) *Market {
+	return &Market{db: db, ledger: l, now: func() time.Time { return now().UTC() }}
 }
+
+// Ledger is the budget ledger the market posts to.
+func (m *Market) Ledger() *ledger.Ledger { return m.ledger }
 
 var slug = regexp.MustCompile(`^[a-z][a-z0-9-]{0,38}[a-z0-9]$`)
 

@@ -6,6 +6,7 @@ import (
 
 	"github.com/clearhouse/clearhouse"
 	"github.com/clearhouse/clearhouse/exchange"
+	"github.com/clearhouse/clearhouse/ledger"
 	"github.com/clearhouse/clearhouse/store"
 	"github.com/clearhouse/clearhouse/store/storetest"
 )
@@ -20,7 +21,8 @@ func wantCode(t *testing.T, err error, code string) {
 // newMarket returns a market with one curve, one cluster and its cpu pool.
 func newMarket(t *testing.T, db *store.DB) *exchange.Market {
 	t.Helper()
-	m := exchange.NewMarket(db, storetest.NewClock(storetest.Epoch).Now)
+	clock := storetest.NewClock(storetest.Epoch)
+	m := exchange.NewMarket(db, ledger.New(db, clock.Now), clock.Now)
 	ctx := context.Background()
 	if err := db.Write.Exec("INSERT INTO reserve_curves (id, name, spec, updated_at) VALUES ('flat', 'Flat', '{}', CURRENT_TIMESTAMP)").Error; err != nil {
 		t.Fatal(err)

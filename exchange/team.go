@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/clearhouse/clearhouse"
+	"github.com/clearhouse/clearhouse/ledger"
 	"gorm.io/gorm"
 )
 
@@ -24,6 +25,7 @@ type Team struct {
 type NewTeam struct {
 	ID, Name          string
 	ApprovalThreshold int64
+	Budget            ledger.Money // granted from the grants account when the team is made
 }
 
 // Validate checks the fields and names the one at fault.
@@ -42,6 +44,9 @@ func (t *NewTeam) Validate() error {
 	if t.ApprovalThreshold < 0 {
 		return clearhouse.Errorf(clearhouse.EINVALID, "approval threshold: must not be negative")
 	}
+	if t.Budget < 0 {
+		return clearhouse.Errorf(clearhouse.EINVALID, "budget: must not be negative")
+	}
 	return nil
 }
 
@@ -51,11 +56,48 @@ func (m *Market) AddTeam(ctx context.Context, nt NewTeam) (Team, error) {
 		return Team{}, err
 	}
 	t := Team{ID: nt.ID, Name: nt.Name, ApprovalThreshold: nt.ApprovalThreshold, CreatedAt: m.now()}
-	err := m.db.Write.WithContext(ctx).Create(&t).Error
-	if errors.Is(err, gorm.ErrDuplicatedKey) {
-		return Team{}, clearhouse.Errorf(clearhouse.ECONFLICT, "id: team %q already exists", nt.ID)
+	err := m.db.Write.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		if err := tx.Create(&t).Error; errors.Is(err, gorm.ErrDuplicatedKey) {
+			return clearhouse.Errorf(clearhouse.ECONFLICT, "id: team %q already exists", nt.ID)
+		} else if err != nil {
+			return err
+		}
+		l := m.ledger.WithTx(tx)
+		for _, a := range []ledger.AccountID{ledger.Grants, ledger.Treasury, ledger.TeamAccount(t.ID)} {
+			if err := l.OpenAccount(ctx, a); err != nil {
+				return err
+			}
+		}
+		if nt.Budget > 0 {
+			_, err := l.Post(ctx, ledger.NewEntry{Key: "team/" + t.ID + "/initial-budget", Reason: ledger.ReasonGrant, Ref: "grant",
+				Memo: "initial budget", Postings: []ledger.Posting{{Account: ledger.Grants, Amount: -nt.Budget}, {Account: ledger.TeamAccount(t.ID), Amount: nt.Budget}}})
+			return err
+		}
+		return nil
+	})
+	if err != nil {
+		return Team{}, err
 	}
-	return t, err
+	return t, nil
+}
+
+// Grant moves amount from the grants account to a team's budget (a negative amount
+// takes budget back, never below what the team has available). The key makes a
+// repeated grant a no-op. Returns ENOTFOUND for an unknown team, EINVALID for a zero
+// amount and EUNPROCESSABLE when a take-back exceeds the team's available budget.
+func (m *Market) Grant(ctx context.Context, key, team string, amount ledger.Money, memo string) (ledger.Entry, error) {
+	if amount == 0 {
+		return ledger.Entry{}, clearhouse.Errorf(clearhouse.EINVALID, "amount: must not be zero")
+	}
+	if _, err := m.Team(ctx, team); err != nil {
+		return ledger.Entry{}, err
+	}
+	neg, err := amount.Neg()
+	if err != nil {
+		return ledger.Entry{}, err
+	}
+	return m.ledger.Post(ctx, ledger.NewEntry{Key: key, Reason: ledger.ReasonGrant, Ref: "grant", Memo: strings.TrimSpace(memo),
+		Postings: []ledger.Posting{{Account: ledger.Grants, Amount: neg}, {Account: ledger.TeamAccount(team), Amount: amount}}})
 }
 
 // Team returns one team or ENOTFOUND.

@@ -13,6 +13,7 @@ import (
 
 	"github.com/PuerkitoBio/goquery"
 	"github.com/clearhouse/clearhouse/exchange"
+	"github.com/clearhouse/clearhouse/ledger"
 	"github.com/clearhouse/clearhouse/store"
 	"github.com/clearhouse/clearhouse/store/storetest"
 	"github.com/clearhouse/clearhouse/web"
@@ -33,7 +34,7 @@ func newFixture(t *testing.T) *fixture {
 	t.Helper()
 	db := storetest.New(t)
 	clock := storetest.NewClock(storetest.Epoch)
-	f := &fixture{t: t, db: db, clock: clock, market: exchange.NewMarket(db, clock.Now), id: exchange.NewIdentity(db, clock.Now, bcrypt.MinCost)}
+	f := &fixture{t: t, db: db, clock: clock, market: exchange.NewMarket(db, ledger.New(db, clock.Now), clock.Now), id: exchange.NewIdentity(db, clock.Now, bcrypt.MinCost)}
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	s := web.NewServer(web.Config{LoginRate: 5}, web.Services{Identity: f.id, Market: f.market}, log, clock.Now)
 	f.srv = httptest.NewServer(s.Handler())

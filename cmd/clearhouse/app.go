@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/clearhouse/clearhouse/exchange"
+	"github.com/clearhouse/clearhouse/ledger"
 	"github.com/clearhouse/clearhouse/store"
 	"github.com/clearhouse/clearhouse/web"
 )
@@ -79,6 +80,7 @@ type App struct {
 	DB       *store.DB
 	Identity *exchange.Identity
 	Market   *exchange.Market
+	Ledger   *ledger.Ledger
 	Server   *web.Server
 }
 
@@ -99,7 +101,8 @@ func (a *App) Open(ctx context.Context) error {
 	}
 	a.DB = db
 	a.Identity = exchange.NewIdentity(db, a.now, 0)
-	a.Market = exchange.NewMarket(db, a.now)
+	a.Ledger = ledger.New(db, a.now)
+	a.Market = exchange.NewMarket(db, a.Ledger, a.now)
 	proxies, _ := parseCIDRs(a.cfg.TrustedProxies)
 	a.Server = web.NewServer(web.Config{
 		Addr: a.cfg.Addr, ProxyHeader: a.cfg.ProxyHeader, TrustedProxies: proxies, LoginRate: a.cfg.LoginRate,

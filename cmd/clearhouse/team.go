@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/clearhouse/clearhouse/exchange"
+	"github.com/clearhouse/clearhouse/ledger"
 	"github.com/clearhouse/clearhouse/store"
 	"github.com/spf13/cobra"
 )
@@ -21,20 +22,35 @@ func newTeamCmd() *cobra.Command {
 }
 
 func newTeamAddCmd() *cobra.Command {
-	var dsn, id, name string
+	var dsn, id, name, budget, threshold string
 	cmd := &cobra.Command{
-		Use:     "add",
-		Short:   "Add a team",
-		Example: `  clearhouse team add --id search --name "Search infrastructure"`,
-		Args:    cobra.NoArgs,
+		Use:   "add",
+		Short: "Add a team, with an initial budget granted from the grants account",
+		Example: `  clearhouse team add --id search --name "Search infrastructure" --budget 250,000
+  clearhouse team add --id ads --budget 100000 --approval-threshold 5000`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			nt := exchange.NewTeam{ID: id, Name: name}
+			var err error
+			if budget != "" {
+				if nt.Budget, err = ledger.ParseMoney(budget); err != nil {
+					return &exitError{2, fmt.Errorf("--budget: %w", err)}
+				}
+			}
+			if threshold != "" {
+				t, err := ledger.ParseMoney(threshold)
+				if err != nil {
+					return &exitError{2, fmt.Errorf("--approval-threshold: %w", err)}
+				}
+				nt.ApprovalThreshold = int64(t)
+			}
 			return withDB(cmd, dsn, func(db *store.DB) error {
-				m := exchange.NewMarket(db, time.Now)
-				t, err := m.AddTeam(cmd.Context(), exchange.NewTeam{ID: id, Name: name})
+				m := exchange.NewMarket(db, ledger.New(db, time.Now), time.Now)
+				t, err := m.AddTeam(cmd.Context(), nt)
 				if err != nil {
 					return err
 				}
-				fmt.Fprintf(cmd.OutOrStdout(), "added team %s (%s)\n", t.ID, t.Name)
+				fmt.Fprintf(cmd.OutOrStdout(), "added team %s (%s) with a budget of $%s\n", t.ID, t.Name, nt.Budget)
 				return nil
 			})
 		},
@@ -43,6 +59,8 @@ func newTeamAddCmd() *cobra.Command {
 	f.StringVar(&dsn, "db", defaultDB, "SQLite file or PostgreSQL URL")
 	f.StringVar(&id, "id", "", "the team's id: lower-case letters, digits and dashes (required)")
 	f.StringVar(&name, "name", "", "the team's display name (defaults to the id)")
+	f.StringVar(&budget, "budget", "", "initial budget in dollars, e.g. 250,000")
+	f.StringVar(&threshold, "approval-threshold", "", "orders that could pay more than this many dollars wait for an owner (default: none)")
 	_ = cmd.MarkFlagRequired("id")
 	return cmd
 }
@@ -55,7 +73,7 @@ func newTeamListCmd() *cobra.Command {
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return withDB(cmd, dsn, func(db *store.DB) error {
-				teams, err := exchange.NewMarket(db, time.Now).Teams(cmd.Context())
+				teams, err := exchange.NewMarket(db, ledger.New(db, time.Now), time.Now).Teams(cmd.Context())
 				if err != nil {
 					return err
 				}

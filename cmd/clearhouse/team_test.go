@@ -14,8 +14,8 @@ func TestTeamAndUserCommands(t *testing.T) {
 	if code, _, errOut := runCLI(t, "", "migrate", "--db", db); code != 0 {
 		t.Fatal(errOut)
 	}
-	code, out, errOut := runCLI(t, "", "team", "add", "--id", "search", "--name", "Search", "--db", db)
-	if code != 0 || !strings.Contains(out, "added team search") {
+	code, out, errOut := runCLI(t, "", "team", "add", "--id", "search", "--name", "Search", "--budget", "1,000", "--db", db)
+	if code != 0 || !strings.Contains(out, "added team search (Search) with a budget of $1,000.00") {
 		t.Fatalf("team add: %d %q %q", code, out, errOut)
 	}
 	if code, _, errOut = runCLI(t, "", "team", "add", "--id", "search", "--db", db); code == 0 || !strings.Contains(errOut, "already exists") {

@@ -1,0 +1,261 @@
+package exchange
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/clearhouse/clearhouse"
+	"github.com/clearhouse/clearhouse/auction"
+	"gorm.io/gorm"
+)
+
+// AuctionStatus is where an auction is in its life: scheduled, open (taking bids),
+// closing (the binding run is under way), settled or failed (the binding run did not
+// converge; nothing was settled).
+type AuctionStatus string
+
+// Auction statuses.
+const (
+	AuctionScheduled AuctionStatus = "scheduled"
+	AuctionOpen      AuctionStatus = "open"
+	AuctionClosing   AuctionStatus = "closing"
+	AuctionSettled   AuctionStatus = "settled"
+	AuctionFailed    AuctionStatus = "failed"
+)
+
+// Auction is one periodic auction with its bid window [OpensAt, ClosesAt).
+type Auction struct {
+	ID        int64
+	Status    AuctionStatus
+	OpensAt   time.Time
+	ClosesAt  time.Time
+	Params    string // the clock's parameters, JSON as in the auction format
+	Failure   string
+	CreatedAt time.Time
+	SettledAt *time.Time
+}
+
+// AuctionPool is a pool's reserve price and operator supply, fixed when the
+// auction's window opens.
+type AuctionPool struct {
+	AuctionID    int64
+	PoolID       string
+	ReservePrice float64 // dollars per unit
+	Supply       int64
+	Utilization  float64
+}
+
+// AuctionRun is one run of the clock on an auction's orders: preliminary while the
+// window is open, binding at close.
+type AuctionRun struct {
+	ID         int64
+	AuctionID  int64
+	Binding    bool
+	Converged  bool
+	Rounds     int
+	Seconds    float64
+	Orders     int
+	Trajectory string // JSON: the prices of every round
+	RanAt      time.Time
+}
+
+// RunPrice is one pool's price and excess demand at the end of a run.
+type RunPrice struct {
+	RunID        int64
+	PoolID       string
+	Price        float64
+	ExcessDemand float64
+	OperatorSold float64
+}
+
+type runOutcome struct {
+	RunID       int64
+	OrderID     int64
+	BundleIndex int
+	Payment     float64
+}
+
+func (runOutcome) TableName() string { return "run_outcomes" }
+
+// SettlementLine is what one order won and paid (micro-dollars; negative received)
+// when its auction settled.
+type SettlementLine struct {
+	AuctionID   int64
+	OrderID     int64
+	TeamID      string
+	BundleIndex int // -1 for an order that lost
+	Payment     int64
+	EntryID     *int64
+}
+
+// ScheduleAuction adds an auction with the bid window [opens, closes). Returns
+// EINVALID for an empty or past window and ECONFLICT when it overlaps another
+// auction that has not finished.
+func (m *Market) ScheduleAuction(ctx context.Context, opens, closes time.Time, params auction.Params) (Auction, error) {
+	opens, closes = opens.UTC().Truncate(time.Second), closes.UTC().Truncate(time.Second)
+	if !closes.After(opens) {
+		return Auction{}, clearhouse.Errorf(clearhouse.EINVALID, "closes: the window must close after it opens")
+	}
+	if closes.Before(m.now()) {
+		return Auction{}, clearhouse.Errorf(clearhouse.EINVALID, "closes: the window is already over")
+	}
+	pj, err := json.Marshal(params)
+	if err != nil {
+		return Auction{}, err
+	}
+	a := Auction{Status: AuctionScheduled, OpensAt: opens, ClosesAt: closes, Params: string(pj), CreatedAt: m.now()}
+	err = m.db.Write.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		var n int64
+		if err := tx.Model(&Auction{}).Where("status IN ? AND opens_at < ? AND closes_at > ?",
+			[]AuctionStatus{AuctionScheduled, AuctionOpen, AuctionClosing}, closes, opens).Count(&n).Error; err != nil {
+			return err
+		}
+		if n > 0 {
+			return clearhouse.Errorf(clearhouse.ECONFLICT, "opens: the window overlaps another auction's")
+		}
+		return tx.Omit("ID").Create(&a).Error
+	})
+	return a, err
+}
+
+// biddingAuction returns the auction taking bids now, or ECONFLICT.
+func biddingAuction(tx *gorm.DB, now time.Time) (Auction, error) {
+	var a Auction
+	err := tx.Where("status = ? AND closes_at > ?", AuctionOpen, now).Order("closes_at").Take(&a).Error
+	if errors.Is(err, gorm.ErrRecordNotFound) {
+		var next Auction
+		if tx.Where("status = ?", AuctionScheduled).Order("opens_at").Take(&next).Error == nil {
+			return Auction{}, clearhouse.Errorf(clearhouse.ECONFLICT, "No auction is taking bids; the next opens at %s.", next.OpensAt.Format("2006-01-02 15:04 MST"))
+		}
+		return Auction{}, clearhouse.Errorf(clearhouse.ECONFLICT, "No auction is taking bids and none is scheduled.")
+	}
+	return a, err
+}
+
+// auctionTakesBids returns ECONFLICT unless the auction is open.
+func auctionTakesBids(tx *gorm.DB, id *int64) error {
+	if id == nil {
+		return nil
+	}
+	var a Auction
+	if err := tx.Take(&a, "id = ?", *id).Error; err != nil {
+		return err
+	}
+	if a.Status != AuctionOpen {
+		return clearhouse.Errorf(clearhouse.ECONFLICT, "auction #%d is %s and no longer takes changes", a.ID, a.Status)
+	}
+	return nil
+}
+
+// Auction returns one auction or ENOTFOUND.
+func (m *Market) Auction(ctx context.Context, id int64) (Auction, error) {
+	var a Auction
+	err := m.db.Read.WithContext(ctx).Take(&a, "id = ?", id).Error
+	return a, notFound(err, "auction: no auction %d", id)
+}
+
+// Auctions lists auctions, newest window first.
+func (m *Market) Auctions(ctx context.Context, limit int) ([]Auction, error) {
+	var as []Auction
+	q := m.db.Read.WithContext(ctx).Order("opens_at DESC, id DESC")
+	if limit > 0 {
+		q = q.Limit(limit)
+	}
+	return as, q.Find(&as).Error
+}
+
+// CurrentAuction returns the auction taking bids, else the next scheduled one; ok is
+// false when there is neither.
+func (m *Market) CurrentAuction(ctx context.Context) (Auction, bool, error) {
+	var a Auction
+	err := m.db.Read.WithContext(ctx).Where("status IN ?", []AuctionStatus{AuctionOpen, AuctionClosing, AuctionScheduled}).
+		Order("opens_at").Take(&a).Error
+	if errors.Is(err, gorm.ErrRecordNotFound) {
+		return Auction{}, false, nil
+	}
+	return a, err == nil, err
+}
+
+// AuctionPools returns the reserve prices and supply fixed when the auction opened.
+func (m *Market) AuctionPools(ctx context.Context, id int64) ([]AuctionPool, error) {
+	var ps []AuctionPool
+	return ps, m.db.Read.WithContext(ctx).Where("auction_id = ?", id).Order("pool_id").Find(&ps).Error
+}
+
+// LatestRun returns the newest run of an auction (the binding one once settled);
+// ok is false before the first run.
+func (m *Market) LatestRun(ctx context.Context, id int64) (AuctionRun, []RunPrice, bool, error) {
+	var r AuctionRun
+	err := m.db.Read.WithContext(ctx).Where("auction_id = ?", id).Order("binding DESC, id DESC").Take(&r).Error
+	if errors.Is(err, gorm.ErrRecordNotFound) {
+		return AuctionRun{}, nil, false, nil
+	} else if err != nil {
+		return AuctionRun{}, nil, false, err
+	}
+	var ps []RunPrice
+	err = m.db.Read.WithContext(ctx).Where("run_id = ?", r.ID).Order("pool_id").Find(&ps).Error
+	return r, ps, true, err
+}
+
+// OpenDue opens every scheduled auction whose window has begun: it fixes each
+// pool's reserve price from its curve, utilization and unit cost, and its operator
+// supply (capacity no team holds). It returns the auctions it opened.
+func (m *Market) OpenDue(ctx context.Context) ([]Auction, error) {
+	var due []Auction
+	if err := m.db.Read.WithContext(ctx).Where("status = ? AND opens_at <= ?", AuctionScheduled, m.now()).Order("opens_at").Find(&due).Error; err != nil {
+		return nil, err
+	}
+	var opened []Auction
+	for _, a := range due {
+		err := m.db.Write.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+			res := tx.Model(&Auction{}).Where("id = ? AND status = ?", a.ID, AuctionScheduled).Update("status", AuctionOpen)
+			if res.Error != nil || res.RowsAffected == 0 {
+				return res.Error // someone else opened it
+			}
+			return m.fixReserves(tx, a.ID)
+		})
+		if err != nil {
+			return opened, fmt.Errorf("opening auction %d: %w", a.ID, err)
+		}
+		a.Status = AuctionOpen
+		opened = append(opened, a)
+	}
+	return opened, nil
+}
+
+func (m *Market) fixReserves(tx *gorm.DB, auctionID int64) error {
+	var pools []Pool
+	if err := tx.Order("id").Find(&pools).Error; err != nil {
+		return err
+	}
+	held := map[string]int64{}
+	var hs []Holding
+	if err := tx.Find(&hs).Error; err != nil {
+		return err
+	}
+	for _, h := range hs {
+		held[h.PoolID] += h.Quantity
+	}
+	curves, err := m.curvesIn(tx)
+	if err != nil {
+		return err
+	}
+	for _, p := range pools {
+		c, ok := curves[p.CurveID]
+		if !ok {
+			return clearhouse.Errorf(clearhouse.EINTERNAL, "pool %s: reserve curve %q is missing", p.ID, p.CurveID)
+		}
+		r, err := auction.ReservePrice(c, p.Utilization, float64(p.UnitCost)/1e6)
+		if err != nil {
+			return fmt.Errorf("pool %s: %w", p.ID, err)
+		}
+		ap := AuctionPool{AuctionID: auctionID, PoolID: p.ID, ReservePrice: r, Supply: max(p.Capacity-held[p.ID], 0), Utilization: p.Utilization}
+		if err := tx.Create(&ap).Error; err != nil {
+			return err
+		}
+	}
+	return nil
+}
