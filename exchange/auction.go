@@ -259,3 +259,45 @@ func (m *Market) fixReserves(tx *gorm.DB, auctionID int64) error {
 	}
 	return nil
 }
+
+// OrderCounts returns how many orders each auction has had.
+func (m *Market) OrderCounts(ctx context.Context) (map[int64]int, error) {
+	var rows []struct {
+		AuctionID int64
+		N         int
+	}
+	if err := m.db.Read.WithContext(ctx).Table("orders").Select("auction_id, COUNT(*) AS n").Where("auction_id IS NOT NULL").Group("auction_id").Scan(&rows).Error; err != nil {
+		return nil, err
+	}
+	out := map[int64]int{}
+	for _, r := range rows {
+		out[r.AuctionID] = r.N
+	}
+	return out, nil
+}
+
+// PricePoint is a pool's binding price in one settled auction.
+type PricePoint struct {
+	AuctionID int64
+	ClosesAt  time.Time
+	PoolID    string
+	Price     float64
+}
+
+// PriceHistory returns the binding prices of the last n settled auctions, oldest
+// first.
+func (m *Market) PriceHistory(ctx context.Context, n int) ([]PricePoint, error) {
+	var out []PricePoint
+	err := m.db.Read.WithContext(ctx).Raw(`SELECT a.id AS auction_id, a.closes_at, p.pool_id, p.price
+		FROM auctions a JOIN auction_runs r ON r.auction_id = a.id AND r.binding JOIN run_prices p ON p.run_id = r.id
+		WHERE a.status = ? AND a.id IN (SELECT id FROM auctions WHERE status = ? ORDER BY closes_at DESC LIMIT ?)
+		ORDER BY a.closes_at, p.pool_id`, AuctionSettled, AuctionSettled, n).Scan(&out).Error
+	return out, err
+}
+
+// PriceRounds decodes the run's per-round prices.
+func (r AuctionRun) PriceRounds() ([]auction.Round, error) {
+	var rs []auction.Round
+	err := json.Unmarshal([]byte(r.Trajectory), &rs)
+	return rs, err
+}

@@ -2,7 +2,6 @@ package exchange
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sort"
 	"time"
@@ -10,7 +9,6 @@ import (
 	"github.com/clearhouse/clearhouse"
 	"github.com/clearhouse/clearhouse/ledger"
 	"gorm.io/gorm"
-	"gorm.io/gorm/clause"
 )
 
 // Order is a team's XOR bid or offer in one auction.
@@ -390,5 +388,47 @@ func (m *Market) views(_ context.Context, db *gorm.DB, os []Order) ([]OrderView,
 	return views, nil
 }
 
-var _ = clause.Locking{}
-var _ = errors.New
+// OfferedQuota returns, per pool, the quota a team has set aside for its live
+// offers.
+func (m *Market) OfferedQuota(ctx context.Context, team string) (map[string]int64, error) {
+	var rows []quotaHold
+	if err := m.db.Read.WithContext(ctx).Where("team_id = ?", team).Find(&rows).Error; err != nil {
+		return nil, err
+	}
+	out := map[string]int64{}
+	for _, r := range rows {
+		out[r.PoolID] += r.Quantity
+	}
+	return out, nil
+}
+
+// Interest counts, per pool, the live orders of an auction that would buy (bids)
+// or sell (offers) in it with some alternative.
+type Interest struct{ Bids, Offers int }
+
+// OpenInterest returns each pool's open bids and offers in an auction.
+func (m *Market) OpenInterest(ctx context.Context, auctionID int64) (map[string]Interest, error) {
+	var rows []struct {
+		PoolID string
+		Side   int
+		N      int
+	}
+	err := m.db.Read.WithContext(ctx).Raw(`SELECT i.pool_id, CASE WHEN i.quantity > 0 THEN 1 ELSE -1 END AS side, COUNT(DISTINCT i.order_id) AS n
+		FROM order_items i JOIN orders o ON o.id = i.order_id
+		WHERE o.auction_id = ? AND o.status IN ? GROUP BY i.pool_id, CASE WHEN i.quantity > 0 THEN 1 ELSE -1 END`,
+		auctionID, []OrderStatus{OrderOpen, OrderAwaitingApproval}).Scan(&rows).Error
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]Interest{}
+	for _, r := range rows {
+		in := out[r.PoolID]
+		if r.Side > 0 {
+			in.Bids += r.N
+		} else {
+			in.Offers += r.N
+		}
+		out[r.PoolID] = in
+	}
+	return out, nil
+}

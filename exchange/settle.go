@@ -220,7 +220,7 @@ func (m *Market) settle(ctx context.Context, tx *gorm.DB, a Auction, res auction
 			}
 			if pay < 0 {
 				entry, err = l.Post(ctx, ledger.NewEntry{Key: key, Reason: ledger.ReasonSettlement, Ref: ref,
-					Memo: fmt.Sprintf("order %d sold in auction %d", v.ID, a.ID),
+					Memo:     fmt.Sprintf("order %d sold in auction %d", v.ID, a.ID),
 					Postings: []ledger.Posting{{Account: ledger.Treasury, Amount: pay}, {Account: team, Amount: -pay}}})
 			}
 		}

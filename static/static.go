@@ -5,5 +5,5 @@ import "embed"
 
 // FS holds every file of this folder but the Go sources.
 //
-//go:embed *.css *.svg
+//go:embed *.css *.svg *.js
 var FS embed.FS

@@ -169,3 +169,27 @@ func redact(dsn string) string {
 	}
 	return u.String()
 }
+
+// Exclusive runs fn unless another process holds the lock named key, and reports
+// whether it ran. On PostgreSQL it takes a session advisory lock, so that of
+// several replicas sharing one database only one runs a scheduled job at a time; on
+// SQLite, whose file belongs to one server, it simply runs fn.
+func (db *DB) Exclusive(ctx context.Context, key int64, fn func() error) (bool, error) {
+	if db.Dialect != Postgres {
+		return true, fn()
+	}
+	conn, err := db.SQL().Conn(ctx)
+	if err != nil {
+		return false, err
+	}
+	defer conn.Close()
+	var got bool
+	if err := conn.QueryRowContext(ctx, "SELECT pg_try_advisory_lock($1)", key).Scan(&got); err != nil {
+		return false, err
+	}
+	if !got {
+		return false, nil
+	}
+	defer conn.ExecContext(context.WithoutCancel(ctx), "SELECT pg_advisory_unlock($1)", key)
+	return true, fn()
+}

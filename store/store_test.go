@@ -169,3 +169,26 @@ func TestOpenRefusesSQLiteOptions(t *testing.T) {
 		t.Fatalf("got %v, want EINVALID", err)
 	}
 }
+
+func TestExclusiveRunsOneHolderAtATime(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		inner := false
+		ran, err := db.Exclusive(ctx, 42, func() error {
+			if db.Dialect == store.Postgres {
+				// While the lock is held, a second holder is turned away.
+				again, err := db.Exclusive(ctx, 42, func() error { inner = true; return nil })
+				if err != nil || again {
+					t.Errorf("second Exclusive = %v, %v; want it refused", again, err)
+				}
+			}
+			return nil
+		})
+		if err != nil || !ran || inner {
+			t.Fatalf("Exclusive = %v, %v (inner ran: %v)", ran, err, inner)
+		}
+		if ran, err := db.Exclusive(ctx, 42, func() error { return nil }); !ran || err != nil {
+			t.Fatalf("after release: %v, %v", ran, err)
+		}
+	})
+}

@@ -152,11 +152,13 @@ func niceTicks(lo, hi float64, n int) []float64 {
 	if hi < lo {
 		lo, hi = hi, lo
 	}
-	if hi == lo {
-		if lo == 0 {
+	// A range too narrow to divide in floating point (or empty) is widened around its
+	// middle, so the ticks stay distinct, round and covering.
+	if scale := max(math.Abs(lo), math.Abs(hi)); hi-lo <= scale*1e-9 {
+		if scale == 0 {
 			return []float64{0, 1}
 		}
-		pad := math.Abs(lo) * 0.1
+		pad := scale * 0.1
 		lo, hi = lo-pad, hi+pad
 	}
 	raw := (hi - lo) / float64(n)
@@ -175,6 +177,10 @@ func niceTicks(lo, hi float64, n int) []float64 {
 		if len(ticks) > 50 {
 			break
 		}
+	}
+	// Floating-point products can land a hair inside the range: add a step.
+	if ticks[0] > lo {
+		ticks = append([]float64{ticks[0] - step}, ticks...)
 	}
 	if ticks[len(ticks)-1] < hi {
 		ticks = append(ticks, ticks[len(ticks)-1]+step)

@@ -132,6 +132,3 @@ func joinRoles(roles []exchange.Role) string {
 	}
 	return strings.Join(parts[:len(parts)-1], ", ") + " or " + parts[len(parts)-1]
 }
-
-// anyone lists every role: the route needs a signed-in user of any kind.
-var anyone = exchange.Roles

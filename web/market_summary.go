@@ -5,6 +5,7 @@ import (
 	"net/http"
 
 	"github.com/clearhouse/clearhouse/exchange"
+	"github.com/clearhouse/clearhouse/ledger"
 	"github.com/clearhouse/clearhouse/templates"
 	"github.com/gin-gonic/gin"
 )
@@ -31,37 +32,64 @@ func (s *Server) marketSummary(c *gin.Context) {
 	for _, h := range holdings {
 		held[h.PoolID] += h.Quantity
 	}
+	reserve, err := s.svc.Market.ReservePrices(ctx)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	var v templates.MarketView
+	current := map[string]float64{}
+	interest := map[string]exchange.Interest{}
+	if a, ok, err := s.svc.Market.CurrentAuction(ctx); err != nil {
+		s.fail(c, err)
+		return
+	} else if ok {
+		v.Auction = &templates.AuctionBanner{ID: a.ID, Status: string(a.Status), ClosesAt: fmtTime(a.ClosesAt), OpensAt: fmtTime(a.OpensAt)}
+		if a.Status == exchange.AuctionOpen {
+			v.Auction.TimeLeft = fmtDuration(a.ClosesAt.Sub(s.now()))
+			aps, err := s.svc.Market.AuctionPools(ctx, a.ID)
+			if err != nil {
+				s.fail(c, err)
+				return
+			}
+			for _, ap := range aps {
+				reserve[ap.PoolID] = ap.ReservePrice // fixed when the window opened
+			}
+		}
+		if _, prices, ok, err := s.svc.Market.LatestRun(ctx, a.ID); err != nil {
+			s.fail(c, err)
+			return
+		} else if ok {
+			for _, p := range prices {
+				current[p.PoolID] = p.Price
+			}
+		}
+		if interest, err = s.svc.Market.OpenInterest(ctx, a.ID); err != nil {
+			s.fail(c, err)
+			return
+		}
+	}
 	byCluster := map[string][]exchange.Pool{}
 	for _, p := range pools {
 		byCluster[p.ClusterID] = append(byCluster[p.ClusterID], p)
 	}
-	var v templates.MarketView
 	for _, cl := range clusters {
 		cv := templates.ClusterView{ID: cl.ID, Name: cl.Name, Region: cl.Region}
 		for _, p := range byCluster[cl.ID] {
-			cv.Pools = append(cv.Pools, templates.PoolView{
+			pv := templates.PoolView{
 				ID: p.ID, Resource: p.Resource, Unit: p.Unit, Capacity: p.Capacity, Held: held[p.ID],
-				UnitCost: dollars(p.UnitCost), Utilization: fmt.Sprintf("%.0f%%", p.Utilization*100),
-			})
+				UnitCost: ledger.Money(p.UnitCost).String(), Utilization: fmt.Sprintf("%.0f%%", p.Utilization*100),
+				Bids: interest[p.ID].Bids, Offers: interest[p.ID].Offers,
+			}
+			if r, ok := reserve[p.ID]; ok {
+				pv.Reserve = price(r)
+			}
+			if cp, ok := current[p.ID]; ok {
+				pv.Price = price(cp)
+			}
+			cv.Pools = append(cv.Pools, pv)
 		}
 		v.Clusters = append(v.Clusters, cv)
 	}
 	s.render(c, http.StatusOK, templates.MarketPage(s.page(c, "Market", "market"), v))
-}
-
-// dollars formats micro-dollars as dollars with two or more decimals.
-func dollars(micros int64) string {
-	neg := micros < 0
-	if neg {
-		micros = -micros
-	}
-	whole, frac := micros/1_000_000, micros%1_000_000
-	s := fmt.Sprintf("%d.%06d", whole, frac)
-	for len(s) > len(fmt.Sprint(whole))+3 && s[len(s)-1] == '0' {
-		s = s[:len(s)-1]
-	}
-	if neg {
-		return "-" + s
-	}
-	return s
 }

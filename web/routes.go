@@ -3,14 +3,68 @@ package web
 import (
 	"net/http"
 
+	"github.com/clearhouse/clearhouse/exchange"
 	"github.com/gin-gonic/gin"
 )
 
-// routes registers every route with the roles it allows.
+// Role sets used by the routes.
+var (
+	anyone   = exchange.Roles
+	onTeam   = []exchange.Role{exchange.RoleMember, exchange.RoleOwner}
+	owner    = []exchange.Role{exchange.RoleOwner}
+	finance  = []exchange.Role{exchange.RoleFinance}
+	operator = []exchange.Role{exchange.RoleOperator}
+)
+
+// routes registers every route with the roles it allows. Every page and API call
+// needs a signed-in user (or token) with one of the listed roles; others get 403.
 func (s *Server) routes(e *gin.Engine) {
 	e.GET("/healthz", func(c *gin.Context) { c.String(http.StatusOK, "ok") })
 	e.GET("/login", s.loginPage)
 	e.POST("/login", s.login)
 	e.POST("/logout", s.logout)
-	e.GET("/", s.requireRole(anyone...), s.marketSummary)
+
+	all := e.Group("", s.requireRole(anyone...))
+	all.GET("/", s.marketSummary)
+	all.GET("/auctions", s.auctionsPage)
+	all.GET("/auctions/:id", s.auctionPage)
+
+	team := e.Group("", s.requireRole(onTeam...))
+	team.GET("/orders", s.ordersPage)
+	team.GET("/orders/new", s.newBidPage)
+	team.POST("/orders", s.placeBid)
+	team.GET("/orders/offer", s.offerPage)
+	team.POST("/orders/offer", s.placeOffer)
+	team.POST("/orders/:id/withdraw", s.withdrawOrder)
+	team.GET("/team", s.teamPage)
+	team.GET("/team/statement.csv", s.teamStatementCSV)
+
+	own := e.Group("", s.requireRole(owner...))
+	own.POST("/team/threshold", s.setThreshold)
+	own.GET("/approvals", s.approvalsPage)
+	own.POST("/approvals/:id", s.decideOrder)
+
+	fin := e.Group("/finance", s.requireRole(finance...))
+	fin.GET("", s.financePage)
+	fin.POST("/grants", s.grant)
+	fin.GET("/teams/:team", s.financeTeamPage)
+	fin.GET("/teams/:team/statement.csv", s.financeTeamCSV)
+	fin.GET("/journal.csv", s.journalCSV)
+	fin.GET("/auctions/:id", s.settlementPage)
+	fin.GET("/auctions/:id/settlement.csv", s.settlementCSV)
+
+	op := e.Group("/operate", s.requireRole(operator...))
+	op.GET("", s.operatePage)
+	op.POST("/clusters", s.addCluster)
+	op.POST("/pools", s.addPool)
+	op.GET("/pools/:cluster/:resource", s.editPoolPage)
+	op.POST("/pools/:cluster/:resource", s.updatePool)
+	op.GET("/curves/:id", s.curvePage)
+	op.POST("/curves/:id", s.saveCurve)
+	op.POST("/auctions", s.scheduleAuction)
+	op.POST("/auctions/:id/preview", s.previewAuction)
+	op.POST("/auctions/:id/close", s.closeAuction)
+	op.GET("/trades", s.tradesPage)
+
+	s.apiRoutes(e.Group("/api/v1"))
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"slices"
@@ -14,6 +15,7 @@ import (
 	"github.com/clearhouse/clearhouse/ledger"
 	"github.com/clearhouse/clearhouse/store"
 	"github.com/clearhouse/clearhouse/web"
+	"github.com/robfig/cron/v3"
 )
 
 // Config is the server's whole configuration, from flags and CLEARHOUSE_* variables.
@@ -25,6 +27,17 @@ type Config struct {
 	TrustedProxies string // comma-separated CIDRs the proxy header is trusted from
 	LoginRate      int
 	Demo           bool
+	Tick           time.Duration // how often the scheduled job runs
+	AuctionEvery   time.Duration // opening to opening; 0 schedules no auctions
+	AuctionWindow  time.Duration
+	PreviewEvery   time.Duration
+}
+
+// Cadence is the market's auction cadence from the configuration.
+func (c Config) Cadence() exchange.Cadence {
+	cad := exchange.DefaultCadence
+	cad.Every, cad.Window, cad.PreviewEvery = c.AuctionEvery, c.AuctionWindow, c.PreviewEvery
+	return cad
 }
 
 // Validate checks the configuration and names the setting at fault.
@@ -43,6 +56,18 @@ func (c Config) Validate() error {
 	}
 	if c.LoginRate < 1 {
 		return fmt.Errorf("--login-rate %d: must be at least 1", c.LoginRate)
+	}
+	if c.Tick < time.Second {
+		return fmt.Errorf("--tick %s: must be at least 1s", c.Tick)
+	}
+	if c.AuctionEvery < 0 || (c.AuctionEvery > 0 && c.AuctionEvery < time.Minute) {
+		return fmt.Errorf("--auction-every %s: must be 0 (no automatic auctions) or at least 1m", c.AuctionEvery)
+	}
+	if c.AuctionEvery > 0 && (c.AuctionWindow < time.Minute || c.AuctionWindow > c.AuctionEvery) {
+		return fmt.Errorf("--auction-window %s: must be at least 1m and at most --auction-every (%s)", c.AuctionWindow, c.AuctionEvery)
+	}
+	if c.PreviewEvery < time.Second {
+		return fmt.Errorf("--preview-every %s: must be at least 1s", c.PreviewEvery)
 	}
 	return nil
 }
@@ -73,11 +98,13 @@ func parseCIDRs(s string) ([]*net.IPNet, error) {
 // App is the running application: the production wiring, also used by end-to-end
 // tests. Open starts it; Close stops it in order: HTTP, then jobs, then the database.
 type App struct {
-	cfg Config
-	log *slog.Logger
-	now func() time.Time
+	cfg     Config
+	log     *slog.Logger
+	now     func() time.Time
+	demoOut io.Writer
 
 	DB       *store.DB
+	cron     *cron.Cron
 	Identity *exchange.Identity
 	Market   *exchange.Market
 	Ledger   *ledger.Ledger
@@ -107,10 +134,55 @@ func (a *App) Open(ctx context.Context) error {
 	a.Server = web.NewServer(web.Config{
 		Addr: a.cfg.Addr, ProxyHeader: a.cfg.ProxyHeader, TrustedProxies: proxies, LoginRate: a.cfg.LoginRate,
 	}, web.Services{Identity: a.Identity, Market: a.Market}, a.log, a.now)
+	if a.cfg.Demo {
+		if err := seedDemo(ctx, a, a.demoOut); err != nil {
+			return errors.Join(fmt.Errorf("demo data: %w", err), a.DB.Close())
+		}
+	}
+	a.cron = cron.New(cron.WithLocation(time.UTC), cron.WithChain(cron.Recover(cronLogger{a.log}), cron.SkipIfStillRunning(cronLogger{a.log})))
+	if _, err := a.cron.AddFunc(fmt.Sprintf("@every %s", a.cfg.Tick), func() { a.RunTick(context.Background()) }); err != nil {
+		return errors.Join(err, a.DB.Close())
+	}
 	if err := a.Server.Open(); err != nil {
 		return errors.Join(err, a.DB.Close())
 	}
+	a.cron.Start()
+	go a.RunTick(context.Background()) // catch up at once after a restart
 	return nil
+}
+
+// tickLock names the advisory lock that keeps the market's job on one replica.
+const tickLock = 0x636c6561 // "clea"
+
+// RunTick runs the market's scheduled job once, on one replica at a time, and
+// logs what it did.
+func (a *App) RunTick(ctx context.Context) {
+	var rep exchange.TickReport
+	ran, err := a.DB.Exclusive(ctx, tickLock, func() error {
+		var err error
+		rep, err = a.Market.Tick(ctx, a.cfg.Cadence())
+		return err
+	})
+	switch {
+	case err != nil:
+		a.log.Error("market tick failed", "err", err)
+	case !ran:
+		a.log.Debug("market tick skipped: another replica runs it")
+	case len(rep.Opened)+len(rep.Closed)+len(rep.Previewed) > 0 || rep.Scheduled != nil:
+		attrs := []any{"opened", rep.Opened, "previewed", rep.Previewed, "closed", rep.Closed}
+		if rep.Scheduled != nil {
+			attrs = append(attrs, "scheduled", rep.Scheduled.ID)
+		}
+		a.log.Info("market tick", attrs...)
+	}
+}
+
+// cronLogger adapts slog to cron's logger.
+type cronLogger struct{ l *slog.Logger }
+
+func (c cronLogger) Info(msg string, kv ...any) { c.l.Debug("cron: "+msg, kv...) }
+func (c cronLogger) Error(err error, msg string, kv ...any) {
+	c.l.Error("cron: "+msg, append(kv, "err", err)...)
 }
 
 // Close stops the HTTP server, then the background jobs, then closes the database.
@@ -118,6 +190,13 @@ func (a *App) Close(ctx context.Context) error {
 	var errs []error
 	if a.Server != nil {
 		errs = append(errs, a.Server.Close(ctx))
+	}
+	if a.cron != nil {
+		select { // wait for a running job before closing the database
+		case <-a.cron.Stop().Done():
+		case <-ctx.Done():
+			errs = append(errs, ctx.Err())
+		}
 	}
 	if a.DB != nil {
 		errs = append(errs, a.DB.Close())

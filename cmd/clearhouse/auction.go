@@ -18,7 +18,7 @@ func newAuctionCmd() *cobra.Command {
 		Short: "Solve, generate and check clock-auction instances; preview and close the market's auctions",
 		Args:  cobra.NoArgs,
 	}
-	cmd.AddCommand(newAuctionSolveCmd(), newAuctionGenCmd(), newAuctionCheckCmd())
+	cmd.AddCommand(newAuctionSolveCmd(), newAuctionGenCmd(), newAuctionCheckCmd(), newAuctionPreviewCmd(), newAuctionCloseCmd(), newAuctionTickCmd())
 	return cmd
 }
 

@@ -19,7 +19,7 @@ import (
 // startApp runs the production wiring on a fresh SQLite file and a free port.
 func startApp(t *testing.T, clock *storetest.Clock) *App {
 	t.Helper()
-	cfg := Config{Addr: "127.0.0.1:0", DB: filepath.Join(t.TempDir(), "e2e.db"), Migrate: true, LoginRate: 100}
+	cfg := Config{Addr: "127.0.0.1:0", DB: filepath.Join(t.TempDir(), "e2e.db"), Migrate: true, LoginRate: 100, Tick: time.Hour, PreviewEvery: time.Minute}
 	app := NewApp(cfg, slog.New(slog.NewTextHandler(io.Discard, nil)), clock.Now)
 	if err := app.Open(context.Background()); err != nil {
 		t.Fatal(err)

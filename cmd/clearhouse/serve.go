@@ -29,6 +29,7 @@ share one database; run 'clearhouse migrate' once and start them with --migrate=
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			log := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: slog.LevelInfo}))
 			app := NewApp(cfg, log, time.Now)
+			app.demoOut = cmd.OutOrStdout()
 			if err := app.Open(cmd.Context()); err != nil {
 				return err
 			}
@@ -47,5 +48,9 @@ share one database; run 'clearhouse migrate' once and start them with --migrate=
 	f.StringVar(&cfg.TrustedProxies, "trusted-proxies", "", "comma-separated addresses or CIDRs of the authenticating proxy")
 	f.IntVar(&cfg.LoginRate, "login-rate", 10, "sign-in attempts allowed per minute per address and per email")
 	f.BoolVar(&cfg.Demo, "demo", false, "fill an empty database with a demo market and print the demo logins")
+	f.DurationVar(&cfg.Tick, "tick", time.Minute, "how often the market's job opens, previews, closes and schedules auctions")
+	f.DurationVar(&cfg.AuctionEvery, "auction-every", 24*time.Hour, "time from one auction's opening to the next's (0: operators schedule auctions by hand)")
+	f.DurationVar(&cfg.AuctionWindow, "auction-window", time.Hour, "how long each auction takes bids")
+	f.DurationVar(&cfg.PreviewEvery, "preview-every", 5*time.Minute, "how often an open auction's preliminary prices are refreshed")
 	return cmd
 }

@@ -1,0 +1,173 @@
+package main
+
+import (
+	"context"
+	crand "crypto/rand"
+	"encoding/base64"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"time"
+
+	"github.com/clearhouse/clearhouse"
+	"github.com/clearhouse/clearhouse/auction"
+	"github.com/clearhouse/clearhouse/exchange"
+	"github.com/clearhouse/clearhouse/ledger"
+)
+
+// demoClock is a settable clock for replaying the demo market's history.
+type demoClock struct{ t time.Time }
+
+func (c *demoClock) now() time.Time { return c.t }
+
+// seedDemo fills an empty database with a small market: three clusters, four teams
+// with budgets and quota, a week of settled auctions, and an open auction with
+// orders in it. It prints the demo logins (with fresh passwords) to out. A database
+// that already has teams is left alone.
+func seedDemo(ctx context.Context, a *App, out io.Writer) error {
+	teams, err := a.Market.Teams(ctx)
+	if err != nil {
+		return err
+	}
+	if len(teams) > 0 {
+		fmt.Fprintln(out, "The database already has a market; the demo data was not added.")
+		return nil
+	}
+	now := a.now().UTC().Truncate(time.Minute)
+	clock := &demoClock{t: now.Add(-7 * 24 * time.Hour)}
+	l := ledger.New(a.DB, clock.now)
+	m := exchange.NewMarket(a.DB, l, clock.now)
+	if _, err := m.SaveCurve(ctx, "standard", "Standard", auction.DefaultCurve); err != nil {
+		return err
+	}
+	if _, err := m.SaveCurve(ctx, "gpu", "Scarce accelerators", auction.CurveSpec{Kind: "parametric", K: 8, Threshold: 0.7, Gamma: 2.5}); err != nil {
+		return err
+	}
+	type poolDef struct {
+		res, unit string
+		capacity  int64
+		cost      ledger.Money
+		curve     string
+	}
+	defs := []poolDef{{"cpu", "core", 4000, 2 * ledger.Dollar, "standard"}, {"ram", "GiB", 16000, 250_000, "standard"}, {"gpu", "GPU", 64, 90 * ledger.Dollar, "gpu"}}
+	utilization := map[string]float64{"us-east": 0.93, "eu-west": 0.71, "ap-south": 0.42}
+	for _, cl := range []exchange.Cluster{{ID: "us-east", Name: "US East", Region: "Virginia"}, {ID: "eu-west", Name: "EU West", Region: "Dublin"}, {ID: "ap-south", Name: "AP South", Region: "Mumbai"}} {
+		if _, err := m.AddCluster(ctx, cl); err != nil {
+			return err
+		}
+		for _, d := range defs {
+			if _, err := m.AddPool(ctx, exchange.PoolSpec{ClusterID: cl.ID, Resource: d.res, Unit: d.unit, Capacity: d.capacity,
+				UnitCost: int64(d.cost), Utilization: utilization[cl.ID], CurveID: d.curve}); err != nil {
+				return err
+			}
+		}
+	}
+	budgets := map[string]ledger.Money{"search": 250_000 * ledger.Dollar, "ads": 120_000 * ledger.Dollar, "ml": 400_000 * ledger.Dollar, "infra": 80_000 * ledger.Dollar}
+	names := map[string]string{"search": "Search", "ads": "Ads ranking", "ml": "ML training", "infra": "Infrastructure"}
+	for _, id := range []string{"ads", "infra", "ml", "search"} {
+		nt := exchange.NewTeam{ID: id, Name: names[id], Budget: budgets[id]}
+		if id == "ml" {
+			nt.ApprovalThreshold = int64(20_000 * ledger.Dollar)
+		}
+		if _, err := m.AddTeam(ctx, nt); err != nil {
+			return err
+		}
+	}
+	for _, g := range []struct {
+		team, pool string
+		q          int64
+	}{{"ads", "us-east/cpu", 1200}, {"ads", "us-east/ram", 4800}, {"infra", "us-east/cpu", 800}, {"infra", "eu-west/cpu", 600},
+		{"search", "eu-west/cpu", 900}, {"search", "eu-west/ram", 3600}, {"ml", "us-east/gpu", 16}} {
+		if err := m.GrantQuota(ctx, g.team, g.pool, g.q); err != nil {
+			return err
+		}
+	}
+	pw := func() string {
+		var b [12]byte
+		_, _ = crand.Read(b[:])
+		return base64.RawURLEncoding.EncodeToString(b[:])
+	}
+	logins := []exchange.NewUser{
+		{Email: "operator@example.com", Name: "Olu Operator", Role: exchange.RoleOperator},
+		{Email: "finance@example.com", Name: "Fay Finance", Role: exchange.RoleFinance},
+		{Email: "owner@search.example.com", Name: "Sam Search", Role: exchange.RoleOwner, TeamID: "search"},
+		{Email: "member@search.example.com", Name: "Mia Member", Role: exchange.RoleMember, TeamID: "search"},
+		{Email: "owner@ml.example.com", Name: "Max Learner", Role: exchange.RoleOwner, TeamID: "ml"},
+		{Email: "member@ads.example.com", Name: "Ada Ads", Role: exchange.RoleMember, TeamID: "ads"},
+	}
+	id := exchange.NewIdentity(a.DB, clock.now, 0)
+	users := map[string]exchange.User{}
+	for i := range logins {
+		logins[i].Password = pw()
+		u, err := id.AddUser(ctx, logins[i])
+		if err != nil {
+			return err
+		}
+		users[u.TeamID+"/"+string(u.Role)] = u
+	}
+	rng := rand.New(rand.NewPCG(7, 11))
+	// A week of daily auctions, then the one open now.
+	for day := 7; day >= 0; day-- {
+		clock.t = now.Add(-time.Duration(day) * 24 * time.Hour)
+		au, err := m.ScheduleAuction(ctx, clock.t, clock.t.Add(a.cfg.AuctionWindow), auction.DefaultParams)
+		if err != nil {
+			return err
+		}
+		if _, err := m.OpenDue(ctx); err != nil {
+			return err
+		}
+		if err := demoOrders(ctx, m, users, rng); err != nil {
+			return err
+		}
+		if day == 0 {
+			if _, err := m.Preview(ctx, au.ID); err != nil {
+				return err
+			}
+			break
+		}
+		clock.t = au.ClosesAt
+		if _, err := m.Close(ctx, au.ID); err != nil {
+			return err
+		}
+	}
+	fmt.Fprintln(out, "Demo market ready. Sign in as any of these (passwords are new each time the demo is made):")
+	for _, u := range logins {
+		team := ""
+		if u.TeamID != "" {
+			team = " of " + u.TeamID
+		}
+		fmt.Fprintf(out, "  %-28s %-24s %s%s\n", u.Email, u.Password, u.Role, team)
+	}
+	return nil
+}
+
+// demoOrders places a day's worth of bids and offers.
+func demoOrders(ctx context.Context, m *exchange.Market, users map[string]exchange.User, rng *rand.Rand) error {
+	jitter := func(base float64) *ledger.Money {
+		v, _ := ledger.FromDollars(base * (0.8 + 0.5*rng.Float64()))
+		return &v
+	}
+	orders := []struct {
+		who  string
+		spec exchange.OrderSpec
+	}{
+		{"search/owner", exchange.OrderSpec{Team: "search", Limit: jitter(1100),
+			Bundles: []exchange.Bundle{{"us-east/cpu": 200, "us-east/ram": 800}, {"eu-west/cpu": 200, "eu-west/ram": 800}}}},
+		{"search/member", exchange.OrderSpec{Team: "search", Limit: jitter(700),
+			Bundles: []exchange.Bundle{{"ap-south/cpu": 300}, {"eu-west/cpu": 300}}}},
+		{"ml/owner", exchange.OrderSpec{Team: "ml", Limits: []ledger.Money{*jitter(2600), *jitter(2000)},
+			Bundles: []exchange.Bundle{{"us-east/gpu": 24}, {"eu-west/gpu": 24}}}},
+		{"ml/owner", exchange.OrderSpec{Team: "ml", Limit: jitter(1500), Bundles: []exchange.Bundle{{"us-east/cpu": 400, "us-east/ram": 1600}, {"ap-south/cpu": 400, "ap-south/ram": 1600}}}},
+		{"ads/member", exchange.OrderSpec{Team: "ads", Limit: jitter(-150), Bundles: []exchange.Bundle{{"us-east/cpu": -100}}}},
+		{"ads/member", exchange.OrderSpec{Team: "ads", Limit: jitter(300), Bundles: []exchange.Bundle{{"eu-west/cpu": 150}}}},
+	}
+	for _, o := range orders {
+		_, err := m.PlaceOrder(ctx, users[o.who], o.spec)
+		if clearhouse.ErrorCode(err) == clearhouse.EUNPROCESSABLE {
+			continue // a team that already sold its quota or spent its budget sits this one out
+		} else if err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,372 @@
+package web
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/clearhouse/clearhouse"
+	"github.com/clearhouse/clearhouse/exchange"
+	"github.com/clearhouse/clearhouse/ledger"
+	"github.com/gin-gonic/gin"
+)
+
+// apiRoutes registers the JSON API. Money is a string of dollars ("1234.56",
+// exact to the micro-dollar); prices per unit are JSON numbers; times are RFC 3339.
+func (s *Server) apiRoutes(g *gin.RouterGroup) {
+	g.GET("/openapi.json", s.openAPI)
+	all := g.Group("", s.requireRole(anyone...))
+	all.GET("/market", s.apiMarket)
+	all.GET("/auctions", s.apiAuctions)
+	all.GET("/auctions/:id", s.apiAuction)
+	all.GET("/orders", s.apiOrders)
+	all.GET("/orders/:id", s.apiOrder)
+	team := g.Group("", s.requireRole(onTeam...))
+	team.POST("/orders", s.apiPlaceOrder)
+	team.POST("/orders/:id/withdraw", s.apiWithdraw)
+	team.GET("/budget", s.apiOwnBudget)
+	fin := g.Group("", s.requireRole(finance...))
+	fin.GET("/teams/:team/budget", s.apiTeamBudget)
+}
+
+type apiPool struct {
+	ID           string   `json:"id"`
+	Cluster      string   `json:"cluster"`
+	Resource     string   `json:"resource"`
+	Unit         string   `json:"unit"`
+	Capacity     int64    `json:"capacity"`
+	Held         int64    `json:"held"`
+	UnitCost     string   `json:"unit_cost"`
+	Utilization  float64  `json:"utilization"`
+	ReservePrice *float64 `json:"reserve_price"`
+	Price        *float64 `json:"price"`
+	Bids         int      `json:"open_bids"`
+	Offers       int      `json:"open_offers"`
+}
+
+type apiAuction struct {
+	ID       int64            `json:"id"`
+	Status   string           `json:"status"`
+	OpensAt  time.Time        `json:"opens_at"`
+	ClosesAt time.Time        `json:"closes_at"`
+	Failure  string           `json:"failure,omitempty"`
+	Pools    []apiAuctionPool `json:"pools,omitempty"`
+	Run      *apiRun          `json:"latest_run,omitempty"`
+}
+
+type apiAuctionPool struct {
+	Pool         string   `json:"pool"`
+	ReservePrice float64  `json:"reserve_price"`
+	Supply       int64    `json:"supply"`
+	Price        *float64 `json:"price"`
+	ExcessDemand *float64 `json:"excess_demand"`
+}
+
+type apiRun struct {
+	Binding   bool      `json:"binding"`
+	Converged bool      `json:"converged"`
+	Rounds    int       `json:"rounds"`
+	Orders    int       `json:"orders"`
+	RanAt     time.Time `json:"ran_at"`
+}
+
+func toAPIAuction(a exchange.Auction) apiAuction {
+	return apiAuction{ID: a.ID, Status: string(a.Status), OpensAt: a.OpensAt, ClosesAt: a.ClosesAt, Failure: a.Failure}
+}
+
+func (s *Server) apiMarket(c *gin.Context) {
+	ctx := c.Request.Context()
+	pools, err := s.svc.Market.Pools(ctx)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	hs, err := s.svc.Market.Holdings(ctx, "")
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	held := map[string]int64{}
+	for _, h := range hs {
+		held[h.PoolID] += h.Quantity
+	}
+	reserve, err := s.svc.Market.ReservePrices(ctx)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	out := struct {
+		Auction *apiAuction `json:"auction"`
+		Pools   []apiPool   `json:"pools"`
+	}{Pools: []apiPool{}}
+	current := map[string]float64{}
+	interest := map[string]exchange.Interest{}
+	if a, ok, err := s.svc.Market.CurrentAuction(ctx); err != nil {
+		s.fail(c, err)
+		return
+	} else if ok {
+		aa := toAPIAuction(a)
+		out.Auction = &aa
+		if aps, err := s.svc.Market.AuctionPools(ctx, a.ID); err == nil {
+			for _, ap := range aps {
+				reserve[ap.PoolID] = ap.ReservePrice
+			}
+		}
+		if _, prices, ok, err := s.svc.Market.LatestRun(ctx, a.ID); err == nil && ok {
+			for _, p := range prices {
+				current[p.PoolID] = p.Price
+			}
+		}
+		if interest, err = s.svc.Market.OpenInterest(ctx, a.ID); err != nil {
+			s.fail(c, err)
+			return
+		}
+	}
+	for _, p := range pools {
+		ap := apiPool{ID: p.ID, Cluster: p.ClusterID, Resource: p.Resource, Unit: p.Unit, Capacity: p.Capacity, Held: held[p.ID],
+			UnitCost: ledger.Money(p.UnitCost).Plain(), Utilization: p.Utilization, Bids: interest[p.ID].Bids, Offers: interest[p.ID].Offers}
+		if r, ok := reserve[p.ID]; ok {
+			ap.ReservePrice = &r
+		}
+		if cp, ok := current[p.ID]; ok {
+			ap.Price = &cp
+		}
+		out.Pools = append(out.Pools, ap)
+	}
+	c.JSON(http.StatusOK, out)
+}
+
+func (s *Server) apiAuctions(c *gin.Context) {
+	as, err := s.svc.Market.Auctions(c.Request.Context(), 100)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	out := []apiAuction{}
+	for _, a := range as {
+		out = append(out, toAPIAuction(a))
+	}
+	c.JSON(http.StatusOK, gin.H{"auctions": out})
+}
+
+func (s *Server) apiAuction(c *gin.Context) {
+	id, err := auctionID(c)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	ctx := c.Request.Context()
+	a, err := s.svc.Market.Auction(ctx, id)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	out := toAPIAuction(a)
+	aps, err := s.svc.Market.AuctionPools(ctx, id)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	run, prices, ok, err := s.svc.Market.LatestRun(ctx, id)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	byPool := map[string]exchange.RunPrice{}
+	for _, p := range prices {
+		byPool[p.PoolID] = p
+	}
+	if ok {
+		out.Run = &apiRun{Binding: run.Binding, Converged: run.Converged, Rounds: run.Rounds, Orders: run.Orders, RanAt: run.RanAt}
+	}
+	for _, ap := range aps {
+		row := apiAuctionPool{Pool: ap.PoolID, ReservePrice: ap.ReservePrice, Supply: ap.Supply}
+		if p, ok := byPool[ap.PoolID]; ok {
+			row.Price, row.ExcessDemand = &p.Price, &p.ExcessDemand
+		}
+		out.Pools = append(out.Pools, row)
+	}
+	c.JSON(http.StatusOK, out)
+}
+
+// apiOrderBody is an order as the API takes and returns it.
+type apiOrderBody struct {
+	ID          int64              `json:"id,omitempty"`
+	Team        string             `json:"team,omitempty"`
+	Auction     *int64             `json:"auction,omitempty"`
+	Status      string             `json:"status,omitempty"`
+	Bundles     []map[string]int64 `json:"bundles"`
+	Limit       *string            `json:"limit,omitempty"`
+	Limits      []string           `json:"limits,omitempty"`
+	Provisional *apiOutcome        `json:"provisional,omitempty"`
+	CreatedAt   *time.Time         `json:"created_at,omitempty"`
+}
+
+type apiOutcome struct {
+	BundleIndex int     `json:"bundle_index"`
+	Payment     float64 `json:"payment"`
+}
+
+func toAPIOrder(v exchange.OrderView) apiOrderBody {
+	created := v.CreatedAt
+	o := apiOrderBody{ID: v.ID, Team: v.TeamID, Auction: v.AuctionID, Status: string(v.Status), CreatedAt: &created}
+	for _, b := range v.Spec.Bundles {
+		o.Bundles = append(o.Bundles, map[string]int64(b))
+	}
+	if v.Spec.Limit != nil {
+		l := v.Spec.Limit.Plain()
+		o.Limit = &l
+	}
+	for _, l := range v.Spec.Limits {
+		o.Limits = append(o.Limits, l.Plain())
+	}
+	if v.Provisional != nil {
+		o.Provisional = &apiOutcome{BundleIndex: v.Provisional.BundleIndex, Payment: v.Provisional.Payment}
+	}
+	return o
+}
+
+func (s *Server) apiOrders(c *gin.Context) {
+	u := userOf(c)
+	f := exchange.OrderFilter{Limit: 500}
+	if u.Role.OnTeam() {
+		f.Team = u.TeamID
+	} else {
+		f.Team = c.Query("team")
+	}
+	if st := c.Query("status"); st != "" {
+		f.Statuses = []exchange.OrderStatus{exchange.OrderStatus(st)}
+	}
+	if a := c.Query("auction"); a != "" {
+		id, err := strconv.ParseInt(a, 10, 64)
+		if err != nil {
+			s.fail(c, clearhouse.Errorf(clearhouse.EINVALID, "auction: must be an auction id"))
+			return
+		}
+		f.AuctionID = id
+	}
+	vs, err := s.svc.Market.Orders(c.Request.Context(), f)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	out := []apiOrderBody{}
+	for _, v := range vs {
+		out = append(out, toAPIOrder(v))
+	}
+	c.JSON(http.StatusOK, gin.H{"orders": out})
+}
+
+func (s *Server) apiOrder(c *gin.Context) {
+	id, ok := orderID(c)
+	if !ok {
+		s.fail(c, clearhouse.Errorf(clearhouse.ENOTFOUND, "No such order."))
+		return
+	}
+	v, err := s.svc.Market.Order(c.Request.Context(), userOf(c), id)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	c.JSON(http.StatusOK, toAPIOrder(v))
+}
+
+// decodeJSON reads a strict JSON body of at most 1 MiB into v.
+func decodeJSON(c *gin.Context, v any) error {
+	dec := json.NewDecoder(http.MaxBytesReader(c.Writer, c.Request.Body, 1<<20))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return clearhouse.Errorf(clearhouse.EINVALID, "body: %v", err)
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return clearhouse.Errorf(clearhouse.EINVALID, "body: unexpected data after the JSON object")
+	}
+	return nil
+}
+
+func (s *Server) apiPlaceOrder(c *gin.Context) {
+	u := userOf(c)
+	var body apiOrderBody
+	if err := decodeJSON(c, &body); err != nil {
+		s.fail(c, err)
+		return
+	}
+	spec := exchange.OrderSpec{Team: u.TeamID}
+	if body.Team != "" {
+		spec.Team = body.Team
+	}
+	for _, b := range body.Bundles {
+		spec.Bundles = append(spec.Bundles, exchange.Bundle(b))
+	}
+	if body.Limit != nil {
+		l, err := ledger.ParseMoney(*body.Limit)
+		if err != nil {
+			s.fail(c, clearhouse.Errorf(clearhouse.EINVALID, "limit: %s", clearhouse.ErrorMessage(err)))
+			return
+		}
+		spec.Limit = &l
+	}
+	if body.Limits != nil {
+		spec.Limits = []ledger.Money{}
+		for i, raw := range body.Limits {
+			l, err := ledger.ParseMoney(raw)
+			if err != nil {
+				s.fail(c, clearhouse.Errorf(clearhouse.EINVALID, "limits[%d]: %s", i, clearhouse.ErrorMessage(err)))
+				return
+			}
+			spec.Limits = append(spec.Limits, l)
+		}
+	}
+	o, err := s.svc.Market.PlaceOrder(c.Request.Context(), u, spec)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	v, err := s.svc.Market.Order(c.Request.Context(), u, o.ID)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	c.Header("Location", fmt.Sprintf("/api/v1/orders/%d", o.ID))
+	c.JSON(http.StatusCreated, toAPIOrder(v))
+}
+
+func (s *Server) apiWithdraw(c *gin.Context) {
+	id, ok := orderID(c)
+	if !ok {
+		s.fail(c, clearhouse.Errorf(clearhouse.ENOTFOUND, "No such order."))
+		return
+	}
+	if err := s.svc.Market.WithdrawOrder(c.Request.Context(), userOf(c), id); err != nil {
+		s.fail(c, err)
+		return
+	}
+	s.apiOrder(c)
+}
+
+type apiBudget struct {
+	Team      string `json:"team"`
+	Posted    string `json:"posted"`
+	Held      string `json:"held"`
+	Available string `json:"available"`
+}
+
+func (s *Server) budget(c *gin.Context, team string) {
+	if _, err := s.svc.Market.Team(c.Request.Context(), team); err != nil {
+		s.fail(c, err)
+		return
+	}
+	b, err := s.svc.Market.Ledger().Balance(c.Request.Context(), ledger.TeamAccount(team))
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	c.JSON(http.StatusOK, apiBudget{Team: team, Posted: b.Posted.Plain(), Held: b.Held.Plain(), Available: b.Available.Plain()})
+}
+
+func (s *Server) apiOwnBudget(c *gin.Context)  { s.budget(c, userOf(c).TeamID) }
+func (s *Server) apiTeamBudget(c *gin.Context) { s.budget(c, c.Param("team")) }

@@ -1,0 +1,158 @@
+package web
+
+import (
+	"fmt"
+	"net/http"
+	"sort"
+	"strings"
+
+	"github.com/clearhouse/clearhouse/auction"
+	"github.com/clearhouse/clearhouse/exchange"
+	"github.com/clearhouse/clearhouse/templates"
+	"github.com/gin-gonic/gin"
+)
+
+func (s *Server) auctionPage(c *gin.Context) {
+	id, err := auctionID(c)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	ctx := c.Request.Context()
+	a, err := s.svc.Market.Auction(ctx, id)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	v := templates.AuctionView{ID: a.ID, Status: string(a.Status), Opens: fmtTime(a.OpensAt), Closes: fmtTime(a.ClosesAt), Failure: a.Failure}
+	if a.Status == exchange.AuctionOpen {
+		v.Left = fmtDuration(a.ClosesAt.Sub(s.now()))
+	}
+	if u := viewerFrom(c); u.Can("finance") && a.Status == exchange.AuctionSettled {
+		v.Settlement = fmt.Sprintf("/finance/auctions/%d", a.ID)
+	}
+	aps, err := s.svc.Market.AuctionPools(ctx, id)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	run, prices, ran, err := s.svc.Market.LatestRun(ctx, id)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	byPool := map[string]exchange.RunPrice{}
+	for _, p := range prices {
+		byPool[p.PoolID] = p
+	}
+	if ran {
+		kind := "Preliminary run"
+		if run.Binding {
+			kind = "Binding run"
+		}
+		v.Run = fmt.Sprintf("%s at %s: %d orders, %d rounds, converged: %v.", kind, fmtTime(run.RanAt), run.Orders, run.Rounds, run.Converged)
+	}
+	for _, ap := range aps {
+		row := templates.AuctionPoolRow{Pool: ap.PoolID, Supply: ap.Supply, Reserve: price(ap.ReservePrice)}
+		if p, ok := byPool[ap.PoolID]; ok {
+			row.Price = price(p.Price)
+			row.Excess = fmt.Sprintf("%.0f", p.ExcessDemand)
+			row.Sold = fmt.Sprintf("%.0f", p.OperatorSold)
+			if ap.ReservePrice > 0 {
+				row.Change = fmt.Sprintf("%+.1f%%", 100*(p.Price/ap.ReservePrice-1))
+			}
+		}
+		v.Pools = append(v.Pools, row)
+	}
+	v.Trajectory = templates.LineChart{ID: "trajectory", Title: "Prices round by round (latest run)", XLabel: "round", YLabel: "$ per unit"}
+	if ran {
+		rounds, err := run.PriceRounds()
+		if err == nil {
+			v.Trajectory.Series = trajectorySeries(rounds, aps)
+		}
+	}
+	s.render(c, http.StatusOK, templates.AuctionPage(s.page(c, fmt.Sprintf("Auction #%d", a.ID), "market"), v))
+}
+
+// trajectorySeries draws the pools whose price moved most (at most eight).
+func trajectorySeries(rounds []auction.Round, aps []exchange.AuctionPool) []templates.Series {
+	if len(rounds) == 0 {
+		return nil
+	}
+	last := rounds[len(rounds)-1].Prices
+	type moved struct {
+		pool string
+		rise float64
+	}
+	var ms []moved
+	for _, ap := range aps {
+		if ap.ReservePrice > 0 {
+			ms = append(ms, moved{ap.PoolID, last[ap.PoolID] / ap.ReservePrice})
+		}
+	}
+	sort.SliceStable(ms, func(i, j int) bool { return ms[i].rise > ms[j].rise })
+	var out []templates.Series
+	for _, m := range ms[:min(len(ms), 8)] {
+		sr := templates.Series{Name: m.pool}
+		for _, r := range rounds {
+			sr.Points = append(sr.Points, templates.Point{X: float64(r.Round), Y: r.Prices[m.pool]})
+		}
+		out = append(out, sr)
+	}
+	return out
+}
+
+func (s *Server) auctionsPage(c *gin.Context) {
+	ctx := c.Request.Context()
+	as, err := s.svc.Market.Auctions(ctx, 100)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	var v templates.AuctionsView
+	for _, a := range as {
+		v.Auctions = append(v.Auctions, templates.AuctionLink{ID: a.ID, Status: string(a.Status), Window: fmtTime(a.OpensAt) + " – " + fmtTime(a.ClosesAt)})
+	}
+	hist, err := s.svc.Market.PriceHistory(ctx, 60)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	v.History = historyCharts(hist)
+	s.render(c, http.StatusOK, templates.AuctionsPage(s.page(c, "Auctions and price history", "market"), v))
+}
+
+// historyCharts draws one step chart per cluster of binding prices by auction.
+func historyCharts(hist []exchange.PricePoint) []templates.LineChart {
+	series := map[string]map[string]*templates.Series{}
+	var clusters []string
+	for _, p := range hist {
+		cl, _, _ := strings.Cut(p.PoolID, "/")
+		if series[cl] == nil {
+			series[cl] = map[string]*templates.Series{}
+			clusters = append(clusters, cl)
+		}
+		sr := series[cl][p.PoolID]
+		if sr == nil {
+			sr = &templates.Series{Name: p.PoolID, Step: true}
+			series[cl][p.PoolID] = sr
+		}
+		sr.Points = append(sr.Points, templates.Point{X: float64(p.AuctionID), Y: p.Price})
+	}
+	sort.Strings(clusters)
+	var out []templates.LineChart
+	for _, cl := range clusters {
+		ch := templates.LineChart{ID: "history-" + cl, Title: "Binding prices in " + cl, XLabel: "auction", YLabel: "$ per unit",
+			FormatX: func(x float64) string { return fmt.Sprintf("#%.0f", x) }}
+		var pools []string
+		for p := range series[cl] {
+			pools = append(pools, p)
+		}
+		sort.Strings(pools)
+		for _, p := range pools {
+			ch.Series = append(ch.Series, *series[cl][p])
+		}
+		out = append(out, ch)
+	}
+	return out
+}

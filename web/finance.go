@@ -1,0 +1,185 @@
+package web
+
+import (
+	"encoding/csv"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/clearhouse/clearhouse"
+	"github.com/clearhouse/clearhouse/exchange"
+	"github.com/clearhouse/clearhouse/ledger"
+	"github.com/clearhouse/clearhouse/templates"
+	"github.com/gin-gonic/gin"
+)
+
+func (s *Server) financeView(c *gin.Context, grant templates.GrantForm) (templates.FinanceView, error) {
+	ctx := c.Request.Context()
+	teams, err := s.svc.Market.Teams(ctx)
+	if err != nil {
+		return templates.FinanceView{}, err
+	}
+	l := s.svc.Market.Ledger()
+	v := templates.FinanceView{Grant: grant, JournalCSV: "/finance/journal.csv"}
+	for _, t := range teams {
+		b, err := l.Balance(ctx, ledger.TeamAccount(t.ID))
+		if err != nil {
+			return v, err
+		}
+		v.Budgets = append(v.Budgets, templates.BudgetRow{Team: t.ID, Posted: b.Posted.String(), Held: b.Held.String(), Available: b.Available.String()})
+		v.Grant.Teams = append(v.Grant.Teams, t.ID)
+	}
+	tb, err := l.TrialBalance(ctx)
+	if err != nil {
+		return v, err
+	}
+	var total ledger.Money
+	for _, a := range tb {
+		v.Trial = append(v.Trial, templates.TrialRow{Account: string(a.Account), Balance: a.Posted.String()})
+		total += a.Posted
+	}
+	v.TrialTotal = total.String()
+	as, err := s.svc.Market.Auctions(ctx, 50)
+	if err != nil {
+		return v, err
+	}
+	for _, a := range as {
+		if a.Status == exchange.AuctionSettled || a.Status == exchange.AuctionFailed {
+			v.Auctions = append(v.Auctions, templates.AuctionLink{ID: a.ID, Status: string(a.Status), Window: fmtTime(a.OpensAt) + " – " + fmtTime(a.ClosesAt)})
+		}
+	}
+	return v, nil
+}
+
+func (s *Server) financePage(c *gin.Context) {
+	v, err := s.financeView(c, templates.GrantForm{})
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	s.render(c, http.StatusOK, templates.FinancePage(s.page(c, "Finance", "finance"), v))
+}
+
+// grant funds a team's budget; the form's token makes a double submission a no-op.
+func (s *Server) grant(c *gin.Context) {
+	f := templates.GrantForm{Team: c.PostForm("team"), Amount: c.PostForm("amount"), Memo: c.PostForm("memo"), Errors: templates.FieldErrors{}}
+	amount := parseMoneyField(c, "amount", f.Errors)
+	if len(f.Memo) > 200 {
+		f.Errors["memo"] = "At most 200 characters."
+	}
+	if len(f.Errors) == 0 {
+		key := "grant/" + c.PostForm("csrf_token")[:12] + "/" + f.Team + "/" + amount.Plain() + "/" + strconv.FormatInt(s.now().Unix()/60, 10)
+		_, err := s.svc.Market.Grant(c.Request.Context(), key, f.Team, amount, f.Memo)
+		if err == nil {
+			s.redirectWithFlash(c, "/finance", "ok", fmt.Sprintf("Granted $%s to %s.", amount, f.Team))
+			return
+		}
+		if clearhouse.ErrorCode(err) == clearhouse.EINTERNAL {
+			s.fail(c, err)
+			return
+		}
+		f.Errors = formErrors(err, "amount")
+		if m, ok := f.Errors["account"]; ok {
+			delete(f.Errors, "account")
+			f.Errors["team"] = m
+		}
+	}
+	v, err := s.financeView(c, f)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	s.render(c, http.StatusUnprocessableEntity, templates.FinancePage(s.page(c, "Finance", "finance"), v))
+}
+
+func (s *Server) financeTeamPage(c *gin.Context) {
+	team := c.Param("team")
+	v, ok := s.teamView(c, team, "/finance/teams/"+team+"/statement.csv")
+	if !ok {
+		return
+	}
+	s.render(c, http.StatusOK, templates.TeamPage(s.page(c, "Team "+v.Name, "finance"), v))
+}
+
+func (s *Server) financeTeamCSV(c *gin.Context) { s.statementCSV(c, c.Param("team")) }
+
+func (s *Server) journalCSV(c *gin.Context) {
+	from, to, err := s.period(c)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	c.Header("Content-Type", "text/csv; charset=utf-8")
+	c.Header("Content-Disposition", fmt.Sprintf(`attachment; filename="journal-%s.csv"`, from.Format("20060102")))
+	if err := s.svc.Market.Ledger().WriteJournalCSV(c.Request.Context(), c.Writer, from, to); err != nil {
+		s.log.Error("writing journal", "err", err)
+	}
+}
+
+func auctionID(c *gin.Context) (int64, error) {
+	id, err := strconv.ParseInt(c.Param("id"), 10, 64)
+	if err != nil || id <= 0 {
+		return 0, clearhouse.Errorf(clearhouse.ENOTFOUND, "No such auction.")
+	}
+	return id, nil
+}
+
+func (s *Server) settlementPage(c *gin.Context) {
+	id, err := auctionID(c)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	rep, err := s.svc.Market.SettlementReport(c.Request.Context(), id)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	v := templates.SettlementView{AuctionID: id, Status: string(rep.Auction.Status),
+		Window:     fmtTime(rep.Auction.OpensAt) + " – " + fmtTime(rep.Auction.ClosesAt),
+		BuyersPaid: rep.BuyersPaid.String(), SellersReceived: rep.SellersReceived.String(), TreasuryNet: rep.TreasuryNet.String(),
+		Rounding: fmt.Sprintf("%+.6f", rep.Rounding), Balanced: rep.BuyersPaid == rep.SellersReceived+rep.TreasuryNet,
+		CSV: fmt.Sprintf("/finance/auctions/%d/settlement.csv", id)}
+	for _, l := range rep.Lines {
+		row := templates.SettlementRow{Order: l.OrderID, Team: l.TeamID, Payment: ledger.Money(l.Payment).String(), Exact: strconv.FormatFloat(l.Exact, 'f', 6, 64)}
+		if l.Bundle != nil {
+			row.Bundle = l.Bundle.String()
+		}
+		v.Lines = append(v.Lines, row)
+	}
+	s.render(c, http.StatusOK, templates.SettlementPage(s.page(c, fmt.Sprintf("Settlement of auction #%d", id), "finance"), v))
+}
+
+// SettlementCSVHeader is the stable header of settlement report downloads.
+var SettlementCSVHeader = []string{"auction_id", "order_id", "team", "bundle_index", "bundle", "clock_payment", "settled_payment", "entry_id"}
+
+func (s *Server) settlementCSV(c *gin.Context) {
+	id, err := auctionID(c)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	rep, err := s.svc.Market.SettlementReport(c.Request.Context(), id)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	c.Header("Content-Type", "text/csv; charset=utf-8")
+	c.Header("Content-Disposition", fmt.Sprintf(`attachment; filename="settlement-%d.csv"`, id))
+	w := csv.NewWriter(c.Writer)
+	_ = w.Write(SettlementCSVHeader)
+	for _, l := range rep.Lines {
+		entry := ""
+		if l.EntryID != nil {
+			entry = strconv.FormatInt(*l.EntryID, 10)
+		}
+		bundle := ""
+		if l.Bundle != nil {
+			bundle = strings.ReplaceAll(l.Bundle.String(), ", ", ";")
+		}
+		_ = w.Write([]string{strconv.FormatInt(id, 10), strconv.FormatInt(l.OrderID, 10), l.TeamID, strconv.Itoa(l.BundleIndex), bundle,
+			strconv.FormatFloat(l.Exact, 'f', 6, 64), ledger.Money(l.Payment).Plain(), entry})
+	}
+	w.Flush()
+}

@@ -1,0 +1,93 @@
+package web
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/clearhouse/clearhouse"
+	"github.com/clearhouse/clearhouse/exchange"
+	"github.com/clearhouse/clearhouse/ledger"
+	"github.com/clearhouse/clearhouse/templates"
+	"github.com/gin-gonic/gin"
+)
+
+// fieldOf returns the field a domain error names ("limit: must ..." names limit),
+// so a form can show the message beside that field.
+func fieldOf(err error) (field, message string) {
+	msg := clearhouse.ErrorMessage(err)
+	if f, rest, ok := strings.Cut(msg, ": "); ok && !strings.ContainsAny(f, " \"") {
+		return f, rest
+	}
+	return "", msg
+}
+
+// formErrors puts a domain error beside its field, or under fallback.
+func formErrors(err error, fallback string) templates.FieldErrors {
+	f, msg := fieldOf(err)
+	if f == "" {
+		f = fallback
+	}
+	return templates.FieldErrors{f: msg}
+}
+
+// parseMoneyField reads a dollar amount from a form field.
+func parseMoneyField(c *gin.Context, name string, errs templates.FieldErrors) ledger.Money {
+	raw := strings.TrimSpace(c.PostForm(name))
+	if raw == "" {
+		errs[name] = "Enter an amount in dollars."
+		return 0
+	}
+	m, err := ledger.ParseMoney(raw)
+	if err != nil {
+		_, msg := fieldOf(err)
+		errs[name] = msg
+	}
+	return m
+}
+
+// parseWhole reads a whole number from a form value.
+func parseWhole(raw string, lo, hi int64) (int64, error) {
+	n, err := strconv.ParseInt(strings.TrimSpace(raw), 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("enter a whole number")
+	}
+	if n < lo || n > hi {
+		return 0, fmt.Errorf("must be between %d and %d", lo, hi)
+	}
+	return n, nil
+}
+
+// userOf returns the signed-in user; routes behind requireRole always have one.
+func userOf(c *gin.Context) exchange.User {
+	u, _ := userFrom(c)
+	return u
+}
+
+func fmtTime(t time.Time) string { return t.UTC().Format("2006-01-02 15:04 UTC") }
+
+func fmtDuration(d time.Duration) string {
+	if d <= 0 {
+		return "0m"
+	}
+	h, m := int(d.Hours()), int(d.Minutes())%60
+	if h >= 48 {
+		return fmt.Sprintf("%dd %dh", h/24, h%24)
+	}
+	if h > 0 {
+		return fmt.Sprintf("%dh %dm", h, m)
+	}
+	return fmt.Sprintf("%dm", max(m, 1))
+}
+
+// price formats a price per unit in dollars with four decimals.
+func price(p float64) string { return "$" + strconv.FormatFloat(p, 'f', 4, 64) }
+
+func dollarsOf(f float64) string {
+	m, err := ledger.FromDollars(f)
+	if err != nil {
+		return "—"
+	}
+	return m.String()
+}

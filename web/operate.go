@@ -1,0 +1,437 @@
+package web
+
+import (
+	"fmt"
+	"net/http"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/clearhouse/clearhouse"
+	"github.com/clearhouse/clearhouse/auction"
+	"github.com/clearhouse/clearhouse/exchange"
+	"github.com/clearhouse/clearhouse/ledger"
+	"github.com/clearhouse/clearhouse/templates"
+	"github.com/gin-gonic/gin"
+)
+
+// operateView builds the operator's overview; forms carry what was typed.
+func (s *Server) operateView(c *gin.Context, v templates.OperateView) (templates.OperateView, error) {
+	ctx := c.Request.Context()
+	pools, err := s.svc.Market.Pools(ctx)
+	if err != nil {
+		return v, err
+	}
+	hs, err := s.svc.Market.Holdings(ctx, "")
+	if err != nil {
+		return v, err
+	}
+	held := map[string]int64{}
+	for _, h := range hs {
+		held[h.PoolID] += h.Quantity
+	}
+	reserve, err := s.svc.Market.ReservePrices(ctx)
+	if err != nil {
+		return v, err
+	}
+	curves, err := s.svc.Market.Curves(ctx)
+	if err != nil {
+		return v, err
+	}
+	v.Curves = nil
+	for _, cv := range curves {
+		v.Curves = append(v.Curves, templates.CurveRow{ID: cv.ID, Name: cv.Name, Summary: curveSummary(cv)})
+	}
+	v.Pools = nil
+	for _, p := range pools {
+		row := templates.PoolAdminRow{ID: p.ID, Unit: p.Unit, Curve: p.CurveID, UnitCost: ledger.Money(p.UnitCost).String(),
+			Utilization: fmt.Sprintf("%.1f%%", p.Utilization*100), Capacity: p.Capacity, Held: held[p.ID]}
+		if r, ok := reserve[p.ID]; ok {
+			row.Reserve = price(r)
+		}
+		v.Pools = append(v.Pools, row)
+	}
+	clusters, err := s.svc.Market.Clusters(ctx)
+	if err != nil {
+		return v, err
+	}
+	v.NewPool.Clusters = nil
+	for _, cl := range clusters {
+		v.NewPool.Clusters = append(v.NewPool.Clusters, cl.ID)
+	}
+	v.NewPool.Curves = v.Curves
+	as, err := s.svc.Market.Auctions(ctx, 30)
+	if err != nil {
+		return v, err
+	}
+	counts, err := s.svc.Market.OrderCounts(ctx)
+	if err != nil {
+		return v, err
+	}
+	v.Auctions = nil
+	for _, a := range as {
+		v.Auctions = append(v.Auctions, templates.AuctionAdminRow{ID: a.ID, Status: string(a.Status), Opens: fmtTime(a.OpensAt), Closes: fmtTime(a.ClosesAt),
+			Failure: a.Failure, Orders: counts[a.ID], CanPreview: a.Status == exchange.AuctionOpen, CanClose: a.Status == exchange.AuctionOpen || a.Status == exchange.AuctionClosing})
+	}
+	if v.NewAuction.Opens == "" {
+		next := s.now().Truncate(time.Hour).Add(time.Hour)
+		v.NewAuction.Opens, v.NewAuction.Closes = next.Format("2006-01-02T15:04"), next.Add(time.Hour).Format("2006-01-02T15:04")
+	}
+	return v, nil
+}
+
+func curveSummary(c exchange.ReserveCurve) string {
+	spec, err := c.CurveSpec()
+	if err != nil {
+		return ""
+	}
+	built, err := spec.Build()
+	if err != nil {
+		return "invalid"
+	}
+	return fmt.Sprintf("%s · phi = 1 at %.0f%% · phi(1) = %.3g phi(0)", spec.Kind, built.Threshold()*100, built.K())
+}
+
+func (s *Server) renderOperate(c *gin.Context, status int, v templates.OperateView) {
+	v, err := s.operateView(c, v)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	s.render(c, status, templates.OperatePage(s.page(c, "Operate", "operate"), v))
+}
+
+func (s *Server) operatePage(c *gin.Context) {
+	s.renderOperate(c, http.StatusOK, templates.OperateView{})
+}
+
+func (s *Server) addCluster(c *gin.Context) {
+	f := templates.ClusterForm{ID: c.PostForm("id"), Name: c.PostForm("name"), Region: c.PostForm("region")}
+	_, err := s.svc.Market.AddCluster(c.Request.Context(), exchange.Cluster{ID: f.ID, Name: f.Name, Region: f.Region})
+	if err == nil {
+		s.redirectWithFlash(c, "/operate", "ok", "Cluster "+strings.TrimSpace(f.ID)+" added.")
+		return
+	}
+	if clearhouse.ErrorCode(err) == clearhouse.EINTERNAL {
+		s.fail(c, err)
+		return
+	}
+	f.Errors = formErrors(err, "id")
+	s.renderOperate(c, http.StatusUnprocessableEntity, templates.OperateView{NewCluster: f})
+}
+
+// readPoolForm reads the pool fields; errors name the form's fields.
+func readPoolForm(c *gin.Context) (templates.PoolForm, exchange.PoolSpec) {
+	f := templates.PoolForm{Cluster: c.PostForm("cluster"), Resource: c.PostForm("resource"), Unit: c.PostForm("unit"),
+		Capacity: c.PostForm("capacity"), UnitCost: c.PostForm("unit_cost"), Utilization: c.PostForm("utilization"),
+		Curve: c.PostForm("curve"), Errors: templates.FieldErrors{}}
+	spec := exchange.PoolSpec{ClusterID: f.Cluster, Resource: f.Resource, Unit: f.Unit, CurveID: f.Curve}
+	if n, err := parseWhole(f.Capacity, 0, 1e12); err != nil {
+		f.Errors["capacity"] = err.Error()
+	} else {
+		spec.Capacity = n
+	}
+	spec.UnitCost = int64(parseMoneyField(c, "unit_cost", f.Errors))
+	if u, err := strconv.ParseFloat(strings.TrimSpace(f.Utilization), 64); err != nil || u < 0 || u > 100 {
+		f.Errors["utilization"] = "Give a percentage from 0 to 100."
+	} else {
+		spec.Utilization = u / 100
+	}
+	return f, spec
+}
+
+// poolFieldErrors maps a domain error on a pool to the form's field names.
+func poolFieldErrors(err error) templates.FieldErrors {
+	errs := formErrors(err, "resource")
+	if m, ok := errs["unit cost"]; ok {
+		delete(errs, "unit cost")
+		errs["unit_cost"] = m
+	}
+	return errs
+}
+
+func (s *Server) addPool(c *gin.Context) {
+	f, spec := readPoolForm(c)
+	if len(f.Errors) == 0 {
+		p, err := s.svc.Market.AddPool(c.Request.Context(), spec)
+		if err == nil {
+			s.redirectWithFlash(c, "/operate", "ok", "Pool "+p.ID+" added.")
+			return
+		}
+		if clearhouse.ErrorCode(err) == clearhouse.EINTERNAL {
+			s.fail(c, err)
+			return
+		}
+		f.Errors = poolFieldErrors(err)
+	}
+	s.renderOperate(c, http.StatusUnprocessableEntity, templates.OperateView{NewPool: f})
+}
+
+func (s *Server) poolForm(c *gin.Context, f templates.PoolForm) (templates.PoolForm, error) {
+	curves, err := s.svc.Market.Curves(c.Request.Context())
+	if err != nil {
+		return f, err
+	}
+	for _, cv := range curves {
+		f.Curves = append(f.Curves, templates.CurveRow{ID: cv.ID, Name: cv.Name})
+	}
+	return f, nil
+}
+
+func (s *Server) editPoolPage(c *gin.Context) {
+	id := c.Param("cluster") + "/" + c.Param("resource")
+	p, err := s.svc.Market.Pool(c.Request.Context(), id)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	f, err := s.poolForm(c, templates.PoolForm{ID: p.ID, Unit: p.Unit, Capacity: strconv.FormatInt(p.Capacity, 10),
+		UnitCost: ledger.Money(p.UnitCost).Plain(), Utilization: strconv.FormatFloat(p.Utilization*100, 'f', -1, 64), Curve: p.CurveID})
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	s.render(c, http.StatusOK, templates.PoolEditPage(s.page(c, "Pool "+p.ID, "operate"), f))
+}
+
+func (s *Server) updatePool(c *gin.Context) {
+	id := c.Param("cluster") + "/" + c.Param("resource")
+	f, spec := readPoolForm(c)
+	f.ID = id
+	if len(f.Errors) == 0 {
+		_, err := s.svc.Market.UpdatePool(c.Request.Context(), id, spec)
+		if err == nil {
+			s.redirectWithFlash(c, "/operate", "ok", "Pool "+id+" saved.")
+			return
+		}
+		if code := clearhouse.ErrorCode(err); code == clearhouse.EINTERNAL || code == clearhouse.ENOTFOUND && strings.HasPrefix(clearhouse.ErrorMessage(err), "pool:") {
+			s.fail(c, err)
+			return
+		}
+		f.Errors = poolFieldErrors(err)
+	}
+	f, err := s.poolForm(c, f)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	s.render(c, http.StatusUnprocessableEntity, templates.PoolEditPage(s.page(c, "Pool "+id, "operate"), f))
+}
+
+// curveFromValues reads a curve spec from form or query values.
+func curveFromValues(get func(string) string) (auction.CurveSpec, templates.FieldErrors) {
+	errs := templates.FieldErrors{}
+	spec := auction.CurveSpec{Kind: get("kind")}
+	num := func(name string) float64 {
+		v, err := strconv.ParseFloat(strings.TrimSpace(get(name)), 64)
+		if err != nil {
+			errs[name] = "Give a number."
+		}
+		return v
+	}
+	switch spec.Kind {
+	case "points":
+		for i, line := range strings.Split(strings.TrimSpace(get("points")), "\n") {
+			f := strings.Fields(strings.ReplaceAll(line, ",", " "))
+			if len(f) == 0 {
+				continue
+			}
+			if len(f) != 2 {
+				errs["points"] = fmt.Sprintf("Line %d: give two numbers, utilization and phi.", i+1)
+				break
+			}
+			psi, e1 := strconv.ParseFloat(f[0], 64)
+			phi, e2 := strconv.ParseFloat(f[1], 64)
+			if e1 != nil || e2 != nil {
+				errs["points"] = fmt.Sprintf("Line %d: %q is not two numbers.", i+1, line)
+				break
+			}
+			spec.Points = append(spec.Points, auction.CurvePoint{Psi: psi, Phi: phi})
+		}
+	default:
+		spec.Kind = "parametric"
+		spec.K, spec.Threshold, spec.Gamma = num("k"), num("threshold"), num("gamma")
+	}
+	return spec, errs
+}
+
+func (s *Server) curveForm(c *gin.Context, id string, spec auction.CurveSpec, f templates.CurveForm) (templates.CurveForm, error) {
+	f.ID, f.Kind = id, spec.Kind
+	if spec.Kind == "parametric" {
+		f.K, f.Threshold, f.Gamma = fmtNum(spec.K), fmtNum(spec.Threshold), fmtNum(spec.Gamma)
+	}
+	var lines []string
+	for _, p := range spec.Points {
+		lines = append(lines, fmtNum(p.Psi)+" "+fmtNum(p.Phi))
+	}
+	f.Points = strings.Join(lines, "\n")
+	f.Plot = templates.LineChart{ID: "curve-chart", Title: "Weight phi by utilization", XLabel: "utilization", YLabel: "phi",
+		FormatX: func(x float64) string { return fmt.Sprintf("%.0f%%", x*100) }, YFromZero: true}
+	built, err := spec.Build()
+	if err != nil {
+		if len(f.Errors) == 0 {
+			field, msg := fieldOf(err)
+			if field == "curve" {
+				field = "points"
+				if spec.Kind == "parametric" {
+					field = "k"
+					for _, name := range []string{"threshold", "gamma"} {
+						if strings.HasPrefix(msg, name) {
+							field = name
+						}
+					}
+				}
+			}
+			f.Errors = templates.FieldErrors{field: msg}
+		}
+		return f, nil
+	}
+	series := templates.Series{Name: "phi"}
+	for _, p := range built.Sample(100) {
+		series.Points = append(series.Points, templates.Point{X: p.Psi, Y: p.Phi})
+	}
+	f.Plot.Series = []templates.Series{series}
+	f.Plot.Markers = []float64{built.Threshold()}
+	pools, err := s.svc.Market.Pools(c.Request.Context())
+	if err != nil {
+		return f, err
+	}
+	for _, p := range pools {
+		if p.CurveID != id {
+			continue
+		}
+		r, _ := auction.ReservePrice(built, p.Utilization, float64(p.UnitCost)/1e6)
+		f.Implied = append(f.Implied, templates.ImpliedReserve{Pool: p.ID, Utilization: fmt.Sprintf("%.1f%%", p.Utilization*100),
+			UnitCost: ledger.Money(p.UnitCost).String(), Phi: fmt.Sprintf("%.4f", built.Phi(p.Utilization)), Reserve: price(r)})
+	}
+	sort.Slice(f.Implied, func(i, j int) bool { return f.Implied[i].Pool < f.Implied[j].Pool })
+	return f, nil
+}
+
+func fmtNum(f float64) string { return strconv.FormatFloat(f, 'f', -1, 64) }
+
+// curvePage shows a curve; with query values it previews them without saving.
+func (s *Server) curvePage(c *gin.Context) {
+	id := c.Param("id")
+	f := templates.CurveForm{Name: c.Query("name")}
+	var spec auction.CurveSpec
+	if c.Query("kind") != "" {
+		spec, f.Errors = curveFromValues(c.Query)
+	} else if cv, err := s.svc.Market.Curve(c.Request.Context(), id); err == nil {
+		f.Name = cv.Name
+		if spec, err = cv.CurveSpec(); err != nil {
+			s.fail(c, err)
+			return
+		}
+	} else if clearhouse.ErrorCode(err) == clearhouse.ENOTFOUND {
+		spec, f.IsNew = auction.DefaultCurve, true
+	} else {
+		s.fail(c, err)
+		return
+	}
+	f, err := s.curveForm(c, id, spec, f)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	s.render(c, http.StatusOK, templates.CurvePage(s.page(c, "Reserve curve "+id, "operate"), f))
+}
+
+func (s *Server) saveCurve(c *gin.Context) {
+	id := c.Param("id")
+	spec, errs := curveFromValues(c.PostForm)
+	f := templates.CurveForm{Name: c.PostForm("name"), Errors: errs}
+	if len(errs) == 0 {
+		if _, err := s.svc.Market.SaveCurve(c.Request.Context(), id, f.Name, spec); err == nil {
+			s.redirectWithFlash(c, "/operate/curves/"+id, "ok", "Curve saved. Auctions that open from now on use it.")
+			return
+		} else if code := clearhouse.ErrorCode(err); code != clearhouse.EINVALID {
+			s.fail(c, err)
+			return
+		} else if field, msg := fieldOf(err); field == "id" {
+			f.Errors = templates.FieldErrors{"name": msg}
+		}
+	}
+	f, err := s.curveForm(c, id, spec, f)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	s.render(c, http.StatusUnprocessableEntity, templates.CurvePage(s.page(c, "Reserve curve "+id, "operate"), f))
+}
+
+func (s *Server) scheduleAuction(c *gin.Context) {
+	f := templates.AuctionForm{Opens: c.PostForm("opens"), Closes: c.PostForm("closes"), Errors: templates.FieldErrors{}}
+	parse := func(name, v string) time.Time {
+		t, err := time.ParseInLocation("2006-01-02T15:04", strings.TrimSpace(v), time.UTC)
+		if err != nil {
+			f.Errors[name] = "Give a date and time, e.g. 2026-03-02T09:00 (UTC)."
+		}
+		return t
+	}
+	opens, closes := parse("opens", f.Opens), parse("closes", f.Closes)
+	if len(f.Errors) == 0 {
+		a, err := s.svc.Market.ScheduleAuction(c.Request.Context(), opens, closes, auction.DefaultParams)
+		if err == nil {
+			s.redirectWithFlash(c, "/operate", "ok", fmt.Sprintf("Auction #%d scheduled.", a.ID))
+			return
+		}
+		if clearhouse.ErrorCode(err) == clearhouse.EINTERNAL {
+			s.fail(c, err)
+			return
+		}
+		f.Errors = formErrors(err, "opens")
+	}
+	s.renderOperate(c, http.StatusUnprocessableEntity, templates.OperateView{NewAuction: f})
+}
+
+func (s *Server) previewAuction(c *gin.Context) {
+	id, err := auctionID(c)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	run, err := s.svc.Market.Preview(c.Request.Context(), id)
+	if err != nil {
+		if clearhouse.ErrorCode(err) == clearhouse.ECONFLICT {
+			s.redirectWithFlash(c, "/operate", "error", clearhouse.ErrorMessage(err))
+			return
+		}
+		s.fail(c, err)
+		return
+	}
+	s.redirectWithFlash(c, fmt.Sprintf("/auctions/%d", id), "ok", fmt.Sprintf("Preliminary run: %d orders, %d rounds, converged: %v.", run.Orders, run.Rounds, run.Converged))
+}
+
+func (s *Server) closeAuction(c *gin.Context) {
+	id, err := auctionID(c)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	run, err := s.svc.Market.Close(c.Request.Context(), id)
+	if err != nil {
+		if clearhouse.ErrorCode(err) == clearhouse.ECONFLICT {
+			s.redirectWithFlash(c, "/operate", "error", clearhouse.ErrorMessage(err))
+			return
+		}
+		s.fail(c, err)
+		return
+	}
+	msg := fmt.Sprintf("Auction #%d closed and settled (%d orders, %d rounds).", id, run.Orders, run.Rounds)
+	if !run.Converged {
+		msg = fmt.Sprintf("Auction #%d did not converge in %d rounds; nothing was settled and every hold was released.", id, run.Rounds)
+	}
+	s.redirectWithFlash(c, fmt.Sprintf("/auctions/%d", id), "ok", msg)
+}
+
+// tradesPage lists every live order of every team.
+func (s *Server) tradesPage(c *gin.Context) {
+	vs, err := s.svc.Market.Orders(c.Request.Context(), exchange.OrderFilter{Statuses: []exchange.OrderStatus{exchange.OrderOpen, exchange.OrderAwaitingApproval}, Limit: 1000})
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	s.render(c, http.StatusOK, templates.TradesPage(s.page(c, "Open trades", "operate"), orderRows(userOf(c), vs, false)))
+}

@@ -1,0 +1,464 @@
+package web
+
+import (
+	"fmt"
+	"net/http"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/clearhouse/clearhouse"
+	"github.com/clearhouse/clearhouse/exchange"
+	"github.com/clearhouse/clearhouse/ledger"
+	"github.com/clearhouse/clearhouse/templates"
+	"github.com/gin-gonic/gin"
+)
+
+// orderRows turns order views into table rows for viewer u.
+func orderRows(u exchange.User, vs []exchange.OrderView, biddingOpen bool) []templates.OrderRow {
+	rows := make([]templates.OrderRow, 0, len(vs))
+	for _, v := range vs {
+		r := templates.OrderRow{ID: v.ID, Team: v.TeamID, Kind: v.Spec.Kind(), Status: string(v.Status), Created: fmtTime(v.CreatedAt)}
+		if v.Spec.Limit != nil {
+			r.Limit = v.Spec.Limit.String()
+		}
+		for k, b := range v.Spec.Bundles {
+			br := templates.BundleRow{Items: b.String()}
+			if v.Spec.Limits != nil {
+				br.Limit = v.Spec.Limits[k].String()
+			}
+			if v.Provisional != nil && v.Provisional.BundleIndex == k {
+				br.Won = true
+			}
+			r.Bundles = append(r.Bundles, br)
+		}
+		switch {
+		case v.Provisional == nil && v.Status == exchange.OrderOpen:
+			r.Provisional = "no preliminary run yet"
+		case v.Provisional == nil:
+		case v.Provisional.BundleIndex < 0:
+			r.Provisional = "loses at current prices"
+			if !v.Status.Live() {
+				r.Provisional = "lost"
+			}
+		default:
+			verb := "would get"
+			if v.Status == exchange.OrderWon {
+				verb = "got"
+			}
+			r.Provisional = fmt.Sprintf("%s bundle %d for $%s", verb, v.Provisional.BundleIndex+1, dollarsOf(v.Provisional.Payment))
+		}
+		r.CanWithdraw = biddingOpen && v.Status.Live() && u.Role.OnTeam() && u.TeamID == v.TeamID
+		r.CanDecide = biddingOpen && v.Status == exchange.OrderAwaitingApproval && u.Role == exchange.RoleOwner && u.TeamID == v.TeamID
+		rows = append(rows, r)
+	}
+	return rows
+}
+
+// biddingAuction reports whether an auction takes bids now, with a notice if not.
+func (s *Server) biddingState(c *gin.Context) (bool, string, error) {
+	a, ok, err := s.svc.Market.CurrentAuction(c.Request.Context())
+	if err != nil {
+		return false, "", err
+	}
+	if !ok {
+		return false, "No auction is scheduled; operators schedule them under Operate.", nil
+	}
+	if a.Status != exchange.AuctionOpen || !s.now().Before(a.ClosesAt) {
+		return false, fmt.Sprintf("Auction #%d opens %s; bids are taken then.", a.ID, fmtTime(a.OpensAt)), nil
+	}
+	return true, "", nil
+}
+
+// ordersPage lists the team's orders.
+func (s *Server) ordersPage(c *gin.Context) {
+	u := userOf(c)
+	open, notice, err := s.biddingState(c)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	vs, err := s.svc.Market.Orders(c.Request.Context(), exchange.OrderFilter{Team: u.TeamID, Limit: 200})
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	v := templates.OrdersView{Team: u.TeamID, Orders: orderRows(u, vs, open), CanOrder: open, Notice: notice}
+	s.render(c, http.StatusOK, templates.OrdersPage(s.page(c, "Orders of team "+u.TeamID, "orders"), v))
+}
+
+// bidContext is what the bid form needs: resource types, clusters and prices.
+type bidContext struct {
+	resources []templates.ResourceInput
+	clusters  []exchange.Cluster
+	pools     map[string]exchange.Pool
+	reserve   map[string]float64
+	current   map[string]float64
+}
+
+func (s *Server) loadBidContext(c *gin.Context) (bidContext, error) {
+	ctx := c.Request.Context()
+	bc := bidContext{pools: map[string]exchange.Pool{}, current: map[string]float64{}}
+	var err error
+	if bc.clusters, err = s.svc.Market.Clusters(ctx); err != nil {
+		return bc, err
+	}
+	pools, err := s.svc.Market.Pools(ctx)
+	if err != nil {
+		return bc, err
+	}
+	units := map[string]string{}
+	for _, p := range pools {
+		bc.pools[p.ID] = p
+		if _, ok := units[p.Resource]; !ok {
+			units[p.Resource] = p.Unit
+		}
+	}
+	names := make([]string, 0, len(units))
+	for r := range units {
+		names = append(names, r)
+	}
+	sort.Strings(names)
+	for _, r := range names {
+		bc.resources = append(bc.resources, templates.ResourceInput{Name: r, Unit: units[r]})
+	}
+	if bc.reserve, err = s.svc.Market.ReservePrices(ctx); err != nil {
+		return bc, err
+	}
+	if a, ok, err := s.svc.Market.CurrentAuction(ctx); err != nil {
+		return bc, err
+	} else if ok {
+		if _, prices, ok, err := s.svc.Market.LatestRun(ctx, a.ID); err != nil {
+			return bc, err
+		} else if ok {
+			for _, p := range prices {
+				bc.current[p.PoolID] = p.Price
+			}
+		}
+		if aps, err := s.svc.Market.AuctionPools(ctx, a.ID); err == nil {
+			for _, ap := range aps {
+				bc.reserve[ap.PoolID] = ap.ReservePrice
+			}
+		}
+	}
+	return bc, nil
+}
+
+// readBidForm reads the requirement and clusters from query or form values and
+// builds the covering bundle per chosen cluster.
+func readBidForm(bc bidContext, get func(string) string, clusters []string) (templates.BidForm, map[string]exchange.Bundle) {
+	f := templates.BidForm{Errors: templates.FieldErrors{}, LimitMode: "one"}
+	need := map[string]int64{}
+	for _, r := range bc.resources {
+		r.Value = strings.TrimSpace(get("q." + r.Name))
+		if r.Value != "" && r.Value != "0" {
+			n, err := parseWhole(r.Value, 0, exchange.MaxQuantity)
+			if err != nil {
+				f.Errors["q."+r.Name] = r.Name + ": " + err.Error()
+			} else if n > 0 {
+				need[r.Name] = n
+			}
+		}
+		f.Resources = append(f.Resources, r)
+	}
+	chosen := map[string]bool{}
+	for _, c := range clusters {
+		chosen[c] = true
+	}
+	bundles := map[string]exchange.Bundle{}
+	for _, cl := range bc.clusters {
+		choice := templates.ClusterChoice{ID: cl.ID, Name: cl.Name, Checked: chosen[cl.ID]}
+		var missing []string
+		for r := range need {
+			if _, ok := bc.pools[cl.ID+"/"+r]; !ok {
+				missing = append(missing, r)
+			}
+		}
+		sort.Strings(missing)
+		choice.Missing = strings.Join(missing, ", ")
+		if choice.Missing != "" {
+			choice.Checked = false
+		}
+		if choice.Checked && len(need) > 0 {
+			b := exchange.Bundle{}
+			for r, q := range need {
+				b[cl.ID+"/"+r] = q
+			}
+			bundles[cl.ID] = b
+		}
+		f.Clusters = append(f.Clusters, choice)
+	}
+	if len(need) == 0 && len(f.Errors) == 0 {
+		f.Errors["q."+firstResource(bc)] = "Give the quantity of at least one resource."
+	}
+	if len(bundles) == 0 && len(need) > 0 {
+		f.Errors["cluster"] = "Choose at least one cluster that has every resource you need."
+	}
+	return f, bundles
+}
+
+func firstResource(bc bidContext) string {
+	if len(bc.resources) == 0 {
+		return "resource"
+	}
+	return bc.resources[0].Name
+}
+
+// bundleChoices prices the covering bundles for step 2.
+func bundleChoices(bc bidContext, f *templates.BidForm, bundles map[string]exchange.Bundle, limits map[string]string) {
+	for _, cl := range bc.clusters {
+		b, ok := bundles[cl.ID]
+		if !ok {
+			continue
+		}
+		var atReserve, atCurrent float64
+		current := len(bc.current) > 0
+		for pool, q := range b {
+			atReserve += float64(q) * bc.reserve[pool]
+			atCurrent += float64(q) * bc.current[pool]
+		}
+		bcho := templates.BundleChoice{Cluster: cl.ID, Items: b.String(), AtReserve: dollarsOf(atReserve), Limit: limits[cl.ID]}
+		if current {
+			bcho.AtCurrent = "$" + dollarsOf(atCurrent)
+		}
+		f.Bundles = append(f.Bundles, bcho)
+	}
+}
+
+// newBidPage is the two-step bid entry (GET: no state changes).
+func (s *Server) newBidPage(c *gin.Context) {
+	bc, err := s.loadBidContext(c)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	f, bundles := readBidForm(bc, c.Query, c.QueryArray("cluster"))
+	f.Step = 1
+	if c.Query("step") == "2" && len(f.Errors) == 0 {
+		f.Step = 2
+		if c.Query("limit_mode") == "each" {
+			f.LimitMode = "each"
+		}
+		bundleChoices(bc, &f, bundles, nil)
+		f.Note = s.approvalNote(c)
+	} else if c.Query("step") != "2" {
+		f.Errors = templates.FieldErrors{} // a fresh form shows no errors
+	}
+	s.render(c, http.StatusOK, templates.BidPage(s.page(c, "New bid", "orders"), f))
+}
+
+func (s *Server) approvalNote(c *gin.Context) string {
+	t, err := s.svc.Market.Team(c.Request.Context(), userOf(c).TeamID)
+	if err != nil || t.ApprovalThreshold == 0 || userOf(c).Role == exchange.RoleOwner {
+		return ""
+	}
+	return fmt.Sprintf("A bid that could pay more than $%s waits for a team owner's approval.", ledger.Money(t.ApprovalThreshold))
+}
+
+// placeBid places the bid from step 2, or shows the form again with its errors.
+func (s *Server) placeBid(c *gin.Context) {
+	u := userOf(c)
+	bc, err := s.loadBidContext(c)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	f, bundles := readBidForm(bc, c.PostForm, c.PostFormArray("cluster"))
+	f.Step = 2
+	f.LimitMode = "one"
+	if c.PostForm("limit_mode") == "each" {
+		f.LimitMode = "each"
+	}
+	spec := exchange.OrderSpec{Team: u.TeamID}
+	typed := map[string]string{}
+	for _, cl := range bc.clusters {
+		b, ok := bundles[cl.ID]
+		if !ok {
+			continue
+		}
+		spec.Bundles = append(spec.Bundles, b)
+		if f.LimitMode == "each" {
+			name := "limit." + cl.ID
+			typed[cl.ID] = c.PostForm(name)
+			spec.Limits = append(spec.Limits, parseMoneyField(c, name, f.Errors))
+		}
+	}
+	if f.LimitMode == "one" {
+		f.Limit = c.PostForm("limit")
+		l := parseMoneyField(c, "limit", f.Errors)
+		spec.Limit = &l
+	}
+	if len(f.Errors) == 0 {
+		for _, l := range append(spec.Limits, limitOr(spec.Limit)...) {
+			if l <= 0 {
+				f.Errors["limit"] = "A bid's limit is the most you will pay: it must be more than zero."
+			}
+		}
+	}
+	if len(f.Errors) == 0 {
+		o, err := s.svc.Market.PlaceOrder(c.Request.Context(), u, spec)
+		if err == nil {
+			msg := fmt.Sprintf("Bid #%d placed.", o.ID)
+			if o.Status == exchange.OrderAwaitingApproval {
+				msg = fmt.Sprintf("Bid #%d placed; it waits for a team owner's approval.", o.ID)
+			}
+			s.redirectWithFlash(c, "/orders", "ok", msg)
+			return
+		}
+		if code := clearhouse.ErrorCode(err); code == clearhouse.EINTERNAL || code == clearhouse.EFORBIDDEN {
+			s.fail(c, err)
+			return
+		}
+		f.Errors = formErrors(err, "limit")
+		if _, ok := f.Errors["bundles"]; ok {
+			f.Errors["limit"] = f.Errors["bundles"]
+		}
+	}
+	bundleChoices(bc, &f, bundles, typed)
+	f.Note = s.approvalNote(c)
+	s.render(c, http.StatusUnprocessableEntity, templates.BidPage(s.page(c, "New bid", "orders"), f))
+}
+
+func limitOr(l *ledger.Money) []ledger.Money {
+	if l == nil {
+		return nil
+	}
+	return []ledger.Money{*l}
+}
+
+// offerChoices lists the pools the team holds quota in that it has not offered.
+func (s *Server) offerChoices(c *gin.Context) ([]templates.PoolChoice, error) {
+	u := userOf(c)
+	hs, err := s.svc.Market.Holdings(c.Request.Context(), u.TeamID)
+	if err != nil {
+		return nil, err
+	}
+	offered, err := s.svc.Market.OfferedQuota(c.Request.Context(), u.TeamID)
+	if err != nil {
+		return nil, err
+	}
+	var out []templates.PoolChoice
+	for _, h := range hs {
+		if free := h.Quantity - offered[h.PoolID]; free > 0 {
+			out = append(out, templates.PoolChoice{ID: h.PoolID, Label: fmt.Sprintf("%s (%d free to offer)", h.PoolID, free)})
+		}
+	}
+	return out, nil
+}
+
+func (s *Server) offerPage(c *gin.Context) {
+	pools, err := s.offerChoices(c)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	s.render(c, http.StatusOK, templates.OfferPage(s.page(c, "Offer quota", "orders"), templates.OfferForm{Pools: pools}))
+}
+
+func (s *Server) placeOffer(c *gin.Context) {
+	u := userOf(c)
+	pools, err := s.offerChoices(c)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	f := templates.OfferForm{Pools: pools, Pool: c.PostForm("pool"), Quantity: c.PostForm("quantity"), Minimum: c.PostForm("minimum"), Errors: templates.FieldErrors{}}
+	q, err := parseWhole(f.Quantity, 1, exchange.MaxQuantity)
+	if err != nil {
+		f.Errors["quantity"] = err.Error()
+	}
+	minimum := parseMoneyField(c, "minimum", f.Errors)
+	if minimum < 0 {
+		f.Errors["minimum"] = "The least you will accept cannot be negative."
+	}
+	if f.Pool == "" {
+		f.Errors["pool"] = "Choose a pool."
+	}
+	if len(f.Errors) == 0 {
+		limit := -minimum
+		o, err := s.svc.Market.PlaceOrder(c.Request.Context(), u, exchange.OrderSpec{Team: u.TeamID, Limit: &limit,
+			Bundles: []exchange.Bundle{{f.Pool: -q}}})
+		if err == nil {
+			s.redirectWithFlash(c, "/orders", "ok", fmt.Sprintf("Offer #%d placed.", o.ID))
+			return
+		}
+		if code := clearhouse.ErrorCode(err); code == clearhouse.EINTERNAL || code == clearhouse.EFORBIDDEN {
+			s.fail(c, err)
+			return
+		}
+		f.Errors = formErrors(err, "quantity")
+		if m, ok := f.Errors["bundles"]; ok {
+			delete(f.Errors, "bundles")
+			f.Errors["quantity"] = m
+		}
+	}
+	s.render(c, http.StatusUnprocessableEntity, templates.OfferPage(s.page(c, "Offer quota", "orders"), f))
+}
+
+func orderID(c *gin.Context) (int64, bool) {
+	id, err := strconv.ParseInt(c.Param("id"), 10, 64)
+	return id, err == nil && id > 0
+}
+
+func (s *Server) withdrawOrder(c *gin.Context) {
+	id, ok := orderID(c)
+	if !ok {
+		s.fail(c, clearhouse.Errorf(clearhouse.ENOTFOUND, "No such order."))
+		return
+	}
+	if err := s.svc.Market.WithdrawOrder(c.Request.Context(), userOf(c), id); err != nil {
+		if clearhouse.ErrorCode(err) == clearhouse.ECONFLICT {
+			s.redirectWithFlash(c, "/orders", "error", clearhouse.ErrorMessage(err))
+			return
+		}
+		s.fail(c, err)
+		return
+	}
+	s.redirectWithFlash(c, "/orders", "ok", fmt.Sprintf("Order #%d withdrawn; its holds are released.", id))
+}
+
+func (s *Server) approvalsPage(c *gin.Context) {
+	u := userOf(c)
+	open, _, err := s.biddingState(c)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	vs, err := s.svc.Market.Orders(c.Request.Context(), exchange.OrderFilter{Team: u.TeamID, Statuses: []exchange.OrderStatus{exchange.OrderAwaitingApproval}})
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	t, err := s.svc.Market.Team(c.Request.Context(), u.TeamID)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	s.render(c, http.StatusOK, templates.ApprovalsPage(s.page(c, "Approvals", "approvals"), ledger.Money(t.ApprovalThreshold).String(), orderRows(u, vs, open)))
+}
+
+func (s *Server) decideOrder(c *gin.Context) {
+	id, ok := orderID(c)
+	if !ok {
+		s.fail(c, clearhouse.Errorf(clearhouse.ENOTFOUND, "No such order."))
+		return
+	}
+	approve := c.PostForm("decision") == "approve"
+	if !approve && c.PostForm("decision") != "reject" {
+		s.fail(c, clearhouse.Errorf(clearhouse.EINVALID, "decision: approve or reject"))
+		return
+	}
+	if err := s.svc.Market.DecideOrder(c.Request.Context(), userOf(c), id, approve); err != nil {
+		if clearhouse.ErrorCode(err) == clearhouse.ECONFLICT {
+			s.redirectWithFlash(c, "/approvals", "error", clearhouse.ErrorMessage(err))
+			return
+		}
+		s.fail(c, err)
+		return
+	}
+	word := "approved"
+	if !approve {
+		word = "rejected; its holds are released"
+	}
+	s.redirectWithFlash(c, "/approvals", "ok", fmt.Sprintf("Order #%d %s.", id, word))
+}

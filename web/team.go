@@ -1,0 +1,157 @@
+package web
+
+import (
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/clearhouse/clearhouse"
+	"github.com/clearhouse/clearhouse/exchange"
+	"github.com/clearhouse/clearhouse/ledger"
+	"github.com/clearhouse/clearhouse/templates"
+	"github.com/gin-gonic/gin"
+)
+
+// period reads ?from=YYYY-MM-DD&to=YYYY-MM-DD (to inclusive), defaulting to the
+// last 30 days.
+func (s *Server) period(c *gin.Context) (from, to time.Time, err error) {
+	now := s.now().UTC()
+	to = time.Date(now.Year(), now.Month(), now.Day(), 0, 0, 0, 0, time.UTC).AddDate(0, 0, 1)
+	from = to.AddDate(0, 0, -30)
+	if v := c.Query("from"); v != "" {
+		if from, err = time.Parse(time.DateOnly, v); err != nil {
+			return from, to, clearhouse.Errorf(clearhouse.EINVALID, "from: give a date as YYYY-MM-DD")
+		}
+	}
+	if v := c.Query("to"); v != "" {
+		t, err := time.Parse(time.DateOnly, v)
+		if err != nil {
+			return from, to, clearhouse.Errorf(clearhouse.EINVALID, "to: give a date as YYYY-MM-DD")
+		}
+		to = t.AddDate(0, 0, 1)
+	}
+	if !to.After(from) {
+		return from, to, clearhouse.Errorf(clearhouse.EINVALID, "to: the period must end after it starts")
+	}
+	return from, to, nil
+}
+
+func statementView(st ledger.Statement, csvPath string) templates.StatementView {
+	v := templates.StatementView{From: st.From.Format(time.DateOnly), To: st.To.AddDate(0, 0, -1).Format(time.DateOnly),
+		Opening: st.Opening.String(), Closing: st.Closing.String(),
+		CSV: fmt.Sprintf("%s?from=%s&to=%s", csvPath, st.From.Format(time.DateOnly), st.To.AddDate(0, 0, -1).Format(time.DateOnly))}
+	for _, l := range st.Lines {
+		v.Lines = append(v.Lines, templates.StatementLine{At: fmtTime(l.At), Reason: string(l.Reason), Ref: l.Ref, Memo: l.Memo,
+			Amount: l.Amount.String(), Running: l.Running.String(), Negative: l.Amount < 0})
+	}
+	return v
+}
+
+// teamView builds a team's budget page.
+func (s *Server) teamView(c *gin.Context, team string, csvPath string) (templates.TeamView, bool) {
+	ctx := c.Request.Context()
+	t, err := s.svc.Market.Team(ctx, team)
+	if err != nil {
+		s.fail(c, err)
+		return templates.TeamView{}, false
+	}
+	from, to, err := s.period(c)
+	if err != nil {
+		s.fail(c, err)
+		return templates.TeamView{}, false
+	}
+	l := s.svc.Market.Ledger()
+	acct := ledger.TeamAccount(team)
+	b, err := l.Balance(ctx, acct)
+	if err != nil {
+		s.fail(c, err)
+		return templates.TeamView{}, false
+	}
+	st, err := l.Statement(ctx, acct, from, to)
+	if err != nil {
+		s.fail(c, err)
+		return templates.TeamView{}, false
+	}
+	holds, err := l.Holds(ctx, acct, true)
+	if err != nil {
+		s.fail(c, err)
+		return templates.TeamView{}, false
+	}
+	hs, err := s.svc.Market.Holdings(ctx, team)
+	if err != nil {
+		s.fail(c, err)
+		return templates.TeamView{}, false
+	}
+	offered, err := s.svc.Market.OfferedQuota(ctx, team)
+	if err != nil {
+		s.fail(c, err)
+		return templates.TeamView{}, false
+	}
+	pools, err := s.svc.Market.Pools(ctx)
+	if err != nil {
+		s.fail(c, err)
+		return templates.TeamView{}, false
+	}
+	unit := map[string]string{}
+	for _, p := range pools {
+		unit[p.ID] = p.Unit
+	}
+	v := templates.TeamView{ID: t.ID, Name: t.Name, Posted: b.Posted.String(), Held: b.Held.String(), Available: b.Available.String(),
+		ApprovalThreshold: ledger.Money(t.ApprovalThreshold).String(), Statement: statementView(st, csvPath)}
+	for _, h := range hs {
+		v.Holdings = append(v.Holdings, templates.HoldingRow{Pool: h.PoolID, Unit: unit[h.PoolID], Quantity: h.Quantity, Offered: offered[h.PoolID]})
+	}
+	for _, h := range holds {
+		v.Holds = append(v.Holds, templates.HoldRow{Ref: h.Ref, Amount: h.Amount.String(), Since: fmtTime(h.CreatedAt)})
+	}
+	return v, true
+}
+
+func (s *Server) teamPage(c *gin.Context) {
+	u := userOf(c)
+	v, ok := s.teamView(c, u.TeamID, "/team/statement.csv")
+	if !ok {
+		return
+	}
+	v.CanSetThreshold = u.Role == exchange.RoleOwner
+	s.render(c, http.StatusOK, templates.TeamPage(s.page(c, "Team "+v.Name, "team"), v))
+}
+
+// statementCSV writes an account's statement for the period as CSV.
+func (s *Server) statementCSV(c *gin.Context, team string) {
+	from, to, err := s.period(c)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	if _, err := s.svc.Market.Team(c.Request.Context(), team); err != nil {
+		s.fail(c, err)
+		return
+	}
+	st, err := s.svc.Market.Ledger().Statement(c.Request.Context(), ledger.TeamAccount(team), from, to)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	c.Header("Content-Type", "text/csv; charset=utf-8")
+	c.Header("Content-Disposition", fmt.Sprintf(`attachment; filename="statement-%s-%s.csv"`, team, from.Format("20060102")))
+	if err := ledger.WriteStatementCSV(c.Writer, st); err != nil {
+		s.log.Error("writing statement", "err", err)
+	}
+}
+
+func (s *Server) teamStatementCSV(c *gin.Context) { s.statementCSV(c, userOf(c).TeamID) }
+
+func (s *Server) setThreshold(c *gin.Context) {
+	u := userOf(c)
+	m, err := ledger.ParseMoney(c.PostForm("threshold"))
+	if err != nil {
+		s.redirectWithFlash(c, "/team", "error", "Threshold: "+clearhouse.ErrorMessage(err))
+		return
+	}
+	if err := s.svc.Market.SetApprovalThreshold(c.Request.Context(), u.TeamID, int64(m)); err != nil {
+		s.redirectWithFlash(c, "/team", "error", clearhouse.ErrorMessage(err))
+		return
+	}
+	s.redirectWithFlash(c, "/team", "ok", "Approval threshold set to $"+m.String()+".")
+}
