@@ -1,0 +1,169 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"log/slog"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+	"github.com/clearhouse/clearhouse/store/storetest"
+)
+
+// startDemo runs the production wiring with --demo and returns the app and the
+// printed logins (email -> password).
+func startDemo(t *testing.T) (*App, map[string]string) {
+	t.Helper()
+	cfg := Config{Addr: "127.0.0.1:0", DB: filepath.Join(t.TempDir(), "demo.db"), Migrate: true, LoginRate: 100, Demo: true,
+		Tick: time.Hour, AuctionEvery: 24 * time.Hour, AuctionWindow: time.Hour, PreviewEvery: 5 * time.Minute}
+	clock := storetest.NewClock(time.Time{})
+	app := NewApp(cfg, slog.New(slog.NewTextHandler(io.Discard, nil)), clock.Now)
+	var out bytes.Buffer
+	app.demoOut = &out
+	if err := app.Open(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		app.Close(ctx)
+	})
+	logins := map[string]string{}
+	for _, line := range strings.Split(out.String(), "\n") {
+		if f := strings.Fields(line); len(f) >= 3 && strings.Contains(f[0], "@") {
+			logins[f[0]] = f[1]
+		}
+	}
+	if len(logins) < 4 {
+		t.Fatalf("the demo printed no logins:\n%s", out.String())
+	}
+	return app, logins
+}
+
+func signIn(t *testing.T, ctx context.Context, base, email, password string) {
+	t.Helper()
+	err := chromedp.Do(ctx,
+		chromedp.Navigate(base+"/login"),
+		chromedp.WaitVisible(chromedp.CSS(`[data-testid=login-submit]`)),
+		chromedp.SendKeys(chromedp.CSS(`[data-testid=field-email]`), email),
+		chromedp.SendKeys(chromedp.CSS(`[data-testid=field-password]`), password),
+		chromedp.Click(chromedp.CSS(`[data-testid=login-submit]`)),
+		chromedp.WaitVisible(chromedp.CSS(`[data-testid=viewer]`)),
+	)
+	if err != nil {
+		t.Fatalf("sign in as %s: %v", email, err)
+	}
+}
+
+func text(t *testing.T, ctx context.Context, sel string) string {
+	t.Helper()
+	s, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(sel)))
+	if err != nil {
+		t.Fatalf("%s: %v", sel, err)
+	}
+	return s
+}
+
+// TestBrowserBidEntry walks a team member through the two-step bid form on the
+// demo market, then checks the order, the budget hold, and that an operator sees
+// it among the open trades.
+func TestBrowserBidEntry(t *testing.T) {
+	ctx := newBrowser(t)
+	app, logins := startDemo(t)
+	base := app.Server.URL()
+	signIn(t, ctx, base, "member@search.example.com", logins["member@search.example.com"])
+	screenshot(t, ctx, "market")
+	if s := text(t, ctx, `[data-testid=auction-banner]`); !strings.Contains(s, "takes bids until") {
+		t.Fatalf("market banner %q: the demo's auction should be open", s)
+	}
+	before := text(t, ctx, `[data-testid="pool-us-east/cpu"] [data-testid=price]`)
+	if before == "—" {
+		t.Fatal("the demo's open auction has no preliminary price")
+	}
+
+	err := chromedp.Do(ctx,
+		chromedp.Navigate(base+"/orders/new"),
+		chromedp.WaitVisible(chromedp.CSS(`[data-testid=bid-step1]`)),
+		chromedp.Click(chromedp.CSS(`[data-testid=bid-next]`)), // nothing entered
+		chromedp.WaitVisible(chromedp.CSS(`[data-testid=form-errors]`)),
+		chromedp.SendKeys(chromedp.CSS(`[data-testid="field-q.cpu"]`), "40"),
+		chromedp.SendKeys(chromedp.CSS(`[data-testid="field-q.ram"]`), "160"),
+		chromedp.Click(chromedp.CSS(`[data-testid=cluster-us-east]`)),
+		chromedp.Click(chromedp.CSS(`[data-testid=cluster-ap-south]`)),
+		chromedp.Click(chromedp.CSS(`[data-testid=bid-next]`)),
+		chromedp.WaitVisible(chromedp.CSS(`[data-testid=bid-step2]`)),
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	screenshot(t, ctx, "bid-step2")
+	if s := text(t, ctx, `[data-testid=bundles]`); !strings.Contains(s, "us-east/cpu +40") || !strings.Contains(s, "ap-south/ram +160") {
+		t.Fatalf("bundles table %q", s)
+	}
+	// A limit that is not an amount is refused and the form keeps the requirement.
+	err = chromedp.Do(ctx,
+		chromedp.SendKeys(chromedp.CSS(`[data-testid=field-limit]`), "lots"),
+		chromedp.Click(chromedp.CSS(`[data-testid=bid-submit]`)),
+		chromedp.WaitVisible(chromedp.CSS(`[data-testid=error-limit]`)),
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = chromedp.Do(ctx,
+		chromedp.Clear(chromedp.CSS(`[data-testid=field-limit]`)),
+		chromedp.SendKeys(chromedp.CSS(`[data-testid=field-limit]`), "450"),
+		chromedp.Click(chromedp.CSS(`[data-testid=bid-submit]`)),
+		chromedp.WaitVisible(chromedp.CSS(`[data-testid=flash]`)),
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := text(t, ctx, `[data-testid=flash]`); !strings.Contains(s, "placed") {
+		t.Fatalf("flash %q", s)
+	}
+	screenshot(t, ctx, "orders")
+	if s := text(t, ctx, `[data-testid=orders]`); !strings.Contains(s, "us-east/cpu +40") || !strings.Contains(s, "450.00") {
+		t.Fatalf("orders table %q", s)
+	}
+	if err := chromedp.Do(ctx, chromedp.Navigate(base+"/team"), chromedp.WaitVisible(chromedp.CSS(`[data-testid=held]`))); err != nil {
+		t.Fatal(err)
+	}
+	screenshot(t, ctx, "team")
+	if s := text(t, ctx, `[data-testid=holds]`); !strings.Contains(s, "450.00") {
+		t.Fatalf("the bid's hold is not listed: %q", s)
+	}
+	// Other roles' pages are refused.
+	if err := chromedp.Do(ctx, chromedp.Navigate(base+"/finance"), chromedp.WaitVisible(chromedp.CSS(`[data-testid=error]`))); err != nil {
+		t.Fatal(err)
+	}
+
+	op := newBrowser(t)
+	signIn(t, op, base, "operator@example.com", logins["operator@example.com"])
+	if err := chromedp.Do(op, chromedp.Navigate(base+"/operate/trades"), chromedp.WaitVisible(chromedp.CSS(`[data-testid=orders]`))); err != nil {
+		t.Fatal(err)
+	}
+	if s := text(t, op, `[data-testid=orders]`); !strings.Contains(s, "us-east/cpu +40") {
+		t.Fatalf("the operator does not see the bid: %q", s)
+	}
+	for _, page := range []string{"/operate", "/operate/curves/standard", "/auctions", "/auctions/1"} {
+		if err := chromedp.Do(op, chromedp.Navigate(base+page), chromedp.WaitVisible(chromedp.CSS(`main`))); err != nil {
+			t.Fatal(err)
+		}
+		screenshot(t, op, "operator"+strings.ReplaceAll(page, "/", "-"))
+	}
+	fin := newBrowser(t)
+	signIn(t, fin, base, "finance@example.com", logins["finance@example.com"])
+	for _, page := range []string{"/finance", "/finance/auctions/1", "/finance/teams/search"} {
+		if err := chromedp.Do(fin, chromedp.Navigate(base+page), chromedp.WaitVisible(chromedp.CSS(`main`))); err != nil {
+			t.Fatal(err)
+		}
+		screenshot(t, fin, "finance"+strings.ReplaceAll(page, "/", "-"))
+	}
+	if s := text(t, fin, `[data-testid=closing]`); s == "" {
+		t.Fatal("no closing balance on the statement")
+	}
+}
