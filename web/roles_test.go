@@ -1,0 +1,203 @@
+package web_test
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/clearhouse/clearhouse/auction"
+	"github.com/clearhouse/clearhouse/exchange"
+	"github.com/clearhouse/clearhouse/ledger"
+)
+
+// openMarket adds a curve, a cluster with a cpu pool and an open auction.
+func (f *fixture) openMarket() {
+	f.t.Helper()
+	ctx := context.Background()
+	if _, err := f.market.SaveCurve(ctx, "standard", "Standard", auction.DefaultCurve); err != nil {
+		f.t.Fatal(err)
+	}
+	if _, err := f.market.AddCluster(ctx, exchange.Cluster{ID: "us-east"}); err != nil {
+		f.t.Fatal(err)
+	}
+	if _, err := f.market.AddPool(ctx, exchange.PoolSpec{ClusterID: "us-east", Resource: "cpu", Unit: "core", Capacity: 100, UnitCost: int64(ledger.Dollar), Utilization: 0.8, CurveID: "standard"}); err != nil {
+		f.t.Fatal(err)
+	}
+	if _, err := f.market.AddTeam(ctx, exchange.NewTeam{ID: "search", Budget: 1000 * ledger.Dollar}); err != nil {
+		f.t.Fatal(err)
+	}
+	if _, err := f.market.ScheduleAuction(ctx, f.clock.Now(), f.clock.Now().Add(time.Hour), auction.DefaultParams); err != nil {
+		f.t.Fatal(err)
+	}
+	if _, err := f.market.OpenDue(ctx); err != nil {
+		f.t.Fatal(err)
+	}
+}
+
+// TestEveryPageRefusesOtherRoles signs in as each role and checks every page:
+// allowed roles get 200, the others 403.
+func TestEveryPageRefusesOtherRoles(t *testing.T) {
+	f := newFixture(t)
+	f.openMarket()
+	users := map[exchange.Role]*browser{}
+	for _, r := range exchange.Roles {
+		team := ""
+		if r.OnTeam() {
+			team = "search"
+		}
+		f.user(string(r)+"@x.io", r, team)
+		b := f.browser()
+		b.login(string(r) + "@x.io")
+		users[r] = b
+	}
+	pages := map[string][]exchange.Role{
+		"/":                                  exchange.Roles,
+		"/auctions":                          exchange.Roles,
+		"/auctions/1":                        exchange.Roles,
+		"/orders":                            {exchange.RoleMember, exchange.RoleOwner},
+		"/orders/new":                        {exchange.RoleMember, exchange.RoleOwner},
+		"/orders/offer":                      {exchange.RoleMember, exchange.RoleOwner},
+		"/team":                              {exchange.RoleMember, exchange.RoleOwner},
+		"/team/statement.csv":                {exchange.RoleMember, exchange.RoleOwner},
+		"/approvals":                         {exchange.RoleOwner},
+		"/finance":                           {exchange.RoleFinance},
+		"/finance/teams/search":              {exchange.RoleFinance},
+		"/finance/journal.csv":               {exchange.RoleFinance},
+		"/finance/auctions/1":                {exchange.RoleFinance},
+		"/operate":                           {exchange.RoleOperator},
+		"/operate/trades":                    {exchange.RoleOperator},
+		"/operate/curves/standard":           {exchange.RoleOperator},
+		"/operate/pools/us-east/cpu":         {exchange.RoleOperator},
+		"/api/v1/market":                     exchange.Roles,
+		"/api/v1/budget":                     {exchange.RoleMember, exchange.RoleOwner},
+		"/api/v1/teams/search/budget":        {exchange.RoleFinance},
+		"/finance/auctions/1/settlement.csv": {exchange.RoleFinance},
+	}
+	for page, allowed := range pages {
+		for _, r := range exchange.Roles {
+			want := http.StatusForbidden
+			for _, a := range allowed {
+				if a == r {
+					want = http.StatusOK
+				}
+			}
+			res, _ := users[r].get(page)
+			if res.StatusCode != want {
+				t.Errorf("%s as %s: %d, want %d", page, r, res.StatusCode, want)
+			}
+		}
+	}
+	// Forms refuse the wrong role too, even with a valid CSRF token.
+	tok := users[exchange.RoleMember].csrf("/orders")
+	for _, path := range []string{"/finance/grants", "/operate/clusters", "/approvals/1", "/team/threshold"} {
+		res, _ := users[exchange.RoleMember].post(path, url.Values{"csrf_token": {tok}})
+		if res.StatusCode != http.StatusForbidden {
+			t.Errorf("POST %s as member: %d, want 403", path, res.StatusCode)
+		}
+	}
+}
+
+func TestAPIWithATokenPlacesAndWithdrawsAnOrder(t *testing.T) {
+	f := newFixture(t)
+	f.openMarket()
+	u := f.user("ana@x.io", exchange.RoleMember, "search")
+	token, _, err := f.id.IssueToken(context.Background(), u.ID, "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	call := func(method, path, body string) (int, map[string]any) {
+		t.Helper()
+		req, _ := http.NewRequest(method, f.srv.URL+path, strings.NewReader(body))
+		req.Header.Set("Authorization", "Bearer "+token)
+		req.Header.Set("Content-Type", "application/json")
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Body.Close()
+		raw, _ := io.ReadAll(res.Body)
+		var m map[string]any
+		_ = json.Unmarshal(raw, &m)
+		return res.StatusCode, m
+	}
+	code, m := call("POST", "/api/v1/orders", `{"bundles":[{"us-east/cpu":10}],"limit":"120.50"}`)
+	if code != http.StatusCreated || m["status"] != "open" || m["limit"] != "120.50" {
+		t.Fatalf("place: %d %v", code, m)
+	}
+	id := int(m["id"].(float64))
+	code, m = call("GET", "/api/v1/budget", "")
+	if code != 200 || m["held"] != "120.50" || m["available"] != "879.50" {
+		t.Fatalf("budget: %d %v", code, m)
+	}
+	for body, want := range map[string]string{
+		`{"bundles":[{"us-east/cpu":10}],"limit":"lots"}`:           "limit",
+		`{"bundles":[{"us-east/cpu":10}]}`:                          "limit",
+		`{"bundles":[{"mars/cpu":1}],"limit":"1"}`:                  "mars/cpu",
+		`{"bundles":[{"us-east/cpu":10}],"limit":"1","extra":true}`: "extra",
+		`{"bundles":[{"us-east/cpu":10}],"limit":"5000"}`:           "insufficient",
+	} {
+		code, m := call("POST", "/api/v1/orders", body)
+		e, _ := m["error"].(map[string]any)
+		if code < 400 || code >= 500 || e == nil || !strings.Contains(e["message"].(string), want) {
+			t.Errorf("%s: %d %v", body, code, m)
+		}
+	}
+	code, m = call("POST", "/api/v1/orders/"+itoa(id)+"/withdraw", "")
+	if code != 200 || m["status"] != "withdrawn" {
+		t.Fatalf("withdraw: %d %v", code, m)
+	}
+	code, m = call("GET", "/api/v1/budget", "")
+	if code != 200 || m["held"] != "0.00" {
+		t.Fatalf("budget after withdrawing: %d %v", code, m)
+	}
+	req, _ := http.NewRequest("GET", f.srv.URL+"/api/v1/market", nil)
+	req.Header.Set("Authorization", "Bearer chu_not-a-token")
+	res, _ := http.DefaultClient.Do(req)
+	if res.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("bad token: %d", res.StatusCode)
+	}
+	res, _ = http.Get(f.srv.URL + "/api/v1/orders")
+	if res.StatusCode != http.StatusUnauthorized || !strings.HasPrefix(res.Header.Get("Content-Type"), "application/json") {
+		t.Fatalf("no token: %d %s", res.StatusCode, res.Header.Get("Content-Type"))
+	}
+	res, _ = http.Get(f.srv.URL + "/api/v1/openapi.json")
+	var doc map[string]any
+	if err := json.NewDecoder(res.Body).Decode(&doc); err != nil || doc["openapi"] != "3.1.0" {
+		t.Fatalf("openapi.json: %v %v", err, doc["openapi"])
+	}
+}
+
+func itoa(n int) string { return strconv.Itoa(n) }
+
+func TestBidFormKeepsWhatWasTypedAndSavesNothingWhenRefused(t *testing.T) {
+	f := newFixture(t)
+	f.openMarket()
+	f.user("ana@x.io", exchange.RoleMember, "search")
+	b := f.browser()
+	b.login("ana@x.io")
+	tok := b.csrf("/orders/new")
+	res, doc := b.post("/orders", url.Values{"csrf_token": {tok}, "q.cpu": {"10"}, "cluster": {"us-east"}, "limit_mode": {"one"}, "limit": {"2,000"}})
+	if res.StatusCode != http.StatusUnprocessableEntity {
+		t.Fatalf("over-budget bid: %d", res.StatusCode)
+	}
+	if msg := doc.Find("[data-testid=error-limit]").Text(); !strings.Contains(msg, "insufficient funds") {
+		t.Fatalf("limit error %q", msg)
+	}
+	if v, _ := doc.Find(`input[name=limit]`).Attr("value"); v != "2,000" {
+		t.Fatalf("the form lost the limit: %q", v)
+	}
+	vs, _ := f.market.Orders(context.Background(), exchange.OrderFilter{Team: "search"})
+	if len(vs) != 0 {
+		t.Fatalf("a refused bid was saved: %+v", vs)
+	}
+	res, _ = b.post("/orders", url.Values{"csrf_token": {tok}, "q.cpu": {"10"}, "cluster": {"us-east"}, "limit_mode": {"one"}, "limit": {"20"}})
+	if res.StatusCode != http.StatusSeeOther {
+		t.Fatalf("good bid: %d", res.StatusCode)
+	}
+}
