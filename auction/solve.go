@@ -2,8 +2,10 @@ package auction
 
 import (
 	"math"
+	"runtime"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -179,6 +181,7 @@ func Solve(inst Instance, opt Options) (Result, error) {
 	}
 	rounds, converged := 0, false
 	var raised, queue []int32
+	var choices []int
 	for {
 		raised = raised[:0]
 		for r := range c.net {
@@ -222,8 +225,9 @@ func Solve(inst Instance, opt Options) (Result, error) {
 				}
 			}
 		}
-		for _, bi := range queue {
-			c.set(int(bi), c.choose(&c.bidders[bi]))
+		choices = c.chooseAll(queue, choices)
+		for i, bi := range queue {
+			c.set(int(bi), choices[i])
 		}
 		if opt.Trajectory {
 			traj = append(traj, Round{Round: rounds, Prices: c.priceMap()})
@@ -292,4 +296,35 @@ func buysIn(items []item, r int32) bool {
 		}
 	}
 	return false
+}
+
+// parallelMin is the queue length from which proxies are re-evaluated on several
+// cores. Choosing only reads prices, and choices are applied in queue order
+// afterwards, so the result does not depend on the number of cores.
+const parallelMin = 4096
+
+// chooseAll computes every queued bidder's choice at the current prices.
+func (c *clock) chooseAll(queue []int32, out []int) []int {
+	out = slices.Grow(out[:0], len(queue))[:len(queue)]
+	workers := min(runtime.GOMAXPROCS(0), len(queue)/parallelMin+1)
+	if workers <= 1 {
+		for i, bi := range queue {
+			out[i] = c.choose(&c.bidders[bi])
+		}
+		return out
+	}
+	var wg sync.WaitGroup
+	chunk := (len(queue) + workers - 1) / workers
+	for lo := 0; lo < len(queue); lo += chunk {
+		hi := min(lo+chunk, len(queue))
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := lo; i < hi; i++ {
+				out[i] = c.choose(&c.bidders[queue[i]])
+			}
+		}()
+	}
+	wg.Wait()
+	return out
 }
