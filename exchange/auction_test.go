@@ -228,6 +228,24 @@ func TestAnAuctionFromOrdersToSettlement(t *testing.T) {
 			t.Errorf("%d quota holds left after settlement", qh)
 		}
 
+		// The operator's statistics count what settled.
+		stats, err := mk.m.Stats(ctx, 5)
+		if err != nil || len(stats) != 1 {
+			t.Fatalf("Stats = %+v, %v", stats, err)
+		}
+		st := stats[0]
+		won := 0
+		for _, s := range status {
+			if s == exchange.OrderWon {
+				won++
+			}
+		}
+		if st.Won != won || st.Orders != len(lines) || st.ShareSettled <= 0 || st.ShareSettled > 1 || st.PremiumMedian < 0 {
+			t.Fatalf("stats %+v (won %d, lines %d)", st, won, len(lines))
+		}
+		if _, ok := st.Utilization["us-east/cpu"]; !ok {
+			t.Errorf("utilization of settled pools: %v", st.Utilization)
+		}
 		// Closing again changes nothing.
 		before := mk.balance("search")
 		if _, err := mk.m.Close(ctx, mk.auctID); err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"math"
+	"sort"
 
 	"github.com/clearhouse/clearhouse/ledger"
 	"gorm.io/gorm"
@@ -102,4 +103,110 @@ type AuctionStats struct {
 	PremiumMean   float64
 	PriceChange   map[string]float64 // relative change against the previous settled auction, per pool
 	Utilization   map[string]float64 // utilization of pools where trades settled
+}
+
+// Stats returns the operator's figures for the last n settled auctions, newest
+// first: share of orders settled, winning buyers' bid premium (limit over payment,
+// minus one: how much more they would have paid), each pool's price change against
+// the previous settled auction, and the utilization of pools where trades settled.
+func (m *Market) Stats(ctx context.Context, n int) ([]AuctionStats, error) {
+	var as []Auction
+	if err := m.db.Read.WithContext(ctx).Where("status = ?", AuctionSettled).Order("closes_at DESC").Limit(n + 1).Find(&as).Error; err != nil {
+		return nil, err
+	}
+	prices := func(id int64) (map[string]float64, error) {
+		var rows []RunPrice
+		err := m.db.Read.WithContext(ctx).Raw(`SELECT p.* FROM run_prices p JOIN auction_runs r ON r.id = p.run_id WHERE r.auction_id = ? AND r.binding`, id).Scan(&rows).Error
+		out := map[string]float64{}
+		for _, r := range rows {
+			out[r.PoolID] = r.Price
+		}
+		return out, err
+	}
+	var out []AuctionStats
+	for i, a := range as {
+		if i == n {
+			break
+		}
+		rep, err := m.SettlementReport(ctx, a.ID)
+		if err != nil {
+			return nil, err
+		}
+		st := AuctionStats{Auction: a, Orders: len(rep.Lines), PriceChange: map[string]float64{}, Utilization: map[string]float64{}}
+		var premiums []float64
+		ids := make([]int64, 0, len(rep.Lines))
+		for _, l := range rep.Lines {
+			ids = append(ids, l.OrderID)
+		}
+		var os []Order
+		if err := m.db.Read.WithContext(ctx).Where("id IN ?", ids).Find(&os).Error; err != nil {
+			return nil, err
+		}
+		views, err := m.views(ctx, m.db.Read.WithContext(ctx), os)
+		if err != nil {
+			return nil, err
+		}
+		byID := map[int64]OrderView{}
+		for _, v := range views {
+			byID[v.ID] = v
+		}
+		var aps []AuctionPool
+		if err := m.db.Read.WithContext(ctx).Where("auction_id = ?", a.ID).Find(&aps).Error; err != nil {
+			return nil, err
+		}
+		util := map[string]float64{}
+		for _, ap := range aps {
+			util[ap.PoolID] = ap.Utilization
+		}
+		for _, l := range rep.Lines {
+			if l.BundleIndex < 0 {
+				continue
+			}
+			st.Won++
+			for pool := range l.Bundle {
+				st.Utilization[pool] = util[pool]
+			}
+			if l.Payment > 0 {
+				limit := byID[l.OrderID].Spec.LimitOf(l.BundleIndex)
+				premiums = append(premiums, float64(limit)/float64(l.Payment)-1)
+			}
+		}
+		if st.Orders > 0 {
+			st.ShareSettled = float64(st.Won) / float64(st.Orders)
+		}
+		st.PremiumMedian, st.PremiumMean = medianMean(premiums)
+		if i+1 < len(as) {
+			now, err := prices(a.ID)
+			if err != nil {
+				return nil, err
+			}
+			prev, err := prices(as[i+1].ID)
+			if err != nil {
+				return nil, err
+			}
+			for pool, p := range now {
+				if q, ok := prev[pool]; ok && q > 0 {
+					st.PriceChange[pool] = p/q - 1
+				}
+			}
+		}
+		out = append(out, st)
+	}
+	return out, nil
+}
+
+func medianMean(xs []float64) (median, mean float64) {
+	if len(xs) == 0 {
+		return math.NaN(), math.NaN()
+	}
+	s := append([]float64(nil), xs...)
+	sort.Float64s(s)
+	for _, x := range s {
+		mean += x
+	}
+	mean /= float64(len(s))
+	if len(s)%2 == 1 {
+		return s[len(s)/2], mean
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2, mean
 }

@@ -2,6 +2,7 @@ package web
 
 import (
 	"fmt"
+	"math"
 	"net/http"
 	"sort"
 	"strconv"
@@ -434,4 +435,43 @@ func (s *Server) tradesPage(c *gin.Context) {
 		return
 	}
 	s.render(c, http.StatusOK, templates.TradesPage(s.page(c, "Open trades", "operate"), orderRows(userOf(c), vs, false)))
+}
+
+func pct(f float64) string {
+	if math.IsNaN(f) {
+		return "—"
+	}
+	return fmt.Sprintf("%+.1f%%", f*100)
+}
+
+// statsPage shows the operator's per-auction statistics.
+func (s *Server) statsPage(c *gin.Context) {
+	stats, err := s.svc.Market.Stats(c.Request.Context(), 30)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	var rows []templates.StatsRow
+	for _, st := range stats {
+		r := templates.StatsRow{ID: st.Auction.ID, Closed: fmtTime(st.Auction.ClosesAt),
+			Settled:       fmt.Sprintf("%d of %d (%.0f%%)", st.Won, st.Orders, 100*st.ShareSettled),
+			PremiumMedian: pct(st.PremiumMedian), PremiumMean: pct(st.PremiumMean)}
+		for _, pool := range sortedKeys(st.PriceChange) {
+			r.Changes = append(r.Changes, pool+" "+pct(st.PriceChange[pool]))
+		}
+		for _, pool := range sortedKeys(st.Utilization) {
+			r.Utilization = append(r.Utilization, fmt.Sprintf("%s %.0f%%", pool, 100*st.Utilization[pool]))
+		}
+		rows = append(rows, r)
+	}
+	s.render(c, http.StatusOK, templates.StatsPage(s.page(c, "Auction statistics", "operate"), rows))
+}
+
+func sortedKeys(m map[string]float64) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
 }

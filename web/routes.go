@@ -65,6 +65,7 @@ func (s *Server) routes(e *gin.Engine) {
 	op.POST("/auctions/:id/preview", s.previewAuction)
 	op.POST("/auctions/:id/close", s.closeAuction)
 	op.GET("/trades", s.tradesPage)
+	op.GET("/stats", s.statsPage)
 
 	s.apiRoutes(e.Group("/api/v1"))
 }

@@ -149,7 +149,7 @@ func TestBrowserBidEntry(t *testing.T) {
 	if s := text(t, op, `[data-testid=orders]`); !strings.Contains(s, "us-east/cpu +40") {
 		t.Fatalf("the operator does not see the bid: %q", s)
 	}
-	for _, page := range []string{"/operate", "/operate/curves/standard", "/auctions", "/auctions/1"} {
+	for _, page := range []string{"/operate", "/operate/curves/standard", "/operate/stats", "/auctions", "/auctions/1"} {
 		if err := chromedp.Do(op, chromedp.Navigate(base+page), chromedp.WaitVisible(chromedp.CSS(`main`))); err != nil {
 			t.Fatal(err)
 		}
