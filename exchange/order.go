@@ -1,6 +1,8 @@
 package exchange
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"sort"
 	"strings"
@@ -46,6 +48,25 @@ type OrderSpec struct {
 	Bundles []Bundle
 	Limit   *ledger.Money  // one limit for every bundle
 	Limits  []ledger.Money // or one per bundle, in bundle order
+	// Key, when set, makes placing the order idempotent: placing again with the same
+	// key and the same order returns the first; with another order it is ECONFLICT.
+	Key string
+}
+
+// digest identifies what the order asks for, and who asks, for idempotent replays.
+func (o OrderSpec) digest(by int64) string {
+	h := sha256.New()
+	fmt.Fprintf(h, "%s|%d|", o.Team, by)
+	if o.Limit != nil {
+		fmt.Fprintf(h, "limit=%d|", *o.Limit)
+	}
+	for _, l := range o.Limits {
+		fmt.Fprintf(h, "limits=%d|", l)
+	}
+	for _, b := range o.Bundles {
+		fmt.Fprintf(h, "[%s]", b.String())
+	}
+	return hex.EncodeToString(h.Sum(nil))
 }
 
 // Validate checks the spec's shape (not that its pools exist, which needs the market).
@@ -53,6 +74,9 @@ type OrderSpec struct {
 func (o OrderSpec) Validate() error {
 	if o.Team == "" {
 		return clearhouse.Errorf(clearhouse.EINVALID, "team: required")
+	}
+	if len(o.Key) > 200 {
+		return clearhouse.Errorf(clearhouse.EINVALID, "idempotency key: at most 200 characters")
 	}
 	if len(o.Bundles) == 0 {
 		return clearhouse.Errorf(clearhouse.EINVALID, "bundles: at least one bundle is required")

@@ -2,6 +2,7 @@ package exchange
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"time"
@@ -21,6 +22,8 @@ type Order struct {
 	SharedLimit *int64 // micro-dollars, when one limit covers every bundle
 	HoldID      *int64 // the ledger hold on the team's budget while the order is live
 	Note        string
+	IdemKey     *string // the client's Idempotency-Key, when it gave one
+	IdemDigest  string
 	DecidedBy   *int64
 	CreatedAt   time.Time
 	UpdatedAt   time.Time
@@ -83,7 +86,21 @@ func (m *Market) PlaceOrder(ctx context.Context, by User, spec OrderSpec) (Order
 		return Order{}, clearhouse.Errorf(clearhouse.EFORBIDDEN, "team: you act for team %s, not %s", by.TeamID, spec.Team)
 	}
 	var o Order
+	digest := spec.digest(by.ID)
 	err := m.db.Write.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		if spec.Key != "" {
+			var prior Order
+			err := tx.Where("idem_key = ?", spec.Key).Take(&prior).Error
+			if err == nil {
+				if prior.IdemDigest != digest {
+					return clearhouse.Errorf(clearhouse.ECONFLICT, "idempotency key: %q was used for a different order", spec.Key)
+				}
+				o = prior
+				return nil
+			} else if !errors.Is(err, gorm.ErrRecordNotFound) {
+				return err
+			}
+		}
 		team, err := teamIn(tx, spec.Team)
 		if err != nil {
 			return err
@@ -96,7 +113,10 @@ func (m *Market) PlaceOrder(ctx context.Context, by User, spec OrderSpec) (Order
 			return err
 		}
 		now := m.now()
-		o = Order{TeamID: team.ID, AuctionID: &a.ID, CreatedBy: by.ID, Status: OrderOpen, CreatedAt: now, UpdatedAt: now}
+		o = Order{TeamID: team.ID, AuctionID: &a.ID, CreatedBy: by.ID, Status: OrderOpen, CreatedAt: now, UpdatedAt: now, IdemDigest: digest}
+		if spec.Key != "" {
+			o.IdemKey = &spec.Key
+		}
 		if team.ApprovalThreshold > 0 && int64(spec.MaxPayment()) > team.ApprovalThreshold && by.Role != RoleOwner {
 			o.Status = OrderAwaitingApproval
 		}

@@ -27,10 +27,14 @@ func (s *Server) apiRoutes(g *gin.RouterGroup) {
 	all.GET("/orders/:id", s.apiOrder)
 	team := g.Group("", s.requireRole(onTeam...))
 	team.POST("/orders", s.apiPlaceOrder)
+	team.DELETE("/orders/:id", s.apiWithdraw)
 	team.POST("/orders/:id/withdraw", s.apiWithdraw)
 	team.GET("/budget", s.apiOwnBudget)
 	fin := g.Group("", s.requireRole(finance...))
 	fin.GET("/teams/:team/budget", s.apiTeamBudget)
+	fin.GET("/ledger/trial-balance", s.apiTrialBalance)
+	g.GET("/auctions/:id/settlement", s.requireRole(exchange.RoleFinance, exchange.RoleOperator), s.apiSettlement)
+	g.POST("/auctions/:id/close", s.requireRole(operator...), s.apiCloseAuction)
 }
 
 type apiPool struct {
@@ -124,6 +128,16 @@ func (s *Server) apiMarket(c *gin.Context) {
 		if interest, err = s.svc.Market.OpenInterest(ctx, a.ID); err != nil {
 			s.fail(c, err)
 			return
+		}
+	}
+	if len(current) == 0 { // no run in the current auction yet: the last settled prices
+		hist, err := s.svc.Market.PriceHistory(ctx, 1)
+		if err != nil {
+			s.fail(c, err)
+			return
+		}
+		for _, p := range hist {
+			current[p.PoolID] = p.Price
 		}
 	}
 	for _, p := range pools {
@@ -295,7 +309,7 @@ func (s *Server) apiPlaceOrder(c *gin.Context) {
 		s.fail(c, err)
 		return
 	}
-	spec := exchange.OrderSpec{Team: u.TeamID}
+	spec := exchange.OrderSpec{Team: u.TeamID, Key: c.GetHeader("Idempotency-Key")}
 	if body.Team != "" {
 		spec.Team = body.Team
 	}
@@ -370,3 +384,77 @@ func (s *Server) budget(c *gin.Context, team string) {
 
 func (s *Server) apiOwnBudget(c *gin.Context)  { s.budget(c, userOf(c).TeamID) }
 func (s *Server) apiTeamBudget(c *gin.Context) { s.budget(c, c.Param("team")) }
+
+type apiSettlementLine struct {
+	Order        int64            `json:"order"`
+	Team         string           `json:"team"`
+	BundleIndex  int              `json:"bundle_index"`
+	Bundle       map[string]int64 `json:"bundle,omitempty"`
+	Payment      string           `json:"payment"`
+	ClockPayment float64          `json:"clock_payment"`
+	EntryID      *int64           `json:"entry_id,omitempty"`
+}
+
+// apiSettlement returns an auction's settlement report as JSON, or as CSV with
+// ?format=csv.
+func (s *Server) apiSettlement(c *gin.Context) {
+	if c.Query("format") == "csv" {
+		s.settlementCSV(c)
+		return
+	}
+	id, err := auctionID(c)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	rep, err := s.svc.Market.SettlementReport(c.Request.Context(), id)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	lines := []apiSettlementLine{}
+	for _, l := range rep.Lines {
+		lines = append(lines, apiSettlementLine{Order: l.OrderID, Team: l.TeamID, BundleIndex: l.BundleIndex, Bundle: l.Bundle,
+			Payment: ledger.Money(l.Payment).Plain(), ClockPayment: l.Exact, EntryID: l.EntryID})
+	}
+	c.JSON(http.StatusOK, gin.H{"auction": toAPIAuction(rep.Auction), "lines": lines, "totals": gin.H{
+		"buyers_paid": rep.BuyersPaid.Plain(), "sellers_received": rep.SellersReceived.Plain(),
+		"treasury_net": rep.TreasuryNet.Plain(), "rounding": rep.Rounding}})
+}
+
+func (s *Server) apiCloseAuction(c *gin.Context) {
+	id, err := auctionID(c)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	if _, err := s.svc.Market.Close(c.Request.Context(), id); err != nil {
+		s.fail(c, err)
+		return
+	}
+	s.apiAuction(c)
+}
+
+func (s *Server) apiTrialBalance(c *gin.Context) {
+	tb, err := s.svc.Market.Ledger().TrialBalance(c.Request.Context())
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	type account struct {
+		Account string `json:"account"`
+		Kind    string `json:"kind"`
+		Balance string `json:"balance"`
+		Held    string `json:"held"`
+	}
+	out := []account{}
+	var total ledger.Money
+	for _, a := range tb {
+		out = append(out, account{Account: string(a.Account), Kind: a.Kind, Balance: a.Posted.Plain(), Held: a.Held.Plain()})
+		if total, err = total.Add(a.Posted); err != nil {
+			s.fail(c, err)
+			return
+		}
+	}
+	c.JSON(http.StatusOK, gin.H{"accounts": out, "total": total.Plain()})
+}

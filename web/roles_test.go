@@ -78,6 +78,8 @@ func TestEveryPageRefusesOtherRoles(t *testing.T) {
 		"/api/v1/budget":                     {exchange.RoleMember, exchange.RoleOwner},
 		"/api/v1/teams/search/budget":        {exchange.RoleFinance},
 		"/finance/auctions/1/settlement.csv": {exchange.RoleFinance},
+		"/api/v1/ledger/trial-balance":       {exchange.RoleFinance},
+		"/api/v1/auctions/1/settlement":      {exchange.RoleFinance, exchange.RoleOperator},
 	}
 	for page, allowed := range pages {
 		for _, r := range exchange.Roles {
@@ -148,6 +150,30 @@ func TestAPIWithATokenPlacesAndWithdrawsAnOrder(t *testing.T) {
 			t.Errorf("%s: %d %v", body, code, m)
 		}
 	}
+	// A replay with the same Idempotency-Key returns the first order.
+	keyed := func(key, body string) (int, map[string]any) {
+		req, _ := http.NewRequest("POST", f.srv.URL+"/api/v1/orders", strings.NewReader(body))
+		req.Header.Set("Authorization", "Bearer "+token)
+		req.Header.Set("Idempotency-Key", key)
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Body.Close()
+		var m map[string]any
+		_ = json.NewDecoder(res.Body).Decode(&m)
+		return res.StatusCode, m
+	}
+	c1, m1 := keyed("k-1", `{"bundles":[{"us-east/cpu":1}],"limit":"5"}`)
+	c2, m2 := keyed("k-1", `{"bundles":[{"us-east/cpu":1}],"limit":"5"}`)
+	c3, _ := keyed("k-1", `{"bundles":[{"us-east/cpu":2}],"limit":"5"}`)
+	if c1 != 201 || c2 != 201 || m1["id"] != m2["id"] || c3 != http.StatusConflict {
+		t.Fatalf("idempotent placement: %d %v / %d %v / %d", c1, m1["id"], c2, m2["id"], c3)
+	}
+	code, m = call("DELETE", "/api/v1/orders/"+itoa(int(m1["id"].(float64))), "")
+	if code != 200 || m["status"] != "withdrawn" {
+		t.Fatalf("DELETE: %d %v", code, m)
+	}
 	code, m = call("POST", "/api/v1/orders/"+itoa(id)+"/withdraw", "")
 	if code != 200 || m["status"] != "withdrawn" {
 		t.Fatalf("withdraw: %d %v", code, m)
@@ -199,5 +225,87 @@ func TestBidFormKeepsWhatWasTypedAndSavesNothingWhenRefused(t *testing.T) {
 	res, _ = b.post("/orders", url.Values{"csrf_token": {tok}, "q.cpu": {"10"}, "cluster": {"us-east"}, "limit_mode": {"one"}, "limit": {"20"}})
 	if res.StatusCode != http.StatusSeeOther {
 		t.Fatalf("good bid: %d", res.StatusCode)
+	}
+}
+
+func TestAPICloseSettlementAndTrialBalance(t *testing.T) {
+	f := newFixture(t)
+	f.openMarket()
+	ctx := context.Background()
+	tokens := map[exchange.Role]string{}
+	for _, r := range []exchange.Role{exchange.RoleOwner, exchange.RoleOperator, exchange.RoleFinance} {
+		team := ""
+		if r.OnTeam() {
+			team = "search"
+		}
+		u := f.user(string(r)+"@x.io", r, team)
+		tok, _, err := f.id.IssueToken(ctx, u.ID, "t")
+		if err != nil {
+			t.Fatal(err)
+		}
+		tokens[r] = tok
+	}
+	call := func(r exchange.Role, method, path, body string) (int, map[string]any) {
+		req, _ := http.NewRequest(method, f.srv.URL+path, strings.NewReader(body))
+		req.Header.Set("Authorization", "Bearer "+tokens[r])
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Body.Close()
+		var m map[string]any
+		_ = json.NewDecoder(res.Body).Decode(&m)
+		return res.StatusCode, m
+	}
+	if code, m := call(exchange.RoleOwner, "POST", "/api/v1/orders", `{"bundles":[{"us-east/cpu":10}],"limit":"50"}`); code != 201 {
+		t.Fatalf("order: %d %v", code, m)
+	}
+	if code, _ := call(exchange.RoleFinance, "POST", "/api/v1/auctions/1/close", ""); code != http.StatusForbidden {
+		t.Fatalf("finance closed an auction: %d", code)
+	}
+	code, m := call(exchange.RoleOperator, "POST", "/api/v1/auctions/1/close", "")
+	if code != 200 || m["status"] != "settled" {
+		t.Fatalf("close: %d %v", code, m)
+	}
+	code, m = call(exchange.RoleFinance, "GET", "/api/v1/auctions/1/settlement", "")
+	totals, _ := m["totals"].(map[string]any)
+	lines, _ := m["lines"].([]any)
+	if code != 200 || len(lines) != 1 || totals["buyers_paid"] == "0.00" || totals["treasury_net"] != totals["buyers_paid"] {
+		t.Fatalf("settlement: %d %v", code, m)
+	}
+	code, m = call(exchange.RoleFinance, "GET", "/api/v1/ledger/trial-balance", "")
+	if code != 200 || m["total"] != "0.00" {
+		t.Fatalf("trial balance: %d %v", code, m)
+	}
+	req, _ := http.NewRequest("GET", f.srv.URL+"/api/v1/auctions/1/settlement?format=csv", nil)
+	req.Header.Set("Authorization", "Bearer "+tokens[exchange.RoleOperator])
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	if !strings.HasPrefix(string(raw), "auction_id,order_id,team,") || strings.Count(string(raw), "\n") != 2 {
+		t.Fatalf("settlement CSV:\n%s", raw)
+	}
+}
+
+func TestNamesAreEscaped(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	if _, err := f.market.AddTeam(ctx, exchange.NewTeam{ID: "evil", Name: `<script>alert("x")</script>`}); err != nil {
+		t.Fatal(err)
+	}
+	f.user("eve@x.io", exchange.RoleOwner, "evil")
+	b := f.browser()
+	b.login("eve@x.io")
+	res, err := b.c.Get(f.srv.URL + "/team")
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	if res.StatusCode != 200 || strings.Contains(string(raw), `<script>alert`) || !strings.Contains(string(raw), "&lt;script&gt;") {
+		t.Fatalf("the team name is not escaped as text (status %d)", res.StatusCode)
 	}
 }

@@ -90,6 +90,8 @@ CREATE TABLE orders (
     shared_limit BIGINT,
     hold_id      BIGINT,
     note         TEXT NOT NULL DEFAULT '',
+    idem_key     TEXT UNIQUE,
+    idem_digest  TEXT NOT NULL DEFAULT '',
     decided_by   BIGINT REFERENCES users (id),
     created_at   TIMESTAMPTZ NOT NULL,
     updated_at   TIMESTAMPTZ NOT NULL

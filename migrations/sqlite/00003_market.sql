@@ -90,6 +90,8 @@ CREATE TABLE orders (
     shared_limit INTEGER,
     hold_id      INTEGER,
     note         TEXT NOT NULL DEFAULT '',
+    idem_key     TEXT UNIQUE,
+    idem_digest  TEXT NOT NULL DEFAULT '',
     decided_by   INTEGER REFERENCES users (id),
     created_at   DATETIME NOT NULL,
     updated_at   DATETIME NOT NULL
