@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"sort"
 	"strconv"
 
 	"github.com/clearhouse/clearhouse"
@@ -84,12 +85,15 @@ func (m *Market) run(ctx context.Context, tx *gorm.DB, a Auction, binding bool) 
 		}
 	}
 	won := winnersOf(res)
-	for _, v := range views {
-		out := runOutcome{RunID: r.ID, OrderID: v.ID, BundleIndex: -1}
+	outs := make([]runOutcome, len(views))
+	for i, v := range views {
+		outs[i] = runOutcome{RunID: r.ID, OrderID: v.ID, BundleIndex: -1}
 		if w, ok := won[v.ID]; ok {
-			out.BundleIndex, out.Payment = w.BundleIndex, w.Payment
+			outs[i].BundleIndex, outs[i].Payment = w.BundleIndex, w.Payment
 		}
-		if err := tx.Create(&out).Error; err != nil {
+	}
+	if len(outs) > 0 {
+		if err := tx.CreateInBatches(&outs, 500).Error; err != nil {
 			return AuctionRun{}, auction.Result{}, nil, err
 		}
 	}
@@ -181,70 +185,120 @@ func (m *Market) Close(ctx context.Context, id int64) (AuctionRun, error) {
 	return r, err
 }
 
-// settle moves money and quota for a converged binding run, inside tx.
+// settle moves money and quota for a converged binding run, inside tx, in bulk:
+// winners' holds are captured (what they pay goes to the treasury), sellers are paid
+// from the treasury, losers' holds are released, quota moves, and each order gets a
+// settlement line. Every order has its own journal entry and idempotency key.
 func (m *Market) settle(ctx context.Context, tx *gorm.DB, a Auction, res auction.Result, views []OrderView) error {
 	l := m.ledger.WithTx(tx)
 	ref := fmt.Sprintf("auction:%d", a.ID)
 	won := winnersOf(res)
-	for _, v := range views {
+	var captures []ledger.Capture
+	var capturedBy []int // view index of each capture
+	var releases []ledger.Release
+	var payouts []ledger.NewEntry
+	var payoutBy []int
+	lines := make([]SettlementLine, len(views))
+	holdings := map[[2]string]int64{}
+	var wonIDs, lostIDs []int64
+	for i, v := range views {
+		lines[i] = SettlementLine{AuctionID: a.ID, OrderID: v.ID, TeamID: v.TeamID, BundleIndex: -1}
+		key := fmt.Sprintf("settle/%d/order/%d", a.ID, v.ID)
 		w, ok := won[v.ID]
-		line := SettlementLine{AuctionID: a.ID, OrderID: v.ID, TeamID: v.TeamID, BundleIndex: -1}
 		if !ok {
-			if err := m.releaseOrder(ctx, tx, v.Order, OrderLost, "lost"); err != nil {
-				return err
-			}
-			if err := tx.Create(&line).Error; err != nil {
-				return err
+			lostIDs = append(lostIDs, v.ID)
+			if v.HoldID != nil {
+				releases = append(releases, ledger.Release{Key: fmt.Sprintf("order/%d/release", v.ID), HoldID: *v.HoldID})
 			}
 			continue
 		}
+		wonIDs = append(wonIDs, v.ID)
 		pay, err := roundPayment(w.Payment)
 		if err != nil {
 			return fmt.Errorf("order %d: %w", v.ID, err)
 		}
-		key := fmt.Sprintf("settle/%d/order/%d", a.ID, v.ID)
-		team := ledger.TeamAccount(v.TeamID)
-		var entry ledger.Entry
 		switch {
 		case pay > 0 && v.HoldID != nil:
 			// The proxy only demands a bundle it can afford, so the payment is within the
 			// hold; the clamp only guards the last micro-dollar of float rounding.
-			entry, err = l.CaptureHold(ctx, key, *v.HoldID, min(pay, v.Spec.MaxPayment()), ledger.Treasury, ledger.ReasonSettlement, ref)
+			pay = min(pay, v.Spec.MaxPayment())
+			captures = append(captures, ledger.Capture{Key: key, HoldID: *v.HoldID, Amount: pay, To: ledger.Treasury, Reason: ledger.ReasonSettlement, Ref: ref})
+			capturedBy = append(capturedBy, i)
 		case pay > 0:
-			err = clearhouse.Errorf(clearhouse.EINTERNAL, "order %d pays %s but holds nothing", v.ID, pay)
+			return clearhouse.Errorf(clearhouse.EINTERNAL, "order %d pays %s but holds nothing", v.ID, pay)
 		default:
 			if v.HoldID != nil {
-				if err = l.ReleaseHold(ctx, key+"/release", *v.HoldID); err != nil {
-					break
-				}
+				releases = append(releases, ledger.Release{Key: key + "/release", HoldID: *v.HoldID})
 			}
 			if pay < 0 {
-				entry, err = l.Post(ctx, ledger.NewEntry{Key: key, Reason: ledger.ReasonSettlement, Ref: ref,
+				payouts = append(payouts, ledger.NewEntry{Key: key, Reason: ledger.ReasonSettlement, Ref: ref,
 					Memo:     fmt.Sprintf("order %d sold in auction %d", v.ID, a.ID),
-					Postings: []ledger.Posting{{Account: ledger.Treasury, Amount: pay}, {Account: team, Amount: -pay}}})
+					Postings: []ledger.Posting{{Account: ledger.Treasury, Amount: pay}, {Account: ledger.TeamAccount(v.TeamID), Amount: -pay}}})
+				payoutBy = append(payoutBy, i)
 			}
-		}
-		if err != nil {
-			return fmt.Errorf("order %d: %w", v.ID, err)
 		}
 		for pool, q := range v.Spec.Bundles[w.BundleIndex] {
-			if err := addHolding(tx, v.TeamID, pool, q); err != nil {
-				return fmt.Errorf("order %d: quota of %s: %w", v.ID, pool, err)
+			holdings[[2]string{v.TeamID, pool}] += q
+		}
+		lines[i].BundleIndex, lines[i].Payment = w.BundleIndex, int64(pay)
+	}
+	if err := l.ReleaseHolds(ctx, releases); err != nil {
+		return err
+	}
+	entries, err := l.CaptureHolds(ctx, captures)
+	if err != nil {
+		return err
+	}
+	for j, e := range entries {
+		if e.ID != 0 {
+			id := e.ID
+			lines[capturedBy[j]].EntryID = &id
+		}
+	}
+	for j, ne := range payouts {
+		e, err := l.Post(ctx, ne)
+		if err != nil {
+			return err
+		}
+		id := e.ID
+		lines[payoutBy[j]].EntryID = &id
+	}
+	// Quota moves per team and pool; sellers' quota comes first so that no holding
+	// ever goes negative while buyers' grows.
+	keys := make([][2]string, 0, len(holdings))
+	for k := range holdings {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		if (holdings[keys[i]] < 0) != (holdings[keys[j]] < 0) {
+			return holdings[keys[i]] < 0
+		}
+		return keys[i][0]+"/"+keys[i][1] < keys[j][0]+"/"+keys[j][1]
+	})
+	for _, k := range keys {
+		if q := holdings[k]; q != 0 {
+			if err := addHolding(tx, k[0], k[1], q); err != nil {
+				return fmt.Errorf("team %s: quota of %s: %w", k[0], k[1], err)
 			}
 		}
-		if err := tx.Where("order_id = ?", v.ID).Delete(&quotaHold{}).Error; err != nil {
-			return err
+	}
+	now := m.now()
+	for _, set := range []struct {
+		ids    []int64
+		status OrderStatus
+	}{{wonIDs, OrderWon}, {lostIDs, OrderLost}} {
+		for lo := 0; lo < len(set.ids); lo += 500 {
+			part := set.ids[lo:min(lo+500, len(set.ids))]
+			if err := tx.Where("order_id IN ?", part).Delete(&quotaHold{}).Error; err != nil {
+				return err
+			}
+			if err := tx.Model(&Order{}).Where("id IN ?", part).Updates(map[string]any{"status": set.status, "updated_at": now}).Error; err != nil {
+				return err
+			}
 		}
-		if err := tx.Model(&Order{}).Where("id = ?", v.ID).Updates(map[string]any{"status": OrderWon, "updated_at": m.now()}).Error; err != nil {
-			return err
-		}
-		line.BundleIndex, line.Payment = w.BundleIndex, int64(pay)
-		if entry.ID != 0 {
-			line.EntryID = &entry.ID
-		}
-		if err := tx.Create(&line).Error; err != nil {
-			return err
-		}
+	}
+	if len(lines) > 0 {
+		return tx.CreateInBatches(&lines, 500).Error
 	}
 	return nil
 }

@@ -129,6 +129,7 @@ CREATE TABLE run_outcomes (
     payment      REAL NOT NULL,
     PRIMARY KEY (run_id, order_id)
 );
+CREATE INDEX run_outcomes_order ON run_outcomes (order_id, run_id);
 
 CREATE TABLE settlement_lines (
     auction_id   INTEGER NOT NULL REFERENCES auctions (id),
@@ -139,6 +140,7 @@ CREATE TABLE settlement_lines (
     entry_id     INTEGER,
     PRIMARY KEY (auction_id, order_id)
 );
+CREATE INDEX settlement_lines_order ON settlement_lines (order_id);
 
 -- +goose Down
 DROP TABLE settlement_lines;
