@@ -1,0 +1,173 @@
+package exchange_test
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/clearhouse/clearhouse"
+	"github.com/clearhouse/clearhouse/exchange"
+	"github.com/clearhouse/clearhouse/ledger"
+	"github.com/clearhouse/clearhouse/store"
+	"github.com/clearhouse/clearhouse/store/storetest"
+)
+
+// snapshot is everything settlement may change.
+type snapshot struct {
+	auction  exchange.AuctionStatus
+	balances map[string]ledger.Balance
+	holdings string
+	entries  int64
+	lines    int64
+}
+
+func (mk *market) snapshot() snapshot {
+	ctx := context.Background()
+	a, _ := mk.m.Auction(ctx, mk.auctID)
+	s := snapshot{auction: a.Status, balances: map[string]ledger.Balance{}}
+	for _, t := range []string{"search", "ads", "ml"} {
+		s.balances[t] = mk.balance(t)
+	}
+	hs, _ := mk.m.Holdings(ctx, "")
+	s.holdings = fmt.Sprint(hs)
+	mk.db.Read.Table("ledger_entries").Count(&s.entries)
+	mk.db.Read.Table("settlement_lines").Count(&s.lines)
+	return s
+}
+
+// A settlement that fails part way (here: the database refuses the last write, as
+// a crash or a full disk would) leaves everything as it was; closing again after the
+// "restart" settles exactly once.
+func TestASettlementCutShortChangesNothing(t *testing.T) {
+	db := storetest.New(t)
+	ctx := context.Background()
+	mk := newAuctionMarket(t, db)
+	for _, o := range []struct {
+		who  string
+		spec exchange.OrderSpec
+	}{
+		{"member@search", exchange.OrderSpec{Team: "search", Limit: money(300), Bundles: []exchange.Bundle{{"eu-west/cpu": 50}}}},
+		{"member@ads", exchange.OrderSpec{Team: "ads", Limit: money(-10), Bundles: []exchange.Bundle{{"us-east/cpu": -20}}}},
+		{"owner@ml", exchange.OrderSpec{Team: "ml", Limit: money(200), Bundles: []exchange.Bundle{{"us-east/cpu": 30}}}},
+	} {
+		if _, err := mk.order(o.who, o.spec); err != nil {
+			t.Fatal(err)
+		}
+	}
+	before := mk.snapshot()
+	if err := db.Write.Exec(`CREATE TRIGGER crash BEFORE INSERT ON settlement_lines BEGIN SELECT RAISE(ABORT, 'simulated crash'); END`).Error; err != nil {
+		t.Fatal(err)
+	}
+	if _, err := mk.m.Close(ctx, mk.auctID); err == nil {
+		t.Fatal("the cut-short settlement reported success")
+	}
+	if after := mk.snapshot(); fmt.Sprint(after) != fmt.Sprint(before) {
+		t.Fatalf("a failed settlement changed state:\n before %+v\n after  %+v", before, after)
+	}
+	db.Write.Exec(`DROP TRIGGER crash`)
+	// The next tick (or `clearhouse auction close`) finishes the job.
+	if _, err := mk.m.Close(ctx, mk.auctID); err != nil {
+		t.Fatal(err)
+	}
+	settled := mk.snapshot()
+	if settled.auction != exchange.AuctionSettled || settled.lines != 3 {
+		t.Fatalf("after the retry: %+v", settled)
+	}
+	if _, err := mk.m.Close(ctx, mk.auctID); err != nil {
+		t.Fatal(err)
+	}
+	if again := mk.snapshot(); fmt.Sprint(again) != fmt.Sprint(settled) {
+		t.Fatal("closing a settled auction changed state")
+	}
+}
+
+// Settlement on random markets agrees with the engine's binding result, keeps
+// quota within capacity, and the ledger's trial balance at zero.
+func TestSettlementOfRandomMarketsAgreesWithTheEngine(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		mk := newAuctionMarket(t, db)
+		rng := rand.New(rand.NewPCG(3, 5))
+		pools := []string{"us-east/cpu", "us-east/ram", "eu-west/cpu"}
+		teams := []string{"search", "ads", "ml"}
+		placed := 0
+		for range 60 {
+			team := teams[rng.IntN(len(teams))]
+			var bundles []exchange.Bundle
+			for range 1 + rng.IntN(2) {
+				b := exchange.Bundle{}
+				for _, p := range pools {
+					if rng.IntN(2) == 0 {
+						q := int64(1 + rng.IntN(30))
+						if team == "ads" && p == "us-east/cpu" && rng.IntN(2) == 0 {
+							q = -q
+						}
+						b[p] = q
+					}
+				}
+				if len(b) == 0 {
+					b[pools[0]] = 1
+				}
+				bundles = append(bundles, b)
+			}
+			spec := exchange.OrderSpec{Team: team, Bundles: bundles, Limit: money(float64(rng.IntN(200)) - 20)}
+			_, err := mk.order("owner@"+team, spec)
+			if code := clearhouse.ErrorCode(err); err != nil && code != clearhouse.EUNPROCESSABLE {
+				t.Fatal(err)
+			}
+			if err == nil {
+				placed++
+			}
+		}
+		if placed < 20 {
+			t.Fatalf("only %d orders placed", placed)
+		}
+		run, err := mk.m.Close(ctx, mk.auctID)
+		if err != nil || !run.Converged {
+			t.Fatalf("close: %+v %v", run, err)
+		}
+		rep, err := mk.m.SettlementReport(ctx, mk.auctID)
+		if err != nil || len(rep.Lines) != placed {
+			t.Fatalf("report: %d lines of %d orders, %v", len(rep.Lines), placed, err)
+		}
+		if rep.BuyersPaid != rep.SellersReceived+rep.TreasuryNet {
+			t.Fatal("the report does not balance")
+		}
+		paid := map[string]ledger.Money{}
+		for _, l := range rep.Lines {
+			want, err := ledger.FromDollars(l.Exact)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if l.BundleIndex < 0 && (l.Payment != 0 || l.Exact != 0) {
+				t.Fatalf("order %d lost but pays %d", l.OrderID, l.Payment)
+			}
+			if l.BundleIndex >= 0 && ledger.Money(l.Payment) != want {
+				t.Fatalf("order %d settled %d, the engine said %v", l.OrderID, l.Payment, l.Exact)
+			}
+			paid[l.TeamID] += ledger.Money(l.Payment)
+		}
+		for team, budget := range map[string]ledger.Money{"search": 1000 * ledger.Dollar, "ads": 500 * ledger.Dollar, "ml": 2000 * ledger.Dollar} {
+			if b := mk.balance(team); b.Posted != budget-paid[team] || b.Held != 0 {
+				t.Fatalf("%s: %+v, paid %s", team, b, paid[team])
+			}
+		}
+		tb, _ := mk.l.TrialBalance(ctx)
+		var sum ledger.Money
+		for _, a := range tb {
+			sum += a.Posted
+		}
+		if sum != 0 {
+			t.Fatalf("trial balance %s", sum)
+		}
+		for _, p := range pools {
+			var held int64
+			db.Read.Table("holdings").Where("pool_id = ?", p).Select("COALESCE(SUM(quantity),0)").Scan(&held)
+			pool, _ := mk.m.Pool(ctx, p)
+			if held > pool.Capacity {
+				t.Fatalf("%s: %d held of %d", p, held, pool.Capacity)
+			}
+		}
+	})
+}
