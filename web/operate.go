@@ -457,7 +457,12 @@ func (s *Server) statsPage(c *gin.Context) {
 			Settled:       fmt.Sprintf("%d of %d (%.0f%%)", st.Won, st.Orders, 100*st.ShareSettled),
 			PremiumMedian: pct(st.PremiumMedian), PremiumMean: pct(st.PremiumMean)}
 		for _, pool := range sortedKeys(st.PriceChange) {
-			r.Changes = append(r.Changes, pool+" "+pct(st.PriceChange[pool]))
+			if math.Abs(st.PriceChange[pool]) >= 0.0005 { // unchanged pools would drown the rest
+				r.Changes = append(r.Changes, pool+" "+pct(st.PriceChange[pool]))
+			}
+		}
+		if len(r.Changes) == 0 && len(st.PriceChange) > 0 {
+			r.Changes = []string{"no pool's price moved"}
 		}
 		for _, pool := range sortedKeys(st.Utilization) {
 			r.Utilization = append(r.Utilization, fmt.Sprintf("%s %.0f%%", pool, 100*st.Utilization[pool]))

@@ -49,7 +49,8 @@ func seedDemo(ctx context.Context, a *App, out io.Writer) error {
 		cost      ledger.Money
 		curve     string
 	}
-	defs := []poolDef{{"cpu", "core", 4000, 2 * ledger.Dollar, "standard"}, {"ram", "GiB", 16000, 250_000, "standard"}, {"gpu", "GPU", 64, 90 * ledger.Dollar, "gpu"}}
+	defs := []poolDef{{"cpu", "core", 4000, 2 * ledger.Dollar, "standard"}, {"ram", "GiB", 16000, 250_000, "standard"},
+		{"disk", "TiB", 2000, 4 * ledger.Dollar, "standard"}, {"gpu", "GPU", 64, 90 * ledger.Dollar, "gpu"}}
 	utilization := map[string]float64{"us-east": 0.93, "eu-west": 0.71, "ap-south": 0.42}
 	for _, cl := range []exchange.Cluster{{ID: "us-east", Name: "US East", Region: "Virginia"}, {ID: "eu-west", Name: "EU West", Region: "Dublin"}, {ID: "ap-south", Name: "AP South", Region: "Mumbai"}} {
 		if _, err := m.AddCluster(ctx, cl); err != nil {
@@ -62,9 +63,14 @@ func seedDemo(ctx context.Context, a *App, out io.Writer) error {
 			}
 		}
 	}
-	budgets := map[string]ledger.Money{"search": 250_000 * ledger.Dollar, "ads": 120_000 * ledger.Dollar, "ml": 400_000 * ledger.Dollar, "infra": 80_000 * ledger.Dollar}
-	names := map[string]string{"search": "Search", "ads": "Ads ranking", "ml": "ML training", "infra": "Infrastructure"}
-	for _, id := range []string{"ads", "infra", "ml", "search"} {
+	budgets := map[string]ledger.Money{"search": 250_000 * ledger.Dollar, "ads": 120_000 * ledger.Dollar, "ml": 400_000 * ledger.Dollar,
+		"infra": 80_000 * ledger.Dollar, "maps": 90_000 * ledger.Dollar, "mail": 60_000 * ledger.Dollar, "video": 180_000 * ledger.Dollar,
+		"payments": 70_000 * ledger.Dollar, "identity": 40_000 * ledger.Dollar, "storage": 150_000 * ledger.Dollar,
+		"analytics": 110_000 * ledger.Dollar, "security": 50_000 * ledger.Dollar}
+	names := map[string]string{"search": "Search", "ads": "Ads ranking", "ml": "ML training", "infra": "Infrastructure",
+		"maps": "Maps", "mail": "Mail", "video": "Video", "payments": "Payments", "identity": "Identity", "storage": "Storage",
+		"analytics": "Analytics", "security": "Security"}
+	for _, id := range []string{"ads", "analytics", "identity", "infra", "mail", "maps", "ml", "payments", "search", "security", "storage", "video"} {
 		nt := exchange.NewTeam{ID: id, Name: names[id], Budget: budgets[id]}
 		if id == "ml" {
 			nt.ApprovalThreshold = int64(20_000 * ledger.Dollar)
@@ -77,7 +83,9 @@ func seedDemo(ctx context.Context, a *App, out io.Writer) error {
 		team, pool string
 		q          int64
 	}{{"ads", "us-east/cpu", 1200}, {"ads", "us-east/ram", 4800}, {"infra", "us-east/cpu", 800}, {"infra", "eu-west/cpu", 600},
-		{"search", "eu-west/cpu", 900}, {"search", "eu-west/ram", 3600}, {"ml", "us-east/gpu", 16}} {
+		{"search", "eu-west/cpu", 900}, {"search", "eu-west/ram", 3600}, {"ml", "us-east/gpu", 16},
+		{"storage", "us-east/disk", 900}, {"storage", "eu-west/disk", 600}, {"video", "ap-south/cpu", 500}, {"video", "us-east/disk", 300},
+		{"analytics", "eu-west/cpu", 400}, {"maps", "ap-south/ram", 2000}, {"mail", "eu-west/ram", 1200}} {
 		if err := m.GrantQuota(ctx, g.team, g.pool, g.q); err != nil {
 			return err
 		}
@@ -94,6 +102,9 @@ func seedDemo(ctx context.Context, a *App, out io.Writer) error {
 		{Email: "member@search.example.com", Name: "Mia Member", Role: exchange.RoleMember, TeamID: "search"},
 		{Email: "owner@ml.example.com", Name: "Max Learner", Role: exchange.RoleOwner, TeamID: "ml"},
 		{Email: "member@ads.example.com", Name: "Ada Ads", Role: exchange.RoleMember, TeamID: "ads"},
+		{Email: "owner@storage.example.com", Name: "Stu Storage", Role: exchange.RoleOwner, TeamID: "storage"},
+		{Email: "owner@analytics.example.com", Name: "Ana Lytics", Role: exchange.RoleOwner, TeamID: "analytics"},
+		{Email: "owner@video.example.com", Name: "Vid Ya", Role: exchange.RoleOwner, TeamID: "video"},
 	}
 	id := exchange.NewIdentity(a.DB, clock.now, 0)
 	users := map[string]exchange.User{}
@@ -160,6 +171,9 @@ func demoOrders(ctx context.Context, m *exchange.Market, users map[string]exchan
 		{"ml/owner", exchange.OrderSpec{Team: "ml", Limit: jitter(1500), Bundles: []exchange.Bundle{{"us-east/cpu": 400, "us-east/ram": 1600}, {"ap-south/cpu": 400, "ap-south/ram": 1600}}}},
 		{"ads/member", exchange.OrderSpec{Team: "ads", Limit: jitter(-150), Bundles: []exchange.Bundle{{"us-east/cpu": -100}}}},
 		{"ads/member", exchange.OrderSpec{Team: "ads", Limit: jitter(300), Bundles: []exchange.Bundle{{"eu-west/cpu": 150}}}},
+		{"storage/owner", exchange.OrderSpec{Team: "storage", Limit: jitter(-700), Bundles: []exchange.Bundle{{"us-east/disk": -100}}}},
+		{"analytics/owner", exchange.OrderSpec{Team: "analytics", Limit: jitter(900), Bundles: []exchange.Bundle{{"us-east/disk": 80, "us-east/cpu": 100}, {"eu-west/disk": 80, "eu-west/cpu": 100}}}},
+		{"video/owner", exchange.OrderSpec{Team: "video", Limit: jitter(120), Bundles: []exchange.Bundle{{"ap-south/cpu": -50, "eu-west/cpu": 50}}}},
 	}
 	for _, o := range orders {
 		_, err := m.PlaceOrder(ctx, users[o.who], o.spec)

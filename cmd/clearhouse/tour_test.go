@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
 	"github.com/clearhouse/clearhouse/store/storetest"
 )
@@ -115,7 +116,7 @@ func TestBrowserBidEntry(t *testing.T) {
 	}
 	err = chromedp.Do(ctx,
 		chromedp.Clear(chromedp.CSS(`[data-testid=field-limit]`)),
-		chromedp.SendKeys(chromedp.CSS(`[data-testid=field-limit]`), "450"),
+		chromedp.SendKeys(chromedp.CSS(`[data-testid=field-limit]`), "4,500"),
 		chromedp.Click(chromedp.CSS(`[data-testid=bid-submit]`)),
 		chromedp.WaitVisible(chromedp.CSS(`[data-testid=flash]`)),
 	)
@@ -126,14 +127,14 @@ func TestBrowserBidEntry(t *testing.T) {
 		t.Fatalf("flash %q", s)
 	}
 	screenshot(t, ctx, "orders")
-	if s := text(t, ctx, `[data-testid=orders]`); !strings.Contains(s, "us-east/cpu +40") || !strings.Contains(s, "450.00") {
+	if s := text(t, ctx, `[data-testid=orders]`); !strings.Contains(s, "us-east/cpu +40") || !strings.Contains(s, "4,500.00") {
 		t.Fatalf("orders table %q", s)
 	}
 	if err := chromedp.Do(ctx, chromedp.Navigate(base+"/team"), chromedp.WaitVisible(chromedp.CSS(`[data-testid=held]`))); err != nil {
 		t.Fatal(err)
 	}
 	screenshot(t, ctx, "team")
-	if s := text(t, ctx, `[data-testid=holds]`); !strings.Contains(s, "450.00") {
+	if s := text(t, ctx, `[data-testid=holds]`); !strings.Contains(s, "4,500.00") {
 		t.Fatalf("the bid's hold is not listed: %q", s)
 	}
 	// Other roles' pages are refused.
@@ -155,6 +156,33 @@ func TestBrowserBidEntry(t *testing.T) {
 		}
 		screenshot(t, op, "operator"+strings.ReplaceAll(page, "/", "-"))
 	}
+	// The operator closes the auction now; the member sees the win and the debit.
+	err = chromedp.Do(op,
+		chromedp.Navigate(base+"/operate"),
+		chromedp.Click(chromedp.CSS(`[data-testid=close]`)),
+		chromedp.WaitVisible(chromedp.CSS(`[data-testid=flash]`)),
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := text(t, op, `[data-testid=auction-status]`); s != "settled" {
+		t.Fatalf("after closing, the auction is %q", s)
+	}
+	screenshot(t, op, "operator-closed")
+	if err := chromedp.Do(ctx, chromedp.Navigate(base+"/orders"), chromedp.WaitVisible(chromedp.CSS(`[data-testid=orders]`))); err != nil {
+		t.Fatal(err)
+	}
+	if s := text(t, ctx, `[data-testid=orders] tr:nth-child(1) [data-testid=status]`); s != "won" {
+		t.Fatalf("the member's newest order is %q, want won", s)
+	}
+	if err := chromedp.Do(ctx, chromedp.Navigate(base+"/team"), chromedp.WaitVisible(chromedp.CSS(`[data-testid=statement]`))); err != nil {
+		t.Fatal(err)
+	}
+	screenshot(t, ctx, "team-after-settlement")
+	if s := text(t, ctx, `[data-testid=statement]`); !strings.Contains(s, "settlement") {
+		t.Fatalf("no settlement debit on the statement: %q", s)
+	}
+
 	fin := newBrowser(t)
 	signIn(t, fin, base, "finance@example.com", logins["finance@example.com"])
 	for _, page := range []string{"/finance", "/finance/auctions/1", "/finance/teams/search"} {
@@ -165,5 +193,18 @@ func TestBrowserBidEntry(t *testing.T) {
 	}
 	if s := text(t, fin, `[data-testid=closing]`); s == "" {
 		t.Fatal("no closing balance on the statement")
+	}
+	// Finance downloads the settlement report of the auction just closed.
+	if err := chromedp.Do(fin, chromedp.Navigate(base+"/finance/auctions/8"), chromedp.WaitVisible(chromedp.CSS(`[data-testid=settlement-csv]`))); err != nil {
+		t.Fatal(err)
+	}
+	screenshot(t, fin, "finance-settlement-8")
+	if s := text(t, fin, `[data-testid=balanced]`); !strings.Contains(s, "Buyers paid = sellers received + treasury net") {
+		t.Fatalf("the report does not balance: %q", s)
+	}
+	csvText, err := chromedp.Run(fin, chromedp.Evaluate[string](`fetch(document.querySelector("[data-testid=settlement-csv]").href).then(r => r.text())`,
+		func(p *runtime.EvaluateParams) { p.AwaitPromise = new(true) }))
+	if err != nil || !strings.HasPrefix(csvText, "auction_id,order_id,team,") || !strings.Contains(csvText, ",search,") {
+		t.Fatalf("settlement CSV %q, %v", csvText, err)
 	}
 }
