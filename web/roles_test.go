@@ -4,7 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"log/slog"
+	"net"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"strconv"
 	"strings"
@@ -14,6 +17,7 @@ import (
 	"github.com/clearhouse/clearhouse/auction"
 	"github.com/clearhouse/clearhouse/exchange"
 	"github.com/clearhouse/clearhouse/ledger"
+	"github.com/clearhouse/clearhouse/web"
 )
 
 // openMarket adds a curve, a cluster with a cpu pool and an open auction.
@@ -307,5 +311,42 @@ func TestNamesAreEscaped(t *testing.T) {
 	res.Body.Close()
 	if res.StatusCode != 200 || strings.Contains(string(raw), `<script>alert`) || !strings.Contains(string(raw), "&lt;script&gt;") {
 		t.Fatalf("the team name is not escaped as text (status %d)", res.StatusCode)
+	}
+}
+
+// An authenticating proxy's identity header is trusted only from the proxy's
+// addresses, and only for users with an account.
+func TestProxyHeaderSignsInFromTrustedAddressesOnly(t *testing.T) {
+	f := newFixture(t)
+	f.user("ana@x.io", exchange.RoleFinance, "")
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	serve := func(cidr string) *httptest.Server {
+		_, n, _ := net.ParseCIDR(cidr)
+		s := web.NewServer(web.Config{LoginRate: 5, ProxyHeader: "X-Forwarded-Email", TrustedProxies: []*net.IPNet{n}},
+			web.Services{Identity: f.id, Market: f.market}, log, f.clock.Now)
+		srv := httptest.NewServer(s.Handler())
+		t.Cleanup(srv.Close)
+		return srv
+	}
+	get := func(srv *httptest.Server, email string) int {
+		req, _ := http.NewRequest("GET", srv.URL+"/finance", nil)
+		req.Header.Set("X-Forwarded-Email", email)
+		c := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+		res, err := c.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		return res.StatusCode
+	}
+	trusted, untrusted := serve("127.0.0.0/8"), serve("10.0.0.0/8")
+	if code := get(trusted, "ana@x.io"); code != http.StatusOK {
+		t.Fatalf("trusted proxy: %d", code)
+	}
+	if code := get(trusted, "nobody@x.io"); code != http.StatusForbidden {
+		t.Fatalf("unknown user through the proxy: %d", code)
+	}
+	if code := get(untrusted, "ana@x.io"); code != http.StatusSeeOther {
+		t.Fatalf("header from an untrusted address: %d, want a redirect to sign in", code)
 	}
 }
