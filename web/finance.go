@@ -69,7 +69,9 @@ func (s *Server) grant(c *gin.Context) {
 		f.Errors["memo"] = "At most 200 characters."
 	}
 	if len(f.Errors) == 0 {
-		key := "grant/" + c.PostForm("csrf_token")[:12] + "/" + f.Team + "/" + amount.Plain() + "/" + strconv.FormatInt(s.now().Unix()/60, 10)
+		// A double submission of the same grant by the same person within a minute is
+		// one grant.
+		key := fmt.Sprintf("grant/%d/%s/%s/%d", userOf(c).ID, f.Team, amount.Plain(), s.now().Unix()/60)
 		_, err := s.svc.Market.Grant(c.Request.Context(), key, f.Team, amount, f.Memo)
 		if err == nil {
 			s.redirectWithFlash(c, "/finance", "ok", fmt.Sprintf("Granted $%s to %s.", amount, f.Team))

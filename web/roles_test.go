@@ -350,3 +350,26 @@ func TestProxyHeaderSignsInFromTrustedAddressesOnly(t *testing.T) {
 		t.Fatalf("header from an untrusted address: %d, want a redirect to sign in", code)
 	}
 }
+
+func TestGrantsFromTheFinanceForm(t *testing.T) {
+	f := newFixture(t)
+	f.openMarket()
+	f.user("fin@x.io", exchange.RoleFinance, "")
+	b := f.browser()
+	b.login("fin@x.io")
+	tok := b.csrf("/finance")
+	for range 2 { // a double submission grants once
+		res, _ := b.post("/finance/grants", url.Values{"csrf_token": {tok}, "team": {"search"}, "amount": {"2,500"}, "memo": {"Q3"}})
+		if res.StatusCode != http.StatusSeeOther {
+			t.Fatalf("grant: %d", res.StatusCode)
+		}
+	}
+	bal, _ := f.market.Ledger().Balance(context.Background(), ledger.TeamAccount("search"))
+	if bal.Posted != 3500*ledger.Dollar {
+		t.Fatalf("search has %s after granting 2,500 twice in a row, want 3,500.00", bal.Posted)
+	}
+	res, doc := b.post("/finance/grants", url.Values{"csrf_token": {tok}, "team": {"search"}, "amount": {"-99,999"}})
+	if res.StatusCode != http.StatusUnprocessableEntity || doc.Find("[data-testid=error-amount]").Length() != 1 {
+		t.Fatalf("a take-back beyond the budget: %d", res.StatusCode)
+	}
+}
