@@ -277,7 +277,7 @@ func FinancePage(p Page, v FinanceView) templ.Component {
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
-			templ_7745c5c3_Err = FormField(Field{Name: "amount", Label: "Amount ($)", Value: v.Grant.Amount, Error: v.Grant.Errors["amount"], Placeholder: "10,000.00", Required: true, Help: "A negative amount takes budget back."}).Render(ctx, templ_7745c5c3_Buffer)
+			templ_7745c5c3_Err = FormField(Field{Name: "amount", Label: "Amount ($)", Value: v.Grant.Amount, Error: v.Grant.Errors["amount"], Placeholder: "10,000.00", Required: true, Help: "A negative amount takes budget back. The same grant submitted twice within a minute is made once."}).Render(ctx, templ_7745c5c3_Buffer)
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
