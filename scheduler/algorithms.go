@@ -1,8 +1,11 @@
 package scheduler
 
-import "math"
+import (
+	"math"
+	"slices"
+)
 
-// units is how many units of pool a request holds in each slot it runs.
+// units is how many units a request holds in each slot it runs, over all its pools.
 func units(r Request) int64 {
 	var n int64
 	for _, u := range r.Config {
@@ -11,24 +14,63 @@ func units(r Request) int64 {
 	return n
 }
 
-// feasible reports whether r can run in [s, s+Duration).
-func feasible(v View, r Request, s Slot) bool {
-	for p, u := range r.Config {
-		if v.Free(p, s, s+r.Duration) < u*r.Count {
-			return false
+// pools are a request's pools in a fixed order, so that float sums do not depend
+// on map iteration order.
+func pools(r Request) []string {
+	ps := make([]string, 0, len(r.Config))
+	for p := range r.Config {
+		ps = append(ps, p)
+	}
+	slices.Sort(ps)
+	return ps
+}
+
+// window is the slots a request may still start in, from now: starts in
+// [from, last].
+func window(r Request, now Slot) (from, last Slot) {
+	return max(r.Arrival, now), r.Deadline - r.Duration
+}
+
+// feasibleStarts calls fn for every start s from now at which r fits, in order,
+// until fn returns false. It reads each pool's free capacity over the window once
+// and keeps a running count of consecutive slots with room: O(window).
+func feasibleStarts(v View, r Request, now Slot, free map[string][]int64, fn func(s Slot) bool) {
+	from, last := window(r, now)
+	if last < from {
+		return
+	}
+	ps := pools(r)
+	for _, p := range ps {
+		free[p] = v.FreeSlots(p, from, last+r.Duration, free[p][:0])
+	}
+	run := Slot(0) // consecutive slots ending at t with room for r
+	for t := from; t < last+r.Duration; t++ {
+		room := true
+		for _, p := range ps {
+			if free[p][t-from] < r.Config[p]*r.Count {
+				room = false
+				break
+			}
+		}
+		if room {
+			run++
+		} else {
+			run = 0
+		}
+		if run >= r.Duration && !fn(t-r.Duration+1) {
+			return
 		}
 	}
-	return true
 }
 
 // earliest returns the first start at or after now at which r fits.
 func earliest(v View, r Request, now Slot) (Slot, bool) {
-	for s := max(r.Arrival, now); s+r.Duration <= r.Deadline; s++ {
-		if feasible(v, r, s) {
-			return s, true
-		}
-	}
-	return 0, false
+	start, found := Slot(0), false
+	feasibleStarts(v, r, now, map[string][]int64{}, func(s Slot) bool {
+		start, found = s, true
+		return false
+	})
+	return start, found
 }
 
 // Greedy places each request at its earliest feasible start and charges a fixed
@@ -63,8 +105,13 @@ func (OnDemand) Name() string { return "ondemand" }
 func (d OnDemand) Offer(v View, ask Ask) (Offer, bool) {
 	o := Offer{}
 	for _, r := range ask.Requests {
-		if r.Arrival > ask.Now || ask.Now+r.Duration > r.Deadline || !feasible(v, r, ask.Now) {
+		if r.Arrival > ask.Now || ask.Now+r.Duration > r.Deadline {
 			return Offer{}, false
+		}
+		for p, u := range r.Config {
+			if v.Free(p, ask.Now, ask.Now+r.Duration) < u*r.Count {
+				return Offer{}, false
+			}
 		}
 		o.Starts = append(o.Starts, ask.Now)
 		o.Price += d.UnitPrice * float64(units(r)) * float64(r.Duration)
@@ -72,45 +119,75 @@ func (d OnDemand) Offer(v View, ask Ask) (Offer, bool) {
 	return o, true
 }
 
-// Predictor is an inverse-demand curve: the highest price per unit-slot at which
-// quantity units of demand for slot will still arrive, seen from now.
+// Predictor is an inverse-demand curve: Price is the highest price per unit-slot
+// at which quantity units of demand for pool in slot will still arrive after now.
+// Zero means that much demand is not expected at any price.
 type Predictor interface {
-	Price(slot, now Slot, quantity int64, capacity int64) float64
+	Price(pool string, slot, now Slot, quantity int64) float64
 }
 
-// LoadCurve prices a unit by how full its slot is: Base at an empty pool, rising
-// exponentially to Base*Steep when full. It has no memory of past demand.
-type LoadCurve struct{ Base, Steep float64 }
+// LoadCurve is a fixed inverse-demand curve with no memory: a pool with all
+// Capacity units free prices a unit at Base, rising exponentially to Base*Steep as
+// the free quantity falls to zero.
+type LoadCurve struct {
+	Base, Steep float64
+	Capacity    int64
+}
 
 // Price implements Predictor.
-func (c LoadCurve) Price(_, _ Slot, quantity, capacity int64) float64 {
-	if capacity <= 0 {
+func (c LoadCurve) Price(_ string, _, _ Slot, quantity int64) float64 {
+	if c.Capacity <= 0 {
 		return math.Inf(1)
 	}
-	return c.Base * math.Pow(c.Steep, float64(quantity)/float64(capacity))
+	used := 1 - float64(max(quantity, 0))/float64(c.Capacity)
+	return c.Base * math.Pow(c.Steep, max(used, 0))
 }
 
-// BasicEcon prices each slot and unit from the load already committed plus the
-// predictor's view of demand to come, starts each request at its cheapest feasible
-// slot, and leaves the accept decision to the engine (the value covers the price).
-type BasicEcon struct{ Predictor Predictor }
+// BasicEcon is ERA's Basic-Econ: it prices each unit of each slot at the predicted
+// value of the demand it would displace (the predictor's inverse demand at the
+// capacity left free after it, so the committed load raises prices), at least
+// Floor per unit-slot; starts each request at its cheapest feasible slot; and
+// leaves the accept decision to the engine (the value covers the price).
+type BasicEcon struct {
+	Predictor Predictor
+	Floor     float64
+}
 
 // Name implements Algorithm.
 func (BasicEcon) Name() string { return "econ" }
 
-// Offer implements Algorithm.
+// Observe passes decided demand to a predictor that learns.
+func (b BasicEcon) Observe(d Demand) {
+	if l, ok := b.Predictor.(Learner); ok {
+		l.Observe(d)
+	}
+}
+
+// Offer implements Algorithm. The cost of every slot in the window is computed once
+// and the cheapest start found with prefix sums: O(window) predictor calls.
 func (b BasicEcon) Offer(v View, ask Ask) (Offer, bool) {
 	o := Offer{}
+	free := map[string][]int64{}
 	for _, r := range ask.Requests {
+		from, last := window(r, ask.Now)
+		if last < from {
+			return Offer{}, false
+		}
+		// prefix[k] is the cost of slots [from, from+k); filled lazily as the scan goes.
+		n := int(last+r.Duration-from) + 1
+		prefix := make([]float64, 1, n)
 		best, bestCost := Slot(-1), math.Inf(1)
-		for s := max(r.Arrival, ask.Now); s+r.Duration <= r.Deadline; s++ {
-			if !feasible(v, r, s) {
-				continue
+		ps := pools(r)
+		feasibleStarts(v, r, ask.Now, free, func(s Slot) bool {
+			for t := from + Slot(len(prefix)-1); t < s+r.Duration; t++ {
+				prefix = append(prefix, prefix[len(prefix)-1]+b.slotCost(r, ps, free, t, from, ask.Now))
 			}
-			if c := b.cost(v, r, s, ask.Now); c < bestCost {
+			// A later start must be cheaper by more than the prefix sums' rounding.
+			if c := prefix[s+r.Duration-from] - prefix[s-from]; c < bestCost-1e-9*max(1, math.Abs(bestCost)) || best < 0 {
 				best, bestCost = s, c
 			}
-		}
+			return true
+		})
 		if best < 0 {
 			return Offer{}, false
 		}
@@ -120,16 +197,14 @@ func (b BasicEcon) Offer(v View, ask Ask) (Offer, bool) {
 	return o, true
 }
 
-// cost sums, over the request's slots and pools, the price of its units on top of
-// the slot's committed load (each unit at the price of the midpoint of its block).
-func (b BasicEcon) cost(v View, r Request, s, now Slot) float64 {
+// slotCost prices the request's units in slot t: each block of units at the price
+// of its middle unit, given the capacity that would be left free.
+func (b BasicEcon) slotCost(r Request, ps []string, free map[string][]int64, t, from, now Slot) float64 {
 	total := 0.0
-	for p, u := range r.Config {
-		capacity, w := v.Capacity(p), u*r.Count
-		for t := s; t < s+r.Duration; t++ {
-			load := capacity - v.Free(p, t, t+1)
-			total += float64(w) * b.Predictor.Price(t, now, load+w/2, capacity)
-		}
+	for _, p := range ps {
+		w := r.Config[p] * r.Count
+		left := free[p][t-from] - w/2
+		total += float64(w) * max(b.Floor, b.Predictor.Price(p, t, now, left))
 	}
 	return total
 }

@@ -2,6 +2,7 @@ package scheduler
 
 import (
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 
@@ -33,6 +34,9 @@ func TestTreeAgreesWithASlice(t *testing.T) {
 			}
 			if got := tr.minimum(from, to); got != want {
 				t.Fatalf("min[%d,%d) = %d, want %d", from, to, got, want)
+			}
+			if got := tr.values(from, to, nil); !slices.Equal(got, naive[from:to]) {
+				t.Fatalf("values[%d,%d) = %v, want %v", from, to, got, naive[from:to])
 			}
 		}
 	})
@@ -70,7 +74,7 @@ func TestOnDemandOnlyStartsNow(t *testing.T) {
 }
 
 func TestEconAvoidsLoadedSlotsAndPricesRiseWithLoad(t *testing.T) {
-	algo := BasicEcon{Predictor: LoadCurve{Base: 1, Steep: 8}}
+	algo := BasicEcon{Predictor: LoadCurve{Base: 1, Steep: 8, Capacity: 10}}
 	e := NewEngine(100, map[string]int64{"c/cpu": 10}, algo)
 	first, ok, _ := e.Quote(0, []Request{req(5, 4, 0, 20)})
 	if !ok || first.Starts[0] != 0 {
@@ -93,7 +97,7 @@ func TestEconAvoidsLoadedSlotsAndPricesRiseWithLoad(t *testing.T) {
 func TestPriceAndStartDoNotDependOnTheValue(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		mk := func() *Engine {
-			return NewEngine(60, map[string]int64{"c/cpu": 10}, BasicEcon{Predictor: LoadCurve{Base: 1, Steep: 4}})
+			return NewEngine(60, map[string]int64{"c/cpu": 10}, BasicEcon{Predictor: LoadCurve{Base: 1, Steep: 4, Capacity: 10}})
 		}
 		a, b := mk(), mk()
 		for range rapid.IntRange(0, 5).Draw(t, "load") {
@@ -115,7 +119,7 @@ func TestPriceAndStartDoNotDependOnTheValue(t *testing.T) {
 // inside its window.
 func TestNeverOverCapacityAndAlwaysInsideTheWindow(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
-		algos := []Algorithm{Greedy{UnitPrice: 1}, OnDemand{UnitPrice: 1}, BasicEcon{Predictor: LoadCurve{Base: 1, Steep: 4}}}
+		algos := []Algorithm{Greedy{UnitPrice: 1}, OnDemand{UnitPrice: 1}, BasicEcon{Predictor: LoadCurve{Base: 1, Steep: 4, Capacity: 8}}}
 		e := NewEngine(40, map[string]int64{"c/cpu": 8, "c/ram": 16}, rapid.SampledFrom(algos).Draw(t, "algo"))
 		used := map[string][]int64{"c/cpu": make([]int64, 40), "c/ram": make([]int64, 40)}
 		for i := range rapid.IntRange(1, 25).Draw(t, "bids") {
@@ -142,7 +146,7 @@ func TestNeverOverCapacityAndAlwaysInsideTheWindow(t *testing.T) {
 			for p, u := range r.Config {
 				for t2 := s; t2 < s+r.Duration; t2++ {
 					used[p][t2] += u * r.Count
-					if used[p][t2] > e.Capacity(p) {
+					if used[p][t2] > e.Capacity(p, t2) {
 						t.Fatalf("%s over capacity at slot %d: %d", p, t2, used[p][t2])
 					}
 				}

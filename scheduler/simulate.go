@@ -2,56 +2,91 @@ package scheduler
 
 import (
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"sort"
 )
 
-// jobClass is one kind of job in the MapReduce-like mix.
+// jobClass is one kind of job in the MapReduce-like mix. Widths are for a
+// 100-unit cluster and scale with its capacity.
 type jobClass struct {
 	name             string
 	share            float64 // of the jobs
 	width, duration  [2]int  // ranges, inclusive
 	slack            [2]float64
 	valuePerUnitSlot float64
+	lead             int // submitted up to this many slots before the window opens
 }
 
 // mapReduceClasses: five small or medium classes worth $10 per unit-slot and one
-// class of large, low-value jobs worth $1 (ERA's evaluation mix).
+// class of large, low-value jobs worth $1 (ERA's evaluation mix). The large jobs
+// are few but hold most of the demand for capacity; their windows are wide.
 var mapReduceClasses = []jobClass{
-	{"small-interactive", 0.20, [2]int{1, 4}, [2]int{1, 3}, [2]float64{1, 2}, 10},
-	{"small-batch", 0.20, [2]int{2, 8}, [2]int{2, 6}, [2]float64{1.5, 4}, 10},
-	{"medium-etl", 0.15, [2]int{8, 24}, [2]int{3, 12}, [2]float64{1.5, 4}, 10},
-	{"reporting", 0.12, [2]int{4, 16}, [2]int{6, 18}, [2]float64{2, 6}, 10},
-	{"ml-features", 0.08, [2]int{16, 48}, [2]int{4, 10}, [2]float64{2, 5}, 10},
-	{"large-backfill", 0.25, [2]int{30, 80}, [2]int{24, 96}, [2]float64{1.5, 6}, 1},
+	{"small-interactive", 0.30, [2]int{1, 4}, [2]int{1, 3}, [2]float64{1, 2}, 10, 0},
+	{"small-batch", 0.24, [2]int{2, 8}, [2]int{2, 6}, [2]float64{1.5, 4}, 10, 0},
+	{"medium-etl", 0.16, [2]int{8, 24}, [2]int{3, 12}, [2]float64{1.5, 4}, 10, 0},
+	{"reporting", 0.13, [2]int{4, 16}, [2]int{6, 18}, [2]float64{2, 6}, 10, 0},
+	{"ml-features", 0.10, [2]int{16, 48}, [2]int{4, 10}, [2]float64{2, 5}, 10, 0},
+	{"large-backfill", 0.08, [2]int{10, 30}, [2]int{24, 96}, [2]float64{1.5, 6}, 1, 0},
 }
 
-// GenerateMapReduce writes n seeded jobs of the six classes arriving over horizon
-// slots, sized so that together they want several times a cluster of capacity
-// units. The same arguments always give the same jobs.
-func GenerateMapReduce(n int, seed uint64, horizon Slot) []Job {
+// MapReduceLoad is how many times the generated demand for unit-slots exceeds
+// what the cluster can run over the workload's span.
+const MapReduceLoad = 4
+
+// MapReduceClasses names the generator's job classes, the low-value one last.
+func MapReduceClasses() []string {
+	out := make([]string, len(mapReduceClasses))
+	for i, c := range mapReduceClasses {
+		out[i] = c.name
+	}
+	return out
+}
+
+// GenerateMapReduce writes n seeded jobs of the six classes for a cluster of
+// capacity units. Arrivals are spread over a span chosen so the jobs together ask
+// for MapReduceLoad times the unit-slots the cluster has: a cluster far too small
+// for all of them. The same arguments always give the same jobs.
+func GenerateMapReduce(n int, seed uint64, capacity int64) []Job {
+	return generate(n, seed, capacity, mapReduceClasses, MapReduceLoad)
+}
+
+func generate(n int, seed uint64, capacity int64, classes []jobClass, load float64) []Job {
 	rng := rand.New(rand.NewPCG(seed, seed*7+1))
+	scale := max(float64(capacity)/100, 0.01)
+	var mean float64 // expected unit-slots of one job
+	total := 0.0
+	for _, c := range classes {
+		total += c.share
+	}
+	for _, c := range classes {
+		w := max(float64(c.width[0]+c.width[1])/2*scale, 1)
+		mean += c.share / total * w * float64(c.duration[0]+c.duration[1]) / 2
+	}
+	span := max(Slot(float64(n)*mean/(float64(max(capacity, 1))*load)), 1)
 	between := func(r [2]int) int { return r[0] + rng.IntN(r[1]-r[0]+1) }
 	jobs := make([]Job, 0, n)
 	for i := range n {
-		x, c := rng.Float64(), mapReduceClasses[len(mapReduceClasses)-1]
-		for _, k := range mapReduceClasses {
+		x, c := rng.Float64()*total, classes[len(classes)-1]
+		for _, k := range classes {
 			if x < k.share {
 				c = k
 				break
 			}
 			x -= k.share
 		}
-		w, d := between(c.width), Slot(between(c.duration))
-		arrival := Slot(rng.IntN(max(int(horizon)-int(d)*2, 1)))
+		w := max(int64(math.Round(float64(between(c.width))*scale)), 1)
+		d := Slot(between(c.duration))
+		arrival := Slot(rng.IntN(int(span)))
 		slack := c.slack[0] + (c.slack[1]-c.slack[0])*rng.Float64()
-		deadline := min(arrival+Slot(float64(d)*slack)+1, horizon)
-		if deadline-arrival < d {
-			deadline = arrival + d
-		}
+		deadline := max(arrival+Slot(math.Ceil(float64(d)*slack)), arrival+d)
 		value := c.valuePerUnitSlot * float64(w) * float64(d) * (0.8 + 0.4*rng.Float64())
-		jobs = append(jobs, Job{ID: fmt.Sprintf("j%d", i), Team: c.name, Class: c.name, Submit: arrival, Arrival: arrival,
-			Deadline: deadline, Duration: d, Width: int64(w), Value: value})
+		submit := arrival
+		if c.lead > 0 {
+			submit = max(arrival-Slot(rng.IntN(c.lead+1)), 0)
+		}
+		jobs = append(jobs, Job{ID: fmt.Sprintf("j%d", i), Team: c.name, Class: c.name, Submit: submit, Arrival: arrival,
+			Deadline: deadline, Duration: d, Width: w, Value: value})
 	}
 	return jobs
 }
@@ -65,49 +100,116 @@ type Outcome struct {
 	AcceptedValue  float64
 	ValueShare     float64 // accepted over requested value
 	Revenue        float64
-	Utilization    float64           // unit-slots used over unit-slots available
+	Utilization    float64           // unit-slots run over unit-slots available
 	MeanPrice      float64           // revenue per accepted unit-slot
-	ByClass        map[string][2]int // class: accepted, submitted
+	ByClass        map[string][2]int // class (or team): accepted, submitted
+	// Series is, per slot, the units the simulated cluster ran and the mean price
+	// per unit-slot of the jobs running (0 when idle).
+	Series []SlotStat
 }
 
-// Simulate replays jobs in submit order through an engine with one pool of
-// capacity units and the algorithm, and reports what it accepted.
+// SlotStat is one slot of a simulation.
+type SlotStat struct {
+	Used  int64
+	Price float64
+}
+
+// SimConfig is a simulation's setting.
+type SimConfig struct {
+	Capacity int64
+	// Progress, when set, is called as the simulated clock advances.
+	Progress func(slot, horizon Slot)
+}
+
+// Simulate replays jobs through an engine with one pool of capacity units and the
+// algorithm, and reports what it accepted.
 func Simulate(jobs []Job, capacity int64, algo Algorithm) (Outcome, error) {
+	return SimulateWith(jobs, algo, SimConfig{Capacity: capacity})
+}
+
+// SimPool is the pool a simulated cluster offers.
+const SimPool = "sim/units"
+
+// SimulateWith replays jobs on a simulated cluster. Each slot, the jobs submitted
+// in it are offered to the engine, then the cluster asks the engine what to run
+// through the Agent interface (as a real cluster agent does), runs it, and reports
+// the jobs that ended.
+func SimulateWith(jobs []Job, algo Algorithm, cfg SimConfig) (Outcome, error) {
+	if cfg.Capacity <= 0 {
+		return Outcome{}, fmt.Errorf("capacity: must be at least 1 unit")
+	}
 	js := append([]Job(nil), jobs...)
 	sort.SliceStable(js, func(i, j int) bool { return js[i].Submit < js[j].Submit })
 	horizon := Slot(1)
 	for _, j := range js {
 		horizon = max(horizon, j.Deadline)
 	}
-	e := NewEngine(horizon, map[string]int64{"sim/units": capacity}, algo)
-	out := Outcome{Name: algo.Name(), Jobs: len(js), ByClass: map[string][2]int{}}
+	e := NewEngine(horizon, map[string]int64{SimPool: cfg.Capacity}, algo)
+	var agent Agent = e
+	out := Outcome{Name: algo.Name(), Jobs: len(js), ByClass: map[string][2]int{}, Series: make([]SlotStat, horizon)}
+	unitPrice := map[int64]float64{}
 	var used float64
-	for _, j := range js {
-		out.RequestedValue += j.Value
-		c := out.ByClass[j.Class]
-		c[1]++
-		r := Request{Config: Config{"sim/units": 1}, Count: j.Width, Duration: j.Duration, Arrival: j.Arrival, Deadline: j.Deadline}
-		if j.Width > capacity {
-			out.ByClass[j.Class] = c
-			continue
+	k := 0
+	for now := Slot(0); now < horizon; now++ {
+		for ; k < len(js) && js[k].Submit <= now; k++ {
+			j := js[k]
+			class := j.Class
+			if class == "" {
+				class = j.Team
+			}
+			c := out.ByClass[class]
+			c[1]++
+			out.RequestedValue += j.Value
+			if j.Width <= cfg.Capacity {
+				r := Request{Config: Config{SimPool: 1}, Count: j.Width, Duration: j.Duration, Arrival: j.Arrival, Deadline: j.Deadline}
+				res, ok, err := e.MakeReservation(j.Submit, Bid{Requests: []Request{r}, Value: j.Value})
+				if err != nil {
+					return Outcome{}, fmt.Errorf("job %s: %w", j.ID, err)
+				}
+				if ok {
+					out.AcceptedJobs++
+					out.AcceptedValue += j.Value
+					out.Revenue += res.Price
+					unitPrice[res.ID] = res.Price / (float64(j.Width) * float64(j.Duration))
+					c[0]++
+				}
+			}
+			out.ByClass[class] = c
 		}
-		res, ok, err := e.MakeReservation(j.Submit, Bid{Requests: []Request{r}, Value: j.Value})
-		if err != nil {
-			return Outcome{}, fmt.Errorf("job %s: %w", j.ID, err)
+		alloc := agent.CurrentAllocation(now)
+		var ends []JobEnd
+		st := &out.Series[now]
+		var paid float64
+		for _, a := range alloc.Running {
+			st.Used += a.Units
+			paid += unitPrice[a.Reservation] * float64(a.Units)
+			if a.End == now+1 {
+				ends = append(ends, JobEnd{Reservation: a.Reservation, Request: a.Request, At: now + 1})
+			}
 		}
-		if ok {
-			out.AcceptedJobs++
-			out.AcceptedValue += j.Value
-			out.Revenue += res.Price
-			used += float64(j.Width) * float64(j.Duration)
-			c[0]++
+		if st.Used > cfg.Capacity {
+			return Outcome{}, fmt.Errorf("slot %d: the engine allocated %d of %d units", now, st.Used, cfg.Capacity)
 		}
-		out.ByClass[j.Class] = c
+		if st.Used > 0 {
+			st.Price = paid / float64(st.Used)
+		}
+		used += float64(st.Used)
+		if len(ends) > 0 {
+			if _, err := agent.Update(now+1, Update{Ends: ends}); err != nil {
+				return Outcome{}, err
+			}
+		}
+		for _, id := range e.Retire(now + 1) {
+			delete(unitPrice, id)
+		}
+		if cfg.Progress != nil && (now%64 == 0 || now == horizon-1) {
+			cfg.Progress(now+1, horizon)
+		}
 	}
 	if out.RequestedValue > 0 {
 		out.ValueShare = out.AcceptedValue / out.RequestedValue
 	}
-	out.Utilization = used / (float64(capacity) * float64(horizon))
+	out.Utilization = used / (float64(cfg.Capacity) * float64(horizon))
 	if used > 0 {
 		out.MeanPrice = out.Revenue / used
 	}

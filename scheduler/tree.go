@@ -59,3 +59,21 @@ func (t *tree) minAt(node, lo, hi, from, to int) int64 {
 	}
 	return m + t.lazy[node]
 }
+
+// values appends the free units of every slot in [from, to) to dst, in O(k + log n).
+func (t *tree) values(from, to int, dst []int64) []int64 {
+	return t.valuesAt(1, 0, t.n, from, to, 0, dst)
+}
+
+func (t *tree) valuesAt(node, lo, hi, from, to int, acc int64, dst []int64) []int64 {
+	if to <= lo || hi <= from {
+		return dst
+	}
+	if hi-lo == 1 {
+		return append(dst, t.min[node]+acc)
+	}
+	acc += t.lazy[node]
+	mid := (lo + hi) / 2
+	dst = t.valuesAt(2*node, lo, mid, from, to, acc, dst)
+	return t.valuesAt(2*node+1, mid, hi, from, to, acc, dst)
+}

@@ -83,6 +83,7 @@ as underscores (--db becomes CLEARHOUSE_DB). A flag on the command line wins.`,
 		newAuctionCmd(),
 		newTeamCmd(),
 		newUserCmd(),
+		newSimulateCmd(),
 	)
 	return root
 }

@@ -1,0 +1,380 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/clearhouse/clearhouse/scheduler"
+	"github.com/schollz/progressbar/v3"
+	"github.com/spf13/cobra"
+	"golang.org/x/term"
+)
+
+// simAlgorithms are the algorithms `simulate` knows, in the order it lists them.
+var simAlgorithms = []string{"econ", "econ-fractional", "econ-load", "greedy", "ondemand"}
+
+// simOptions are the flags of `clearhouse simulate`.
+type simOptions struct {
+	workload    string
+	generate    string
+	jobs        int
+	seed        uint64
+	capacity    int64
+	algorithms  string
+	slotSeconds int
+	fixedPrice  float64
+	slack       float64
+	valueMedian float64
+	valueSpread float64
+	json        bool
+	report      string
+}
+
+func newSimulateCmd() *cobra.Command {
+	var o simOptions
+	cmd := &cobra.Command{
+		Use:   "simulate",
+		Short: "Replay a workload through the reservation scheduler and compare algorithms",
+		Long: `Replay a workload of jobs with deadlines through the reservation scheduler, on a
+simulated cluster of --capacity units, once per algorithm, and report what each
+achieved against the offline upper bound (the value-maximizing fractional
+allocation of the whole workload, computed exactly).
+
+Workloads (shared/formats/workload.md): a CSV file, an SWF log (the Parallel
+Workloads Archive's format; values and deadlines come from a seeded model set by
+--slack, --value-median and --value-spread), or a seeded MapReduce-like mix
+(--generate mapreduce --jobs N --seed S).
+
+Algorithms: econ (Basic-Econ with the seasonal predictor learned online),
+econ-fractional (Basic-Econ priced from the fractional optimum of the past week's
+requests), econ-load (Basic-Econ with a fixed load curve), greedy (first fit at
+--fixed-price per unit-slot) and ondemand (only what fits now, at --fixed-price).
+
+Output: a table, with a progress bar on a terminal; --json prints one JSON object
+and nothing else; --report F.html writes a self-contained page with charts.`,
+		Example: `  clearhouse simulate --generate mapreduce --jobs 10000 --seed 1 --capacity 100
+  clearhouse simulate --workload shared/data/hpc2n.swf --capacity 240 --json
+  clearhouse simulate --workload jobs.csv --capacity 50 --algorithms econ,greedy --report sim.html`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return runSimulate(cmd, o) },
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.workload, "workload", "", "workload file: .csv or .swf")
+	f.StringVar(&o.generate, "generate", "", "generate a workload instead: mapreduce")
+	f.IntVar(&o.jobs, "jobs", 10000, "jobs to generate")
+	f.Uint64Var(&o.seed, "seed", 1, "seed of the generator and of the SWF value and deadline model")
+	f.Int64Var(&o.capacity, "capacity", 0, "the simulated pool's size in units (SWF: processors; default: the log's MaxProcs; generated: 100)")
+	f.StringVar(&o.algorithms, "algorithms", "econ,greedy,ondemand", "comma-separated: "+strings.Join(simAlgorithms, ", "))
+	f.IntVar(&o.slotSeconds, "slot-seconds", 300, "seconds per slot (SWF logs and the seasonal predictor)")
+	f.Float64Var(&o.fixedPrice, "fixed-price", 0.5, "greedy's and ondemand's price per unit-slot, in dollars")
+	f.Float64Var(&o.slack, "slack", scheduler.DefaultSWFModel.Slack, "SWF: a deadline is arrival + duration x (1 + slack x U[0,1))")
+	f.Float64Var(&o.valueMedian, "value-median", scheduler.DefaultSWFModel.ValueMedian, "SWF: median value per unit-slot, in dollars")
+	f.Float64Var(&o.valueSpread, "value-spread", scheduler.DefaultSWFModel.ValueSpread, "SWF: spread of the log-normal value per unit-slot")
+	f.BoolVar(&o.json, "json", false, "print one JSON object (shared/formats/workload.md) and nothing else")
+	f.StringVar(&o.report, "report", "", "write a self-contained HTML report with charts to this file")
+	return cmd
+}
+
+// simResult is the JSON the command prints (shared/formats/workload.md), plus the
+// share of the upper bound and the acceptance by class.
+type simResult struct {
+	Workload struct {
+		Jobs           int     `json:"jobs"`
+		RequestedValue float64 `json:"requested_value"`
+		Capacity       int64   `json:"capacity"`
+		Slots          int     `json:"slots"`
+	} `json:"workload"`
+	UpperBoundValue float64        `json:"upper_bound_value"`
+	Algorithms      []simAlgorithm `json:"algorithms"`
+	outcomes        []scheduler.Outcome
+	classes         []string
+	title           string
+}
+
+type simAlgorithm struct {
+	Name            string            `json:"name"`
+	AcceptedJobs    int               `json:"accepted_jobs"`
+	AcceptedValue   float64           `json:"accepted_value"`
+	ValueShare      float64           `json:"value_share"`
+	Revenue         float64           `json:"revenue"`
+	Utilization     float64           `json:"utilization"`
+	MeanPrice       float64           `json:"mean_price"`
+	UpperBoundShare float64           `json:"upper_bound_share"`
+	Classes         map[string][2]int `json:"accepted_by_class"`
+}
+
+func runSimulate(cmd *cobra.Command, o simOptions) error {
+	algos, err := parseAlgorithms(o.algorithms)
+	if err != nil {
+		return &exitError{2, err}
+	}
+	jobs, capacity, title, err := loadWorkload(cmd, o)
+	if err != nil {
+		return &exitError{2, err}
+	}
+	if len(jobs) == 0 {
+		return &exitError{2, errors.New("the workload has no jobs")}
+	}
+	res := simResult{title: title, classes: workloadClasses(jobs)}
+	res.Workload.Jobs, res.Workload.Capacity = len(jobs), capacity
+
+	stderr := cmd.ErrOrStderr()
+	var bar *progressbar.ProgressBar
+	if f, ok := stderr.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
+		bar = progressbar.NewOptions(len(algos)*1000+1000,
+			progressbar.OptionSetWriter(stderr), progressbar.OptionSetWidth(30),
+			progressbar.OptionSetDescription("upper bound"), progressbar.OptionClearOnFinish(),
+			progressbar.OptionShowElapsedTimeOnFinish(), progressbar.OptionSetPredictTime(true))
+	}
+	bound := scheduler.UpperBound(jobs, capacity)
+	res.UpperBoundValue = bound.Value
+	if bar != nil {
+		bar.Set(1000)
+	}
+	for i, name := range algos {
+		if bar != nil {
+			bar.Describe(name)
+		}
+		cfg := scheduler.SimConfig{Capacity: capacity}
+		if bar != nil {
+			base := 1000 + i*1000
+			cfg.Progress = func(slot, horizon scheduler.Slot) {
+				bar.Set(base + int(1000*int64(slot)/int64(max(horizon, 1))))
+			}
+		}
+		out, err := scheduler.SimulateWith(jobs, newAlgorithm(name, o, capacity), cfg)
+		if err != nil {
+			return err
+		}
+		res.outcomes = append(res.outcomes, out)
+		res.Workload.RequestedValue = out.RequestedValue
+		res.Workload.Slots = len(out.Series)
+		a := simAlgorithm{Name: name, AcceptedJobs: out.AcceptedJobs, AcceptedValue: round2(out.AcceptedValue),
+			ValueShare: round4(out.ValueShare), Revenue: round2(out.Revenue), Utilization: round4(out.Utilization),
+			MeanPrice: round4(out.MeanPrice), Classes: out.ByClass}
+		if bound.Value > 0 {
+			a.UpperBoundShare = round4(out.AcceptedValue / bound.Value)
+		}
+		res.Algorithms = append(res.Algorithms, a)
+	}
+	if bar != nil {
+		bar.Finish()
+	}
+	res.Workload.RequestedValue = round2(res.Workload.RequestedValue)
+	res.UpperBoundValue = round2(res.UpperBoundValue)
+
+	if o.report != "" {
+		page, err := renderSimReport(res)
+		if err != nil {
+			return err
+		}
+		if err := writeOut(cmd, o.report, page); err != nil {
+			return fmt.Errorf("report: %w", err)
+		}
+	}
+	if o.json {
+		enc := json.NewEncoder(cmd.OutOrStdout())
+		enc.SetIndent("", "  ")
+		return enc.Encode(res)
+	}
+	printSimTable(cmd.OutOrStdout(), res)
+	if o.report != "" {
+		fmt.Fprintf(cmd.OutOrStdout(), "\nreport: %s\n", o.report)
+	}
+	return nil
+}
+
+func round2(x float64) float64 { return float64(int64(x*100+0.5)) / 100 }
+func round4(x float64) float64 { return float64(int64(x*10000+0.5)) / 10000 }
+
+func parseAlgorithms(list string) ([]string, error) {
+	var out []string
+	for _, a := range strings.Split(list, ",") {
+		a = strings.TrimSpace(a)
+		if a == "" {
+			continue
+		}
+		if !slices.Contains(simAlgorithms, a) {
+			return nil, fmt.Errorf("--algorithms: unknown algorithm %q (known: %s)", a, strings.Join(simAlgorithms, ", "))
+		}
+		if !slices.Contains(out, a) {
+			out = append(out, a)
+		}
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("--algorithms: name at least one of %s", strings.Join(simAlgorithms, ", "))
+	}
+	return out, nil
+}
+
+func newAlgorithm(name string, o simOptions, capacity int64) scheduler.Algorithm {
+	switch name {
+	case "econ":
+		return scheduler.BasicEcon{Predictor: scheduler.NewSeasonal(o.slotSeconds)}
+	case "econ-fractional":
+		return scheduler.BasicEcon{Predictor: scheduler.NewFractional(o.slotSeconds, map[string]int64{scheduler.SimPool: capacity})}
+	case "econ-load":
+		return scheduler.BasicEcon{Predictor: scheduler.LoadCurve{Base: 1.5, Steep: 6, Capacity: capacity}}
+	case "greedy":
+		return scheduler.Greedy{UnitPrice: o.fixedPrice}
+	default:
+		return scheduler.OnDemand{UnitPrice: o.fixedPrice}
+	}
+}
+
+var maxProcs = regexp.MustCompile(`^;\s*MaxProcs:\s*(\d+)`)
+
+// loadWorkload reads or generates the jobs and settles the capacity.
+func loadWorkload(cmd *cobra.Command, o simOptions) ([]scheduler.Job, int64, string, error) {
+	if o.capacity < 0 {
+		return nil, 0, "", errors.New("--capacity: must be a positive number of units")
+	}
+	if o.slotSeconds <= 0 {
+		return nil, 0, "", errors.New("--slot-seconds: must be positive")
+	}
+	if o.fixedPrice < 0 {
+		return nil, 0, "", errors.New("--fixed-price: must not be negative")
+	}
+	switch {
+	case o.workload != "" && o.generate != "":
+		return nil, 0, "", errors.New("give --workload or --generate, not both")
+	case o.generate != "":
+		if o.generate != "mapreduce" {
+			return nil, 0, "", fmt.Errorf("--generate: unknown generator %q (known: mapreduce)", o.generate)
+		}
+		if o.jobs <= 0 || o.jobs > 10_000_000 {
+			return nil, 0, "", errors.New("--jobs: must be between 1 and 10,000,000")
+		}
+		capacity := o.capacity
+		if capacity == 0 {
+			capacity = 100
+		}
+		jobs := scheduler.GenerateMapReduce(o.jobs, o.seed, capacity)
+		return jobs, capacity, fmt.Sprintf("MapReduce-like mix: %d jobs, seed %d, %d units", o.jobs, o.seed, capacity), nil
+	case o.workload == "":
+		return nil, 0, "", errors.New("give a workload: --workload FILE.csv|FILE.swf, or --generate mapreduce")
+	}
+	in, err := openIn(cmd, o.workload)
+	if err != nil {
+		return nil, 0, "", err
+	}
+	defer in.Close()
+	title := filepath.Base(o.workload)
+	switch strings.ToLower(filepath.Ext(o.workload)) {
+	case ".csv":
+		if o.capacity == 0 {
+			return nil, 0, "", errors.New("--capacity: a CSV workload needs the pool's size in units")
+		}
+		jobs, err := scheduler.ReadCSV(in)
+		if err != nil {
+			return nil, 0, "", fmt.Errorf("%s: %w", o.workload, err)
+		}
+		return jobs, o.capacity, fmt.Sprintf("%s: %d units", title, o.capacity), nil
+	case ".swf":
+		data, err := io.ReadAll(in)
+		if err != nil {
+			return nil, 0, "", err
+		}
+		capacity := o.capacity
+		if capacity == 0 {
+			sc := bufio.NewScanner(strings.NewReader(string(data)))
+			for sc.Scan() && capacity == 0 {
+				if m := maxProcs.FindStringSubmatch(sc.Text()); m != nil {
+					capacity, _ = strconv.ParseInt(m[1], 10, 64)
+				}
+			}
+			if capacity <= 0 {
+				return nil, 0, "", errors.New("--capacity: the log has no MaxProcs header; give the pool's size")
+			}
+		}
+		model := scheduler.SWFModel{SlotSeconds: o.slotSeconds, Seed: o.seed, Slack: o.slack, ValueMedian: o.valueMedian, ValueSpread: o.valueSpread}
+		if o.slack < 0 || o.valueMedian <= 0 || o.valueSpread < 0 {
+			return nil, 0, "", errors.New("--slack and --value-spread must not be negative, --value-median must be positive")
+		}
+		jobs, err := scheduler.ReadSWF(strings.NewReader(string(data)), model)
+		if err != nil {
+			return nil, 0, "", fmt.Errorf("%s: %w", o.workload, err)
+		}
+		return jobs, capacity, fmt.Sprintf("%s: %d jobs, %d units, seed %d", title, len(jobs), capacity, o.seed), nil
+	default:
+		return nil, 0, "", fmt.Errorf("--workload: %s: the name must end in .csv or .swf", o.workload)
+	}
+}
+
+// workloadClasses lists the classes (or teams) of the jobs: the generator's in its
+// order, else the ten largest teams by value.
+func workloadClasses(jobs []scheduler.Job) []string {
+	if jobs[0].Class != "" {
+		return scheduler.MapReduceClasses()
+	}
+	value := map[string]float64{}
+	for _, j := range jobs {
+		value[j.Team] += j.Value
+	}
+	teams := make([]string, 0, len(value))
+	for t := range value {
+		teams = append(teams, t)
+	}
+	slices.SortFunc(teams, func(a, b string) int {
+		if value[a] != value[b] {
+			if value[a] > value[b] {
+				return -1
+			}
+			return 1
+		}
+		return strings.Compare(a, b)
+	})
+	return teams[:min(len(teams), 10)]
+}
+
+func printSimTable(w io.Writer, res simResult) {
+	fmt.Fprintf(w, "%s\n%d jobs over %d slots, requested value $%s, upper bound $%s (%.1f%% of requested)\n\n",
+		res.title, res.Workload.Jobs, res.Workload.Slots, dollars(res.Workload.RequestedValue), dollars(res.UpperBoundValue),
+		100*res.UpperBoundValue/max(res.Workload.RequestedValue, 1e-9))
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "algorithm\taccepted jobs\taccepted value\tof requested\tof upper bound\trevenue\tutilization\tprice/unit-slot\t")
+	for _, a := range res.Algorithms {
+		fmt.Fprintf(tw, "%s\t%d\t$%s\t%.1f%%\t%.1f%%\t$%s\t%.1f%%\t$%.2f\t\n", a.Name, a.AcceptedJobs, dollars(a.AcceptedValue),
+			100*a.ValueShare, 100*a.UpperBoundShare, dollars(a.Revenue), 100*a.Utilization, a.MeanPrice)
+	}
+	tw.Flush()
+	fmt.Fprintln(w, "\naccepted jobs by class:")
+	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprint(tw, "class\tjobs\t")
+	for _, a := range res.Algorithms {
+		fmt.Fprintf(tw, "%s\t", a.Name)
+	}
+	fmt.Fprintln(tw)
+	for _, c := range res.classes {
+		n := res.Algorithms[0].Classes[c][1]
+		fmt.Fprintf(tw, "%s\t%d\t", c, n)
+		for _, a := range res.Algorithms {
+			fmt.Fprintf(tw, "%d\t", a.Classes[c][0])
+		}
+		fmt.Fprintln(tw)
+	}
+	tw.Flush()
+}
+
+// dollars formats whole dollars with thousands separators.
+func dollars(x float64) string {
+	s := strconv.FormatInt(int64(x+0.5), 10)
+	var b strings.Builder
+	for i, r := range s {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
