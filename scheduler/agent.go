@@ -215,7 +215,8 @@ func uses(r *Reservation, pool string, slots []Slot) bool {
 // overbooked slot are lifted out of the plan; they are put back, most valuable
 // first, at their old starts when they fit, else at the earliest starts inside
 // their windows (requests already running stay where they are). Whatever cannot
-// be put back is at risk. Finally every reservation at risk is tried once more, so
+// be put back is at risk. The plan only grows while reservations are put back, so
+// one that did not fit when its turn came does not fit the final plan either:
 // none is dropped that the final plan could hold.
 func (e *Engine) replan(now Slot) ([]Move, []Reservation) {
 	over := e.overbooked(now)
@@ -256,16 +257,6 @@ func (e *Engine) replan(now Slot) ([]Move, []Reservation) {
 	for _, r := range lifted {
 		if !place(r) {
 			risk = append(risk, r)
-		}
-	}
-	for changed := true; changed; {
-		changed = false
-		for i := 0; i < len(risk); i++ {
-			if place(risk[i]) {
-				risk = slices.Delete(risk, i, i+1)
-				changed = true
-				i--
-			}
 		}
 	}
 	out := make([]Reservation, len(risk))

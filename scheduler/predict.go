@@ -174,7 +174,7 @@ type Fractional struct {
 	model    *Seasonal
 	slotSecs int
 	solvedAt Slot
-	solved   bool
+	solvedN  int // requests in the last solve
 }
 
 // NewFractional returns a fractional predictor for pools of the given capacities
@@ -187,7 +187,9 @@ func NewFractional(slotSeconds int, capacity map[string]int64) *Fractional {
 // Observe implements Learner.
 func (f *Fractional) Observe(d Demand) {
 	f.past = append(f.past, d)
-	if !f.solved || d.Now-f.solvedAt >= Slot(f.perDay) {
+	// Solve daily, and while history is short whenever it has doubled, so the first
+	// day is not priced from the first request alone.
+	if d.Now-f.solvedAt >= Slot(f.perDay) || len(f.past) >= 2*f.solvedN {
 		f.solve(d.Now)
 	}
 }
@@ -201,7 +203,7 @@ func (f *Fractional) solve(now Slot) {
 		}
 	}
 	f.past = keep
-	f.solvedAt, f.solved = now, true
+	f.solvedAt, f.solvedN = now, len(f.past)
 	model := NewSeasonal(f.slotSecs)
 	weight := make([]float64, len(f.past))
 	for pool, capacity := range f.capacity {

@@ -264,13 +264,17 @@ func loadWorkload(cmd *cobra.Command, o simOptions) ([]scheduler.Job, int64, str
 	case o.workload == "":
 		return nil, 0, "", errors.New("give a workload: --workload FILE.csv|FILE.swf, or --generate mapreduce")
 	}
+	ext := strings.ToLower(filepath.Ext(o.workload))
+	if ext != ".csv" && ext != ".swf" {
+		return nil, 0, "", fmt.Errorf("--workload: %s: the name must end in .csv or .swf", o.workload)
+	}
 	in, err := openIn(cmd, o.workload)
 	if err != nil {
 		return nil, 0, "", err
 	}
 	defer in.Close()
 	title := filepath.Base(o.workload)
-	switch strings.ToLower(filepath.Ext(o.workload)) {
+	switch ext {
 	case ".csv":
 		if o.capacity == 0 {
 			return nil, 0, "", errors.New("--capacity: a CSV workload needs the pool's size in units")
@@ -280,7 +284,7 @@ func loadWorkload(cmd *cobra.Command, o simOptions) ([]scheduler.Job, int64, str
 			return nil, 0, "", fmt.Errorf("%s: %w", o.workload, err)
 		}
 		return jobs, o.capacity, fmt.Sprintf("%s: %d units", title, o.capacity), nil
-	case ".swf":
+	default: // .swf
 		data, err := io.ReadAll(in)
 		if err != nil {
 			return nil, 0, "", err
@@ -306,8 +310,6 @@ func loadWorkload(cmd *cobra.Command, o simOptions) ([]scheduler.Job, int64, str
 			return nil, 0, "", fmt.Errorf("%s: %w", o.workload, err)
 		}
 		return jobs, capacity, fmt.Sprintf("%s: %d jobs, %d units, seed %d", title, len(jobs), capacity, o.seed), nil
-	default:
-		return nil, 0, "", fmt.Errorf("--workload: %s: the name must end in .csv or .swf", o.workload)
 	}
 }
 

@@ -1,0 +1,113 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestSimulateGeneratedJSON(t *testing.T) {
+	code, out, errOut := runCLI(t, "", "simulate", "--generate", "mapreduce", "--jobs", "3000", "--seed", "4",
+		"--capacity", "100", "--algorithms", "econ,greedy", "--json")
+	if code != 0 {
+		t.Fatalf("%d %s", code, errOut)
+	}
+	var res struct {
+		Workload struct {
+			Jobs           int     `json:"jobs"`
+			RequestedValue float64 `json:"requested_value"`
+		} `json:"workload"`
+		UpperBound float64 `json:"upper_bound_value"`
+		Algorithms []struct {
+			Name          string  `json:"name"`
+			AcceptedJobs  int     `json:"accepted_jobs"`
+			AcceptedValue float64 `json:"accepted_value"`
+			ValueShare    float64 `json:"value_share"`
+			Revenue       float64 `json:"revenue"`
+			Utilization   float64 `json:"utilization"`
+		} `json:"algorithms"`
+	}
+	dec := json.NewDecoder(strings.NewReader(out))
+	if err := dec.Decode(&res); err != nil || dec.More() {
+		t.Fatalf("standard output is not one JSON object: %v\n%s", err, out)
+	}
+	if res.Workload.Jobs != 3000 || len(res.Algorithms) != 2 || res.Algorithms[0].Name != "econ" || res.Algorithms[1].Name != "greedy" {
+		t.Fatalf("%+v", res)
+	}
+	if res.UpperBound <= 0 || res.UpperBound > res.Workload.RequestedValue {
+		t.Fatalf("upper bound %v of requested %v", res.UpperBound, res.Workload.RequestedValue)
+	}
+	for _, a := range res.Algorithms {
+		if a.AcceptedValue > res.UpperBound || a.Utilization <= 0 || a.Utilization > 1 || a.AcceptedJobs == 0 {
+			t.Fatalf("%+v", a)
+		}
+		if share := a.AcceptedValue / res.Workload.RequestedValue; share-a.ValueShare > 1e-3 || a.ValueShare-share > 1e-3 {
+			t.Fatalf("%s: value_share %v, accepted over requested %v", a.Name, a.ValueShare, share)
+		}
+	}
+	if res.Algorithms[0].AcceptedValue <= res.Algorithms[1].AcceptedValue {
+		t.Fatalf("econ $%v not above greedy $%v", res.Algorithms[0].AcceptedValue, res.Algorithms[1].AcceptedValue)
+	}
+}
+
+func TestSimulateTableAndReport(t *testing.T) {
+	dir := t.TempDir()
+	swf := filepath.Join(dir, "head.swf")
+	data, err := os.ReadFile("testdata/hpc2n-head.swf")
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(swf, data, 0o644)
+	report := filepath.Join(dir, "sim.html")
+	code, out, errOut := runCLI(t, "", "simulate", "--workload", swf, "--report", report)
+	if code != 0 {
+		t.Fatalf("%d %s", code, errOut)
+	}
+	for _, want := range []string{"240 units", "upper bound", "econ", "greedy", "ondemand", "accepted jobs by class", "report: " + report} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the table lacks %q:\n%s", want, out)
+		}
+	}
+	page, err := os.ReadFile(report)
+	if err != nil {
+		t.Fatal(err)
+	}
+	html := string(page)
+	if strings.Count(html, "<svg") != 4 || strings.Contains(html, "<script") || strings.Contains(html, "http://") && !strings.Contains(html, "http://www.w3.org") {
+		t.Fatalf("the report is not four inline SVG charts and nothing external")
+	}
+	for _, want := range []string{"Utilization over time", "Price over time", "Accepted jobs by class", "Value accepted against the upper bound", "<polyline", "<rect"} {
+		if !strings.Contains(html, want) {
+			t.Errorf("the report lacks %q", want)
+		}
+	}
+}
+
+func TestSimulateRefusesBadInput(t *testing.T) {
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "bad.csv")
+	os.WriteFile(bad, []byte("id,team,arrival,deadline,duration,width,value\nj1,a,0,10,2,1,5\nj2,a,5,3,1,1,1\n"), 0o644)
+	report := filepath.Join(dir, "r.html")
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--workload", bad, "--capacity", "10", "--report", report}, "line 3"},
+		{[]string{"--workload", bad}, "--capacity"},
+		{[]string{"--generate", "mapreduce", "--algorithms", "econ,fifo"}, `unknown algorithm "fifo"`},
+		{[]string{"--generate", "poisson"}, "unknown generator"},
+		{[]string{"--generate", "mapreduce", "--jobs", "0"}, "--jobs"},
+		{[]string{}, "give a workload"},
+		{[]string{"--workload", filepath.Join(dir, "x.txt"), "--capacity", "5"}, ".csv or .swf"},
+	} {
+		code, out, errOut := runCLI(t, "", append([]string{"simulate"}, tc.args...)...)
+		if code != 2 || !strings.Contains(errOut, tc.want) || out != "" {
+			t.Errorf("%v: code %d, stdout %q, stderr %q; want 2 and %q", tc.args, code, out, errOut, tc.want)
+		}
+	}
+	if _, err := os.Stat(report); !os.IsNotExist(err) {
+		t.Fatal("a refused workload left a report")
+	}
+}
