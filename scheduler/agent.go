@@ -148,10 +148,7 @@ func (e *Engine) Update(now Slot, u Update) (Report, error) {
 		if at >= r.End(j.Request) {
 			continue
 		}
-		q := r.Requests[j.Request]
-		for p, units := range q.Config {
-			e.free[p].add(int(at), int(r.End(j.Request)), units*q.Count)
-		}
+		e.applyRequest(r, j.Request, at, 1)
 		if r.Ended == nil {
 			r.Ended = slices.Repeat([]Slot{-1}, len(r.Requests))
 		}
@@ -233,7 +230,7 @@ func (e *Engine) replan(now Slot) ([]Move, []Reservation) {
 		}
 	}
 	for _, r := range lifted {
-		e.commit(r, 1)
+		e.apply(r, 0, 1)
 		delete(e.res, r.ID)
 	}
 	slices.SortFunc(lifted, func(a, b *Reservation) int {
@@ -242,15 +239,13 @@ func (e *Engine) replan(now Slot) ([]Move, []Reservation) {
 	var moved []Move
 	var risk []*Reservation
 	place := func(r *Reservation) bool {
-		starts, ok := e.placement(r, now)
-		if !ok {
+		old := slices.Clone(r.Starts)
+		if !e.replace(r, now) {
 			return false
 		}
-		if !slices.Equal(starts, r.Starts) {
-			moved = append(moved, Move{Reservation: r.ID, From: r.Starts, To: starts})
-			r.Starts = starts
+		if !slices.Equal(old, r.Starts) {
+			moved = append(moved, Move{Reservation: r.ID, From: old, To: slices.Clone(r.Starts)})
 		}
-		e.commit(r, -1)
 		e.res[r.ID] = r
 		return true
 	}
@@ -268,26 +263,104 @@ func (e *Engine) replan(now Slot) ([]Move, []Reservation) {
 	return moved, out
 }
 
-// placement finds starts for a lifted reservation on top of the current plan:
-// requests that have started keep their start; the others keep theirs when it
-// fits, else take the earliest feasible start from now inside their window.
-func (e *Engine) placement(r *Reservation, now Slot) ([]Slot, bool) {
-	if e.fitsUntil(r.Requests, r.Starts, r.Ended) {
-		return slices.Clone(r.Starts), true
+// replace commits a lifted reservation on top of the current plan: requests
+// that have started keep their start; the others keep theirs when it fits, else
+// take the earliest feasible start from now inside their window. It changes
+// nothing and returns false when the reservation cannot be placed.
+func (e *Engine) replace(r *Reservation, now Slot) bool {
+	if e.place(r) {
+		return true
 	}
-	starts := slices.Clone(r.Starts)
+	old := slices.Clone(r.Starts)
 	for i, q := range r.Requests {
 		if r.Starts[i] < now || (r.Ended != nil && r.Ended[i] >= 0) {
 			continue // running, or ended: it cannot move
 		}
-		s, ok := earliest(e, q, now)
+		s, _, ok := earliest(e, r.Owner, q, now)
 		if !ok {
-			return nil, false
+			r.Starts = old
+			return false
 		}
-		starts[i] = s
+		r.Starts[i] = s
 	}
-	if !e.fitsUntil(r.Requests, starts, r.Ended) {
-		return nil, false
+	if !e.place(r) {
+		r.Starts = old
+		return false
 	}
-	return starts, true
+	return true
+}
+
+// SetQuota sets owner's quota of pool to units over [from, to) (to 0: the end of
+// the horizon). The quota is taken from (or returned to) the pool's shared
+// capacity; shared reservations that no longer fit are re-planned, and those
+// that cannot be are reported at risk. It is ECONFLICT, changing nothing, to lower
+// a quota below what the owner's reservations already take from it.
+func (e *Engine) SetQuota(now Slot, owner, pool string, from, to Slot, units int64) (Report, error) {
+	if owner == "" {
+		return Report{}, clearhouse.Errorf(clearhouse.EINVALID, "owner: required")
+	}
+	if _, ok := e.capacity[pool]; !ok {
+		return Report{}, clearhouse.Errorf(clearhouse.EINVALID, "pool: no pool %q", pool)
+	}
+	if to == 0 {
+		to = e.horizon
+	}
+	if units < 0 || from < 0 || to > e.horizon || from >= to {
+		return Report{}, clearhouse.Errorf(clearhouse.EINVALID, "quota: units >= 0 over a range of slots inside the horizon")
+	}
+	if e.quota[owner] == nil {
+		e.quota[owner], e.ownFree[owner] = map[string]*tree{}, map[string]*tree{}
+	}
+	if e.quota[owner][pool] == nil {
+		e.quota[owner][pool], e.ownFree[owner][pool] = newTree(int(e.horizon), 0), newTree(int(e.horizon), 0)
+	}
+	quota, own := e.quota[owner][pool], e.ownFree[owner][pool]
+	cur, free := quota.values(int(from), int(to), nil), own.values(int(from), int(to), nil)
+	room := e.capacity[pool].values(int(from), int(to), nil) // capacity not held by other owners
+	for o, q := range e.quota {
+		if t := q[pool]; t != nil && o != owner {
+			for k, v := range t.values(int(from), int(to), nil) {
+				room[k] -= v
+			}
+		}
+	}
+	for k := range cur {
+		if used := cur[k] - free[k]; units < used {
+			return Report{}, clearhouse.Errorf(clearhouse.ECONFLICT, "quota: %s's reservations use %d units of %s at slot %d", owner, used, pool, from+Slot(k))
+		}
+		if units > room[k] {
+			return Report{}, clearhouse.Errorf(clearhouse.ECONFLICT, "quota: only %d units of %s are not held by others at slot %d", room[k], pool, from+Slot(k))
+		}
+	}
+	for k := 0; k < len(cur); {
+		j := k
+		for j < len(cur) && cur[j] == cur[k] {
+			j++
+		}
+		if d := units - cur[k]; d != 0 {
+			quota.add(int(from)+k, int(from)+j, d)
+			own.add(int(from)+k, int(from)+j, d)
+			e.free[pool].add(int(from)+k, int(from)+j, -d)
+		}
+		k = j
+	}
+	var rep Report
+	rep.Moved, rep.AtRisk = e.replan(now)
+	return rep, nil
+}
+
+// QuotaInUse is the most units of owner's quota of pool that its reservations take
+// in any slot of [from, to): the part of the quota it cannot sell.
+func (e *Engine) QuotaInUse(owner, pool string, from, to Slot) int64 {
+	quota := e.quota[owner][pool]
+	from, to = max(from, 0), min(to, e.horizon)
+	if quota == nil || from >= to {
+		return 0
+	}
+	var most int64
+	free := e.ownFree[owner][pool].values(int(from), int(to), nil)
+	for k, q := range quota.values(int(from), int(to), nil) {
+		most = max(most, q-free[k])
+	}
+	return most
 }

@@ -182,7 +182,7 @@ func TestReplanningKeepsEveryGuaranteeItCan(t *testing.T) {
 			}
 		}
 		for _, r := range rep.AtRisk {
-			if _, ok := e.placement(&r, now); ok {
+			if c := r; e.replace(&c, now) {
 				t.Fatalf("reservation %d was dropped though it fits", r.ID)
 			}
 		}

@@ -31,23 +31,52 @@ func window(r Request, now Slot) (from, last Slot) {
 	return max(r.Arrival, now), r.Deadline - r.Duration
 }
 
-// feasibleStarts calls fn for every start s from now at which r fits, in order,
-// until fn returns false. It reads each pool's free capacity over the window once
-// and keeps a running count of consecutive slots with room: O(window).
-func feasibleStarts(v View, r Request, now Slot, free map[string][]int64, fn func(s Slot) bool) {
+// need is what a request takes from the shared capacity of each of its pools in
+// each slot of [from, to): its units beyond what the owner's quota still has free.
+type need struct {
+	pools  []string
+	units  map[string]int64   // per pool, per slot, before the owner's quota
+	free   map[string][]int64 // shared free units per slot from the window's start
+	own    map[string][]int64 // the owner's free quota per slot (nil: none)
+	origin Slot
+}
+
+// shared is what the request takes from pool's shared capacity in slot t.
+func (n *need) shared(p string, t Slot) int64 {
+	u := n.units[p]
+	if o := n.own[p]; o != nil {
+		u -= min(u, max(o[t-n.origin], 0))
+	}
+	return u
+}
+
+// read loads the shared free capacity and the owner's free quota of r's pools over
+// the starts left in its window, once.
+func read(v View, owner string, r Request, now Slot) (*need, Slot, Slot, bool) {
 	from, last := window(r, now)
 	if last < from {
-		return
+		return nil, 0, 0, false
 	}
-	ps := pools(r)
-	for _, p := range ps {
-		free[p] = v.FreeSlots(p, from, last+r.Duration, free[p][:0])
+	n := &need{pools: pools(r), units: map[string]int64{}, free: map[string][]int64{}, own: map[string][]int64{}, origin: from}
+	for _, p := range n.pools {
+		n.units[p] = r.Config[p] * r.Count
+		n.free[p] = v.FreeSlots(p, from, last+r.Duration, nil)
+		if owner != "" {
+			n.own[p] = v.Own(owner, p, from, last+r.Duration, nil)
+		}
 	}
+	return n, from, last, true
+}
+
+// feasibleStarts calls fn for every start s from now at which r fits, in order,
+// until fn returns false. It keeps a running count of consecutive slots with room:
+// O(window).
+func feasibleStarts(n *need, r Request, from, last Slot, fn func(s Slot) bool) {
 	run := Slot(0) // consecutive slots ending at t with room for r
 	for t := from; t < last+r.Duration; t++ {
 		room := true
-		for _, p := range ps {
-			if free[p][t-from] < r.Config[p]*r.Count {
+		for _, p := range n.pools {
+			if n.free[p][t-from] < n.shared(p, t) {
 				room = false
 				break
 			}
@@ -63,14 +92,33 @@ func feasibleStarts(v View, r Request, now Slot, free map[string][]int64, fn fun
 	}
 }
 
-// earliest returns the first start at or after now at which r fits.
-func earliest(v View, r Request, now Slot) (Slot, bool) {
+// sharedUnitSlots is what r started at s takes from shared capacity, in unit-slots.
+func (n *need) sharedUnitSlots(r Request, s Slot) float64 {
+	total := 0.0
+	for _, p := range n.pools {
+		for t := s; t < s+r.Duration; t++ {
+			total += float64(n.shared(p, t))
+		}
+	}
+	return total
+}
+
+// earliest returns the first start at or after now at which r fits, and what it
+// takes from shared capacity there, in unit-slots.
+func earliest(v View, owner string, r Request, now Slot) (Slot, float64, bool) {
+	n, from, last, ok := read(v, owner, r, now)
+	if !ok {
+		return 0, 0, false
+	}
 	start, found := Slot(0), false
-	feasibleStarts(v, r, now, map[string][]int64{}, func(s Slot) bool {
+	feasibleStarts(n, r, from, last, func(s Slot) bool {
 		start, found = s, true
 		return false
 	})
-	return start, found
+	if !found {
+		return 0, 0, false
+	}
+	return start, n.sharedUnitSlots(r, start), true
 }
 
 // Greedy places each request at its earliest feasible start and charges a fixed
@@ -84,12 +132,12 @@ func (Greedy) Name() string { return "greedy" }
 func (g Greedy) Offer(v View, ask Ask) (Offer, bool) {
 	o := Offer{}
 	for _, r := range ask.Requests {
-		s, ok := earliest(v, r, ask.Now)
+		s, shared, ok := earliest(v, ask.Owner, r, ask.Now)
 		if !ok {
 			return Offer{}, false
 		}
 		o.Starts = append(o.Starts, s)
-		o.Price += g.UnitPrice * float64(units(r)) * float64(r.Duration)
+		o.Price += g.UnitPrice * shared
 	}
 	return o, true
 }
@@ -108,13 +156,15 @@ func (d OnDemand) Offer(v View, ask Ask) (Offer, bool) {
 		if r.Arrival > ask.Now || ask.Now+r.Duration > r.Deadline {
 			return Offer{}, false
 		}
-		for p, u := range r.Config {
-			if v.Free(p, ask.Now, ask.Now+r.Duration) < u*r.Count {
-				return Offer{}, false
-			}
+		// Only the start now: the window is cut to [now, now+Duration).
+		now := r
+		now.Arrival, now.Deadline = ask.Now, ask.Now+r.Duration
+		s, shared, ok := earliest(v, ask.Owner, now, ask.Now)
+		if !ok || s != ask.Now {
+			return Offer{}, false
 		}
 		o.Starts = append(o.Starts, ask.Now)
-		o.Price += d.UnitPrice * float64(units(r)) * float64(r.Duration)
+		o.Price += d.UnitPrice * shared
 	}
 	return o, true
 }
@@ -167,20 +217,17 @@ func (b BasicEcon) Observe(d Demand) {
 // and the cheapest start found with prefix sums: O(window) predictor calls.
 func (b BasicEcon) Offer(v View, ask Ask) (Offer, bool) {
 	o := Offer{}
-	free := map[string][]int64{}
 	for _, r := range ask.Requests {
-		from, last := window(r, ask.Now)
-		if last < from {
+		n, from, last, ok := read(v, ask.Owner, r, ask.Now)
+		if !ok {
 			return Offer{}, false
 		}
 		// prefix[k] is the cost of slots [from, from+k); filled lazily as the scan goes.
-		n := int(last+r.Duration-from) + 1
-		prefix := make([]float64, 1, n)
+		prefix := make([]float64, 1, int(last+r.Duration-from)+1)
 		best, bestCost := Slot(-1), math.Inf(1)
-		ps := pools(r)
-		feasibleStarts(v, r, ask.Now, free, func(s Slot) bool {
+		feasibleStarts(n, r, from, last, func(s Slot) bool {
 			for t := from + Slot(len(prefix)-1); t < s+r.Duration; t++ {
-				prefix = append(prefix, prefix[len(prefix)-1]+b.slotCost(r, ps, free, t, from, ask.Now))
+				prefix = append(prefix, prefix[len(prefix)-1]+b.slotCost(n, t, ask.Now))
 			}
 			// A later start must be cheaper by more than the prefix sums' rounding.
 			if c := prefix[s+r.Duration-from] - prefix[s-from]; c < bestCost-1e-9*max(1, math.Abs(bestCost)) || best < 0 {
@@ -197,13 +244,17 @@ func (b BasicEcon) Offer(v View, ask Ask) (Offer, bool) {
 	return o, true
 }
 
-// slotCost prices the request's units in slot t: each block of units at the price
-// of its middle unit, given the capacity that would be left free.
-func (b BasicEcon) slotCost(r Request, ps []string, free map[string][]int64, t, from, now Slot) float64 {
+// slotCost prices the units the request takes from shared capacity in slot t: each
+// block of units at the price of its middle unit, given the capacity that would be
+// left free. Units from the owner's quota cost nothing.
+func (b BasicEcon) slotCost(n *need, t, now Slot) float64 {
 	total := 0.0
-	for _, p := range ps {
-		w := r.Config[p] * r.Count
-		left := free[p][t-from] - w/2
+	for _, p := range n.pools {
+		w := n.shared(p, t)
+		if w == 0 {
+			continue
+		}
+		left := n.free[p][t-n.origin] - w/2
 		total += float64(w) * max(b.Floor, b.Predictor.Price(p, t, now, left))
 	}
 	return total

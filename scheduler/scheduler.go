@@ -44,6 +44,7 @@ type Request struct {
 // otherwise the engine numbers it.
 type Bid struct {
 	ID       int64
+	Owner    string // the team whose quota the bid uses first ("" for none)
 	Requests []Request
 	Value    float64
 }
@@ -52,6 +53,7 @@ type Bid struct {
 // never its value. Algorithms take an Ask, so no algorithm can read V; the engine
 // compares V with the price once.
 type Ask struct {
+	Owner    string
 	Requests []Request
 	Now      Slot
 }
@@ -85,10 +87,14 @@ type Learner interface {
 
 // View is the read-only state an algorithm may consult.
 type View interface {
-	// Free is the least free units of pool over [from, to).
+	// Free is the least free units of pool's shared capacity (what no quota holds)
+	// over [from, to).
 	Free(pool string, from, to Slot) int64
 	// FreeSlots appends the free units of pool in each slot of [from, to) to dst.
 	FreeSlots(pool string, from, to Slot, dst []int64) []int64
+	// Own appends the owner's free quota of pool in each slot of [from, to) to dst:
+	// units the owner's requests take first, at no charge.
+	Own(owner, pool string, from, to Slot, dst []int64) []int64
 	// Capacity is a pool's size in units at slot.
 	Capacity(pool string, slot Slot) int64
 	// Horizon is the number of slots the engine plans over.
@@ -98,6 +104,7 @@ type View interface {
 // Reservation is an accepted bid: where each request runs and what it costs.
 type Reservation struct {
 	ID       int64
+	Owner    string
 	Requests []Request
 	Starts   []Slot
 	Price    float64
@@ -105,6 +112,21 @@ type Reservation struct {
 	// Ended is nil, or per request the slot from which it released its capacity
 	// early (-1: it runs its full duration).
 	Ended []Slot
+	// Own is nil, or per request the units each pool gives from the owner's quota in
+	// each slot of its run (from its start); the rest comes from shared capacity.
+	Own []map[string][]int64
+}
+
+// own is the units request i takes from the owner's quota of pool in slot t.
+func (r *Reservation) own(i int, pool string, t Slot) int64 {
+	if r.Own == nil || r.Own[i] == nil {
+		return 0
+	}
+	o := r.Own[i][pool]
+	if k := int(t - r.Starts[i]); k >= 0 && k < len(o) {
+		return o[k]
+	}
+	return 0
 }
 
 // End is the slot after a request's last slot of use.
@@ -120,7 +142,9 @@ func (r Reservation) End(i int) Slot {
 type Engine struct {
 	horizon  Slot
 	capacity map[string]*tree // units per slot (minimum over a range)
-	free     map[string]*tree // capacity minus commitments
+	free     map[string]*tree // shared: capacity minus quotas minus shared commitments
+	quota    map[string]map[string]*tree // owner, pool: quota held
+	ownFree  map[string]map[string]*tree // owner, pool: quota minus the owner's commitments in it
 	algo     Algorithm
 	next     int64
 	res      map[int64]*Reservation
@@ -129,7 +153,8 @@ type Engine struct {
 // NewEngine plans over horizon slots for pools of the given capacities.
 func NewEngine(horizon Slot, capacity map[string]int64, algo Algorithm) *Engine {
 	horizon = max(horizon, 1)
-	e := &Engine{horizon: horizon, capacity: map[string]*tree{}, free: map[string]*tree{}, algo: algo, res: map[int64]*Reservation{}}
+	e := &Engine{horizon: horizon, capacity: map[string]*tree{}, free: map[string]*tree{}, algo: algo, res: map[int64]*Reservation{},
+		quota: map[string]map[string]*tree{}, ownFree: map[string]map[string]*tree{}}
 	for p, c := range capacity {
 		e.capacity[p] = newTree(int(horizon), c)
 		e.free[p] = newTree(int(horizon), c)
@@ -155,6 +180,22 @@ func (e *Engine) FreeSlots(pool string, from, to Slot, dst []int64) []int64 {
 	t, ok := e.free[pool]
 	from, to = max(from, 0), min(to, e.horizon)
 	if !ok || from >= to {
+		return dst
+	}
+	return t.values(int(from), int(to), dst)
+}
+
+// Own implements View.
+func (e *Engine) Own(owner, pool string, from, to Slot, dst []int64) []int64 {
+	from, to = max(from, 0), min(to, e.horizon)
+	if from >= to {
+		return dst
+	}
+	t := e.ownFree[owner][pool]
+	if t == nil {
+		for range to - from {
+			dst = append(dst, 0)
+		}
 		return dst
 	}
 	return t.values(int(from), int(to), dst)
@@ -216,6 +257,11 @@ func (e *Engine) validate(now Slot, i int, r Request) error {
 // Quote returns the price and starts the algorithm would give the requests now,
 // without committing anything. ok is false when they cannot be placed.
 func (e *Engine) Quote(now Slot, reqs []Request) (Offer, bool, error) {
+	return e.QuoteFor(now, "", reqs)
+}
+
+// QuoteFor is Quote for an owner whose quota its requests use first, at no charge.
+func (e *Engine) QuoteFor(now Slot, owner string, reqs []Request) (Offer, bool, error) {
 	if len(reqs) == 0 {
 		return Offer{}, false, clearhouse.Errorf(clearhouse.EINVALID, "requests: at least one is required")
 	}
@@ -224,13 +270,27 @@ func (e *Engine) Quote(now Slot, reqs []Request) (Offer, bool, error) {
 			return Offer{}, false, err
 		}
 	}
-	o, ok := e.algo.Offer(e, Ask{Requests: reqs, Now: now})
-	if ok && !e.fits(reqs, o.Starts, now) {
-		// Algorithms place each request alone; requests of one bid that compete for the
-		// same capacity are refused together rather than overbooked.
+	return e.quote(now, owner, reqs)
+}
+
+func (e *Engine) quote(now Slot, owner string, reqs []Request) (Offer, bool, error) {
+	o, ok := e.algo.Offer(e, Ask{Owner: owner, Requests: reqs, Now: now})
+	if !ok {
 		return Offer{}, false, nil
 	}
-	return o, ok, nil
+	for i, r := range reqs {
+		if len(o.Starts) != len(reqs) || o.Starts[i] < max(r.Arrival, now) || o.Starts[i]+r.Duration > r.Deadline {
+			return Offer{}, false, nil
+		}
+	}
+	// Algorithms place each request alone; requests of one bid that compete for the
+	// same capacity are refused together rather than overbooked.
+	trial := &Reservation{Owner: owner, Requests: reqs, Starts: o.Starts}
+	if !e.place(trial) {
+		return Offer{}, false, nil
+	}
+	e.apply(trial, 0, 1)
+	return o, true, nil
 }
 
 // MakeReservation prices the bid's requests without its value, accepts the bid when
@@ -244,7 +304,7 @@ func (e *Engine) MakeReservation(now Slot, bid Bid) (Reservation, bool, error) {
 	if _, taken := e.res[bid.ID]; bid.ID < 0 || taken {
 		return Reservation{}, false, clearhouse.Errorf(clearhouse.ECONFLICT, "id: reservation %d exists", bid.ID)
 	}
-	o, ok, err := e.Quote(now, bid.Requests)
+	o, ok, err := e.QuoteFor(now, bid.Owner, bid.Requests)
 	if err != nil {
 		return Reservation{}, false, err
 	}
@@ -255,13 +315,15 @@ func (e *Engine) MakeReservation(now Slot, bid Bid) (Reservation, bool, error) {
 	if !accepted {
 		return Reservation{}, false, nil
 	}
-	r := &Reservation{ID: bid.ID, Requests: cloneRequests(bid.Requests), Starts: o.Starts, Price: o.Price, Value: bid.Value}
+	r := &Reservation{ID: bid.ID, Owner: bid.Owner, Requests: cloneRequests(bid.Requests), Starts: o.Starts, Price: o.Price, Value: bid.Value}
+	if !e.place(r) {
+		return Reservation{}, false, nil // the quote placed it a moment ago; never happens
+	}
 	if r.ID == 0 {
 		e.next++
 		r.ID = e.next
 	}
 	e.next = max(e.next, r.ID)
-	e.commit(r, -1)
 	e.res[r.ID] = r
 	return *r, true, nil
 }
@@ -282,10 +344,12 @@ func (e *Engine) Restore(r Reservation) error {
 	}
 	c := r
 	c.Requests, c.Starts, c.Ended = cloneRequests(r.Requests), slices.Clone(r.Starts), slices.Clone(r.Ended)
-	if !e.fitsUntil(c.Requests, c.Starts, c.Ended) {
+	if len(c.Starts) != len(c.Requests) || (c.Ended != nil && len(c.Ended) != len(c.Requests)) {
+		return clearhouse.Errorf(clearhouse.EINVALID, "starts: one per request")
+	}
+	if !e.place(&c) {
 		return clearhouse.Errorf(clearhouse.ECONFLICT, "reservation %d: does not fit in the plan", r.ID)
 	}
-	e.commit(&c, -1)
 	e.res[c.ID] = &c
 	e.next = max(e.next, c.ID)
 	return nil
@@ -297,7 +361,7 @@ func (e *Engine) Cancel(now Slot, id int64) error {
 	if !ok {
 		return clearhouse.Errorf(clearhouse.ENOTFOUND, "reservation: no reservation %d", id)
 	}
-	e.release(r, now)
+	e.apply(r, now, 1)
 	delete(e.res, id)
 	return nil
 }
@@ -348,79 +412,86 @@ func cloneRequests(reqs []Request) []Request {
 	return out
 }
 
-// fits reports whether the requests fit at starts on top of the current plan.
-func (e *Engine) fits(reqs []Request, starts []Slot, now Slot) bool {
-	if len(starts) != len(reqs) {
-		return false
+// place splits each request of r, slot by slot, between the owner's free quota
+// (first) and shared capacity, and commits it. When shared capacity falls short it
+// commits nothing and returns false.
+func (e *Engine) place(r *Reservation) bool {
+	r.Own = nil
+	if r.Owner != "" {
+		r.Own = make([]map[string][]int64, len(r.Requests))
 	}
-	for i, r := range reqs {
-		if starts[i] < max(r.Arrival, now) || starts[i]+r.Duration > r.Deadline {
+	for i, q := range r.Requests {
+		s, end := r.Starts[i], r.End(i)
+		if s < 0 || end > e.horizon {
+			e.undo(r, i)
 			return false
 		}
-	}
-	return e.fitsUntil(reqs, starts, nil)
-}
-
-// fitsUntil reports whether the requests fit at starts (each running until its
-// End) on top of the current plan.
-func (e *Engine) fitsUntil(reqs []Request, starts, ended []Slot) bool {
-	if len(starts) != len(reqs) {
-		return false
-	}
-	end := func(i int) Slot {
-		if ended != nil && ended[i] >= 0 {
-			return min(ended[i], starts[i]+reqs[i].Duration)
+		if s >= end {
+			continue
 		}
-		return starts[i] + reqs[i].Duration
-	}
-	if len(reqs) == 1 {
-		for p, u := range reqs[0].Config {
-			if starts[0] < end(0) && e.Free(p, starts[0], end(0)) < u*reqs[0].Count {
-				return false
+		for p, u := range q.Config {
+			need := u * q.Count
+			var own []int64
+			if r.Owner != "" {
+				own = e.Own(r.Owner, p, s, end, nil)
+				for k, f := range own {
+					own[k] = min(need, max(f, 0))
+				}
+				if r.Own[i] == nil {
+					r.Own[i] = map[string][]int64{}
+				}
+				r.Own[i][p] = own
+			}
+			for k, f := range e.FreeSlots(p, s, end, nil) {
+				shared := need
+				if own != nil {
+					shared -= own[k]
+				}
+				if f < shared {
+					e.undo(r, i)
+					return false
+				}
 			}
 		}
-		return true
-	}
-	need := map[string]map[Slot]int64{}
-	for i, r := range reqs {
-		for p, u := range r.Config {
-			if need[p] == nil {
-				need[p] = map[Slot]int64{}
-			}
-			for t := starts[i]; t < end(i); t++ {
-				need[p][t] += u * r.Count
-			}
-		}
-	}
-	for p, slots := range need {
-		for t, n := range slots {
-			if e.Free(p, t, t+1) < n {
-				return false
-			}
-		}
+		e.applyRequest(r, i, s, -1)
 	}
 	return true
 }
 
-// commit adds sign times the reservation's units to the free capacity of the
-// slots it uses.
-func (e *Engine) commit(r *Reservation, sign int64) {
-	for i, q := range r.Requests {
-		if from, to := r.Starts[i], r.End(i); from < to {
-			for p, u := range q.Config {
-				e.free[p].add(int(from), int(to), sign*u*q.Count)
-			}
-		}
+// undo releases the first n requests of r that place committed.
+func (e *Engine) undo(r *Reservation, n int) {
+	for i := range n {
+		e.applyRequest(r, i, r.Starts[i], 1)
 	}
 }
 
-// release returns the reservation's capacity from slot now on.
-func (e *Engine) release(r *Reservation, now Slot) {
-	for i, q := range r.Requests {
-		if from, to := max(r.Starts[i], now), r.End(i); from < to {
-			for p, u := range q.Config {
-				e.free[p].add(int(from), int(to), u*q.Count)
+// apply adds sign times r's units, from slot from on, to the free capacity they
+// were taken from: -1 commits, +1 releases.
+func (e *Engine) apply(r *Reservation, from Slot, sign int64) {
+	for i := range r.Requests {
+		e.applyRequest(r, i, from, sign)
+	}
+}
+
+func (e *Engine) applyRequest(r *Reservation, i int, from Slot, sign int64) {
+	q := r.Requests[i]
+	lo, hi := max(r.Starts[i], from), r.End(i)
+	for p, u := range q.Config {
+		need := u * q.Count
+		// Runs of slots with the same split, one range update each.
+		for t := lo; t < hi; {
+			o := r.own(i, p, t)
+			end := t + 1
+			for end < hi && r.own(i, p, end) == o {
+				end++
 			}
+			if o > 0 {
+				e.ownFree[r.Owner][p].add(int(t), int(end), sign*o)
+			}
+			if need-o > 0 {
+				e.free[p].add(int(t), int(end), sign*(need-o))
+			}
+			t = end
 		}
 	}
 }
