@@ -141,8 +141,8 @@ func (r Reservation) End(i int) Slot {
 // with one algorithm. It is not safe for concurrent use; callers serialize.
 type Engine struct {
 	horizon  Slot
-	capacity map[string]*tree // units per slot (minimum over a range)
-	free     map[string]*tree // shared: capacity minus quotas minus shared commitments
+	capacity map[string]*tree            // units per slot (minimum over a range)
+	free     map[string]*tree            // shared: capacity minus quotas minus shared commitments
 	quota    map[string]map[string]*tree // owner, pool: quota held
 	ownFree  map[string]map[string]*tree // owner, pool: quota minus the owner's commitments in it
 	algo     Algorithm
