@@ -157,9 +157,9 @@ func (d OnDemand) Offer(v View, ask Ask) (Offer, bool) {
 			return Offer{}, false
 		}
 		// Only the start now: the window is cut to [now, now+Duration).
-		now := r
-		now.Arrival, now.Deadline = ask.Now, ask.Now+r.Duration
-		s, shared, ok := earliest(v, ask.Owner, now, ask.Now)
+		cut := r
+		cut.Arrival, cut.Deadline = ask.Now, ask.Now+r.Duration
+		s, shared, ok := earliest(v, ask.Owner, cut, ask.Now)
 		if !ok || s != ask.Now {
 			return Offer{}, false
 		}
