@@ -103,13 +103,13 @@ func (l *Ledger) CaptureHolds(ctx context.Context, cs []Capture) ([]Entry, error
 		var entryOf []int // capture index of each row
 		for i, c := range cs {
 			h := holds[c.HoldID]
-			if c.Amount > h.Amount {
-				return clearhouse.Errorf(clearhouse.EINVALID, "amount: a capture must be between 0 and the hold's %s", h.Amount)
+			if c.Amount > h.Remaining() {
+				return clearhouse.Errorf(clearhouse.EINVALID, "amount: a capture must be between 0 and the hold's remaining %s", h.Remaining())
 			}
 			if _, err := c.To.kind(); err != nil {
 				return err
 			}
-			if held[h.Account], err = held[h.Account].Sub(h.Amount); err != nil {
+			if held[h.Account], err = held[h.Account].Sub(h.Remaining()); err != nil {
 				return err
 			}
 			if c.Amount == 0 {
@@ -165,7 +165,8 @@ func (l *Ledger) CaptureHolds(ctx context.Context, cs []Capture) ([]Entry, error
 			if id, ok := entryID[i]; ok {
 				eid = &id
 			}
-			if err := resolveRow(tx, c.HoldID, c.Key, HoldCaptured, c.Amount, eid, now); err != nil {
+			h := holds[c.HoldID]
+			if err := resolveRow(tx, h, c.Key, HoldCaptured, h.Captured+c.Amount, eid, now); err != nil {
 				return err
 			}
 		}
@@ -188,15 +189,18 @@ func (l *Ledger) captureEach(ctx context.Context, one *Ledger, cs []Capture, out
 	return nil
 }
 
-// resolveRow marks an active hold resolved.
-func resolveRow(tx *gorm.DB, id int64, key string, status HoldStatus, captured Money, entryID *int64, now time.Time) error {
-	res := tx.Exec("UPDATE ledger_holds SET status = ?, captured = ?, entry_id = ?, resolve_key = ?, resolved_at = ? WHERE id = ? AND status = ?",
-		status, captured, entryID, key, now, id, HoldActive)
+// resolveRow marks hold h resolved with captured as its captured total, provided it
+// is still active and no part was settled since h was read (ECONFLICT otherwise),
+// so that the caller frees exactly h.Remaining() from the account's held column.
+func resolveRow(tx *gorm.DB, h Hold, key string, status HoldStatus, captured Money, entryID *int64, now time.Time) error {
+	res := tx.Exec(`UPDATE ledger_holds SET status = ?, captured = ?, entry_id = ?, resolve_key = ?, resolved_at = ?
+		WHERE id = ? AND status = ? AND captured = ? AND released = ?`,
+		status, captured, entryID, key, now, h.ID, HoldActive, h.Captured, h.Released)
 	if res.Error != nil {
 		return res.Error
 	}
 	if res.RowsAffected == 0 {
-		return clearhouse.Errorf(clearhouse.ECONFLICT, "hold: %d was resolved concurrently", id)
+		return clearhouse.Errorf(clearhouse.ECONFLICT, "hold: %d was resolved or settled concurrently", h.ID)
 	}
 	return nil
 }
@@ -230,10 +234,10 @@ func (l *Ledger) ReleaseHolds(ctx context.Context, rs []Release) error {
 		now := l.now()
 		for _, r := range rs {
 			h := holds[r.HoldID]
-			if held[h.Account], err = held[h.Account].Sub(h.Amount); err != nil {
+			if held[h.Account], err = held[h.Account].Sub(h.Remaining()); err != nil {
 				return err
 			}
-			if err := resolveRow(tx, r.HoldID, r.Key, HoldReleased, 0, nil, now); err != nil {
+			if err := resolveRow(tx, h, r.Key, HoldReleased, h.Captured, nil, now); err != nil {
 				return err
 			}
 		}

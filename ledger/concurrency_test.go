@@ -87,3 +87,57 @@ func TestConcurrentHoldsNeverOverspend(t *testing.T) {
 		}
 	})
 }
+
+// TestConcurrentPartsNeverOversettle races parts of one hold: together they never
+// settle more than the hold, and every part either settles whole or not at all.
+func TestConcurrentPartsNeverOversettle(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		l := newLedger(t, db, storetest.NewClock(time.Time{}), 100*usd)
+		h := placeHold(t, l, "r1", 50*usd)
+		const workers, parts = 6, 6
+		var wg sync.WaitGroup
+		var mu sync.Mutex
+		var captured, released ledger.Money
+		errs := make(chan error, workers*parts)
+		for w := range workers {
+			wg.Go(func() {
+				for i := range parts {
+					c, r := ledger.Money(w%3)*usd, ledger.Money(i%2)*usd
+					if c+r == 0 {
+						r = usd
+					}
+					key := fmt.Sprintf("w%d/%d", w, i)
+					for attempt := 0; ; attempt++ {
+						_, err := settle(l, key, h.ID, c, r)
+						code := clearhouse.ErrorCode(err)
+						if err == nil {
+							mu.Lock()
+							captured, released = captured+c, released+r
+							mu.Unlock()
+						} else if code == clearhouse.ECONFLICT && attempt < 20 {
+							continue // another part moved the hold first, or resolved it
+						} else if code != clearhouse.EINVALID && code != clearhouse.ECONFLICT {
+							errs <- err
+						}
+						break
+					}
+				}
+			})
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			t.Error(err)
+		}
+		hs, err := l.Holds(ctx, search, false)
+		if err != nil || len(hs) != 1 {
+			t.Fatalf("Holds = %+v, %v", hs, err)
+		}
+		got := hs[0]
+		if got.Captured != captured || got.Released != released || captured+released > 50*usd {
+			t.Fatalf("hold %+v, parts that succeeded captured %s released %s", got, captured, released)
+		}
+		wantBooks(t, l, db, 100*usd-captured, got.Remaining())
+	})
+}

@@ -12,7 +12,7 @@ import (
 )
 
 // HoldStatus is where a hold is: active until it resolves once, by capture or
-// release.
+// release (see Hold.Status).
 type HoldStatus string
 
 // Hold statuses.
@@ -22,9 +22,18 @@ const (
 	HoldReleased HoldStatus = "released"
 )
 
-// Hold is money set aside on a team's budget for an open order. While active it
-// reduces the available balance; it resolves once, captured in part or whole (the
-// rest released) or released.
+// Hold is money set aside on a team's budget for an open order or reservation.
+// While active, its remaining amount reduces the available balance. SettleHoldPart
+// captures and releases it in parts; CaptureHold and ReleaseHold resolve it at once,
+// taking whatever remains. Captured and Released are running totals, and
+// Captured + Released <= Amount always.
+//
+// Status is active until the hold resolves. A hold resolved by CaptureHold is
+// captured and one resolved by ReleaseHold is released (even when earlier parts
+// captured some of it: Captured says how much was charged); one whose last part
+// used up the rest is captured if any part captured money, else released.
+// EntryID and ResolveKey are those of CaptureHold or ReleaseHold; the entries of
+// parts are on the parts (HoldParts).
 type Hold struct {
 	ID         int64
 	Key        string    `gorm:"column:idem_key"`
@@ -33,6 +42,7 @@ type Hold struct {
 	Ref        string
 	Status     HoldStatus
 	Captured   Money
+	Released   Money
 	EntryID    *int64
 	ResolveKey *string
 	CreatedAt  time.Time
@@ -41,6 +51,10 @@ type Hold struct {
 
 // TableName is the holds table.
 func (Hold) TableName() string { return "ledger_holds" }
+
+// Remaining is the part of the hold neither captured nor released yet: what it
+// still sets aside while active.
+func (h Hold) Remaining() Money { return h.Amount - h.Captured - h.Released }
 
 // PlaceHold sets amount aside on a team's account. The available balance must
 // cover it (EUNPROCESSABLE otherwise), under any interleaving of writers. A repeated
@@ -105,8 +119,9 @@ func resolve(tx *gorm.DB, key string, id int64) (h Hold, done bool, err error) {
 	return h, false, nil
 }
 
-// ReleaseHold releases an active hold whole. Releasing again with the same key is a
-// no-op; a hold resolved otherwise is ECONFLICT.
+// ReleaseHold resolves an active hold by releasing what remains of it (all of it
+// when no part was settled); parts already captured stay captured. Releasing again
+// with the same key is a no-op; a hold resolved otherwise is ECONFLICT.
 func (l *Ledger) ReleaseHold(ctx context.Context, key string, id int64) error {
 	return l.write(ctx, func(tx *gorm.DB) error {
 		h, done, err := resolve(tx, key, id)
@@ -116,28 +131,28 @@ func (l *Ledger) ReleaseHold(ctx context.Context, key string, id int64) error {
 			}
 			return err
 		}
-		return l.finish(tx, h, key, HoldReleased, 0, nil)
+		return l.finish(tx, h, key, HoldReleased, h.Captured, nil)
 	})
 }
 
-// finish resolves hold h: its amount stops counting against the account.
+// finish resolves hold h with captured as its new captured total: its remaining
+// amount stops counting against the account. It refuses (ECONFLICT) when the hold
+// changed since h was read, so the account's held column keeps equal to the sum of
+// its active holds' remaining amounts.
 func (l *Ledger) finish(tx *gorm.DB, h Hold, key string, status HoldStatus, captured Money, entryID *int64) error {
-	now := l.now()
-	res := tx.Model(&Hold{}).Where("id = ? AND status = ?", h.ID, HoldActive).Updates(map[string]any{
-		"status": status, "captured": captured, "entry_id": entryID, "resolve_key": key, "resolved_at": now})
-	if res.Error != nil {
-		return res.Error
+	if err := resolveRow(tx, h, key, status, captured, entryID, l.now()); err != nil {
+		return err
 	}
-	if res.RowsAffected == 0 {
-		return clearhouse.Errorf(clearhouse.ECONFLICT, "hold: %d was resolved concurrently", h.ID)
-	}
-	return addToAccount(tx, h.Account, "held", -h.Amount)
+	return addToAccount(tx, h.Account, "held", -h.Remaining())
 }
 
-// CaptureHold resolves an active hold by posting amount (at most the hold's) from
-// the hold's account to the account `to`, with reason and reference; the rest is
-// released. Capturing zero releases the hold and posts nothing. Repeating with the
-// same key returns the first entry; a hold resolved otherwise is ECONFLICT.
+// CaptureHold resolves an active hold by posting amount (at most what remains of
+// the hold: its amount less any parts settled by SettleHoldPart) from the hold's
+// account to the account `to`, with reason and reference; the rest is released and
+// the hold's Captured becomes the earlier parts' captures plus amount. Capturing
+// zero releases the rest and posts nothing. Repeating with the same key returns the
+// first entry; a hold resolved otherwise is ECONFLICT, an amount out of range
+// EINVALID.
 func (l *Ledger) CaptureHold(ctx context.Context, key string, id int64, amount Money, to AccountID, reason Reason, ref string) (Entry, error) {
 	var out Entry
 	err := l.write(ctx, func(tx *gorm.DB) error {
@@ -146,7 +161,11 @@ func (l *Ledger) CaptureHold(ctx context.Context, key string, id int64, amount M
 			return err
 		}
 		if done {
-			if h.Status != HoldCaptured || h.Captured != amount {
+			parts, err := partsCaptured(tx, h.ID)
+			if err != nil {
+				return err
+			}
+			if h.Status != HoldCaptured || h.Captured-parts != amount {
 				return conflictKey(key)
 			}
 			if h.EntryID == nil {
@@ -159,11 +178,11 @@ func (l *Ledger) CaptureHold(ctx context.Context, key string, id int64, amount M
 			out, err = l.load(tx, r)
 			return err
 		}
-		if amount < 0 || amount > h.Amount {
-			return clearhouse.Errorf(clearhouse.EINVALID, "amount: a capture must be between 0 and the hold's %s", h.Amount)
+		if amount < 0 || amount > h.Remaining() {
+			return clearhouse.Errorf(clearhouse.EINVALID, "amount: a capture must be between 0 and the hold's remaining %s", h.Remaining())
 		}
 		// Release first, so the capture's debit is checked against the freed balance.
-		if err := l.finish(tx, h, key, HoldCaptured, amount, nil); err != nil {
+		if err := l.finish(tx, h, key, HoldCaptured, h.Captured+amount, nil); err != nil {
 			return err
 		}
 		if amount == 0 {

@@ -61,7 +61,7 @@ func balance(t *testing.T, l *ledger.Ledger, a ledger.AccountID) ledger.Balance 
 
 func TestModelsMatchSchema(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
-		storetest.AssertModelsMatchSchema(t, db, &ledger.Hold{})
+		storetest.AssertModelsMatchSchema(t, db, &ledger.Hold{}, &ledger.HoldPart{})
 	})
 }
 

@@ -23,16 +23,25 @@ type model struct {
 }
 
 type modelHold struct {
-	account ledger.AccountID
-	amount  ledger.Money
-	active  bool
+	account            ledger.AccountID
+	amount             ledger.Money
+	captured, released ledger.Money
+	active             bool
+}
+
+func (h *modelHold) remaining() ledger.Money { return h.amount - h.captured - h.released }
+
+// modelPart is a part settled under a key.
+type modelPart struct {
+	hold             int64
+	capture, release ledger.Money
 }
 
 func (m *model) available(a ledger.AccountID) ledger.Money {
 	av := m.balance[a]
 	for _, h := range m.holds {
 		if h.active && h.account == a {
-			av -= h.amount
+			av -= h.remaining()
 		}
 	}
 	return av
@@ -41,8 +50,8 @@ func (m *model) available(a ledger.AccountID) ledger.Money {
 var iteration atomic.Int64
 
 // TestLedgerAgreesWithModel drives random grants, transfers, holds, captures,
-// releases and reversals, with replayed keys, and checks the invariants after every
-// step.
+// releases, partial settlements and reversals, with replayed keys, and checks the
+// invariants after every step.
 func TestLedgerAgreesWithModel(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		clock := storetest.NewClock(time.Time{})
@@ -76,11 +85,12 @@ func TestLedgerAgreesWithModel(t *testing.T) {
 			})
 			posted := map[string]ledger.Entry{} // by key
 			holdKeys := map[string]ledger.Hold{}
+			parts := map[string]modelPart{}
 			steps := rapid.IntRange(1, 30).Draw(rt, "steps")
 			for range steps {
 				clock.Advance(time.Minute)
 				team := rapid.SampledFrom(teams).Draw(rt, "team")
-				switch rapid.IntRange(0, 5).Draw(rt, "op") {
+				switch rapid.IntRange(0, 6).Draw(rt, "op") {
 				case 0, 1: // grant or transfer team -> treasury
 					amt := amount.Draw(rt, "amount")
 					from := ledger.Grants
@@ -156,6 +166,12 @@ func TestLedgerAgreesWithModel(t *testing.T) {
 					if rapid.Bool().Draw(rt, "capture") {
 						amt := ledger.Money(rapid.Int64Range(0, int64(mh.amount)).Draw(rt, "captured"))
 						_, err := l.CaptureHold(ctx, k, id, amt, ledger.Treasury, ledger.ReasonSettlement, "auction")
+						if mh.active && amt > mh.remaining() {
+							if clearhouse.ErrorCode(err) != clearhouse.EINVALID {
+								rt.Fatalf("capture of %s with %s remaining = %v", amt, mh.remaining(), err)
+							}
+							continue
+						}
 						if !mh.active {
 							if err == nil {
 								// Only a replay of the very same capture may succeed.
@@ -181,6 +197,57 @@ func TestLedgerAgreesWithModel(t *testing.T) {
 							rt.Fatal(err)
 						}
 						mh.active = false
+					}
+				case 6: // settle a part of a hold
+					if len(holdKeys) == 0 {
+						continue
+					}
+					var ids []int64
+					for _, h := range holdKeys {
+						ids = append(ids, h.ID)
+					}
+					id := rapid.SampledFrom(sortedIDs(ids)).Draw(rt, "hold")
+					mh := m.holds[id]
+					k := key("part")
+					p := modelPart{hold: id,
+						capture: ledger.Money(rapid.Int64Range(0, int64(mh.amount)/2).Draw(rt, "capture")),
+						release: ledger.Money(rapid.Int64Range(0, int64(mh.amount)/2).Draw(rt, "release"))}
+					h, err := l.SettleHoldPart(ctx, k, id, p.capture, p.release, ledger.Treasury, ledger.ReasonReservation, "reservation")
+					prior, replay := parts[k]
+					switch {
+					case p.capture == 0 && p.release == 0:
+						if clearhouse.ErrorCode(err) != clearhouse.EINVALID {
+							rt.Fatalf("empty part = %v", err)
+						}
+					case replay && prior == p:
+						if err != nil || h.ID != id || h.Captured != mh.captured || h.Released != mh.released {
+							rt.Fatalf("part replay = %+v, %v; model %+v", h, err, *mh)
+						}
+					case replay:
+						if clearhouse.ErrorCode(err) != clearhouse.ECONFLICT {
+							rt.Fatalf("conflicting part replay = %v", err)
+						}
+					case !mh.active:
+						if clearhouse.ErrorCode(err) != clearhouse.ECONFLICT {
+							rt.Fatalf("part of a resolved hold = %v", err)
+						}
+					case p.capture+p.release > mh.remaining():
+						if clearhouse.ErrorCode(err) != clearhouse.EINVALID {
+							rt.Fatalf("part %+v of %s remaining = %v", p, mh.remaining(), err)
+						}
+					default:
+						if err != nil {
+							rt.Fatal(err)
+						}
+						parts[k] = p
+						mh.captured += p.capture
+						mh.released += p.release
+						mh.active = mh.remaining() > 0
+						m.balance[mh.account] -= p.capture
+						m.balance[ledger.Treasury] += p.capture
+						if h.Captured != mh.captured || h.Released != mh.released || (h.Status == ledger.HoldActive) != mh.active {
+							rt.Fatalf("after part %+v: hold %+v, model %+v", p, h, *mh)
+						}
 					}
 				case 5: // reverse an entry
 					if len(m.entries) == 0 {
@@ -257,7 +324,7 @@ func checkInvariants(rt *rapid.T, l *ledger.Ledger, db *store.DB, m *model, team
 		var held ledger.Money
 		for _, h := range m.holds {
 			if h.active && h.account == a {
-				held += h.amount
+				held += h.remaining()
 			}
 		}
 		if b.Posted != m.balance[a] || b.Held != held {
@@ -277,7 +344,7 @@ func checkInvariants(rt *rapid.T, l *ledger.Ledger, db *store.DB, m *model, team
 	db.Read.Raw("SELECT COUNT(*) FROM (SELECT entry_id FROM ledger_postings GROUP BY entry_id HAVING SUM(amount) <> 0) x").Scan(&unbalanced)
 	db.Read.Raw("SELECT COALESCE(SUM(amount), 0) FROM ledger_postings").Scan(&total)
 	db.Read.Raw(`SELECT COUNT(*) FROM ledger_accounts a WHERE a.balance <> (SELECT COALESCE(SUM(amount), 0) FROM ledger_postings p WHERE p.account_id = a.id)
-		OR a.held <> (SELECT COALESCE(SUM(amount), 0) FROM ledger_holds h WHERE h.account_id = a.id AND h.status = 'active')`).Scan(&mismatched)
+		OR a.held <> (SELECT COALESCE(SUM(amount - captured - released), 0) FROM ledger_holds h WHERE h.account_id = a.id AND h.status = 'active')`).Scan(&mismatched)
 	if unbalanced != 0 || total != 0 || mismatched != 0 {
 		rt.Fatalf("%d unbalanced entries, postings sum to %d, %d accounts disagree with their postings or holds", unbalanced, total, mismatched)
 	}
