@@ -276,7 +276,7 @@ func (e *Engine) replace(r *Reservation, now Slot) bool {
 		if r.Starts[i] < now || (r.Ended != nil && r.Ended[i] >= 0) {
 			continue // running, or ended: it cannot move
 		}
-		s, _, ok := earliest(e, r.Owner, q, now)
+		s, ok := earliest(e, r.Owner, q, now)
 		if !ok {
 			r.Starts = old
 			return false

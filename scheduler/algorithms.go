@@ -103,22 +103,96 @@ func (n *need) sharedUnitSlots(r Request, s Slot) float64 {
 	return total
 }
 
-// earliest returns the first start at or after now at which r fits, and what it
-// takes from shared capacity there, in unit-slots.
-func earliest(v View, owner string, r Request, now Slot) (Slot, float64, bool) {
-	n, from, last, ok := read(v, owner, r, now)
-	if !ok {
-		return 0, 0, false
-	}
+// first returns r's earliest feasible start in [from, last].
+func first(n *need, r Request, from, last Slot) (Slot, bool) {
 	start, found := Slot(0), false
 	feasibleStarts(n, r, from, last, func(s Slot) bool {
 		start, found = s, true
 		return false
 	})
-	if !found {
+	return start, found
+}
+
+// cheapest returns r's feasible start in [from, last] whose slots cost least under
+// cost (ties: the earliest), and that cost. Each slot's cost is computed once, as
+// the scan reaches it, and runs are summed with prefix sums: O(window) calls.
+func cheapest(n *need, r Request, from, last Slot, cost func(t Slot) float64) (Slot, float64, bool) {
+	// prefix[k] is the cost of slots [from, from+k); filled lazily as the scan goes.
+	prefix := make([]float64, 1, int(last+r.Duration-from)+1)
+	best, bestCost := Slot(-1), math.Inf(1)
+	feasibleStarts(n, r, from, last, func(s Slot) bool {
+		for t := from + Slot(len(prefix)-1); t < s+r.Duration; t++ {
+			prefix = append(prefix, prefix[len(prefix)-1]+cost(t))
+		}
+		// A later start must be cheaper by more than the prefix sums' rounding.
+		if c := prefix[s+r.Duration-from] - prefix[s-from]; c < bestCost-1e-9*max(1, math.Abs(bestCost)) || best < 0 {
+			best, bestCost = s, c
+		}
+		return true
+	})
+	if best < 0 {
 		return 0, 0, false
 	}
-	return start, n.sharedUnitSlots(r, start), true
+	return best, bestCost, true
+}
+
+// earliest returns the first start at or after now at which r fits.
+func earliest(v View, owner string, r Request, now Slot) (Slot, bool) {
+	n, from, last, ok := read(v, owner, r, now)
+	if !ok {
+		return 0, false
+	}
+	return first(n, r, from, last)
+}
+
+// chooser picks one request's start among its feasible starts in [from, last],
+// given its need read over that window, and prices it. It is false when the
+// request does not fit.
+type chooser func(n *need, r Request, from, last Slot) (Slot, float64, bool)
+
+// offer is the scan every algorithm shares: for each request of ask, plan says
+// whether it may only start now (its window is then cut to that one start) and
+// how to choose its start (nil: refuse it); the request's shared capacity and the
+// owner's free quota are read once over its window and the chooser places it.
+// The offer's price is the sum of the requests' prices; it is false when any
+// request cannot be placed.
+func offer(v View, ask Ask, plan func(r Request) (onlyNow bool, choose chooser)) (Offer, bool) {
+	o := Offer{}
+	for _, r := range ask.Requests {
+		onlyNow, choose := plan(r)
+		if choose == nil {
+			return Offer{}, false
+		}
+		if onlyNow {
+			if r.Arrival > ask.Now || ask.Now+r.Duration > r.Deadline {
+				return Offer{}, false
+			}
+			r.Arrival, r.Deadline = ask.Now, ask.Now+r.Duration
+		}
+		n, from, last, ok := read(v, ask.Owner, r, ask.Now)
+		if !ok {
+			return Offer{}, false
+		}
+		s, price, ok := choose(n, r, from, last)
+		if !ok {
+			return Offer{}, false
+		}
+		o.Starts = append(o.Starts, s)
+		o.Price += price
+	}
+	return o, true
+}
+
+// firstFit takes the earliest feasible start and charges unitPrice per unit-slot
+// taken from shared capacity.
+func firstFit(unitPrice float64) chooser {
+	return func(n *need, r Request, from, last Slot) (Slot, float64, bool) {
+		s, ok := first(n, r, from, last)
+		if !ok {
+			return 0, 0, false
+		}
+		return s, unitPrice * n.sharedUnitSlots(r, s), true
+	}
 }
 
 // Greedy places each request at its earliest feasible start and charges a fixed
@@ -130,16 +204,8 @@ func (Greedy) Name() string { return "greedy" }
 
 // Offer implements Algorithm.
 func (g Greedy) Offer(v View, ask Ask) (Offer, bool) {
-	o := Offer{}
-	for _, r := range ask.Requests {
-		s, shared, ok := earliest(v, ask.Owner, r, ask.Now)
-		if !ok {
-			return Offer{}, false
-		}
-		o.Starts = append(o.Starts, s)
-		o.Price += g.UnitPrice * shared
-	}
-	return o, true
+	choose := firstFit(g.UnitPrice)
+	return offer(v, ask, func(Request) (bool, chooser) { return false, choose })
 }
 
 // OnDemand accepts only requests that can start now, at a fixed price per
@@ -151,22 +217,8 @@ func (OnDemand) Name() string { return "ondemand" }
 
 // Offer implements Algorithm.
 func (d OnDemand) Offer(v View, ask Ask) (Offer, bool) {
-	o := Offer{}
-	for _, r := range ask.Requests {
-		if r.Arrival > ask.Now || ask.Now+r.Duration > r.Deadline {
-			return Offer{}, false
-		}
-		// Only the start now: the window is cut to [now, now+Duration).
-		cut := r
-		cut.Arrival, cut.Deadline = ask.Now, ask.Now+r.Duration
-		s, shared, ok := earliest(v, ask.Owner, cut, ask.Now)
-		if !ok || s != ask.Now {
-			return Offer{}, false
-		}
-		o.Starts = append(o.Starts, ask.Now)
-		o.Price += d.UnitPrice * shared
-	}
-	return o, true
+	choose := firstFit(d.UnitPrice)
+	return offer(v, ask, func(Request) (bool, chooser) { return true, choose })
 }
 
 // Predictor is an inverse-demand curve: Price is the highest price per unit-slot
@@ -216,32 +268,14 @@ func (b BasicEcon) Observe(d Demand) {
 // Offer implements Algorithm. The cost of every slot in the window is computed once
 // and the cheapest start found with prefix sums: O(window) predictor calls.
 func (b BasicEcon) Offer(v View, ask Ask) (Offer, bool) {
-	o := Offer{}
-	for _, r := range ask.Requests {
-		n, from, last, ok := read(v, ask.Owner, r, ask.Now)
-		if !ok {
-			return Offer{}, false
-		}
-		// prefix[k] is the cost of slots [from, from+k); filled lazily as the scan goes.
-		prefix := make([]float64, 1, int(last+r.Duration-from)+1)
-		best, bestCost := Slot(-1), math.Inf(1)
-		feasibleStarts(n, r, from, last, func(s Slot) bool {
-			for t := from + Slot(len(prefix)-1); t < s+r.Duration; t++ {
-				prefix = append(prefix, prefix[len(prefix)-1]+b.slotCost(n, t, ask.Now))
-			}
-			// A later start must be cheaper by more than the prefix sums' rounding.
-			if c := prefix[s+r.Duration-from] - prefix[s-from]; c < bestCost-1e-9*max(1, math.Abs(bestCost)) || best < 0 {
-				best, bestCost = s, c
-			}
-			return true
-		})
-		if best < 0 {
-			return Offer{}, false
-		}
-		o.Starts = append(o.Starts, best)
-		o.Price += bestCost
+	return offer(v, ask, func(Request) (bool, chooser) { return false, b.choose(ask.Now) })
+}
+
+// choose takes the cheapest feasible start at the slots' costs.
+func (b BasicEcon) choose(now Slot) chooser {
+	return func(n *need, r Request, from, last Slot) (Slot, float64, bool) {
+		return cheapest(n, r, from, last, func(t Slot) float64 { return b.slotCost(n, t, now) })
 	}
-	return o, true
 }
 
 // slotCost prices the units the request takes from shared capacity in slot t: each
@@ -250,12 +284,20 @@ func (b BasicEcon) Offer(v View, ask Ask) (Offer, bool) {
 func (b BasicEcon) slotCost(n *need, t, now Slot) float64 {
 	total := 0.0
 	for _, p := range n.pools {
-		w := n.shared(p, t)
-		if w == 0 {
-			continue
-		}
-		left := n.free[p][t-n.origin] - w/2
-		total += float64(w) * max(b.Floor, b.Predictor.Price(p, t, now, left))
+		total += econCost(n, p, t, now, b.Floor, b.Predictor)
 	}
 	return total
+}
+
+// econCost prices the units the request takes from pool p's shared capacity in
+// slot t as Basic-Econ does: the block at the predicted price of its middle unit,
+// given the capacity that would be left free, and at least floor per unit. Units
+// from the owner's quota cost nothing; no units, no predictor call.
+func econCost(n *need, p string, t, now Slot, floor float64, pred Predictor) float64 {
+	w := n.shared(p, t)
+	if w == 0 {
+		return 0
+	}
+	left := n.free[p][t-n.origin] - w/2
+	return float64(w) * max(floor, pred.Price(p, t, now, left))
 }

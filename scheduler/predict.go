@@ -247,3 +247,38 @@ func (f *Fractional) solve(now Slot) {
 func (f *Fractional) Price(pool string, slot, now Slot, quantity int64) float64 {
 	return f.model.Price(pool, slot, now, quantity)
 }
+
+// Shifted is a Predictor (and Learner when P is one) that sees slot t of the engine as slot t+Off of P.
+//
+// An engine that numbers slots from an origin it moves forward (rebuilt once a
+// day, say) wraps a learned predictor that lives in absolute slots, so the
+// predictor keeps its daily and weekly phase: Off is the engine's origin in P's
+// slots.
+type Shifted struct {
+	P   Predictor
+	Off Slot
+}
+
+// Price implements Predictor: P's price for slot+Off seen from now+Off.
+func (s *Shifted) Price(pool string, slot, now Slot, quantity int64) float64 {
+	return s.P.Price(pool, slot+s.Off, now+s.Off, quantity)
+}
+
+// Observe implements Learner: P observes a copy of d with Now, and every
+// request's Arrival and Deadline, shifted by +Off; d and its requests are not
+// changed. It does nothing when P does not learn.
+func (s *Shifted) Observe(d Demand) {
+	l, ok := s.P.(Learner)
+	if !ok {
+		return
+	}
+	shifted := d
+	shifted.Now += s.Off
+	shifted.Requests = make([]Request, len(d.Requests))
+	for i, r := range d.Requests {
+		r.Arrival += s.Off
+		r.Deadline += s.Off
+		shifted.Requests[i] = r
+	}
+	l.Observe(shifted)
+}

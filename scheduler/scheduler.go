@@ -4,11 +4,12 @@
 // HTTP or templates.
 //
 // An Engine keeps each pool's capacity and commitments per slot. Pricing
-// algorithms (Greedy, OnDemand, BasicEcon) see an Ask, never a bid's value; the
-// engine compares the value with their price once, so truthful bids are best.
-// Predictors (LoadCurve, Seasonal, Fractional) tell BasicEcon what demand is still
-// to come. CurrentAllocation and Update are the interface a cluster agent uses;
-// the simulator drives exactly that interface.
+// algorithms (Greedy, OnDemand, BasicEcon, and PerPool, which prices each pool by
+// its own policy) see an Ask, never a bid's value; the engine compares the value
+// with their price once, so truthful bids are best. Predictors (LoadCurve,
+// Seasonal, Fractional; Shifted moves one's slot origin) tell BasicEcon what
+// demand is still to come. CurrentAllocation and Update are the interface a
+// cluster agent uses; the simulator drives exactly that interface.
 package scheduler
 
 import (
@@ -135,6 +136,24 @@ func (r Reservation) End(i int) Slot {
 		return min(r.Ended[i], r.Starts[i]+r.Requests[i].Duration)
 	}
 	return r.Starts[i] + r.Requests[i].Duration
+}
+
+// SharedUnitSlots is the unit-slots request i takes from shared capacity over its
+// planned run: its units (over all its pools) times its duration, minus what Own
+// gives from the owner's quota, as placed. A reservation's price can be split
+// between its requests in proportion to it.
+func (r Reservation) SharedUnitSlots(i int) int64 {
+	q := r.Requests[i]
+	total := units(q) * int64(q.Duration)
+	if r.Own == nil {
+		return total
+	}
+	for _, own := range r.Own[i] {
+		for _, o := range own[:min(len(own), int(q.Duration))] {
+			total -= o
+		}
+	}
+	return total
 }
 
 // Engine keeps capacity and commitments per pool and slot and makes reservations
@@ -326,33 +345,6 @@ func (e *Engine) MakeReservation(now Slot, bid Bid) (Reservation, bool, error) {
 	e.next = max(e.next, r.ID)
 	e.res[r.ID] = r
 	return *r, true, nil
-}
-
-// Restore puts back a reservation made earlier (read from storage at start),
-// without pricing it again. It is ECONFLICT when the reservation no longer fits.
-func (e *Engine) Restore(r Reservation) error {
-	if r.ID <= 0 {
-		return clearhouse.Errorf(clearhouse.EINVALID, "id: must be positive")
-	}
-	if _, taken := e.res[r.ID]; taken {
-		return clearhouse.Errorf(clearhouse.ECONFLICT, "id: reservation %d exists", r.ID)
-	}
-	for i, q := range r.Requests {
-		if err := e.validate(0, i, q); err != nil {
-			return err
-		}
-	}
-	c := r
-	c.Requests, c.Starts, c.Ended = cloneRequests(r.Requests), slices.Clone(r.Starts), slices.Clone(r.Ended)
-	if len(c.Starts) != len(c.Requests) || (c.Ended != nil && len(c.Ended) != len(c.Requests)) {
-		return clearhouse.Errorf(clearhouse.EINVALID, "starts: one per request")
-	}
-	if !e.place(&c) {
-		return clearhouse.Errorf(clearhouse.ECONFLICT, "reservation %d: does not fit in the plan", r.ID)
-	}
-	e.res[c.ID] = &c
-	e.next = max(e.next, c.ID)
-	return nil
 }
 
 // Cancel releases a reservation's capacity from slot now on.
