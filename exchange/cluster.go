@@ -109,6 +109,9 @@ func (m *Market) AddPool(ctx context.Context, ps PoolSpec) (Pool, error) {
 		if err := exists(tx, "reserve_curves", ps.CurveID, "curve: no reserve curve %q", ps.CurveID); err != nil {
 			return err
 		}
+		if err := bumpPlan(tx); err != nil {
+			return err
+		}
 		if err := tx.Create(&p).Error; errors.Is(err, gorm.ErrDuplicatedKey) {
 			return clearhouse.Errorf(clearhouse.ECONFLICT, "resource: pool %q already exists", p.ID)
 		} else if err != nil {
@@ -142,6 +145,9 @@ func (m *Market) UpdatePool(ctx context.Context, id string, ps PoolSpec) (Pool, 
 			return clearhouse.Errorf(clearhouse.ECONFLICT, "capacity: teams hold %d %s in %s; capacity cannot be less", held, p.Unit, id)
 		}
 		p.Unit, p.Capacity, p.UnitCost, p.Utilization, p.CurveID, p.UpdatedAt = ps.Unit, ps.Capacity, ps.UnitCost, ps.Utilization, ps.CurveID, m.now()
+		if err := bumpPlan(tx); err != nil { // capacity feeds the reservation plan
+			return err
+		}
 		return tx.Save(&p).Error
 	})
 	return p, err
@@ -218,6 +224,9 @@ func (m *Market) GrantQuota(ctx context.Context, team, pool string, quantity int
 // addHolding adds delta (possibly negative) to a team's holding in a pool; the
 // schema refuses a negative result.
 func addHolding(tx *gorm.DB, team, pool string, delta int64) error {
+	if err := bumpPlan(tx); err != nil { // quotas feed the reservation plan
+		return err
+	}
 	res := tx.Exec("UPDATE holdings SET quantity = quantity + ? WHERE team_id = ? AND pool_id = ?", delta, team, pool)
 	if res.Error != nil {
 		return res.Error

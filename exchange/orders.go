@@ -182,10 +182,17 @@ func (m *Market) holdQuota(tx *gorm.DB, o Order, spec OrderSpec) error {
 		if err := tx.Table("quota_holds").Where("team_id = ? AND pool_id = ?", o.TeamID, pool).Select("COALESCE(SUM(quantity), 0)").Scan(&set).Error; err != nil {
 			return err
 		}
-		if held-set < need[pool] {
+		inUse, err := quotaInUse(tx, o.TeamID, pool, held-set, m.now())
+		if err != nil {
+			return err
+		}
+		if held-set-inUse < need[pool] {
 			return clearhouse.Errorf(clearhouse.EUNPROCESSABLE,
-				"bundles: team %s can offer at most %d units of %s (it holds %d, %d already offered), not %d",
-				o.TeamID, max(held-set, 0), pool, held, set, need[pool])
+				"bundles: team %s can offer at most %d units of %s (it holds %d, %d already offered, %d needed by its accepted reservations), not %d",
+				o.TeamID, max(held-set-inUse, 0), pool, held, set, inUse, need[pool])
+		}
+		if err := bumpPlan(tx); err != nil { // offered quota leaves the team's plan
+			return err
 		}
 		if err := tx.Create(&quotaHold{OrderID: o.ID, TeamID: o.TeamID, PoolID: pool, Quantity: need[pool]}).Error; err != nil {
 			return err
@@ -235,6 +242,9 @@ func (m *Market) releaseOrder(ctx context.Context, tx *gorm.DB, o Order, status 
 		if err := m.ledger.WithTx(tx).ReleaseHold(ctx, fmt.Sprintf("order/%d/release", o.ID), *o.HoldID); err != nil {
 			return err
 		}
+	}
+	if err := bumpPlan(tx); err != nil { // quota set aside for offers returns to the team's plan
+		return err
 	}
 	if err := tx.Where("order_id = ?", o.ID).Delete(&quotaHold{}).Error; err != nil {
 		return err

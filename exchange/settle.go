@@ -282,6 +282,9 @@ func (m *Market) settle(ctx context.Context, tx *gorm.DB, a Auction, res auction
 			}
 		}
 	}
+	if err := bumpPlan(tx); err != nil { // quotas moved: every server rebuilds its reservation plan
+		return err
+	}
 	now := m.now()
 	for _, set := range []struct {
 		ids    []int64

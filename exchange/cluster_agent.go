@@ -1,0 +1,337 @@
+package exchange
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/clearhouse/clearhouse"
+	"github.com/clearhouse/clearhouse/scheduler"
+	"gorm.io/gorm"
+)
+
+// Assignment is one request of a reservation as a cluster agent sees it: Units of
+// Count it should run now (0 while it waits for its planned start, when the
+// cluster may still run it early if it has room).
+type Assignment struct {
+	Reservation   int64
+	Request       int
+	Team          string
+	Configuration map[string]int64
+	Count         int64
+	Units         int64
+	Start, End    time.Time
+	Arrival       time.Time
+	Deadline      time.Time
+}
+
+// Allocation is what each job of one cluster should have in the current slot.
+type Allocation struct {
+	Cluster  string
+	Now      time.Time
+	SlotEnds time.Time // the allocation holds until then
+	Running  []Assignment
+	Waiting  []Assignment
+}
+
+// Allocation returns the plan for cluster in the current slot. ENOTFOUND for an
+// unknown cluster.
+func (s *Reservations) Allocation(ctx context.Context, cluster string) (Allocation, error) {
+	if err := exists(s.db.Read.WithContext(ctx), "clusters", cluster, "cluster: no cluster %q", cluster); err != nil {
+		return Allocation{}, err
+	}
+	var out Allocation
+	var ids []int64
+	var eng scheduler.Allocation
+	err := s.read(ctx, func(p *plan, now time.Time) error {
+		eng = p.eng.CurrentAllocation(p.slot(now))
+		out = Allocation{Cluster: cluster, Now: now, SlotEnds: p.at(p.slot(now) + 1)}
+		for _, a := range append(append([]scheduler.Assignment(nil), eng.Running...), eng.Waiting...) {
+			ids = append(ids, a.Reservation)
+		}
+		return nil
+	})
+	if err != nil || len(ids) == 0 {
+		return out, err
+	}
+	db := s.db.Read.WithContext(ctx)
+	vs, err := s.views(db, db.Where("id IN ? AND cluster_id = ?", ids, cluster), out.Now)
+	if err != nil {
+		return out, err
+	}
+	byID := map[int64]ReservationView{}
+	for _, v := range vs {
+		byID[v.ID] = v
+	}
+	conv := func(as []scheduler.Assignment) []Assignment {
+		var res []Assignment
+		for _, a := range as {
+			v, ok := byID[a.Reservation]
+			if !ok || a.Request >= len(v.Requests) || v.Requests[a.Request].StartAt == nil {
+				continue
+			}
+			q := v.Requests[a.Request]
+			res = append(res, Assignment{Reservation: v.ID, Request: a.Request, Team: v.TeamID, Configuration: q.Config(),
+				Count: q.Count, Units: a.Units, Start: *q.StartAt, End: q.End(), Arrival: q.Arrival, Deadline: q.Deadline})
+		}
+		return res
+	}
+	out.Running, out.Waiting = conv(eng.Running), conv(eng.Waiting)
+	return out, nil
+}
+
+// CapacityReport sets a pool's capacity to Units over [From, To).
+type CapacityReport struct {
+	Pool     string
+	From, To time.Time
+	Units    int64
+}
+
+// EndReport says a request stopped using its capacity at At: it finished early,
+// or failed and will not run again.
+type EndReport struct {
+	Reservation int64
+	Request     int
+	At          time.Time
+	Failed      bool
+}
+
+// UsageReport is what a running request used of one pool in the current slot.
+type UsageReport struct {
+	Reservation int64
+	Request     int
+	Pool        string
+	Units       int64
+}
+
+// WaitingReport is how many tasks of a request wait to run.
+type WaitingReport struct {
+	Reservation int64
+	Request     int
+	Tasks       int64
+}
+
+// AgentReport is what a cluster agent reports.
+type AgentReport struct {
+	Capacity []CapacityReport
+	Ends     []EndReport
+	Usage    []UsageReport
+	Waiting  []WaitingReport
+}
+
+// AgentResult is what a report did to the plan.
+type AgentResult struct {
+	Moved  []int64 // reservations re-planned inside their windows
+	AtRisk []int64 // reservations that can no longer be honoured
+	Ended  []int64 // reservations whose requests have all ended
+}
+
+// validateReport checks a report from cluster's agent against the plan: every
+// pool and reservation must be the cluster's. EINVALID names the field at fault.
+func (s *Reservations) validateReport(tx *gorm.DB, p *plan, cluster string, rep AgentReport, now time.Time) (map[int64]ReservationView, error) {
+	bad := func(field string, i int, format string, args ...any) error {
+		return clearhouse.Errorf(clearhouse.EINVALID, "%s[%d]: %s", field, i, fmt.Sprintf(format, args...))
+	}
+	for i, c := range rep.Capacity {
+		pl, ok := p.pools[c.Pool]
+		switch {
+		case !ok || pl.ClusterID != cluster:
+			return nil, bad("capacity", i, "pool %q is not a pool of cluster %s", c.Pool, cluster)
+		case c.Units < 0:
+			return nil, bad("capacity", i, "units must not be negative")
+		case !c.To.After(c.From):
+			return nil, bad("capacity", i, "to must be after from")
+		}
+	}
+	ids := map[int64]bool{}
+	for _, e := range rep.Ends {
+		ids[e.Reservation] = true
+	}
+	for _, u := range rep.Usage {
+		ids[u.Reservation] = true
+	}
+	for _, w := range rep.Waiting {
+		ids[w.Reservation] = true
+	}
+	list := make([]int64, 0, len(ids))
+	for id := range ids {
+		list = append(list, id)
+	}
+	byID := map[int64]ReservationView{}
+	if len(list) > 0 {
+		vs, err := s.views(tx, tx.Where("id IN ?", list), now)
+		if err != nil {
+			return nil, err
+		}
+		for _, v := range vs {
+			if v.ClusterID != nil && *v.ClusterID == cluster {
+				byID[v.ID] = v
+			}
+		}
+	}
+	check := func(field string, i int, id int64, req int) error {
+		v, ok := byID[id]
+		if !ok {
+			return bad(field, i, "cluster %s has no reservation %d", cluster, id)
+		}
+		if req < 0 || req >= len(v.Requests) {
+			return bad(field, i, "reservation %d has no request %d", id, req)
+		}
+		return nil
+	}
+	for i, e := range rep.Ends {
+		if err := check("ends", i, e.Reservation, e.Request); err != nil {
+			return nil, err
+		}
+		if e.At.IsZero() {
+			return nil, bad("ends", i, "at: required (RFC 3339)")
+		}
+	}
+	for i, u := range rep.Usage {
+		if err := check("usage", i, u.Reservation, u.Request); err != nil {
+			return nil, err
+		}
+		if u.Units < 0 {
+			return nil, bad("usage", i, "units must not be negative")
+		}
+	}
+	for i, w := range rep.Waiting {
+		if err := check("waiting", i, w.Reservation, w.Request); err != nil {
+			return nil, err
+		}
+		if w.Tasks < 0 {
+			return nil, bad("waiting", i, "tasks must not be negative")
+		}
+	}
+	return byID, nil
+}
+
+// Report applies what cluster's agent reports, in one transaction: capacity
+// changes (recorded, so a restart keeps them), early ends and failures (the unused
+// part of the charge is released at once), usage and waiting tasks. When capacity
+// falls below what was promised, reservations are re-planned inside their windows
+// and those that no longer fit are recorded as not honoured (their charge settled
+// for what they used). A bad report changes nothing.
+func (s *Reservations) Report(ctx context.Context, cluster string, rep AgentReport) (AgentResult, error) {
+	var res AgentResult
+	err := s.write(ctx, func(tx *gorm.DB, p *plan, now time.Time) error {
+		byID, err := s.validateReport(tx, p, cluster, rep, now)
+		if err != nil {
+			return err
+		}
+		var up scheduler.Update
+		horizon := p.eng.Horizon()
+		for _, c := range rep.Capacity {
+			row := CapacityChange{PoolID: c.Pool, FromAt: c.From.UTC(), ToAt: c.To.UTC(), Units: c.Units, ReportedAt: now}
+			if err := tx.Omit("ID").Create(&row).Error; err != nil {
+				return err
+			}
+			from, to := max(p.slot(c.From), 0), min(p.ceil(c.To), horizon)
+			if from < to {
+				up.Capacity = append(up.Capacity, scheduler.CapacityChange{Pool: c.Pool, From: from, To: to, Units: c.Units})
+			}
+		}
+		touched := map[int64]bool{}
+		for _, e := range rep.Ends {
+			v := byID[e.Reservation]
+			q := v.Requests[e.Request]
+			if v.Status != ReservationAccepted || q.StartAt == nil || !e.At.Before(q.End()) {
+				continue // already over: nothing to release
+			}
+			at := e.At.UTC()
+			if at.Before(*q.StartAt) {
+				at = *q.StartAt
+			}
+			if err := tx.Model(&ReservationRequest{}).Where("reservation_id = ? AND idx = ?", v.ID, e.Request).Update("ended_at", at).Error; err != nil {
+				return err
+			}
+			if e.Failed {
+				note := fmt.Sprintf("request %d failed at %s", e.Request, at.Format(time.RFC3339))
+				if err := tx.Model(&Reservation{}).Where("id = ?", v.ID).Update("note", note).Error; err != nil {
+					return err
+				}
+			}
+			up.Ends = append(up.Ends, scheduler.JobEnd{Reservation: v.ID, Request: e.Request, At: p.ceil(at)})
+			touched[v.ID] = true
+		}
+		for _, u := range rep.Usage {
+			if err := tx.Model(&ReservationRequest{}).Where("reservation_id = ? AND idx = ?", u.Reservation, u.Request).
+				Updates(map[string]any{"used_units": u.Units, "reported_at": now}).Error; err != nil {
+				return err
+			}
+		}
+		for _, w := range rep.Waiting {
+			if err := tx.Model(&ReservationRequest{}).Where("reservation_id = ? AND idx = ?", w.Reservation, w.Request).
+				Updates(map[string]any{"waiting_tasks": w.Tasks, "reported_at": now}).Error; err != nil {
+				return err
+			}
+		}
+		out, err := p.eng.Update(p.slot(now), up)
+		if err != nil {
+			return err
+		}
+		if err := s.applyReport(ctx, tx, p, out, now, "capacity in its cluster fell below what was promised"); err != nil {
+			return err
+		}
+		for _, m := range out.Moved {
+			res.Moved = append(res.Moved, m.Reservation)
+		}
+		for _, r := range out.AtRisk {
+			res.AtRisk = append(res.AtRisk, r.ID)
+			delete(touched, r.ID)
+		}
+		for id := range touched {
+			vs, err := s.views(tx, tx.Where("id = ?", id), now)
+			if err != nil || len(vs) == 0 {
+				return err
+			}
+			done, err := s.settleCharges(ctx, tx, &vs[0], now, false)
+			if err != nil {
+				return err
+			}
+			if done {
+				res.Ended = append(res.Ended, id)
+				if err := tx.Model(&Reservation{}).Where("id = ?", id).Updates(map[string]any{"status": ReservationDone, "updated_at": now}).Error; err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	})
+	return res, err
+}
+
+// applyReport records what re-planning did: moved reservations get their new
+// starts; those at risk are no longer honoured.
+func (s *Reservations) applyReport(ctx context.Context, tx *gorm.DB, p *plan, rep scheduler.Report, now time.Time, why string) error {
+	for _, m := range rep.Moved {
+		vs, err := s.views(tx, tx.Where("id = ?", m.Reservation), now)
+		if err != nil {
+			return err
+		}
+		for _, v := range vs {
+			if err := s.saveStarts(tx, p, v); err != nil {
+				return err
+			}
+		}
+	}
+	for _, r := range rep.AtRisk {
+		vs, err := s.views(tx, tx.Where("id = ? AND status = ?", r.ID, ReservationAccepted), now)
+		if err != nil {
+			return err
+		}
+		for _, v := range vs {
+			if err := s.fail(ctx, tx, p, v, now, why); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// clusterOf is the cluster of a pool id "cluster/resource".
+func clusterOf(pool string) string {
+	c, _, _ := strings.Cut(pool, "/")
+	return c
+}

@@ -1,0 +1,377 @@
+package exchange
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/clearhouse/clearhouse"
+	"github.com/clearhouse/clearhouse/ledger"
+	"github.com/clearhouse/clearhouse/scheduler"
+	"github.com/clearhouse/clearhouse/store"
+	"gorm.io/gorm"
+)
+
+// PlanConfig is the reservation plan's clock: slots of Slot, windows ending within
+// Horizon of now.
+type PlanConfig struct {
+	Slot    time.Duration
+	Horizon time.Duration
+	// Period is what a pool's unit cost is per (the auction cadence): the default
+	// price of a unit-slot is UnitCost * Slot / Period.
+	Period time.Duration
+}
+
+// DefaultPlanConfig plans 14 days ahead in 5-minute slots.
+var DefaultPlanConfig = PlanConfig{Slot: 5 * time.Minute, Horizon: 14 * 24 * time.Hour, Period: 24 * time.Hour}
+
+// rebaseEvery is how often the in-memory plan moves its origin forward: it plans
+// over Horizon plus this much, so a window may always end Horizon after now.
+const rebaseEvery = 24 * time.Hour
+
+// slotEpoch anchors absolute slots (a Monday, midnight UTC), so learned predictors
+// keep their daily and weekly phase when the plan is rebuilt at another origin.
+var slotEpoch = time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// Reservations is the service for short-term reservations. The database is the
+// source of truth; the scheduler engine in memory is a cache of it, rebuilt
+// whenever the plan's version in the database moved (a write by another server,
+// a settlement, an offer that sets quota aside) and once a day. Every write runs in
+// one transaction that bumps the version, so writers are serialized across servers
+// and a failed write leaves nothing behind: the engine is rebuilt from what
+// committed.
+type Reservations struct {
+	db     *store.DB
+	ledger *ledger.Ledger
+	now    func() time.Time
+	cfg    PlanConfig
+
+	mu         sync.Mutex
+	plan       *plan
+	seasonal   *scheduler.Shifted // learned predictors, kept across rebuilds
+	fractional *scheduler.Shifted
+}
+
+// NewReservations returns the reservation service on db, charging through l.
+func NewReservations(db *store.DB, l *ledger.Ledger, now func() time.Time, cfg PlanConfig) *Reservations {
+	if cfg.Slot <= 0 {
+		cfg.Slot = DefaultPlanConfig.Slot
+	}
+	if cfg.Horizon <= 0 {
+		cfg.Horizon = DefaultPlanConfig.Horizon
+	}
+	if cfg.Period <= 0 {
+		cfg.Period = DefaultPlanConfig.Period
+	}
+	return &Reservations{db: db, ledger: l, now: func() time.Time { return now().UTC() }, cfg: cfg}
+}
+
+// Config is the plan's clock.
+func (s *Reservations) Config() PlanConfig { return s.cfg }
+
+// plan is the engine and the mapping between its slots and wall-clock time.
+type plan struct {
+	eng     *scheduler.Engine
+	origin  time.Time
+	slotLen time.Duration
+	version int64
+	pools   map[string]Pool
+}
+
+// slot is the slot holding t (floor).
+func (p *plan) slot(t time.Time) scheduler.Slot {
+	d := t.Sub(p.origin)
+	s := d / p.slotLen
+	if d < 0 && d%p.slotLen != 0 {
+		s--
+	}
+	return scheduler.Slot(s)
+}
+
+// ceil is the first slot starting at or after t.
+func (p *plan) ceil(t time.Time) scheduler.Slot {
+	s := p.slot(t)
+	if p.at(s).Before(t) {
+		s++
+	}
+	return s
+}
+
+// at is when slot s starts.
+func (p *plan) at(s scheduler.Slot) time.Time { return p.origin.Add(time.Duration(s) * p.slotLen) }
+
+// slots is how many slots a duration in seconds takes.
+func (p *plan) slots(seconds int64) scheduler.Slot {
+	return scheduler.Slot(ceilDiv(time.Duration(seconds)*time.Second, p.slotLen))
+}
+
+// bumpPlan marks the plan changed, inside tx: every server rebuilds its engine
+// before its next reservation call. Writes that change quotas or capacity call it.
+func bumpPlan(tx *gorm.DB) error {
+	return tx.Exec("UPDATE plan_state SET version = version + 1 WHERE id = 1").Error
+}
+
+// write runs fn in one transaction with an engine that matches the database. A
+// failed fn rolls back and drops the engine (it may hold fn's uncommitted
+// changes); the next call rebuilds it.
+func (s *Reservations) write(ctx context.Context, fn func(tx *gorm.DB, p *plan, now time.Time) error) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := s.now()
+	var version int64
+	err := s.db.Write.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		if err := bumpPlan(tx); err != nil {
+			return err
+		}
+		if err := tx.Raw("SELECT version FROM plan_state WHERE id = 1").Scan(&version).Error; err != nil {
+			return err
+		}
+		if s.stale(version-1, now) {
+			s.plan = nil
+			p, err := s.load(ctx, tx, now)
+			if err != nil {
+				return err
+			}
+			s.plan = p
+		}
+		return fn(tx, s.plan, now)
+	})
+	if err != nil {
+		s.plan = nil
+		return err
+	}
+	if s.plan != nil {
+		s.plan.version = version
+	}
+	return nil
+}
+
+// read runs fn on an engine that matches the database, rebuilding it first (in a
+// write, which records what the rebuild found) when it is stale.
+func (s *Reservations) read(ctx context.Context, fn func(p *plan, now time.Time) error) error {
+	var version int64
+	if err := s.db.Read.WithContext(ctx).Raw("SELECT version FROM plan_state WHERE id = 1").Scan(&version).Error; err != nil {
+		return err
+	}
+	s.mu.Lock()
+	stale := s.stale(version, s.now())
+	s.mu.Unlock()
+	if stale {
+		if err := s.write(ctx, func(*gorm.DB, *plan, time.Time) error { return nil }); err != nil {
+			return err
+		}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.plan == nil {
+		return clearhouse.Errorf(clearhouse.EINTERNAL, "the reservation plan could not be loaded")
+	}
+	return fn(s.plan, s.now())
+}
+
+func (s *Reservations) stale(version int64, now time.Time) bool {
+	return s.plan == nil || s.plan.version != version || now.Sub(s.plan.origin) >= rebaseEvery || now.Before(s.plan.origin)
+}
+
+// quotaRow is a team's quota of a pool for the scheduler: what it holds less what
+// it has set aside for open offers.
+type quotaRow struct {
+	TeamID string
+	PoolID string
+	Quota  int64
+}
+
+func quotas(tx *gorm.DB) ([]quotaRow, error) {
+	var rows []quotaRow
+	err := tx.Raw(`SELECT h.team_id, h.pool_id, h.quantity - COALESCE((SELECT SUM(q.quantity) FROM quota_holds q
+		WHERE q.team_id = h.team_id AND q.pool_id = h.pool_id), 0) AS quota
+		FROM holdings h WHERE h.quantity > 0 ORDER BY h.team_id, h.pool_id`).Scan(&rows).Error
+	return rows, err
+}
+
+// CapacityChange is a capacity change a cluster agent reported: the pool has Units
+// over [FromAt, ToAt).
+type CapacityChange struct {
+	ID         int64
+	PoolID     string
+	FromAt     time.Time
+	ToAt       time.Time
+	Units      int64
+	ReportedAt time.Time
+}
+
+// TableName is the capacity_changes table.
+func (CapacityChange) TableName() string { return "capacity_changes" }
+
+// load builds the engine from the database at now: pools and their policies,
+// quotas from holdings, reported capacity changes, then every accepted
+// reservation in id order. A reservation that no longer fits where it was is moved
+// inside its windows, or fails (recorded, its charge settled); nothing is dropped
+// silently.
+func (s *Reservations) load(ctx context.Context, tx *gorm.DB, now time.Time) (*plan, error) {
+	p := &plan{origin: now.Truncate(s.cfg.Slot), slotLen: s.cfg.Slot, pools: map[string]Pool{}}
+	horizon := scheduler.Slot(ceilDiv(s.cfg.Horizon+rebaseEvery, s.cfg.Slot))
+	var pools []Pool
+	if err := tx.Order("id").Find(&pools).Error; err != nil {
+		return nil, err
+	}
+	capacity := map[string]int64{}
+	for _, pl := range pools {
+		p.pools[pl.ID] = pl
+		capacity[pl.ID] = pl.Capacity
+	}
+	algo, err := s.algorithm(tx, pools, p.origin)
+	if err != nil {
+		return nil, err
+	}
+	p.eng = scheduler.NewEngine(horizon, capacity, algo)
+
+	qs, err := quotas(tx)
+	if err != nil {
+		return nil, err
+	}
+	for _, q := range qs {
+		// Holdings never exceed a pool's capacity unless an operator shrank it; the
+		// scheduler then guarantees what is left.
+		units := min(q.Quota, p.eng.Free(q.PoolID, 0, horizon))
+		if units > 0 {
+			if _, err := p.eng.SetQuota(0, q.TeamID, q.PoolID, 0, 0, units); err != nil {
+				return nil, fmt.Errorf("quota of %s in %s: %w", q.TeamID, q.PoolID, err)
+			}
+		}
+	}
+	var changes []CapacityChange
+	if err := tx.Where("to_at > ?", p.origin).Order("id").Find(&changes).Error; err != nil {
+		return nil, err
+	}
+	for _, c := range changes {
+		from, to := max(p.slot(c.FromAt), 0), min(p.ceil(c.ToAt), horizon)
+		if _, known := capacity[c.PoolID]; !known || from >= to {
+			continue
+		}
+		if _, err := p.eng.Update(0, scheduler.Update{Capacity: []scheduler.CapacityChange{{Pool: c.PoolID, From: from, To: to, Units: c.Units}}}); err != nil {
+			return nil, fmt.Errorf("capacity change %d: %w", c.ID, err)
+		}
+	}
+
+	views, err := s.views(tx, tx.Where("status = ?", ReservationAccepted), now)
+	if err != nil {
+		return nil, err
+	}
+	nowSlot := p.slot(now)
+	for _, v := range views {
+		er := p.engineReservation(v)
+		moved, err := p.eng.RestoreAt(nowSlot, er)
+		if err != nil {
+			if err := s.fail(ctx, tx, p, v, now, "no longer fits in its windows: the pool's capacity or the team's quota fell"); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		if moved {
+			if err := s.saveStarts(tx, p, v); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return p, nil
+}
+
+// engineReservation is a stored reservation in the engine's slots. Requests that
+// started before the plan's origin are cut to the part from the origin on (they
+// are running and never move).
+func (p *plan) engineReservation(v ReservationView) scheduler.Reservation {
+	er := scheduler.Reservation{ID: v.ID, Owner: v.TeamID, Price: v.Price.Dollars()}
+	if v.Value != nil {
+		er.Value = v.Value.Dollars()
+	}
+	ended := false
+	for _, q := range v.Requests {
+		dur := p.slots(q.Duration)
+		start := p.slot(*q.StartAt)
+		end := start + dur
+		endAt := scheduler.Slot(-1)
+		if q.EndedAt != nil {
+			endAt, ended = min(max(p.ceil(*q.EndedAt), start), end), true
+		}
+		req := scheduler.Request{Config: q.Config(), Count: q.Count, Duration: dur,
+			Arrival: min(max(p.ceil(q.Arrival), 0), start), Deadline: max(p.slot(q.Deadline), end)}
+		if start < 0 {
+			req.Arrival, start = 0, 0
+			effective := end
+			if endAt >= 0 {
+				effective = endAt
+			}
+			if effective <= 0 { // finished before the origin: takes nothing
+				req.Duration, req.Deadline, endAt = 1, max(req.Deadline, 1), 0
+			} else {
+				req.Duration = end
+				endAt = max(endAt, -1)
+			}
+		}
+		er.Requests = append(er.Requests, req)
+		er.Starts = append(er.Starts, start)
+		er.Ended = append(er.Ended, endAt)
+	}
+	if !ended {
+		er.Ended = nil
+	}
+	return er
+}
+
+// saveStarts records where the engine now plans a reservation's requests that
+// have not started.
+func (s *Reservations) saveStarts(tx *gorm.DB, p *plan, v ReservationView) error {
+	r, ok := p.eng.Reservation(v.ID)
+	if !ok {
+		return nil
+	}
+	for i, q := range v.Requests {
+		at := p.at(r.Starts[i])
+		if q.StartAt != nil && (q.StartAt.Before(p.origin) || q.StartAt.Equal(at)) {
+			continue
+		}
+		if err := tx.Model(&ReservationRequest{}).Where("reservation_id = ? AND idx = ?", v.ID, i).Update("start_at", at).Error; err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// views loads the reservations q selects with their requests.
+func (s *Reservations) views(tx *gorm.DB, q *gorm.DB, now time.Time) ([]ReservationView, error) {
+	var rs []Reservation
+	if err := q.Order("id").Find(&rs).Error; err != nil {
+		return nil, err
+	}
+	if len(rs) == 0 {
+		return nil, nil
+	}
+	ids := make([]int64, len(rs))
+	for i, r := range rs {
+		ids[i] = r.ID
+	}
+	byID := map[int64][]ReservationRequest{}
+	for part := range slices.Chunk(ids, 500) {
+		var reqs []ReservationRequest
+		if err := tx.Where("reservation_id IN ?", part).Order("reservation_id, idx").Find(&reqs).Error; err != nil {
+			return nil, err
+		}
+		for _, q := range reqs {
+			byID[q.ReservationID] = append(byID[q.ReservationID], q)
+		}
+	}
+	out := make([]ReservationView, len(rs))
+	for i, r := range rs {
+		out[i] = ReservationView{Reservation: r, Requests: byID[r.ID], Phase: phase(r, byID[r.ID], now)}
+	}
+	return out, nil
+}
+
+func configJSON(c map[string]int64) string {
+	b, _ := json.Marshal(c)
+	return string(b)
+}

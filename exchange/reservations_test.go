@@ -1,0 +1,265 @@
+package exchange_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/clearhouse/clearhouse"
+	"github.com/clearhouse/clearhouse/exchange"
+	"github.com/clearhouse/clearhouse/ledger"
+	"github.com/clearhouse/clearhouse/store"
+	"github.com/clearhouse/clearhouse/store/storetest"
+)
+
+// planned is a market with the reservation service, pricing us-east/cpu and
+// eu-west/cpu by greedy first fit at one cent a unit-slot.
+type planned struct {
+	*market
+	r *exchange.Reservations
+}
+
+func newPlanned(t *testing.T, db *store.DB) *planned {
+	t.Helper()
+	mk := newAuctionMarket(t, db)
+	pl := &planned{market: mk, r: exchange.NewReservations(db, mk.l, mk.clock.Now, exchange.DefaultPlanConfig)}
+	for _, pool := range []string{"us-east/cpu", "eu-west/cpu"} {
+		if _, err := pl.r.SetPolicy(context.Background(), exchange.PricingPolicy{PoolID: pool, Algorithm: "greedy", Predictor: "seasonal", UnitPrice: 10_000}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return pl
+}
+
+// job is a one-request definition: count units of pool for dur, in [now+from, now+to).
+func (pl *planned) job(pool string, count int64, dur, from, to time.Duration, value float64) exchange.Definition {
+	now := pl.clock.Now()
+	return exchange.Definition{Value: *money(value), Requests: []exchange.RequestSpec{{
+		Configuration: map[string]int64{pool: 1}, Count: count, Duration: dur, Arrival: now.Add(from), Deadline: now.Add(to)}}}
+}
+
+func (pl *planned) reserve(who string, d exchange.Definition) exchange.ReservationView {
+	pl.t.Helper()
+	ctx := context.Background()
+	id, err := pl.r.NewReservation(ctx, pl.users[who])
+	if err != nil {
+		pl.t.Fatal(err)
+	}
+	v, err := pl.r.Submit(ctx, pl.users[who], id, d)
+	if err != nil {
+		pl.t.Fatal(err)
+	}
+	return v
+}
+
+func (pl *planned) trialBalanceIsZero() {
+	pl.t.Helper()
+	tb, err := pl.l.TrialBalance(context.Background())
+	if err != nil {
+		pl.t.Fatal(err)
+	}
+	var sum ledger.Money
+	for _, a := range tb {
+		sum += a.Posted
+	}
+	if sum != 0 {
+		pl.t.Fatalf("trial balance sums to %s", sum)
+	}
+}
+
+func TestAReservationUsesTheTeamsQuotaFreeAndPaysForTheRest(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		pl := newPlanned(t, db)
+		ctx := context.Background()
+		// ads holds 60 cores of us-east/cpu: 40 of them for an hour cost nothing.
+		inside := pl.reserve("member@ads", pl.job("us-east/cpu", 40, time.Hour, 0, 2*time.Hour, 10))
+		if inside.Status != exchange.ReservationAccepted || inside.Price != 0 || inside.HoldID != nil {
+			t.Fatalf("inside the quota: %+v", inside.Reservation)
+		}
+		// 30 more: 20 from the quota, 10 from shared capacity for 12 slots at 1 cent.
+		beyond := pl.reserve("member@ads", pl.job("us-east/cpu", 30, time.Hour, 0, 2*time.Hour, 10))
+		if beyond.Status != exchange.ReservationAccepted || beyond.Price != 1_200_000 || beyond.HoldID == nil {
+			t.Fatalf("beyond the quota: %+v", beyond.Reservation)
+		}
+		if b := pl.balance("ads"); b.Held != 1_200_000 {
+			t.Fatalf("held %s, want the price", b.Held)
+		}
+		pl.trialBalanceIsZero()
+
+		// Half an hour on, six slots have passed: half the price is captured.
+		pl.clock.Advance(30 * time.Minute)
+		if _, err := pl.r.Tick(ctx); err != nil {
+			t.Fatal(err)
+		}
+		b := pl.balance("ads")
+		if b.Posted != 500*ledger.Dollar-600_000 || b.Held != 600_000 {
+			t.Fatalf("after six slots: %+v", b)
+		}
+		pl.trialBalanceIsZero()
+		// The job ends early: the rest of the hold is released at once.
+		res, err := pl.r.Report(ctx, "us-east", exchange.AgentReport{Ends: []exchange.EndReport{{Reservation: beyond.ID, Request: 0, At: pl.clock.Now()}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(res.Ended) != 1 || res.Ended[0] != beyond.ID {
+			t.Fatalf("report: %+v", res)
+		}
+		b = pl.balance("ads")
+		if b.Posted != 500*ledger.Dollar-600_000 || b.Held != 0 {
+			t.Fatalf("after the early end: %+v", b)
+		}
+		got, _ := pl.r.Reservation(ctx, beyond.ID)
+		if got.Status != exchange.ReservationDone || got.Captured != 600_000 || got.Released != 600_000 {
+			t.Fatalf("ended reservation: %+v", got.Reservation)
+		}
+		pl.trialBalanceIsZero()
+	})
+}
+
+func TestSubmittingIsIdempotentAndAnotherDefinitionConflicts(t *testing.T) {
+	pl := newPlanned(t, storetest.New(t))
+	ctx := context.Background()
+	u := pl.users["member@search"]
+	id, _ := pl.r.NewReservation(ctx, u)
+	d := pl.job("eu-west/cpu", 10, time.Hour, 0, 3*time.Hour, 5)
+	first, err := pl.r.Submit(ctx, u, id, d)
+	if err != nil || first.Status != exchange.ReservationAccepted {
+		t.Fatalf("first: %+v %v", first.Reservation, err)
+	}
+	again, err := pl.r.Submit(ctx, u, id, d)
+	if err != nil || again.HoldID == nil || *again.HoldID != *first.HoldID {
+		t.Fatalf("the same definition again: %+v %v", again.Reservation, err)
+	}
+	other := pl.job("eu-west/cpu", 11, time.Hour, 0, 3*time.Hour, 5)
+	if _, err := pl.r.Submit(ctx, u, id, other); clearhouse.ErrorCode(err) != clearhouse.ECONFLICT {
+		t.Fatalf("another definition under the id: %v", err)
+	}
+	if _, err := pl.r.Submit(ctx, pl.users["member@ads"], id, d); clearhouse.ErrorCode(err) == "" {
+		t.Fatal("another team submitted under search's id")
+	}
+	if b := pl.balance("search"); b.Held != first.Price {
+		t.Fatalf("held %s, want one hold of %s", b.Held, first.Price)
+	}
+}
+
+func TestABadDefinitionNamesTheFieldAndSavesNothing(t *testing.T) {
+	pl := newPlanned(t, storetest.New(t))
+	ctx := context.Background()
+	u := pl.users["member@search"]
+	now := pl.clock.Now()
+	ok := func() exchange.Definition { return pl.job("eu-west/cpu", 1, time.Hour, 0, 2*time.Hour, 1) }
+	cases := map[string]func(d *exchange.Definition){
+		"requests[0].deadline":      func(d *exchange.Definition) { d.Requests[0].Deadline = now },
+		"requests[0].duration":      func(d *exchange.Definition) { d.Requests[0].Duration = 3 * time.Hour },
+		"requests[0].configuration": func(d *exchange.Definition) { d.Requests[0].Configuration["us-east/ram"] = 1 },
+		"value":                     func(d *exchange.Definition) { d.Value = 0 },
+		"requests[0].count":         func(d *exchange.Definition) { d.Requests[0].Count = 0 },
+	}
+	cases["requests[0].deadline "] = func(d *exchange.Definition) { d.Requests[0].Deadline = now.Add(15 * 24 * time.Hour) }
+	for field, spoil := range cases {
+		id, _ := pl.r.NewReservation(ctx, u)
+		d := ok()
+		spoil(&d)
+		_, err := pl.r.Submit(ctx, u, id, d)
+		if clearhouse.ErrorCode(err) != clearhouse.EINVALID || !strings.HasPrefix(clearhouse.ErrorMessage(err), strings.TrimSpace(field)+":") {
+			t.Errorf("%s: %v", field, err)
+		}
+		v, _ := pl.r.Reservation(ctx, id)
+		if v.Status != exchange.ReservationNew || len(v.Requests) != 0 {
+			t.Errorf("%s: a refused definition changed the reservation: %+v", field, v)
+		}
+	}
+	if b := pl.balance("search"); b.Held != 0 {
+		t.Fatalf("refused definitions held %s", b.Held)
+	}
+}
+
+func TestQuotaThatReservationsNeedCannotBeOffered(t *testing.T) {
+	pl := newPlanned(t, storetest.New(t))
+	pl.reserve("member@ads", pl.job("us-east/cpu", 45, time.Hour, time.Hour, 3*time.Hour, 10))
+	_, err := pl.order("member@ads", exchange.OrderSpec{Team: "ads", Limit: money(-1), Bundles: []exchange.Bundle{{"us-east/cpu": -20}}})
+	if clearhouse.ErrorCode(err) != clearhouse.EUNPROCESSABLE || !strings.Contains(clearhouse.ErrorMessage(err), "45 needed by its accepted reservations") {
+		t.Fatalf("offering quota a reservation needs: %v", err)
+	}
+	if _, err := pl.order("member@ads", exchange.OrderSpec{Team: "ads", Limit: money(-1), Bundles: []exchange.Bundle{{"us-east/cpu": -15}}}); err != nil {
+		t.Fatalf("offering the quota no reservation needs: %v", err)
+	}
+	// The offered quota is set aside: a new reservation pays for what it would have used.
+	v := pl.reserve("member@ads", pl.job("us-east/cpu", 15, time.Hour, time.Hour, 2*time.Hour, 10))
+	if v.Price != 15*12*10_000 {
+		t.Fatalf("a reservation in offered quota cost %s, want it priced as shared capacity", v.Price)
+	}
+}
+
+func TestACapacityDropReplansAndReportsWhatCannotBeHonoured(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		pl := newPlanned(t, db)
+		ctx := context.Background()
+		movable := pl.reserve("member@search", pl.job("eu-west/cpu", 60, time.Hour, 0, 3*time.Hour, 50))
+		tight := pl.reserve("member@ml", pl.job("eu-west/cpu", 40, time.Hour, 0, time.Hour, 10))
+		now := pl.clock.Now()
+		if !movable.Requests[0].StartAt.Equal(now) || !tight.Requests[0].StartAt.Equal(now) {
+			t.Fatalf("both should start now: %v %v", movable.Requests[0].StartAt, tight.Requests[0].StartAt)
+		}
+		res, err := pl.r.Report(ctx, "eu-west", exchange.AgentReport{Capacity: []exchange.CapacityReport{{Pool: "eu-west/cpu", From: now, To: now.Add(time.Hour), Units: 30}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(res.AtRisk) != 1 || res.AtRisk[0] != tight.ID || len(res.Moved) != 1 || res.Moved[0] != movable.ID {
+			t.Fatalf("report %+v: want %d moved and %d at risk", res, movable.ID, tight.ID)
+		}
+		moved, _ := pl.r.Reservation(ctx, movable.ID)
+		if !moved.Requests[0].StartAt.Equal(now.Add(time.Hour)) {
+			t.Fatalf("the movable reservation starts %v, want an hour later", moved.Requests[0].StartAt)
+		}
+		failed, _ := pl.r.Reservation(ctx, tight.ID)
+		if failed.Status != exchange.ReservationFailed || failed.Phase != "could not be honoured" || failed.Captured != 0 || failed.Released != failed.Price {
+			t.Fatalf("the tight reservation: %+v", failed)
+		}
+		if b := pl.balance("ml"); b.Held != 0 {
+			t.Fatalf("ml still has %s held for a reservation that cannot be honoured", b.Held)
+		}
+		pl.trialBalanceIsZero()
+
+		// A restart rebuilds the same plan: the capacity drop and the move are kept.
+		restarted := exchange.NewReservations(db, pl.l, pl.clock.Now, exchange.DefaultPlanConfig)
+		a, err := restarted.Allocation(ctx, "eu-west")
+		if err != nil || len(a.Running) != 0 || len(a.Waiting) != 1 || a.Waiting[0].Reservation != movable.ID {
+			t.Fatalf("allocation after a restart: %+v %v", a, err)
+		}
+		pl.clock.Advance(time.Hour)
+		a, _ = restarted.Allocation(ctx, "eu-west")
+		if len(a.Running) != 1 || a.Running[0].Units != 60 {
+			t.Fatalf("an hour later: %+v", a)
+		}
+		// Capacity is back to 100 after the drop, and 60 are taken.
+		q, err := restarted.Quote(ctx, pl.users["member@ads"], pl.job("eu-west/cpu", 41, time.Hour, 0, time.Hour, 0))
+		if err != nil || q.Feasible {
+			t.Fatalf("41 cores beside the 60: %+v %v", q, err)
+		}
+	})
+}
+
+func TestQuotaWonAtAuctionIsFreeToReserve(t *testing.T) {
+	pl := newPlanned(t, storetest.New(t))
+	ctx := context.Background()
+	d := pl.job("eu-west/cpu", 50, time.Hour, 2*time.Hour, 4*time.Hour, 100)
+	before, err := pl.r.Quote(ctx, pl.users["member@search"], d)
+	if err != nil || !before.Feasible || before.Price != 50*12*10_000 {
+		t.Fatalf("before the auction: %+v %v", before, err)
+	}
+	if _, err := pl.order("member@search", exchange.OrderSpec{Team: "search", Limit: money(300), Bundles: []exchange.Bundle{{"eu-west/cpu": 50}}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pl.m.Close(ctx, pl.auctID); err != nil {
+		t.Fatal(err)
+	}
+	if pl.holding("search", "eu-west/cpu") != 50 {
+		t.Fatal("search did not win its quota")
+	}
+	v := pl.reserve("member@search", d)
+	if v.Status != exchange.ReservationAccepted || v.Price != 0 {
+		t.Fatalf("inside quota won at auction: %+v", v.Reservation)
+	}
+}
