@@ -67,3 +67,17 @@ func switchModeURL(f BidForm, mode string) string {
 }
 
 func backURL(f BidForm) string { return "/orders/new?" + bidQuery(f).Encode() }
+
+func joinRuns(runs []string) string {
+	switch len(runs) {
+	case 0:
+		return ""
+	case 1:
+		return runs[0]
+	}
+	out := runs[0]
+	for _, r := range runs[1:] {
+		out += "; " + r
+	}
+	return out
+}

@@ -50,6 +50,7 @@ func Nav(v *Viewer) []NavItem {
 	if v.Can("member", "owner") {
 		items = append(items,
 			NavItem{"orders", "Orders", "/orders"},
+			NavItem{"reservations", "Reservations", "/reservations"},
 			NavItem{"team", "Team", "/team"})
 	}
 	if v.Can("owner") {
@@ -59,7 +60,7 @@ func Nav(v *Viewer) []NavItem {
 		items = append(items, NavItem{"finance", "Finance", "/finance"})
 	}
 	if v.Can("operator") {
-		items = append(items, NavItem{"operate", "Operate", "/operate"})
+		items = append(items, NavItem{"operate", "Operate", "/operate"}, NavItem{"schedule", "Scheduler", "/operate/schedule"})
 	}
 	return items
 }

@@ -35,6 +35,18 @@ func (s *Server) apiRoutes(g *gin.RouterGroup) {
 	fin.GET("/ledger/trial-balance", s.apiTrialBalance)
 	g.GET("/auctions/:id/settlement", s.requireRole(exchange.RoleFinance, exchange.RoleOperator), s.apiSettlement)
 	g.POST("/auctions/:id/close", s.requireRole(operator...), s.apiCloseAuction)
+
+	// Reservations: teams make them; finance and operators read them.
+	team.POST("/reservations/new", s.apiNewReservation)
+	team.POST("/reservations", s.apiSubmitReservation)
+	team.POST("/reservations/quote", s.apiQuoteReservation)
+	team.POST("/reservations/:id/update", s.apiUpdateReservation)
+	team.DELETE("/reservations/:id", s.apiDeleteReservation)
+	all.GET("/reservations", s.apiReservations)
+	all.GET("/reservations/:id", s.apiReservation)
+	// Cluster agents, each with a token bound to its cluster; operators may read.
+	g.GET("/clusters/:cluster/allocation", s.requireAgent(exchange.RoleOperator), s.apiAllocation)
+	g.POST("/clusters/:cluster/updates", s.requireAgent(), s.apiClusterUpdates)
 }
 
 type apiPool struct {

@@ -337,10 +337,19 @@ func (s *Server) offerChoices(c *gin.Context) ([]templates.PoolChoice, error) {
 	if err != nil {
 		return nil, err
 	}
+	needed, err := s.svc.Reservations.QuotaNeeded(c.Request.Context(), u.TeamID)
+	if err != nil {
+		return nil, err
+	}
 	var out []templates.PoolChoice
 	for _, h := range hs {
-		if free := h.Quantity - offered[h.PoolID]; free > 0 {
-			out = append(out, templates.PoolChoice{ID: h.PoolID, Label: fmt.Sprintf("%s (%d free to offer)", h.PoolID, free)})
+		free := h.Quantity - offered[h.PoolID] - needed[h.PoolID]
+		label := fmt.Sprintf("%s (%d free to offer)", h.PoolID, max(free, 0))
+		if needed[h.PoolID] > 0 {
+			label = fmt.Sprintf("%s (%d free to offer; %d more are needed by your accepted reservations)", h.PoolID, max(free, 0), needed[h.PoolID])
+		}
+		if free > 0 || needed[h.PoolID] > 0 {
+			out = append(out, templates.PoolChoice{ID: h.PoolID, Label: label})
 		}
 	}
 	return out, nil

@@ -61,29 +61,33 @@ func TestEveryPageRefusesOtherRoles(t *testing.T) {
 		users[r] = b
 	}
 	pages := map[string][]exchange.Role{
-		"/":                                  exchange.Roles,
-		"/auctions":                          exchange.Roles,
-		"/auctions/1":                        exchange.Roles,
-		"/orders":                            {exchange.RoleMember, exchange.RoleOwner},
-		"/orders/new":                        {exchange.RoleMember, exchange.RoleOwner},
-		"/orders/offer":                      {exchange.RoleMember, exchange.RoleOwner},
-		"/team":                              {exchange.RoleMember, exchange.RoleOwner},
-		"/team/statement.csv":                {exchange.RoleMember, exchange.RoleOwner},
-		"/approvals":                         {exchange.RoleOwner},
-		"/finance":                           {exchange.RoleFinance},
-		"/finance/teams/search":              {exchange.RoleFinance},
-		"/finance/journal.csv":               {exchange.RoleFinance},
-		"/finance/auctions/1":                {exchange.RoleFinance},
-		"/operate":                           {exchange.RoleOperator},
-		"/operate/trades":                    {exchange.RoleOperator},
-		"/operate/curves/standard":           {exchange.RoleOperator},
-		"/operate/pools/us-east/cpu":         {exchange.RoleOperator},
-		"/api/v1/market":                     exchange.Roles,
-		"/api/v1/budget":                     {exchange.RoleMember, exchange.RoleOwner},
-		"/api/v1/teams/search/budget":        {exchange.RoleFinance},
-		"/finance/auctions/1/settlement.csv": {exchange.RoleFinance},
-		"/api/v1/ledger/trial-balance":       {exchange.RoleFinance},
-		"/api/v1/auctions/1/settlement":      {exchange.RoleFinance, exchange.RoleOperator},
+		"/":                                   exchange.Roles,
+		"/auctions":                           exchange.Roles,
+		"/auctions/1":                         exchange.Roles,
+		"/orders":                             {exchange.RoleMember, exchange.RoleOwner},
+		"/orders/new":                         {exchange.RoleMember, exchange.RoleOwner},
+		"/orders/offer":                       {exchange.RoleMember, exchange.RoleOwner},
+		"/team":                               {exchange.RoleMember, exchange.RoleOwner},
+		"/team/statement.csv":                 {exchange.RoleMember, exchange.RoleOwner},
+		"/approvals":                          {exchange.RoleOwner},
+		"/finance":                            {exchange.RoleFinance},
+		"/finance/teams/search":               {exchange.RoleFinance},
+		"/finance/journal.csv":                {exchange.RoleFinance},
+		"/finance/auctions/1":                 {exchange.RoleFinance},
+		"/operate":                            {exchange.RoleOperator},
+		"/operate/trades":                     {exchange.RoleOperator},
+		"/operate/curves/standard":            {exchange.RoleOperator},
+		"/operate/pools/us-east/cpu":          {exchange.RoleOperator},
+		"/api/v1/market":                      exchange.Roles,
+		"/api/v1/budget":                      {exchange.RoleMember, exchange.RoleOwner},
+		"/api/v1/teams/search/budget":         {exchange.RoleFinance},
+		"/finance/auctions/1/settlement.csv":  {exchange.RoleFinance},
+		"/api/v1/ledger/trial-balance":        {exchange.RoleFinance},
+		"/api/v1/auctions/1/settlement":       {exchange.RoleFinance, exchange.RoleOperator},
+		"/reservations":                       {exchange.RoleMember, exchange.RoleOwner},
+		"/operate/schedule":                   {exchange.RoleOperator},
+		"/api/v1/reservations":                exchange.Roles,
+		"/api/v1/clusters/us-east/allocation": {exchange.RoleOperator},
 	}
 	for page, allowed := range pages {
 		for _, r := range exchange.Roles {
@@ -101,7 +105,7 @@ func TestEveryPageRefusesOtherRoles(t *testing.T) {
 	}
 	// Forms refuse the wrong role too, even with a valid CSRF token.
 	tok := users[exchange.RoleMember].csrf("/orders")
-	for _, path := range []string{"/finance/grants", "/operate/clusters", "/approvals/1", "/team/threshold"} {
+	for _, path := range []string{"/finance/grants", "/operate/clusters", "/approvals/1", "/team/threshold", "/operate/schedule/us-east/cpu"} {
 		res, _ := users[exchange.RoleMember].post(path, url.Values{"csrf_token": {tok}})
 		if res.StatusCode != http.StatusForbidden {
 			t.Errorf("POST %s as member: %d, want 403", path, res.StatusCode)
@@ -323,7 +327,7 @@ func TestProxyHeaderSignsInFromTrustedAddressesOnly(t *testing.T) {
 	serve := func(cidr string) *httptest.Server {
 		_, n, _ := net.ParseCIDR(cidr)
 		s := web.NewServer(web.Config{LoginRate: 5, ProxyHeader: "X-Forwarded-Email", TrustedProxies: []*net.IPNet{n}},
-			web.Services{Identity: f.id, Market: f.market}, log, f.clock.Now)
+			web.Services{Identity: f.id, Market: f.market, Reservations: f.plan}, log, f.clock.Now)
 		srv := httptest.NewServer(s.Handler())
 		t.Cleanup(srv.Close)
 		return srv

@@ -38,6 +38,9 @@ func (s *Server) routes(e *gin.Engine) {
 	team.POST("/orders/:id/withdraw", s.withdrawOrder)
 	team.GET("/team", s.teamPage)
 	team.GET("/team/statement.csv", s.teamStatementCSV)
+	team.GET("/reservations", s.reservationsPage)
+	team.POST("/reservations", s.reserve)
+	team.POST("/reservations/:id/cancel", s.cancelReservation)
 
 	own := e.Group("", s.requireRole(owner...))
 	own.POST("/team/threshold", s.setThreshold)
@@ -66,6 +69,8 @@ func (s *Server) routes(e *gin.Engine) {
 	op.POST("/auctions/:id/close", s.closeAuction)
 	op.GET("/trades", s.tradesPage)
 	op.GET("/stats", s.statsPage)
+	op.GET("/schedule", s.schedulePage)
+	op.POST("/schedule/:cluster/:resource", s.savePolicy)
 
 	s.apiRoutes(e.Group("/api/v1"))
 }

@@ -31,8 +31,9 @@ type Config struct {
 
 // Services are the domain services the handlers call.
 type Services struct {
-	Identity *exchange.Identity
-	Market   *exchange.Market
+	Identity     *exchange.Identity
+	Market       *exchange.Market
+	Reservations *exchange.Reservations
 }
 
 // Server is the HTTP server. Open starts it, Close stops it.

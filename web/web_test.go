@@ -27,6 +27,7 @@ type fixture struct {
 	clock  *storetest.Clock
 	market *exchange.Market
 	id     *exchange.Identity
+	plan   *exchange.Reservations
 	srv    *httptest.Server
 }
 
@@ -34,9 +35,11 @@ func newFixture(t *testing.T) *fixture {
 	t.Helper()
 	db := storetest.New(t)
 	clock := storetest.NewClock(storetest.Epoch)
-	f := &fixture{t: t, db: db, clock: clock, market: exchange.NewMarket(db, ledger.New(db, clock.Now), clock.Now), id: exchange.NewIdentity(db, clock.Now, bcrypt.MinCost)}
+	l := ledger.New(db, clock.Now)
+	f := &fixture{t: t, db: db, clock: clock, market: exchange.NewMarket(db, l, clock.Now), id: exchange.NewIdentity(db, clock.Now, bcrypt.MinCost),
+		plan: exchange.NewReservations(db, l, clock.Now, exchange.DefaultPlanConfig)}
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	s := web.NewServer(web.Config{LoginRate: 5}, web.Services{Identity: f.id, Market: f.market}, log, clock.Now)
+	s := web.NewServer(web.Config{LoginRate: 5}, web.Services{Identity: f.id, Market: f.market, Reservations: f.plan}, log, clock.Now)
 	f.srv = httptest.NewServer(s.Handler())
 	t.Cleanup(f.srv.Close)
 	return f

@@ -108,6 +108,7 @@ type App struct {
 	Identity *exchange.Identity
 	Market   *exchange.Market
 	Ledger   *ledger.Ledger
+	Plan     *exchange.Reservations
 	Server   *web.Server
 }
 
@@ -130,10 +131,11 @@ func (a *App) Open(ctx context.Context) error {
 	a.Identity = exchange.NewIdentity(db, a.now, 0)
 	a.Ledger = ledger.New(db, a.now)
 	a.Market = exchange.NewMarket(db, a.Ledger, a.now)
+	a.Plan = exchange.NewReservations(db, a.Ledger, a.now, exchange.DefaultPlanConfig)
 	proxies, _ := parseCIDRs(a.cfg.TrustedProxies)
 	a.Server = web.NewServer(web.Config{
 		Addr: a.cfg.Addr, ProxyHeader: a.cfg.ProxyHeader, TrustedProxies: proxies, LoginRate: a.cfg.LoginRate,
-	}, web.Services{Identity: a.Identity, Market: a.Market}, a.log, a.now)
+	}, web.Services{Identity: a.Identity, Market: a.Market, Reservations: a.Plan}, a.log, a.now)
 	if a.cfg.Demo {
 		if err := seedDemo(ctx, a, a.demoOut); err != nil {
 			return errors.Join(fmt.Errorf("demo data: %w", err), a.DB.Close())
@@ -155,14 +157,20 @@ func (a *App) Open(ctx context.Context) error {
 const tickLock = 0x636c6561 // "clea"
 
 // RunTick runs the market's scheduled job once, on one replica at a time, and
-// logs what it did.
+// logs what it did: the auction cadence, then the reservation plan (charges for
+// slots that passed, reservations that ended, a rebuild after a settlement).
 func (a *App) RunTick(ctx context.Context) {
 	var rep exchange.TickReport
+	var plan exchange.PlanTick
 	ran, err := a.DB.Exclusive(ctx, tickLock, func() error {
-		var err error
-		rep, err = a.Market.Tick(ctx, a.cfg.Cadence())
-		return err
+		var market, reservations error
+		rep, market = a.Market.Tick(ctx, a.cfg.Cadence())
+		plan, reservations = a.Plan.Tick(ctx) // charges go on when an auction fails to close
+		return errors.Join(market, reservations)
 	})
+	if ran && err == nil && (plan.Charged > 0 || len(plan.Done) > 0) {
+		a.log.Info("reservation tick", "charged", plan.Charged.String(), "ended", plan.Done)
+	}
 	switch {
 	case err != nil:
 		a.log.Error("market tick failed", "err", err)

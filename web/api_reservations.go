@@ -1,0 +1,306 @@
+package web
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/clearhouse/clearhouse"
+	"github.com/clearhouse/clearhouse/exchange"
+	"github.com/clearhouse/clearhouse/ledger"
+	"github.com/gin-gonic/gin"
+)
+
+// The reservation API follows the YARN ReservationSystem's REST conventions: ask
+// for an id, submit a definition under it (idempotently), update, delete, list,
+// and quote without committing.
+
+// apiDefinition is a reservation definition as the API takes it.
+type apiDefinition struct {
+	ID       int64             `json:"id,omitempty"`
+	Team     string            `json:"team,omitempty"`
+	Value    json.RawMessage   `json:"value,omitempty"`
+	Requests []apiRequestInput `json:"requests"`
+}
+
+type apiRequestInput struct {
+	Configuration map[string]int64 `json:"configuration"`
+	Count         int64            `json:"count"`
+	Duration      string           `json:"duration"`
+	Arrival       string           `json:"arrival"`
+	Deadline      string           `json:"deadline"`
+}
+
+// definition converts the body to the domain's definition, naming the field of a
+// malformed value, duration or time.
+func (b apiDefinition) definition(needValue bool) (exchange.Definition, error) {
+	d := exchange.Definition{Team: b.Team}
+	if len(b.Value) > 0 || needValue {
+		raw := string(bytes.TrimSpace(b.Value))
+		var str string
+		if json.Unmarshal(b.Value, &str) == nil {
+			raw = str
+		}
+		v, err := ledger.ParseMoney(raw)
+		if err != nil || v <= 0 {
+			return d, clearhouse.Errorf(clearhouse.EINVALID, "value: must be a positive amount of dollars, e.g. \"12.50\"")
+		}
+		d.Value = v
+	}
+	for i, r := range b.Requests {
+		rs := exchange.RequestSpec{Configuration: r.Configuration, Count: r.Count}
+		var err error
+		if rs.Duration, err = time.ParseDuration(r.Duration); err != nil {
+			return d, clearhouse.Errorf(clearhouse.EINVALID, "requests[%d].duration: %q is not a duration such as \"30m\" or \"5h\"", i, r.Duration)
+		}
+		if rs.Arrival, err = time.Parse(time.RFC3339, r.Arrival); err != nil {
+			return d, clearhouse.Errorf(clearhouse.EINVALID, "requests[%d].arrival: %q is not an RFC 3339 time", i, r.Arrival)
+		}
+		if rs.Deadline, err = time.Parse(time.RFC3339, r.Deadline); err != nil {
+			return d, clearhouse.Errorf(clearhouse.EINVALID, "requests[%d].deadline: %q is not an RFC 3339 time", i, r.Deadline)
+		}
+		d.Requests = append(d.Requests, rs)
+	}
+	return d, nil
+}
+
+// apiReservation is a reservation as the API returns it.
+type apiReservation struct {
+	ID        int64              `json:"id"`
+	Team      string             `json:"team"`
+	Status    string             `json:"status"`
+	Phase     string             `json:"phase"`
+	Cluster   string             `json:"cluster,omitempty"`
+	Value     string             `json:"value,omitempty"`
+	Price     string             `json:"price"`
+	Charged   string             `json:"charged"`
+	Released  string             `json:"released"`
+	Note      string             `json:"note,omitempty"`
+	Requests  []apiRequestOutput `json:"requests"`
+	CreatedAt time.Time          `json:"created_at"`
+}
+
+type apiRequestOutput struct {
+	Configuration map[string]int64 `json:"configuration"`
+	Count         int64            `json:"count"`
+	Duration      string           `json:"duration"`
+	Arrival       time.Time        `json:"arrival"`
+	Deadline      time.Time        `json:"deadline"`
+	Start         *time.Time       `json:"start,omitempty"`
+	End           *time.Time       `json:"end,omitempty"`
+	Ended         *time.Time       `json:"ended,omitempty"`
+	Charge        string           `json:"charge"`
+	UsedUnits     *int64           `json:"used_units,omitempty"`
+	WaitingTasks  *int64           `json:"waiting_tasks,omitempty"`
+}
+
+func toAPIReservation(v exchange.ReservationView) apiReservation {
+	out := apiReservation{ID: v.ID, Team: v.TeamID, Status: string(v.Status), Phase: v.Phase, Price: v.Price.Plain(),
+		Charged: v.Captured.Plain(), Released: v.Released.Plain(), Note: v.Note, Requests: []apiRequestOutput{}, CreatedAt: v.CreatedAt}
+	if v.ClusterID != nil {
+		out.Cluster = *v.ClusterID
+	}
+	if v.Value != nil {
+		out.Value = v.Value.Plain()
+	}
+	for _, q := range v.Requests {
+		r := apiRequestOutput{Configuration: q.Config(), Count: q.Count, Duration: (time.Duration(q.Duration) * time.Second).String(),
+			Arrival: q.Arrival, Deadline: q.Deadline, Start: q.StartAt, Ended: q.EndedAt, Charge: q.Charge.Plain(),
+			UsedUnits: q.UsedUnits, WaitingTasks: q.WaitingTasks}
+		if q.StartAt != nil {
+			end := q.End()
+			r.End = &end
+		}
+		out.Requests = append(out.Requests, r)
+	}
+	return out
+}
+
+func reservationID(c *gin.Context) (int64, error) {
+	id, err := strconv.ParseInt(c.Param("id"), 10, 64)
+	if err != nil || id <= 0 {
+		return 0, clearhouse.Errorf(clearhouse.ENOTFOUND, "No such reservation.")
+	}
+	return id, nil
+}
+
+func (s *Server) apiNewReservation(c *gin.Context) {
+	id, err := s.svc.Reservations.NewReservation(c.Request.Context(), userOf(c))
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	c.JSON(http.StatusCreated, gin.H{"id": id})
+}
+
+// answerSubmitted answers a submission: 201 with the reservation when accepted,
+// 422 saying why when it was rejected.
+func (s *Server) answerSubmitted(c *gin.Context, v exchange.ReservationView, status int) {
+	if v.Status == exchange.ReservationRejected {
+		s.fail(c, clearhouse.Errorf(clearhouse.EUNPROCESSABLE, "Reservation %d was rejected: %s.", v.ID, v.Note))
+		return
+	}
+	c.Header("Location", fmt.Sprintf("/api/v1/reservations/%d", v.ID))
+	c.JSON(status, toAPIReservation(v))
+}
+
+func (s *Server) apiSubmitReservation(c *gin.Context) {
+	var body apiDefinition
+	if err := decodeJSON(c, &body); err != nil {
+		s.fail(c, err)
+		return
+	}
+	if body.ID <= 0 {
+		s.fail(c, clearhouse.Errorf(clearhouse.EINVALID, "id: required; ask POST /api/v1/reservations/new for one"))
+		return
+	}
+	d, err := body.definition(true)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	v, err := s.svc.Reservations.Submit(c.Request.Context(), userOf(c), body.ID, d)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	s.answerSubmitted(c, v, http.StatusCreated)
+}
+
+func (s *Server) apiUpdateReservation(c *gin.Context) {
+	id, err := reservationID(c)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	var body apiDefinition
+	if err := decodeJSON(c, &body); err != nil {
+		s.fail(c, err)
+		return
+	}
+	if body.ID != 0 && body.ID != id {
+		s.fail(c, clearhouse.Errorf(clearhouse.EINVALID, "id: %d does not match the reservation in the path (%d)", body.ID, id))
+		return
+	}
+	d, err := body.definition(true)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	v, err := s.svc.Reservations.Update(c.Request.Context(), userOf(c), id, d)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	s.answerSubmitted(c, v, http.StatusOK)
+}
+
+func (s *Server) apiDeleteReservation(c *gin.Context) {
+	id, err := reservationID(c)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	if err := s.svc.Reservations.Cancel(c.Request.Context(), userOf(c), id); err != nil {
+		s.fail(c, err)
+		return
+	}
+	s.apiReservation(c)
+}
+
+// visibleTeam is the team whose reservations u may read: their own for team
+// members (asking for another is EFORBIDDEN), any for finance and operators.
+func visibleTeam(u exchange.User, asked string) (string, error) {
+	if !u.Role.OnTeam() {
+		return asked, nil
+	}
+	if asked != "" && asked != u.TeamID {
+		return "", clearhouse.Errorf(clearhouse.EFORBIDDEN, "team: you can see only team %s's reservations", u.TeamID)
+	}
+	return u.TeamID, nil
+}
+
+func (s *Server) apiReservations(c *gin.Context) {
+	team, err := visibleTeam(userOf(c), c.Query("team"))
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	f := exchange.ReservationFilter{Team: team}
+	for name, dst := range map[string]*time.Time{"from": &f.From, "to": &f.To} {
+		if raw := c.Query(name); raw != "" {
+			t, err := time.Parse(time.RFC3339, raw)
+			if err != nil {
+				s.fail(c, clearhouse.Errorf(clearhouse.EINVALID, "%s: %q is not an RFC 3339 time", name, raw))
+				return
+			}
+			*dst = t
+		}
+	}
+	vs, err := s.svc.Reservations.Reservations(c.Request.Context(), f)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	out := []apiReservation{}
+	for _, v := range vs {
+		out = append(out, toAPIReservation(v))
+	}
+	c.JSON(http.StatusOK, gin.H{"reservations": out})
+}
+
+func (s *Server) apiReservation(c *gin.Context) {
+	id, err := reservationID(c)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	v, err := s.svc.Reservations.Reservation(c.Request.Context(), id)
+	if err == nil {
+		if _, err = visibleTeam(userOf(c), v.TeamID); err != nil {
+			err = clearhouse.Errorf(clearhouse.ENOTFOUND, "No such reservation.")
+		}
+	}
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	c.JSON(http.StatusOK, toAPIReservation(v))
+}
+
+func (s *Server) apiQuoteReservation(c *gin.Context) {
+	var body apiDefinition
+	if err := decodeJSON(c, &body); err != nil {
+		s.fail(c, err)
+		return
+	}
+	d, err := body.definition(false)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	q, err := s.svc.Reservations.Quote(c.Request.Context(), userOf(c), d)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	type placed struct {
+		Start time.Time `json:"start"`
+		End   time.Time `json:"end"`
+	}
+	out := struct {
+		Feasible bool     `json:"feasible"`
+		Price    string   `json:"price,omitempty"`
+		Requests []placed `json:"requests"`
+	}{Feasible: q.Feasible, Requests: []placed{}}
+	if q.Feasible {
+		out.Price = q.Price.Plain()
+		for i := range q.Starts {
+			out.Requests = append(out.Requests, placed{q.Starts[i], q.Ends[i]})
+		}
+	}
+	c.JSON(http.StatusOK, out)
+}

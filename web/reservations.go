@@ -1,0 +1,342 @@
+package web
+
+import (
+	"fmt"
+	"maps"
+	"net/http"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/clearhouse/clearhouse"
+	"github.com/clearhouse/clearhouse/exchange"
+	"github.com/clearhouse/clearhouse/ledger"
+	"github.com/clearhouse/clearhouse/templates"
+	"github.com/gin-gonic/gin"
+)
+
+// formTime is how datetime-local inputs carry times: minutes, UTC.
+const formTime = "2006-01-02T15:04"
+
+// reservationForm is an empty form with the clusters and resources to choose from
+// and a window from the next slot boundary.
+func (s *Server) reservationForm(c *gin.Context) (templates.ReservationForm, []exchange.Pool, error) {
+	pools, err := s.svc.Market.Pools(c.Request.Context())
+	if err != nil {
+		return templates.ReservationForm{}, nil, err
+	}
+	f := templates.ReservationForm{Errors: templates.FieldErrors{}, Count: "1", Duration: "1h"}
+	seenCluster, seenRes := map[string]bool{}, map[string]bool{}
+	for _, p := range pools {
+		if !seenCluster[p.ClusterID] {
+			seenCluster[p.ClusterID] = true
+			f.Clusters = append(f.Clusters, templates.Option{Value: p.ClusterID, Label: p.ClusterID})
+		}
+		if !seenRes[p.Resource] {
+			seenRes[p.Resource] = true
+			f.Resources = append(f.Resources, templates.ResourceInput{Name: p.Resource, Unit: p.Unit})
+		}
+	}
+	slot := s.svc.Reservations.Config().Slot
+	start := s.now().UTC().Truncate(slot).Add(slot)
+	f.Arrival, f.Deadline = start.Format(formTime), start.Add(4*time.Hour).Format(formTime)
+	return f, pools, nil
+}
+
+// definitionFromForm reads the posted form into f (to show again) and a
+// definition, recording what is malformed in f.Errors.
+func definitionFromForm(c *gin.Context, f *templates.ReservationForm, pools []exchange.Pool) exchange.Definition {
+	f.Cluster, f.Count, f.Duration = c.PostForm("cluster"), c.PostForm("count"), strings.TrimSpace(c.PostForm("duration"))
+	f.Arrival, f.Deadline, f.Value = c.PostForm("arrival"), c.PostForm("deadline"), c.PostForm("value")
+	have := map[string]bool{}
+	for _, p := range pools {
+		have[p.ID] = true
+	}
+	rs := exchange.RequestSpec{Configuration: map[string]int64{}}
+	for i, r := range f.Resources {
+		raw := strings.TrimSpace(c.PostForm("u." + r.Name))
+		f.Resources[i].Value = raw
+		if raw == "" || raw == "0" {
+			continue
+		}
+		n, err := parseWhole(raw, 1, 1<<31)
+		switch {
+		case err != nil:
+			f.Errors["u."+r.Name] = err.Error()
+		case !have[f.Cluster+"/"+r.Name]:
+			f.Errors["u."+r.Name] = fmt.Sprintf("Cluster %s has no %s pool.", f.Cluster, r.Name)
+		default:
+			rs.Configuration[f.Cluster+"/"+r.Name] = n
+		}
+	}
+	if len(rs.Configuration) == 0 && len(f.Errors) == 0 {
+		f.Errors["cluster"] = "Give the units of at least one resource a task needs."
+	}
+	var err error
+	if rs.Count, err = parseWhole(f.Count, 1, 1<<31); err != nil {
+		f.Errors["count"] = err.Error()
+	}
+	if rs.Duration, err = time.ParseDuration(f.Duration); err != nil || rs.Duration <= 0 {
+		f.Errors["duration"] = "Give a duration such as 45m, 2h or 1h30m."
+	}
+	if rs.Arrival, err = time.Parse(formTime, f.Arrival); err != nil {
+		f.Errors["arrival"] = "Give a date and time (UTC)."
+	}
+	if rs.Deadline, err = time.Parse(formTime, f.Deadline); err != nil {
+		f.Errors["deadline"] = "Give a date and time (UTC)."
+	}
+	d := exchange.Definition{Requests: []exchange.RequestSpec{rs}}
+	if strings.TrimSpace(f.Value) != "" {
+		if d.Value, err = ledger.ParseMoney(f.Value); err != nil || d.Value <= 0 {
+			f.Errors["value"] = "Give a positive amount in dollars."
+		}
+	}
+	return d
+}
+
+// reservationFieldErrors puts a domain error about a definition beside the form
+// field it names (requests[0].deadline is the deadline field).
+func reservationFieldErrors(err error, f *templates.ReservationForm) {
+	field, msg := fieldOf(err)
+	if _, rest, ok := strings.Cut(field, "]."); ok {
+		field = rest
+	}
+	switch field {
+	case "configuration":
+		field = "cluster"
+	case "count", "duration", "arrival", "deadline", "value":
+	default:
+		field, msg = "value", clearhouse.ErrorMessage(err)
+	}
+	f.Errors[field] = msg
+}
+
+func (s *Server) reservationsPage(c *gin.Context) {
+	f, _, err := s.reservationForm(c)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	s.renderReservations(c, http.StatusOK, f, nil)
+}
+
+// reserve quotes or makes a reservation from the form (action=quote only quotes).
+func (s *Server) reserve(c *gin.Context) {
+	u := userOf(c)
+	f, pools, err := s.reservationForm(c)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	d := definitionFromForm(c, &f, pools)
+	if len(f.Errors) > 0 {
+		s.renderReservations(c, http.StatusUnprocessableEntity, f, nil)
+		return
+	}
+	ctx := c.Request.Context()
+	if c.PostForm("action") == "quote" {
+		q, err := s.svc.Reservations.Quote(ctx, u, d)
+		if err != nil {
+			s.formFailure(c, err, f)
+			return
+		}
+		qv := &templates.QuoteView{Feasible: q.Feasible, Price: q.Price.String(), Free: q.Feasible && q.Price == 0}
+		for i := range q.Starts {
+			qv.Runs = append(qv.Runs, fmt.Sprintf("from %s to %s", fmtTime(q.Starts[i]), q.Ends[i].UTC().Format("15:04")))
+		}
+		s.renderReservations(c, http.StatusOK, f, qv)
+		return
+	}
+	if d.Value <= 0 {
+		f.Errors["value"] = "Give the most it is worth to you, in dollars."
+		s.renderReservations(c, http.StatusUnprocessableEntity, f, nil)
+		return
+	}
+	v, err := s.svc.Reservations.Reserve(ctx, u, d)
+	if err != nil {
+		s.formFailure(c, err, f)
+		return
+	}
+	if v.Status == exchange.ReservationRejected {
+		f.Errors["value"] = fmt.Sprintf("Not reserved: %s.", v.Note)
+		s.renderReservations(c, http.StatusUnprocessableEntity, f, nil)
+		return
+	}
+	what := "free, inside your team's quota"
+	if v.Price > 0 {
+		what = "$" + v.Price.String() + " held on your budget, charged as its slots pass"
+	}
+	s.redirectWithFlash(c, "/reservations", "ok", fmt.Sprintf("Reservation #%d accepted: %s.", v.ID, what))
+}
+
+// formFailure shows a domain error on the form, or fails the request when it is
+// not about the form.
+func (s *Server) formFailure(c *gin.Context, err error, f templates.ReservationForm) {
+	switch clearhouse.ErrorCode(err) {
+	case clearhouse.EINVALID, clearhouse.EUNPROCESSABLE, clearhouse.ECONFLICT:
+		reservationFieldErrors(err, &f)
+		s.renderReservations(c, http.StatusUnprocessableEntity, f, nil)
+	default:
+		s.fail(c, err)
+	}
+}
+
+func (s *Server) cancelReservation(c *gin.Context) {
+	id, err := reservationID(c)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	if err := s.svc.Reservations.Cancel(c.Request.Context(), userOf(c), id); err != nil {
+		if clearhouse.ErrorCode(err) == clearhouse.ECONFLICT {
+			s.redirectWithFlash(c, "/reservations", "error", clearhouse.ErrorMessage(err))
+			return
+		}
+		s.fail(c, err)
+		return
+	}
+	s.redirectWithFlash(c, "/reservations", "ok", fmt.Sprintf("Reservation #%d cancelled: slots it used are charged, the rest of its hold is released.", id))
+}
+
+func (s *Server) renderReservations(c *gin.Context, status int, f templates.ReservationForm, q *templates.QuoteView) {
+	ctx := c.Request.Context()
+	u := userOf(c)
+	now := s.now().UTC()
+	vs, err := s.svc.Reservations.Reservations(ctx, exchange.ReservationFilter{Team: u.TeamID, From: now.Add(-7 * 24 * time.Hour), Limit: 200})
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	v := templates.ReservationsView{Team: u.TeamID, Form: f, Quote: q, SlotNote: s.slotNote()}
+	if v.Quotas, err = s.quotaRows(c, u.TeamID, vs, now); err != nil {
+		s.fail(c, err)
+		return
+	}
+	for i := len(vs) - 1; i >= 0; i-- {
+		v.Rows = append(v.Rows, reservationRow(vs[i]))
+	}
+	v.Timelines = timelines(vs, now)
+	s.render(c, status, templates.ReservationsPage(s.page(c, "Reservations", "reservations"), v))
+}
+
+func (s *Server) slotNote() string {
+	cfg := s.svc.Reservations.Config()
+	return fmt.Sprintf("%s slots, windows ending up to %d days ahead", fmtDuration(cfg.Slot), int(cfg.Horizon.Hours()/24))
+}
+
+// quotaRows is the team's quota per pool with what its reservations take now.
+func (s *Server) quotaRows(c *gin.Context, team string, vs []exchange.ReservationView, now time.Time) ([]templates.QuotaRow, error) {
+	ctx := c.Request.Context()
+	hs, err := s.svc.Market.Holdings(ctx, team)
+	if err != nil {
+		return nil, err
+	}
+	offered, err := s.svc.Market.OfferedQuota(ctx, team)
+	if err != nil {
+		return nil, err
+	}
+	pools, err := s.svc.Market.Pools(ctx)
+	if err != nil {
+		return nil, err
+	}
+	unit := map[string]string{}
+	for _, p := range pools {
+		unit[p.ID] = p.Unit
+	}
+	running := map[string]int64{}
+	for _, v := range vs {
+		if v.Status != exchange.ReservationAccepted {
+			continue
+		}
+		for _, q := range v.Requests {
+			if q.StartAt != nil && !now.Before(*q.StartAt) && now.Before(q.End()) {
+				for p, n := range q.Config() {
+					running[p] += n * q.Count
+				}
+			}
+		}
+	}
+	var out []templates.QuotaRow
+	for _, h := range hs {
+		out = append(out, templates.QuotaRow{Pool: h.PoolID, Unit: unit[h.PoolID], Held: h.Quantity, Offered: offered[h.PoolID],
+			ReservedNow: min(running[h.PoolID], h.Quantity-offered[h.PoolID])})
+	}
+	return out, nil
+}
+
+// configText is "40 × 1 cpu + 4 ram in us-east".
+func configText(cfg map[string]int64, count int64) string {
+	var parts []string
+	cluster := ""
+	for _, p := range slices.Sorted(maps.Keys(cfg)) {
+		c, res, _ := strings.Cut(p, "/")
+		cluster = c
+		parts = append(parts, fmt.Sprintf("%d %s", cfg[p], res))
+	}
+	return fmt.Sprintf("%d × %s in %s", count, strings.Join(parts, " + "), cluster)
+}
+
+// span is "Mar 2 09:00 – 11:00" (the second date only when it differs).
+func span(from, to time.Time) string {
+	from, to = from.UTC(), to.UTC()
+	if from.YearDay() == to.YearDay() && from.Year() == to.Year() {
+		return from.Format("Jan 2 15:04") + " – " + to.Format("15:04")
+	}
+	return from.Format("Jan 2 15:04") + " – " + to.Format("Jan 2 15:04")
+}
+
+func reservationRow(v exchange.ReservationView) templates.ReservationRow {
+	r := templates.ReservationRow{ID: v.ID, Team: v.TeamID, Phase: v.Phase, Price: v.Price.String(), Charged: v.Captured.String(),
+		Released: v.Released.String(), Note: v.Note,
+		CanCancel: v.Status == exchange.ReservationAccepted && v.Phase != "done"}
+	if v.Value != nil {
+		r.Value = "$" + v.Value.String()
+	}
+	var cfg, win, planned []string
+	for _, q := range v.Requests {
+		cfg = append(cfg, configText(q.Config(), q.Count)+" for "+fmtDuration(time.Duration(q.Duration)*time.Second))
+		win = append(win, span(q.Arrival, q.Deadline))
+		if q.StartAt != nil {
+			planned = append(planned, span(*q.StartAt, q.End()))
+		}
+	}
+	r.Configuration, r.Window, r.Planned = strings.Join(cfg, "; "), strings.Join(win, "; "), strings.Join(planned, "; ")
+	return r
+}
+
+// timelines draws the reservations per pool, from two hours ago to the last end
+// (at least six hours ahead).
+func timelines(vs []exchange.ReservationView, now time.Time) []templates.Timeline {
+	from, to := now.Add(-2*time.Hour), now.Add(6*time.Hour)
+	byPool := map[string][]templates.TimelineRow{}
+	for _, v := range vs {
+		if v.Status == exchange.ReservationRejected || v.Status == exchange.ReservationNew {
+			continue
+		}
+		for i, q := range v.Requests {
+			if q.Deadline.Before(from) {
+				continue
+			}
+			row := templates.TimelineRow{Label: fmt.Sprintf("#%d", v.ID), Phase: v.Phase, Arrival: q.Arrival, Deadline: q.Deadline,
+				Title: fmt.Sprintf("#%d request %d: %s, %s", v.ID, i, configText(q.Config(), q.Count), v.Phase)}
+			if len(v.Requests) > 1 {
+				row.Label = fmt.Sprintf("#%d.%d", v.ID, i)
+			}
+			if q.StartAt != nil {
+				row.Start, row.End = *q.StartAt, q.End()
+				row.Title += ", planned " + span(row.Start, row.End)
+			}
+			if q.Deadline.After(to) {
+				to = q.Deadline
+			}
+			for p := range q.Config() {
+				byPool[p] = append(byPool[p], row)
+			}
+		}
+	}
+	var out []templates.Timeline
+	for _, p := range slices.Sorted(maps.Keys(byPool)) {
+		out = append(out, templates.Timeline{ID: "timeline-" + p, Title: p, From: from, To: to, Now: now, Rows: byPool[p]})
+	}
+	return out
+}
