@@ -167,7 +167,7 @@ func (d Definition) Validate(now time.Time, slot, horizon time.Duration, needVal
 			return bad(field("deadline"), "the window must end within %s of now (%s)", horizonText(horizon), now.Add(horizon).Format(time.RFC3339))
 		}
 		from := r.Arrival
-		if from.Before(now) {
+		if !from.After(now) { // a window already open may start in the current slot
 			from = now.Truncate(slot)
 		}
 		slots := ceilDiv(r.Duration, slot)

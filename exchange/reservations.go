@@ -140,9 +140,12 @@ func (s *Reservations) Update(ctx context.Context, by User, id int64, d Definiti
 func (p *plan) requests(d Definition, now time.Time) []scheduler.Request {
 	out := make([]scheduler.Request, len(d.Requests))
 	for i, r := range d.Requests {
+		arrival := p.slot(now) // a window already open may start in the current slot
+		if r.Arrival.After(now) {
+			arrival = p.ceil(r.Arrival)
+		}
 		out[i] = scheduler.Request{Config: scheduler.Config(r.Configuration), Count: r.Count,
-			Duration: scheduler.Slot(ceilDiv(r.Duration, p.slotLen)),
-			Arrival:  max(p.ceil(r.Arrival), p.slot(now)), Deadline: p.slot(r.Deadline)}
+			Duration: scheduler.Slot(ceilDiv(r.Duration, p.slotLen)), Arrival: arrival, Deadline: p.slot(r.Deadline)}
 	}
 	return out
 }

@@ -37,6 +37,9 @@ func (s *Server) reservationForm(c *gin.Context) (templates.ReservationForm, []e
 			f.Resources = append(f.Resources, templates.ResourceInput{Name: p.Resource, Unit: p.Unit})
 		}
 	}
+	if hs, err := s.svc.Market.Holdings(c.Request.Context(), userOf(c).TeamID); err == nil && len(hs) > 0 {
+		f.Cluster = hs[0].PoolID[:strings.Index(hs[0].PoolID, "/")] // where the team holds quota
+	}
 	slot := s.svc.Reservations.Config().Slot
 	start := s.now().UTC().Truncate(slot).Add(slot)
 	f.Arrival, f.Deadline = start.Format(formTime), start.Add(4*time.Hour).Format(formTime)

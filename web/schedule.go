@@ -37,23 +37,41 @@ func (s *Server) renderSchedule(c *gin.Context, status int, failedPool string, e
 	for _, p := range exchange.Predictors {
 		v.Predictors = append(v.Predictors, templates.Option{Value: p, Label: p})
 	}
+	selected := c.Query("pool")
+	if failedPool != "" {
+		selected = failedPool
+	}
 	for _, p := range pools {
-		load, err := s.svc.Reservations.PoolLoad(ctx, p.ID, now, now.Add(48*time.Hour), 30*time.Minute)
+		now1, err := s.svc.Reservations.PoolLoad(ctx, p.ID, now, now.Add(time.Minute), time.Minute)
 		if err != nil {
 			s.fail(c, err)
 			return
 		}
 		pol := pols[p.ID]
-		ps := templates.PoolSchedule{ID: p.ID, Unit: p.Unit, Algorithm: pol.Algorithm, Predictor: pol.Predictor,
-			UnitPrice: pol.UnitPrice.Plain(), Chart: loadChart(p, load, now)}
-		if len(load) > 0 {
-			ps.Capacity, ps.Quota, ps.ReservedNow = load[0].Capacity, load[0].Quota, load[0].Reserved
+		ps := templates.PoolSchedule{ID: p.ID, Unit: p.Unit, Algorithm: pol.Algorithm, Predictor: pol.Predictor, UnitPrice: pol.UnitPrice.Plain()}
+		if len(now1) > 0 {
+			ps.Capacity, ps.Quota, ps.ReservedNow = now1[0].Capacity, now1[0].Quota, now1[0].Reserved
 		}
-		if p.ID == failedPool {
-			ps.Errors = errs
-			ps.Algorithm, ps.Predictor, ps.UnitPrice = c.PostForm("algorithm"), c.PostForm("predictor"), c.PostForm("unit_price")
+		if selected == "" && ps.ReservedNow > 0 {
+			selected = p.ID // the first busy pool, by default
 		}
 		v.Pools = append(v.Pools, ps)
+	}
+	for i := range v.Pools {
+		if ps := &v.Pools[i]; ps.ID == selected || (selected == "" && i == 0) {
+			load, err := s.svc.Reservations.PoolLoad(ctx, ps.ID, now, now.Add(48*time.Hour), 30*time.Minute)
+			if err != nil {
+				s.fail(c, err)
+				return
+			}
+			sel := *ps
+			sel.Chart = loadChart(pools[i], load, now)
+			if ps.ID == failedPool {
+				sel.Errors = errs
+				sel.Algorithm, sel.Predictor, sel.UnitPrice = c.PostForm("algorithm"), c.PostForm("predictor"), c.PostForm("unit_price")
+			}
+			v.Selected = &sel
+		}
 	}
 	failed, err := s.svc.Reservations.Reservations(ctx, exchange.ReservationFilter{From: now.Add(-24 * time.Hour),
 		Statuses: []exchange.ReservationStatus{exchange.ReservationFailed}, Limit: 200})
@@ -91,7 +109,7 @@ func (s *Server) savePolicy(c *gin.Context) {
 		_, err := s.svc.Reservations.SetPolicy(c.Request.Context(), exchange.PricingPolicy{PoolID: pool,
 			Algorithm: c.PostForm("algorithm"), Predictor: c.PostForm("predictor"), UnitPrice: price})
 		if err == nil {
-			s.redirectWithFlash(c, "/operate/schedule", "ok", fmt.Sprintf("Pricing of %s saved: new reservations are priced by it.", pool))
+			s.redirectWithFlash(c, "/operate/schedule?pool="+pool+"#plan", "ok", fmt.Sprintf("Pricing of %s saved: new reservations are priced by it.", pool))
 			return
 		}
 		if clearhouse.ErrorCode(err) != clearhouse.EINVALID {

@@ -1,0 +1,76 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/clearhouse/clearhouse/exchange"
+	"github.com/clearhouse/clearhouse/ledger"
+)
+
+// seedDemoReservations gives the demo market short-term reservations: some that
+// ran earlier today (charged, so statements show reservation charges), some
+// running now and some scheduled later, inside the teams' quota and beyond it, and
+// a few pools with other pricing policies.
+func seedDemoReservations(ctx context.Context, a *App, users map[string]exchange.User, now time.Time) error {
+	clock := &demoClock{t: now.Add(-6 * time.Hour)}
+	plan := exchange.NewReservations(a.DB, ledger.New(a.DB, clock.now), clock.now, exchange.DefaultPlanConfig)
+	for _, p := range []exchange.PricingPolicy{
+		{PoolID: "us-east/gpu", Algorithm: "econ", Predictor: "load", UnitPrice: 400_000},
+		{PoolID: "ap-south/cpu", Algorithm: "greedy", Predictor: "seasonal", UnitPrice: 5_000},
+		{PoolID: "ap-south/ram", Algorithm: "greedy", Predictor: "seasonal", UnitPrice: 1_000},
+	} {
+		if _, err := plan.SetPolicy(ctx, p); err != nil {
+			return err
+		}
+	}
+	type job struct {
+		who      string
+		config   map[string]int64
+		count    int64
+		dur      time.Duration
+		from, to time.Duration // window, from the clock's now
+		value    ledger.Money
+	}
+	reserve := func(jobs []job) error {
+		for _, j := range jobs {
+			d := exchange.Definition{Value: j.value, Requests: []exchange.RequestSpec{{Configuration: j.config, Count: j.count,
+				Duration: j.dur, Arrival: clock.t.Add(j.from), Deadline: clock.t.Add(j.to)}}}
+			v, err := plan.Reserve(ctx, users[j.who], d)
+			if err != nil {
+				return fmt.Errorf("demo reservation for %s: %w", j.who, err)
+			}
+			if v.Status != exchange.ReservationAccepted {
+				return fmt.Errorf("demo reservation for %s was not accepted: %s", j.who, v.Note)
+			}
+		}
+		return nil
+	}
+	cpuRAM := func(cpu, ram int64) map[string]int64 { return map[string]int64{"eu-west/cpu": cpu, "eu-west/ram": ram} }
+	apSouth := func(cpu, ram int64) map[string]int64 { return map[string]int64{"ap-south/cpu": cpu, "ap-south/ram": ram} }
+	// Six hours ago: jobs that have run since.
+	if err := reserve([]job{
+		{"search/member", apSouth(4, 16), 100, 2 * time.Hour, 0, 3 * time.Hour, 500 * ledger.Dollar}, // RAM beyond search's quota: charged
+		{"search/owner", cpuRAM(4, 16), 100, time.Hour, time.Hour, 4 * time.Hour, 300 * ledger.Dollar},
+		{"ads/member", map[string]int64{"us-east/cpu": 8, "us-east/ram": 32}, 100, 3 * time.Hour, 0, 4 * time.Hour, 400 * ledger.Dollar},
+	}); err != nil {
+		return err
+	}
+	// Now: jobs running and jobs to come.
+	clock.t = now
+	if _, err := plan.Tick(ctx); err != nil {
+		return err
+	}
+	if err := reserve([]job{
+		{"search/member", cpuRAM(2, 8), 150, 2 * time.Hour, 0, 3 * time.Hour, 200 * ledger.Dollar},
+		{"search/owner", apSouth(4, 16), 200, 3 * time.Hour, 2 * time.Hour, 10 * time.Hour, 900 * ledger.Dollar}, // charged for RAM
+		{"ml/owner", map[string]int64{"us-east/gpu": 1, "us-east/cpu": 8}, 12, 4 * time.Hour, time.Hour, 12 * time.Hour, 3000 * ledger.Dollar},
+		{"ads/member", map[string]int64{"us-east/cpu": 8, "us-east/ram": 32}, 50, time.Hour, 30 * time.Minute, 5 * time.Hour, 150 * ledger.Dollar},
+		{"video/owner", map[string]int64{"ap-south/cpu": 16, "ap-south/ram": 32}, 20, 90 * time.Minute, 0, 6 * time.Hour, 100 * ledger.Dollar},
+	}); err != nil {
+		return err
+	}
+	_, err := plan.Tick(ctx)
+	return err
+}
