@@ -48,7 +48,9 @@ func seedDemoReservations(ctx context.Context, a *App, users map[string]exchange
 		return nil
 	}
 	cpuRAM := func(cpu, ram int64) map[string]int64 { return map[string]int64{"eu-west/cpu": cpu, "eu-west/ram": ram} }
-	apSouth := func(cpu, ram int64) map[string]int64 { return map[string]int64{"ap-south/cpu": cpu, "ap-south/ram": ram} }
+	apSouth := func(cpu, ram int64) map[string]int64 {
+		return map[string]int64{"ap-south/cpu": cpu, "ap-south/ram": ram}
+	}
 	// Six hours ago: jobs that have run since.
 	if err := reserve([]job{
 		{"search/member", apSouth(4, 16), 100, 2 * time.Hour, 0, 3 * time.Hour, 500 * ledger.Dollar}, // RAM beyond search's quota: charged
