@@ -84,6 +84,7 @@ as underscores (--db becomes CLEARHOUSE_DB). A flag on the command line wins.`,
 		newTeamCmd(),
 		newUserCmd(),
 		newSimulateCmd(),
+		newAgentCmd(),
 	)
 	return root
 }

@@ -1,0 +1,146 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/clearhouse/clearhouse/exchange"
+	"github.com/clearhouse/clearhouse/store"
+	"github.com/spf13/cobra"
+)
+
+// agentFlags is the reference agent's configuration.
+type agentFlags struct {
+	server, token, cluster string
+	every, forDur          time.Duration
+	once, simulate         bool
+	failRate, finishEarly  float64
+	seed                   uint64
+}
+
+// validate checks the flags and names the one at fault.
+func (f agentFlags) validate(cmd *cobra.Command) error {
+	switch {
+	case f.server == "":
+		return errors.New("--server: required (the Clearhouse URL, e.g. http://127.0.0.1:8080)")
+	case f.cluster == "":
+		return errors.New("--cluster: required")
+	case f.token == "":
+		return errors.New("--token: required (issue one with clearhouse agent token --cluster " + f.cluster + ")")
+	case f.every <= 0:
+		return fmt.Errorf("--every %s: must be positive", f.every)
+	case f.forDur < 0:
+		return fmt.Errorf("--for %s: must not be negative", f.forDur)
+	case f.failRate < 0 || f.failRate > 1:
+		return fmt.Errorf("--fail-rate %g: must be a probability from 0 to 1", f.failRate)
+	case f.finishEarly < 0 || f.finishEarly > 1:
+		return fmt.Errorf("--finish-early %g: must be a probability from 0 to 1", f.finishEarly)
+	}
+	if !f.simulate {
+		for _, name := range []string{"fail-rate", "finish-early", "seed"} {
+			if cmd.Flags().Changed(name) {
+				return fmt.Errorf("--%s: only with --simulate", name)
+			}
+		}
+	}
+	return nil
+}
+
+func newAgentCmd() *cobra.Command {
+	var f agentFlags
+	cmd := &cobra.Command{
+		Use:   "agent",
+		Short: "Run the reference cluster agent: follow a cluster's reservation plan, or simulate the cluster",
+		Long: `Follow one cluster's allocation of reservations, polling the server every --every,
+and print the jobs (a reservation's request) to start and stop, and the jobs waiting
+in their window. Times are UTC, the plan's zone.
+
+With --simulate the agent plays the cluster: jobs it starts run and report their usage
+(units times configuration, per pool) at every poll, jobs waiting in their window
+report their tasks, and with --finish-early or --fail-rate a job ends at a random
+moment before its planned end (the same moments for the same --seed). It prints the
+server's answer when a report moved reservations, put them at risk or ended them.
+
+The agent runs until interrupted, for --for, or for one poll with --once. A token the
+server refuses stops it at once with the server's message; other errors are printed
+and retried at the next poll (with --once they fail the command).`,
+		Example: `  export CLEARHOUSE_TOKEN=$(clearhouse agent token --cluster us-east | tail -n 1)
+  clearhouse agent --server http://127.0.0.1:8080 --cluster us-east
+  clearhouse agent --server http://127.0.0.1:8080 --cluster us-east \
+    --simulate --finish-early 0.3 --fail-rate 0.05 --every 2s --for 10m`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := f.validate(cmd); err != nil {
+				return &exitError{2, err}
+			}
+			client, err := newAgentClient(f.server, f.cluster, f.token)
+			if err != nil {
+				return &exitError{2, err}
+			}
+			var sim *simulation
+			if f.simulate {
+				sim = newSimulation(f.seed, f.failRate, f.finishEarly)
+			}
+			a := newClusterAgent(client, cmd.OutOrStdout(), cmd.ErrOrStderr(), time.Now, sim)
+			if f.once {
+				return a.poll(cmd.Context())
+			}
+			var stop <-chan time.Time
+			if f.forDur > 0 {
+				timer := time.NewTimer(f.forDur)
+				defer timer.Stop()
+				stop = timer.C
+			}
+			ticker := time.NewTicker(f.every)
+			defer ticker.Stop()
+			return a.run(cmd.Context(), ticker.C, stop)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.server, "server", "", "the Clearhouse server's URL (required)")
+	fl.StringVar(&f.token, "token", "", "the cluster's agent token (required; see clearhouse agent token)")
+	fl.StringVar(&f.cluster, "cluster", "", "the cluster this agent runs (required)")
+	fl.DurationVar(&f.every, "every", 10*time.Second, "how often to poll the allocation")
+	fl.BoolVar(&f.once, "once", false, "poll (and report) once, then exit")
+	fl.BoolVar(&f.simulate, "simulate", false, "simulate the cluster: run the jobs and report usage, ends and waiting tasks")
+	fl.Float64Var(&f.failRate, "fail-rate", 0, "with --simulate, the probability that a job fails before its planned end")
+	fl.Float64Var(&f.finishEarly, "finish-early", 0, "with --simulate, the probability that a job finishes before its planned end")
+	fl.Uint64Var(&f.seed, "seed", 1, "with --simulate, the seed of the random ends")
+	fl.DurationVar(&f.forDur, "for", 0, "stop after this long (0: run until interrupted)")
+	cmd.AddCommand(newAgentTokenCmd())
+	return cmd
+}
+
+func newAgentTokenCmd() *cobra.Command {
+	var dsn, cluster, name string
+	cmd := &cobra.Command{
+		Use:   "token",
+		Short: "Issue a cluster agent's API token; the token is printed on the last line",
+		Long: `Issue a bearer token for one cluster's agent: it reads that cluster's allocation and
+reports its updates, and nothing else. The token is shown once, on the last line of
+the output; only its hash is stored.`,
+		Example: `  TOKEN=$(clearhouse agent token --cluster us-east | tail -n 1)`,
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return withDB(cmd, dsn, func(db *store.DB) error {
+				id := exchange.NewIdentity(db, time.Now, 0)
+				if name == "" {
+					name = "agent " + cluster + " " + time.Now().UTC().Format(time.DateOnly)
+				}
+				token, _, err := id.IssueAgentToken(cmd.Context(), cluster, name)
+				if err != nil {
+					return err
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "agent token for cluster %s, shown once:\n%s\n", cluster, token)
+				return nil
+			})
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&dsn, "db", defaultDB, "SQLite file or PostgreSQL URL")
+	f.StringVar(&cluster, "cluster", "", "the cluster the agent runs (required)")
+	f.StringVar(&name, "name", "", "a label for the token")
+	_ = cmd.MarkFlagRequired("cluster")
+	return cmd
+}

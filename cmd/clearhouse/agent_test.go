@@ -1,0 +1,303 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/clearhouse/clearhouse/auction"
+	"github.com/clearhouse/clearhouse/exchange"
+	"github.com/clearhouse/clearhouse/ledger"
+	"github.com/clearhouse/clearhouse/store/storetest"
+)
+
+// agentMarket is the production wiring on a fresh SQLite file with a fixed clock:
+// clusters us-east (100 cores of us-east/cpu) and eu-west, and team search with a
+// member.
+type agentMarket struct {
+	t      *testing.T
+	app    *App
+	clock  *storetest.Clock
+	dsn    string
+	member exchange.User
+}
+
+func newAgentMarket(t *testing.T) *agentMarket {
+	t.Helper()
+	dsn := filepath.Join(t.TempDir(), "agent.db")
+	cfg := Config{Addr: "127.0.0.1:0", DB: dsn, Migrate: true, LoginRate: 100, Tick: time.Hour, PreviewEvery: time.Minute}
+	clock := storetest.NewClock(time.Time{})
+	app := NewApp(cfg, slog.New(slog.NewTextHandler(io.Discard, nil)), clock.Now)
+	ctx := context.Background()
+	if err := app.Open(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		app.Close(ctx)
+	})
+	must := func(_ any, err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(app.Market.SaveCurve(ctx, "standard", "Standard", auction.DefaultCurve))
+	must(app.Market.AddCluster(ctx, exchange.Cluster{ID: "us-east"}))
+	must(app.Market.AddCluster(ctx, exchange.Cluster{ID: "eu-west"}))
+	must(app.Market.AddPool(ctx, exchange.PoolSpec{ClusterID: "us-east", Resource: "cpu", Unit: "core", Capacity: 100,
+		UnitCost: int64(ledger.Dollar), Utilization: 0.8, CurveID: "standard"}))
+	must(app.Market.AddTeam(ctx, exchange.NewTeam{ID: "search", Budget: 1000 * ledger.Dollar}))
+	member, err := app.Identity.AddUser(ctx, exchange.NewUser{Email: "member@search.io", Role: exchange.RoleMember, TeamID: "search"})
+	must(member, err)
+	return &agentMarket{t: t, app: app, clock: clock, dsn: dsn, member: member}
+}
+
+// reserve submits count cores of us-east/cpu for dur inside [now+from, now+to).
+func (m *agentMarket) reserve(count int64, dur, from, to time.Duration) exchange.ReservationView {
+	m.t.Helper()
+	ctx, now := context.Background(), m.clock.Now()
+	id, err := m.app.Plan.NewReservation(ctx, m.member)
+	if err != nil {
+		m.t.Fatal(err)
+	}
+	v, err := m.app.Plan.Submit(ctx, m.member, id, exchange.Definition{Value: 100 * ledger.Dollar, Requests: []exchange.RequestSpec{{
+		Configuration: map[string]int64{"us-east/cpu": 1}, Count: count, Duration: dur, Arrival: now.Add(from), Deadline: now.Add(to)}}})
+	if err != nil || v.Status != exchange.ReservationAccepted {
+		m.t.Fatalf("reservation of %d cores: %+v, %v", count, v.Reservation, err)
+	}
+	return v
+}
+
+func (m *agentMarket) reservation(id int64) exchange.ReservationView {
+	m.t.Helper()
+	v, err := m.app.Plan.Reservation(context.Background(), id)
+	if err != nil {
+		m.t.Fatal(err)
+	}
+	return v
+}
+
+// token issues an agent token for cluster through the command line and returns its
+// last line.
+func (m *agentMarket) token(cluster string) string {
+	m.t.Helper()
+	code, out, errOut := runCLI(m.t, "", "agent", "token", "--cluster", cluster, "--db", m.dsn)
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if code != 0 || len(lines) < 2 || !strings.HasPrefix(lines[len(lines)-1], "cha_") {
+		m.t.Fatalf("agent token --cluster %s: %d %q %q", cluster, code, out, errOut)
+	}
+	return lines[len(lines)-1]
+}
+
+// agent runs `clearhouse agent` against the app for cluster with the token and the
+// extra flags, and gives up after 20s so that an agent that fails to stop fails
+// the test instead of hanging it.
+func (m *agentMarket) agent(cluster, token string, flags ...string) (int, string, string) {
+	m.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	var out, errOut bytes.Buffer
+	args := append([]string{"agent", "--server", m.app.Server.URL(), "--token", token, "--cluster", cluster}, flags...)
+	code := run(ctx, args, strings.NewReader(""), &out, &errOut)
+	if ctx.Err() != nil {
+		m.t.Fatalf("agent %v did not stop by itself", flags)
+	}
+	return code, out.String(), errOut.String()
+}
+
+func TestAgentOnceSimulatedReportsUsageAndWaitingTasks(t *testing.T) {
+	m := newAgentMarket(t)
+	full := m.reserve(100, time.Hour, 0, time.Hour)   // all 100 cores, now
+	later := m.reserve(50, time.Hour, 0, 3*time.Hour) // no room until 10:00
+	tok := m.token("us-east")
+
+	code, out, errOut := m.agent("us-east", tok, "--once", "--simulate")
+	if code != 0 {
+		t.Fatalf("agent --once --simulate: %d\n%s%s", code, out, errOut)
+	}
+	start := fmt.Sprintf(`09:00:00 start reservation %d request 0: 100 x {"us-east/cpu":1} until 10:00 (team search)`, full.ID)
+	waiting := fmt.Sprintf(`09:00:00 waiting: reservation %d request 0 planned 10:00 (team search)`, later.ID)
+	if !strings.Contains(out, start) || !strings.Contains(out, waiting) {
+		t.Fatalf("output\n%s\nwant the lines\n%s\n%s", out, start, waiting)
+	}
+	if u := m.reservation(full.ID).Requests[0].UsedUnits; u == nil || *u != 100 {
+		t.Fatalf("used units of reservation %d: %v, want 100", full.ID, u)
+	}
+	if w := m.reservation(later.ID).Requests[0].WaitingTasks; w == nil || *w != 50 {
+		t.Fatalf("waiting tasks of reservation %d: %v, want 50", later.ID, w)
+	}
+
+	// Without --simulate the agent only follows the plan: nothing is reported.
+	fresh := m.reserve(10, time.Hour, 2*time.Hour, 3*time.Hour)
+	if code, out, errOut = m.agent("us-east", tok, "--once"); code != 0 || !strings.Contains(out, start) {
+		t.Fatalf("agent --once: %d\n%s%s", code, out, errOut)
+	}
+	if v := m.reservation(fresh.ID).Requests[0]; v.UsedUnits != nil || v.WaitingTasks != nil {
+		t.Fatalf("a following agent reported for reservation %d: %+v", fresh.ID, v)
+	}
+}
+
+func TestAgentLoopAnnouncesEachJobOnceAndStopsAfterFor(t *testing.T) {
+	m := newAgentMarket(t)
+	full := m.reserve(100, time.Hour, 0, time.Hour)
+	later := m.reserve(50, time.Hour, 0, 3*time.Hour)
+	code, out, errOut := m.agent("us-east", m.token("us-east"), "--simulate", "--every", "10ms", "--for", "150ms")
+	if code != 0 {
+		t.Fatalf("agent --for: %d\n%s%s", code, out, errOut)
+	}
+	for _, line := range []string{fmt.Sprintf("start reservation %d request 0", full.ID), fmt.Sprintf("waiting: reservation %d request 0", later.ID)} {
+		if n := strings.Count(out, line); n != 1 {
+			t.Fatalf("%q printed %d times, want once:\n%s", line, n, out)
+		}
+	}
+}
+
+func TestAgentTokenForAnUnknownClusterFails(t *testing.T) {
+	m := newAgentMarket(t)
+	code, out, errOut := runCLI(t, "", "agent", "token", "--cluster", "nowhere", "--db", m.dsn)
+	if code == 0 || !strings.Contains(errOut, `"nowhere"`) || strings.Contains(out, "cha_") {
+		t.Fatalf("agent token for an unknown cluster: %d %q %q", code, out, errOut)
+	}
+}
+
+func TestAgentRefusedTokenExitsAtOnceWithTheServersMessage(t *testing.T) {
+	m := newAgentMarket(t)
+	m.reserve(100, time.Hour, 0, time.Hour)
+	other := m.token("eu-west")
+	for _, tc := range []struct {
+		name, token, want string
+		flags             []string
+	}{
+		{"another cluster's token", other, "This agent token is for another cluster.", []string{"--once", "--simulate"}},
+		{"another cluster's token, polling", other, "This agent token is for another cluster.", []string{"--every", "10ms"}},
+		{"no such token", "cha_not-a-token", "The API token is not valid.", []string{"--every", "10ms", "--simulate"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, out, errOut := m.agent("us-east", tc.token, tc.flags...)
+			if code == 0 || !strings.Contains(errOut, tc.want) || strings.Contains(out, "start") {
+				t.Fatalf("code %d, stdout %q, stderr %q: want a failure saying %q", code, out, errOut, tc.want)
+			}
+		})
+	}
+}
+
+func TestAgentRetriesNetworkErrorsUnlessOnce(t *testing.T) {
+	gone := httptest.NewServer(nil)
+	gone.Close()
+	var out, errOut bytes.Buffer
+	code := run(context.Background(), []string{"agent", "--server", gone.URL, "--token", "cha_x", "--cluster", "us-east",
+		"--every", "10ms", "--for", "100ms"}, strings.NewReader(""), &out, &errOut)
+	if code != 0 || strings.Count(errOut.String(), "retrying at the next poll") < 2 {
+		t.Fatalf("polling an unreachable server: %d %q %q", code, out.String(), errOut.String())
+	}
+	code, _, stderr := runCLI(t, "", "agent", "--server", gone.URL, "--token", "cha_x", "--cluster", "us-east", "--once")
+	if code == 0 || !strings.Contains(stderr, "clearhouse:") {
+		t.Fatalf("--once against an unreachable server: %d %q", code, stderr)
+	}
+}
+
+func TestAgentFlagsAreValidated(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--server", "http://x", "--cluster", "c"}, "--token"},
+		{[]string{"--server", "x.example.com", "--cluster", "c", "--token", "t"}, "--server"},
+		{[]string{"--server", "http://x", "--cluster", "c", "--token", "t", "--fail-rate", "0.5"}, "only with --simulate"},
+		{[]string{"--server", "http://x", "--cluster", "c", "--token", "t", "--simulate", "--finish-early", "2"}, "--finish-early"},
+		{[]string{"--server", "http://x", "--cluster", "c", "--token", "t", "--every", "0s"}, "--every"},
+	} {
+		code, _, errOut := runCLI(t, "", append([]string{"agent"}, tc.args...)...)
+		if code != 2 || !strings.Contains(errOut, tc.want) {
+			t.Errorf("agent %v: code %d, stderr %q: want 2 naming %s", tc.args, code, errOut, tc.want)
+		}
+	}
+}
+
+// TestAgentSimulatedEndsReachTheServer steps a simulated agent poll by poll
+// while the market's clock moves: a job that finishes early or fails is reported
+// ended at its moment, and the server settles it.
+func TestAgentSimulatedEndsReachTheServer(t *testing.T) {
+	for _, tc := range []struct {
+		name                  string
+		failRate, finishEarly float64
+		how                   string
+	}{
+		{"finishes early", 0, 1, "finished early"},
+		{"fails", 1, 0, "failed"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m := newAgentMarket(t)
+			job := m.reserve(40, time.Hour, 0, time.Hour)
+			client, err := newAgentClient(m.app.Server.URL(), "us-east", m.token("us-east"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var out, errOut bytes.Buffer
+			a := newClusterAgent(client, &out, &errOut, m.clock.Now, newSimulation(7, tc.failRate, tc.finishEarly))
+			ctx := context.Background()
+			if err := a.poll(ctx); err != nil {
+				t.Fatal(err)
+			}
+			endAt := a.running[jobKey{job.ID, 0}].endAt
+			if endAt.IsZero() || !endAt.After(m.clock.Now()) || !endAt.Before(m.clock.Now().Add(time.Hour)) {
+				t.Fatalf("the simulated end %v is not inside the job's hour", endAt)
+			}
+			m.clock.Advance(59*time.Minute + 59*time.Second)
+			if err := a.poll(ctx); err != nil {
+				t.Fatal(err)
+			}
+			m.clock.Advance(time.Second) // the job's planned end: it leaves the plan, with no stop line
+			if err := a.poll(ctx); err != nil {
+				t.Fatal(err)
+			}
+			want := fmt.Sprintf("09:59:59 end reservation %d request 0: %s at %s, planned until 10:00\n09:59:59 server: ended reservation %d\n",
+				job.ID, tc.how, clock(endAt), job.ID)
+			if !strings.Contains(out.String(), want) || strings.Contains(out.String(), "stop") || errOut.Len() > 0 {
+				t.Fatalf("output\n%s%s\nwant\n%s", out.String(), errOut.String(), want)
+			}
+			v := m.reservation(job.ID)
+			if v.Status != exchange.ReservationDone || v.Requests[0].EndedAt == nil || !v.Requests[0].EndedAt.Equal(endAt) {
+				t.Fatalf("reservation after the end: status %s, ended %v, want done at %v", v.Status, v.Requests[0].EndedAt, endAt)
+			}
+			if failed := strings.Contains(v.Note, "failed"); failed != (tc.failRate == 1) {
+				t.Fatalf("note %q after a simulated %s", v.Note, tc.how)
+			}
+		})
+	}
+}
+
+// TestAgentFollowsAMovedJob drives the agent's view of the plan with allocations
+// made by hand: a running job the plan moves later is stopped and waits again.
+func TestAgentFollowsAMovedJob(t *testing.T) {
+	now := storetest.Epoch
+	job := agentJob{Reservation: 3, Request: 1, Team: "ads", Configuration: map[string]int64{"us-east/cpu": 2, "us-east/ram": 8},
+		Count: 5, Units: 5, Start: now, End: now.Add(time.Hour)}
+	moved := job
+	moved.Units, moved.Start, moved.End = 0, now.Add(2*time.Hour), now.Add(3*time.Hour)
+	var out bytes.Buffer
+	a := newClusterAgent(nil, &out, io.Discard, nil, nil)
+	a.follow(agentAllocation{Now: now, Running: []agentJob{job}}, now)
+	a.follow(agentAllocation{Now: now.Add(5 * time.Minute), Running: []agentJob{job}}, now.Add(5*time.Minute))
+	a.follow(agentAllocation{Now: now.Add(10 * time.Minute), Waiting: []agentJob{moved}}, now.Add(10*time.Minute))
+	a.follow(agentAllocation{Now: now.Add(15 * time.Minute), Waiting: []agentJob{moved}}, now.Add(15*time.Minute))
+	want := `09:00:00 start reservation 3 request 1: 5 x {"us-east/cpu":2,"us-east/ram":8} until 10:00 (team ads)
+09:10:00 stop reservation 3 request 1 (moved, now planned 11:00)
+09:10:00 waiting: reservation 3 request 1 planned 11:00 (team ads)
+`
+	if out.String() != want {
+		t.Fatalf("output\n%s\nwant\n%s", out.String(), want)
+	}
+	if up := a.updates(agentAllocation{Waiting: []agentJob{moved}}); len(up.Waiting) != 1 || up.Waiting[0].Tasks != 5 || len(up.Usage) != 0 {
+		t.Fatalf("updates for a waiting job: %+v", up)
+	}
+}
