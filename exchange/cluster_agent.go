@@ -187,6 +187,9 @@ func (s *Reservations) validateReport(tx *gorm.DB, p *plan, cluster string, rep 
 		if e.At.IsZero() {
 			return nil, bad("ends", i, "at: required (RFC 3339)")
 		}
+		if e.At.After(p.at(p.slot(now) + 1)) {
+			return nil, bad("ends", i, "at: %s is in the future; report an end when it happens", e.At.UTC().Format(time.RFC3339))
+		}
 	}
 	for i, u := range rep.Usage {
 		if err := check("usage", i, u.Reservation, u.Request); err != nil {
@@ -194,6 +197,9 @@ func (s *Reservations) validateReport(tx *gorm.DB, p *plan, cluster string, rep 
 		}
 		if u.Units < 0 {
 			return nil, bad("usage", i, "units must not be negative")
+		}
+		if _, ok := byID[u.Reservation].Requests[u.Request].Config()[u.Pool]; !ok {
+			return nil, bad("usage", i, "reservation %d request %d uses no pool %q", u.Reservation, u.Request, u.Pool)
 		}
 	}
 	for i, w := range rep.Waiting {
@@ -255,13 +261,31 @@ func (s *Reservations) Report(ctx context.Context, cluster string, rep AgentRepo
 			up.Ends = append(up.Ends, scheduler.JobEnd{Reservation: v.ID, Request: e.Request, At: p.ceil(at)})
 			touched[v.ID] = true
 		}
+		usage := map[[2]int64]map[string]int64{} // reservation, request: units per pool
 		for _, u := range rep.Usage {
-			if err := tx.Model(&ReservationRequest{}).Where("reservation_id = ? AND idx = ?", u.Reservation, u.Request).
-				Updates(map[string]any{"used_units": u.Units, "reported_at": now}).Error; err != nil {
+			v := byID[u.Reservation]
+			if v.Status != ReservationAccepted {
+				continue // a late report about a reservation that has ended
+			}
+			k := [2]int64{u.Reservation, int64(u.Request)}
+			if usage[k] == nil {
+				usage[k] = v.Requests[u.Request].UsageByPool()
+				if usage[k] == nil {
+					usage[k] = map[string]int64{}
+				}
+			}
+			usage[k][u.Pool] = u.Units
+		}
+		for k, m := range usage {
+			if err := tx.Model(&ReservationRequest{}).Where("reservation_id = ? AND idx = ?", k[0], k[1]).
+				Updates(map[string]any{"usage": configJSON(m), "reported_at": now}).Error; err != nil {
 				return err
 			}
 		}
 		for _, w := range rep.Waiting {
+			if byID[w.Reservation].Status != ReservationAccepted {
+				continue
+			}
 			if err := tx.Model(&ReservationRequest{}).Where("reservation_id = ? AND idx = ?", w.Reservation, w.Request).
 				Updates(map[string]any{"waiting_tasks": w.Tasks, "reported_at": now}).Error; err != nil {
 				return err

@@ -64,7 +64,7 @@ type ReservationRequest struct {
 	StartAt       *time.Time
 	EndedAt       *time.Time
 	Charge        ledger.Money
-	UsedUnits     *int64
+	Usage         *string // JSON: units used per pool, as last reported
 	WaitingTasks  *int64
 	ReportedAt    *time.Time
 }
@@ -74,6 +74,16 @@ func (r ReservationRequest) Config() map[string]int64 {
 	var c map[string]int64
 	_ = json.Unmarshal([]byte(r.Configuration), &c)
 	return c
+}
+
+// UsageByPool decodes the usage the cluster last reported, per pool (nil when none).
+func (r ReservationRequest) UsageByPool() map[string]int64 {
+	if r.Usage == nil {
+		return nil
+	}
+	var u map[string]int64
+	_ = json.Unmarshal([]byte(*r.Usage), &u)
+	return u
 }
 
 // End is when the request stops using its capacity: its early end, else its

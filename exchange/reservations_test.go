@@ -263,3 +263,46 @@ func TestQuotaWonAtAuctionIsFreeToReserve(t *testing.T) {
 		t.Fatalf("inside quota won at auction: %+v", v.Reservation)
 	}
 }
+
+func TestAgentReportsKeepUsagePerPoolAndRefuseTheImpossible(t *testing.T) {
+	pl := newPlanned(t, storetest.New(t))
+	ctx := context.Background()
+	now := pl.clock.Now()
+	d := exchange.Definition{Value: *money(10), Requests: []exchange.RequestSpec{{Configuration: map[string]int64{"us-east/cpu": 2, "us-east/ram": 8},
+		Count: 5, Duration: time.Hour, Arrival: now, Deadline: now.Add(2 * time.Hour)}}}
+	v := pl.reserve("member@ads", d)
+	usage := []exchange.UsageReport{{Reservation: v.ID, Pool: "us-east/cpu", Units: 9}, {Reservation: v.ID, Pool: "us-east/ram", Units: 33}}
+	if _, err := pl.r.Report(ctx, "us-east", exchange.AgentReport{Usage: usage}); err != nil {
+		t.Fatal(err)
+	}
+	got, _ := pl.r.Reservation(ctx, v.ID)
+	if u := got.Requests[0].UsageByPool(); u["us-east/cpu"] != 9 || u["us-east/ram"] != 33 {
+		t.Fatalf("usage %v, want each pool's", u)
+	}
+	for name, rep := range map[string]exchange.AgentReport{
+		"an end in the future": {Ends: []exchange.EndReport{{Reservation: v.ID, At: now.Add(time.Hour)}}},
+		"a pool it does not use": {Usage: []exchange.UsageReport{{Reservation: v.ID, Pool: "us-east/gpu", Units: 1}}},
+		"another cluster's":      {Ends: []exchange.EndReport{{Reservation: v.ID, At: now}}},
+	} {
+		cluster := "us-east"
+		if name == "another cluster's" {
+			cluster = "eu-west"
+		}
+		if _, err := pl.r.Report(ctx, cluster, rep); clearhouse.ErrorCode(err) != clearhouse.EINVALID {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+	if after, _ := pl.r.Reservation(ctx, v.ID); after.Status != exchange.ReservationAccepted || after.Requests[0].EndedAt != nil {
+		t.Fatalf("a refused report changed the reservation: %+v", after.Reservation)
+	}
+	// Once it has ended, late reports about it are ignored.
+	if err := pl.r.Cancel(ctx, pl.users["member@ads"], v.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pl.r.Report(ctx, "us-east", exchange.AgentReport{Usage: []exchange.UsageReport{{Reservation: v.ID, Pool: "us-east/cpu", Units: 1}}}); err != nil {
+		t.Fatal(err)
+	}
+	if late, _ := pl.r.Reservation(ctx, v.ID); late.Requests[0].UsageByPool()["us-east/cpu"] != 9 {
+		t.Fatal("a late report about a cancelled reservation was recorded")
+	}
+}

@@ -93,7 +93,7 @@ type apiRequestOutput struct {
 	End           *time.Time       `json:"end,omitempty"`
 	Ended         *time.Time       `json:"ended,omitempty"`
 	Charge        string           `json:"charge"`
-	UsedUnits     *int64           `json:"used_units,omitempty"`
+	Usage         map[string]int64 `json:"usage,omitempty"`
 	WaitingTasks  *int64           `json:"waiting_tasks,omitempty"`
 }
 
@@ -109,7 +109,7 @@ func toAPIReservation(v exchange.ReservationView) apiReservation {
 	for _, q := range v.Requests {
 		r := apiRequestOutput{Configuration: q.Config(), Count: q.Count, Duration: (time.Duration(q.Duration) * time.Second).String(),
 			Arrival: q.Arrival, Deadline: q.Deadline, Start: q.StartAt, Ended: q.EndedAt, Charge: q.Charge.Plain(),
-			UsedUnits: q.UsedUnits, WaitingTasks: q.WaitingTasks}
+			Usage: q.UsageByPool(), WaitingTasks: q.WaitingTasks}
 		if q.StartAt != nil {
 			end := q.End()
 			r.End = &end

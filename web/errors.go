@@ -1,6 +1,8 @@
 package web
 
 import (
+	"context"
+	"errors"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -33,6 +35,9 @@ func statusOf(code string) int {
 	}
 }
 
+// statusClientClosed is logged for requests the client abandoned (nginx's 499).
+const statusClientClosed = 499
+
 // apiError is the JSON body of every API error.
 type apiError struct {
 	Error apiErrorBody `json:"error"`
@@ -51,6 +56,12 @@ func isAPI(c *gin.Context) bool {
 // fail answers the request with err: JSON under /api, an error page elsewhere.
 // Internal errors are logged once, with the request id, and shown without detail.
 func (s *Server) fail(c *gin.Context, err error) {
+	if errors.Is(err, context.Canceled) && c.Request.Context().Err() != nil {
+		// The client went away: nobody reads the answer, and it is not the server's fault.
+		s.log.Info("request abandoned by the client", "request_id", requestID(c), "path", c.Request.URL.Path)
+		c.AbortWithStatus(statusClientClosed)
+		return
+	}
 	code := clearhouse.ErrorCode(err)
 	status := statusOf(code)
 	if status >= 500 {

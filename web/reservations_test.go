@@ -199,7 +199,7 @@ func TestAgentTokensReachOnlyTheirClustersRoutes(t *testing.T) {
 	if code, body := f.api(agent, "POST", "/api/v1/clusters/us-east/updates", update); code != http.StatusOK {
 		t.Fatalf("updates: %d %v", code, body)
 	}
-	if got, _ := f.plan.Reservation(ctx, v.ID); got.Requests[0].UsedUnits == nil || *got.Requests[0].UsedUnits != 5 {
+	if got, _ := f.plan.Reservation(ctx, v.ID); got.Requests[0].UsageByPool()["us-east/cpu"] != 5 {
 		t.Fatal("the reported usage was not recorded")
 	}
 	memberTok, operatorTok := f.token(member), f.token(f.user("op@x.io", exchange.RoleOperator, ""))

@@ -129,7 +129,7 @@ func TestAgentOnceSimulatedReportsUsageAndWaitingTasks(t *testing.T) {
 	if !strings.Contains(out, start) || !strings.Contains(out, waiting) {
 		t.Fatalf("output\n%s\nwant the lines\n%s\n%s", out, start, waiting)
 	}
-	if u := m.reservation(full.ID).Requests[0].UsedUnits; u == nil || *u != 100 {
+	if u := m.reservation(full.ID).Requests[0].UsageByPool(); u["us-east/cpu"] != 100 {
 		t.Fatalf("used units of reservation %d: %v, want 100", full.ID, u)
 	}
 	if w := m.reservation(later.ID).Requests[0].WaitingTasks; w == nil || *w != 50 {
@@ -141,7 +141,7 @@ func TestAgentOnceSimulatedReportsUsageAndWaitingTasks(t *testing.T) {
 	if code, out, errOut = m.agent("us-east", tok, "--once"); code != 0 || !strings.Contains(out, start) {
 		t.Fatalf("agent --once: %d\n%s%s", code, out, errOut)
 	}
-	if v := m.reservation(fresh.ID).Requests[0]; v.UsedUnits != nil || v.WaitingTasks != nil {
+	if v := m.reservation(fresh.ID).Requests[0]; v.Usage != nil || v.WaitingTasks != nil {
 		t.Fatalf("a following agent reported for reservation %d: %+v", fresh.ID, v)
 	}
 }

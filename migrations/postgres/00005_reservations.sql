@@ -49,7 +49,7 @@ CREATE TABLE reservation_requests (
     start_at       TIMESTAMPTZ,
     ended_at       TIMESTAMPTZ,
     charge         BIGINT NOT NULL DEFAULT 0 CHECK (charge >= 0),
-    used_units     BIGINT,
+    usage          TEXT,
     waiting_tasks  BIGINT,
     reported_at    TIMESTAMPTZ,
     PRIMARY KEY (reservation_id, idx),

@@ -49,7 +49,7 @@ CREATE TABLE reservation_requests (
     start_at       DATETIME,
     ended_at       DATETIME,
     charge         INTEGER NOT NULL DEFAULT 0 CHECK (charge >= 0),
-    used_units     INTEGER,
+    usage          TEXT,
     waiting_tasks  INTEGER,
     reported_at    DATETIME,
     PRIMARY KEY (reservation_id, idx),
