@@ -280,7 +280,7 @@ func TestAgentReportsKeepUsagePerPoolAndRefuseTheImpossible(t *testing.T) {
 		t.Fatalf("usage %v, want each pool's", u)
 	}
 	for name, rep := range map[string]exchange.AgentReport{
-		"an end in the future": {Ends: []exchange.EndReport{{Reservation: v.ID, At: now.Add(time.Hour)}}},
+		"an end in the future":   {Ends: []exchange.EndReport{{Reservation: v.ID, At: now.Add(time.Hour)}}},
 		"a pool it does not use": {Usage: []exchange.UsageReport{{Reservation: v.ID, Pool: "us-east/gpu", Units: 1}}},
 		"another cluster's":      {Ends: []exchange.EndReport{{Reservation: v.ID, At: now}}},
 	} {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"strconv"
 	"time"
@@ -87,15 +88,18 @@ func newAuctionTickCmd() *cobra.Command {
 	var cfg Config
 	cmd := &cobra.Command{
 		Use:   "tick",
-		Short: "Run the market's scheduled job once: open, preview, close and schedule auctions as due",
+		Short: "Run the market's scheduled job once: open, preview, close and schedule auctions as due; charge reservations for the slots that passed",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return withDB(cmd, dsn, func(db *store.DB) error {
 				var rep exchange.TickReport
+				var plan exchange.PlanTick
 				ran, err := db.Exclusive(cmd.Context(), tickLock, func() error {
-					var err error
-					rep, err = marketFor(db).Tick(cmd.Context(), cfg.Cadence())
-					return err
+					m := marketFor(db)
+					var market, reservations error
+					rep, market = m.Tick(cmd.Context(), cfg.Cadence())
+					plan, reservations = exchange.NewReservations(db, m.Ledger(), time.Now, exchange.DefaultPlanConfig).Tick(cmd.Context())
+					return errors.Join(market, reservations)
 				})
 				if err != nil {
 					return err
@@ -108,7 +112,7 @@ func newAuctionTickCmd() *cobra.Command {
 				if rep.Scheduled != nil {
 					fmt.Fprintf(cmd.OutOrStdout(), ", scheduled auction %d opening %s", rep.Scheduled.ID, rep.Scheduled.OpensAt.Format(time.RFC3339))
 				}
-				fmt.Fprintln(cmd.OutOrStdout())
+				fmt.Fprintf(cmd.OutOrStdout(), "; reservations charged %s, ended %v\n", plan.Charged, plan.Done)
 				return nil
 			})
 		},

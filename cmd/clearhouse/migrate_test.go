@@ -32,3 +32,14 @@ func TestMigrateRefusesABadAddress(t *testing.T) {
 		t.Fatalf("code %d, stderr %q", code, errOut)
 	}
 }
+
+func TestTheScheduledJobRunsOnceFromTheCommandLine(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "tick.db")
+	if code, out, errOut := runCLI(t, "", "migrate", "--db", db); code != 0 {
+		t.Fatalf("migrate: %d\n%s%s", code, out, errOut)
+	}
+	code, out, errOut := runCLI(t, "", "auction", "tick", "--db", db, "--auction-every", "0")
+	if code != 0 || !strings.Contains(out, "closed []") || !strings.Contains(out, "reservations charged 0.00, ended []") {
+		t.Fatalf("tick: code %d\n%s%s", code, out, errOut)
+	}
+}
