@@ -3,7 +3,6 @@ package exchange
 import (
 	"context"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/clearhouse/clearhouse"
@@ -352,10 +351,4 @@ func (s *Reservations) applyReport(ctx context.Context, tx *gorm.DB, p *plan, re
 		}
 	}
 	return nil
-}
-
-// clusterOf is the cluster of a pool id "cluster/resource".
-func clusterOf(pool string) string {
-	c, _, _ := strings.Cut(pool, "/")
-	return c
 }
