@@ -147,3 +147,25 @@ func TestQuotasNeverOverbook(t *testing.T) {
 		}
 	})
 }
+
+// Requests of one bid share the owner's free quota: with 4 units of quota, two
+// overlapping requests of 4 units pay for the second's units, and the charge split
+// by SharedUnitSlots covers the whole price.
+func TestRequestsOfOneBidDoNotShareTheSameFreeQuota(t *testing.T) {
+	e := NewEngine(40, map[string]int64{"c/cpu": 20}, Greedy{UnitPrice: 1})
+	if _, err := e.SetQuota(0, "search", "c/cpu", 0, 0, 4); err != nil {
+		t.Fatal(err)
+	}
+	reqs := []Request{req(4, 5, 0, 10), req(4, 5, 0, 10)}
+	q, ok, err := e.QuoteFor(0, "search", reqs)
+	if err != nil || !ok || q.Price != 20 {
+		t.Fatalf("quote %+v %v %v: want the second request's 4 units x 5 slots priced", q, ok, err)
+	}
+	r, ok, _ := e.MakeReservation(0, Bid{Owner: "search", Requests: reqs, Value: 100})
+	if !ok || r.Price != 20 || r.SharedUnitSlots(0)+r.SharedUnitSlots(1) != 20 {
+		t.Fatalf("reservation %+v: price %v, shared unit-slots %d and %d", r, r.Price, r.SharedUnitSlots(0), r.SharedUnitSlots(1))
+	}
+	if e.Free("c/cpu", 0, 40) != 12 || e.QuotaInUse("search", "c/cpu", 0, 40) != 4 {
+		t.Fatalf("free %d, quota in use %d", e.Free("c/cpu", 0, 40), e.QuotaInUse("search", "c/cpu", 0, 40))
+	}
+}

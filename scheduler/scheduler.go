@@ -293,22 +293,30 @@ func (e *Engine) QuoteFor(now Slot, owner string, reqs []Request) (Offer, bool, 
 }
 
 func (e *Engine) quote(now Slot, owner string, reqs []Request) (Offer, bool, error) {
-	o, ok := e.algo.Offer(e, Ask{Owner: owner, Requests: reqs, Now: now})
-	if !ok {
-		return Offer{}, false, nil
-	}
+	// The requests are priced one after another, each on the plan with the ones
+	// before it placed: a later request sees the capacity and the owner's quota an
+	// earlier one takes, so requests of one bid are never priced twice against the
+	// same free quota, and never overbooked. The trial placements are undone.
+	var o Offer
+	var placed []*Reservation
+	defer func() {
+		for _, t := range placed {
+			e.apply(t, 0, 1)
+		}
+	}()
 	for i, r := range reqs {
-		if len(o.Starts) != len(reqs) || o.Starts[i] < max(r.Arrival, now) || o.Starts[i]+r.Duration > r.Deadline {
+		one, ok := e.algo.Offer(e, Ask{Owner: owner, Requests: reqs[i : i+1], Now: now})
+		if !ok || len(one.Starts) != 1 || one.Starts[0] < max(r.Arrival, now) || one.Starts[0]+r.Duration > r.Deadline {
 			return Offer{}, false, nil
 		}
+		trial := &Reservation{Owner: owner, Requests: reqs[i : i+1], Starts: one.Starts}
+		if !e.place(trial) {
+			return Offer{}, false, nil
+		}
+		placed = append(placed, trial)
+		o.Price += one.Price
+		o.Starts = append(o.Starts, one.Starts[0])
 	}
-	// Algorithms place each request alone; requests of one bid that compete for the
-	// same capacity are refused together rather than overbooked.
-	trial := &Reservation{Owner: owner, Requests: reqs, Starts: o.Starts}
-	if !e.place(trial) {
-		return Offer{}, false, nil
-	}
-	e.apply(trial, 0, 1)
 	return o, true, nil
 }
 

@@ -317,7 +317,7 @@ func timelines(vs []exchange.ReservationView, now time.Time) []templates.Timelin
 			continue
 		}
 		for i, q := range v.Requests {
-			if q.Deadline.Before(from) {
+			if !q.Deadline.After(from) { // over before the timeline begins
 				continue
 			}
 			row := templates.TimelineRow{Label: fmt.Sprintf("#%d", v.ID), Phase: v.Phase, Arrival: q.Arrival, Deadline: q.Deadline,

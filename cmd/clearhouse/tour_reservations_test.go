@@ -1,0 +1,63 @@
+package main
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/chromedp/chromedp"
+)
+
+// TestBrowserReservation walks a team member through the reservation form on the
+// demo market: a quote first, then the reservation, its row and timeline, and the
+// hold and reservation charges on the team's page.
+func TestBrowserReservation(t *testing.T) {
+	ctx := newBrowser(t)
+	app, logins := startDemo(t)
+	base := app.Server.URL()
+	signIn(t, ctx, base, "member@search.example.com", logins["member@search.example.com"])
+	err := chromedp.Do(ctx,
+		chromedp.Navigate(base+"/reservations"),
+		chromedp.WaitVisible(chromedp.CSS(`[data-testid=reservation-form]`)),
+		chromedp.SetValue(chromedp.CSS(`[data-testid=field-cluster]`), "ap-south"),
+		chromedp.SendKeys(chromedp.CSS(`[data-testid="field-u.cpu"]`), "2"),
+		chromedp.SendKeys(chromedp.CSS(`[data-testid="field-u.ram"]`), "8"),
+		chromedp.SetValue(chromedp.CSS(`[data-testid=field-count]`), "10"),
+		chromedp.SetValue(chromedp.CSS(`[data-testid=field-duration]`), "1h"),
+		chromedp.SendKeys(chromedp.CSS(`[data-testid=field-value]`), "50"),
+		chromedp.Click(chromedp.CSS(`[data-testid=reservation-quote]`)),
+		chromedp.WaitVisible(chromedp.CSS(`[data-testid=quote]`)),
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	screenshot(t, ctx, "reservation-quote")
+	// Search holds ap-south CPU but no RAM there: the RAM is priced.
+	if q := text(t, ctx, `[data-testid=quote]`); !strings.Contains(q, "$") || !strings.Contains(q, "beyond your quota") {
+		t.Fatalf("quote %q", q)
+	}
+	err = chromedp.Do(ctx,
+		chromedp.Click(chromedp.CSS(`[data-testid=reservation-submit]`)),
+		chromedp.WaitVisible(chromedp.CSS(`.flash-ok`)),
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	screenshot(t, ctx, "reservations")
+	if s := text(t, ctx, `.flash-ok`); !strings.Contains(s, "accepted") || !strings.Contains(s, "held on your budget") {
+		t.Fatalf("flash %q", s)
+	}
+	if s := text(t, ctx, `[data-testid=reservations] tbody tr:first-child`); !strings.Contains(s, "10 × 2 cpu + 8 ram in ap-south") {
+		t.Fatalf("newest reservation row %q", s)
+	}
+	if n := text(t, ctx, `[data-testid="timeline-ap-south/ram"]`); !strings.Contains(n, "#") {
+		t.Fatalf("no timeline for ap-south/ram: %q", n)
+	}
+	if err := chromedp.Do(ctx, chromedp.Navigate(base+"/team"), chromedp.WaitVisible(chromedp.CSS(`[data-testid=held]`))); err != nil {
+		t.Fatal(err)
+	}
+	screenshot(t, ctx, "team-with-reservations")
+	page := text(t, ctx, `main`)
+	if !strings.Contains(page, "reservation:") || !strings.Contains(page, "partial capture") {
+		t.Fatalf("the team page shows no reservation hold or charge:\n%s", page)
+	}
+}
