@@ -114,28 +114,55 @@ func bumpPlan(tx *gorm.DB) error {
 	return tx.Exec("UPDATE plan_state SET version = version + 1 WHERE id = 1").Error
 }
 
-// write runs fn in one transaction with an engine that matches the database. A
-// failed fn rolls back and drops the engine (it may hold fn's uncommitted
-// changes); the next call rebuilds it.
+// write runs fn in one transaction with an engine that matches the database, and
+// moves the plan's version so that every other server rebuilds. A failed fn rolls
+// back and drops the engine (it may hold fn's uncommitted changes); the next call
+// rebuilds it.
 func (s *Reservations) write(ctx context.Context, fn func(tx *gorm.DB, p *plan, now time.Time) error) error {
+	return s.transact(ctx, true, fn)
+}
+
+// refresh is write without moving the version: for work other servers' engines do
+// not depend on (bringing this server's engine up to date, charging slots that
+// passed). The version still moves when the rebuild itself recorded a change.
+func (s *Reservations) refresh(ctx context.Context, fn func(tx *gorm.DB, p *plan, now time.Time) error) error {
+	return s.transact(ctx, false, fn)
+}
+
+func (s *Reservations) transact(ctx context.Context, bump bool, fn func(tx *gorm.DB, p *plan, now time.Time) error) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	now := s.now()
 	var version int64
 	err := s.db.Write.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-		if err := bumpPlan(tx); err != nil {
+		// The row lock serializes the plan's writers across servers.
+		lock := "UPDATE plan_state SET version = version WHERE id = 1"
+		if bump {
+			lock = "UPDATE plan_state SET version = version + 1 WHERE id = 1"
+		}
+		if err := tx.Exec(lock).Error; err != nil {
 			return err
 		}
 		if err := tx.Raw("SELECT version FROM plan_state WHERE id = 1").Scan(&version).Error; err != nil {
 			return err
 		}
-		if s.stale(version-1, now) {
+		seen := version
+		if bump {
+			seen--
+		}
+		if s.stale(seen, now) {
 			s.plan = nil
-			p, err := s.load(ctx, tx, now)
+			p, changed, err := s.load(ctx, tx, now)
 			if err != nil {
 				return err
 			}
 			s.plan = p
+			if changed && !bump {
+				version++
+				if err := bumpPlan(tx); err != nil {
+					return err
+				}
+			}
 		}
 		return fn(tx, s.plan, now)
 	})
@@ -149,8 +176,8 @@ func (s *Reservations) write(ctx context.Context, fn func(tx *gorm.DB, p *plan, 
 	return nil
 }
 
-// read runs fn on an engine that matches the database, rebuilding it first (in a
-// write, which records what the rebuild found) when it is stale.
+// read runs fn on an engine that matches the database, bringing it up to date
+// first when it is stale.
 func (s *Reservations) read(ctx context.Context, fn func(p *plan, now time.Time) error) error {
 	var version int64
 	if err := s.db.Read.WithContext(ctx).Raw("SELECT version FROM plan_state WHERE id = 1").Scan(&version).Error; err != nil {
@@ -160,7 +187,7 @@ func (s *Reservations) read(ctx context.Context, fn func(p *plan, now time.Time)
 	stale := s.stale(version, s.now())
 	s.mu.Unlock()
 	if stale {
-		if err := s.write(ctx, func(*gorm.DB, *plan, time.Time) error { return nil }); err != nil {
+		if err := s.refresh(ctx, func(*gorm.DB, *plan, time.Time) error { return nil }); err != nil {
 			return err
 		}
 	}
@@ -211,12 +238,12 @@ func (CapacityChange) TableName() string { return "capacity_changes" }
 // reservation in id order. A reservation that no longer fits where it was is moved
 // inside its windows, or fails (recorded, its charge settled); nothing is dropped
 // silently.
-func (s *Reservations) load(ctx context.Context, tx *gorm.DB, now time.Time) (*plan, error) {
+func (s *Reservations) load(ctx context.Context, tx *gorm.DB, now time.Time) (*plan, bool, error) {
 	p := &plan{origin: now.Truncate(s.cfg.Slot), slotLen: s.cfg.Slot, pools: map[string]Pool{}}
 	horizon := scheduler.Slot(ceilDiv(s.cfg.Horizon+rebaseEvery, s.cfg.Slot))
 	var pools []Pool
 	if err := tx.Order("id").Find(&pools).Error; err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	capacity := map[string]int64{}
 	for _, pl := range pools {
@@ -225,13 +252,13 @@ func (s *Reservations) load(ctx context.Context, tx *gorm.DB, now time.Time) (*p
 	}
 	algo, err := s.algorithm(tx, pools, p.origin)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	p.eng = scheduler.NewEngine(horizon, capacity, algo)
 
 	qs, err := quotas(tx)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	for _, q := range qs {
 		// Holdings never exceed a pool's capacity unless an operator shrank it; the
@@ -239,13 +266,13 @@ func (s *Reservations) load(ctx context.Context, tx *gorm.DB, now time.Time) (*p
 		units := min(q.Quota, p.eng.Free(q.PoolID, 0, horizon))
 		if units > 0 {
 			if _, err := p.eng.SetQuota(0, q.TeamID, q.PoolID, 0, 0, units); err != nil {
-				return nil, fmt.Errorf("quota of %s in %s: %w", q.TeamID, q.PoolID, err)
+				return nil, false, fmt.Errorf("quota of %s in %s: %w", q.TeamID, q.PoolID, err)
 			}
 		}
 	}
 	var changes []CapacityChange
 	if err := tx.Where("to_at > ?", p.origin).Order("id").Find(&changes).Error; err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	for _, c := range changes {
 		from, to := max(p.slot(c.FromAt), 0), min(p.ceil(c.ToAt), horizon)
@@ -253,31 +280,34 @@ func (s *Reservations) load(ctx context.Context, tx *gorm.DB, now time.Time) (*p
 			continue
 		}
 		if _, err := p.eng.Update(0, scheduler.Update{Capacity: []scheduler.CapacityChange{{Pool: c.PoolID, From: from, To: to, Units: c.Units}}}); err != nil {
-			return nil, fmt.Errorf("capacity change %d: %w", c.ID, err)
+			return nil, false, fmt.Errorf("capacity change %d: %w", c.ID, err)
 		}
 	}
 
 	views, err := s.views(tx, tx.Where("status = ?", ReservationAccepted), now)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	nowSlot := p.slot(now)
+	changed := false
 	for _, v := range views {
 		er := p.engineReservation(v)
 		moved, err := p.eng.RestoreAt(nowSlot, er)
 		if err != nil {
 			if err := s.fail(ctx, tx, p, v, now, "no longer fits in its windows: the pool's capacity or the team's quota fell"); err != nil {
-				return nil, err
+				return nil, false, err
 			}
+			changed = true
 			continue
 		}
 		if moved {
 			if err := s.saveStarts(tx, p, v); err != nil {
-				return nil, err
+				return nil, false, err
 			}
+			changed = true
 		}
 	}
-	return p, nil
+	return p, changed, nil
 }
 
 // engineReservation is a stored reservation in the engine's slots. Requests that

@@ -326,7 +326,8 @@ type PlanTick struct {
 // nothing, and a restart catches up.
 func (s *Reservations) Tick(ctx context.Context) (PlanTick, error) {
 	var rep PlanTick
-	err := s.write(ctx, func(tx *gorm.DB, p *plan, now time.Time) error {
+	// Charges and ends change nothing other servers plan around: no rebuild for them.
+	err := s.refresh(ctx, func(tx *gorm.DB, p *plan, now time.Time) error {
 		vs, err := s.views(tx, tx.Where("status = ?", ReservationAccepted), now)
 		if err != nil {
 			return err

@@ -306,3 +306,46 @@ func TestAgentReportsKeepUsagePerPoolAndRefuseTheImpossible(t *testing.T) {
 		t.Fatal("a late report about a cancelled reservation was recorded")
 	}
 }
+
+// Two servers on one database: each sees the other's reservations, and reading
+// or charging does not move the plan's version (which would make the other rebuild).
+func TestServersSharingADatabaseRebuildOnlyWhenThePlanChanged(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		pl := newPlanned(t, db)
+		ctx := context.Background()
+		other := exchange.NewReservations(db, pl.l, pl.clock.Now, exchange.DefaultPlanConfig)
+		version := func() int64 {
+			var v int64
+			db.Read.Raw("SELECT version FROM plan_state WHERE id = 1").Scan(&v)
+			return v
+		}
+		mine := pl.reserve("member@search", pl.job("eu-west/cpu", 60, time.Hour, 0, time.Hour, 50))
+		a, err := other.Allocation(ctx, "eu-west")
+		if err != nil || len(a.Running) != 1 || a.Running[0].Reservation != mine.ID {
+			t.Fatalf("the other server's allocation: %+v %v", a, err)
+		}
+		v := version()
+		for range 3 {
+			if _, err := pl.r.Allocation(ctx, "eu-west"); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := other.Quote(ctx, pl.users["member@ml"], pl.job("eu-west/cpu", 1, time.Hour, 0, time.Hour, 0)); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := other.Tick(ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if version() != v {
+			t.Fatalf("reads and ticks moved the plan's version from %d to %d", v, version())
+		}
+		// A reservation on the other server is seen here at once: 41 more cores do not fit.
+		id, _ := other.NewReservation(ctx, pl.users["member@ml"])
+		if r, err := other.Submit(ctx, pl.users["member@ml"], id, pl.job("eu-west/cpu", 30, time.Hour, 0, time.Hour, 50)); err != nil || r.Status != exchange.ReservationAccepted {
+			t.Fatalf("the other server's reservation: %+v %v", r.Reservation, err)
+		}
+		if q, err := pl.r.Quote(ctx, pl.users["member@ads"], pl.job("eu-west/cpu", 11, time.Hour, 0, time.Hour, 0)); err != nil || q.Feasible {
+			t.Fatalf("this server overbooked past the other's reservation: %+v %v", q, err)
+		}
+	})
+}
