@@ -345,7 +345,7 @@ func (s *Reservations) applyReport(ctx context.Context, tx *gorm.DB, p *plan, re
 			return err
 		}
 		for _, v := range vs {
-			if err := s.fail(ctx, tx, p, v, now, why); err != nil {
+			if err := s.finish(ctx, tx, &v, now, ReservationFailed, why); err != nil {
 				return err
 			}
 		}

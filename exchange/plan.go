@@ -294,7 +294,7 @@ func (s *Reservations) load(ctx context.Context, tx *gorm.DB, now time.Time) (*p
 		er := p.engineReservation(v)
 		moved, err := p.eng.RestoreAt(nowSlot, er)
 		if err != nil {
-			if err := s.fail(ctx, tx, p, v, now, "no longer fits in its windows: the pool's capacity or the team's quota fell"); err != nil {
+			if err := s.finish(ctx, tx, &v, now, ReservationFailed, "no longer fits in its windows: the pool's capacity or the team's quota fell"); err != nil {
 				return nil, false, err
 			}
 			changed = true
@@ -339,7 +339,6 @@ func (p *plan) engineReservation(v ReservationView) scheduler.Reservation {
 				req.Duration, req.Deadline, endAt = 1, max(req.Deadline, 1), 0
 			} else {
 				req.Duration = end
-				endAt = max(endAt, -1)
 			}
 		}
 		er.Requests = append(er.Requests, req)

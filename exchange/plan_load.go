@@ -39,10 +39,10 @@ func (s *Reservations) PoolLoad(ctx context.Context, pool string, from, to time.
 				if q.PoolID != pool {
 					continue
 				}
-				own := p.eng.Own(q.TeamID, pool, t, t+1, nil)
-				quota := p.eng.QuotaInUse(q.TeamID, pool, t, t+1) + max(own[0], 0)
-				pt.Quota += quota
-				pt.FromQuota += p.eng.QuotaInUse(q.TeamID, pool, t, t+1)
+				inUse := p.eng.QuotaInUse(q.TeamID, pool, t, t+1)
+				free := p.eng.Own(q.TeamID, pool, t, t+1, nil)[0]
+				pt.Quota += inUse + max(free, 0) // the owner's quota in this slot
+				pt.FromQuota += inUse
 			}
 			shared := pt.Capacity - pt.Quota - p.eng.Free(pool, t, t+1)
 			pt.Reserved = pt.FromQuota + max(shared, 0)

@@ -143,8 +143,3 @@ func (s *Reservations) finish(ctx context.Context, tx *gorm.DB, v *ReservationVi
 	return tx.Model(&Reservation{}).Where("id = ?", v.ID).
 		Updates(map[string]any{"status": status, "note": note, "updated_at": now}).Error
 }
-
-// fail records that a reservation can no longer be honoured.
-func (s *Reservations) fail(ctx context.Context, tx *gorm.DB, _ *plan, v ReservationView, now time.Time, why string) error {
-	return s.finish(ctx, tx, &v, now, ReservationFailed, why)
-}

@@ -38,7 +38,7 @@ func (s *Server) reservationForm(c *gin.Context) (templates.ReservationForm, []e
 		}
 	}
 	if hs, err := s.svc.Market.Holdings(c.Request.Context(), userOf(c).TeamID); err == nil && len(hs) > 0 {
-		f.Cluster = hs[0].PoolID[:strings.Index(hs[0].PoolID, "/")] // where the team holds quota
+		f.Cluster, _, _ = strings.Cut(hs[0].PoolID, "/") // where the team holds quota
 	}
 	slot := s.svc.Reservations.Config().Slot
 	start := s.now().UTC().Truncate(slot).Add(slot)
