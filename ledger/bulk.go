@@ -2,15 +2,19 @@ package ledger
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/clearhouse/clearhouse"
+	"github.com/clearhouse/clearhouse/store"
 	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
 )
 
-// Capture is one hold to capture in CaptureHolds.
+// Capture is one hold to capture in a Batch.
 type Capture struct {
 	Key    string
 	HoldID int64
@@ -20,173 +24,432 @@ type Capture struct {
 	Ref    string
 }
 
-// Release is one hold to release in ReleaseHolds.
+// Release is one hold to release in a Batch.
 type Release struct {
 	Key    string
 	HoldID int64
 }
 
-const chunk = 500
-
-// chunks calls fn on consecutive slices of at most chunk ids.
-func chunks(ids []int64, fn func([]int64) error) error {
-	for lo := 0; lo < len(ids); lo += chunk {
-		if err := fn(ids[lo:min(lo+chunk, len(ids))]); err != nil {
-			return err
-		}
-	}
-	return nil
+// Batch is many ledger writes applied together, as settlement of a large auction
+// needs them: releases and captures of distinct holds, and new entries.
+type Batch struct {
+	Releases []Release
+	Captures []Capture
+	Entries  []NewEntry
 }
 
-// loadActive loads holds by id and reports whether every one is active.
-func loadActive(tx *gorm.DB, ids []int64) (map[int64]Hold, bool, error) {
-	holds := make(map[int64]Hold, len(ids))
-	err := chunks(ids, func(part []int64) error {
-		var hs []Hold
-		if err := tx.Where("id IN ?", part).Find(&hs).Error; err != nil {
-			return err
-		}
-		for _, h := range hs {
-			holds[h.ID] = h
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, false, err
-	}
-	for _, id := range ids {
-		if h, ok := holds[id]; !ok || h.Status != HoldActive {
-			return holds, false, nil
-		}
-	}
-	return holds, len(holds) == len(ids), nil
+// BatchResult is what Apply did: one entry per capture (empty for a capture of
+// zero) and one per new entry, in the batch's order.
+type BatchResult struct {
+	Captured []Entry
+	Posted   []Entry
 }
 
-// CaptureHolds captures many holds at once, with the same effect as calling
-// CaptureHold for each in order (the same entries, keys and checks), but with a few
-// statements per batch instead of a dozen per hold: settlement of a large auction
-// uses it. When a hold is not active or a key was used before, it falls back to one
-// CaptureHold per capture, so replays and conflicts behave as there. It returns
-// one entry per capture (empty for a capture of zero).
-func (l *Ledger) CaptureHolds(ctx context.Context, cs []Capture) ([]Entry, error) {
-	out := make([]Entry, len(cs))
+// chunk bounds the rows or parameters one statement takes, well under SQLite's
+// 32,766 variables and PostgreSQL's 65,535 parameters.
+const chunk = 1000
+
+// Apply applies a batch with the same effect as calling ReleaseHold, CaptureHold
+// and Post for each of its items, in one transaction and in a few statements per
+// thousand items. Items replayed with their first key and content return their
+// first result and change nothing, each on its own: one replayed item does not
+// slow the others down. It refuses the whole batch (changing nothing) with
+// EINVALID for a malformed item or a hold named twice, ENOTFOUND for an unknown
+// hold or account, ECONFLICT for a hold resolved by another key or a key used for
+// other content, and EUNPROCESSABLE when a team's available balance would fall
+// below zero. Locks follow the package's lock order: the holds in ascending id,
+// then the accounts in ascending id.
+func (l *Ledger) Apply(ctx context.Context, b Batch) (BatchResult, error) {
+	out := BatchResult{Captured: make([]Entry, len(b.Captures)), Posted: make([]Entry, len(b.Entries))}
+	if err := b.validate(); err != nil {
+		return BatchResult{}, err
+	}
 	err := l.write(ctx, func(tx *gorm.DB) error {
-		one := l.WithTx(tx)
-		ids := make([]int64, len(cs))
-		keys := make([]string, 0, len(cs))
-		seen := map[int64]bool{}
-		for i, c := range cs {
-			ids[i] = c.HoldID
-			keys = append(keys, c.Key)
-			if seen[c.HoldID] || c.Key == "" || len(c.Key) > 200 || c.Amount < 0 || !c.Reason.valid() {
-				return l.captureEach(ctx, one, cs, out)
-			}
-			seen[c.HoldID] = true
-		}
-		holds, allActive, err := loadActive(tx, ids)
-		if err != nil {
-			return err
-		}
-		var used int64
-		for lo := 0; lo < len(keys) && used == 0; lo += chunk {
-			if err := tx.Model(&entryRow{}).Where("idem_key IN ?", keys[lo:min(lo+chunk, len(keys))]).Count(&used).Error; err != nil {
-				return err
-			}
-		}
-		if !allActive || used > 0 {
-			return l.captureEach(ctx, one, cs, out)
-		}
-		now := l.now()
-		held := map[AccountID]Money{}
-		moved := map[AccountID]Money{}
-		var rows []entryRow
-		var entryOf []int // capture index of each row
-		for i, c := range cs {
-			h := holds[c.HoldID]
-			if c.Amount > h.Remaining() {
-				return clearhouse.Errorf(clearhouse.EINVALID, "amount: a capture must be between 0 and the hold's remaining %s", h.Remaining())
-			}
-			if _, err := c.To.kind(); err != nil {
-				return err
-			}
-			if held[h.Account], err = held[h.Account].Sub(h.Remaining()); err != nil {
-				return err
-			}
-			if c.Amount == 0 {
-				continue
-			}
-			if moved[h.Account], err = moved[h.Account].Sub(c.Amount); err != nil {
-				return err
-			}
-			if moved[c.To], err = moved[c.To].Add(c.Amount); err != nil {
-				return err
-			}
-			e := NewEntry{Key: c.Key, Reason: c.Reason, Ref: c.Ref, Memo: fmt.Sprintf("capture of hold %d (%s)", h.ID, h.Ref),
-				Postings: []Posting{{Account: h.Account, Amount: -c.Amount}, {Account: c.To, Amount: c.Amount}}}
-			rows = append(rows, entryRow{IdemKey: e.Key, Fingerprint: e.fingerprint(), Reason: e.Reason, Ref: e.Ref, Memo: e.Memo, PostedAt: now})
-			entryOf = append(entryOf, i)
-			out[i] = Entry{Key: e.Key, Reason: e.Reason, Ref: e.Ref, Memo: e.Memo, At: now, Postings: e.Postings}
-		}
-		// Free the holds first, so the captures are checked against the freed balance.
-		for _, acct := range sortedAccounts(held) {
-			if err := addToAccount(tx, acct, "held", held[acct]); err != nil {
-				return err
-			}
-		}
-		for _, acct := range sortedAccounts(moved) {
-			if d := moved[acct]; d != 0 {
-				if err := addToAccount(tx, acct, "balance", d); err != nil {
-					return err
-				}
-			}
-		}
-		if len(rows) > 0 {
-			if err := tx.Omit("ID").CreateInBatches(&rows, chunk).Error; err != nil {
-				return err
-			}
-		}
-		var postings []postingRow
-		entryID := map[int]int64{}
-		for j, r := range rows {
-			i := entryOf[j]
-			entryID[i] = r.ID
-			out[i].ID = r.ID
-			for _, p := range out[i].Postings {
-				postings = append(postings, postingRow{EntryID: r.ID, AccountID: p.Account, Amount: p.Amount})
-			}
-		}
-		if len(postings) > 0 {
-			if err := tx.CreateInBatches(&postings, chunk).Error; err != nil {
-				return err
-			}
-		}
-		for i, c := range cs {
-			var eid *int64
-			if id, ok := entryID[i]; ok {
-				eid = &id
-			}
-			h := holds[c.HoldID]
-			if err := resolveRow(tx, h, c.Key, HoldCaptured, h.Captured+c.Amount, eid, now); err != nil {
-				return err
-			}
-		}
-		return nil
+		a := &applier{l: l, tx: tx, now: l.now(), held: map[AccountID]Money{}, moved: map[AccountID]Money{}}
+		return a.apply(ctx, b, &out)
 	})
 	if err != nil {
-		return nil, err
+		return BatchResult{}, err
 	}
 	return out, nil
 }
 
-func (l *Ledger) captureEach(ctx context.Context, one *Ledger, cs []Capture, out []Entry) error {
-	for i, c := range cs {
-		e, err := one.CaptureHold(ctx, c.Key, c.HoldID, c.Amount, c.To, c.Reason, c.Ref)
+func (b Batch) validate() error {
+	seen := map[int64]bool{}
+	keys := map[string]bool{}
+	key := func(k string) error {
+		if keys[strings.TrimSpace(k)] {
+			return clearhouse.Errorf(clearhouse.EINVALID, "key: %q appears twice in one batch", k)
+		}
+		keys[strings.TrimSpace(k)] = true
+		return nil
+	}
+	hold := func(id int64, k string) error {
+		if k = strings.TrimSpace(k); k == "" || len(k) > 200 {
+			return clearhouse.Errorf(clearhouse.EINVALID, "key: an idempotency key of 1 to 200 characters is required")
+		}
+		if err := key(k); err != nil {
+			return err
+		}
+		if seen[id] {
+			return clearhouse.Errorf(clearhouse.EINVALID, "hold: %d appears twice in one batch", id)
+		}
+		seen[id] = true
+		return nil
+	}
+	for _, r := range b.Releases {
+		if err := hold(r.HoldID, r.Key); err != nil {
+			return err
+		}
+	}
+	for _, c := range b.Captures {
+		if err := hold(c.HoldID, c.Key); err != nil {
+			return err
+		}
+		if c.Amount < 0 {
+			return clearhouse.Errorf(clearhouse.EINVALID, "amount: a capture must not be negative")
+		}
+		if !c.Reason.valid() {
+			return clearhouse.Errorf(clearhouse.EINVALID, "reason: %q is not a reason (grant, settlement, reservation, reversal, adjustment)", c.Reason)
+		}
+		if _, err := c.To.kind(); err != nil {
+			return err
+		}
+	}
+	for i := range b.Entries {
+		if err := b.Entries[i].validate(); err != nil {
+			return err
+		}
+		if err := key(b.Entries[i].Key); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// applier is one Apply's work in its transaction: the net change to each account's
+// held and balance columns, applied once at the end in the lock order.
+type applier struct {
+	l     *Ledger
+	tx    *gorm.DB
+	now   time.Time
+	held  map[AccountID]Money
+	moved map[AccountID]Money
+
+	entries  []entryRow
+	postings [][]Posting // per entries row
+	resolves []holdResolve
+}
+
+type holdResolve struct {
+	hold     Hold
+	key      string
+	status   HoldStatus
+	captured Money
+	entry    int // index in entries, or -1
+}
+
+func (a *applier) apply(ctx context.Context, b Batch, out *BatchResult) error {
+	ids := make([]int64, 0, len(b.Releases)+len(b.Captures))
+	for _, r := range b.Releases {
+		ids = append(ids, r.HoldID)
+	}
+	for _, c := range b.Captures {
+		ids = append(ids, c.HoldID)
+	}
+	holds, err := lockHolds(a.tx, ids)
+	if err != nil {
+		return err
+	}
+	one := a.l.WithTx(a.tx)
+	for _, r := range b.Releases {
+		h := holds[r.HoldID]
+		if h.Status != HoldActive { // a replay, or a conflict ReleaseHold names
+			if err := one.ReleaseHold(ctx, r.Key, r.HoldID); err != nil {
+				return err
+			}
+			continue
+		}
+		if err := a.free(h); err != nil {
+			return err
+		}
+		a.resolves = append(a.resolves, holdResolve{hold: h, key: strings.TrimSpace(r.Key), status: HoldReleased, captured: h.Captured, entry: -1})
+	}
+	captureRow := make([]int, len(b.Captures)) // entries index of each capture, or -1
+	for i, c := range b.Captures {
+		captureRow[i] = -1
+		h := holds[c.HoldID]
+		if h.Status != HoldActive {
+			if out.Captured[i], err = one.CaptureHold(ctx, c.Key, c.HoldID, c.Amount, c.To, c.Reason, c.Ref); err != nil {
+				return err
+			}
+			continue
+		}
+		if c.Amount > h.Remaining() {
+			return clearhouse.Errorf(clearhouse.EINVALID, "amount: a capture must be between 0 and the hold's remaining %s", h.Remaining())
+		}
+		if err := a.free(h); err != nil {
+			return err
+		}
+		entry := -1
+		if c.Amount > 0 {
+			e := NewEntry{Key: strings.TrimSpace(c.Key), Reason: c.Reason, Ref: c.Ref, Memo: fmt.Sprintf("capture of hold %d (%s)", h.ID, h.Ref),
+				Postings: []Posting{{Account: h.Account, Amount: -c.Amount}, {Account: c.To, Amount: c.Amount}}}
+			if entry, err = a.entry(e); err != nil {
+				return err
+			}
+			captureRow[i] = entry
+		}
+		a.resolves = append(a.resolves, holdResolve{hold: h, key: strings.TrimSpace(c.Key), status: HoldCaptured, captured: h.Captured + c.Amount, entry: entry})
+	}
+	postedRow, err := a.newEntries(b.Entries, out)
+	if err != nil {
+		return err
+	}
+	if err := a.write(ctx); err != nil {
+		return err
+	}
+	for i, k := range captureRow {
+		if k >= 0 {
+			out.Captured[i] = a.entryOf(k)
+		}
+	}
+	for i, k := range postedRow {
+		if k >= 0 {
+			out.Posted[i] = a.entryOf(k)
+		}
+	}
+	return nil
+}
+
+// lockHolds reads the holds with ids and locks them (FOR UPDATE on PostgreSQL) in
+// ascending id; ENOTFOUND when one does not exist.
+func lockHolds(tx *gorm.DB, ids []int64) (map[int64]Hold, error) {
+	sorted := slices.Clone(ids)
+	slices.Sort(sorted)
+	holds := make(map[int64]Hold, len(ids))
+	for part := range slices.Chunk(sorted, chunk) {
+		var hs []Hold
+		if err := tx.Clauses(clause.Locking{Strength: "UPDATE"}).Where("id IN ?", part).Order("id").Find(&hs).Error; err != nil {
+			return nil, err
+		}
+		for _, h := range hs {
+			holds[h.ID] = h
+		}
+	}
+	for _, id := range ids {
+		if _, ok := holds[id]; !ok {
+			return nil, clearhouse.Errorf(clearhouse.ENOTFOUND, "hold: no hold %d", id)
+		}
+	}
+	return holds, nil
+}
+
+// free counts what an active hold still sets aside as freed from its account.
+func (a *applier) free(h Hold) error {
+	var err error
+	a.held[h.Account], err = a.held[h.Account].Sub(h.Remaining())
+	return err
+}
+
+// entry queues a new entry and its balance moves; it returns its index.
+func (a *applier) entry(e NewEntry) (int, error) {
+	for _, p := range e.Postings {
+		var err error
+		if a.moved[p.Account], err = a.moved[p.Account].Add(p.Amount); err != nil {
+			return 0, err
+		}
+	}
+	a.entries = append(a.entries, entryRow{IdemKey: e.Key, Fingerprint: e.fingerprint(), Reason: e.Reason, Ref: e.Ref, Memo: e.Memo, PostedAt: a.now})
+	a.postings = append(a.postings, e.Postings)
+	return len(a.entries) - 1, nil
+}
+
+// newEntries queues the batch's new entries, replaying those whose key was used
+// with the same content; it returns each one's queued index (-1 for a replay).
+func (a *applier) newEntries(es []NewEntry, out *BatchResult) ([]int, error) {
+	queued := make([]int, len(es))
+	keys := make([]string, 0, len(es)+len(a.entries))
+	for _, e := range es {
+		keys = append(keys, e.Key)
+	}
+	for _, r := range a.entries {
+		keys = append(keys, r.IdemKey)
+	}
+	prior := map[string]entryRow{}
+	for part := range slices.Chunk(keys, chunk) {
+		var rows []entryRow
+		if err := a.tx.Where("idem_key IN ?", part).Find(&rows).Error; err != nil {
+			return nil, err
+		}
+		for _, r := range rows {
+			prior[r.IdemKey] = r
+		}
+	}
+	for _, r := range a.entries { // captures of active holds: a used key is another write's
+		if _, used := prior[r.IdemKey]; used {
+			return nil, conflictKey(r.IdemKey)
+		}
+	}
+	for i, e := range es {
+		if p, ok := prior[e.Key]; ok {
+			if p.Fingerprint != e.fingerprint() {
+				return nil, conflictKey(e.Key)
+			}
+			var err error
+			if out.Posted[i], err = a.l.load(a.tx, p); err != nil {
+				return nil, err
+			}
+			queued[i] = -1
+			continue
+		}
+		k, err := a.entry(e)
+		if err != nil {
+			return nil, err
+		}
+		queued[i] = k
+	}
+	return queued, nil
+}
+
+// write inserts the queued entries and postings, resolves the holds and moves the
+// accounts, in the lock order.
+func (a *applier) write(ctx context.Context) error {
+	if len(a.entries) > 0 {
+		rows := make([][]any, len(a.entries))
+		for k, r := range a.entries {
+			rows[k] = []any{r.IdemKey, r.Fingerprint, string(r.Reason), r.Ref, r.Memo, r.PostedAt}
+		}
+		ids, err := store.Insert(a.tx, "ledger_entries", []string{"idem_key", "fingerprint", "reason", "ref", "memo", "posted_at"}, rows, "id")
 		if err != nil {
 			return err
 		}
-		out[i] = e
+		var postings [][]any
+		for k, ps := range a.postings {
+			a.entries[k].ID = ids[k]
+			for _, p := range ps {
+				postings = append(postings, []any{ids[k], string(p.Account), int64(p.Amount)})
+			}
+		}
+		if _, err := store.Insert(a.tx, "ledger_postings", []string{"entry_id", "account_id", "amount"}, postings, ""); err != nil {
+			return err
+		}
+	}
+	slices.SortFunc(a.resolves, func(x, y holdResolve) int { return int(x.hold.ID - y.hold.ID) })
+	if err := a.resolveHolds(ctx); err != nil {
+		return err
+	}
+	accts := map[AccountID]bool{}
+	for acct := range a.held {
+		accts[acct] = true
+	}
+	for acct := range a.moved {
+		accts[acct] = true
+	}
+	sorted := make([]AccountID, 0, len(accts))
+	for acct := range accts {
+		sorted = append(sorted, acct)
+	}
+	slices.Sort(sorted)
+	for _, acct := range sorted {
+		if err := moveAccount(a.tx, acct, a.held[acct], a.moved[acct]); err != nil {
+			return err
+		}
 	}
 	return nil
+}
+
+// resolveHolds marks the locked active holds resolved: on SQLite with one prepared
+// statement per hold, on PostgreSQL with one statement per few hundred holds.
+func (a *applier) resolveHolds(ctx context.Context) error {
+	rows := make([][]any, len(a.resolves))
+	for i, r := range a.resolves {
+		var entry *int64
+		if r.entry >= 0 {
+			entry = &a.entries[r.entry].ID
+		}
+		rows[i] = []any{r.hold.ID, string(r.status), int64(r.captured), entry, r.key}
+	}
+	var done int64
+	if a.tx.Dialector.Name() != "postgres" {
+		each := make([][]any, len(rows))
+		for i, r := range rows {
+			each[i] = []any{r[1], r[2], r[3], r[4], a.now, r[0]}
+		}
+		var err error
+		done, err = store.ExecEach(ctx, a.tx, `UPDATE ledger_holds SET status = ?, captured = ?, entry_id = ?, resolve_key = ?, resolved_at = ?
+			WHERE id = ? AND status = 'active'`, each)
+		if err != nil {
+			return err
+		}
+	} else {
+		for part := range slices.Chunk(rows, 1000) {
+			var sb strings.Builder
+			args := make([]any, 0, 1+5*len(part))
+			args = append(args, a.now)
+			sb.WriteString(`UPDATE ledger_holds SET status = v.column2, captured = v.column3, entry_id = v.column4, resolve_key = v.column5, resolved_at = ?
+				FROM (VALUES `)
+			for i, r := range part {
+				if i > 0 {
+					sb.WriteString(", ")
+				}
+				sb.WriteString("(CAST(? AS BIGINT), CAST(? AS TEXT), CAST(? AS BIGINT), CAST(? AS BIGINT), CAST(? AS TEXT))")
+				args = append(args, r...)
+			}
+			sb.WriteString(") AS v WHERE ledger_holds.id = v.column1 AND ledger_holds.status = 'active'")
+			res := a.tx.Exec(sb.String(), args...)
+			if res.Error != nil {
+				return res.Error
+			}
+			done += res.RowsAffected
+		}
+	}
+	if done != int64(len(rows)) {
+		return clearhouse.Errorf(clearhouse.ECONFLICT, "hold: %d of %d holds were resolved concurrently", int64(len(rows))-done, len(rows))
+	}
+	return nil
+}
+
+// moveAccount adds heldDelta and balanceDelta to an account in one statement, so
+// the schema checks its available balance once, on the result.
+func moveAccount(tx *gorm.DB, acct AccountID, heldDelta, balanceDelta Money) error {
+	if heldDelta == 0 && balanceDelta == 0 {
+		return nil
+	}
+	var cur account
+	if err := tx.Take(&cur, "id = ?", acct).Error; errors.Is(err, gorm.ErrRecordNotFound) {
+		return clearhouse.Errorf(clearhouse.ENOTFOUND, "account: no account %s", acct)
+	} else if err != nil {
+		return err
+	}
+	if _, err := cur.Held.Add(heldDelta); err != nil {
+		return err
+	}
+	if _, err := cur.Balance.Add(balanceDelta); err != nil {
+		return err
+	}
+	err := tx.Exec("UPDATE ledger_accounts SET held = held + ?, balance = balance + ? WHERE id = ?", heldDelta, balanceDelta, acct).Error
+	if err != nil && strings.Contains(err.Error(), "22003") {
+		return overflow("adding")
+	}
+	return fundsError(err, acct)
+}
+
+func (a *applier) entryOf(k int) Entry {
+	r := a.entries[k]
+	return Entry{ID: r.ID, Key: r.IdemKey, Reason: r.Reason, Ref: r.Ref, Memo: r.Memo, At: r.PostedAt, Postings: a.postings[k]}
+}
+
+// CaptureHolds captures many holds at once: Apply with only captures.
+func (l *Ledger) CaptureHolds(ctx context.Context, cs []Capture) ([]Entry, error) {
+	res, err := l.Apply(ctx, Batch{Captures: cs})
+	return res.Captured, err
+}
+
+// ReleaseHolds releases many holds at once: Apply with only releases.
+func (l *Ledger) ReleaseHolds(ctx context.Context, rs []Release) error {
+	_, err := l.Apply(ctx, Batch{Releases: rs})
+	return err
 }
 
 // resolveRow marks hold h resolved with captured as its captured total, provided it
@@ -203,60 +466,4 @@ func resolveRow(tx *gorm.DB, h Hold, key string, status HoldStatus, captured Mon
 		return clearhouse.Errorf(clearhouse.ECONFLICT, "hold: %d was resolved or settled concurrently", h.ID)
 	}
 	return nil
-}
-
-// ReleaseHolds releases many holds at once, with the same effect as ReleaseHold for
-// each (falling back to it when a hold is not active, so replays behave as there).
-func (l *Ledger) ReleaseHolds(ctx context.Context, rs []Release) error {
-	return l.write(ctx, func(tx *gorm.DB) error {
-		one := l.WithTx(tx)
-		ids := make([]int64, len(rs))
-		seen := map[int64]bool{}
-		dup := false
-		for i, r := range rs {
-			ids[i] = r.HoldID
-			dup = dup || seen[r.HoldID] || r.Key == "" || len(r.Key) > 200
-			seen[r.HoldID] = true
-		}
-		holds, allActive, err := loadActive(tx, ids)
-		if err != nil {
-			return err
-		}
-		if dup || !allActive {
-			for _, r := range rs {
-				if err := one.ReleaseHold(ctx, r.Key, r.HoldID); err != nil {
-					return err
-				}
-			}
-			return nil
-		}
-		held := map[AccountID]Money{}
-		now := l.now()
-		for _, r := range rs {
-			h := holds[r.HoldID]
-			if held[h.Account], err = held[h.Account].Sub(h.Remaining()); err != nil {
-				return err
-			}
-			if err := resolveRow(tx, h, r.Key, HoldReleased, h.Captured, nil, now); err != nil {
-				return err
-			}
-		}
-		for _, acct := range sortedAccounts(held) {
-			if err := addToAccount(tx, acct, "held", held[acct]); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-}
-
-// sortedAccounts lists a map's accounts in order, so that writers touch accounts
-// in one order.
-func sortedAccounts(m map[AccountID]Money) []AccountID {
-	out := make([]AccountID, 0, len(m))
-	for a := range m {
-		out = append(out, a)
-	}
-	slices.Sort(out)
-	return out
 }

@@ -94,15 +94,14 @@ type Entry struct {
 
 // Ledger posts entries and manages holds on one database.
 type Ledger struct {
-	db    *store.DB
-	tx    *gorm.DB
-	now   func() time.Time
-	group *group
+	db  *store.DB
+	tx  *gorm.DB
+	now func() time.Time
 }
 
 // New returns the ledger on db with the clock now.
 func New(db *store.DB, now func() time.Time) *Ledger {
-	return &Ledger{db: db, now: func() time.Time { return now().UTC() }, group: &group{}}
+	return &Ledger{db: db, now: func() time.Time { return now().UTC() }}
 }
 
 // WithTx returns the same ledger with every call running inside the caller's
@@ -281,7 +280,10 @@ func (l *Ledger) post(tx *gorm.DB, e NewEntry, reverses *int64) (Entry, error) {
 	if err := tx.Omit("ID").Create(&row).Error; err != nil {
 		return Entry{}, err
 	}
-	for _, p := range e.Postings {
+	// Accounts are updated in one order (by id) by every writer: see LockOrder.
+	sorted := slices.Clone(e.Postings)
+	slices.SortFunc(sorted, func(a, b Posting) int { return strings.Compare(string(a.Account), string(b.Account)) })
+	for _, p := range sorted {
 		if err := applyPosting(tx, row.ID, p); err != nil {
 			return Entry{}, err
 		}

@@ -7,6 +7,13 @@
 // Every write takes an idempotency key: repeating a write with the same key and the
 // same content returns the first result; with different content it is refused as a
 // conflict. Every write runs in one transaction, so a failed write changes nothing.
+//
+// Lock order. Every writer that touches several rows takes them in one order, so
+// that writers sharing a PostgreSQL database wait for each other but never
+// deadlock: holds before accounts; holds by ascending id; accounts by ascending id
+// (as strings: "grants" < "team:..." < "treasury"); entries and postings are only
+// inserted. Callers that lock rows of their own (the market's auctions and orders,
+// the reservation plan) take those first; see exchange's package documentation.
 package ledger
 
 import (

@@ -138,19 +138,22 @@ func (l *Ledger) TrialBalance(ctx context.Context) ([]AccountBalance, error) {
 var StatementCSVHeader = []string{"entry_id", "posted_at", "reason", "reference", "memo", "amount", "balance", "reverses"}
 
 // WriteStatementCSV writes a statement as CSV: the header, an "opening" line, one
-// line per entry, and a "closing" line. Amounts are plain dollars ("-1234.56").
+// line per entry, and a "closing" line. Amounts are plain dollars ("-1234.56"); the
+// text cells (reason, reference, memo, account) go through clearhouse.CSVText so that
+// none is read as a spreadsheet formula.
 func WriteStatementCSV(w io.Writer, s Statement) error {
 	cw := csv.NewWriter(w)
 	_ = cw.Write(StatementCSVHeader)
-	_ = cw.Write([]string{"", s.From.Format(time.RFC3339), "opening", string(s.Account), "", "", s.Opening.Plain(), ""})
+	_ = cw.Write([]string{"", s.From.Format(time.RFC3339), "opening", clearhouse.CSVText(string(s.Account)), "", "", s.Opening.Plain(), ""})
 	for _, l := range s.Lines {
 		rev := ""
 		if l.Reverses != 0 {
 			rev = strconv.FormatInt(l.Reverses, 10)
 		}
-		_ = cw.Write([]string{strconv.FormatInt(l.EntryID, 10), l.At.Format(time.RFC3339Nano), string(l.Reason), l.Ref, l.Memo, l.Amount.Plain(), l.Running.Plain(), rev})
+		_ = cw.Write([]string{strconv.FormatInt(l.EntryID, 10), l.At.Format(time.RFC3339Nano), clearhouse.CSVText(string(l.Reason)),
+			clearhouse.CSVText(l.Ref), clearhouse.CSVText(l.Memo), l.Amount.Plain(), l.Running.Plain(), rev})
 	}
-	_ = cw.Write([]string{"", s.To.Format(time.RFC3339), "closing", string(s.Account), "", "", s.Closing.Plain(), ""})
+	_ = cw.Write([]string{"", s.To.Format(time.RFC3339), "closing", clearhouse.CSVText(string(s.Account)), "", "", s.Closing.Plain(), ""})
 	cw.Flush()
 	return cw.Error()
 }
@@ -160,7 +163,8 @@ func WriteStatementCSV(w io.Writer, s Statement) error {
 var JournalCSVHeader = []string{"entry_id", "posted_at", "key", "reason", "reference", "memo", "reverses", "account", "amount"}
 
 // WriteJournalCSV writes every posting of entries posted in [from, to) as CSV, in
-// posting order.
+// posting order. Amounts are plain dollars; the text cells (key, reason, reference,
+// memo, account) go through clearhouse.CSVText.
 func (l *Ledger) WriteJournalCSV(ctx context.Context, w io.Writer, from, to time.Time) error {
 	rows, err := l.read(ctx).Raw(`SELECT e.id, e.posted_at, e.idem_key, e.reason, e.ref, e.memo, e.reverses, p.account_id, p.amount
 		FROM ledger_entries e JOIN ledger_postings p ON p.entry_id = e.id
@@ -190,7 +194,8 @@ func (l *Ledger) WriteJournalCSV(ctx context.Context, w io.Writer, from, to time
 		if reverses != nil {
 			rev = strconv.FormatInt(*reverses, 10)
 		}
-		_ = cw.Write([]string{strconv.FormatInt(id, 10), at.UTC().Format(time.RFC3339Nano), key, reason, ref, memo, rev, acct, Money(amount).Plain()})
+		_ = cw.Write([]string{strconv.FormatInt(id, 10), at.UTC().Format(time.RFC3339Nano), clearhouse.CSVText(key), clearhouse.CSVText(reason),
+			clearhouse.CSVText(ref), clearhouse.CSVText(memo), rev, clearhouse.CSVText(acct), Money(amount).Plain()})
 	}
 	if err := rows.Err(); err != nil {
 		return err

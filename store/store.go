@@ -12,6 +12,7 @@ import (
 	"database/sql"
 	"fmt"
 	"net/url"
+	"regexp"
 	"strings"
 	"time"
 
@@ -37,6 +38,7 @@ type DB struct {
 	Dialect string // SQLite or Postgres
 
 	closers []*sql.DB
+	grp     group // Grouped's batches (SQLite)
 }
 
 // Open connects to dsn: a postgres:// or postgresql:// URL, or else a SQLite file
@@ -63,7 +65,7 @@ func Open(ctx context.Context, dsn string) (*DB, error) {
 	for _, c := range db.closers {
 		if err := c.PingContext(pingCtx); err != nil {
 			db.Close()
-			return nil, fmt.Errorf("db: connecting to %s: %w", redact(dsn), err)
+			return nil, fmt.Errorf("db: connecting to %s: %w", Redact(dsn), err)
 		}
 	}
 	return db, nil
@@ -81,7 +83,7 @@ func gormConfig() *gorm.Config {
 func openPostgres(dsn string) (*DB, error) {
 	g, err := gorm.Open(postgres.Open(dsn), gormConfig())
 	if err != nil {
-		return nil, fmt.Errorf("db: opening %s: %w", redact(dsn), err)
+		return nil, fmt.Errorf("db: opening %s: %w", Redact(dsn), err)
 	}
 	sqlDB, err := g.DB()
 	if err != nil {
@@ -95,7 +97,7 @@ func openPostgres(dsn string) (*DB, error) {
 
 // sqliteParams are mattn/go-sqlite3's connection parameters for every connection.
 // synchronous=FULL makes each commit durable (WAL is fsynced at commit).
-const sqliteParams = "_journal_mode=WAL&_foreign_keys=on&_busy_timeout=10000&_synchronous=FULL"
+const sqliteParams = "_journal_mode=WAL&_foreign_keys=on&_busy_timeout=10000&_synchronous=FULL&_cache_size=-65536"
 
 func openSQLite(dsn string) (*DB, error) {
 	path := strings.TrimPrefix(strings.TrimPrefix(dsn, "sqlite:"), "file:")
@@ -158,17 +160,31 @@ func (db *DB) SQL() *sql.DB {
 	return s
 }
 
-// redact hides a password in a database URL before it is shown.
-func redact(dsn string) string {
-	u, err := url.Parse(dsn)
-	if err != nil || u.User == nil {
-		return dsn
+// Redact returns dsn fit to print or log: the password of a URL's user, and the
+// value of any password parameter (in a URL's query or a key=value connection
+// string), become "xxxxx". It never fails: a URL it cannot parse has everything
+// between "//" and its last "@" hidden. Every place that shows a DSN uses it.
+func Redact(dsn string) string {
+	const hidden = "xxxxx"
+	out := dsn
+	if u, err := url.Parse(dsn); err == nil && u.User != nil {
+		if _, ok := u.User.Password(); ok {
+			u.User = url.UserPassword(u.User.Username(), hidden)
+			out = u.String()
+		}
+	} else if err != nil {
+		if i := strings.Index(dsn, "//"); i >= 0 {
+			if at := strings.LastIndex(dsn[i+2:], "@"); at >= 0 {
+				out = dsn[:i+2] + hidden + dsn[i+2+at:]
+			}
+		}
 	}
-	if _, ok := u.User.Password(); ok {
-		u.User = url.UserPassword(u.User.Username(), "xxxxx")
-	}
-	return u.String()
+	return passwordParam.ReplaceAllString(out, "${1}"+hidden)
 }
+
+// passwordParam matches a password parameter's value: "password=..." in a URL query
+// (up to the next & or #) or a key=value string (quoted, or up to the next space).
+var passwordParam = regexp.MustCompile(`(?i)(\bpassword\s*=\s*)('(?:[^'\\]|\\.)*'|[^&#\s]*)`)
 
 // Exclusive runs fn unless another process holds the lock named key, and reports
 // whether it ran. On PostgreSQL it takes a session advisory lock, so that of

@@ -62,6 +62,9 @@ func NewPostgres(t testing.TB) (*store.DB, bool) {
 	return open(t, u.String()), true
 }
 
+// dsns remembers where each test database lives, for Another.
+var dsns sync.Map // *store.DB -> string
+
 func open(t testing.TB, dsn string) *store.DB {
 	t.Helper()
 	ctx := context.Background()
@@ -69,11 +72,28 @@ func open(t testing.TB, dsn string) *store.DB {
 	if err != nil {
 		t.Fatalf("storetest: open: %v", err)
 	}
-	t.Cleanup(func() { db.Close() })
+	t.Cleanup(func() { db.Close(); dsns.Delete(db) })
 	if err := store.Migrate(ctx, db); err != nil {
 		t.Fatalf("storetest: migrate: %v", err)
 	}
+	dsns.Store(db, dsn)
 	return db
+}
+
+// Another opens a second connection pool to the database db came from, as a
+// second server sharing it would have; closed when the test ends.
+func Another(t testing.TB, db *store.DB) *store.DB {
+	t.Helper()
+	dsn, ok := dsns.Load(db)
+	if !ok {
+		t.Fatal("storetest: Another needs a database from storetest")
+	}
+	other, err := store.Open(context.Background(), dsn.(string))
+	if err != nil {
+		t.Fatalf("storetest: open: %v", err)
+	}
+	t.Cleanup(func() { other.Close() })
+	return other
 }
 
 // Each runs fn as a subtest "sqlite" on a fresh SQLite database and, when
