@@ -1,0 +1,111 @@
+package sharing
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"testing"
+	"time"
+)
+
+// bigView is one pool of 100,000 units with 1,000 teams, each with 10 jobs of 10
+// waiting tasks (100,000 queued tasks), and accounts with a balance for every team.
+func bigView() (*View, *Accounts) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	v := &View{Pools: []PoolView{{Name: "cpu", Capacity: 100_000, Room: 5_000}}}
+	s := State{AsOf: epoch}
+	for t := range 1000 {
+		name := fmt.Sprintf("team%04d", t)
+		v.Teams = append(v.Teams, TeamView{Name: name, Share: 1.0 / 1000})
+		for k := range 10 {
+			v.Jobs = append(v.Jobs, JobView{Job: &Job{ID: fmt.Sprint(name, "/", k), Team: name}, Team: t,
+				Units: []PoolUnits{{0, int64(1 + rng.IntN(4))}}, Waiting: 10, Enqueued: rng.Float64() * 100})
+			v.Teams[t].Queue = append(v.Teams[t].Queue, len(v.Jobs)-1)
+		}
+		x := func() float64 { return rng.Float64() * 1e6 }
+		s.Balances = append(s.Balances, Balance{Team: name, Pool: "cpu", Surface: x(), Orig: x(), Rel: x(), LentSurface: x(), LentOrig: x(), LentRel: x()})
+		s.Served = append(s.Served, Served{Team: name, Seq: int64(t)})
+	}
+	s.Seq = 1000
+	acc, err := Restore(s)
+	if err != nil {
+		panic(err)
+	}
+	return v, acc
+}
+
+// One policy decision (which job's task runs next) among 1,000 teams and 100,000
+// queued tasks. Goal: under 100 microseconds.
+func BenchmarkChooseThousandTeams(b *testing.B) {
+	for _, name := range Names() {
+		b.Run(name, func(b *testing.B) {
+			v, acc := bigView()
+			p, _ := ByName(name)
+			rng := rand.New(rand.NewPCG(1, 1))
+			p.Choose(v, acc, rng) // bind the view to the accounts once, as Decide does
+			b.ResetTimer()
+			for b.Loop() {
+				if p.Choose(v, acc, rng) < 0 {
+					b.Fatal("nothing chosen")
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/1e3/float64(b.N), "µs/decision")
+		})
+	}
+}
+
+// A whole snapshot step: 1,000 teams holding quota in two pools, 10,000 jobs with
+// 100,000 waiting tasks, 2,000 tasks running, room for about a thousand more.
+func BenchmarkDecideThousandTeams(b *testing.B) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	now := epoch.Add(24 * time.Hour)
+	s := &Snapshot{Now: now}
+	for _, pool := range []string{"cpu", "ram"} {
+		p := Pool{Name: pool, Capacity: 12_000, MinRuntime: 10 * time.Minute, Exposure: DefaultExposure}
+		for t := range 1000 {
+			p.Teams = append(p.Teams, Holding{Team: fmt.Sprintf("team%04d", t), Quota: 10, Used: int64(rng.IntN(6))})
+		}
+		s.Pools = append(s.Pools, p)
+	}
+	for j := range 10_000 {
+		team := fmt.Sprintf("team%04d", rng.IntN(1000))
+		s.Jobs = append(s.Jobs, Job{ID: fmt.Sprint("j", j), Team: team, Configuration: map[string]int64{"cpu": 1, "ram": 1},
+			Waiting: 10, Enqueued: now.Add(-time.Duration(rng.IntN(3600)) * time.Second)})
+	}
+	for k := range 2000 {
+		lender := fmt.Sprintf("team%04d", k%1000)
+		s.Running = append(s.Running, Task{ID: fmt.Sprint("t", k), Job: "j0", Team: fmt.Sprintf("team%04d", rng.IntN(1000)),
+			Configuration: map[string]int64{"cpu": 1, "ram": 1}, Started: now.Add(-time.Hour), Enqueued: now.Add(-2 * time.Hour),
+			Lenders: []Share{{"cpu", lender, 1}, {"ram", lender, 1}}})
+	}
+	acc := NewAccounts(now)
+	p := DirectContr{Orig}
+	starts := 0
+	for b.Loop() {
+		d, err := Decide(s, acc, p, rand.New(rand.NewPCG(1, 1)))
+		if err != nil {
+			b.Fatal(err)
+		}
+		starts = 0
+		for _, st := range d.Starts {
+			starts += st.Tasks
+		}
+	}
+	b.ReportMetric(float64(starts), "tasks-started")
+	b.ReportMetric(float64(b.Elapsed().Microseconds())/1e3/float64(b.N), "ms/snapshot")
+}
+
+// Exact Shapley values for 12 teams over one day: all 4,095 coalitions simulated
+// under one policy (a day of about 3,500 one-hour tasks on 240 processors).
+func BenchmarkExactShapleyTwelveTeams(b *testing.B) {
+	orgs, jobs := dayOf(12, 20, 7)
+	var coalitions int
+	for b.Loop() {
+		ev, err := Evaluate(Experiment{Orgs: orgs, Jobs: jobs, Policies: []Policy{DirectContr{Orig}}, Seed: 1})
+		if err != nil || !ev.Exact {
+			b.Fatal(err)
+		}
+		coalitions = ev.Coalitions
+	}
+	b.ReportMetric(float64(coalitions), "coalitions")
+	b.ReportMetric(b.Elapsed().Seconds()/float64(b.N), "s/evaluation")
+}
