@@ -26,18 +26,24 @@ type Assignment struct {
 	Start, End  Slot  // the slots it is planned to run
 	Arrival     Slot  // it may run early from here, when the cluster has room
 	Deadline    Slot
+	// MayStartNow is set on a waiting request that the plan can run from now
+	// for its whole duration (ERA's "empty allocation" extension in Rayon): the
+	// cluster may start it now and report the start in Update.Starts, which
+	// moves it and frees its planned slots. The requests so marked in one
+	// allocation fit together.
+	MayStartNow bool
 }
 
 // Allocation is what each job should be getting in one slot: the jobs planned to
 // run now, and the jobs inside their window with nothing planned now, which the
-// cluster may start early when it has room.
+// cluster may start early when they are marked MayStartNow.
 type Allocation struct {
 	Now     Slot
 	Running []Assignment
 	Waiting []Assignment
 }
 
-// CurrentAllocation is the plan for slot now.
+// CurrentAllocation is the plan for slot now. It does not change the plan.
 func (e *Engine) CurrentAllocation(now Slot) Allocation {
 	a := Allocation{Now: now}
 	for _, r := range e.res {
@@ -48,7 +54,7 @@ func (e *Engine) CurrentAllocation(now Slot) Allocation {
 			case s.Start <= now && now < s.End:
 				s.Units = q.Count
 				a.Running = append(a.Running, s)
-			case q.Arrival <= now && now < s.Start:
+			case q.Arrival <= now && now < s.Start && s.Start < s.End:
 				a.Waiting = append(a.Waiting, s)
 			}
 		}
@@ -58,6 +64,7 @@ func (e *Engine) CurrentAllocation(now Slot) Allocation {
 	}
 	slices.SortFunc(a.Running, order)
 	slices.SortFunc(a.Waiting, order)
+	e.markMayStartNow(now, a.Waiting)
 	return a
 }
 
@@ -77,7 +84,21 @@ type JobEnd struct {
 	At          Slot
 }
 
-// Usage is what a running request used in the current slot, in units of its pool.
+// JobStart reports that the cluster started a waiting request early, at slot
+// At (at or after its arrival, before its planned start), as an allocation's
+// MayStartNow allowed.
+type JobStart struct {
+	Reservation int64
+	Request     int
+	At          Slot
+}
+
+// Usage is what a running request used of one pool in the current slot, in
+// units. Units below what the plan holds for it there are returned to the plan
+// for the current slot at once (the rest of its run keeps its reservation: a
+// job that uses little now may need all of it later); reporting the same slot
+// again replaces the earlier report. What a request did not use is told to
+// learners when it leaves the plan (Use; Reservation.Unused).
 type Usage struct {
 	Reservation int64
 	Request     int
@@ -85,10 +106,12 @@ type Usage struct {
 	Units       int64
 }
 
-// Update is what a cluster reports: capacity changes, job ends and usage.
+// Update is what a cluster reports: capacity changes, job ends, early starts
+// and usage.
 type Update struct {
 	Capacity []CapacityChange
 	Ends     []JobEnd
+	Starts   []JobStart
 	Usage    []Usage
 }
 
@@ -99,48 +122,29 @@ type Move struct {
 }
 
 // Report is what an update did to the plan: reservations moved inside their
-// windows, and reservations that can no longer be honoured (removed from the plan
-// and listed here, never dropped silently).
+// windows, reservations that can no longer be honoured (removed from the plan
+// and listed here, never dropped silently), and early starts that no longer
+// fit the plan (the request keeps its planned start; the cluster should stop it).
 type Report struct {
-	Moved  []Move
-	AtRisk []Reservation
-	Usage  []Usage
+	Moved   []Move
+	AtRisk  []Reservation
+	Usage   []Usage
+	Refused []JobStart
 }
 
-// Update applies a cluster's report. When capacity falls below what was promised,
-// reservations that have not started are re-planned inside their windows; those
-// that cannot be placed anywhere, and running ones the capacity no longer covers,
-// are reported at risk. Re-planning keeps every reservation it can: a reservation
-// reported at risk does not fit in the plan that remains. A bad update changes
-// nothing.
+// Update applies a cluster's report, in this order: job ends and usage return
+// capacity at once, early starts move their requests to now (those that no
+// longer fit are refused in the report), and capacity changes apply. When
+// capacity falls below what was promised, reservations that have not started
+// are re-planned inside their windows, in the order they were accepted (never
+// by value: see replan); those that cannot be placed anywhere, and running
+// ones the capacity no longer covers, are reported at risk and their value
+// recorded as lost (LostValue). A bad update (EINVALID or ENOTFOUND, naming the
+// field) changes nothing.
 func (e *Engine) Update(now Slot, u Update) (Report, error) {
-	for _, c := range u.Capacity {
-		if _, ok := e.capacity[c.Pool]; !ok {
-			return Report{}, clearhouse.Errorf(clearhouse.EINVALID, "capacity: no pool %q", c.Pool)
-		}
-		to := c.To
-		if to == 0 {
-			to = e.horizon
-		}
-		if c.Units < 0 || c.From < 0 || to > e.horizon || c.From >= to {
-			return Report{}, clearhouse.Errorf(clearhouse.EINVALID, "capacity: %s needs units >= 0 over a range of slots inside the horizon", c.Pool)
-		}
+	if err := e.checkUpdate(now, u); err != nil {
+		return Report{}, err
 	}
-	for _, j := range u.Ends {
-		r, ok := e.res[j.Reservation]
-		if !ok {
-			return Report{}, clearhouse.Errorf(clearhouse.ENOTFOUND, "ends: no reservation %d", j.Reservation)
-		}
-		if j.Request < 0 || j.Request >= len(r.Requests) {
-			return Report{}, clearhouse.Errorf(clearhouse.EINVALID, "ends: reservation %d has no request %d", j.Reservation, j.Request)
-		}
-	}
-	for _, us := range u.Usage {
-		if _, ok := e.res[us.Reservation]; !ok || us.Units < 0 {
-			return Report{}, clearhouse.Errorf(clearhouse.EINVALID, "usage: no reservation %d, or negative units", us.Reservation)
-		}
-	}
-
 	rep := Report{Usage: u.Usage}
 	for _, j := range u.Ends {
 		r := e.res[j.Reservation]
@@ -148,146 +152,95 @@ func (e *Engine) Update(now Slot, u Update) (Report, error) {
 		if at >= r.End(j.Request) {
 			continue
 		}
+		e.reclaim(r, j.Request, at)
 		e.applyRequest(r, j.Request, at, 1)
 		if r.Ended == nil {
 			r.Ended = slices.Repeat([]Slot{-1}, len(r.Requests))
 		}
 		r.Ended[j.Request] = at
 	}
+	for _, us := range u.Usage {
+		e.underuse(now, us)
+	}
+	for _, st := range u.Starts {
+		if !e.startEarly(st) {
+			rep.Refused = append(rep.Refused, st)
+		}
+	}
 	for _, c := range u.Capacity {
-		to := c.To
-		if to == 0 {
-			to = e.horizon
-		}
-		// Apply the change slot run by slot run: capacity may differ along the range.
-		caps := e.capacity[c.Pool].values(int(c.From), int(to), nil)
-		for k := 0; k < len(caps); {
-			j := k
-			for j < len(caps) && caps[j] == caps[k] {
-				j++
-			}
-			d := c.Units - caps[k]
-			e.capacity[c.Pool].add(int(c.From)+k, int(c.From)+j, d)
-			e.free[c.Pool].add(int(c.From)+k, int(c.From)+j, d)
-			k = j
-		}
+		e.setCapacity(c)
 	}
 	rep.Moved, rep.AtRisk = e.replan(now)
 	return rep, nil
 }
 
-// overbooked lists the pools and slots from now on where commitments exceed
-// capacity.
-func (e *Engine) overbooked(now Slot) map[string][]Slot {
-	out := map[string][]Slot{}
-	for p, t := range e.free {
-		if now >= e.horizon || t.minimum(int(now), int(e.horizon)) >= 0 {
-			continue
+// checkUpdate returns the first error in u, naming the field.
+func (e *Engine) checkUpdate(now Slot, u Update) error {
+	for _, c := range u.Capacity {
+		if _, ok := e.capacity[c.Pool]; !ok {
+			return clearhouse.Errorf(clearhouse.EINVALID, "capacity: no pool %q", c.Pool)
 		}
-		for i, f := range t.values(int(now), int(e.horizon), nil) {
-			if f < 0 {
-				out[p] = append(out[p], now+Slot(i))
-			}
+		to := c.To
+		if to == 0 {
+			to = e.horizon
 		}
-	}
-	return out
-}
-
-// uses reports whether r holds units of a pool in any of the slots.
-func uses(r *Reservation, pool string, slots []Slot) bool {
-	for i, q := range r.Requests {
-		if _, ok := q.Config[pool]; !ok {
-			continue
-		}
-		from, to := r.Starts[i], r.End(i)
-		k, _ := slices.BinarySearch(slots, from)
-		if k < len(slots) && slots[k] < to {
-			return true
+		if c.Units < 0 || c.From < 0 || to > e.horizon || c.From >= to {
+			return clearhouse.Errorf(clearhouse.EINVALID, "capacity: %s needs units >= 0 over a range of slots inside the horizon", c.Pool)
 		}
 	}
-	return false
-}
-
-// replan restores capacity >= commitments from now on. Reservations touching an
-// overbooked slot are lifted out of the plan; they are put back, most valuable
-// first, at their old starts when they fit, else at the earliest starts inside
-// their windows (requests already running stay where they are). Whatever cannot
-// be put back is at risk. The plan only grows while reservations are put back, so
-// one that did not fit when its turn came does not fit the final plan either:
-// none is dropped that the final plan could hold.
-func (e *Engine) replan(now Slot) ([]Move, []Reservation) {
-	over := e.overbooked(now)
-	if len(over) == 0 {
-		return nil, nil
-	}
-	var lifted []*Reservation
-	for _, r := range e.res {
-		for p, slots := range over {
-			if uses(r, p, slots) {
-				lifted = append(lifted, r)
-				break
-			}
-		}
-	}
-	for _, r := range lifted {
-		e.apply(r, 0, 1)
-		delete(e.res, r.ID)
-	}
-	slices.SortFunc(lifted, func(a, b *Reservation) int {
-		return cmp.Or(cmp.Compare(b.Value, a.Value), cmp.Compare(a.ID, b.ID))
-	})
-	var moved []Move
-	var risk []*Reservation
-	place := func(r *Reservation) bool {
-		old := slices.Clone(r.Starts)
-		if !e.replace(r, now) {
-			return false
-		}
-		if !slices.Equal(old, r.Starts) {
-			moved = append(moved, Move{Reservation: r.ID, From: old, To: slices.Clone(r.Starts)})
-		}
-		e.res[r.ID] = r
-		return true
-	}
-	for _, r := range lifted {
-		if !place(r) {
-			risk = append(risk, r)
-		}
-	}
-	out := make([]Reservation, len(risk))
-	for i, r := range risk {
-		out[i] = *r
-	}
-	slices.SortFunc(out, func(a, b Reservation) int { return cmp.Compare(a.ID, b.ID) })
-	slices.SortFunc(moved, func(a, b Move) int { return cmp.Compare(a.Reservation, b.Reservation) })
-	return moved, out
-}
-
-// replace commits a lifted reservation on top of the current plan: requests
-// that have started keep their start; the others keep theirs when it fits, else
-// take the earliest feasible start from now inside their window. It changes
-// nothing and returns false when the reservation cannot be placed.
-func (e *Engine) replace(r *Reservation, now Slot) bool {
-	if e.place(r) {
-		return true
-	}
-	old := slices.Clone(r.Starts)
-	for i, q := range r.Requests {
-		if r.Starts[i] < now || (r.Ended != nil && r.Ended[i] >= 0) {
-			continue // running, or ended: it cannot move
-		}
-		s, ok := earliest(e, r.Owner, q, now)
+	request := func(field string, id int64, i int) (*Reservation, error) {
+		r, ok := e.res[id]
 		if !ok {
-			r.Starts = old
-			return false
+			return nil, clearhouse.Errorf(clearhouse.ENOTFOUND, "%s: no reservation %d", field, id)
 		}
-		r.Starts[i] = s
+		if i < 0 || i >= len(r.Requests) {
+			return nil, clearhouse.Errorf(clearhouse.EINVALID, "%s: reservation %d has no request %d", field, id, i)
+		}
+		return r, nil
 	}
-	if !e.place(r) {
-		r.Starts = old
-		return false
+	for _, j := range u.Ends {
+		if _, err := request("ends", j.Reservation, j.Request); err != nil {
+			return err
+		}
 	}
-	return true
+	for _, us := range u.Usage {
+		if _, err := request("usage", us.Reservation, us.Request); err != nil {
+			return err
+		}
+		if us.Units < 0 {
+			return clearhouse.Errorf(clearhouse.EINVALID, "usage: reservation %d: units must not be negative", us.Reservation)
+		}
+	}
+	for _, st := range u.Starts {
+		r, err := request("starts", st.Reservation, st.Request)
+		if err != nil {
+			return err
+		}
+		if err := e.checkStart(now, r, st, u.Ends); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// setCapacity applies a capacity change slot run by slot run: capacity may
+// differ along the range.
+func (e *Engine) setCapacity(c CapacityChange) {
+	to := c.To
+	if to == 0 {
+		to = e.horizon
+	}
+	caps := e.capacity[c.Pool].values(int(c.From), int(to), nil)
+	for k := 0; k < len(caps); {
+		j := k
+		for j < len(caps) && caps[j] == caps[k] {
+			j++
+		}
+		d := c.Units - caps[k]
+		e.capacity[c.Pool].add(int(c.From)+k, int(c.From)+j, d)
+		e.free[c.Pool].add(int(c.From)+k, int(c.From)+j, d)
+		k = j
+	}
 }
 
 // SetQuota sets owner's quota of pool to units over [from, to) (to 0: the end of

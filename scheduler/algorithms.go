@@ -2,27 +2,14 @@ package scheduler
 
 import (
 	"math"
-	"slices"
 )
 
-// units is how many units a request holds in each slot it runs, over all its pools.
+// units is how many units a request holds in each slot it runs, over all its
+// pools (overhead included).
 func units(r Request) int64 {
 	var n int64
-	for _, u := range r.Config {
-		n += u * r.Count
-	}
+	r.eachPool(func(_ string, u int64) { n += u })
 	return n
-}
-
-// pools are a request's pools in a fixed order, so that float sums do not depend
-// on map iteration order.
-func pools(r Request) []string {
-	ps := make([]string, 0, len(r.Config))
-	for p := range r.Config {
-		ps = append(ps, p)
-	}
-	slices.Sort(ps)
-	return ps
 }
 
 // window is the slots a request may still start in, from now: starts in
@@ -57,9 +44,9 @@ func read(v View, owner string, r Request, now Slot) (*need, Slot, Slot, bool) {
 	if last < from {
 		return nil, 0, 0, false
 	}
-	n := &need{pools: pools(r), units: map[string]int64{}, free: map[string][]int64{}, own: map[string][]int64{}, origin: from}
+	n := &need{pools: r.pools(), units: map[string]int64{}, free: map[string][]int64{}, own: map[string][]int64{}, origin: from}
 	for _, p := range n.pools {
-		n.units[p] = r.Config[p] * r.Count
+		n.units[p] = r.Units(p)
 		n.free[p] = v.FreeSlots(p, from, last+r.Duration, nil)
 		if owner != "" {
 			n.own[p] = v.Own(owner, p, from, last+r.Duration, nil)
@@ -253,6 +240,11 @@ func (c LoadCurve) Price(_ string, _, _ Slot, quantity int64) float64 {
 type BasicEcon struct {
 	Predictor Predictor
 	Floor     float64
+	// Ceiling, when positive, is the most a unit-slot is priced at: with Floor
+	// it bounds econ's prices between a list price and the largest discount
+	// from it (ERA section 4, the Azure setting). A floor above the ceiling
+	// wins.
+	Ceiling float64
 }
 
 // Name implements Algorithm.
@@ -262,6 +254,13 @@ func (BasicEcon) Name() string { return "econ" }
 func (b BasicEcon) Observe(d Demand) {
 	if l, ok := b.Predictor.(Learner); ok {
 		l.Observe(d)
+	}
+}
+
+// ObserveUse passes what a reservation used to a predictor that learns from it.
+func (b BasicEcon) ObserveUse(u Use) {
+	if l, ok := b.Predictor.(UseLearner); ok {
+		l.ObserveUse(u)
 	}
 }
 
@@ -284,7 +283,7 @@ func (b BasicEcon) choose(now Slot) chooser {
 func (b BasicEcon) slotCost(n *need, t, now Slot) float64 {
 	total := 0.0
 	for _, p := range n.pools {
-		total += econCost(n, p, t, now, b.Floor, b.Predictor)
+		total += econCost(n, p, t, now, b.Floor, b.Ceiling, b.Predictor)
 	}
 	return total
 }
@@ -293,11 +292,15 @@ func (b BasicEcon) slotCost(n *need, t, now Slot) float64 {
 // slot t as Basic-Econ does: the block at the predicted price of its middle unit,
 // given the capacity that would be left free, and at least floor per unit. Units
 // from the owner's quota cost nothing; no units, no predictor call.
-func econCost(n *need, p string, t, now Slot, floor float64, pred Predictor) float64 {
+func econCost(n *need, p string, t, now Slot, floor, ceiling float64, pred Predictor) float64 {
 	w := n.shared(p, t)
 	if w == 0 {
 		return 0
 	}
 	left := n.free[p][t-n.origin] - w/2
-	return float64(w) * max(floor, pred.Price(p, t, now, left))
+	price := pred.Price(p, t, now, left)
+	if ceiling > 0 {
+		price = min(price, ceiling)
+	}
+	return float64(w) * max(floor, price)
 }

@@ -29,7 +29,44 @@ type FractionalBound struct {
 // empty window) are allocated nothing; a window starting before slot 0 is cut at
 // slot 0.
 func UpperBound(jobs []Job, capacity int64) FractionalBound {
-	s := solveBound(jobs, capacity)
+	return boundOf(jobs, capacity, solveBound(jobs, capacity, nil))
+}
+
+// FractionalAllocation is the value-maximizing fractional allocation of
+// UpperBound together with where it puts each job: Units[j][k] is job j's
+// units in slot From[j]+k, for the slots of its window (cut at slot 0). The
+// allocation is the one UpperBound's solver finds (optimal allocations are
+// not unique; this one is fixed by the input order): every slot holds at
+// most capacity units, every job at most min(Width, capacity) a slot and
+// Width*Duration in all, and the units sum to Allocated.
+type FractionalAllocation struct {
+	FractionalBound
+	From  []Slot
+	Units [][]int64
+}
+
+// AllocateFractional is UpperBound with the allocation slot by slot: what
+// ERA's LP-based predictor reads demand from.
+func AllocateFractional(jobs []Job, capacity int64) FractionalAllocation {
+	return allocateWork(jobs, capacity, nil)
+}
+
+// allocateWork is AllocateFractional with each job's total demand cut to
+// work[j] unit-slots when work is not nil (and work[j] is below
+// Width*Duration): a job that used less than it reserved asks for what it
+// used, at the same value density.
+func allocateWork(jobs []Job, capacity int64, work []int64) FractionalAllocation {
+	s := solveBound(jobs, capacity, work)
+	out := FractionalAllocation{FractionalBound: boundOf(jobs, capacity, s), From: make([]Slot, len(jobs)), Units: make([][]int64, len(jobs))}
+	for j := range jobs {
+		out.From[j] = Slot(s.start[j])
+		out.Units[j] = s.flow[s.off[j]:s.off[j+1]:s.off[j+1]]
+	}
+	return out
+}
+
+// boundOf reads the totals of a solved allocation.
+func boundOf(jobs []Job, capacity int64, s *boundSolver) FractionalBound {
 	out := FractionalBound{
 		Allocated: make([]float64, len(jobs)),
 		Load:      make([]int64, s.horizon),
@@ -38,7 +75,7 @@ func UpperBound(jobs []Job, capacity int64) FractionalBound {
 		a := s.allocated(j)
 		out.Allocated[j] = float64(a)
 		if a > 0 {
-			out.Value += job.Value * float64(a) / (float64(job.Width) * float64(job.Duration))
+			out.Value += density(job) * float64(a)
 		}
 	}
 	for t := range out.Load {
@@ -82,7 +119,10 @@ func (s *boundSolver) y(j int, t int32) int64 {
 	return s.flow[s.off[j]+int(t-s.start[j])]
 }
 
-func solveBound(jobs []Job, capacity int64) *boundSolver {
+// density is a job's value per unit-slot.
+func density(j Job) float64 { return j.Value / (float64(j.Width) * float64(j.Duration)) }
+
+func solveBound(jobs []Job, capacity int64, work []int64) *boundSolver {
 	n := len(jobs)
 	s := &boundSolver{
 		start:   make([]int32, n),
@@ -108,6 +148,9 @@ func solveBound(jobs []Job, capacity int64) *boundSolver {
 		s.start[j], s.end[j] = int32(a), int32(d)
 		s.perSlot[j] = min(job.Width, capacity)
 		s.demand[j] = job.Width * int64(job.Duration)
+		if work != nil && work[j] < s.demand[j] {
+			s.demand[j] = max(work[j], 0)
+		}
 		s.rem[j] = s.demand[j]
 		total += d - a
 		order = append(order, j)
@@ -126,10 +169,7 @@ func solveBound(jobs []Job, capacity int64) *boundSolver {
 	s.parentJob = make([]int32, h)
 	s.parentSlot = make([]int32, h)
 
-	density := func(j int) float64 {
-		return jobs[j].Value / (float64(jobs[j].Width) * float64(jobs[j].Duration))
-	}
-	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(density(b), density(a)) })
+	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(density(jobs[b]), density(jobs[a])) })
 	for _, j := range order {
 		s.fill(j)
 		for s.rem[j] > 0 && s.augment(j) {

@@ -119,6 +119,12 @@ func randomBoundJobs(rng *rand.Rand, n, horizon int, capacity int64) []Job {
 // Ax = b, x >= 0) with gonum's simplex: variables y[j][t] for the slots of each
 // window and one slack per constraint.
 func lpBound(t *testing.T, jobs []Job, capacity int64) float64 {
+	return lpBoundWork(t, jobs, capacity, nil)
+}
+
+// lpBoundWork is lpBound with job j's total cut to work[j] unit-slots (work nil:
+// no cut).
+func lpBoundWork(t *testing.T, jobs []Job, capacity int64, work []int64) float64 {
 	horizon := 0
 	for _, j := range jobs {
 		horizon = max(horizon, int(j.Deadline))
@@ -149,6 +155,9 @@ func lpBound(t *testing.T, jobs []Job, capacity int64) float64 {
 	}
 	for j, job := range jobs {
 		b[len(cells)+j] = float64(job.Width) * float64(job.Duration)
+		if work != nil {
+			b[len(cells)+j] = min(b[len(cells)+j], float64(work[j]))
+		}
 	}
 	for s := 0; s < horizon; s++ {
 		b[len(cells)+len(jobs)+s] = float64(capacity)
@@ -180,7 +189,7 @@ func TestUpperBoundMatchesLP(t *testing.T) {
 // the LP and against the totals UpperBound reports.
 func checkBoundFeasible(t *testing.T, jobs []Job, capacity int64) {
 	t.Helper()
-	s := solveBound(jobs, capacity)
+	s := solveBound(jobs, capacity, nil)
 	got := UpperBound(jobs, capacity)
 	load := make([]int64, s.horizon)
 	value := 0.0

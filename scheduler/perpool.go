@@ -21,6 +21,7 @@ type PoolPolicy struct {
 	Algorithm string    // "econ", "greedy" or "ondemand"
 	UnitPrice float64   // dollars per unit-slot: greedy's and ondemand's fixed price, econ's floor
 	Predictor Predictor // econ's inverse demand (required for econ)
+	Ceiling   float64   // econ's most per unit-slot (0: none); see BasicEcon.Ceiling
 }
 
 // Validate returns EINVALID, naming the field, when the policy names no known
@@ -36,6 +37,9 @@ func (p PoolPolicy) validate(field string) error {
 	}
 	if math.IsNaN(p.UnitPrice) || math.IsInf(p.UnitPrice, 0) || p.UnitPrice < 0 {
 		return clearhouse.Errorf(clearhouse.EINVALID, "%sunit price: must be a finite amount of at least 0", field)
+	}
+	if math.IsNaN(p.Ceiling) || math.IsInf(p.Ceiling, 0) || p.Ceiling < 0 {
+		return clearhouse.Errorf(clearhouse.EINVALID, "%sceiling: must be a finite amount of at least 0 (0: none)", field)
 	}
 	if p.Algorithm == policyEcon && p.Predictor == nil {
 		return clearhouse.Errorf(clearhouse.EINVALID, "%spredictor: econ pricing needs one", field)
@@ -95,7 +99,7 @@ func (p PerPool) Offer(v View, ask Ask) (Offer, bool) {
 // prices it; the chooser is nil when a policy is not valid.
 func (p PerPool) plan(r Request, now Slot) (bool, chooser) {
 	onlyNow, econ := false, false
-	for pool := range r.Config {
+	for _, pool := range r.pools() {
 		pol := p.policy(pool)
 		if pol.Validate() != nil {
 			return false, nil
@@ -133,7 +137,7 @@ func slotCost(n *need, pols []PoolPolicy, t, now Slot) float64 {
 	total := 0.0
 	for k, p := range n.pools {
 		if pols[k].Algorithm == policyEcon {
-			total += econCost(n, p, t, now, pols[k].UnitPrice, pols[k].Predictor)
+			total += econCost(n, p, t, now, pols[k].UnitPrice, pols[k].Ceiling, pols[k].Predictor)
 		} else {
 			total += float64(n.shared(p, t)) * pols[k].UnitPrice
 		}
@@ -151,7 +155,7 @@ func runPrice(n *need, pols []PoolPolicy, r Request, s, now Slot) float64 {
 	for k, p := range n.pools {
 		if pols[k].Algorithm == policyEcon {
 			for t := s; t < s+r.Duration; t++ {
-				econ += econCost(n, p, t, now, pols[k].UnitPrice, pols[k].Predictor)
+				econ += econCost(n, p, t, now, pols[k].UnitPrice, pols[k].Ceiling, pols[k].Predictor)
 			}
 			continue
 		}
@@ -176,14 +180,34 @@ func runPrice(n *need, pols []PoolPolicy, r Request, s, now Slot) float64 {
 // policy's algorithm, so a predictor can learn before its pool switches to econ)
 // observes d exactly once, however many pools share it.
 func (p PerPool) Observe(d Demand) {
+	for _, pred := range p.predictors() {
+		if l, ok := pred.(Learner); ok {
+			l.Observe(d)
+		}
+	}
+}
+
+// ObserveUse implements UseLearner as Observe does Learner: each distinct
+// predictor that learns from use sees u once.
+func (p PerPool) ObserveUse(u Use) {
+	for _, pred := range p.predictors() {
+		if l, ok := pred.(UseLearner); ok {
+			l.ObserveUse(u)
+		}
+	}
+}
+
+// predictors are the policies' distinct predictors, Default's first, then the
+// listed pools' by name.
+func (p PerPool) predictors() []Predictor {
 	preds := []Predictor{p.Default.Predictor}
 	for _, pool := range slices.Sorted(maps.Keys(p.Policies)) {
 		preds = append(preds, p.Policies[pool].Predictor)
 	}
 	seen := map[any]bool{}
+	var out []Predictor
 	for _, pred := range preds {
-		l, ok := pred.(Learner)
-		if !ok {
+		if pred == nil {
 			continue
 		}
 		if key, ok := identity(pred); ok {
@@ -192,8 +216,9 @@ func (p PerPool) Observe(d Demand) {
 			}
 			seen[key] = true
 		}
-		l.Observe(d)
+		out = append(out, pred)
 	}
+	return out
 }
 
 // identity is a key equal for the same predictor: the predictor itself when it

@@ -70,49 +70,80 @@ func (s *Seasonal) weekBucket(t Slot) int {
 }
 
 // Observe implements Learner.
-func (s *Seasonal) Observe(d Demand) { s.observe(d, 1) }
+func (s *Seasonal) Observe(d Demand) { s.observe(d, nil) }
 
-// observe adds weight times a decided bid's demand.
-func (s *Seasonal) observe(d Demand, weight float64) {
+// observe adds weights[i] times request i of a decided bid's demand, spread
+// evenly over the part of its window still ahead (weights nil: 1 each).
+func (s *Seasonal) observe(d Demand, weights []float64) {
 	var unitSlots float64
 	for _, r := range d.Requests {
 		unitSlots += float64(units(r)) * float64(r.Duration)
 	}
-	if unitSlots <= 0 || weight <= 0 {
+	if unitSlots <= 0 {
 		return
 	}
-	if !s.seen || d.Now < s.start {
-		s.start, s.seen = d.Now, true
+	b := densityBucket(d.Value / unitSlots)
+	for i, r := range d.Requests {
+		w := 1.0
+		if weights != nil {
+			w = weights[i]
+		}
+		from := max(r.Arrival, d.Now) // the part of the window still ahead
+		if r.Deadline <= from || w == 0 {
+			continue
+		}
+		span := float64(r.Deadline - from)
+		for _, p := range r.pools() {
+			perSlot := w * float64(r.Units(p)) * float64(r.Duration) / span
+			for t := from; t < r.Deadline; t++ {
+				s.add(p, t, t-d.Now, b, perSlot)
+			}
+		}
 	}
+}
+
+// add counts units of demand of density bucket b for pool in slot t, requested
+// lead slots ahead of it.
+func (s *Seasonal) add(pool string, t, lead Slot, b int, units float64) {
+	if !s.seen {
+		s.start, s.seen = t-lead, true
+	}
+	s.start = min(s.start, t-lead)
 	if s.pools == nil {
 		s.pools = map[string]*season{}
 	}
 	if s.lead == nil {
 		s.lead = make([]float64, 7*s.SlotsPerDay+1)
 	}
-	b := densityBucket(d.Value / unitSlots)
-	nd, nw := s.buckets()
-	for _, r := range d.Requests {
-		from := max(r.Arrival, d.Now) // the part of the window still ahead
-		if r.Deadline <= from {
-			continue
-		}
-		span := float64(r.Deadline - from)
-		for p, u := range r.Config {
-			m := s.pools[p]
-			if m == nil {
-				m = &season{daily: make([][densityBuckets]float64, nd), weekly: make([][densityBuckets]float64, nw)}
-				s.pools[p] = m
-			}
-			perSlot := weight * float64(u*r.Count) * float64(r.Duration) / span
-			for t := from; t < r.Deadline; t++ {
-				m.daily[s.dayBucket(t)][b] += perSlot
-				m.weekly[s.weekBucket(t)][b] += perSlot
-				s.lead[min(int(t-d.Now), len(s.lead)-1)] += perSlot
-			}
+	m := s.pools[pool]
+	if m == nil {
+		nd, nw := s.buckets()
+		m = &season{daily: make([][densityBuckets]float64, nd), weekly: make([][densityBuckets]float64, nw)}
+		s.pools[pool] = m
+	}
+	m.daily[s.dayBucket(t)][b] += units
+	m.weekly[s.weekBucket(t)][b] += units
+	s.lead[min(int(max(lead, 0)), len(s.lead)-1)] += units
+	s.dirty = true
+}
+
+// ObserveUse implements UseLearner: the share of each request's demand that the
+// reservation did not use is taken back out of what Observe learned from it.
+func (s *Seasonal) ObserveUse(u Use) {
+	if len(u.Reserved) != len(u.Requests) || len(u.Used) != len(u.Requests) {
+		return
+	}
+	w := make([]float64, len(u.Requests))
+	unused := false
+	for i := range u.Requests {
+		if u.Reserved[i] > 0 && u.Used[i] < u.Reserved[i] {
+			w[i] = -(1 - float64(max(u.Used[i], 0))/float64(u.Reserved[i]))
+			unused = true
 		}
 	}
-	s.dirty = true
+	if unused {
+		s.observe(Demand{Requests: u.Requests, Now: u.Now, Value: u.Value}, w)
+	}
 }
 
 // later is the share of past demand for a slot that was requested fewer than ahead
@@ -161,93 +192,6 @@ func (s *Seasonal) Price(pool string, slot, now Slot, quantity int64) float64 {
 	return 0
 }
 
-// Fractional predicts from the value-maximizing fractional allocation of past
-// requests: once a day it solves the offline optimum of the last week's requests
-// on each pool's capacity and learns, like Seasonal, only the demand that optimum
-// would have served (each request weighted by the fraction it got). Demand the
-// cluster could never have served does not raise prices.
-type Fractional struct {
-	capacity map[string]int64
-	perDay   int
-	history  Slot
-	past     []Demand
-	model    *Seasonal
-	slotSecs int
-	solvedAt Slot
-	solvedN  int // requests in the last solve
-}
-
-// NewFractional returns a fractional predictor for pools of the given capacities
-// and slots of slotSeconds.
-func NewFractional(slotSeconds int, capacity map[string]int64) *Fractional {
-	s := NewSeasonal(slotSeconds)
-	return &Fractional{capacity: capacity, perDay: s.SlotsPerDay, history: Slot(7 * s.SlotsPerDay), slotSecs: slotSeconds, model: s}
-}
-
-// Observe implements Learner.
-func (f *Fractional) Observe(d Demand) {
-	f.past = append(f.past, d)
-	// Solve daily, and while history is short whenever it has doubled, so the first
-	// day is not priced from the first request alone.
-	if d.Now-f.solvedAt >= Slot(f.perDay) || len(f.past) >= 2*f.solvedN {
-		f.solve(d.Now)
-	}
-}
-
-// solve rebuilds the model from the fractional optimum of the past week.
-func (f *Fractional) solve(now Slot) {
-	keep := f.past[:0]
-	for _, d := range f.past {
-		if d.Now >= now-f.history {
-			keep = append(keep, d)
-		}
-	}
-	f.past = keep
-	f.solvedAt, f.solvedN = now, len(f.past)
-	model := NewSeasonal(f.slotSecs)
-	weight := make([]float64, len(f.past))
-	for pool, capacity := range f.capacity {
-		var jobs []Job
-		var owner []int
-		for i, d := range f.past {
-			var total float64
-			for _, r := range d.Requests {
-				total += float64(units(r)) * float64(r.Duration)
-			}
-			for _, r := range d.Requests {
-				u, ok := r.Config[pool]
-				if !ok || total <= 0 {
-					continue
-				}
-				w := u * r.Count
-				jobs = append(jobs, Job{Submit: r.Arrival, Arrival: r.Arrival, Deadline: r.Deadline, Duration: r.Duration, Width: w,
-					Value: d.Value * float64(w) * float64(r.Duration) / total})
-				owner = append(owner, i)
-			}
-		}
-		if len(jobs) == 0 {
-			continue
-		}
-		b := UpperBound(jobs, capacity)
-		for k, j := range jobs {
-			weight[owner[k]] = max(weight[owner[k]], b.Allocated[k]/(float64(j.Width)*float64(j.Duration)))
-		}
-	}
-	for i, d := range f.past {
-		model.observe(d, weight[i])
-	}
-	if len(f.past) > 0 {
-		// Average over the days the history spans, not the days since the first request.
-		model.start = min(model.start, max(now-f.history, 0))
-	}
-	f.model = model
-}
-
-// Price implements Predictor.
-func (f *Fractional) Price(pool string, slot, now Slot, quantity int64) float64 {
-	return f.model.Price(pool, slot, now, quantity)
-}
-
 // Shifted is a Predictor (and Learner when P is one) that sees slot t of the engine as slot t+Off of P.
 //
 // An engine that numbers slots from an origin it moves forward (rebuilt once a
@@ -281,4 +225,22 @@ func (s *Shifted) Observe(d Demand) {
 		shifted.Requests[i] = r
 	}
 	l.Observe(shifted)
+}
+
+// ObserveUse implements UseLearner: P learns from a copy of u shifted as
+// Observe shifts a demand. It does nothing when P does not learn from use.
+func (s *Shifted) ObserveUse(u Use) {
+	l, ok := s.P.(UseLearner)
+	if !ok {
+		return
+	}
+	shifted := u
+	shifted.Now += s.Off
+	shifted.Requests = make([]Request, len(u.Requests))
+	for i, r := range u.Requests {
+		r.Arrival += s.Off
+		r.Deadline += s.Off
+		shifted.Requests[i] = r
+	}
+	l.ObserveUse(shifted)
 }

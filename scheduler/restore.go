@@ -41,10 +41,17 @@ func (e *Engine) restore(now Slot, r Reservation, move bool) (bool, error) {
 			return false, err
 		}
 	}
+	if err := r.Language.Validate(); err != nil {
+		return false, err
+	}
 	c := r
-	c.Requests, c.Starts, c.Ended = cloneRequests(r.Requests), slices.Clone(r.Starts), slices.Clone(r.Ended)
-	if len(c.Starts) != len(c.Requests) || (c.Ended != nil && len(c.Ended) != len(c.Requests)) {
-		return false, clearhouse.Errorf(clearhouse.EINVALID, "starts: one per request")
+	c.Requests, c.Starts, c.Ended, c.Unused = cloneRequests(r.Requests), slices.Clone(r.Starts), slices.Clone(r.Ended), slices.Clone(r.Unused)
+	c.released = nil
+	if len(c.Starts) != len(c.Requests) || (c.Ended != nil && len(c.Ended) != len(c.Requests)) || (c.Unused != nil && len(c.Unused) != len(c.Requests)) {
+		return false, clearhouse.Errorf(clearhouse.EINVALID, "starts: one per request (and ended and unused, when given)")
+	}
+	if !keepsLanguage(&c) {
+		return false, clearhouse.Errorf(clearhouse.EINVALID, "starts: each must lie in its request's window (from its arrival) and keep the bid's language %s", c.Language.or())
 	}
 	var placed bool
 	if move {

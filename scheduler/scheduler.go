@@ -6,19 +6,21 @@
 // An Engine keeps each pool's capacity and commitments per slot. Pricing
 // algorithms (Greedy, OnDemand, BasicEcon, and PerPool, which prices each pool by
 // its own policy) see an Ask, never a bid's value; the engine compares the value
-// with their price once, so truthful bids are best. Predictors (LoadCurve,
-// Seasonal, Fractional; Shifted moves one's slot origin) tell BasicEcon what
-// demand is still to come. CurrentAllocation and Update are the interface a
-// cluster agent uses; the simulator drives exactly that interface.
+// with their price once, so truthful bids are best. A bid's requests combine by
+// its BidLanguage (ALL, ANY, ORDER, ORDER_NO_GAP). Predictors (LoadCurve,
+// Seasonal, Fractional, ERA's LP-based one; Shifted moves one's slot origin) tell
+// BasicEcon what demand is still to come; learned ones save and restore their
+// state (SavePredictor, RestorePredictor). CurrentAllocation and Update are the
+// interface a cluster agent uses (early starts, ends, usage, capacity changes);
+// the simulator drives exactly that interface. LostValue reports the value the
+// capacity could not serve.
 package scheduler
 
 import (
-	"fmt"
 	"maps"
 	"math"
 	"slices"
 	"sort"
-	"strings"
 
 	"github.com/clearhouse/clearhouse"
 )
@@ -31,23 +33,65 @@ type Slot int
 type Config map[string]int64
 
 // Request asks for Count units of Config for Duration contiguous slots, starting
-// at or after Arrival and ending by Deadline.
+// at or after Arrival and ending by Deadline. Overhead, when set, is what the
+// request takes beyond its formal units (ERA section 2.2: the actual resources
+// above the formal ones, such as an application master or a machine's system
+// share): units per pool, whatever the count, in every slot it runs. The plan
+// reserves, and prices, the actual units: Count*Config plus Overhead.
 type Request struct {
-	Config   Config
-	Count    int64
-	Duration Slot
-	Arrival  Slot
-	Deadline Slot
+	Config   Config `json:"config"`
+	Count    int64  `json:"count"`
+	Duration Slot   `json:"duration"`
+	Arrival  Slot   `json:"arrival"`
+	Deadline Slot   `json:"deadline"`
+	Overhead Config `json:"overhead,omitempty"`
 }
 
-// Bid is a set of requests that must all be granted, and the most the owner pays
-// for all of them. ID, when not zero, names the reservation (it must be unused);
-// otherwise the engine numbers it.
+// Units is what the request holds of pool in every slot it runs: Count units
+// of its configuration plus its overhead there.
+func (r Request) Units(pool string) int64 { return r.Config[pool]*r.Count + r.Overhead[pool] }
+
+// eachPool calls fn with each pool the request holds units of and its units
+// there, in no fixed order, without allocating: for integer bookkeeping.
+func (r Request) eachPool(fn func(pool string, units int64)) {
+	for p := range r.Config {
+		fn(p, r.Units(p))
+	}
+	for p, u := range r.Overhead {
+		if _, dup := r.Config[p]; !dup && u > 0 {
+			fn(p, u)
+		}
+	}
+}
+
+// pools are the pools the request holds units of (its configuration's and its
+// overhead's), sorted, so that float sums do not depend on map order.
+func (r Request) pools() []string {
+	ps := make([]string, 0, len(r.Config)+len(r.Overhead))
+	for p := range r.Config {
+		ps = append(ps, p)
+	}
+	for p, u := range r.Overhead {
+		if _, dup := r.Config[p]; !dup && u > 0 {
+			ps = append(ps, p)
+		}
+	}
+	slices.Sort(ps)
+	return ps
+}
+
+// Bid is a set of requests, combined as its Language says (all of them by
+// default; see BidLanguage), and the most the owner pays for the bid. ID, when
+// not zero, names the reservation (it must be unused); otherwise the engine
+// numbers it. The engine numbers reservations in the order it accepts them, and
+// a caller that names them must do the same (a database sequence does):
+// re-planning after a capacity loss puts reservations back in id order.
 type Bid struct {
 	ID       int64
 	Owner    string // the team whose quota the bid uses first ("" for none)
 	Requests []Request
 	Value    float64
+	Language BidLanguage
 }
 
 // Ask is what a pricing algorithm sees of a bid: its requests and the current slot,
@@ -60,9 +104,12 @@ type Ask struct {
 }
 
 // Offer is an algorithm's answer: the total price and each request's start slot.
+// For an ANY bid (Engine.QuoteBid) Starts has the chosen request's start and
+// Chosen is its index among the bid's requests; otherwise Chosen is 0.
 type Offer struct {
 	Price  float64
 	Starts []Slot
+	Chosen int
 }
 
 // Algorithm prices and places asks. It returns false when the ask cannot be placed.
@@ -74,11 +121,16 @@ type Algorithm interface {
 // Demand is a bid as learners see it once the engine has decided it: the value is
 // revealed only after the bid's own price was set, so learning from it cannot
 // change that price.
+//
+// Reservation is the id of the reservation an accepted bid became (0 for a
+// refused bid); Requests are the requests the engine priced (for an ANY bid,
+// the one it chose, or its first when none could be placed).
 type Demand struct {
-	Requests []Request
-	Now      Slot
-	Value    float64
-	Accepted bool
+	Requests    []Request `json:"requests"`
+	Now         Slot      `json:"now"`
+	Value       float64   `json:"value"`
+	Accepted    bool      `json:"accepted"`
+	Reservation int64     `json:"reservation,omitempty"`
 }
 
 // Learner is implemented by algorithms and predictors that learn from past demand.
@@ -103,6 +155,9 @@ type View interface {
 }
 
 // Reservation is an accepted bid: where each request runs and what it costs.
+// For an ANY bid, Requests holds only the request the engine chose and Chosen
+// is its index among the bid's requests (0 otherwise). Language is the bid's;
+// re-planning keeps it (an ORDER reservation's requests stay in sequence).
 type Reservation struct {
 	ID       int64
 	Owner    string
@@ -110,12 +165,23 @@ type Reservation struct {
 	Starts   []Slot
 	Price    float64
 	Value    float64
+	Language BidLanguage
+	Chosen   int
+	// Decided is the slot the bid was accepted in: learners are told what the
+	// reservation used (Use) relative to it. A restored reservation keeps the
+	// slot it was stored with.
+	Decided Slot
 	// Ended is nil, or per request the slot from which it released its capacity
 	// early (-1: it runs its full duration).
 	Ended []Slot
+	// Unused is nil, or per request the unit-slots its cluster reported it did
+	// not use in slots it ran (Update's Usage): learners are told.
+	Unused []int64
 	// Own is nil, or per request the units each pool gives from the owner's quota in
 	// each slot of its run (from its start); the rest comes from shared capacity.
 	Own []map[string][]int64
+
+	released map[releaseKey]release // units returned for slots it did not use
 }
 
 // own is the units request i takes from the owner's quota of pool in slot t.
@@ -167,6 +233,7 @@ type Engine struct {
 	algo     Algorithm
 	next     int64
 	res      map[int64]*Reservation
+	lost     []Lost
 }
 
 // NewEngine plans over horizon slots for pools of the given capacities.
@@ -232,94 +299,6 @@ func (e *Engine) Capacity(pool string, slot Slot) int64 {
 // Horizon implements View.
 func (e *Engine) Horizon() Slot { return e.horizon }
 
-// validate checks a request and returns EINVALID naming the field at fault.
-func (e *Engine) validate(now Slot, i int, r Request) error {
-	bad := func(field, format string, args ...any) error {
-		return clearhouse.Errorf(clearhouse.EINVALID, "requests[%d].%s: %s", i, field, fmt.Sprintf(format, args...))
-	}
-	switch {
-	case len(r.Config) == 0:
-		return bad("configuration", "name at least one pool with units")
-	case r.Count <= 0:
-		return bad("count", "must be at least 1")
-	case r.Duration <= 0:
-		return bad("duration", "must be at least one slot")
-	case r.Deadline <= r.Arrival:
-		return bad("deadline", "must be after the arrival")
-	case r.Deadline-r.Arrival < r.Duration:
-		return bad("duration", "%d slots do not fit in the window of %d", r.Duration, r.Deadline-r.Arrival)
-	case r.Arrival < 0 || r.Deadline > e.horizon:
-		return bad("deadline", "the window must lie within the %d-slot horizon", e.horizon)
-	case r.Deadline-r.Duration < now:
-		return bad("deadline", "too late: the job cannot finish by its deadline from now")
-	}
-	cluster := ""
-	for p, u := range r.Config {
-		c, _, _ := strings.Cut(p, "/")
-		if cluster != "" && c != cluster {
-			return bad("configuration", "spans clusters %s and %s", cluster, c)
-		}
-		cluster = c
-		if _, ok := e.capacity[p]; !ok {
-			return bad("configuration", "no pool %q", p)
-		}
-		if u <= 0 {
-			return bad("configuration", "units of %q must be positive", p)
-		}
-		if u > math.MaxInt32 || r.Count > math.MaxInt32 {
-			return bad("count", "too large")
-		}
-	}
-	return nil
-}
-
-// Quote returns the price and starts the algorithm would give the requests now,
-// without committing anything. ok is false when they cannot be placed.
-func (e *Engine) Quote(now Slot, reqs []Request) (Offer, bool, error) {
-	return e.QuoteFor(now, "", reqs)
-}
-
-// QuoteFor is Quote for an owner whose quota its requests use first, at no charge.
-func (e *Engine) QuoteFor(now Slot, owner string, reqs []Request) (Offer, bool, error) {
-	if len(reqs) == 0 {
-		return Offer{}, false, clearhouse.Errorf(clearhouse.EINVALID, "requests: at least one is required")
-	}
-	for i, r := range reqs {
-		if err := e.validate(now, i, r); err != nil {
-			return Offer{}, false, err
-		}
-	}
-	return e.quote(now, owner, reqs)
-}
-
-func (e *Engine) quote(now Slot, owner string, reqs []Request) (Offer, bool, error) {
-	// The requests are priced one after another, each on the plan with the ones
-	// before it placed: a later request sees the capacity and the owner's quota an
-	// earlier one takes, so requests of one bid are never priced twice against the
-	// same free quota, and never overbooked. The trial placements are undone.
-	var o Offer
-	var placed []*Reservation
-	defer func() {
-		for _, t := range placed {
-			e.apply(t, 0, 1)
-		}
-	}()
-	for i, r := range reqs {
-		one, ok := e.algo.Offer(e, Ask{Owner: owner, Requests: reqs[i : i+1], Now: now})
-		if !ok || len(one.Starts) != 1 || one.Starts[0] < max(r.Arrival, now) || one.Starts[0]+r.Duration > r.Deadline {
-			return Offer{}, false, nil
-		}
-		trial := &Reservation{Owner: owner, Requests: reqs[i : i+1], Starts: one.Starts}
-		if !e.place(trial) {
-			return Offer{}, false, nil
-		}
-		placed = append(placed, trial)
-		o.Price += one.Price
-		o.Starts = append(o.Starts, one.Starts[0])
-	}
-	return o, true, nil
-}
-
 // MakeReservation prices the bid's requests without its value, accepts the bid when
 // the value covers the price, and commits the capacity. A rejected bid changes
 // nothing in the plan; accepted is false then. Learners observe the bid after the
@@ -331,18 +310,23 @@ func (e *Engine) MakeReservation(now Slot, bid Bid) (Reservation, bool, error) {
 	if _, taken := e.res[bid.ID]; bid.ID < 0 || taken {
 		return Reservation{}, false, clearhouse.Errorf(clearhouse.ECONFLICT, "id: reservation %d exists", bid.ID)
 	}
-	o, ok, err := e.QuoteFor(now, bid.Owner, bid.Requests)
+	o, ok, err := e.QuoteBid(now, bid)
 	if err != nil {
 		return Reservation{}, false, err
 	}
 	accepted := ok && o.Price <= bid.Value
-	if l, isLearner := e.algo.(Learner); isLearner {
-		defer l.Observe(Demand{Requests: bid.Requests, Now: now, Value: bid.Value, Accepted: accepted})
+	reqs := bid.Requests
+	if bid.Language.or() == BidAny {
+		reqs = reqs[o.Chosen : o.Chosen+1]
 	}
+	d := Demand{Requests: reqs, Now: now, Value: bid.Value, Accepted: accepted}
 	if !accepted {
+		e.refused(now, bid, reqs, ok)
+		e.observe(d)
 		return Reservation{}, false, nil
 	}
-	r := &Reservation{ID: bid.ID, Owner: bid.Owner, Requests: cloneRequests(bid.Requests), Starts: o.Starts, Price: o.Price, Value: bid.Value}
+	r := &Reservation{ID: bid.ID, Owner: bid.Owner, Requests: cloneRequests(reqs), Starts: o.Starts, Price: o.Price, Value: bid.Value,
+		Decided: now, Language: bid.Language, Chosen: o.Chosen}
 	if !e.place(r) {
 		return Reservation{}, false, nil // the quote placed it a moment ago; never happens
 	}
@@ -352,6 +336,8 @@ func (e *Engine) MakeReservation(now Slot, bid Bid) (Reservation, bool, error) {
 	}
 	e.next = max(e.next, r.ID)
 	e.res[r.ID] = r
+	d.Reservation = r.ID
+	e.observe(d)
 	return *r, true, nil
 }
 
@@ -361,8 +347,20 @@ func (e *Engine) Cancel(now Slot, id int64) error {
 	if !ok {
 		return clearhouse.Errorf(clearhouse.ENOTFOUND, "reservation: no reservation %d", id)
 	}
+	for i := range r.Requests {
+		e.reclaim(r, i, now)
+	}
 	e.apply(r, now, 1)
+	if r.Ended == nil {
+		r.Ended = slices.Repeat([]Slot{-1}, len(r.Requests))
+	}
+	for i := range r.Requests {
+		if r.End(i) > now {
+			r.Ended[i] = max(now, r.Starts[i])
+		}
+	}
 	delete(e.res, id)
+	e.observeUse(r)
 	return nil
 }
 
@@ -396,10 +394,13 @@ func (e *Engine) Retire(now Slot) []int64 {
 		}
 		if ended {
 			done = append(done, id)
-			delete(e.res, id)
 		}
 	}
 	slices.Sort(done)
+	for _, id := range done {
+		e.observeUse(e.res[id])
+		delete(e.res, id)
+	}
 	return done
 }
 
@@ -408,90 +409,7 @@ func cloneRequests(reqs []Request) []Request {
 	for i, r := range reqs {
 		out[i] = r
 		out[i].Config = maps.Clone(r.Config)
+		out[i].Overhead = maps.Clone(r.Overhead)
 	}
 	return out
-}
-
-// place splits each request of r, slot by slot, between the owner's free quota
-// (first) and shared capacity, and commits it. When shared capacity falls short it
-// commits nothing and returns false.
-func (e *Engine) place(r *Reservation) bool {
-	r.Own = nil
-	if r.Owner != "" {
-		r.Own = make([]map[string][]int64, len(r.Requests))
-	}
-	for i, q := range r.Requests {
-		s, end := r.Starts[i], r.End(i)
-		if s < 0 || end > e.horizon {
-			e.undo(r, i)
-			return false
-		}
-		if s >= end {
-			continue
-		}
-		for p, u := range q.Config {
-			need := u * q.Count
-			var own []int64
-			if r.Owner != "" {
-				own = e.Own(r.Owner, p, s, end, nil)
-				for k, f := range own {
-					own[k] = min(need, max(f, 0))
-				}
-				if r.Own[i] == nil {
-					r.Own[i] = map[string][]int64{}
-				}
-				r.Own[i][p] = own
-			}
-			for k, f := range e.FreeSlots(p, s, end, nil) {
-				shared := need
-				if own != nil {
-					shared -= own[k]
-				}
-				if f < shared {
-					e.undo(r, i)
-					return false
-				}
-			}
-		}
-		e.applyRequest(r, i, s, -1)
-	}
-	return true
-}
-
-// undo releases the first n requests of r that place committed.
-func (e *Engine) undo(r *Reservation, n int) {
-	for i := range n {
-		e.applyRequest(r, i, r.Starts[i], 1)
-	}
-}
-
-// apply adds sign times r's units, from slot from on, to the free capacity they
-// were taken from: -1 commits, +1 releases.
-func (e *Engine) apply(r *Reservation, from Slot, sign int64) {
-	for i := range r.Requests {
-		e.applyRequest(r, i, from, sign)
-	}
-}
-
-func (e *Engine) applyRequest(r *Reservation, i int, from Slot, sign int64) {
-	q := r.Requests[i]
-	lo, hi := max(r.Starts[i], from), r.End(i)
-	for p, u := range q.Config {
-		need := u * q.Count
-		// Runs of slots with the same split, one range update each.
-		for t := lo; t < hi; {
-			o := r.own(i, p, t)
-			end := t + 1
-			for end < hi && r.own(i, p, end) == o {
-				end++
-			}
-			if o > 0 {
-				e.ownFree[r.Owner][p].add(int(t), int(end), sign*o)
-			}
-			if need-o > 0 {
-				e.free[p].add(int(t), int(end), sign*(need-o))
-			}
-			t = end
-		}
-	}
 }

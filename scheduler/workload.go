@@ -14,9 +14,11 @@ import (
 	"github.com/clearhouse/clearhouse"
 )
 
-// Job is one row of a workload (shared/formats/workload.md): it asks for Width units
-// for Duration contiguous slots within [Arrival, Deadline), is requested at Submit,
-// and is worth at most Value dollars.
+// Job is one row of a workload (docs/formats/workload.md): it asks for Width units
+// (and Overhead more) for Duration contiguous slots within [Arrival, Deadline), is
+// requested at Submit, and is worth at most Value dollars. Rows with the same
+// non-empty Group are the requests of one bid, combined by Language, in the
+// order they were read; they share Team, Submit, Value and Language.
 type Job struct {
 	ID       string
 	Team     string
@@ -27,6 +29,9 @@ type Job struct {
 	Duration Slot
 	Width    int64
 	Value    float64
+	Group    string
+	Language BidLanguage
+	Overhead int64
 }
 
 func (j Job) validate() error {
@@ -43,13 +48,29 @@ func (j Job) validate() error {
 		return errors.New("submit must be between 0 and arrival")
 	case math.IsNaN(j.Value) || math.IsInf(j.Value, 0) || j.Value <= 0:
 		return errors.New("value must be a positive number")
+	case j.Overhead < 0 || j.Overhead > math.MaxInt32:
+		return errors.New("overhead must be a whole number of units, at least 0")
+	case j.Language.Validate() != nil:
+		return errors.New("language must be ALL, ANY, ORDER or ORDER_NO_GAP")
+	case j.Language != "" && j.Group == "":
+		return errors.New("a language needs a group")
+	}
+	return nil
+}
+
+// sameBid returns an error when j, in the group of first, disagrees with it on
+// what a bid has once: team, submit, value and language.
+func sameBid(first, j Job) error {
+	if j.Team != first.Team || j.Submit != first.Submit || j.Value != first.Value || j.Language != first.Language {
+		return fmt.Errorf("group %q: its rows must share team, submit, value and language (row %s)", j.Group, first.ID)
 	}
 	return nil
 }
 
 // ReadCSV reads the CSV workload format: a header naming at least id, team,
-// arrival, deadline, duration, width and value (and optionally submit), then one job
-// a row in any order. A malformed row is EINVALID with its line number.
+// arrival, deadline, duration, width and value (and optionally submit, group,
+// language and overhead), then one job a row in any order (a group's rows in
+// the order of its requests). A malformed row is EINVALID with its line number.
 func ReadCSV(r io.Reader) ([]Job, error) {
 	cr := csv.NewReader(r)
 	cr.TrimLeadingSpace = true
@@ -67,6 +88,7 @@ func ReadCSV(r io.Reader) ([]Job, error) {
 		}
 	}
 	var jobs []Job
+	groups := map[string]Job{}
 	for line := 2; ; line++ {
 		rec, err := cr.Read()
 		if errors.Is(err, io.EOF) {
@@ -75,40 +97,64 @@ func ReadCSV(r io.Reader) ([]Job, error) {
 		if err != nil {
 			return nil, clearhouse.Errorf(clearhouse.EINVALID, "line %d: %v", line, err)
 		}
-		bad := func(format string, args ...any) error {
-			return clearhouse.Errorf(clearhouse.EINVALID, "line %d: %s", line, fmt.Sprintf(format, args...))
+		j, err := readRow(rec, col)
+		if err == nil {
+			err = j.validate()
 		}
-		num := func(name string) (int64, error) {
-			v, err := strconv.ParseInt(strings.TrimSpace(rec[col[name]]), 10, 64)
-			if err != nil || v > math.MaxInt32 || v < math.MinInt32 {
-				return 0, bad("%s: %q is not a whole number", name, rec[col[name]])
-			}
-			return v, nil
+		if first, ok := groups[j.Group]; err == nil && ok {
+			err = sameBid(first, j)
+		} else if err == nil && j.Group != "" {
+			groups[j.Group] = j
 		}
-		j := Job{ID: rec[col["id"]], Team: rec[col["team"]]}
-		var vals [4]int64
-		for i, name := range []string{"arrival", "deadline", "duration", "width"} {
-			if vals[i], err = num(name); err != nil {
-				return nil, err
-			}
-		}
-		j.Arrival, j.Deadline, j.Duration, j.Width = Slot(vals[0]), Slot(vals[1]), Slot(vals[2]), vals[3]
-		j.Submit = j.Arrival
-		if _, ok := col["submit"]; ok && strings.TrimSpace(rec[col["submit"]]) != "" {
-			s, err := num("submit")
-			if err != nil {
-				return nil, err
-			}
-			j.Submit = Slot(s)
-		}
-		if j.Value, err = strconv.ParseFloat(strings.TrimSpace(rec[col["value"]]), 64); err != nil {
-			return nil, bad("value: %q is not a number", rec[col["value"]])
-		}
-		if err := j.validate(); err != nil {
-			return nil, bad("%v", err)
+		if err != nil {
+			return nil, clearhouse.Errorf(clearhouse.EINVALID, "line %d: %v", line, err)
 		}
 		jobs = append(jobs, j)
 	}
+}
+
+// readRow reads one CSV row by the header's columns; optional columns that are
+// absent or empty keep their zero value (submit: the arrival).
+func readRow(rec []string, col map[string]int) (Job, error) {
+	field := func(name string) string {
+		if i, ok := col[name]; ok && i < len(rec) {
+			return strings.TrimSpace(rec[i])
+		}
+		return ""
+	}
+	num := func(name string) (int64, error) {
+		v, err := strconv.ParseInt(field(name), 10, 64)
+		if err != nil || v > math.MaxInt32 || v < math.MinInt32 {
+			return 0, fmt.Errorf("%s: %q is not a whole number", name, field(name))
+		}
+		return v, nil
+	}
+	j := Job{ID: rec[col["id"]], Team: rec[col["team"]], Group: field("group"), Language: BidLanguage(strings.ToUpper(field("language")))}
+	var vals [4]int64
+	var err error
+	for i, name := range []string{"arrival", "deadline", "duration", "width"} {
+		if vals[i], err = num(name); err != nil {
+			return Job{}, err
+		}
+	}
+	j.Arrival, j.Deadline, j.Duration, j.Width = Slot(vals[0]), Slot(vals[1]), Slot(vals[2]), vals[3]
+	j.Submit = j.Arrival
+	if field("submit") != "" {
+		s, err := num("submit")
+		if err != nil {
+			return Job{}, err
+		}
+		j.Submit = Slot(s)
+	}
+	if field("overhead") != "" {
+		if j.Overhead, err = num("overhead"); err != nil {
+			return Job{}, err
+		}
+	}
+	if j.Value, err = strconv.ParseFloat(field("value"), 64); err != nil {
+		return Job{}, fmt.Errorf("value: %q is not a number", field("value"))
+	}
+	return j, nil
 }
 
 // SWFModel supplies what SWF logs lack, seeded: a job's deadline is its arrival plus
