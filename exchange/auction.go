@@ -91,9 +91,16 @@ type SettlementLine struct {
 	EntryID     *int64
 }
 
+// How far ahead, and for how long, an auction may be scheduled.
+const (
+	MaxScheduleAhead = 366 * 24 * time.Hour
+	MaxWindow        = 7 * 24 * time.Hour
+)
+
 // ScheduleAuction adds an auction with the bid window [opens, closes). Returns
-// EINVALID for an empty or past window and ECONFLICT when it overlaps another
-// auction that has not finished.
+// EINVALID for an empty or past window, one opening more than a year ahead or
+// lasting more than a week, and ECONFLICT when it overlaps another auction that
+// has not finished.
 func (m *Market) ScheduleAuction(ctx context.Context, opens, closes time.Time, params auction.Params) (Auction, error) {
 	opens, closes = opens.UTC().Truncate(time.Second), closes.UTC().Truncate(time.Second)
 	if !closes.After(opens) {
@@ -101,6 +108,12 @@ func (m *Market) ScheduleAuction(ctx context.Context, opens, closes time.Time, p
 	}
 	if closes.Before(m.now()) {
 		return Auction{}, clearhouse.Errorf(clearhouse.EINVALID, "closes: the window is already over")
+	}
+	if opens.After(m.now().Add(MaxScheduleAhead)) {
+		return Auction{}, clearhouse.Errorf(clearhouse.EINVALID, "opens: an auction may open at most a year ahead, by %s", m.now().Add(MaxScheduleAhead).Format("2006-01-02"))
+	}
+	if closes.Sub(opens) > MaxWindow {
+		return Auction{}, clearhouse.Errorf(clearhouse.EINVALID, "closes: a bid window lasts at most 7 days")
 	}
 	pj, err := json.Marshal(params)
 	if err != nil {
@@ -121,33 +134,49 @@ func (m *Market) ScheduleAuction(ctx context.Context, opens, closes time.Time, p
 	return a, err
 }
 
-// biddingAuction returns the auction taking bids now, or ECONFLICT.
+// biddingAuction returns the auction taking bids now and locks its row shared
+// until tx ends (see the lock order), or returns ECONFLICT saying why no auction
+// takes bids: the current one is closing, or none is open.
 func biddingAuction(tx *gorm.DB, now time.Time) (Auction, error) {
-	var a Auction
-	err := tx.Where("status = ? AND closes_at > ?", AuctionOpen, now).Order("closes_at").Take(&a).Error
-	if errors.Is(err, gorm.ErrRecordNotFound) {
-		var next Auction
-		if tx.Where("status = ?", AuctionScheduled).Order("opens_at").Take(&next).Error == nil {
-			return Auction{}, clearhouse.Errorf(clearhouse.ECONFLICT, "No auction is taking bids; the next opens at %s.", next.OpensAt.Format("2006-01-02 15:04 MST"))
+	var cur Auction
+	err := tx.Where("status IN ?", []AuctionStatus{AuctionOpen, AuctionClosing}).Order("closes_at").Take(&cur).Error
+	if err == nil {
+		a := cur
+		if tx.Dialector.Name() == "postgres" {
+			if a, err = shareAuction(tx, cur.ID); err != nil { // it may have moved while we waited for the gate
+				return Auction{}, err
+			}
 		}
-		return Auction{}, clearhouse.Errorf(clearhouse.ECONFLICT, "No auction is taking bids and none is scheduled.")
+		switch {
+		case a.Status == AuctionOpen && now.Before(a.ClosesAt):
+			return a, nil
+		case a.Status == AuctionOpen || a.Status == AuctionClosing:
+			return Auction{}, closingError(Auction{ID: a.ID, Status: AuctionClosing})
+		}
+	} else if !errors.Is(err, gorm.ErrRecordNotFound) {
+		return Auction{}, err
 	}
-	return a, err
+	var next Auction
+	if tx.Where("status = ?", AuctionScheduled).Order("opens_at").Take(&next).Error == nil {
+		return Auction{}, clearhouse.Errorf(clearhouse.ECONFLICT, "No auction is taking bids; the next opens at %s.", next.OpensAt.Format("2006-01-02 15:04 MST"))
+	}
+	return Auction{}, clearhouse.Errorf(clearhouse.ECONFLICT, "No auction is taking bids and none is scheduled.")
 }
 
-// auctionTakesBids returns ECONFLICT unless the auction is open.
-func auctionTakesBids(tx *gorm.DB, id *int64) error {
-	if id == nil {
-		return nil
-	}
-	var a Auction
-	if err := tx.Take(&a, "id = ?", *id).Error; err != nil {
-		return err
-	}
-	if a.Status != AuctionOpen {
-		return clearhouse.Errorf(clearhouse.ECONFLICT, "auction #%d is %s and no longer takes changes", a.ID, a.Status)
-	}
-	return nil
+// CancelAuction removes a scheduled auction that has not opened: nothing depends
+// on it yet (orders attach only to an open auction). Returns ENOTFOUND for an
+// unknown auction and ECONFLICT for one that has opened.
+func (m *Market) CancelAuction(ctx context.Context, id int64) error {
+	return m.db.Write.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		a, err := lockAuction(tx, id)
+		if err != nil {
+			return err
+		}
+		if a.Status != AuctionScheduled {
+			return clearhouse.Errorf(clearhouse.ECONFLICT, "auction %d is %s; only an auction that has not opened can be cancelled", id, a.Status)
+		}
+		return tx.Where("id = ? AND status = ?", id, AuctionScheduled).Delete(&Auction{}).Error
+	})
 }
 
 // Auction returns one auction or ENOTFOUND.

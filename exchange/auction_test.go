@@ -8,178 +8,99 @@ import (
 	"github.com/clearhouse/clearhouse"
 	"github.com/clearhouse/clearhouse/auction"
 	"github.com/clearhouse/clearhouse/exchange"
+	"github.com/clearhouse/clearhouse/exchange/exchangetest"
 	"github.com/clearhouse/clearhouse/ledger"
 	"github.com/clearhouse/clearhouse/store"
 	"github.com/clearhouse/clearhouse/store/storetest"
-	"golang.org/x/crypto/bcrypt"
 )
 
-// market is a small market with an open auction: cluster us-east with cpu (100
-// cores, $1 each) and ram; cluster eu-west with cpu; teams search ($1,000), ads
-// ($500, holding 60 us-east cores) and ml ($2,000, approval above $300).
-type market struct {
-	t      *testing.T
-	db     *store.DB
-	clock  *storetest.Clock
-	m      *exchange.Market
-	l      *ledger.Ledger
-	users  map[string]exchange.User
-	auctID int64
-}
+// market is exchangetest's market; tests in this package add methods to it.
+type market struct{ *exchangetest.Market }
 
 func newAuctionMarket(t *testing.T, db *store.DB) *market {
 	t.Helper()
-	ctx := context.Background()
-	clock := storetest.NewClock(storetest.Epoch)
-	l := ledger.New(db, clock.Now)
-	mk := &market{t: t, db: db, clock: clock, l: l, m: exchange.NewMarket(db, l, clock.Now), users: map[string]exchange.User{}}
-	must := func(err error) {
-		t.Helper()
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
-	_, err := mk.m.SaveCurve(ctx, "standard", "Standard", auction.DefaultCurve)
-	must(err)
-	for _, c := range []string{"us-east", "eu-west"} {
-		_, err := mk.m.AddCluster(ctx, exchange.Cluster{ID: c})
-		must(err)
-	}
-	for _, p := range []exchange.PoolSpec{
-		{ClusterID: "us-east", Resource: "cpu", Unit: "core", Capacity: 100, UnitCost: int64(ledger.Dollar), Utilization: 0.8, CurveID: "standard"},
-		{ClusterID: "us-east", Resource: "ram", Unit: "GiB", Capacity: 400, UnitCost: 100_000, Utilization: 0.8, CurveID: "standard"},
-		{ClusterID: "eu-west", Resource: "cpu", Unit: "core", Capacity: 100, UnitCost: int64(ledger.Dollar), Utilization: 0.8, CurveID: "standard"},
-	} {
-		_, err := mk.m.AddPool(ctx, p)
-		must(err)
-	}
-	id := exchange.NewIdentity(db, clock.Now, bcrypt.MinCost)
-	for _, tm := range []exchange.NewTeam{{ID: "search", Budget: 1000 * ledger.Dollar}, {ID: "ads", Budget: 500 * ledger.Dollar},
-		{ID: "ml", Budget: 2000 * ledger.Dollar, ApprovalThreshold: int64(300 * ledger.Dollar)}} {
-		_, err := mk.m.AddTeam(ctx, tm)
-		must(err)
-		for _, role := range []exchange.Role{exchange.RoleMember, exchange.RoleOwner} {
-			u, err := id.AddUser(ctx, exchange.NewUser{Email: string(role) + "@" + tm.ID + ".io", Role: role, TeamID: tm.ID})
-			must(err)
-			mk.users[string(role)+"@"+tm.ID] = u
-		}
-	}
-	must(mk.m.GrantQuota(ctx, "ads", "us-east/cpu", 60))
-	a, err := mk.m.ScheduleAuction(ctx, clock.Now(), clock.Now().Add(time.Hour), auction.DefaultParams)
-	must(err)
-	mk.auctID = a.ID
-	rep, err := mk.m.Tick(ctx, exchange.Cadence{PreviewEvery: time.Minute})
-	must(err)
-	if len(rep.Opened) != 1 {
-		t.Fatalf("Tick opened %v, want the auction", rep.Opened)
-	}
-	return mk
+	return &market{exchangetest.NewAuctionMarket(t, db)}
 }
 
-func money(d float64) *ledger.Money {
-	m, _ := ledger.FromDollars(d)
-	return &m
-}
-
-func (mk *market) order(who string, spec exchange.OrderSpec) (exchange.Order, error) {
-	return mk.m.PlaceOrder(context.Background(), mk.users[who], spec)
-}
-
-func (mk *market) balance(team string) ledger.Balance {
-	b, err := mk.l.Balance(context.Background(), ledger.TeamAccount(team))
-	if err != nil {
-		mk.t.Fatal(err)
-	}
-	return b
-}
-
-func (mk *market) holding(team, pool string) int64 {
-	hs, _ := mk.m.Holdings(context.Background(), team)
-	for _, h := range hs {
-		if h.PoolID == pool {
-			return h.Quantity
-		}
-	}
-	return 0
-}
+func money(d float64) *ledger.Money { return exchangetest.Money(d) }
 
 func TestAnAuctionFromOrdersToSettlement(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		ctx := context.Background()
 		mk := newAuctionMarket(t, db)
 		// search buys 100 cores with 400 GiB in us-east, or 100 cores in eu-west.
-		buy, err := mk.order("member@search", exchange.OrderSpec{Team: "search", Limit: money(400),
+		buy, err := mk.Order("member@search", exchange.OrderSpec{Team: "search", Limit: money(400),
 			Bundles: []exchange.Bundle{{"us-east/cpu": 100, "us-east/ram": 400}, {"eu-west/cpu": 100}}})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if b := mk.balance("search"); b.Held != 400*ledger.Dollar || b.Available != 600*ledger.Dollar {
+		if b := mk.Balance("search"); b.Held != 400*ledger.Dollar || b.Available != 600*ledger.Dollar {
 			t.Fatalf("search after bidding: %+v", b)
 		}
 		// ads offers its 60 us-east cores for at least $30.
-		sell, err := mk.order("member@ads", exchange.OrderSpec{Team: "ads", Limit: money(-30), Bundles: []exchange.Bundle{{"us-east/cpu": -60}}})
+		sell, err := mk.Order("member@ads", exchange.OrderSpec{Team: "ads", Limit: money(-30), Bundles: []exchange.Bundle{{"us-east/cpu": -60}}})
 		if err != nil {
 			t.Fatal(err)
 		}
 		// It cannot offer the same quota twice.
-		_, err = mk.order("member@ads", exchange.OrderSpec{Team: "ads", Limit: money(-30), Bundles: []exchange.Bundle{{"us-east/cpu": -1}}})
+		_, err = mk.Order("member@ads", exchange.OrderSpec{Team: "ads", Limit: money(-30), Bundles: []exchange.Bundle{{"us-east/cpu": -1}}})
 		wantCode(t, err, clearhouse.EUNPROCESSABLE)
 		// ml's big bid waits for its owner; the owner approves it.
-		big, err := mk.order("member@ml", exchange.OrderSpec{Team: "ml", Limits: []ledger.Money{*money(900), *money(800)},
+		big, err := mk.Order("member@ml", exchange.OrderSpec{Team: "ml", Limits: []ledger.Money{*money(900), *money(800)},
 			Bundles: []exchange.Bundle{{"us-east/cpu": 90}, {"eu-west/cpu": 90}}})
 		if err != nil || big.Status != exchange.OrderAwaitingApproval {
 			t.Fatalf("big order = %+v, %v", big, err)
 		}
-		wantCode(t, mk.m.DecideOrder(ctx, mk.users["member@ml"], big.ID, true), clearhouse.EFORBIDDEN)
-		wantCode(t, mk.m.DecideOrder(ctx, mk.users["owner@search"], big.ID, true), clearhouse.ENOTFOUND)
-		if err := mk.m.DecideOrder(ctx, mk.users["owner@ml"], big.ID, true); err != nil {
+		wantCode(t, mk.M.DecideOrder(ctx, mk.Users["member@ml"], big.ID, true), clearhouse.EFORBIDDEN)
+		wantCode(t, mk.M.DecideOrder(ctx, mk.Users["owner@search"], big.ID, true), clearhouse.ENOTFOUND)
+		if err := mk.M.DecideOrder(ctx, mk.Users["owner@ml"], big.ID, true); err != nil {
 			t.Fatal(err)
 		}
 		// A bid beyond the budget is refused and changes nothing.
-		_, err = mk.order("member@search", exchange.OrderSpec{Team: "search", Limit: money(601), Bundles: []exchange.Bundle{{"eu-west/cpu": 1}}})
+		_, err = mk.Order("member@search", exchange.OrderSpec{Team: "search", Limit: money(601), Bundles: []exchange.Bundle{{"eu-west/cpu": 1}}})
 		wantCode(t, err, clearhouse.EUNPROCESSABLE)
 		// A withdrawn bid releases its hold.
-		gone, err := mk.order("member@search", exchange.OrderSpec{Team: "search", Limit: money(10), Bundles: []exchange.Bundle{{"eu-west/cpu": 1}}})
+		gone, err := mk.Order("member@search", exchange.OrderSpec{Team: "search", Limit: money(10), Bundles: []exchange.Bundle{{"eu-west/cpu": 1}}})
 		if err != nil {
 			t.Fatal(err)
 		}
-		wantCode(t, mk.m.WithdrawOrder(ctx, mk.users["member@ads"], gone.ID), clearhouse.ENOTFOUND)
-		if err := mk.m.WithdrawOrder(ctx, mk.users["member@search"], gone.ID); err != nil {
+		wantCode(t, mk.M.WithdrawOrder(ctx, mk.Users["member@ads"], gone.ID), clearhouse.ENOTFOUND)
+		if err := mk.M.WithdrawOrder(ctx, mk.Users["member@search"], gone.ID); err != nil {
 			t.Fatal(err)
 		}
-		if b := mk.balance("search"); b.Held != 400*ledger.Dollar {
+		if b := mk.Balance("search"); b.Held != 400*ledger.Dollar {
 			t.Fatalf("search after withdrawing: %+v", b)
 		}
-		_, err = mk.order("member@search", exchange.OrderSpec{Team: "ads", Limit: money(1), Bundles: []exchange.Bundle{{"eu-west/cpu": 1}}})
+		_, err = mk.Order("member@search", exchange.OrderSpec{Team: "ads", Limit: money(1), Bundles: []exchange.Bundle{{"eu-west/cpu": 1}}})
 		wantCode(t, err, clearhouse.EFORBIDDEN)
-		_, err = mk.order("member@search", exchange.OrderSpec{Team: "search", Limit: money(1), Bundles: []exchange.Bundle{{"mars/cpu": 1}}})
+		_, err = mk.Order("member@search", exchange.OrderSpec{Team: "search", Limit: money(1), Bundles: []exchange.Bundle{{"mars/cpu": 1}}})
 		wantCode(t, err, clearhouse.ENOTFOUND)
 
 		// A preview publishes provisional outcomes and moves no money.
-		mk.clock.Advance(2 * time.Minute)
-		rep, err := mk.m.Tick(ctx, exchange.Cadence{PreviewEvery: time.Minute})
+		mk.Clock.Advance(2 * time.Minute)
+		rep, err := mk.M.Tick(ctx, exchange.Cadence{PreviewEvery: time.Minute})
 		if err != nil || len(rep.Previewed) != 1 {
 			t.Fatalf("Tick = %+v, %v", rep, err)
 		}
-		v, err := mk.m.Order(ctx, mk.users["member@search"], buy.ID)
+		v, err := mk.M.Order(ctx, mk.Users["member@search"], buy.ID)
 		if err != nil || v.Provisional == nil {
 			t.Fatalf("order view %+v, %v", v, err)
 		}
-		if b := mk.balance("search"); b.Posted != 1000*ledger.Dollar {
+		if b := mk.Balance("search"); b.Posted != 1000*ledger.Dollar {
 			t.Fatalf("a preview moved money: %+v", b)
 		}
 
 		// The window closes: the binding run settles.
-		mk.clock.Advance(time.Hour)
-		rep, err = mk.m.Tick(ctx, exchange.Cadence{PreviewEvery: time.Minute})
+		mk.Clock.Advance(time.Hour)
+		rep, err = mk.M.Tick(ctx, exchange.Cadence{PreviewEvery: time.Minute})
 		if err != nil || len(rep.Closed) != 1 {
 			t.Fatalf("Tick at close = %+v, %v", rep, err)
 		}
-		a, _ := mk.m.Auction(ctx, mk.auctID)
+		a, _ := mk.M.Auction(ctx, mk.AuctionID)
 		if a.Status != exchange.AuctionSettled {
 			t.Fatalf("auction %+v", a)
 		}
-		orders, _ := mk.m.Orders(ctx, exchange.OrderFilter{AuctionID: mk.auctID})
+		orders, _ := mk.M.Orders(ctx, exchange.OrderFilter{AuctionID: mk.AuctionID})
 		status := map[int64]exchange.OrderStatus{}
 		for _, o := range orders {
 			status[o.ID] = o.Status
@@ -190,7 +111,7 @@ func TestAnAuctionFromOrdersToSettlement(t *testing.T) {
 		// Money: every hold resolved, teams' payments match the settlement lines, and the
 		// ledger still sums to zero.
 		var lines []exchange.SettlementLine
-		db.Read.Where("auction_id = ?", mk.auctID).Find(&lines)
+		db.Read.Where("auction_id = ?", mk.AuctionID).Find(&lines)
 		var net int64
 		paid := map[string]int64{}
 		for _, l := range lines {
@@ -198,12 +119,12 @@ func TestAnAuctionFromOrdersToSettlement(t *testing.T) {
 			paid[l.TeamID] += l.Payment
 		}
 		for team, budget := range map[string]ledger.Money{"search": 1000 * ledger.Dollar, "ads": 500 * ledger.Dollar, "ml": 2000 * ledger.Dollar} {
-			b := mk.balance(team)
+			b := mk.Balance(team)
 			if b.Held != 0 || b.Posted != budget-ledger.Money(paid[team]) {
 				t.Errorf("%s: %+v, paid %d", team, b, paid[team])
 			}
 		}
-		tr, _ := mk.l.Balance(ctx, ledger.Treasury)
+		tr, _ := mk.L.Balance(ctx, ledger.Treasury)
 		if tr.Posted != ledger.Money(net) {
 			t.Errorf("treasury %s, want the net of the settlement %d", tr.Posted, net)
 		}
@@ -211,13 +132,13 @@ func TestAnAuctionFromOrdersToSettlement(t *testing.T) {
 		for _, pool := range []string{"us-east/cpu", "eu-west/cpu", "us-east/ram"} {
 			var held int64
 			db.Read.Table("holdings").Where("pool_id = ?", pool).Select("COALESCE(SUM(quantity),0)").Scan(&held)
-			p, _ := mk.m.Pool(ctx, pool)
+			p, _ := mk.M.Pool(ctx, pool)
 			if held > p.Capacity {
 				t.Errorf("%s: %d held of %d", pool, held, p.Capacity)
 			}
 		}
-		if status[sell.ID] == exchange.OrderWon && mk.holding("ads", "us-east/cpu") != 0 {
-			t.Errorf("ads sold but still holds %d", mk.holding("ads", "us-east/cpu"))
+		if status[sell.ID] == exchange.OrderWon && mk.Holding("ads", "us-east/cpu") != 0 {
+			t.Errorf("ads sold but still holds %d", mk.Holding("ads", "us-east/cpu"))
 		}
 		if status[buy.ID] != exchange.OrderWon {
 			t.Fatalf("search's bid %s; the market had room for it", status[buy.ID])
@@ -229,7 +150,7 @@ func TestAnAuctionFromOrdersToSettlement(t *testing.T) {
 		}
 
 		// The operator's statistics count what settled.
-		stats, err := mk.m.Stats(ctx, 5)
+		stats, err := mk.M.Stats(ctx, 5)
 		if err != nil || len(stats) != 1 {
 			t.Fatalf("Stats = %+v, %v", stats, err)
 		}
@@ -247,15 +168,15 @@ func TestAnAuctionFromOrdersToSettlement(t *testing.T) {
 			t.Errorf("utilization of settled pools: %v", st.Utilization)
 		}
 		// Closing again changes nothing.
-		before := mk.balance("search")
-		if _, err := mk.m.Close(ctx, mk.auctID); err != nil {
+		before := mk.Balance("search")
+		if _, err := mk.M.Close(ctx, mk.AuctionID); err != nil {
 			t.Fatal(err)
 		}
-		if after := mk.balance("search"); after != before {
+		if after := mk.Balance("search"); after != before {
 			t.Fatalf("a second close moved money: %+v -> %+v", before, after)
 		}
 		// The closed auction takes no orders.
-		_, err = mk.order("member@search", exchange.OrderSpec{Team: "search", Limit: money(1), Bundles: []exchange.Bundle{{"eu-west/cpu": 1}}})
+		_, err = mk.Order("member@search", exchange.OrderSpec{Team: "search", Limit: money(1), Bundles: []exchange.Bundle{{"eu-west/cpu": 1}}})
 		wantCode(t, err, clearhouse.ECONFLICT)
 	})
 }
@@ -264,26 +185,26 @@ func TestAnAuctionThatDoesNotConvergeSettlesNothing(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		ctx := context.Background()
 		mk := newAuctionMarket(t, db)
-		db.Write.Exec(`UPDATE auctions SET params = '{"alpha":1,"delta":0.05,"min_step":0.001,"max_rounds":2}' WHERE id = ?`, mk.auctID)
+		db.Write.Exec(`UPDATE auctions SET params = '{"alpha":1,"delta":0.05,"min_step":0.001,"max_rounds":2}' WHERE id = ?`, mk.AuctionID)
 		for _, team := range []string{"search", "ml"} {
-			if _, err := mk.order("owner@"+team, exchange.OrderSpec{Team: team, Limit: money(900), Bundles: []exchange.Bundle{{"eu-west/cpu": 100}}}); err != nil {
+			if _, err := mk.Order("owner@"+team, exchange.OrderSpec{Team: team, Limit: money(900), Bundles: []exchange.Bundle{{"eu-west/cpu": 100}}}); err != nil {
 				t.Fatal(err)
 			}
 		}
-		run, err := mk.m.Close(ctx, mk.auctID)
+		run, err := mk.M.Close(ctx, mk.AuctionID)
 		if err != nil || run.Converged {
 			t.Fatalf("Close = %+v, %v", run, err)
 		}
-		a, _ := mk.m.Auction(ctx, mk.auctID)
+		a, _ := mk.M.Auction(ctx, mk.AuctionID)
 		if a.Status != exchange.AuctionFailed || a.Failure == "" {
 			t.Fatalf("auction %+v", a)
 		}
 		for _, team := range []string{"search", "ml"} {
-			if b := mk.balance(team); b.Held != 0 || b.Available != b.Posted {
+			if b := mk.Balance(team); b.Held != 0 || b.Available != b.Posted {
 				t.Errorf("%s: %+v after a failed auction", team, b)
 			}
 		}
-		if mk.holding("search", "eu-west/cpu") != 0 {
+		if mk.Holding("search", "eu-west/cpu") != 0 {
 			t.Error("a failed auction moved quota")
 		}
 	})
@@ -308,4 +229,29 @@ func TestOrderValidation(t *testing.T) {
 	if spec.MaxPayment() != 5*one || spec.QuotaToHold()["b"] != 4 || spec.Kind() != "trade" {
 		t.Fatalf("MaxPayment %s, quota %v, kind %s", spec.MaxPayment(), spec.QuotaToHold(), spec.Kind())
 	}
+}
+
+// Operators cannot schedule an auction years ahead (which would block scheduling
+// for good), and can cancel a scheduled auction that has not opened.
+func TestSchedulingIsBoundedAndAScheduledAuctionCanBeCancelled(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		mk := newAuctionMarket(t, db)
+		now := mk.Clock.Now()
+		_, err := mk.M.ScheduleAuction(ctx, time.Date(9999, 1, 1, 0, 0, 0, 0, time.UTC), time.Date(9999, 1, 1, 1, 0, 0, 0, time.UTC), auction.DefaultParams)
+		wantCode(t, err, clearhouse.EINVALID)
+		_, err = mk.M.ScheduleAuction(ctx, now.Add(2*time.Hour), now.Add(9*24*time.Hour), auction.DefaultParams)
+		wantCode(t, err, clearhouse.EINVALID)
+		later, err := mk.M.ScheduleAuction(ctx, now.Add(300*24*time.Hour), now.Add(300*24*time.Hour+time.Hour), auction.DefaultParams)
+		if err != nil {
+			t.Fatal(err)
+		}
+		wantCode(t, mk.M.CancelAuction(ctx, mk.AuctionID), clearhouse.ECONFLICT) // open
+		if err := mk.M.CancelAuction(ctx, later.ID); err != nil {
+			t.Fatal(err)
+		}
+		_, err = mk.M.Auction(ctx, later.ID)
+		wantCode(t, err, clearhouse.ENOTFOUND)
+		wantCode(t, mk.M.CancelAuction(ctx, later.ID), clearhouse.ENOTFOUND)
+	})
 }

@@ -8,7 +8,9 @@ import (
 	"time"
 
 	"github.com/clearhouse/clearhouse"
+	"github.com/clearhouse/clearhouse/store"
 	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
 )
 
 // Cluster is a set of machines in one place; its pools are the resource types it
@@ -127,8 +129,9 @@ func (m *Market) AddPool(ctx context.Context, ps PoolSpec) (Pool, error) {
 func (m *Market) UpdatePool(ctx context.Context, id string, ps PoolSpec) (Pool, error) {
 	var p Pool
 	err := m.db.Write.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-		if err := tx.Take(&p, "id = ?", id).Error; err != nil {
-			return notFound(err, "pool: no pool %q", id)
+		var err error
+		if p, err = lockPool(tx, id); err != nil {
+			return err
 		}
 		ps.ClusterID, ps.Resource = p.ClusterID, p.Resource
 		if err := ps.Validate(); err != nil {
@@ -137,12 +140,13 @@ func (m *Market) UpdatePool(ctx context.Context, id string, ps PoolSpec) (Pool, 
 		if err := exists(tx, "reserve_curves", ps.CurveID, "curve: no reserve curve %q", ps.CurveID); err != nil {
 			return err
 		}
-		var held int64
-		if err := tx.Table("holdings").Where("pool_id = ?", id).Select("COALESCE(SUM(quantity), 0)").Scan(&held).Error; err != nil {
+		held, selling, err := committedCapacity(tx, id)
+		if err != nil {
 			return err
 		}
-		if ps.Capacity < held {
-			return clearhouse.Errorf(clearhouse.ECONFLICT, "capacity: teams hold %d %s in %s; capacity cannot be less", held, p.Unit, id)
+		if ps.Capacity < held+selling {
+			return clearhouse.Errorf(clearhouse.ECONFLICT, "capacity: teams hold %d %s in %s and an open auction sells %d; capacity cannot be less than %d",
+				held, p.Unit, id, selling, held+selling)
 		}
 		p.Unit, p.Capacity, p.UnitCost, p.Utilization, p.CurveID, p.UpdatedAt = ps.Unit, ps.Capacity, ps.UnitCost, ps.Utilization, ps.CurveID, m.now()
 		if err := bumpPlan(tx); err != nil { // capacity feeds the reservation plan
@@ -166,17 +170,8 @@ func (m *Market) Pools(ctx context.Context) ([]Pool, error) {
 	return ps, m.db.Read.WithContext(ctx).Order("id").Find(&ps).Error
 }
 
-// exists returns ENOTFOUND with the message unless table has a row with that id.
-func exists(tx *gorm.DB, table, id, format string, args ...any) error {
-	var n int64
-	if err := tx.Table(table).Where("id = ?", id).Count(&n).Error; err != nil {
-		return err
-	}
-	if n == 0 {
-		return clearhouse.Errorf(clearhouse.ENOTFOUND, format, args...)
-	}
-	return nil
-}
+// exists is store.Exists.
+var exists = store.Exists
 
 // Holding is the quota a team holds in a pool.
 type Holding struct {
@@ -196,8 +191,8 @@ func (m *Market) Holdings(ctx context.Context, team string) ([]Holding, error) {
 }
 
 // GrantQuota gives a team quantity units of a pool out of the pool's unheld
-// capacity (an operator's initial allocation). Returns ECONFLICT when the pool has
-// too little unheld capacity.
+// capacity (an operator's initial allocation), less what an open auction offers
+// for sale in it. Returns ECONFLICT when the pool has too little left.
 func (m *Market) GrantQuota(ctx context.Context, team, pool string, quantity int64) error {
 	if quantity <= 0 {
 		return clearhouse.Errorf(clearhouse.EINVALID, "quantity: must be a positive whole number")
@@ -206,33 +201,57 @@ func (m *Market) GrantQuota(ctx context.Context, team, pool string, quantity int
 		if err := exists(tx, "teams", team, "team: no team %q", team); err != nil {
 			return err
 		}
-		var p Pool
-		if err := tx.Take(&p, "id = ?", pool).Error; err != nil {
-			return notFound(err, "pool: no pool %q", pool)
-		}
-		var held int64
-		if err := tx.Table("holdings").Where("pool_id = ?", pool).Select("COALESCE(SUM(quantity), 0)").Scan(&held).Error; err != nil {
+		p, err := lockPool(tx, pool)
+		if err != nil {
 			return err
 		}
-		if held+quantity > p.Capacity {
-			return clearhouse.Errorf(clearhouse.ECONFLICT, "quantity: %s has %d %s unheld; cannot grant %d", pool, p.Capacity-held, p.Unit, quantity)
+		held, selling, err := committedCapacity(tx, pool)
+		if err != nil {
+			return err
 		}
-		return addHolding(tx, team, pool, quantity)
+		if left := p.Capacity - held - selling; quantity > left {
+			return clearhouse.Errorf(clearhouse.ECONFLICT, "quantity: %s has %d %s that no team holds and no open auction sells; cannot grant %d",
+				pool, max(left, 0), p.Unit, quantity)
+		}
+		if err := lockHoldings(tx, team, []string{pool}); err != nil {
+			return err
+		}
+		if err := addHolding(tx, team, pool, quantity); err != nil {
+			return err
+		}
+		return bumpPlan(tx) // quotas feed the reservation plan
 	})
 }
 
-// addHolding adds delta (possibly negative) to a team's holding in a pool; the
-// schema refuses a negative result.
-func addHolding(tx *gorm.DB, team, pool string, delta int64) error {
-	if err := bumpPlan(tx); err != nil { // quotas feed the reservation plan
-		return err
+// lockPool reads a pool and locks its row until tx ends (ENOTFOUND for none).
+func lockPool(tx *gorm.DB, id string) (Pool, error) {
+	var p Pool
+	err := tx.Clauses(clause.Locking{Strength: "UPDATE"}).Take(&p, "id = ?", id).Error
+	return p, notFound(err, "pool: no pool %q", id)
+}
+
+// committedCapacity is what of a pool's capacity is spoken for: the quota teams
+// hold, and the operator supply an open (or closing) auction offers for sale.
+func committedCapacity(tx *gorm.DB, pool string) (held, selling int64, err error) {
+	if err := tx.Table("holdings").Where("pool_id = ?", pool).Select("COALESCE(SUM(quantity), 0)").Scan(&held).Error; err != nil {
+		return 0, 0, err
 	}
+	err = tx.Raw(`SELECT COALESCE(SUM(ap.supply), 0) FROM auction_pools ap JOIN auctions a ON a.id = ap.auction_id
+		WHERE ap.pool_id = ? AND a.status IN ?`, pool, []AuctionStatus{AuctionOpen, AuctionClosing}).Scan(&selling).Error
+	return held, selling, err
+}
+
+// addHolding adds delta (possibly negative) to a team's holding in a pool; the
+// schema refuses a negative result. The caller holds the holding's row (when it
+// exists) and moves the plan's version.
+func addHolding(tx *gorm.DB, team, pool string, delta int64) error {
 	res := tx.Exec("UPDATE holdings SET quantity = quantity + ? WHERE team_id = ? AND pool_id = ?", delta, team, pool)
 	if res.Error != nil {
 		return res.Error
 	}
 	if res.RowsAffected == 0 {
-		return tx.Create(&Holding{TeamID: team, PoolID: pool, Quantity: delta}).Error
+		return tx.Exec(`INSERT INTO holdings (team_id, pool_id, quantity) VALUES (?, ?, ?)
+			ON CONFLICT (team_id, pool_id) DO UPDATE SET quantity = holdings.quantity + excluded.quantity`, team, pool, delta).Error
 	}
 	return nil
 }

@@ -21,6 +21,9 @@ type Market struct {
 	db     *store.DB
 	ledger *ledger.Ledger
 	now    func() time.Time
+
+	committed QuotaCommitments // quota reservations need; nil: none
+	interest  interestCache    // the last count of open interest
 }
 
 // NewMarket returns the market service on db, keeping budgets in l, with the clock

@@ -77,8 +77,9 @@ type APIToken struct {
 	Scope      string
 	ClusterID  *string
 	CreatedAt  time.Time
-	LastUsedAt *time.Time
+	LastUsedAt *time.Time // recorded at most once a minute
 	RevokedAt  *time.Time
+	ExpiresAt  *time.Time // nil: never expires
 }
 
 // Token scopes.
@@ -112,6 +113,10 @@ func NewIdentity(db *store.DB, now func() time.Time, hashCost int) *Identity {
 	return &Identity{db: db, now: now, hashCost: hashCost}
 }
 
+// MaxEmail is the longest email address an account may have (RFC 5321's limit on a
+// path, less its angle brackets).
+const MaxEmail = 254
+
 // NewUser is what AddUser needs.
 type NewUser struct {
 	Email, Name, Password string
@@ -123,6 +128,9 @@ type NewUser struct {
 func (u *NewUser) Validate() error {
 	u.Email = strings.ToLower(strings.TrimSpace(u.Email))
 	u.Name = strings.TrimSpace(u.Name)
+	if len(u.Email) > MaxEmail {
+		return clearhouse.Errorf(clearhouse.EINVALID, "email: must be at most %d bytes", MaxEmail)
+	}
 	if a, err := mail.ParseAddress(u.Email); err != nil || a.Address != u.Email {
 		return clearhouse.Errorf(clearhouse.EINVALID, "email: %q is not an email address", u.Email)
 	}
@@ -275,12 +283,10 @@ func (s *Identity) EndSession(ctx context.Context, token string) error {
 	return s.db.Write.WithContext(ctx).Where("token_hash = ?", hashSecret(token)).Delete(&Session{}).Error
 }
 
-// IssueToken makes a new API token for a user and returns it (shown once).
+// IssueToken makes a new API token for a user that never expires and returns it
+// (shown once). See IssueTokenUntil for one that expires.
 func (s *Identity) IssueToken(ctx context.Context, userID int64, name string) (string, APIToken, error) {
-	token, hash := newSecret("chu_")
-	t := APIToken{TokenHash: hash, UserID: &userID, Name: name, Scope: ScopeAPI, CreatedAt: s.now()}
-	err := s.db.Write.WithContext(ctx).Omit("ID").Create(&t).Error
-	return token, t, err
+	return s.IssueTokenUntil(ctx, userID, name, nil)
 }
 
 // IssueAgentToken makes a new token for a cluster agent, bound to one cluster.
@@ -301,21 +307,35 @@ func (s *Identity) IssueAgentToken(ctx context.Context, clusterID, name string) 
 }
 
 // TokenUser resolves a bearer token. For a user token it returns the user; for an
-// agent token the user is zero and the token names its cluster. Unknown or revoked
-// tokens are EUNAUTHORIZED.
+// agent token the user is zero and the token names its cluster. Unknown, revoked and
+// expired tokens, and tokens of disabled users, are EUNAUTHORIZED. It records the
+// token as used, at most once a minute.
 func (s *Identity) TokenUser(ctx context.Context, token string) (APIToken, User, error) {
 	bad := clearhouse.Errorf(clearhouse.EUNAUTHORIZED, "The API token is not valid.")
 	var t APIToken
 	err := s.db.Read.WithContext(ctx).Where("token_hash = ?", hashSecret(token)).Take(&t).Error
-	if errors.Is(err, gorm.ErrRecordNotFound) || (err == nil && t.RevokedAt != nil) {
+	if errors.Is(err, gorm.ErrRecordNotFound) {
 		return APIToken{}, User{}, bad
 	} else if err != nil {
 		return APIToken{}, User{}, err
+	}
+	now := s.now()
+	switch {
+	case t.RevokedAt != nil:
+		return APIToken{}, User{}, clearhouse.Errorf(clearhouse.EUNAUTHORIZED, "The API token was revoked.")
+	case t.ExpiresAt != nil && !now.Before(*t.ExpiresAt):
+		return APIToken{}, User{}, clearhouse.Errorf(clearhouse.EUNAUTHORIZED, "The API token expired on %s.", t.ExpiresAt.UTC().Format(time.DateOnly))
 	}
 	var u User
 	if t.UserID != nil {
 		if err := s.db.Read.WithContext(ctx).Take(&u, *t.UserID).Error; err != nil || u.DisabledAt != nil {
 			return APIToken{}, User{}, bad
+		}
+	}
+	if t.LastUsedAt == nil || now.Sub(*t.LastUsedAt) > time.Minute {
+		t.LastUsedAt = &now
+		if err := s.db.Write.WithContext(ctx).Model(&APIToken{}).Where("id = ?", t.ID).Update("last_used_at", now).Error; err != nil {
+			return APIToken{}, User{}, err
 		}
 	}
 	return t, u, nil

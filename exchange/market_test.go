@@ -39,8 +39,7 @@ func newMarket(t *testing.T, db *store.DB) *exchange.Market {
 func TestModelsMatchSchema(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		storetest.AssertModelsMatchSchema(t, db, &exchange.Team{}, &exchange.User{}, &exchange.Session{},
-			&exchange.APIToken{}, &exchange.Cluster{}, &exchange.Pool{}, &exchange.Holding{},
-			&exchange.Reservation{}, &exchange.ReservationRequest{}, &exchange.PricingPolicy{}, &exchange.CapacityChange{})
+			&exchange.APIToken{}, &exchange.Cluster{}, &exchange.Pool{}, &exchange.Holding{})
 	})
 }
 

@@ -103,6 +103,28 @@ func (o OrderSpec) Validate() error {
 			}
 		}
 	}
+	return o.checkLimitSigns()
+}
+
+// checkLimitSigns refuses limits that make no sense for the order's kind: a bid
+// (every bundle only buys) pays something, so its limits are positive; an offer
+// (every bundle only sells) receives something, so its limits (the least it must
+// receive, negated) are zero or negative. A trade may have either.
+func (o OrderSpec) checkLimitSigns() error {
+	kind := o.Kind()
+	for k := range o.Bundles {
+		l := o.LimitOf(k)
+		field := "limit"
+		if o.Limits != nil {
+			field = fmt.Sprintf("limits[%d]", k)
+		}
+		if kind == "bid" && l <= 0 {
+			return clearhouse.Errorf(clearhouse.EINVALID, "%s: a bid's limit is the most it pays and must be positive, got %s", field, l)
+		}
+		if kind == "offer" && l > 0 {
+			return clearhouse.Errorf(clearhouse.EINVALID, "%s: an offer's limit is the least it must receive (as a negative amount, or zero), got %s", field, l)
+		}
+	}
 	return nil
 }
 

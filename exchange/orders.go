@@ -4,12 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
+	"sync"
 	"time"
 
 	"github.com/clearhouse/clearhouse"
 	"github.com/clearhouse/clearhouse/ledger"
 	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
 )
 
 // Order is a team's XOR bid or offer in one auction.
@@ -75,9 +78,14 @@ type Outcome struct {
 // bids. It holds the most the order could pay on the team's budget and the quota
 // each alternative would sell. An order that could pay more than the team's
 // approval threshold waits for an owner unless an owner placed it. Returns
-// EINVALID for a bad spec, ENOTFOUND for unknown pools, ECONFLICT when no auction is
-// taking bids, and EUNPROCESSABLE when the budget or quota does not cover the holds.
-// Nothing is saved when it fails.
+// EINVALID for a bad spec or one over the market's limits, ENOTFOUND for unknown
+// pools, ECONFLICT when no auction is taking bids (or it is closing), and
+// EUNPROCESSABLE when the budget or quota does not cover the holds or the team has
+// as many live orders as it may. Nothing is saved when it fails.
+//
+// With spec.Key, placing is idempotent per team: the same key and order return the
+// first order, also to concurrent requests on other servers (and also once the
+// auction has closed); the same key with another order is ECONFLICT.
 func (m *Market) PlaceOrder(ctx context.Context, by User, spec OrderSpec) (Order, error) {
 	if err := spec.Validate(); err != nil {
 		return Order{}, err
@@ -85,95 +93,142 @@ func (m *Market) PlaceOrder(ctx context.Context, by User, spec OrderSpec) (Order
 	if by.Role.OnTeam() && by.TeamID != spec.Team {
 		return Order{}, clearhouse.Errorf(clearhouse.EFORBIDDEN, "team: you act for team %s, not %s", by.TeamID, spec.Team)
 	}
-	var o Order
 	digest := spec.digest(by.ID)
-	err := m.db.Write.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-		if spec.Key != "" {
-			var prior Order
-			err := tx.Where("idem_key = ?", spec.Key).Take(&prior).Error
-			if err == nil {
-				if prior.IdemDigest != digest {
-					return clearhouse.Errorf(clearhouse.ECONFLICT, "idempotency key: %q was used for a different order", spec.Key)
-				}
-				o = prior
-				return nil
-			} else if !errors.Is(err, gorm.ErrRecordNotFound) {
-				return err
-			}
-		}
-		team, err := teamIn(tx, spec.Team)
-		if err != nil {
-			return err
-		}
-		if err := poolsExist(tx, spec); err != nil {
-			return err
-		}
-		a, err := biddingAuction(tx, m.now())
-		if err != nil {
-			return err
-		}
-		now := m.now()
-		o = Order{TeamID: team.ID, AuctionID: &a.ID, CreatedBy: by.ID, Status: OrderOpen, CreatedAt: now, UpdatedAt: now, IdemDigest: digest}
-		if spec.Key != "" {
-			o.IdemKey = &spec.Key
-		}
-		if team.ApprovalThreshold > 0 && int64(spec.MaxPayment()) > team.ApprovalThreshold && by.Role != RoleOwner {
-			o.Status = OrderAwaitingApproval
-		}
-		if spec.Limit != nil {
-			l := int64(*spec.Limit)
-			o.SharedLimit = &l
-		}
-		if err := tx.Omit("ID").Create(&o).Error; err != nil {
-			return err
-		}
-		for k, b := range spec.Bundles {
-			ob := orderBundle{OrderID: o.ID, Idx: k}
-			if spec.Limits != nil {
-				l := int64(spec.Limits[k])
-				ob.BundleLimit = &l
-			}
-			if err := tx.Create(&ob).Error; err != nil {
-				return err
-			}
-			for pool, q := range b {
-				if err := tx.Create(&orderItem{OrderID: o.ID, BundleIdx: k, PoolID: pool, Quantity: q}).Error; err != nil {
-					return err
-				}
-			}
-		}
-		if err := m.holdQuota(tx, o, spec); err != nil {
-			return err
-		}
-		if pay := spec.MaxPayment(); pay > 0 {
-			h, err := m.ledger.WithTx(tx).PlaceHold(ctx, fmt.Sprintf("order/%d/hold", o.ID), ledger.TeamAccount(team.ID), pay, orderRef(o.ID))
-			if err != nil {
-				return err
-			}
-			o.HoldID = &h.ID
-			if err := tx.Model(&o).Update("hold_id", h.ID).Error; err != nil {
-				return err
-			}
-		}
-		return nil
+	if o, ok, err := m.replayOrder(m.db.Write.WithContext(ctx), spec, digest); ok || err != nil {
+		return o, err
+	}
+	var o Order
+	err := m.db.Grouped(ctx, func(tx *gorm.DB) error { // on SQLite, concurrent placements share a commit
+		var err error
+		o, err = m.placeOrder(ctx, tx, by, spec, digest)
+		return err
 	})
+	if err != nil && spec.Key != "" && isDuplicate(err) {
+		// A concurrent request with the same key committed first: answer as it did.
+		if prior, ok, rerr := m.replayOrder(m.db.Write.WithContext(ctx), spec, digest); ok || rerr != nil {
+			return prior, rerr
+		}
+	}
 	if err != nil {
 		return Order{}, err
 	}
+	m.interestChanged()
 	return o, nil
+}
+
+// replayOrder finds the order placed earlier with spec's key by its team: ok when
+// there is one with the same content, ECONFLICT when its content differs.
+func (m *Market) replayOrder(db *gorm.DB, spec OrderSpec, digest string) (Order, bool, error) {
+	if spec.Key == "" {
+		return Order{}, false, nil
+	}
+	var prior Order
+	err := db.Where("idem_key = ?", scopedKey(spec.Team, spec.Key)).Take(&prior).Error
+	if errors.Is(err, gorm.ErrRecordNotFound) {
+		return Order{}, false, nil
+	} else if err != nil {
+		return Order{}, false, err
+	}
+	if prior.IdemDigest != digest {
+		return Order{}, false, clearhouse.Errorf(clearhouse.ECONFLICT, "idempotency key: %q was used for a different order", spec.Key)
+	}
+	return prior, true, nil
+}
+
+// scopedKey is how an idempotency key is stored: behind its team, so that two
+// teams' keys never collide.
+func scopedKey(team, key string) string { return team + "/" + key }
+
+// placeOrder is PlaceOrder's transaction, taking its locks in the package's order.
+func (m *Market) placeOrder(ctx context.Context, tx *gorm.DB, by User, spec OrderSpec, digest string) (Order, error) {
+	now := m.now()
+	a, err := biddingAuction(tx, now)
+	if err != nil {
+		return Order{}, err
+	}
+	var team Team
+	if err := tx.Clauses(clause.Locking{Strength: "UPDATE"}).Take(&team, "id = ?", spec.Team).Error; err != nil {
+		return Order{}, notFound(err, "team: no team %q", spec.Team)
+	}
+	if err := checkLimits(tx, spec, team.ID, a.ID); err != nil {
+		return Order{}, err
+	}
+	if err := poolsExist(tx, spec); err != nil {
+		return Order{}, err
+	}
+	o := Order{TeamID: team.ID, AuctionID: &a.ID, CreatedBy: by.ID, Status: OrderOpen, CreatedAt: now, UpdatedAt: now, IdemDigest: digest}
+	if spec.Key != "" {
+		k := scopedKey(team.ID, spec.Key)
+		o.IdemKey = &k
+	}
+	if team.ApprovalThreshold > 0 && int64(spec.MaxPayment()) > team.ApprovalThreshold && by.Role != RoleOwner {
+		o.Status = OrderAwaitingApproval
+	}
+	if spec.Limit != nil {
+		l := int64(*spec.Limit)
+		o.SharedLimit = &l
+	}
+	if err := tx.Omit("ID").Create(&o).Error; err != nil {
+		return Order{}, err
+	}
+	if err := insertBundles(tx, o.ID, spec); err != nil {
+		return Order{}, err
+	}
+	if err := m.holdQuota(tx, o, spec); err != nil {
+		return Order{}, err
+	}
+	if pay := spec.MaxPayment(); pay > 0 {
+		h, err := m.ledger.WithTx(tx).PlaceHold(ctx, fmt.Sprintf("order/%d/hold", o.ID), ledger.TeamAccount(team.ID), pay, orderRef(o.ID))
+		if err != nil {
+			return Order{}, err
+		}
+		o.HoldID = &h.ID
+		if err := tx.Model(&o).Update("hold_id", h.ID).Error; err != nil {
+			return Order{}, err
+		}
+	}
+	return o, nil
+}
+
+// insertBundles stores an order's bundles and their items.
+func insertBundles(tx *gorm.DB, id int64, spec OrderSpec) error {
+	bundles := make([]orderBundle, len(spec.Bundles))
+	var items []orderItem
+	for k, b := range spec.Bundles {
+		bundles[k] = orderBundle{OrderID: id, Idx: k}
+		if spec.Limits != nil {
+			l := int64(spec.Limits[k])
+			bundles[k].BundleLimit = &l
+		}
+		for pool, q := range b {
+			items = append(items, orderItem{OrderID: id, BundleIdx: k, PoolID: pool, Quantity: q})
+		}
+	}
+	if err := tx.CreateInBatches(&bundles, chunkSize/4).Error; err != nil {
+		return err
+	}
+	return tx.CreateInBatches(&items, chunkSize/5).Error
 }
 
 func orderRef(id int64) string { return fmt.Sprintf("order:%d", id) }
 
 // holdQuota sets aside, per pool, the most quota any alternative of the order
-// sells, out of what the team holds and has not already set aside.
+// sells, out of what the team holds and has not already set aside. It locks the
+// team's holdings of those pools first, so concurrent offers of one team cannot
+// both take the same quota.
 func (m *Market) holdQuota(tx *gorm.DB, o Order, spec OrderSpec) error {
 	need := spec.QuotaToHold()
+	if len(need) == 0 {
+		return nil
+	}
 	pools := make([]string, 0, len(need))
 	for p := range need {
 		pools = append(pools, p)
 	}
 	sort.Strings(pools)
+	if err := lockHoldings(tx, o.TeamID, pools); err != nil {
+		return err
+	}
 	for _, pool := range pools {
 		var held, set int64
 		if err := tx.Table("holdings").Where("team_id = ? AND pool_id = ?", o.TeamID, pool).Select("COALESCE(SUM(quantity), 0)").Scan(&held).Error; err != nil {
@@ -182,7 +237,7 @@ func (m *Market) holdQuota(tx *gorm.DB, o Order, spec OrderSpec) error {
 		if err := tx.Table("quota_holds").Where("team_id = ? AND pool_id = ?", o.TeamID, pool).Select("COALESCE(SUM(quantity), 0)").Scan(&set).Error; err != nil {
 			return err
 		}
-		inUse, err := quotaInUse(tx, o.TeamID, pool, held-set, m.now())
+		inUse, err := m.committedQuota(tx, o.TeamID, pool, held-set)
 		if err != nil {
 			return err
 		}
@@ -191,20 +246,16 @@ func (m *Market) holdQuota(tx *gorm.DB, o Order, spec OrderSpec) error {
 				"bundles: team %s can offer at most %d units of %s (it holds %d, %d already offered, %d needed by its accepted reservations), not %d",
 				o.TeamID, max(held-set-inUse, 0), pool, held, set, inUse, need[pool])
 		}
-		if err := bumpPlan(tx); err != nil { // offered quota leaves the team's plan
-			return err
-		}
+	}
+	if err := bumpPlan(tx); err != nil { // offered quota leaves the team's plan
+		return err
+	}
+	for _, pool := range pools {
 		if err := tx.Create(&quotaHold{OrderID: o.ID, TeamID: o.TeamID, PoolID: pool, Quantity: need[pool]}).Error; err != nil {
 			return err
 		}
 	}
 	return nil
-}
-
-func teamIn(tx *gorm.DB, id string) (Team, error) {
-	var t Team
-	err := tx.Take(&t, "id = ?", id).Error
-	return t, notFound(err, "team: no team %q", id)
 }
 
 func poolsExist(tx *gorm.DB, spec OrderSpec) error {
@@ -235,82 +286,101 @@ func poolsExist(tx *gorm.DB, spec OrderSpec) error {
 	return nil
 }
 
-// releaseOrder frees an order's money hold and quota holds and sets its final
-// status, inside tx.
-func (m *Market) releaseOrder(ctx context.Context, tx *gorm.DB, o Order, status OrderStatus, why string) error {
-	if o.HoldID != nil {
-		if err := m.ledger.WithTx(tx).ReleaseHold(ctx, fmt.Sprintf("order/%d/release", o.ID), *o.HoldID); err != nil {
+// releaseOrder frees a live order's money hold and quota holds and moves it to a
+// final status, inside tx, which holds the order's row (and its auction's, shared).
+func (m *Market) releaseOrder(ctx context.Context, tx *gorm.DB, o Order, status OrderStatus) error {
+	if err := setStatus(tx, []int64{o.ID}, []OrderStatus{OrderOpen, OrderAwaitingApproval, OrderDraft}, status, m.now()); err != nil {
+		return err
+	}
+	var offered int64
+	if err := tx.Model(&quotaHold{}).Where("order_id = ?", o.ID).Count(&offered).Error; err != nil {
+		return err
+	}
+	if offered > 0 {
+		if err := bumpPlan(tx); err != nil { // quota set aside for the offer returns to the team's plan
+			return err
+		}
+		if err := tx.Where("order_id = ?", o.ID).Delete(&quotaHold{}).Error; err != nil {
 			return err
 		}
 	}
-	if err := bumpPlan(tx); err != nil { // quota set aside for offers returns to the team's plan
-		return err
+	if o.HoldID != nil {
+		return m.ledger.WithTx(tx).ReleaseHold(ctx, fmt.Sprintf("order/%d/%s", o.ID, status), *o.HoldID)
 	}
-	if err := tx.Where("order_id = ?", o.ID).Delete(&quotaHold{}).Error; err != nil {
-		return err
-	}
-	return tx.Model(&Order{}).Where("id = ?", o.ID).Updates(map[string]any{"status": status, "updated_at": m.now()}).Error
+	return nil
 }
 
-// liveOrder loads an order for a change by user, inside tx: the user must act for
-// its team (or be an operator), and the order must still be live.
-func liveOrder(tx *gorm.DB, by User, id int64) (Order, error) {
-	var o Order
-	if err := tx.Take(&o, "id = ?", id).Error; err != nil {
-		return Order{}, notFound(err, "order: no order %d", id)
-	}
-	if by.Role.OnTeam() && by.TeamID != o.TeamID {
-		return Order{}, clearhouse.Errorf(clearhouse.ENOTFOUND, "order: no order %d", id)
-	}
-	if !o.Status.Live() {
-		return Order{}, clearhouse.Errorf(clearhouse.ECONFLICT, "order: order %d is already %s", id, o.Status)
-	}
-	return o, nil
+// changeOrder runs fn on a live order of by's team inside one transaction, after
+// taking the locks of the package's order: the order's auction (shared), then the
+// order. It refuses an order of another team (ENOTFOUND), a final one, and one
+// whose auction is closing or whose bid window has ended (ECONFLICT).
+func (m *Market) changeOrder(ctx context.Context, by User, id int64, fn func(tx *gorm.DB, o Order) error) error {
+	defer m.interestChanged()
+	return m.db.Write.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		var peek Order
+		if err := tx.Take(&peek, "id = ?", id).Error; err != nil {
+			return notFound(err, "order: no order %d", id)
+		}
+		if by.Role.OnTeam() && by.TeamID != peek.TeamID {
+			return clearhouse.Errorf(clearhouse.ENOTFOUND, "order: no order %d", id)
+		}
+		if peek.AuctionID != nil {
+			a, err := shareAuction(tx, *peek.AuctionID)
+			if err != nil {
+				return err
+			}
+			if a.Status != AuctionOpen {
+				if !peek.Status.Live() {
+					return clearhouse.Errorf(clearhouse.ECONFLICT, "order: order %d is already %s", id, peek.Status)
+				}
+				return closingError(a)
+			}
+			if !m.now().Before(a.ClosesAt) {
+				return clearhouse.Errorf(clearhouse.ECONFLICT, "auction %d stopped taking changes at %s; its orders can no longer change",
+					a.ID, a.ClosesAt.Format("2006-01-02 15:04 MST"))
+			}
+		}
+		o, err := lockOrder(tx, id)
+		if err != nil {
+			return err
+		}
+		if !o.Status.Live() {
+			return clearhouse.Errorf(clearhouse.ECONFLICT, "order: order %d is already %s", id, o.Status)
+		}
+		return fn(tx, o)
+	})
 }
 
 // WithdrawOrder withdraws a live order while its auction still takes bids, and
 // releases its holds. Returns ENOTFOUND for another team's order and ECONFLICT when
-// the order is final or its auction is closing.
+// the order is final, its auction is closing or its bid window has ended.
 func (m *Market) WithdrawOrder(ctx context.Context, by User, id int64) error {
 	if !by.Role.OnTeam() {
 		return clearhouse.Errorf(clearhouse.EFORBIDDEN, "only the team's members withdraw its orders")
 	}
-	return m.db.Write.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-		o, err := liveOrder(tx, by, id)
-		if err != nil {
-			return err
-		}
-		if err := auctionTakesBids(tx, o.AuctionID); err != nil {
-			return err
-		}
-		return m.releaseOrder(ctx, tx, o, OrderWithdrawn, "withdrawn")
+	return m.changeOrder(ctx, by, id, func(tx *gorm.DB, o Order) error {
+		return m.releaseOrder(ctx, tx, o, OrderWithdrawn)
 	})
 }
 
 // DecideOrder approves or rejects an order awaiting approval. Only an owner of the
-// order's team decides. A rejected order's holds are released.
+// order's team decides. A rejected order's holds are released. ECONFLICT as for
+// WithdrawOrder, and for an order not awaiting approval.
 func (m *Market) DecideOrder(ctx context.Context, by User, id int64, approve bool) error {
 	if by.Role != RoleOwner {
 		return clearhouse.Errorf(clearhouse.EFORBIDDEN, "only a team owner approves orders")
 	}
-	return m.db.Write.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-		o, err := liveOrder(tx, by, id)
-		if err != nil {
-			return err
-		}
+	return m.changeOrder(ctx, by, id, func(tx *gorm.DB, o Order) error {
 		if o.Status != OrderAwaitingApproval {
 			return clearhouse.Errorf(clearhouse.ECONFLICT, "order: order %d is %s, not awaiting approval", id, o.Status)
-		}
-		if err := auctionTakesBids(tx, o.AuctionID); err != nil {
-			return err
 		}
 		if err := tx.Model(&Order{}).Where("id = ?", id).Update("decided_by", by.ID).Error; err != nil {
 			return err
 		}
 		if !approve {
-			return m.releaseOrder(ctx, tx, o, OrderRejected, "rejected")
+			return m.releaseOrder(ctx, tx, o, OrderRejected)
 		}
-		return tx.Model(&Order{}).Where("id = ?", id).Updates(map[string]any{"status": OrderOpen, "updated_at": m.now()}).Error
+		return setStatus(tx, []int64{id}, []OrderStatus{OrderAwaitingApproval}, OrderOpen, m.now())
 	})
 }
 
@@ -319,12 +389,40 @@ type OrderFilter struct {
 	Team      string
 	AuctionID int64
 	Statuses  []OrderStatus
+	Before    int64 // only orders with a smaller id: the next page after the order Before
 	Limit     int
+}
+
+// MaxPage is the most orders one page lists.
+const MaxPage = 500
+
+// OrderPage lists one page of orders, newest first, with their bundles and
+// provisional outcomes: at most f.Limit (1 to MaxPage; 50 when zero). next is the
+// Before of the following page, or 0 when this is the last.
+func (m *Market) OrderPage(ctx context.Context, f OrderFilter) (orders []OrderView, next int64, err error) {
+	if f.Limit <= 0 {
+		f.Limit = 50
+	}
+	f.Limit = min(f.Limit, MaxPage)
+	want := f.Limit
+	f.Limit++
+	vs, err := m.Orders(ctx, f)
+	if err != nil {
+		return nil, 0, err
+	}
+	if len(vs) > want {
+		vs = vs[:want]
+		next = vs[want-1].ID
+	}
+	return vs, next, nil
 }
 
 // Orders lists orders, newest first, with their bundles and provisional outcomes.
 func (m *Market) Orders(ctx context.Context, f OrderFilter) ([]OrderView, error) {
 	q := m.db.Read.WithContext(ctx).Order("id DESC")
+	if f.Before > 0 {
+		q = q.Where("id < ?", f.Before)
+	}
 	if f.Team != "" {
 		q = q.Where("team_id = ?", f.Team)
 	}
@@ -360,38 +458,23 @@ func (m *Market) Order(ctx context.Context, by User, id int64) (OrderView, error
 	return vs[0], nil
 }
 
-// views loads the bundles and latest provisional outcome of each order.
+// views loads the bundles and latest provisional outcome of each order, in
+// chunks, so any number of orders is fine.
 func (m *Market) views(_ context.Context, db *gorm.DB, os []Order) ([]OrderView, error) {
+	return loadViews(db, os, true)
+}
+
+// loadViews loads the orders' bundles and, with provisional, each one's latest
+// run outcome.
+func loadViews(db *gorm.DB, os []Order, provisional bool) ([]OrderView, error) {
 	if len(os) == 0 {
 		return nil, nil
 	}
+	byOrder := make(map[int64]*OrderView, len(os))
+	views := make([]OrderView, len(os))
 	ids := make([]int64, len(os))
 	for i, o := range os {
 		ids[i] = o.ID
-	}
-	var bundles []orderBundle
-	if err := db.Where("order_id IN ?", ids).Order("order_id, idx").Find(&bundles).Error; err != nil {
-		return nil, err
-	}
-	var items []orderItem
-	if err := db.Where("order_id IN ?", ids).Find(&items).Error; err != nil {
-		return nil, err
-	}
-	type latest struct {
-		OrderID     int64
-		RunID       int64
-		BundleIndex int
-		Payment     float64
-	}
-	var outs []latest
-	if err := db.Raw(`SELECT o.order_id, o.run_id, o.bundle_index, o.payment FROM run_outcomes o
-		WHERE o.order_id IN ? AND o.run_id = (SELECT MAX(run_id) FROM run_outcomes WHERE order_id = o.order_id)`, ids).
-		Scan(&outs).Error; err != nil {
-		return nil, err
-	}
-	byOrder := map[int64]*OrderView{}
-	views := make([]OrderView, len(os))
-	for i, o := range os {
 		views[i] = OrderView{Order: o, Spec: OrderSpec{Team: o.TeamID}}
 		if o.SharedLimit != nil {
 			l := ledger.Money(*o.SharedLimit)
@@ -399,21 +482,45 @@ func (m *Market) views(_ context.Context, db *gorm.DB, os []Order) ([]OrderView,
 		}
 		byOrder[o.ID] = &views[i]
 	}
-	for _, b := range bundles {
-		v := byOrder[b.OrderID]
-		v.Spec.Bundles = append(v.Spec.Bundles, Bundle{})
-		if b.BundleLimit != nil {
-			v.Spec.Limits = append(v.Spec.Limits, ledger.Money(*b.BundleLimit))
+	for part := range slices.Chunk(ids, chunkSize) {
+		var bundles []orderBundle
+		if err := db.Where("order_id IN ?", part).Order("order_id, idx").Find(&bundles).Error; err != nil {
+			return nil, err
 		}
-	}
-	for _, it := range items {
-		v := byOrder[it.OrderID]
-		if it.BundleIdx < len(v.Spec.Bundles) {
-			v.Spec.Bundles[it.BundleIdx][it.PoolID] = it.Quantity
+		for _, b := range bundles {
+			v := byOrder[b.OrderID]
+			v.Spec.Bundles = append(v.Spec.Bundles, Bundle{})
+			if b.BundleLimit != nil {
+				v.Spec.Limits = append(v.Spec.Limits, ledger.Money(*b.BundleLimit))
+			}
 		}
-	}
-	for _, l := range outs {
-		byOrder[l.OrderID].Provisional = &Outcome{RunID: l.RunID, BundleIndex: l.BundleIndex, Payment: l.Payment}
+		var items []orderItem
+		if err := db.Where("order_id IN ?", part).Find(&items).Error; err != nil {
+			return nil, err
+		}
+		for _, it := range items {
+			v := byOrder[it.OrderID]
+			if it.BundleIdx < len(v.Spec.Bundles) {
+				v.Spec.Bundles[it.BundleIdx][it.PoolID] = it.Quantity
+			}
+		}
+		if !provisional {
+			continue
+		}
+		var outs []struct {
+			OrderID     int64
+			RunID       int64
+			BundleIndex int
+			Payment     float64
+		}
+		if err := db.Raw(`SELECT o.order_id, o.run_id, o.bundle_index, o.payment FROM run_outcomes o
+			WHERE o.order_id IN ? AND o.run_id = (SELECT MAX(run_id) FROM run_outcomes WHERE order_id = o.order_id)`, part).
+			Scan(&outs).Error; err != nil {
+			return nil, err
+		}
+		for _, l := range outs {
+			byOrder[l.OrderID].Provisional = &Outcome{RunID: l.RunID, BundleIndex: l.BundleIndex, Payment: l.Payment}
+		}
 	}
 	return views, nil
 }
@@ -436,8 +543,59 @@ func (m *Market) OfferedQuota(ctx context.Context, team string) (map[string]int6
 // or sell (offers) in it with some alternative.
 type Interest struct{ Bids, Offers int }
 
-// OpenInterest returns each pool's open bids and offers in an auction.
+// OpenInterest returns each pool's open bids and offers in an auction. Counting
+// them reads every live order of the auction (a few hundred milliseconds at
+// 100,000 orders), so the counts are kept for a while: at most interestTTL old,
+// recounted after this server's own writes to the auction but at most once per
+// interestMinAge. The market summary says when they were counted.
 func (m *Market) OpenInterest(ctx context.Context, auctionID int64) (map[string]Interest, error) {
+	in, _, err := m.OpenInterestAt(ctx, auctionID)
+	return in, err
+}
+
+// How long open-interest counts are kept.
+const (
+	interestTTL    = 10 * time.Second
+	interestMinAge = time.Second
+)
+
+// interestCache holds the last count of one auction's open interest.
+type interestCache struct {
+	mu      sync.Mutex
+	auction int64
+	at      time.Time
+	stale   bool // this server wrote to the auction's orders since
+	counts  map[string]Interest
+}
+
+// OpenInterestAt is OpenInterest with the time the counts were made.
+func (m *Market) OpenInterestAt(ctx context.Context, auctionID int64) (map[string]Interest, time.Time, error) {
+	c := &m.interest
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	now := time.Now()
+	if c.counts != nil && c.auction == auctionID {
+		age := now.Sub(c.at)
+		if age < interestMinAge || (!c.stale && age < interestTTL) {
+			return c.counts, c.at, nil
+		}
+	}
+	counts, err := m.countInterest(ctx, auctionID)
+	if err != nil {
+		return nil, time.Time{}, err
+	}
+	c.auction, c.at, c.stale, c.counts = auctionID, now, false, counts
+	return counts, now, nil
+}
+
+// interestChanged marks the kept counts stale after a write to an auction's orders.
+func (m *Market) interestChanged() {
+	m.interest.mu.Lock()
+	m.interest.stale = true
+	m.interest.mu.Unlock()
+}
+
+func (m *Market) countInterest(ctx context.Context, auctionID int64) (map[string]Interest, error) {
 	var rows []struct {
 		PoolID string
 		Side   int

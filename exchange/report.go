@@ -2,8 +2,11 @@ package exchange
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"math"
+	"slices"
 	"sort"
 
 	"github.com/clearhouse/clearhouse/ledger"
@@ -30,68 +33,96 @@ type ReportLine struct {
 	Exact  float64 // the clock's payment in dollars, before rounding
 }
 
-// SettlementReport returns the report of a settled auction; before settlement the
-// lines are empty. Returns ENOTFOUND for an unknown auction.
+// SettlementReport returns the whole report of a settled auction; before
+// settlement the lines are empty. Returns ENOTFOUND for an unknown auction. For
+// pages, SettlementPage reads the totals and one page of lines.
 func (m *Market) SettlementReport(ctx context.Context, id int64) (SettlementReport, error) {
+	rep, _, err := m.SettlementPage(ctx, id, 0, 0)
+	return rep, err
+}
+
+// SettlementPage returns a settled auction's totals (over every line) and the
+// lines of orders after order id after, at most limit of them (0: all). next is
+// the after of the following page, or 0 when this is the last. Returns ENOTFOUND
+// for an unknown auction.
+func (m *Market) SettlementPage(ctx context.Context, id, after int64, limit int) (rep SettlementReport, next int64, err error) {
 	a, err := m.Auction(ctx, id)
 	if err != nil {
-		return SettlementReport{}, err
+		return SettlementReport{}, 0, err
 	}
-	rep := SettlementReport{Auction: a}
+	rep = SettlementReport{Auction: a}
 	db := m.db.Read.WithContext(ctx)
+	var totals struct {
+		Paid, Received int64
+		Exact          float64
+	}
+	if err := db.Raw(`SELECT COALESCE(SUM(CASE WHEN l.payment > 0 THEN l.payment ELSE 0 END), 0) AS paid,
+		COALESCE(SUM(CASE WHEN l.payment < 0 THEN -l.payment ELSE 0 END), 0) AS received,
+		COALESCE(SUM(CASE WHEN l.bundle_index >= 0 THEN o.payment ELSE 0 END), 0) AS exact
+		FROM settlement_lines l LEFT JOIN auction_runs r ON r.auction_id = l.auction_id AND r.binding
+		LEFT JOIN run_outcomes o ON o.run_id = r.id AND o.order_id = l.order_id
+		WHERE l.auction_id = ?`, id).Scan(&totals).Error; err != nil {
+		return rep, 0, err
+	}
+	rep.BuyersPaid, rep.SellersReceived = ledger.Money(totals.Paid), ledger.Money(totals.Received)
+	rep.TreasuryNet = rep.BuyersPaid - rep.SellersReceived
+	rep.Rounding = math.Round((rep.TreasuryNet.Dollars()-totals.Exact)*1e6) / 1e6
+	q := db.Where("auction_id = ? AND order_id > ?", id, after).Order("order_id")
+	if limit > 0 {
+		q = q.Limit(limit + 1)
+	}
 	var lines []SettlementLine
-	if err := db.Where("auction_id = ?", id).Order("order_id").Find(&lines).Error; err != nil {
-		return rep, err
+	if err := q.Find(&lines).Error; err != nil {
+		return rep, 0, err
 	}
+	if limit > 0 && len(lines) > limit {
+		lines = lines[:limit]
+		next = lines[limit-1].OrderID
+	}
+	rep.Lines, err = m.reportLines(db, id, lines)
+	return rep, next, err
+}
+
+// reportLines adds each line's bundle and unrounded payment.
+func (m *Market) reportLines(db *gorm.DB, auctionID int64, lines []SettlementLine) ([]ReportLine, error) {
 	if len(lines) == 0 {
-		return rep, nil
-	}
-	var run AuctionRun
-	if err := db.Where("auction_id = ? AND binding", id).Take(&run).Error; err != nil && !errors.Is(err, gorm.ErrRecordNotFound) {
-		return rep, err
-	}
-	var outs []runOutcome
-	if err := db.Where("run_id = ?", run.ID).Find(&outs).Error; err != nil {
-		return rep, err
-	}
-	exact := map[int64]float64{}
-	for _, o := range outs {
-		exact[o.OrderID] = o.Payment
+		return nil, nil
 	}
 	ids := make([]int64, len(lines))
 	for i, l := range lines {
 		ids[i] = l.OrderID
 	}
-	var os []Order
-	if err := db.Where("id IN ?", ids).Find(&os).Error; err != nil {
-		return rep, err
+	exact := map[int64]float64{}
+	for part := range slices.Chunk(ids, chunkSize) {
+		var outs []runOutcome
+		if err := db.Raw(`SELECT o.* FROM run_outcomes o JOIN auction_runs r ON r.id = o.run_id
+			WHERE r.auction_id = ? AND r.binding AND o.order_id IN ?`, auctionID, part).Scan(&outs).Error; err != nil {
+			return nil, err
+		}
+		for _, o := range outs {
+			exact[o.OrderID] = o.Payment
+		}
 	}
-	views, err := m.views(ctx, db, os)
+	os, err := ordersByID(db, ids)
 	if err != nil {
-		return rep, err
+		return nil, err
 	}
-	byID := map[int64]OrderView{}
+	views, err := loadViews(db, os, false)
+	if err != nil {
+		return nil, err
+	}
+	byID := make(map[int64]OrderView, len(views))
 	for _, v := range views {
 		byID[v.ID] = v
 	}
-	var exactSum float64
-	for _, l := range lines {
-		rl := ReportLine{SettlementLine: l, Exact: exact[l.OrderID]}
+	out := make([]ReportLine, len(lines))
+	for i, l := range lines {
+		out[i] = ReportLine{SettlementLine: l, Exact: exact[l.OrderID]}
 		if l.BundleIndex >= 0 {
-			rl.Bundle = byID[l.OrderID].Spec.Bundles[l.BundleIndex]
-			exactSum += rl.Exact
+			out[i].Bundle = byID[l.OrderID].Spec.Bundles[l.BundleIndex]
 		}
-		p := ledger.Money(l.Payment)
-		if p > 0 {
-			rep.BuyersPaid += p
-		} else {
-			rep.SellersReceived -= p
-		}
-		rep.Lines = append(rep.Lines, rl)
 	}
-	rep.TreasuryNet = rep.BuyersPaid - rep.SellersReceived
-	rep.Rounding = math.Round(((rep.TreasuryNet.Dollars())-exactSum)*1e6) / 1e6
-	return rep, nil
+	return out, nil
 }
 
 // AuctionStats are an operator's figures for one auction.
@@ -105,18 +136,84 @@ type AuctionStats struct {
 	Utilization   map[string]float64 // utilization of pools where trades settled
 }
 
+// statsRow is a row of auction_stats: an auction's figures, computed once when it
+// settles.
+type statsRow struct {
+	AuctionID     int64
+	Orders, Won   int
+	PremiumMedian *float64
+	PremiumMean   *float64
+	Utilization   string // JSON: pool -> utilization, for pools where trades settled
+}
+
+func (statsRow) TableName() string { return "auction_stats" }
+
+// figures works out an auction's statistics from its settlement: the orders that
+// took part, the winners, each winning buyer's bid premium, and the utilization
+// (fixed when the auction opened) of the pools where trades settled.
+func figures(a Auction, views []OrderView, lines []SettlementLine, aps []AuctionPool) (statsRow, error) {
+	util := map[string]float64{}
+	for _, ap := range aps {
+		util[ap.PoolID] = ap.Utilization
+	}
+	byID := make(map[int64]OrderView, len(views))
+	for _, v := range views {
+		byID[v.ID] = v
+	}
+	row := statsRow{AuctionID: a.ID, Orders: len(lines)}
+	settled := map[string]float64{}
+	var premiums []float64
+	for _, l := range lines {
+		if l.BundleIndex < 0 {
+			continue
+		}
+		row.Won++
+		v := byID[l.OrderID]
+		for pool := range v.Spec.Bundles[l.BundleIndex] {
+			settled[pool] = util[pool]
+		}
+		if l.Payment > 0 {
+			premiums = append(premiums, float64(v.Spec.LimitOf(l.BundleIndex))/float64(l.Payment)-1)
+		}
+	}
+	if len(premiums) > 0 {
+		med, mean := medianMean(premiums)
+		row.PremiumMedian, row.PremiumMean = &med, &mean
+	}
+	u, err := json.Marshal(settled)
+	row.Utilization = string(u)
+	return row, err
+}
+
+// recordFigures stores an auction's statistics inside its settlement's tx.
+func recordFigures(tx *gorm.DB, a Auction, views []OrderView, lines []SettlementLine) error {
+	var aps []AuctionPool
+	if err := tx.Where("auction_id = ?", a.ID).Find(&aps).Error; err != nil {
+		return err
+	}
+	row, err := figures(a, views, lines, aps)
+	if err != nil {
+		return err
+	}
+	return tx.Create(&row).Error
+}
+
 // Stats returns the operator's figures for the last n settled auctions, newest
 // first: share of orders settled, winning buyers' bid premium (limit over payment,
 // minus one: how much more they would have paid), each pool's price change against
 // the previous settled auction, and the utilization of pools where trades settled.
+// The figures of each auction were computed when it settled (or, for an auction
+// settled before they were kept, the first time they are asked for), so the page
+// costs the same whatever the auctions' size.
 func (m *Market) Stats(ctx context.Context, n int) ([]AuctionStats, error) {
+	db := m.db.Read.WithContext(ctx)
 	var as []Auction
-	if err := m.db.Read.WithContext(ctx).Where("status = ?", AuctionSettled).Order("closes_at DESC").Limit(n + 1).Find(&as).Error; err != nil {
+	if err := db.Where("status = ?", AuctionSettled).Order("closes_at DESC").Limit(n + 1).Find(&as).Error; err != nil {
 		return nil, err
 	}
 	prices := func(id int64) (map[string]float64, error) {
 		var rows []RunPrice
-		err := m.db.Read.WithContext(ctx).Raw(`SELECT p.* FROM run_prices p JOIN auction_runs r ON r.id = p.run_id WHERE r.auction_id = ? AND r.binding`, id).Scan(&rows).Error
+		err := db.Raw(`SELECT p.* FROM run_prices p JOIN auction_runs r ON r.id = p.run_id WHERE r.auction_id = ? AND r.binding`, id).Scan(&rows).Error
 		out := map[string]float64{}
 		for _, r := range rows {
 			out[r.PoolID] = r.Price
@@ -128,53 +225,21 @@ func (m *Market) Stats(ctx context.Context, n int) ([]AuctionStats, error) {
 		if i == n {
 			break
 		}
-		rep, err := m.SettlementReport(ctx, a.ID)
+		row, err := m.statsOf(ctx, a)
 		if err != nil {
 			return nil, err
 		}
-		st := AuctionStats{Auction: a, Orders: len(rep.Lines), PriceChange: map[string]float64{}, Utilization: map[string]float64{}}
-		var premiums []float64
-		ids := make([]int64, 0, len(rep.Lines))
-		for _, l := range rep.Lines {
-			ids = append(ids, l.OrderID)
+		st := AuctionStats{Auction: a, Orders: row.Orders, Won: row.Won, PremiumMedian: math.NaN(), PremiumMean: math.NaN(),
+			PriceChange: map[string]float64{}, Utilization: map[string]float64{}}
+		if row.PremiumMedian != nil {
+			st.PremiumMedian, st.PremiumMean = *row.PremiumMedian, *row.PremiumMean
 		}
-		var os []Order
-		if err := m.db.Read.WithContext(ctx).Where("id IN ?", ids).Find(&os).Error; err != nil {
-			return nil, err
-		}
-		views, err := m.views(ctx, m.db.Read.WithContext(ctx), os)
-		if err != nil {
-			return nil, err
-		}
-		byID := map[int64]OrderView{}
-		for _, v := range views {
-			byID[v.ID] = v
-		}
-		var aps []AuctionPool
-		if err := m.db.Read.WithContext(ctx).Where("auction_id = ?", a.ID).Find(&aps).Error; err != nil {
-			return nil, err
-		}
-		util := map[string]float64{}
-		for _, ap := range aps {
-			util[ap.PoolID] = ap.Utilization
-		}
-		for _, l := range rep.Lines {
-			if l.BundleIndex < 0 {
-				continue
-			}
-			st.Won++
-			for pool := range l.Bundle {
-				st.Utilization[pool] = util[pool]
-			}
-			if l.Payment > 0 {
-				limit := byID[l.OrderID].Spec.LimitOf(l.BundleIndex)
-				premiums = append(premiums, float64(limit)/float64(l.Payment)-1)
-			}
+		if err := json.Unmarshal([]byte(row.Utilization), &st.Utilization); err != nil {
+			return nil, fmt.Errorf("auction %d: statistics: %w", a.ID, err)
 		}
 		if st.Orders > 0 {
 			st.ShareSettled = float64(st.Won) / float64(st.Orders)
 		}
-		st.PremiumMedian, st.PremiumMean = medianMean(premiums)
 		if i+1 < len(as) {
 			now, err := prices(a.ID)
 			if err != nil {
@@ -195,6 +260,43 @@ func (m *Market) Stats(ctx context.Context, n int) ([]AuctionStats, error) {
 	return out, nil
 }
 
+// statsOf returns a settled auction's stored figures, working them out and storing
+// them the first time for an auction that settled before they were kept.
+func (m *Market) statsOf(ctx context.Context, a Auction) (statsRow, error) {
+	var row statsRow
+	err := m.db.Read.WithContext(ctx).Take(&row, "auction_id = ?", a.ID).Error
+	if !errors.Is(err, gorm.ErrRecordNotFound) {
+		return row, err
+	}
+	db := m.db.Read.WithContext(ctx)
+	var lines []SettlementLine
+	if err := db.Where("auction_id = ?", a.ID).Order("order_id").Find(&lines).Error; err != nil {
+		return row, err
+	}
+	ids := make([]int64, len(lines))
+	for i, l := range lines {
+		ids[i] = l.OrderID
+	}
+	os, err := ordersByID(db, ids)
+	if err != nil {
+		return row, err
+	}
+	views, err := loadViews(db, os, false)
+	if err != nil {
+		return row, err
+	}
+	err = m.db.Write.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		if tx.Take(&row, "auction_id = ?", a.ID).Error == nil {
+			return nil // another request stored them first
+		}
+		if err := recordFigures(tx, a, views, lines); err != nil {
+			return err
+		}
+		return tx.Take(&row, "auction_id = ?", a.ID).Error
+	})
+	return row, err
+}
+
 func medianMean(xs []float64) (median, mean float64) {
 	if len(xs) == 0 {
 		return math.NaN(), math.NaN()
@@ -209,4 +311,17 @@ func medianMean(xs []float64) (median, mean float64) {
 		return s[len(s)/2], mean
 	}
 	return (s[len(s)/2-1] + s[len(s)/2]) / 2, mean
+}
+
+// ordersByID loads orders by id, in chunks, in id order.
+func ordersByID(db *gorm.DB, ids []int64) ([]Order, error) {
+	out := make([]Order, 0, len(ids))
+	for part := range slices.Chunk(ids, chunkSize) {
+		var os []Order
+		if err := db.Where("id IN ?", part).Order("id").Find(&os).Error; err != nil {
+			return nil, err
+		}
+		out = append(out, os...)
+	}
+	return out, nil
 }

@@ -5,12 +5,14 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"strconv"
 
 	"github.com/clearhouse/clearhouse"
 	"github.com/clearhouse/clearhouse/auction"
 	"github.com/clearhouse/clearhouse/ledger"
+	"github.com/clearhouse/clearhouse/store"
 	"gorm.io/gorm"
 )
 
@@ -25,7 +27,7 @@ func (m *Market) instance(ctx context.Context, tx *gorm.DB, a Auction) (auction.
 	if err := tx.Where("auction_id = ? AND status = ?", a.ID, OrderOpen).Order("id").Find(&os).Error; err != nil {
 		return auction.Instance{}, nil, err
 	}
-	views, err := m.views(ctx, tx, os)
+	views, err := loadViews(tx, os, false)
 	if err != nil {
 		return auction.Instance{}, nil, err
 	}
@@ -85,17 +87,15 @@ func (m *Market) run(ctx context.Context, tx *gorm.DB, a Auction, binding bool) 
 		}
 	}
 	won := winnersOf(res)
-	outs := make([]runOutcome, len(views))
+	outs := make([][]any, len(views))
 	for i, v := range views {
-		outs[i] = runOutcome{RunID: r.ID, OrderID: v.ID, BundleIndex: -1}
+		outs[i] = []any{r.ID, v.ID, -1, 0.0}
 		if w, ok := won[v.ID]; ok {
-			outs[i].BundleIndex, outs[i].Payment = w.BundleIndex, w.Payment
+			outs[i][2], outs[i][3] = w.BundleIndex, w.Payment
 		}
 	}
-	if len(outs) > 0 {
-		if err := tx.CreateInBatches(&outs, 500).Error; err != nil {
-			return AuctionRun{}, auction.Result{}, nil, err
-		}
+	if _, err := store.Insert(tx, "run_outcomes", []string{"run_id", "order_id", "bundle_index", "payment"}, outs, ""); err != nil {
+		return AuctionRun{}, auction.Result{}, nil, err
 	}
 	return r, res, views, nil
 }
@@ -110,10 +110,16 @@ func winnersOf(res auction.Result) map[int64]auction.Winner {
 	return won
 }
 
+// bulkTables are the tables a run reads and settlement writes in bulk.
+var bulkTables = []string{"orders", "order_bundles", "order_items", "run_outcomes", "ledger_holds"}
+
 // Preview runs the clock on an open auction's orders and publishes the preliminary
 // prices and each order's provisional outcome. It changes no order, hold or budget.
 // Returns ECONFLICT when the auction is not open.
 func (m *Market) Preview(ctx context.Context, id int64) (AuctionRun, error) {
+	if err := m.db.Analyze(ctx, bulkTables...); err != nil {
+		return AuctionRun{}, err
+	}
 	var r AuctionRun
 	err := m.db.Write.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 		var a Auction
@@ -130,178 +136,260 @@ func (m *Market) Preview(ctx context.Context, id int64) (AuctionRun, error) {
 	return r, err
 }
 
-// Close runs the binding clock on an auction and settles it, all in one
-// transaction: winners' holds are captured for what they pay and the rest released,
-// sellers are paid from the treasury, quota moves, losers' holds are released, and
-// the auction is marked settled. Orders still awaiting approval are rejected. When
-// the clock does not converge the auction is marked failed, every order is released
-// as lost, and nothing is settled. Closing a settled or failed auction returns its
-// binding run and changes nothing. Returns ECONFLICT for an auction not yet open.
+// Close runs the binding clock on an auction and settles it. It first marks the
+// auction closing in a transaction of its own, which waits for order writes in
+// flight; from then on every write to the auction's orders is refused, so the
+// binding run sees exactly the orders whose writes were confirmed. Then, in one
+// transaction: orders still awaiting approval are rejected, the clock runs, and
+// winners' holds are captured for what they pay and the rest released, sellers are
+// paid from the treasury, quota moves, losers' holds are released, and the auction
+// is marked settled. When the clock does not converge the auction is marked
+// failed, every order is released as lost, and nothing is settled.
+//
+// Close is safe to repeat and to run concurrently (on one server or several): a
+// settled or failed auction returns its binding run and changes nothing; a close
+// interrupted after the first step is finished by the next. Returns ECONFLICT for
+// an auction not yet open, ENOTFOUND for an unknown one.
 func (m *Market) Close(ctx context.Context, id int64) (AuctionRun, error) {
-	var r AuctionRun
-	err := m.db.Write.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-		var a Auction
-		if err := tx.Take(&a, "id = ?", id).Error; err != nil {
-			return notFound(err, "auction: no auction %d", id)
+	defer m.interestChanged()
+	run, done, err := m.stopBidding(ctx, id)
+	if err != nil || done {
+		return run, err
+	}
+	if err := m.db.Analyze(ctx, bulkTables...); err != nil {
+		return AuctionRun{}, err
+	}
+	err = m.db.Write.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		a, err := lockAuction(tx, id)
+		if err != nil {
+			return err
+		}
+		switch a.Status {
+		case AuctionSettled, AuctionFailed: // another close finished first
+			return tx.Where("auction_id = ? AND binding", id).Take(&run).Error
+		case AuctionClosing:
+		default:
+			return clearhouse.Errorf(clearhouse.EINTERNAL, "auction %d is %s after it was marked closing", id, a.Status)
+		}
+		run, err = m.bindingRun(ctx, tx, a)
+		return err
+	})
+	return run, err
+}
+
+// stopBidding marks an open auction closing in its own transaction. done is true
+// (with the binding run) when the auction was already settled or failed.
+func (m *Market) stopBidding(ctx context.Context, id int64) (run AuctionRun, done bool, err error) {
+	err = m.db.Write.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		if err := enterGate(tx, id, true); err != nil { // waits for order writes in flight
+			return err
+		}
+		a, err := lockAuction(tx, id)
+		if err != nil {
+			return err
 		}
 		switch a.Status {
 		case AuctionSettled, AuctionFailed:
-			return tx.Where("auction_id = ? AND binding", id).Take(&r).Error
+			done = true
+			return tx.Where("auction_id = ? AND binding", id).Take(&run).Error
 		case AuctionScheduled:
-			return clearhouse.Errorf(clearhouse.ECONFLICT, "auction #%d has not opened yet", id)
+			return clearhouse.Errorf(clearhouse.ECONFLICT, "auction %d has not opened yet", id)
+		case AuctionOpen:
+			return tx.Model(&Auction{}).Where("id = ? AND status = ?", id, AuctionOpen).Update("status", AuctionClosing).Error
 		}
-		if err := tx.Model(&Auction{}).Where("id = ?", id).Update("status", AuctionClosing).Error; err != nil {
+		return nil // closing: an earlier close stopped bidding
+	})
+	return run, done, err
+}
+
+// bindingRun runs the clock on a closing auction and settles (or fails) it, inside
+// tx, which holds the auction's row.
+func (m *Market) bindingRun(ctx context.Context, tx *gorm.DB, a Auction) (AuctionRun, error) {
+	var waiting []Order
+	if err := tx.Where("auction_id = ? AND status = ?", a.ID, OrderAwaitingApproval).Order("id").Find(&waiting).Error; err != nil {
+		return AuctionRun{}, err
+	}
+	run, res, views, err := m.run(ctx, tx, a, true)
+	if err != nil {
+		return AuctionRun{}, err
+	}
+	if !res.Converged {
+		if err := m.settle(ctx, tx, a, auction.Result{}, views, waiting); err != nil {
+			return AuctionRun{}, err
+		}
+		return run, tx.Model(&Auction{}).Where("id = ?", a.ID).Updates(map[string]any{
+			"status": AuctionFailed, "failure": fmt.Sprintf("the clock did not converge in %d rounds", res.Rounds)}).Error
+	}
+	if err := m.settle(ctx, tx, a, res, views, waiting); err != nil {
+		return AuctionRun{}, err
+	}
+	return run, tx.Model(&Auction{}).Where("id = ?", a.ID).Updates(map[string]any{"status": AuctionSettled, "settled_at": m.now()}).Error
+}
+
+// settlement is what settling an auction moves, worked out before anything is
+// written.
+type settlement struct {
+	batch      ledger.Batch
+	capturedBy []int // line index of each capture
+	payoutBy   []int // line index of each payout
+	lines      []SettlementLine
+	holdings   map[[2]string]int64
+	won, lost  []int64
+	rejected   []int64
+}
+
+// settle moves money and quota for the binding run's result res, inside tx, in
+// bulk: winners' holds are captured (what they pay goes to the treasury), sellers
+// are paid from the treasury, losers' and rejected orders' holds are released,
+// quota moves, and each order of the run gets a settlement line. A result with no
+// winners (a run that did not converge) releases everything. Every order has its
+// own journal entry and idempotency key; every status write is conditional on the
+// status it expects; locks follow the package's order.
+func (m *Market) settle(ctx context.Context, tx *gorm.DB, a Auction, res auction.Result, views []OrderView, waiting []Order) error {
+	st, err := workOut(a, res, views, waiting)
+	if err != nil {
+		return err
+	}
+	now := m.now()
+	for _, set := range []struct {
+		ids  []int64
+		from OrderStatus
+		to   OrderStatus
+	}{{st.won, OrderOpen, OrderWon}, {st.lost, OrderOpen, OrderLost}, {st.rejected, OrderAwaitingApproval, OrderRejected}} {
+		if err := setStatus(tx, set.ids, []OrderStatus{set.from}, set.to, now); err != nil {
 			return err
 		}
-		var waiting []Order
-		if err := tx.Where("auction_id = ? AND status = ?", id, OrderAwaitingApproval).Find(&waiting).Error; err != nil {
-			return err
-		}
-		for _, o := range waiting {
-			if err := m.releaseOrder(ctx, tx, o, OrderRejected, "not approved before the auction closed"); err != nil {
+	}
+	if err := moveHoldings(tx, st.holdings); err != nil {
+		return err
+	}
+	if err := bumpPlan(tx); err != nil { // quotas moved: every server rebuilds its reservation plan
+		return err
+	}
+	for _, ids := range [][]int64{st.won, st.lost, st.rejected} {
+		for part := range slices.Chunk(ids, chunkSize) {
+			if err := tx.Where("order_id IN ?", part).Delete(&quotaHold{}).Error; err != nil {
 				return err
 			}
 		}
-		run, res, views, err := m.run(ctx, tx, a, true)
-		if err != nil {
+	}
+	out, err := m.ledger.WithTx(tx).Apply(ctx, st.batch)
+	if err != nil {
+		return err
+	}
+	for j, e := range out.Captured {
+		if e.ID != 0 {
+			id := e.ID
+			st.lines[st.capturedBy[j]].EntryID = &id
+		}
+	}
+	for j, e := range out.Posted {
+		id := e.ID
+		st.lines[st.payoutBy[j]].EntryID = &id
+	}
+	if res.Converged {
+		if err := recordFigures(tx, a, views, st.lines); err != nil {
 			return err
 		}
-		r = run
-		if !res.Converged {
-			for _, v := range views {
-				if err := m.releaseOrder(ctx, tx, v.Order, OrderLost, "the auction did not converge"); err != nil {
-					return err
-				}
-			}
-			return tx.Model(&Auction{}).Where("id = ?", id).Updates(map[string]any{
-				"status": AuctionFailed, "failure": fmt.Sprintf("the clock did not converge in %d rounds", res.Rounds)}).Error
-		}
-		if err := m.settle(ctx, tx, a, res, views); err != nil {
-			return err
-		}
-		now := m.now()
-		return tx.Model(&Auction{}).Where("id = ?", id).Updates(map[string]any{"status": AuctionSettled, "settled_at": now}).Error
-	})
-	return r, err
+	}
+	rows := make([][]any, len(st.lines))
+	for i, l := range st.lines {
+		rows[i] = []any{l.AuctionID, l.OrderID, l.TeamID, l.BundleIndex, l.Payment, l.EntryID}
+	}
+	_, err = store.Insert(tx, "settlement_lines", []string{"auction_id", "order_id", "team_id", "bundle_index", "payment", "entry_id"}, rows, "")
+	return err
 }
 
-// settle moves money and quota for a converged binding run, inside tx, in bulk:
-// winners' holds are captured (what they pay goes to the treasury), sellers are paid
-// from the treasury, losers' holds are released, quota moves, and each order gets a
-// settlement line. Every order has its own journal entry and idempotency key.
-func (m *Market) settle(ctx context.Context, tx *gorm.DB, a Auction, res auction.Result, views []OrderView) error {
-	l := m.ledger.WithTx(tx)
+// workOut works out a settlement from the run's result.
+func workOut(a Auction, res auction.Result, views []OrderView, waiting []Order) (settlement, error) {
 	ref := fmt.Sprintf("auction:%d", a.ID)
 	won := winnersOf(res)
-	var captures []ledger.Capture
-	var capturedBy []int // view index of each capture
-	var releases []ledger.Release
-	var payouts []ledger.NewEntry
-	var payoutBy []int
-	lines := make([]SettlementLine, len(views))
-	holdings := map[[2]string]int64{}
-	var wonIDs, lostIDs []int64
+	st := settlement{lines: make([]SettlementLine, len(views)), holdings: map[[2]string]int64{}}
+	for _, o := range waiting {
+		st.rejected = append(st.rejected, o.ID)
+		if o.HoldID != nil {
+			st.batch.Releases = append(st.batch.Releases, ledger.Release{Key: fmt.Sprintf("settle/%d/order/%d/reject", a.ID, o.ID), HoldID: *o.HoldID})
+		}
+	}
 	for i, v := range views {
-		lines[i] = SettlementLine{AuctionID: a.ID, OrderID: v.ID, TeamID: v.TeamID, BundleIndex: -1}
+		st.lines[i] = SettlementLine{AuctionID: a.ID, OrderID: v.ID, TeamID: v.TeamID, BundleIndex: -1}
 		key := fmt.Sprintf("settle/%d/order/%d", a.ID, v.ID)
 		w, ok := won[v.ID]
 		if !ok {
-			lostIDs = append(lostIDs, v.ID)
+			st.lost = append(st.lost, v.ID)
 			if v.HoldID != nil {
-				releases = append(releases, ledger.Release{Key: fmt.Sprintf("order/%d/release", v.ID), HoldID: *v.HoldID})
+				st.batch.Releases = append(st.batch.Releases, ledger.Release{Key: key + "/release", HoldID: *v.HoldID})
 			}
 			continue
 		}
-		wonIDs = append(wonIDs, v.ID)
+		st.won = append(st.won, v.ID)
 		pay, err := roundPayment(w.Payment)
 		if err != nil {
-			return fmt.Errorf("order %d: %w", v.ID, err)
+			return settlement{}, fmt.Errorf("order %d: %w", v.ID, err)
 		}
 		switch {
 		case pay > 0 && v.HoldID != nil:
 			// The proxy only demands a bundle it can afford, so the payment is within the
 			// hold; the clamp only guards the last micro-dollar of float rounding.
 			pay = min(pay, v.Spec.MaxPayment())
-			captures = append(captures, ledger.Capture{Key: key, HoldID: *v.HoldID, Amount: pay, To: ledger.Treasury, Reason: ledger.ReasonSettlement, Ref: ref})
-			capturedBy = append(capturedBy, i)
+			st.batch.Captures = append(st.batch.Captures, ledger.Capture{Key: key, HoldID: *v.HoldID, Amount: pay, To: ledger.Treasury, Reason: ledger.ReasonSettlement, Ref: ref})
+			st.capturedBy = append(st.capturedBy, i)
 		case pay > 0:
-			return clearhouse.Errorf(clearhouse.EINTERNAL, "order %d pays %s but holds nothing", v.ID, pay)
+			return settlement{}, clearhouse.Errorf(clearhouse.EINTERNAL, "order %d pays %s but holds nothing", v.ID, pay)
 		default:
 			if v.HoldID != nil {
-				releases = append(releases, ledger.Release{Key: key + "/release", HoldID: *v.HoldID})
+				st.batch.Releases = append(st.batch.Releases, ledger.Release{Key: key + "/release", HoldID: *v.HoldID})
 			}
 			if pay < 0 {
-				payouts = append(payouts, ledger.NewEntry{Key: key, Reason: ledger.ReasonSettlement, Ref: ref,
+				st.batch.Entries = append(st.batch.Entries, ledger.NewEntry{Key: key, Reason: ledger.ReasonSettlement, Ref: ref,
 					Memo:     fmt.Sprintf("order %d sold in auction %d", v.ID, a.ID),
 					Postings: []ledger.Posting{{Account: ledger.Treasury, Amount: pay}, {Account: ledger.TeamAccount(v.TeamID), Amount: -pay}}})
-				payoutBy = append(payoutBy, i)
+				st.payoutBy = append(st.payoutBy, i)
 			}
 		}
 		for pool, q := range v.Spec.Bundles[w.BundleIndex] {
-			holdings[[2]string{v.TeamID, pool}] += q
+			st.holdings[[2]string{v.TeamID, pool}] += q
 		}
-		lines[i].BundleIndex, lines[i].Payment = w.BundleIndex, int64(pay)
+		st.lines[i].BundleIndex, st.lines[i].Payment = w.BundleIndex, int64(pay)
 	}
-	if err := l.ReleaseHolds(ctx, releases); err != nil {
-		return err
-	}
-	entries, err := l.CaptureHolds(ctx, captures)
-	if err != nil {
-		return err
-	}
-	for j, e := range entries {
-		if e.ID != 0 {
-			id := e.ID
-			lines[capturedBy[j]].EntryID = &id
+	return st, nil
+}
+
+// moveHoldings applies quota moves per (team, pool): it locks the holdings that
+// exist in (team, pool) order, then applies sellers' moves before buyers' so that
+// no holding ever goes negative while buyers' grow.
+func moveHoldings(tx *gorm.DB, moves map[[2]string]int64) error {
+	keys := make([][2]string, 0, len(moves))
+	byTeam := map[string][]string{}
+	for k, q := range moves {
+		if q != 0 {
+			keys = append(keys, k)
+			byTeam[k[0]] = append(byTeam[k[0]], k[1])
 		}
 	}
-	for j, ne := range payouts {
-		e, err := l.Post(ctx, ne)
-		if err != nil {
-			return err
-		}
-		id := e.ID
-		lines[payoutBy[j]].EntryID = &id
+	teams := make([]string, 0, len(byTeam))
+	for t := range byTeam {
+		teams = append(teams, t)
 	}
-	// Quota moves per team and pool; sellers' quota comes first so that no holding
-	// ever goes negative while buyers' grows.
-	keys := make([][2]string, 0, len(holdings))
-	for k := range holdings {
-		keys = append(keys, k)
+	sort.Strings(teams)
+	for _, t := range teams {
+		sort.Strings(byTeam[t])
+		for part := range slices.Chunk(byTeam[t], chunkSize) {
+			if err := lockHoldings(tx, t, part); err != nil {
+				return err
+			}
+		}
 	}
 	sort.Slice(keys, func(i, j int) bool {
-		if (holdings[keys[i]] < 0) != (holdings[keys[j]] < 0) {
-			return holdings[keys[i]] < 0
+		if (moves[keys[i]] < 0) != (moves[keys[j]] < 0) {
+			return moves[keys[i]] < 0
 		}
 		return keys[i][0]+"/"+keys[i][1] < keys[j][0]+"/"+keys[j][1]
 	})
 	for _, k := range keys {
-		if q := holdings[k]; q != 0 {
-			if err := addHolding(tx, k[0], k[1], q); err != nil {
-				return fmt.Errorf("team %s: quota of %s: %w", k[0], k[1], err)
-			}
+		if err := addHolding(tx, k[0], k[1], moves[k]); err != nil {
+			return fmt.Errorf("team %s: quota of %s: %w", k[0], k[1], err)
 		}
-	}
-	if err := bumpPlan(tx); err != nil { // quotas moved: every server rebuilds its reservation plan
-		return err
-	}
-	now := m.now()
-	for _, set := range []struct {
-		ids    []int64
-		status OrderStatus
-	}{{wonIDs, OrderWon}, {lostIDs, OrderLost}} {
-		for lo := 0; lo < len(set.ids); lo += 500 {
-			part := set.ids[lo:min(lo+500, len(set.ids))]
-			if err := tx.Where("order_id IN ?", part).Delete(&quotaHold{}).Error; err != nil {
-				return err
-			}
-			if err := tx.Model(&Order{}).Where("id IN ?", part).Updates(map[string]any{"status": set.status, "updated_at": now}).Error; err != nil {
-				return err
-			}
-		}
-	}
-	if len(lines) > 0 {
-		return tx.CreateInBatches(&lines, 500).Error
 	}
 	return nil
 }

@@ -24,15 +24,15 @@ type snapshot struct {
 
 func (mk *market) snapshot() snapshot {
 	ctx := context.Background()
-	a, _ := mk.m.Auction(ctx, mk.auctID)
+	a, _ := mk.M.Auction(ctx, mk.AuctionID)
 	s := snapshot{auction: a.Status, balances: map[string]ledger.Balance{}}
 	for _, t := range []string{"search", "ads", "ml"} {
-		s.balances[t] = mk.balance(t)
+		s.balances[t] = mk.Balance(t)
 	}
-	hs, _ := mk.m.Holdings(ctx, "")
+	hs, _ := mk.M.Holdings(ctx, "")
 	s.holdings = fmt.Sprint(hs)
-	mk.db.Read.Table("ledger_entries").Count(&s.entries)
-	mk.db.Read.Table("settlement_lines").Count(&s.lines)
+	mk.DB.Read.Table("ledger_entries").Count(&s.entries)
+	mk.DB.Read.Table("settlement_lines").Count(&s.lines)
 	return s
 }
 
@@ -51,7 +51,7 @@ func TestASettlementCutShortChangesNothing(t *testing.T) {
 		{"member@ads", exchange.OrderSpec{Team: "ads", Limit: money(-10), Bundles: []exchange.Bundle{{"us-east/cpu": -20}}}},
 		{"owner@ml", exchange.OrderSpec{Team: "ml", Limit: money(200), Bundles: []exchange.Bundle{{"us-east/cpu": 30}}}},
 	} {
-		if _, err := mk.order(o.who, o.spec); err != nil {
+		if _, err := mk.Order(o.who, o.spec); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -59,22 +59,31 @@ func TestASettlementCutShortChangesNothing(t *testing.T) {
 	if err := db.Write.Exec(`CREATE TRIGGER crash BEFORE INSERT ON settlement_lines BEGIN SELECT RAISE(ABORT, 'simulated crash'); END`).Error; err != nil {
 		t.Fatal(err)
 	}
-	if _, err := mk.m.Close(ctx, mk.auctID); err == nil {
+	if _, err := mk.M.Close(ctx, mk.AuctionID); err == nil {
 		t.Fatal("the cut-short settlement reported success")
 	}
-	if after := mk.snapshot(); fmt.Sprint(after) != fmt.Sprint(before) {
+	// Bidding stopped (the first step committed), and nothing else moved.
+	after := mk.snapshot()
+	if after.auction != exchange.AuctionClosing {
+		t.Fatalf("after the cut-short close the auction is %s, want closing", after.auction)
+	}
+	after.auction = before.auction
+	if fmt.Sprint(after) != fmt.Sprint(before) {
 		t.Fatalf("a failed settlement changed state:\n before %+v\n after  %+v", before, after)
+	}
+	if _, err := mk.Order("member@search", exchange.OrderSpec{Team: "search", Limit: money(1), Bundles: []exchange.Bundle{{"eu-west/cpu": 1}}}); clearhouse.ErrorCode(err) != clearhouse.ECONFLICT {
+		t.Fatalf("an order placed in a closing auction: %v, want a conflict", err)
 	}
 	db.Write.Exec(`DROP TRIGGER crash`)
 	// The next tick (or `clearhouse auction close`) finishes the job.
-	if _, err := mk.m.Close(ctx, mk.auctID); err != nil {
+	if _, err := mk.M.Close(ctx, mk.AuctionID); err != nil {
 		t.Fatal(err)
 	}
 	settled := mk.snapshot()
 	if settled.auction != exchange.AuctionSettled || settled.lines != 3 {
 		t.Fatalf("after the retry: %+v", settled)
 	}
-	if _, err := mk.m.Close(ctx, mk.auctID); err != nil {
+	if _, err := mk.M.Close(ctx, mk.AuctionID); err != nil {
 		t.Fatal(err)
 	}
 	if again := mk.snapshot(); fmt.Sprint(again) != fmt.Sprint(settled) {
@@ -112,7 +121,13 @@ func TestSettlementOfRandomMarketsAgreesWithTheEngine(t *testing.T) {
 				bundles = append(bundles, b)
 			}
 			spec := exchange.OrderSpec{Team: team, Bundles: bundles, Limit: money(float64(rng.IntN(200)) - 20)}
-			_, err := mk.order("owner@"+team, spec)
+			switch spec.Kind() { // bids pay a positive limit, offers receive (limit <= 0)
+			case "bid":
+				spec.Limit = money(float64(1 + rng.IntN(200)))
+			case "offer":
+				spec.Limit = money(-float64(rng.IntN(20)))
+			}
+			_, err := mk.Order("owner@"+team, spec)
 			if code := clearhouse.ErrorCode(err); err != nil && code != clearhouse.EUNPROCESSABLE {
 				t.Fatal(err)
 			}
@@ -123,11 +138,11 @@ func TestSettlementOfRandomMarketsAgreesWithTheEngine(t *testing.T) {
 		if placed < 20 {
 			t.Fatalf("only %d orders placed", placed)
 		}
-		run, err := mk.m.Close(ctx, mk.auctID)
+		run, err := mk.M.Close(ctx, mk.AuctionID)
 		if err != nil || !run.Converged {
 			t.Fatalf("close: %+v %v", run, err)
 		}
-		rep, err := mk.m.SettlementReport(ctx, mk.auctID)
+		rep, err := mk.M.SettlementReport(ctx, mk.AuctionID)
 		if err != nil || len(rep.Lines) != placed {
 			t.Fatalf("report: %d lines of %d orders, %v", len(rep.Lines), placed, err)
 		}
@@ -149,11 +164,11 @@ func TestSettlementOfRandomMarketsAgreesWithTheEngine(t *testing.T) {
 			paid[l.TeamID] += ledger.Money(l.Payment)
 		}
 		for team, budget := range map[string]ledger.Money{"search": 1000 * ledger.Dollar, "ads": 500 * ledger.Dollar, "ml": 2000 * ledger.Dollar} {
-			if b := mk.balance(team); b.Posted != budget-paid[team] || b.Held != 0 {
+			if b := mk.Balance(team); b.Posted != budget-paid[team] || b.Held != 0 {
 				t.Fatalf("%s: %+v, paid %s", team, b, paid[team])
 			}
 		}
-		tb, _ := mk.l.TrialBalance(ctx)
+		tb, _ := mk.L.TrialBalance(ctx)
 		var sum ledger.Money
 		for _, a := range tb {
 			sum += a.Posted
@@ -164,7 +179,7 @@ func TestSettlementOfRandomMarketsAgreesWithTheEngine(t *testing.T) {
 		for _, p := range pools {
 			var held int64
 			db.Read.Table("holdings").Where("pool_id = ?", p).Select("COALESCE(SUM(quantity),0)").Scan(&held)
-			pool, _ := mk.m.Pool(ctx, p)
+			pool, _ := mk.M.Pool(ctx, p)
 			if held > pool.Capacity {
 				t.Fatalf("%s: %d held of %d", p, held, pool.Capacity)
 			}

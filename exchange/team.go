@@ -81,14 +81,33 @@ func (m *Market) AddTeam(ctx context.Context, nt NewTeam) (Team, error) {
 	return t, nil
 }
 
-// Grant moves amount from the grants account to a team's budget (a negative amount
-// takes budget back, never below what the team has available). The key makes a
-// repeated grant a no-op. Returns ENOTFOUND for an unknown team, EINVALID for a zero
-// amount and EUNPROCESSABLE when a take-back exceeds the team's available budget.
+// Grant moves a positive amount from the grants account to a team's budget. The
+// key makes a repeated grant a no-op. Returns ENOTFOUND for an unknown team and
+// EINVALID for an amount that is not positive (budget is taken back with TakeBack).
 func (m *Market) Grant(ctx context.Context, key, team string, amount ledger.Money, memo string) (ledger.Entry, error) {
-	if amount == 0 {
-		return ledger.Entry{}, clearhouse.Errorf(clearhouse.EINVALID, "amount: must not be zero")
+	if amount <= 0 {
+		return ledger.Entry{}, clearhouse.Errorf(clearhouse.EINVALID, "amount: a grant must be positive; take budget back with a take-back")
 	}
+	return m.moveBudget(ctx, key, team, amount, memo)
+}
+
+// TakeBack moves a positive amount from a team's budget back to the grants account,
+// never below what the team has available. The key makes a repeat a no-op. Returns
+// ENOTFOUND for an unknown team, EINVALID for an amount that is not positive and
+// EUNPROCESSABLE when the team has less available.
+func (m *Market) TakeBack(ctx context.Context, key, team string, amount ledger.Money, memo string) (ledger.Entry, error) {
+	if amount <= 0 {
+		return ledger.Entry{}, clearhouse.Errorf(clearhouse.EINVALID, "amount: the amount to take back must be positive")
+	}
+	neg, err := amount.Neg()
+	if err != nil {
+		return ledger.Entry{}, err
+	}
+	return m.moveBudget(ctx, key, team, neg, memo)
+}
+
+// moveBudget posts amount from grants to team (negative: back).
+func (m *Market) moveBudget(ctx context.Context, key, team string, amount ledger.Money, memo string) (ledger.Entry, error) {
 	if _, err := m.Team(ctx, team); err != nil {
 		return ledger.Entry{}, err
 	}

@@ -60,7 +60,8 @@ func Nav(v *Viewer) []NavItem {
 		items = append(items, NavItem{"finance", "Finance", "/finance"})
 	}
 	if v.Can("operator") {
-		items = append(items, NavItem{"operate", "Operate", "/operate"}, NavItem{"schedule", "Scheduler", "/operate/schedule"})
+		items = append(items, NavItem{"operate", "Operate", "/operate"}, NavItem{"schedule", "Scheduler", "/operate/schedule"},
+			NavItem{"access", "Access", "/operate/access"})
 	}
 	return items
 }

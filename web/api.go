@@ -1,10 +1,7 @@
 package web
 
 import (
-	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"strconv"
 	"time"
@@ -258,7 +255,23 @@ func toAPIOrder(v exchange.OrderView) apiOrderBody {
 
 func (s *Server) apiOrders(c *gin.Context) {
 	u := userOf(c)
-	f := exchange.OrderFilter{Limit: 500}
+	f := exchange.OrderFilter{Limit: 100}
+	if l := c.Query("limit"); l != "" {
+		n, err := strconv.Atoi(l)
+		if err != nil || n < 1 || n > exchange.MaxPage {
+			s.fail(c, clearhouse.Errorf(clearhouse.EINVALID, "limit: must be a whole number from 1 to %d", exchange.MaxPage))
+			return
+		}
+		f.Limit = n
+	}
+	if b := c.Query("before"); b != "" {
+		n, err := strconv.ParseInt(b, 10, 64)
+		if err != nil || n < 1 {
+			s.fail(c, clearhouse.Errorf(clearhouse.EINVALID, "before: must be an order id"))
+			return
+		}
+		f.Before = n
+	}
 	if u.Role.OnTeam() {
 		f.Team = u.TeamID
 	} else {
@@ -275,7 +288,7 @@ func (s *Server) apiOrders(c *gin.Context) {
 		}
 		f.AuctionID = id
 	}
-	vs, err := s.svc.Market.Orders(c.Request.Context(), f)
+	vs, next, err := s.svc.Market.OrderPage(c.Request.Context(), f)
 	if err != nil {
 		s.fail(c, err)
 		return
@@ -284,7 +297,13 @@ func (s *Server) apiOrders(c *gin.Context) {
 	for _, v := range vs {
 		out = append(out, toAPIOrder(v))
 	}
-	c.JSON(http.StatusOK, gin.H{"orders": out})
+	body := gin.H{"orders": out}
+	if next != 0 {
+		q := c.Request.URL.Query()
+		q.Set("before", strconv.FormatInt(next, 10))
+		body["next"] = c.Request.URL.Path + "?" + q.Encode()
+	}
+	c.JSON(http.StatusOK, body)
 }
 
 func (s *Server) apiOrder(c *gin.Context) {
@@ -299,19 +318,6 @@ func (s *Server) apiOrder(c *gin.Context) {
 		return
 	}
 	c.JSON(http.StatusOK, toAPIOrder(v))
-}
-
-// decodeJSON reads a strict JSON body of at most 1 MiB into v.
-func decodeJSON(c *gin.Context, v any) error {
-	dec := json.NewDecoder(http.MaxBytesReader(c.Writer, c.Request.Body, 1<<20))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		return clearhouse.Errorf(clearhouse.EINVALID, "body: %v", err)
-	}
-	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		return clearhouse.Errorf(clearhouse.EINVALID, "body: unexpected data after the JSON object")
-	}
-	return nil
 }
 
 func (s *Server) apiPlaceOrder(c *gin.Context) {

@@ -6,6 +6,7 @@ import (
 
 	"github.com/clearhouse/clearhouse"
 	"github.com/clearhouse/clearhouse/exchange"
+	"github.com/clearhouse/clearhouse/fleet"
 	"github.com/gin-gonic/gin"
 )
 
@@ -62,7 +63,7 @@ type APIAllocation struct {
 	Waiting  []apiAssignment `json:"waiting"`
 }
 
-func toAPIAssignments(as []exchange.Assignment) []apiAssignment {
+func toAPIAssignments(as []fleet.Assignment) []apiAssignment {
 	out := []apiAssignment{}
 	for _, a := range as {
 		out = append(out, apiAssignment{Reservation: a.Reservation, Request: a.Request, Team: a.Team, Configuration: a.Configuration,
@@ -114,18 +115,18 @@ func (s *Server) apiClusterUpdates(c *gin.Context) {
 		s.fail(c, err)
 		return
 	}
-	var rep exchange.AgentReport
+	var rep fleet.AgentReport
 	for _, x := range body.Capacity {
-		rep.Capacity = append(rep.Capacity, exchange.CapacityReport{Pool: x.Pool, From: x.From, To: x.To, Units: x.Units})
+		rep.Capacity = append(rep.Capacity, fleet.CapacityReport{Pool: x.Pool, From: x.From, To: x.To, Units: x.Units})
 	}
 	for _, x := range body.Ends {
-		rep.Ends = append(rep.Ends, exchange.EndReport{Reservation: x.Reservation, Request: x.Request, At: x.At, Failed: x.Failed})
+		rep.Ends = append(rep.Ends, fleet.EndReport{Reservation: x.Reservation, Request: x.Request, At: x.At, Failed: x.Failed})
 	}
 	for _, x := range body.Usage {
-		rep.Usage = append(rep.Usage, exchange.UsageReport{Reservation: x.Reservation, Request: x.Request, Pool: x.Pool, Units: x.Units})
+		rep.Usage = append(rep.Usage, fleet.UsageReport{Reservation: x.Reservation, Request: x.Request, Pool: x.Pool, Units: x.Units})
 	}
 	for _, x := range body.Waiting {
-		rep.Waiting = append(rep.Waiting, exchange.WaitingReport{Reservation: x.Reservation, Request: x.Request, Tasks: x.Tasks})
+		rep.Waiting = append(rep.Waiting, fleet.WaitingReport{Reservation: x.Reservation, Request: x.Request, Tasks: x.Tasks})
 	}
 	res, err := s.svc.Reservations.Report(c.Request.Context(), c.Param("cluster"), rep)
 	if err != nil {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/clearhouse/clearhouse"
 	"github.com/clearhouse/clearhouse/exchange"
+	"github.com/clearhouse/clearhouse/fleet"
 	"github.com/clearhouse/clearhouse/ledger"
 	"github.com/gin-gonic/gin"
 )
@@ -36,8 +37,8 @@ type apiRequestInput struct {
 
 // definition converts the body to the domain's definition, naming the field of a
 // malformed value, duration or time.
-func (b apiDefinition) definition(needValue bool) (exchange.Definition, error) {
-	d := exchange.Definition{Team: b.Team}
+func (b apiDefinition) definition(needValue bool) (fleet.Definition, error) {
+	d := fleet.Definition{Team: b.Team}
 	if len(b.Value) > 0 || needValue {
 		raw := string(bytes.TrimSpace(b.Value))
 		var str string
@@ -51,7 +52,7 @@ func (b apiDefinition) definition(needValue bool) (exchange.Definition, error) {
 		d.Value = v
 	}
 	for i, r := range b.Requests {
-		rs := exchange.RequestSpec{Configuration: r.Configuration, Count: r.Count}
+		rs := fleet.RequestSpec{Configuration: r.Configuration, Count: r.Count}
 		var err error
 		if rs.Duration, err = time.ParseDuration(r.Duration); err != nil {
 			return d, clearhouse.Errorf(clearhouse.EINVALID, "requests[%d].duration: %q is not a duration such as \"30m\" or \"5h\"", i, r.Duration)
@@ -97,7 +98,7 @@ type apiRequestOutput struct {
 	WaitingTasks  *int64           `json:"waiting_tasks,omitempty"`
 }
 
-func toAPIReservation(v exchange.ReservationView) apiReservation {
+func toAPIReservation(v fleet.ReservationView) apiReservation {
 	out := apiReservation{ID: v.ID, Team: v.TeamID, Status: string(v.Status), Phase: v.Phase, Price: v.Price.Plain(),
 		Charged: v.Captured.Plain(), Released: v.Released.Plain(), Note: v.Note, Requests: []apiRequestOutput{}, CreatedAt: v.CreatedAt}
 	if v.ClusterID != nil {
@@ -138,8 +139,8 @@ func (s *Server) apiNewReservation(c *gin.Context) {
 
 // answerSubmitted answers a submission: 201 with the reservation when accepted,
 // 422 saying why when it was rejected.
-func (s *Server) answerSubmitted(c *gin.Context, v exchange.ReservationView, status int) {
-	if v.Status == exchange.ReservationRejected {
+func (s *Server) answerSubmitted(c *gin.Context, v fleet.ReservationView, status int) {
+	if v.Status == fleet.ReservationRejected {
 		s.fail(c, clearhouse.Errorf(clearhouse.EUNPROCESSABLE, "Reservation %d was rejected: %s.", v.ID, v.Note))
 		return
 	}
@@ -229,7 +230,7 @@ func (s *Server) apiReservations(c *gin.Context) {
 		s.fail(c, err)
 		return
 	}
-	f := exchange.ReservationFilter{Team: team}
+	f := fleet.ReservationFilter{Team: team}
 	for name, dst := range map[string]*time.Time{"from": &f.From, "to": &f.To} {
 		if raw := c.Query(name); raw != "" {
 			t, err := time.Parse(time.RFC3339, raw)
@@ -240,16 +241,43 @@ func (s *Server) apiReservations(c *gin.Context) {
 			*dst = t
 		}
 	}
+	f.Limit = 100
+	if raw := c.Query("limit"); raw != "" {
+		n, err := strconv.Atoi(raw)
+		if err != nil || n < 1 || n > 1000 {
+			s.fail(c, clearhouse.Errorf(clearhouse.EINVALID, "limit: must be a whole number from 1 to 1000"))
+			return
+		}
+		f.Limit = n
+	}
+	if raw := c.Query("before"); raw != "" {
+		n, err := strconv.ParseInt(raw, 10, 64)
+		if err != nil || n < 1 {
+			s.fail(c, clearhouse.Errorf(clearhouse.EINVALID, "before: must be a reservation id"))
+			return
+		}
+		f.Before = n
+	}
+	want := f.Limit
+	f.Limit++ // one more tells whether there is a next page
 	vs, err := s.svc.Reservations.Reservations(c.Request.Context(), f)
 	if err != nil {
 		s.fail(c, err)
 		return
 	}
+	body := gin.H{}
+	if len(vs) > want { // the oldest is the extra one
+		vs = vs[1:]
+		q := c.Request.URL.Query()
+		q.Set("before", strconv.FormatInt(vs[0].ID, 10))
+		body["next"] = c.Request.URL.Path + "?" + q.Encode()
+	}
 	out := []apiReservation{}
 	for _, v := range vs {
 		out = append(out, toAPIReservation(v))
 	}
-	c.JSON(http.StatusOK, gin.H{"reservations": out})
+	body["reservations"] = out
+	c.JSON(http.StatusOK, body)
 }
 
 func (s *Server) apiReservation(c *gin.Context) {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/clearhouse/clearhouse/auction"
 	"github.com/clearhouse/clearhouse/exchange"
+	"github.com/clearhouse/clearhouse/exchange/exchangetest"
 	"github.com/clearhouse/clearhouse/ledger"
 	"github.com/clearhouse/clearhouse/store/storetest"
 	"github.com/clearhouse/clearhouse/web"
@@ -114,4 +115,44 @@ func BenchmarkWithTenThousandOpenOrders(b *testing.B) {
 			do(b, req, http.StatusCreated)
 		}
 	})
+}
+
+// BenchmarkWithAHundredThousandOpenOrders measures the pages and API calls that
+// read an open auction holding 100,000 open orders from 200 teams (500 each): the
+// market summary (page and API), a flooding team's orders page and team page.
+func BenchmarkWithAHundredThousandOpenOrders(b *testing.B) {
+	ctx := context.Background()
+	db := storetest.New(b)
+	big := exchangetest.NewBig(b, db, 200, 1_000_000_000)
+	big.Seed(b, db, 100_000)
+	if _, err := big.M.Preview(ctx, big.AuctionID); err != nil {
+		b.Fatal(err)
+	}
+	id := exchange.NewIdentity(db, big.Clock.Now, bcrypt.MinCost)
+	token, _, err := id.IssueToken(ctx, big.Users[0].ID, "bench")
+	if err != nil {
+		b.Fatal(err)
+	}
+	s := web.NewServer(web.Config{LoginRate: 5}, web.Services{Identity: id, Market: big.M}, slog.New(slog.NewTextHandler(io.Discard, nil)), big.Clock.Now)
+	srv := httptest.NewServer(s.Handler())
+	b.Cleanup(srv.Close)
+	for _, path := range []string{"/", "/api/v1/market", "/orders", "/team", "/api/v1/orders"} {
+		b.Run(strings.Trim(strings.ReplaceAll(path, "/", "-"), "-")+"-", func(b *testing.B) {
+			var size int64
+			for b.Loop() {
+				req, _ := http.NewRequest(http.MethodGet, srv.URL+path, nil)
+				req.Header.Set("Authorization", "Bearer "+token)
+				res, err := http.DefaultClient.Do(req)
+				if err != nil {
+					b.Fatal(err)
+				}
+				size, _ = io.Copy(io.Discard, res.Body)
+				res.Body.Close()
+				if res.StatusCode != http.StatusOK {
+					b.Fatalf("%s: %d", path, res.StatusCode)
+				}
+			}
+			b.ReportMetric(float64(size), "bytes/page")
+		})
+	}
 }

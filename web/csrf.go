@@ -4,7 +4,9 @@ import (
 	"crypto/rand"
 	"crypto/subtle"
 	"encoding/base64"
+	"net"
 	"net/http"
+	"net/url"
 
 	"github.com/clearhouse/clearhouse"
 	"github.com/clearhouse/clearhouse/exchange"
@@ -23,7 +25,7 @@ var crossOrigin = http.NewCrossOriginProtection()
 // token (double submit). Bearer-token requests carry no ambient credential and pass.
 func (s *Server) withCSRF() gin.HandlerFunc {
 	return func(c *gin.Context) {
-		if _, bearer := c.Get(ctxToken); bearer {
+		if _, bearer := c.Get(ctxToken); bearer || c.FullPath() == healthPath {
 			c.Next()
 			return
 		}
@@ -37,9 +39,12 @@ func (s *Server) withCSRF() gin.HandlerFunc {
 			s.fail(c, clearhouse.Errorf(clearhouse.EFORBIDDEN, "Cross-origin requests are not allowed."))
 			return
 		}
+		// The token comes from a header, or from a URL-encoded form that withCleanInput
+		// has parsed within its bound; this never parses a body (PostForm is nil
+		// unless the body was such a form).
 		got := c.GetHeader("X-CSRF-Token")
-		if got == "" {
-			got = c.PostForm("csrf_token")
+		if got == "" && !isAPI(c) {
+			got = c.Request.PostForm.Get("csrf_token")
 		}
 		if want == "" || subtle.ConstantTimeCompare([]byte(got), []byte(want)) != 1 {
 			s.fail(c, clearhouse.Errorf(clearhouse.EFORBIDDEN, "The form has expired or did not come from Clearhouse; reload the page and try again."))
@@ -70,24 +75,26 @@ func (s *Server) csrfToken(c *gin.Context) string {
 	return token
 }
 
-// setCookie sets an HttpOnly, SameSite=Lax cookie, Secure unless the request came over
-// plain HTTP to a loopback address (a developer's machine). maxAge 0 is a browser
-// session cookie; negative deletes.
+// setCookie sets an HttpOnly, SameSite=Lax cookie, Secure as secureCookies decided
+// when the server was made. maxAge 0 is a browser session cookie; negative deletes.
 func (s *Server) setCookie(c *gin.Context, name, value string, maxAge int) {
 	http.SetCookie(c.Writer, &http.Cookie{
 		Name: name, Value: value, Path: "/", MaxAge: maxAge,
-		HttpOnly: true, Secure: s.secureCookies(c.Request), SameSite: http.SameSiteLaxMode,
+		HttpOnly: true, Secure: s.secure, SameSite: http.SameSiteLaxMode,
 	})
 }
 
 func (s *Server) clearCookie(c *gin.Context, name string) { s.setCookie(c, name, "", -1) }
 
-func (s *Server) secureCookies(r *http.Request) bool {
-	if r.TLS != nil {
-		return true
+// secureCookies decides, once, whether cookies are Secure: as the public URL's
+// scheme says when one is configured (https: yes, http: no); otherwise yes unless
+// the server listens on a loopback address, where it serves plain HTTP to a
+// developer's browser. Never from a request's Host header, which the client writes.
+func secureCookies(cfg Config) bool {
+	if cfg.PublicURL != "" {
+		u, err := url.Parse(cfg.PublicURL)
+		return err != nil || u.Scheme != "http"
 	}
-	if s.fromTrustedProxy(r) && r.Header.Get("X-Forwarded-Proto") == "https" {
-		return true
-	}
-	return !isLoopbackHost(r.Host)
+	host, _, err := net.SplitHostPort(cfg.Addr)
+	return err != nil || !isLoopbackHost(host)
 }

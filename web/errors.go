@@ -3,9 +3,11 @@ package web
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/clearhouse/clearhouse"
 	"github.com/clearhouse/clearhouse/templates"
@@ -58,14 +60,14 @@ func isAPI(c *gin.Context) bool {
 func (s *Server) fail(c *gin.Context, err error) {
 	if errors.Is(err, context.Canceled) && c.Request.Context().Err() != nil {
 		// The client went away: nobody reads the answer, and it is not the server's fault.
-		s.log.Info("request abandoned by the client", "request_id", requestID(c), "path", c.Request.URL.Path)
+		s.log.Info("request abandoned by the client", "request_id", requestID(c), "path", clip(c.Request.URL.Path, maxLoggedPath))
 		c.AbortWithStatus(statusClientClosed)
 		return
 	}
 	code := clearhouse.ErrorCode(err)
 	status := statusOf(code)
 	if status >= 500 {
-		s.log.Error("request failed", "request_id", requestID(c), "path", c.Request.URL.Path, "err", err)
+		s.log.Error("request failed", "request_id", requestID(c), "path", clip(c.Request.URL.Path, maxLoggedPath), "err", clip(err.Error(), maxLoggedError))
 	}
 	s.abort(c, status, code, clearhouse.ErrorMessage(err))
 }
@@ -96,7 +98,29 @@ func statusTitle(status int) string {
 	}
 }
 
+// No log line carries unbounded input: paths and error texts (which may quote input)
+// are clipped to these lengths; emails are at most maxEmail bytes (longer ones are
+// refused before anything logs them); other logged values are ids, addresses,
+// statuses and durations.
+const (
+	maxLoggedPath  = 200
+	maxLoggedError = 1000
+)
+
 // logAttrs is a small helper for structured logging of a request.
 func logAttrs(c *gin.Context) []any {
-	return []any{slog.String("request_id", requestID(c)), slog.String("method", c.Request.Method), slog.String("path", c.Request.URL.Path)}
+	return []any{slog.String("request_id", requestID(c)), slog.String("method", c.Request.Method), slog.String("path", clip(c.Request.URL.Path, maxLoggedPath))}
+}
+
+// clip shortens s to at most n bytes (on a rune boundary) for messages and logs, and
+// says how long it was.
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	cut := n
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return fmt.Sprintf("%s…(%d bytes)", s[:cut], len(s))
 }

@@ -63,18 +63,27 @@ func (s *Server) financePage(c *gin.Context) {
 
 // grant funds a team's budget; the form's token makes a double submission a no-op.
 func (s *Server) grant(c *gin.Context) {
-	f := templates.GrantForm{Team: c.PostForm("team"), Amount: c.PostForm("amount"), Memo: c.PostForm("memo"), Errors: templates.FieldErrors{}}
+	f := templates.GrantForm{Team: c.PostForm("team"), Action: c.DefaultPostForm("action", "grant"), Amount: c.PostForm("amount"),
+		Memo: c.PostForm("memo"), Errors: templates.FieldErrors{}}
 	amount := parseMoneyField(c, "amount", f.Errors)
 	if len(f.Memo) > 200 {
 		f.Errors["memo"] = "At most 200 characters."
 	}
+	move, done := s.svc.Market.Grant, "Granted $%s to %s."
+	switch f.Action {
+	case "grant":
+	case "take-back":
+		move, done = s.svc.Market.TakeBack, "Took $%s back from %s."
+	default:
+		f.Errors["action"] = "Choose grant or take back."
+	}
 	if len(f.Errors) == 0 {
 		// A double submission of the same grant by the same person within a minute is
 		// one grant.
-		key := fmt.Sprintf("grant/%d/%s/%s/%d", userOf(c).ID, f.Team, amount.Plain(), s.now().Unix()/60)
-		_, err := s.svc.Market.Grant(c.Request.Context(), key, f.Team, amount, f.Memo)
+		key := fmt.Sprintf("%s/%d/%s/%s/%d", f.Action, userOf(c).ID, f.Team, amount.Plain(), s.now().Unix()/60)
+		_, err := move(c.Request.Context(), key, f.Team, amount, f.Memo)
 		if err == nil {
-			s.redirectWithFlash(c, "/finance", "ok", fmt.Sprintf("Granted $%s to %s.", amount, f.Team))
+			s.redirectWithFlash(c, "/finance", "ok", fmt.Sprintf(done, amount, f.Team))
 			return
 		}
 		if clearhouse.ErrorCode(err) == clearhouse.EINTERNAL {
@@ -115,7 +124,7 @@ func (s *Server) journalCSV(c *gin.Context) {
 	c.Header("Content-Type", "text/csv; charset=utf-8")
 	c.Header("Content-Disposition", fmt.Sprintf(`attachment; filename="journal-%s.csv"`, from.Format("20060102")))
 	if err := s.svc.Market.Ledger().WriteJournalCSV(c.Request.Context(), c.Writer, from, to); err != nil {
-		s.log.Error("writing journal", "err", err)
+		s.log.Error("writing journal", "request_id", requestID(c), "err", clip(err.Error(), maxLoggedError))
 	}
 }
 
@@ -133,7 +142,14 @@ func (s *Server) settlementPage(c *gin.Context) {
 		s.fail(c, err)
 		return
 	}
-	rep, err := s.svc.Market.SettlementReport(c.Request.Context(), id)
+	var after int64
+	if a := c.Query("after"); a != "" {
+		if after, err = strconv.ParseInt(a, 10, 64); err != nil || after < 0 {
+			s.fail(c, clearhouse.Errorf(clearhouse.EINVALID, "after: must be an order number"))
+			return
+		}
+	}
+	rep, next, err := s.svc.Market.SettlementPage(c.Request.Context(), id, after, 200)
 	if err != nil {
 		s.fail(c, err)
 		return
@@ -150,10 +166,19 @@ func (s *Server) settlementPage(c *gin.Context) {
 		}
 		v.Lines = append(v.Lines, row)
 	}
+	v.Pager = templates.Pager{Shown: fmt.Sprintf("%d orders", len(rep.Lines)), NextLabel: "Next →"}
+	if next != 0 {
+		v.Pager.Next = fmt.Sprintf("%s?after=%d", c.Request.URL.Path, next)
+	}
+	if after != 0 {
+		v.Pager.First = c.Request.URL.Path
+	}
 	s.render(c, http.StatusOK, templates.SettlementPage(s.page(c, fmt.Sprintf("Settlement of auction #%d", id), "finance"), v))
 }
 
-// SettlementCSVHeader is the stable header of settlement report downloads.
+// SettlementCSVHeader is the stable header of settlement report downloads. Numbers
+// are written as they are; the text cells (team, bundle) go through
+// clearhouse.CSVText.
 var SettlementCSVHeader = []string{"auction_id", "order_id", "team", "bundle_index", "bundle", "clock_payment", "settled_payment", "entry_id"}
 
 func (s *Server) settlementCSV(c *gin.Context) {
@@ -180,7 +205,7 @@ func (s *Server) settlementCSV(c *gin.Context) {
 		if l.Bundle != nil {
 			bundle = strings.ReplaceAll(l.Bundle.String(), ", ", ";")
 		}
-		_ = w.Write([]string{strconv.FormatInt(id, 10), strconv.FormatInt(l.OrderID, 10), l.TeamID, strconv.Itoa(l.BundleIndex), bundle,
+		_ = w.Write([]string{strconv.FormatInt(id, 10), strconv.FormatInt(l.OrderID, 10), clearhouse.CSVText(l.TeamID), strconv.Itoa(l.BundleIndex), clearhouse.CSVText(bundle),
 			strconv.FormatFloat(l.Exact, 'f', 6, 64), ledger.Money(l.Payment).Plain(), entry})
 	}
 	w.Flush()

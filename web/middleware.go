@@ -71,5 +71,5 @@ func withSecurityHeaders() gin.HandlerFunc {
 
 // notFound answers unknown routes.
 func (s *Server) notFound(c *gin.Context) {
-	s.fail(c, clearhouse.Errorf(clearhouse.ENOTFOUND, "There is no page at %s.", c.Request.URL.Path))
+	s.fail(c, clearhouse.Errorf(clearhouse.ENOTFOUND, "There is no page at %s.", clip(c.Request.URL.Path, maxLoggedPath)))
 }

@@ -73,7 +73,15 @@ func (s *Server) operateView(c *gin.Context, v templates.OperateView) (templates
 	v.Auctions = nil
 	for _, a := range as {
 		v.Auctions = append(v.Auctions, templates.AuctionAdminRow{ID: a.ID, Status: string(a.Status), Opens: fmtTime(a.OpensAt), Closes: fmtTime(a.ClosesAt),
-			Failure: a.Failure, Orders: counts[a.ID], CanPreview: a.Status == exchange.AuctionOpen, CanClose: a.Status == exchange.AuctionOpen || a.Status == exchange.AuctionClosing})
+			Failure: a.Failure, Orders: counts[a.ID], CanPreview: a.Status == exchange.AuctionOpen, CanClose: a.Status == exchange.AuctionOpen || a.Status == exchange.AuctionClosing,
+			CanCancel: a.Status == exchange.AuctionScheduled})
+	}
+	if v.Limits.OpenOrders == "" {
+		l, err := s.svc.Market.Limits(ctx)
+		if err != nil {
+			return v, err
+		}
+		v.Limits.OpenOrders, v.Limits.Bundles, v.Limits.Pools = strconv.Itoa(l.OpenOrdersPerTeam), strconv.Itoa(l.BundlesPerOrder), strconv.Itoa(l.PoolsPerBundle)
 	}
 	if v.NewAuction.Opens == "" {
 		next := s.now().Truncate(time.Hour).Add(time.Hour)
@@ -427,14 +435,59 @@ func (s *Server) closeAuction(c *gin.Context) {
 	s.redirectWithFlash(c, fmt.Sprintf("/auctions/%d", id), "ok", msg)
 }
 
-// tradesPage lists every live order of every team.
-func (s *Server) tradesPage(c *gin.Context) {
-	vs, err := s.svc.Market.Orders(c.Request.Context(), exchange.OrderFilter{Statuses: []exchange.OrderStatus{exchange.OrderOpen, exchange.OrderAwaitingApproval}, Limit: 1000})
+// saveLimits changes what one team may enter in one auction.
+func (s *Server) saveLimits(c *gin.Context) {
+	f := templates.LimitsForm{OpenOrders: c.PostForm("open_orders"), Bundles: c.PostForm("bundles"), Pools: c.PostForm("pools"), Errors: templates.FieldErrors{}}
+	whole := func(name, raw string, hi int64) int {
+		n, err := parseWhole(raw, 1, hi)
+		if err != nil {
+			f.Errors[name] = err.Error() + "."
+		}
+		return int(n)
+	}
+	l := exchange.Limits{OpenOrdersPerTeam: whole("open_orders", f.OpenOrders, exchange.MaxOpenOrdersPerTeam),
+		BundlesPerOrder: whole("bundles", f.Bundles, exchange.MaxBundles), PoolsPerBundle: whole("pools", f.Pools, exchange.MaxPoolsPerBundle)}
+	if len(f.Errors) == 0 {
+		err := s.svc.Market.SetLimits(c.Request.Context(), l)
+		if err == nil {
+			s.redirectWithFlash(c, "/operate", "ok", "Limits saved; they apply to new orders.")
+			return
+		}
+		if clearhouse.ErrorCode(err) != clearhouse.EINVALID {
+			s.fail(c, err)
+			return
+		}
+		f.Errors = formErrors(err, "open_orders")
+	}
+	s.renderOperate(c, http.StatusUnprocessableEntity, templates.OperateView{Limits: f})
+}
+
+// cancelAuction removes a scheduled auction that has not opened.
+func (s *Server) cancelAuction(c *gin.Context) {
+	id, err := auctionID(c)
 	if err != nil {
 		s.fail(c, err)
 		return
 	}
-	s.render(c, http.StatusOK, templates.TradesPage(s.page(c, "Open trades", "operate"), orderRows(userOf(c), vs, false)))
+	if err := s.svc.Market.CancelAuction(c.Request.Context(), id); err != nil {
+		if code := clearhouse.ErrorCode(err); code == clearhouse.ECONFLICT || code == clearhouse.ENOTFOUND {
+			s.redirectWithFlash(c, "/operate", "error", clearhouse.ErrorMessage(err))
+			return
+		}
+		s.fail(c, err)
+		return
+	}
+	s.redirectWithFlash(c, "/operate", "ok", fmt.Sprintf("Auction #%d cancelled.", id))
+}
+
+// tradesPage lists every live order of every team.
+func (s *Server) tradesPage(c *gin.Context) {
+	vs, pg, err := s.orderPage(c, exchange.OrderFilter{Statuses: []exchange.OrderStatus{exchange.OrderOpen, exchange.OrderAwaitingApproval}, Limit: 100}, "open trades")
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	s.render(c, http.StatusOK, templates.TradesPage(s.page(c, "Open trades", "operate"), orderRows(userOf(c), vs, false), pg))
 }
 
 func pct(f float64) string {

@@ -78,12 +78,12 @@ func (s *Server) ordersPage(c *gin.Context) {
 		s.fail(c, err)
 		return
 	}
-	vs, err := s.svc.Market.Orders(c.Request.Context(), exchange.OrderFilter{Team: u.TeamID, Limit: 200})
+	vs, pg, err := s.orderPage(c, exchange.OrderFilter{Team: u.TeamID, Limit: 50}, "orders")
 	if err != nil {
 		s.fail(c, err)
 		return
 	}
-	v := templates.OrdersView{Team: u.TeamID, Orders: orderRows(u, vs, open), CanOrder: open, Notice: notice}
+	v := templates.OrdersView{Team: u.TeamID, Orders: orderRows(u, vs, open), CanOrder: open, Notice: notice, Pager: pg}
 	s.render(c, http.StatusOK, templates.OrdersPage(s.page(c, "Orders of team "+u.TeamID, "orders"), v))
 }
 
@@ -433,7 +433,7 @@ func (s *Server) approvalsPage(c *gin.Context) {
 		s.fail(c, err)
 		return
 	}
-	vs, err := s.svc.Market.Orders(c.Request.Context(), exchange.OrderFilter{Team: u.TeamID, Statuses: []exchange.OrderStatus{exchange.OrderAwaitingApproval}})
+	vs, pg, err := s.orderPage(c, exchange.OrderFilter{Team: u.TeamID, Statuses: []exchange.OrderStatus{exchange.OrderAwaitingApproval}, Limit: 50}, "orders awaiting approval")
 	if err != nil {
 		s.fail(c, err)
 		return
@@ -443,7 +443,7 @@ func (s *Server) approvalsPage(c *gin.Context) {
 		s.fail(c, err)
 		return
 	}
-	s.render(c, http.StatusOK, templates.ApprovalsPage(s.page(c, "Approvals", "approvals"), ledger.Money(t.ApprovalThreshold).String(), orderRows(u, vs, open)))
+	s.render(c, http.StatusOK, templates.ApprovalsPage(s.page(c, "Approvals", "approvals"), ledger.Money(t.ApprovalThreshold).String(), orderRows(u, vs, open), pg))
 }
 
 func (s *Server) decideOrder(c *gin.Context) {
@@ -470,4 +470,30 @@ func (s *Server) decideOrder(c *gin.Context) {
 		word = "rejected; its holds are released"
 	}
 	s.redirectWithFlash(c, "/approvals", "ok", fmt.Sprintf("Order #%d %s.", id, word))
+}
+
+// orderPage lists the page of orders the request's ?before= names, and the pager
+// that leads on; what names the listed things ("orders").
+func (s *Server) orderPage(c *gin.Context, f exchange.OrderFilter, what string) ([]exchange.OrderView, templates.Pager, error) {
+	if b := c.Query("before"); b != "" {
+		before, err := strconv.ParseInt(b, 10, 64)
+		if err != nil || before <= 0 {
+			return nil, templates.Pager{}, clearhouse.Errorf(clearhouse.EINVALID, "before: must be an order number")
+		}
+		f.Before = before
+	}
+	vs, next, err := s.svc.Market.OrderPage(c.Request.Context(), f)
+	if err != nil {
+		return nil, templates.Pager{}, err
+	}
+	pg := templates.Pager{Shown: fmt.Sprintf("%d %s", len(vs), what)}
+	if next != 0 {
+		q := c.Request.URL.Query()
+		q.Set("before", strconv.FormatInt(next, 10))
+		pg.Next = c.Request.URL.Path + "?" + q.Encode()
+	}
+	if f.Before != 0 {
+		pg.First = c.Request.URL.Path
+	}
+	return vs, pg, nil
 }

@@ -20,7 +20,7 @@ const flashCookie = "ch_flash"
 func (s *Server) render(c *gin.Context, status int, comp templ.Component) {
 	var buf bytes.Buffer
 	if err := comp.Render(c.Request.Context(), &buf); err != nil {
-		s.log.Error("render failed", "request_id", requestID(c), "err", err)
+		s.log.Error("render failed", "request_id", requestID(c), "err", clip(err.Error(), maxLoggedError))
 		c.Data(http.StatusInternalServerError, "text/plain; charset=utf-8", []byte("Internal error."))
 		return
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/clearhouse/clearhouse"
 	"github.com/clearhouse/clearhouse/exchange"
+	"github.com/clearhouse/clearhouse/fleet"
 	"github.com/clearhouse/clearhouse/ledger"
 	"github.com/clearhouse/clearhouse/templates"
 	"github.com/gin-gonic/gin"
@@ -48,14 +49,14 @@ func (s *Server) reservationForm(c *gin.Context) (templates.ReservationForm, []e
 
 // definitionFromForm reads the posted form into f (to show again) and a
 // definition, recording what is malformed in f.Errors.
-func definitionFromForm(c *gin.Context, f *templates.ReservationForm, pools []exchange.Pool) exchange.Definition {
+func definitionFromForm(c *gin.Context, f *templates.ReservationForm, pools []exchange.Pool) fleet.Definition {
 	f.Cluster, f.Count, f.Duration = c.PostForm("cluster"), c.PostForm("count"), strings.TrimSpace(c.PostForm("duration"))
 	f.Arrival, f.Deadline, f.Value = c.PostForm("arrival"), c.PostForm("deadline"), c.PostForm("value")
 	have := map[string]bool{}
 	for _, p := range pools {
 		have[p.ID] = true
 	}
-	rs := exchange.RequestSpec{Configuration: map[string]int64{}}
+	rs := fleet.RequestSpec{Configuration: map[string]int64{}}
 	for i, r := range f.Resources {
 		raw := strings.TrimSpace(c.PostForm("u." + r.Name))
 		f.Resources[i].Value = raw
@@ -88,7 +89,7 @@ func definitionFromForm(c *gin.Context, f *templates.ReservationForm, pools []ex
 	if rs.Deadline, err = time.Parse(formTime, f.Deadline); err != nil {
 		f.Errors["deadline"] = "Give a date and time (UTC)."
 	}
-	d := exchange.Definition{Requests: []exchange.RequestSpec{rs}}
+	d := fleet.Definition{Requests: []fleet.RequestSpec{rs}}
 	if strings.TrimSpace(f.Value) != "" {
 		if d.Value, err = ledger.ParseMoney(f.Value); err != nil || d.Value <= 0 {
 			f.Errors["value"] = "Give a positive amount in dollars."
@@ -160,7 +161,7 @@ func (s *Server) reserve(c *gin.Context) {
 		s.formFailure(c, err, f)
 		return
 	}
-	if v.Status == exchange.ReservationRejected {
+	if v.Status == fleet.ReservationRejected {
 		f.Errors["value"] = fmt.Sprintf("Not reserved: %s.", v.Note)
 		s.renderReservations(c, http.StatusUnprocessableEntity, f, nil)
 		return
@@ -205,7 +206,7 @@ func (s *Server) renderReservations(c *gin.Context, status int, f templates.Rese
 	ctx := c.Request.Context()
 	u := userOf(c)
 	now := s.now().UTC()
-	vs, err := s.svc.Reservations.Reservations(ctx, exchange.ReservationFilter{Team: u.TeamID, From: now.Add(-7 * 24 * time.Hour), Limit: 200})
+	vs, err := s.svc.Reservations.Reservations(ctx, fleet.ReservationFilter{Team: u.TeamID, From: now.Add(-7 * 24 * time.Hour), Limit: 200})
 	if err != nil {
 		s.fail(c, err)
 		return
@@ -228,7 +229,7 @@ func (s *Server) slotNote() string {
 }
 
 // quotaRows is the team's quota per pool with what its reservations take now.
-func (s *Server) quotaRows(c *gin.Context, team string, vs []exchange.ReservationView, now time.Time) ([]templates.QuotaRow, error) {
+func (s *Server) quotaRows(c *gin.Context, team string, vs []fleet.ReservationView, now time.Time) ([]templates.QuotaRow, error) {
 	ctx := c.Request.Context()
 	hs, err := s.svc.Market.Holdings(ctx, team)
 	if err != nil {
@@ -248,7 +249,7 @@ func (s *Server) quotaRows(c *gin.Context, team string, vs []exchange.Reservatio
 	}
 	running := map[string]int64{}
 	for _, v := range vs {
-		if v.Status != exchange.ReservationAccepted {
+		if v.Status != fleet.ReservationAccepted {
 			continue
 		}
 		for _, q := range v.Requests {
@@ -288,10 +289,10 @@ func span(from, to time.Time) string {
 	return from.Format("Jan 2 15:04") + " – " + to.Format("Jan 2 15:04")
 }
 
-func reservationRow(v exchange.ReservationView) templates.ReservationRow {
+func reservationRow(v fleet.ReservationView) templates.ReservationRow {
 	r := templates.ReservationRow{ID: v.ID, Team: v.TeamID, Phase: v.Phase, Price: v.Price.String(), Charged: v.Captured.String(),
 		Released: v.Released.String(), Note: v.Note,
-		CanCancel: v.Status == exchange.ReservationAccepted && v.Phase != "done"}
+		CanCancel: v.Status == fleet.ReservationAccepted && v.Phase != "done"}
 	if v.Value != nil {
 		r.Value = "$" + v.Value.String()
 	}
@@ -309,11 +310,11 @@ func reservationRow(v exchange.ReservationView) templates.ReservationRow {
 
 // timelines draws the reservations per pool, from two hours ago to the last end
 // (at least six hours ahead).
-func timelines(vs []exchange.ReservationView, now time.Time) []templates.Timeline {
+func timelines(vs []fleet.ReservationView, now time.Time) []templates.Timeline {
 	from, to := now.Add(-2*time.Hour), now.Add(6*time.Hour)
 	byPool := map[string][]templates.TimelineRow{}
 	for _, v := range vs {
-		if v.Status == exchange.ReservationRejected || v.Status == exchange.ReservationNew {
+		if v.Status == fleet.ReservationRejected || v.Status == fleet.ReservationNew {
 			continue
 		}
 		for i, q := range v.Requests {

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/clearhouse/clearhouse/exchange"
+	"github.com/clearhouse/clearhouse/fleet"
 	"github.com/clearhouse/clearhouse/ledger"
 )
 
@@ -185,9 +186,9 @@ func TestAgentTokensReachOnlyTheirClustersRoutes(t *testing.T) {
 		t.Fatal(err)
 	}
 	member := f.user("ana@x.io", exchange.RoleMember, "search")
-	v, err := f.plan.Reserve(ctx, member, exchange.Definition{Value: 5 * ledger.Dollar, Requests: []exchange.RequestSpec{{
+	v, err := f.plan.Reserve(ctx, member, fleet.Definition{Value: 5 * ledger.Dollar, Requests: []fleet.RequestSpec{{
 		Configuration: map[string]int64{"us-east/cpu": 2}, Count: 3, Duration: time.Hour, Arrival: f.clock.Now(), Deadline: f.clock.Now().Add(2 * time.Hour)}}})
-	if err != nil || v.Status != exchange.ReservationAccepted {
+	if err != nil || v.Status != fleet.ReservationAccepted {
 		t.Fatalf("reserve: %+v %v", v.Reservation, err)
 	}
 	code, alloc := f.api(agent, "GET", "/api/v1/clusters/us-east/allocation", "")
@@ -249,7 +250,7 @@ func TestTheReservationPagesQuoteReserveAndCancel(t *testing.T) {
 	if res.StatusCode != http.StatusOK || !strings.Contains(doc.Find("[data-testid=quote]").Text(), "$") {
 		t.Fatalf("quote: %d %q", res.StatusCode, doc.Find("[data-testid=quote]").Text())
 	}
-	if n, _ := f.plan.Reservations(context.Background(), exchange.ReservationFilter{}); len(n) != 0 {
+	if n, _ := f.plan.Reservations(context.Background(), fleet.ReservationFilter{}); len(n) != 0 {
 		t.Fatal("a quote made a reservation")
 	}
 	bad := url.Values{}

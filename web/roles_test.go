@@ -86,6 +86,7 @@ func TestEveryPageRefusesOtherRoles(t *testing.T) {
 		"/api/v1/auctions/1/settlement":       {exchange.RoleFinance, exchange.RoleOperator},
 		"/reservations":                       {exchange.RoleMember, exchange.RoleOwner},
 		"/operate/schedule":                   {exchange.RoleOperator},
+		"/operate/access":                     {exchange.RoleOperator},
 		"/api/v1/reservations":                exchange.Roles,
 		"/api/v1/clusters/us-east/allocation": {exchange.RoleOperator},
 	}
@@ -105,7 +106,8 @@ func TestEveryPageRefusesOtherRoles(t *testing.T) {
 	}
 	// Forms refuse the wrong role too, even with a valid CSRF token.
 	tok := users[exchange.RoleMember].csrf("/orders")
-	for _, path := range []string{"/finance/grants", "/operate/clusters", "/approvals/1", "/team/threshold", "/operate/schedule/us-east/cpu"} {
+	for _, path := range []string{"/finance/grants", "/operate/clusters", "/approvals/1", "/team/threshold", "/operate/schedule/us-east/cpu",
+		"/operate/access/tokens/1/revoke", "/operate/access/users/1/sessions/end", "/operate/access/users/1/disable", "/operate/access/users/1/enable"} {
 		res, _ := users[exchange.RoleMember].post(path, url.Values{"csrf_token": {tok}})
 		if res.StatusCode != http.StatusForbidden {
 			t.Errorf("POST %s as member: %d, want 403", path, res.StatusCode)
@@ -372,8 +374,20 @@ func TestGrantsFromTheFinanceForm(t *testing.T) {
 	if bal.Posted != 3500*ledger.Dollar {
 		t.Fatalf("search has %s after granting 2,500 twice in a row, want 3,500.00", bal.Posted)
 	}
-	res, doc := b.post("/finance/grants", url.Values{"csrf_token": {tok}, "team": {"search"}, "amount": {"-99,999"}})
+	res, doc := b.post("/finance/grants", url.Values{"csrf_token": {tok}, "team": {"search"}, "amount": {"-100"}})
+	if res.StatusCode != http.StatusUnprocessableEntity || doc.Find("[data-testid=error-amount]").Length() != 1 {
+		t.Fatalf("a negative grant: %d", res.StatusCode)
+	}
+	res, doc = b.post("/finance/grants", url.Values{"csrf_token": {tok}, "team": {"search"}, "action": {"take-back"}, "amount": {"99,999"}})
 	if res.StatusCode != http.StatusUnprocessableEntity || doc.Find("[data-testid=error-amount]").Length() != 1 {
 		t.Fatalf("a take-back beyond the budget: %d", res.StatusCode)
+	}
+	res, _ = b.post("/finance/grants", url.Values{"csrf_token": {tok}, "team": {"search"}, "action": {"take-back"}, "amount": {"500"}})
+	if res.StatusCode != http.StatusSeeOther {
+		t.Fatalf("take-back: %d", res.StatusCode)
+	}
+	bal, _ = f.market.Ledger().Balance(context.Background(), ledger.TeamAccount("search"))
+	if bal.Posted != 3000*ledger.Dollar {
+		t.Fatalf("search has %s after taking back 500, want 3,000.00", bal.Posted)
 	}
 }

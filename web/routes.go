@@ -16,10 +16,14 @@ var (
 	operator = []exchange.Role{exchange.RoleOperator}
 )
 
+// healthPath answers "ok" to anyone: load balancers probe it, and identity and CSRF
+// checks skip it, so a stale token or cookie cannot make it fail.
+const healthPath = "/healthz"
+
 // routes registers every route with the roles it allows. Every page and API call
 // needs a signed-in user (or token) with one of the listed roles; others get 403.
 func (s *Server) routes(e *gin.Engine) {
-	e.GET("/healthz", func(c *gin.Context) { c.String(http.StatusOK, "ok") })
+	e.GET(healthPath, func(c *gin.Context) { c.String(http.StatusOK, "ok") })
 	e.GET("/login", s.loginPage)
 	e.POST("/login", s.login)
 	e.POST("/logout", s.logout)
@@ -67,10 +71,17 @@ func (s *Server) routes(e *gin.Engine) {
 	op.POST("/auctions", s.scheduleAuction)
 	op.POST("/auctions/:id/preview", s.previewAuction)
 	op.POST("/auctions/:id/close", s.closeAuction)
+	op.POST("/auctions/:id/cancel", s.cancelAuction)
+	op.POST("/limits", s.saveLimits)
 	op.GET("/trades", s.tradesPage)
 	op.GET("/stats", s.statsPage)
 	op.GET("/schedule", s.schedulePage)
 	op.POST("/schedule/:cluster/:resource", s.savePolicy)
+	op.GET("/access", s.accessPage)
+	op.POST("/access/tokens/:id/revoke", s.revokeToken)
+	op.POST("/access/users/:id/sessions/end", s.endUserSessions)
+	op.POST("/access/users/:id/disable", s.disableUser)
+	op.POST("/access/users/:id/enable", s.enableUser)
 
 	s.apiRoutes(e.Group("/api/v1"))
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/clearhouse/clearhouse"
 	"github.com/clearhouse/clearhouse/exchange"
+	"github.com/clearhouse/clearhouse/fleet"
 	"github.com/clearhouse/clearhouse/templates"
 	"github.com/gin-gonic/gin"
 )
@@ -31,10 +32,10 @@ func (s *Server) renderSchedule(c *gin.Context, status int, failedPool string, e
 	}
 	now := s.now().UTC()
 	v := templates.ScheduleView{SlotNote: s.slotNote()}
-	for _, a := range exchange.PricingAlgorithms {
+	for _, a := range fleet.PricingAlgorithms {
 		v.Algorithms = append(v.Algorithms, templates.Option{Value: a, Label: a})
 	}
-	for _, p := range exchange.Predictors {
+	for _, p := range fleet.Predictors {
 		v.Predictors = append(v.Predictors, templates.Option{Value: p, Label: p})
 	}
 	selected := c.Query("pool")
@@ -73,8 +74,8 @@ func (s *Server) renderSchedule(c *gin.Context, status int, failedPool string, e
 			v.Selected = &sel
 		}
 	}
-	failed, err := s.svc.Reservations.Reservations(ctx, exchange.ReservationFilter{From: now.Add(-24 * time.Hour),
-		Statuses: []exchange.ReservationStatus{exchange.ReservationFailed}, Limit: 200})
+	failed, err := s.svc.Reservations.Reservations(ctx, fleet.ReservationFilter{From: now.Add(-24 * time.Hour),
+		Statuses: []fleet.ReservationStatus{fleet.ReservationFailed}, Limit: 200})
 	if err != nil {
 		s.fail(c, err)
 		return
@@ -86,7 +87,7 @@ func (s *Server) renderSchedule(c *gin.Context, status int, failedPool string, e
 }
 
 // loadChart plots a pool's capacity, quotas and reservations over the next two days.
-func loadChart(p exchange.Pool, load []exchange.LoadPoint, now time.Time) templates.LineChart {
+func loadChart(p exchange.Pool, load []fleet.LoadPoint, now time.Time) templates.LineChart {
 	series := []templates.Series{{Name: "capacity", Step: true}, {Name: "held as quota", Step: true},
 		{Name: "reserved", Step: true}, {Name: "reserved inside quotas", Step: true}}
 	for _, pt := range load {
@@ -106,7 +107,7 @@ func (s *Server) savePolicy(c *gin.Context) {
 	errs := templates.FieldErrors{}
 	price := parseMoneyField(c, "unit_price", errs)
 	if len(errs) == 0 {
-		_, err := s.svc.Reservations.SetPolicy(c.Request.Context(), exchange.PricingPolicy{PoolID: pool,
+		_, err := s.svc.Reservations.SetPolicy(c.Request.Context(), fleet.PricingPolicy{PoolID: pool,
 			Algorithm: c.PostForm("algorithm"), Predictor: c.PostForm("predictor"), UnitPrice: price})
 		if err == nil {
 			s.redirectWithFlash(c, "/operate/schedule?pool="+pool+"#plan", "ok", fmt.Sprintf("Pricing of %s saved: new reservations are priced by it.", pool))

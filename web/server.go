@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/clearhouse/clearhouse/exchange"
+	"github.com/clearhouse/clearhouse/fleet"
 	"github.com/clearhouse/clearhouse/static"
 	"github.com/gin-gonic/gin"
 )
@@ -25,15 +26,23 @@ type Config struct {
 	// TrustedProxies.
 	ProxyHeader    string
 	TrustedProxies []*net.IPNet
-	// LoginRate is how many failed sign-ins one address or email may make a minute.
-	LoginRate int
+	// LoginRate is how many failed sign-ins one client address may make a minute
+	// with one email; LoginRatePerAddress how many with any emails (default three
+	// times LoginRate). The client's address is the peer's, or, from TrustedProxies,
+	// the one their X-Forwarded-For names.
+	LoginRate           int
+	LoginRatePerAddress int
+	// PublicURL is the address users reach the server at (e.g.
+	// https://clearhouse.example.com). Its scheme decides whether cookies are Secure;
+	// without it, they are unless Addr is a loopback address.
+	PublicURL string
 }
 
 // Services are the domain services the handlers call.
 type Services struct {
 	Identity     *exchange.Identity
 	Market       *exchange.Market
-	Reservations *exchange.Reservations
+	Reservations *fleet.Reservations
 }
 
 // Server is the HTTP server. Open starts it, Close stops it.
@@ -46,6 +55,7 @@ type Server struct {
 	http    *http.Server
 	ln      net.Listener
 	limiter *loginLimiter
+	secure  bool // cookies are Secure
 }
 
 // NewServer wires the routes.
@@ -54,12 +64,15 @@ func NewServer(cfg Config, svc Services, log *slog.Logger, now func() time.Time)
 	if cfg.LoginRate <= 0 {
 		cfg.LoginRate = 10
 	}
-	s := &Server{cfg: cfg, svc: svc, log: log, now: now, limiter: newLoginLimiter(cfg.LoginRate, now)}
+	if cfg.LoginRatePerAddress <= 0 {
+		cfg.LoginRatePerAddress = 3 * cfg.LoginRate
+	}
+	s := &Server{cfg: cfg, svc: svc, log: log, now: now, limiter: newLoginLimiter(cfg.LoginRate, cfg.LoginRatePerAddress, limiterCapacity, now), secure: secureCookies(cfg)}
 	e := gin.New()
 	e.HandleMethodNotAllowed = true
 	e.ContextWithFallback = true
 	_ = e.SetTrustedProxies(nil)
-	e.Use(withRequestID(), s.withAccessLog(), s.withRecovery(), withSecurityHeaders(), s.withIdentity(), s.withCSRF())
+	e.Use(withRequestID(), s.withAccessLog(), s.withRecovery(), withSecurityHeaders(), s.withCleanInput(), s.withIdentity(), s.withCSRF())
 	e.NoRoute(s.notFound)
 	e.NoMethod(func(c *gin.Context) {
 		s.abort(c, http.StatusMethodNotAllowed, "method_not_allowed", "That method is not allowed here.")
@@ -74,6 +87,9 @@ func NewServer(cfg Config, svc Services, log *slog.Logger, now func() time.Time)
 // Handler returns the server's http.Handler, for tests.
 func (s *Server) Handler() http.Handler { return s.engine }
 
+// maxHeaderBytes bounds a request's line and headers (net/http's default is 1 MB).
+const maxHeaderBytes = 64 << 10
+
 // Open listens on the configured address and serves in the background.
 func (s *Server) Open() error {
 	ln, err := net.Listen("tcp", s.cfg.Addr)
@@ -81,7 +97,7 @@ func (s *Server) Open() error {
 		return err
 	}
 	s.ln = ln
-	s.http = &http.Server{Handler: s.engine, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second, WriteTimeout: 60 * time.Second, IdleTimeout: 2 * time.Minute}
+	s.http = &http.Server{Handler: s.engine, ReadHeaderTimeout: 10 * time.Second, MaxHeaderBytes: maxHeaderBytes, ReadTimeout: 30 * time.Second, WriteTimeout: 60 * time.Second, IdleTimeout: 2 * time.Minute}
 	go func() {
 		if err := s.http.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			s.log.Error("http server stopped", "err", err)

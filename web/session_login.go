@@ -1,7 +1,6 @@
 package web
 
 import (
-	"net"
 	"net/http"
 	"strings"
 
@@ -10,6 +9,9 @@ import (
 	"github.com/clearhouse/clearhouse/templates"
 	"github.com/gin-gonic/gin"
 )
+
+// maxEmail is the longest email address an account may have.
+const maxEmail = exchange.MaxEmail
 
 // loginPage shows the sign-in form.
 func (s *Server) loginPage(c *gin.Context) {
@@ -20,19 +22,30 @@ func (s *Server) loginPage(c *gin.Context) {
 	s.render(c, http.StatusOK, templates.LoginPage(s.page(c, "", ""), templates.LoginForm{Next: safeNext(c.Query("next"))}))
 }
 
-// login checks the credentials, starts a session and redirects.
+// login checks the credentials, starts a session and redirects. An email longer than
+// any address is refused first: it takes no limiter bucket and is never logged or
+// shown. Failed attempts are limited per client address and email and per client
+// address; a success gives its attempt back.
 func (s *Server) login(c *gin.Context) {
-	email := strings.ToLower(strings.TrimSpace(c.PostForm("email")))
-	next := safeNext(c.PostForm("next"))
+	raw := c.Request.PostForm.Get("email")
+	if len(raw) > maxEmail {
+		s.fail(c, clearhouse.Errorf(clearhouse.EINVALID, "email: must be at most %d bytes", maxEmail))
+		return
+	}
+	email := strings.ToLower(strings.TrimSpace(raw))
+	next := safeNext(c.Request.PostForm.Get("next"))
 	form := templates.LoginForm{Email: email, Next: next}
-	ip, _, _ := net.SplitHostPort(c.Request.RemoteAddr)
-	if !s.limiter.allow("ip:"+ip, "email:"+email) {
-		s.log.Warn("sign-in rate limited", "ip", ip, "email", email)
+	addr := "unknown"
+	if ip := s.clientIP(c.Request); ip != nil {
+		addr = limiterAddr(ip)
+	}
+	if !s.limiter.attempt(addr, email) {
+		s.log.Warn("sign-in rate limited", "request_id", requestID(c), "client", addr, "email", email)
 		form.Error = "Too many sign-in attempts. Wait a minute and try again."
 		s.render(c, http.StatusTooManyRequests, templates.LoginPage(s.page(c, "", ""), form))
 		return
 	}
-	u, err := s.svc.Identity.Authenticate(c.Request.Context(), email, c.PostForm("password"))
+	u, err := s.svc.Identity.Authenticate(c.Request.Context(), email, c.Request.PostForm.Get("password"))
 	if clearhouse.ErrorCode(err) == clearhouse.EUNAUTHORIZED {
 		form.Error = clearhouse.ErrorMessage(err)
 		s.render(c, http.StatusUnauthorized, templates.LoginPage(s.page(c, "", ""), form))
@@ -41,6 +54,7 @@ func (s *Server) login(c *gin.Context) {
 		s.fail(c, err)
 		return
 	}
+	s.limiter.succeeded(addr, email)
 	token, _, err := s.svc.Identity.StartSession(c.Request.Context(), u.ID)
 	if err != nil {
 		s.fail(c, err)

@@ -36,11 +36,22 @@ func (s *Server) period(c *gin.Context) (from, to time.Time, err error) {
 	return from, to, nil
 }
 
+// What the team page lists at most; the CSV download has everything.
+const (
+	maxStatementLines = 200
+	maxHolds          = 100
+)
+
 func statementView(st ledger.Statement, csvPath string) templates.StatementView {
 	v := templates.StatementView{From: st.From.Format(time.DateOnly), To: st.To.AddDate(0, 0, -1).Format(time.DateOnly),
 		Opening: st.Opening.String(), Closing: st.Closing.String(),
 		CSV: fmt.Sprintf("%s?from=%s&to=%s", csvPath, st.From.Format(time.DateOnly), st.To.AddDate(0, 0, -1).Format(time.DateOnly))}
-	for _, l := range st.Lines {
+	lines := st.Lines
+	if len(lines) > maxStatementLines { // the latest lines; the CSV has every one
+		v.Earlier = len(lines) - maxStatementLines
+		lines = lines[v.Earlier:]
+	}
+	for _, l := range lines {
 		v.Lines = append(v.Lines, templates.StatementLine{At: fmtTime(l.At), Reason: string(l.Reason), Ref: l.Ref, Memo: l.Memo,
 			Amount: l.Amount.String(), Running: l.Running.String(), Negative: l.Amount < 0})
 	}
@@ -101,6 +112,10 @@ func (s *Server) teamView(c *gin.Context, team string, csvPath string) (template
 	for _, h := range hs {
 		v.Holdings = append(v.Holdings, templates.HoldingRow{Pool: h.PoolID, Unit: unit[h.PoolID], Quantity: h.Quantity, Offered: offered[h.PoolID]})
 	}
+	if len(holds) > maxHolds { // Holds lists the newest first
+		v.MoreHolds = len(holds) - maxHolds
+		holds = holds[:maxHolds]
+	}
 	for _, h := range holds {
 		v.Holds = append(v.Holds, templates.HoldRow{Ref: h.Ref, Amount: h.Amount.String(), Since: fmtTime(h.CreatedAt)})
 	}
@@ -136,7 +151,7 @@ func (s *Server) statementCSV(c *gin.Context, team string) {
 	c.Header("Content-Type", "text/csv; charset=utf-8")
 	c.Header("Content-Disposition", fmt.Sprintf(`attachment; filename="statement-%s-%s.csv"`, team, from.Format("20060102")))
 	if err := ledger.WriteStatementCSV(c.Writer, st); err != nil {
-		s.log.Error("writing statement", "err", err)
+		s.log.Error("writing statement", "request_id", requestID(c), "err", clip(err.Error(), maxLoggedError))
 	}
 }
 

@@ -2,8 +2,10 @@ package web_test
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/cookiejar"
 	"net/http/httptest"
@@ -13,6 +15,7 @@ import (
 
 	"github.com/PuerkitoBio/goquery"
 	"github.com/clearhouse/clearhouse/exchange"
+	"github.com/clearhouse/clearhouse/fleet"
 	"github.com/clearhouse/clearhouse/ledger"
 	"github.com/clearhouse/clearhouse/store"
 	"github.com/clearhouse/clearhouse/store/storetest"
@@ -22,25 +25,34 @@ import (
 
 // fixture is a running server on a fresh database with a fixed clock.
 type fixture struct {
-	t      *testing.T
+	t      testing.TB
 	db     *store.DB
 	clock  *storetest.Clock
 	market *exchange.Market
 	id     *exchange.Identity
-	plan   *exchange.Reservations
+	plan   *fleet.Reservations
 	srv    *httptest.Server
+	h      http.Handler // the server's handler, for requests made in-process
 }
 
 func newFixture(t *testing.T) *fixture {
 	t.Helper()
-	db := storetest.New(t)
+	return newFixtureOn(t, storetest.New(t), web.Config{LoginRate: 5, PublicURL: "http://127.0.0.1"})
+}
+
+// newFixtureOn is newFixture on a given database (storetest.Each gives SQLite and
+// PostgreSQL) with a given configuration.
+func newFixtureOn(t testing.TB, db *store.DB, cfg web.Config) *fixture {
+	t.Helper()
 	clock := storetest.NewClock(storetest.Epoch)
 	l := ledger.New(db, clock.Now)
 	f := &fixture{t: t, db: db, clock: clock, market: exchange.NewMarket(db, l, clock.Now), id: exchange.NewIdentity(db, clock.Now, bcrypt.MinCost),
-		plan: exchange.NewReservations(db, l, clock.Now, exchange.DefaultPlanConfig)}
+		plan: fleet.NewReservations(db, l, clock.Now, fleet.DefaultPlanConfig)}
+	f.market.UseQuotaCommitments(f.plan)
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	s := web.NewServer(web.Config{LoginRate: 5}, web.Services{Identity: f.id, Market: f.market, Reservations: f.plan}, log, clock.Now)
-	f.srv = httptest.NewServer(s.Handler())
+	s := web.NewServer(cfg, web.Services{Identity: f.id, Market: f.market, Reservations: f.plan}, log, clock.Now)
+	f.h = s.Handler()
+	f.srv = httptest.NewServer(f.h)
 	t.Cleanup(f.srv.Close)
 	return f
 }
@@ -228,4 +240,46 @@ func mustURL(s string) *url.URL {
 		panic(err)
 	}
 	return u
+}
+
+// TestOneClientBehindTheProxyLocksOutOnlyItself: behind a trusted proxy, a client
+// that exhausts its sign-in attempts is refused, and others (told apart by the
+// proxy's X-Forwarded-For) still sign in; a client talking to the server directly
+// cannot escape its limit by making up an X-Forwarded-For.
+func TestOneClientBehindTheProxyLocksOutOnlyItself(t *testing.T) {
+	_, proxies, _ := net.ParseCIDR("10.0.0.0/8")
+	f := newFixtureOn(t, storetest.New(t), web.Config{LoginRate: 3, TrustedProxies: []*net.IPNet{proxies}})
+	f.user("ana@x.io", exchange.RoleMember, "search")
+	csrf := strings.Repeat("c", 43)
+	signIn := func(peer, forwarded, password string) int {
+		form := url.Values{"email": {"ana@x.io"}, "password": {password}}
+		r := httptest.NewRequest(http.MethodPost, "/login", strings.NewReader(form.Encode()))
+		r.RemoteAddr = peer
+		if forwarded != "" {
+			r.Header.Set("X-Forwarded-For", forwarded)
+		}
+		r.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		r.Header.Set("X-CSRF-Token", csrf)
+		r.AddCookie(&http.Cookie{Name: "ch_csrf", Value: csrf})
+		w := httptest.NewRecorder()
+		f.h.ServeHTTP(w, r)
+		return w.Code
+	}
+	for range 3 {
+		if code := signIn("10.0.0.5:1000", "198.51.100.1", "wrong password"); code != http.StatusUnauthorized {
+			t.Fatalf("a wrong password: %d", code)
+		}
+	}
+	if code := signIn("10.0.0.5:1000", "198.51.100.1", testPassword); code != http.StatusTooManyRequests {
+		t.Fatalf("the 4th attempt from the locked-out client: %d, want 429", code)
+	}
+	if code := signIn("10.0.0.5:1000", "198.51.100.2", testPassword); code != http.StatusSeeOther {
+		t.Fatalf("another client behind the same proxy: %d, want to sign in", code)
+	}
+	for i := range 4 {
+		code := signIn("203.0.113.9:1000", fmt.Sprintf("198.51.100.%d", 10+i), "wrong password")
+		if i == 3 && code != http.StatusTooManyRequests {
+			t.Fatalf("a direct client that makes up X-Forwarded-For: %d on its 4th attempt, want 429", code)
+		}
+	}
 }

@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // The cluster agent speaks the JSON contract of web/api_agent.go. Its wire types are
@@ -164,10 +165,22 @@ func (c *agentClient) do(ctx context.Context, method, what string, body []byte, 
 			} `json:"error"`
 		}
 		_ = json.Unmarshal(data, &e)
-		return &agentAPIError{Status: resp.StatusCode, Code: e.Error.Code, Message: e.Error.Message}
+		return &agentAPIError{Status: resp.StatusCode, Code: clipText(e.Error.Code, 40), Message: clipText(e.Error.Message, 300)}
 	}
 	if err := json.Unmarshal(data, out); err != nil {
 		return fmt.Errorf("%s %s: the answer is not the expected JSON: %w", method, u, err)
 	}
 	return nil
+}
+
+// clipText shortens what a server said to at most n bytes before it is printed, so
+// that a misbehaving server cannot flood the agent's output.
+func clipText(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…"
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/clearhouse/clearhouse/auction"
 	"github.com/clearhouse/clearhouse/exchange"
+	"github.com/clearhouse/clearhouse/fleet"
 	"github.com/clearhouse/clearhouse/ledger"
 	"github.com/clearhouse/clearhouse/store/storetest"
 )
@@ -62,22 +63,22 @@ func newAgentMarket(t *testing.T) *agentMarket {
 }
 
 // reserve submits count cores of us-east/cpu for dur inside [now+from, now+to).
-func (m *agentMarket) reserve(count int64, dur, from, to time.Duration) exchange.ReservationView {
+func (m *agentMarket) reserve(count int64, dur, from, to time.Duration) fleet.ReservationView {
 	m.t.Helper()
 	ctx, now := context.Background(), m.clock.Now()
 	id, err := m.app.Plan.NewReservation(ctx, m.member)
 	if err != nil {
 		m.t.Fatal(err)
 	}
-	v, err := m.app.Plan.Submit(ctx, m.member, id, exchange.Definition{Value: 100 * ledger.Dollar, Requests: []exchange.RequestSpec{{
+	v, err := m.app.Plan.Submit(ctx, m.member, id, fleet.Definition{Value: 100 * ledger.Dollar, Requests: []fleet.RequestSpec{{
 		Configuration: map[string]int64{"us-east/cpu": 1}, Count: count, Duration: dur, Arrival: now.Add(from), Deadline: now.Add(to)}}})
-	if err != nil || v.Status != exchange.ReservationAccepted {
+	if err != nil || v.Status != fleet.ReservationAccepted {
 		m.t.Fatalf("reservation of %d cores: %+v, %v", count, v.Reservation, err)
 	}
 	return v
 }
 
-func (m *agentMarket) reservation(id int64) exchange.ReservationView {
+func (m *agentMarket) reservation(id int64) fleet.ReservationView {
 	m.t.Helper()
 	v, err := m.app.Plan.Reservation(context.Background(), id)
 	if err != nil {
@@ -266,7 +267,7 @@ func TestAgentSimulatedEndsReachTheServer(t *testing.T) {
 				t.Fatalf("output\n%s%s\nwant\n%s", out.String(), errOut.String(), want)
 			}
 			v := m.reservation(job.ID)
-			if v.Status != exchange.ReservationDone || v.Requests[0].EndedAt == nil || !v.Requests[0].EndedAt.Equal(endAt) {
+			if v.Status != fleet.ReservationDone || v.Requests[0].EndedAt == nil || !v.Requests[0].EndedAt.Equal(endAt) {
 				t.Fatalf("reservation after the end: status %s, ended %v, want done at %v", v.Status, v.Requests[0].EndedAt, endAt)
 			}
 			if failed := strings.Contains(v.Note, "failed"); failed != (tc.failRate == 1) {

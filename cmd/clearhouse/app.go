@@ -7,11 +7,13 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/url"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/clearhouse/clearhouse/exchange"
+	"github.com/clearhouse/clearhouse/fleet"
 	"github.com/clearhouse/clearhouse/ledger"
 	"github.com/clearhouse/clearhouse/store"
 	"github.com/clearhouse/clearhouse/web"
@@ -25,7 +27,9 @@ type Config struct {
 	Migrate        bool   // apply pending migrations at start
 	ProxyHeader    string // trusted identity header of an authenticating proxy
 	TrustedProxies string // comma-separated CIDRs the proxy header is trusted from
-	LoginRate      int
+	PublicURL      string // where users reach the server; its scheme decides Secure cookies
+	LoginRate      int    // failed sign-ins a minute per client address and email
+	LoginRateAddr  int    // failed sign-ins a minute per client address; 0 is 3 x LoginRate
 	Demo           bool
 	Tick           time.Duration // how often the scheduled job runs
 	AuctionEvery   time.Duration // opening to opening; 0 schedules no auctions
@@ -54,8 +58,17 @@ func (c Config) Validate() error {
 	if _, err := parseCIDRs(c.TrustedProxies); err != nil {
 		return err
 	}
+	if c.PublicURL != "" {
+		u, err := url.Parse(c.PublicURL)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return fmt.Errorf("--public-url %q: must be an http or https URL such as https://clearhouse.example.com", c.PublicURL)
+		}
+	}
 	if c.LoginRate < 1 {
 		return fmt.Errorf("--login-rate %d: must be at least 1", c.LoginRate)
+	}
+	if c.LoginRateAddr != 0 && c.LoginRateAddr < c.LoginRate { // 0: three times --login-rate
+		return fmt.Errorf("--login-rate-address %d: must be at least --login-rate (%d)", c.LoginRateAddr, c.LoginRate)
 	}
 	if c.Tick < time.Second {
 		return fmt.Errorf("--tick %s: must be at least 1s", c.Tick)
@@ -108,7 +121,7 @@ type App struct {
 	Identity *exchange.Identity
 	Market   *exchange.Market
 	Ledger   *ledger.Ledger
-	Plan     *exchange.Reservations
+	Plan     *fleet.Reservations
 	Server   *web.Server
 }
 
@@ -131,10 +144,12 @@ func (a *App) Open(ctx context.Context) error {
 	a.Identity = exchange.NewIdentity(db, a.now, 0)
 	a.Ledger = ledger.New(db, a.now)
 	a.Market = exchange.NewMarket(db, a.Ledger, a.now)
-	a.Plan = exchange.NewReservations(db, a.Ledger, a.now, exchange.DefaultPlanConfig)
+	a.Plan = fleet.NewReservations(db, a.Ledger, a.now, fleet.DefaultPlanConfig)
+	a.Market.UseQuotaCommitments(a.Plan)
 	proxies, _ := parseCIDRs(a.cfg.TrustedProxies)
 	a.Server = web.NewServer(web.Config{
-		Addr: a.cfg.Addr, ProxyHeader: a.cfg.ProxyHeader, TrustedProxies: proxies, LoginRate: a.cfg.LoginRate,
+		Addr: a.cfg.Addr, ProxyHeader: a.cfg.ProxyHeader, TrustedProxies: proxies, LoginRate: a.cfg.LoginRate, LoginRatePerAddress: a.cfg.LoginRateAddr,
+		PublicURL: a.cfg.PublicURL,
 	}, web.Services{Identity: a.Identity, Market: a.Market, Reservations: a.Plan}, a.log, a.now)
 	if a.cfg.Demo {
 		if err := seedDemo(ctx, a, a.demoOut); err != nil {
@@ -161,7 +176,7 @@ const tickLock = 0x636c6561 // "clea"
 // slots that passed, reservations that ended, a rebuild after a settlement).
 func (a *App) RunTick(ctx context.Context) {
 	var rep exchange.TickReport
-	var plan exchange.PlanTick
+	var plan fleet.PlanTick
 	ran, err := a.DB.Exclusive(ctx, tickLock, func() error {
 		var market, reservations error
 		rep, market = a.Market.Tick(ctx, a.cfg.Cadence())

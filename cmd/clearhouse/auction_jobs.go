@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/clearhouse/clearhouse/exchange"
+	"github.com/clearhouse/clearhouse/fleet"
 	"github.com/clearhouse/clearhouse/ledger"
 	"github.com/clearhouse/clearhouse/store"
 	"github.com/spf13/cobra"
@@ -93,12 +94,12 @@ func newAuctionTickCmd() *cobra.Command {
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return withDB(cmd, dsn, func(db *store.DB) error {
 				var rep exchange.TickReport
-				var plan exchange.PlanTick
+				var plan fleet.PlanTick
 				ran, err := db.Exclusive(cmd.Context(), tickLock, func() error {
 					m := marketFor(db)
 					var market, reservations error
 					rep, market = m.Tick(cmd.Context(), cfg.Cadence())
-					plan, reservations = exchange.NewReservations(db, m.Ledger(), time.Now, exchange.DefaultPlanConfig).Tick(cmd.Context())
+					plan, reservations = fleet.NewReservations(db, m.Ledger(), time.Now, fleet.DefaultPlanConfig).Tick(cmd.Context())
 					return errors.Join(market, reservations)
 				})
 				if err != nil {

@@ -12,6 +12,7 @@ import (
 	"github.com/clearhouse/clearhouse"
 	"github.com/clearhouse/clearhouse/auction"
 	"github.com/clearhouse/clearhouse/exchange"
+	"github.com/clearhouse/clearhouse/fleet"
 	"github.com/clearhouse/clearhouse/ledger"
 )
 
@@ -37,6 +38,7 @@ func seedDemo(ctx context.Context, a *App, out io.Writer) error {
 	clock := &demoClock{t: now.Add(-7 * 24 * time.Hour)}
 	l := ledger.New(a.DB, clock.now)
 	m := exchange.NewMarket(a.DB, l, clock.now)
+	m.UseQuotaCommitments(fleet.NewReservations(a.DB, l, clock.now, fleet.DefaultPlanConfig))
 	if _, err := m.SaveCurve(ctx, "standard", "Standard", auction.DefaultCurve); err != nil {
 		return err
 	}

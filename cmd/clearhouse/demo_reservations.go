@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/clearhouse/clearhouse/exchange"
+	"github.com/clearhouse/clearhouse/fleet"
 	"github.com/clearhouse/clearhouse/ledger"
 )
 
@@ -15,8 +16,8 @@ import (
 // a few pools with other pricing policies.
 func seedDemoReservations(ctx context.Context, a *App, users map[string]exchange.User, now time.Time) error {
 	clock := &demoClock{t: now.Add(-6 * time.Hour)}
-	plan := exchange.NewReservations(a.DB, ledger.New(a.DB, clock.now), clock.now, exchange.DefaultPlanConfig)
-	for _, p := range []exchange.PricingPolicy{
+	plan := fleet.NewReservations(a.DB, ledger.New(a.DB, clock.now), clock.now, fleet.DefaultPlanConfig)
+	for _, p := range []fleet.PricingPolicy{
 		{PoolID: "us-east/gpu", Algorithm: "econ", Predictor: "load", UnitPrice: 400_000},
 		{PoolID: "ap-south/cpu", Algorithm: "greedy", Predictor: "seasonal", UnitPrice: 5_000},
 		{PoolID: "ap-south/ram", Algorithm: "greedy", Predictor: "seasonal", UnitPrice: 1_000},
@@ -35,13 +36,13 @@ func seedDemoReservations(ctx context.Context, a *App, users map[string]exchange
 	}
 	reserve := func(jobs []job) error {
 		for _, j := range jobs {
-			d := exchange.Definition{Value: j.value, Requests: []exchange.RequestSpec{{Configuration: j.config, Count: j.count,
+			d := fleet.Definition{Value: j.value, Requests: []fleet.RequestSpec{{Configuration: j.config, Count: j.count,
 				Duration: j.dur, Arrival: clock.t.Add(j.from), Deadline: clock.t.Add(j.to)}}}
 			v, err := plan.Reserve(ctx, users[j.who], d)
 			if err != nil {
 				return fmt.Errorf("demo reservation for %s: %w", j.who, err)
 			}
-			if v.Status != exchange.ReservationAccepted {
+			if v.Status != fleet.ReservationAccepted {
 				return fmt.Errorf("demo reservation for %s was not accepted: %s", j.who, v.Note)
 			}
 		}

@@ -85,6 +85,9 @@ as underscores (--db becomes CLEARHOUSE_DB). A flag on the command line wins.`,
 		newUserCmd(),
 		newSimulateCmd(),
 		newAgentCmd(),
+		newVerifyCmd(),
+		newAbacusCmd(),
+		newShareCmd(),
 	)
 	return root
 }

@@ -56,3 +56,23 @@ func TestBindEnvRejectsBadValues(t *testing.T) {
 		t.Fatalf("want an error naming the variable, got %v", err)
 	}
 }
+
+func TestServeDoesNotPrintTheDatabasePassword(t *testing.T) {
+	msg := servingMessage("http://127.0.0.1:8080", "postgres://clearhouse:s3cret-pw@db:5432/market")
+	if strings.Contains(msg, "s3cret-pw") || !strings.Contains(msg, "postgres://clearhouse:xxxxx@db:5432/market") {
+		t.Fatalf("serve prints %q", msg)
+	}
+	code, _, errOut := runCLI(t, "", "serve", "--addr", "127.0.0.1:0", "--db", "postgres://ana:s3cret-pw@127.0.0.1:1/market?sslmode=disable&connect_timeout=2")
+	if code == 0 || strings.Contains(errOut, "s3cret-pw") || !strings.Contains(errOut, "xxxxx") {
+		t.Fatalf("serve on an unreachable database: code %d, stderr %q", code, errOut)
+	}
+}
+
+func TestServeRefusesABadPublicURL(t *testing.T) {
+	for _, bad := range []string{"ftp://clearhouse.example.com", "clearhouse.example.com", "https://"} {
+		code, _, errOut := runCLI(t, "", "serve", "--addr", "127.0.0.1:0", "--db", t.TempDir()+"/c.db", "--public-url", bad)
+		if code == 0 || !strings.Contains(errOut, "--public-url") {
+			t.Errorf("--public-url %q: code %d, stderr %q", bad, code, errOut)
+		}
+	}
+}

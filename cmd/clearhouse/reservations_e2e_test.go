@@ -15,6 +15,7 @@ import (
 
 	"github.com/clearhouse/clearhouse/auction"
 	"github.com/clearhouse/clearhouse/exchange"
+	"github.com/clearhouse/clearhouse/fleet"
 	"github.com/clearhouse/clearhouse/ledger"
 	"github.com/clearhouse/clearhouse/store/storetest"
 )
@@ -155,7 +156,7 @@ func TestReservationsEndToEnd(t *testing.T) {
 	}
 	lines := strings.Split(strings.TrimSpace(agentOut.String()), "\n")
 	agent := lines[len(lines)-1]
-	_, err = e.app.Plan.SetPolicy(ctx, exchange.PricingPolicy{PoolID: "us-east/cpu", Algorithm: "greedy", Predictor: "seasonal", UnitPrice: 10_000})
+	_, err = e.app.Plan.SetPolicy(ctx, fleet.PricingPolicy{PoolID: "us-east/cpu", Algorithm: "greedy", Predictor: "seasonal", UnitPrice: 10_000})
 	must(err)
 
 	// search wins 40 cores at auction.

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/clearhouse/clearhouse/store"
 	"github.com/spf13/cobra"
 )
 
@@ -33,7 +34,7 @@ share one database; run 'clearhouse migrate' once and start them with --migrate=
 			if err := app.Open(cmd.Context()); err != nil {
 				return err
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "Clearhouse is serving on %s (database %s)\n", app.Server.URL(), cfg.DB)
+			fmt.Fprintln(cmd.OutOrStdout(), servingMessage(app.Server.URL(), cfg.DB))
 			<-cmd.Context().Done()
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
@@ -45,12 +46,20 @@ share one database; run 'clearhouse migrate' once and start them with --migrate=
 	f.StringVar(&cfg.DB, "db", defaultDB, "SQLite file or PostgreSQL URL")
 	f.BoolVar(&cfg.Migrate, "migrate", true, "apply pending migrations at start (refuse to start on an old schema otherwise)")
 	f.StringVar(&cfg.ProxyHeader, "proxy-header", "", "trust this header (e.g. X-Forwarded-Email) for the user's email from --trusted-proxies")
-	f.StringVar(&cfg.TrustedProxies, "trusted-proxies", "", "comma-separated addresses or CIDRs of the authenticating proxy")
-	f.IntVar(&cfg.LoginRate, "login-rate", 10, "sign-in attempts allowed per minute per address and per email")
+	f.StringVar(&cfg.TrustedProxies, "trusted-proxies", "", "comma-separated addresses or CIDRs of the reverse proxies: their X-Forwarded-For names the client, and --proxy-header is trusted from them")
+	f.StringVar(&cfg.PublicURL, "public-url", "", "the URL users reach Clearhouse at (https://... makes cookies Secure); unset: Secure unless --addr is a loopback address")
+	f.IntVar(&cfg.LoginRate, "login-rate", 10, "failed sign-ins allowed per minute from one client address with one email")
+	f.IntVar(&cfg.LoginRateAddr, "login-rate-address", 30, "failed sign-ins allowed per minute from one client address (an IPv6 /64) with any emails")
 	f.BoolVar(&cfg.Demo, "demo", false, "fill an empty database with a demo market and print the demo logins")
 	f.DurationVar(&cfg.Tick, "tick", time.Minute, "how often the market's job opens, previews, closes and schedules auctions")
 	f.DurationVar(&cfg.AuctionEvery, "auction-every", 24*time.Hour, "time from one auction's opening to the next's (0: operators schedule auctions by hand)")
 	f.DurationVar(&cfg.AuctionWindow, "auction-window", time.Hour, "how long each auction takes bids")
 	f.DurationVar(&cfg.PreviewEvery, "preview-every", 5*time.Minute, "how often an open auction's preliminary prices are refreshed")
 	return cmd
+}
+
+// servingMessage is the line serve prints once it listens; the database's password,
+// if its URL has one, is hidden.
+func servingMessage(url, dsn string) string {
+	return fmt.Sprintf("Clearhouse is serving on %s (database %s)", url, store.Redact(dsn))
 }

@@ -12,7 +12,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"text/tabwriter"
 
 	"github.com/clearhouse/clearhouse/scheduler"
 	"github.com/schollz/progressbar/v3"
@@ -21,7 +20,7 @@ import (
 )
 
 // simAlgorithms are the algorithms `simulate` knows, in the order it lists them.
-var simAlgorithms = []string{"econ", "econ-fractional", "econ-load", "greedy", "ondemand"}
+var simAlgorithms = []string{"econ", "econ-seasonal", "econ-fractional", "econ-load", "greedy", "ondemand"}
 
 // simOptions are the flags of `clearhouse simulate`.
 type simOptions struct {
@@ -38,6 +37,11 @@ type simOptions struct {
 	valueSpread float64
 	json        bool
 	report      string
+	cloud       scheduler.Cloud
+	cloudSeed   uint64
+	startEarly  bool
+	ceiling     float64
+	maxDiscount float64
 }
 
 func newSimulateCmd() *cobra.Command {
@@ -55,10 +59,20 @@ Workloads Archive's format; values and deadlines come from a seeded model set by
 --slack, --value-median and --value-spread), or a seeded MapReduce-like mix
 (--generate mapreduce --jobs N --seed S).
 
-Algorithms: econ (Basic-Econ with the seasonal predictor learned online),
-econ-fractional (Basic-Econ priced from the fractional optimum of the past week's
-requests), econ-load (Basic-Econ with a fixed load curve), greedy (first fit at
---fixed-price per unit-slot) and ondemand (only what fits now, at --fixed-price).
+Algorithms: econ (Basic-Econ with the default predictor, scheduler.NewDefaultPredictor:
+the seasonal one learned online), econ-fractional (Basic-Econ with ERA's LP-based
+predictor: demand read from where the value-maximizing fractional allocation of the
+past week's requests put them), econ-load (Basic-Econ with a fixed load curve), greedy
+(first fit at --fixed-price per unit-slot) and ondemand (only what fits now, at
+--fixed-price).
+
+The simulated cloud (all seeded by --cloud-seed): --capacity-losses N a day, each
+taking --loss-share of the capacity for --loss-slots; --task-failures, the share of
+tasks that fail partway; --finish-early, the share that end early; --start-early, the
+cluster starts what the engine offers as "may start now". The Azure-style setting of
+ERA section 4: --share of the cluster is the scheduler's, under --background-load;
+--price-ceiling and --max-discount bound econ's price per unit-slot. Accepted jobs that
+do not complete by their deadline are late.
 
 Output: a table, with a progress bar on a terminal; --json prints one JSON object
 and nothing else; --report F.html writes a self-contained page with charts.`,
@@ -82,6 +96,17 @@ and nothing else; --report F.html writes a self-contained page with charts.`,
 	f.Float64Var(&o.valueSpread, "value-spread", scheduler.DefaultSWFModel.ValueSpread, "SWF: spread of the log-normal value per unit-slot")
 	f.BoolVar(&o.json, "json", false, "print one JSON object (shared/formats/workload.md) and nothing else")
 	f.StringVar(&o.report, "report", "", "write a self-contained HTML report with charts to this file")
+	f.Uint64Var(&o.cloudSeed, "cloud-seed", 1, "seed of the simulated cloud's losses, failures, early finishes and background load")
+	f.Float64Var(&o.cloud.LossesPerDay, "capacity-losses", 0, "capacity losses a day")
+	f.Float64Var(&o.cloud.LossShare, "loss-share", 0.5, "share of the capacity a loss takes")
+	f.IntVar((*int)(&o.cloud.LossSlots), "loss-slots", 24, "slots a capacity loss lasts")
+	f.Float64Var(&o.cloud.FailureShare, "task-failures", 0, "share of accepted tasks that fail partway through their run")
+	f.Float64Var(&o.cloud.FinishEarlyShare, "finish-early", 0, "share of accepted tasks that finish early")
+	f.BoolVar(&o.startEarly, "start-early", false, `start early what the engine offers as "may start now"`)
+	f.Float64Var(&o.cloud.Share, "share", 0, "Azure-style setting: the share of --capacity the scheduler manages (0: all, no background)")
+	f.Float64Var(&o.cloud.BackgroundLoad, "background-load", 0, "Azure-style setting: mean share of the cluster other work uses")
+	f.Float64Var(&o.ceiling, "price-ceiling", 0, "econ's most per unit-slot, in dollars (0: none)")
+	f.Float64Var(&o.maxDiscount, "max-discount", 0, "econ's largest discount from --price-ceiling (its floor is ceiling x (1 - discount))")
 	return cmd
 }
 
@@ -95,6 +120,7 @@ type simResult struct {
 		Slots          int     `json:"slots"`
 	} `json:"workload"`
 	UpperBoundValue float64        `json:"upper_bound_value"`
+	Cloud           *simCloud      `json:"cloud,omitempty"`
 	Algorithms      []simAlgorithm `json:"algorithms"`
 	outcomes        []scheduler.Outcome
 	classes         []string
@@ -102,15 +128,37 @@ type simResult struct {
 }
 
 type simAlgorithm struct {
-	Name            string            `json:"name"`
-	AcceptedJobs    int               `json:"accepted_jobs"`
-	AcceptedValue   float64           `json:"accepted_value"`
-	ValueShare      float64           `json:"value_share"`
-	Revenue         float64           `json:"revenue"`
-	Utilization     float64           `json:"utilization"`
-	MeanPrice       float64           `json:"mean_price"`
-	UpperBoundShare float64           `json:"upper_bound_share"`
-	Classes         map[string][2]int `json:"accepted_by_class"`
+	Name            string             `json:"name"`
+	AcceptedJobs    int                `json:"accepted_jobs"`
+	AcceptedValue   float64            `json:"accepted_value"`
+	ValueShare      float64            `json:"value_share"`
+	Revenue         float64            `json:"revenue"`
+	Utilization     float64            `json:"utilization"`
+	MeanPrice       float64            `json:"mean_price"`
+	UpperBoundShare float64            `json:"upper_bound_share"`
+	Classes         map[string][2]int  `json:"accepted_by_class"`
+	LateJobs        int                `json:"late_jobs"`
+	LateShare       float64            `json:"late_share"`
+	AtRisk          int                `json:"at_risk"`
+	Failed          int                `json:"failed"`
+	EarlyStarts     int                `json:"early_starts"`
+	LostValue       map[string]float64 `json:"lost_value"`
+}
+
+// simCloud is the setting of the simulated cloud, in the JSON output when any
+// of it is set.
+type simCloud struct {
+	Seed             uint64  `json:"seed"`
+	LossesPerDay     float64 `json:"capacity_losses_per_day"`
+	LossShare        float64 `json:"loss_share"`
+	LossSlots        int64   `json:"loss_slots"`
+	FailureShare     float64 `json:"task_failures"`
+	FinishEarlyShare float64 `json:"finish_early"`
+	StartEarly       bool    `json:"start_early"`
+	Share            float64 `json:"share"`
+	BackgroundLoad   float64 `json:"background_load"`
+	PriceCeiling     float64 `json:"price_ceiling"`
+	MaxDiscount      float64 `json:"max_discount"`
 }
 
 func runSimulate(cmd *cobra.Command, o simOptions) error {
@@ -127,6 +175,14 @@ func runSimulate(cmd *cobra.Command, o simOptions) error {
 	}
 	res := simResult{title: title, classes: workloadClasses(jobs)}
 	res.Workload.Jobs, res.Workload.Capacity = len(jobs), capacity
+	o.cloud.Seed, o.cloud.SlotsPerDay = o.cloudSeed, max(86400/o.slotSeconds, 1)
+	if o.cloud != (scheduler.Cloud{Seed: o.cloudSeed, SlotsPerDay: o.cloud.SlotsPerDay, LossShare: o.cloud.LossShare, LossSlots: o.cloud.LossSlots}) ||
+		o.startEarly || o.ceiling > 0 || o.maxDiscount > 0 {
+		c := o.cloud
+		res.Cloud = &simCloud{Seed: c.Seed, LossesPerDay: c.LossesPerDay, LossShare: c.LossShare, LossSlots: int64(c.LossSlots),
+			FailureShare: c.FailureShare, FinishEarlyShare: c.FinishEarlyShare, StartEarly: o.startEarly, Share: c.Share,
+			BackgroundLoad: c.BackgroundLoad, PriceCeiling: o.ceiling, MaxDiscount: o.maxDiscount}
+	}
 
 	stderr := cmd.ErrOrStderr()
 	var bar *progressbar.ProgressBar
@@ -136,7 +192,7 @@ func runSimulate(cmd *cobra.Command, o simOptions) error {
 			progressbar.OptionSetDescription("upper bound"), progressbar.OptionClearOnFinish(),
 			progressbar.OptionShowElapsedTimeOnFinish(), progressbar.OptionSetPredictTime(true))
 	}
-	bound := scheduler.UpperBound(jobs, capacity)
+	bound := scheduler.WorkloadBound(jobs, o.cloud.Managed(capacity))
 	res.UpperBoundValue = bound.Value
 	if bar != nil {
 		bar.Set(1000)
@@ -145,7 +201,7 @@ func runSimulate(cmd *cobra.Command, o simOptions) error {
 		if bar != nil {
 			bar.Describe(name)
 		}
-		cfg := scheduler.SimConfig{Capacity: capacity}
+		cfg := scheduler.SimConfig{Capacity: capacity, Cloud: o.cloud, StartEarly: o.startEarly}
 		if bar != nil {
 			base := 1000 + i*1000
 			cfg.Progress = func(slot, horizon scheduler.Slot) {
@@ -161,7 +217,11 @@ func runSimulate(cmd *cobra.Command, o simOptions) error {
 		res.Workload.Slots = len(out.Series)
 		a := simAlgorithm{Name: name, AcceptedJobs: out.AcceptedJobs, AcceptedValue: round2(out.AcceptedValue),
 			ValueShare: round4(out.ValueShare), Revenue: round2(out.Revenue), Utilization: round4(out.Utilization),
-			MeanPrice: round4(out.MeanPrice), Classes: out.ByClass}
+			MeanPrice: round4(out.MeanPrice), Classes: out.ByClass, LateJobs: out.LateJobs, LateShare: round4(out.LateShare),
+			AtRisk: out.AtRisk, Failed: out.Failed, EarlyStarts: out.EarlyStarts, LostValue: map[string]float64{}}
+		for reason, v := range out.LostValue {
+			a.LostValue[reason] = round2(v)
+		}
 		if bound.Value > 0 {
 			a.UpperBoundShare = round4(out.AcceptedValue / bound.Value)
 		}
@@ -220,16 +280,28 @@ func parseAlgorithms(list string) ([]string, error) {
 func newAlgorithm(name string, o simOptions, capacity int64) scheduler.Algorithm {
 	switch name {
 	case "econ":
-		return scheduler.BasicEcon{Predictor: scheduler.NewSeasonal(o.slotSeconds)}
+		return o.econ(scheduler.NewDefaultPredictor(o.slotSeconds, map[string]int64{scheduler.SimPool: capacity}))
+	case "econ-seasonal":
+		return o.econ(scheduler.NewSeasonal(o.slotSeconds))
 	case "econ-fractional":
-		return scheduler.BasicEcon{Predictor: scheduler.NewFractional(o.slotSeconds, map[string]int64{scheduler.SimPool: capacity})}
+		return o.econ(scheduler.NewFractional(o.slotSeconds, map[string]int64{scheduler.SimPool: capacity}))
 	case "econ-load":
-		return scheduler.BasicEcon{Predictor: scheduler.LoadCurve{Base: 1.5, Steep: 6, Capacity: capacity}}
+		return o.econ(scheduler.LoadCurve{Base: 1.5, Steep: 6, Capacity: capacity})
 	case "greedy":
 		return scheduler.Greedy{UnitPrice: o.fixedPrice}
 	default:
 		return scheduler.OnDemand{UnitPrice: o.fixedPrice}
 	}
+}
+
+// econ is Basic-Econ with the predictor, bounded by --price-ceiling and
+// --max-discount when they are set.
+func (o simOptions) econ(p scheduler.Predictor) scheduler.BasicEcon {
+	b := scheduler.BasicEcon{Predictor: p, Ceiling: o.ceiling}
+	if o.ceiling > 0 {
+		b.Floor = o.ceiling * (1 - o.maxDiscount)
+	}
+	return b
 }
 
 var maxProcs = regexp.MustCompile(`^;\s*MaxProcs:\s*(\d+)`)
@@ -244,6 +316,12 @@ func loadWorkload(cmd *cobra.Command, o simOptions) ([]scheduler.Job, int64, str
 	}
 	if o.fixedPrice < 0 {
 		return nil, 0, "", errors.New("--fixed-price: must not be negative")
+	}
+	if err := o.cloud.Validate(); err != nil {
+		return nil, 0, "", fmt.Errorf("the simulated cloud: %w", err)
+	}
+	if o.ceiling < 0 || o.maxDiscount < 0 || o.maxDiscount > 1 || (o.maxDiscount > 0 && o.ceiling == 0) {
+		return nil, 0, "", errors.New("--price-ceiling must not be negative; --max-discount is between 0 and 1 and needs a ceiling")
 	}
 	switch {
 	case o.workload != "" && o.generate != "":
@@ -311,72 +389,4 @@ func loadWorkload(cmd *cobra.Command, o simOptions) ([]scheduler.Job, int64, str
 		}
 		return jobs, capacity, fmt.Sprintf("%s: %d jobs, %d units, seed %d", title, len(jobs), capacity, o.seed), nil
 	}
-}
-
-// workloadClasses lists the classes (or teams) of the jobs: the generator's in its
-// order, else the ten largest teams by value.
-func workloadClasses(jobs []scheduler.Job) []string {
-	if jobs[0].Class != "" {
-		return scheduler.MapReduceClasses()
-	}
-	value := map[string]float64{}
-	for _, j := range jobs {
-		value[j.Team] += j.Value
-	}
-	teams := make([]string, 0, len(value))
-	for t := range value {
-		teams = append(teams, t)
-	}
-	slices.SortFunc(teams, func(a, b string) int {
-		if value[a] != value[b] {
-			if value[a] > value[b] {
-				return -1
-			}
-			return 1
-		}
-		return strings.Compare(a, b)
-	})
-	return teams[:min(len(teams), 10)]
-}
-
-func printSimTable(w io.Writer, res simResult) {
-	fmt.Fprintf(w, "%s\n%d jobs over %d slots, requested value $%s, upper bound $%s (%.1f%% of requested)\n\n",
-		res.title, res.Workload.Jobs, res.Workload.Slots, dollars(res.Workload.RequestedValue), dollars(res.UpperBoundValue),
-		100*res.UpperBoundValue/max(res.Workload.RequestedValue, 1e-9))
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "algorithm\taccepted jobs\taccepted value\tof requested\tof upper bound\trevenue\tutilization\tprice/unit-slot\t")
-	for _, a := range res.Algorithms {
-		fmt.Fprintf(tw, "%s\t%d\t$%s\t%.1f%%\t%.1f%%\t$%s\t%.1f%%\t$%.2f\t\n", a.Name, a.AcceptedJobs, dollars(a.AcceptedValue),
-			100*a.ValueShare, 100*a.UpperBoundShare, dollars(a.Revenue), 100*a.Utilization, a.MeanPrice)
-	}
-	tw.Flush()
-	fmt.Fprintln(w, "\naccepted jobs by class:")
-	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprint(tw, "class\tjobs\t")
-	for _, a := range res.Algorithms {
-		fmt.Fprintf(tw, "%s\t", a.Name)
-	}
-	fmt.Fprintln(tw)
-	for _, c := range res.classes {
-		n := res.Algorithms[0].Classes[c][1]
-		fmt.Fprintf(tw, "%s\t%d\t", c, n)
-		for _, a := range res.Algorithms {
-			fmt.Fprintf(tw, "%d\t", a.Classes[c][0])
-		}
-		fmt.Fprintln(tw)
-	}
-	tw.Flush()
-}
-
-// dollars formats whole dollars with thousands separators.
-func dollars(x float64) string {
-	s := strconv.FormatInt(int64(x+0.5), 10)
-	var b strings.Builder
-	for i, r := range s {
-		if i > 0 && (len(s)-i)%3 == 0 {
-			b.WriteByte(',')
-		}
-		b.WriteRune(r)
-	}
-	return b.String()
 }

@@ -101,6 +101,9 @@ func TestSimulateRefusesBadInput(t *testing.T) {
 		{[]string{"--generate", "mapreduce", "--jobs", "0"}, "--jobs"},
 		{[]string{}, "give a workload"},
 		{[]string{"--workload", filepath.Join(dir, "x.txt"), "--capacity", "5"}, ".csv or .swf"},
+		{[]string{"--generate", "mapreduce", "--task-failures", "1.5"}, "failure share"},
+		{[]string{"--generate", "mapreduce", "--max-discount", "0.3"}, "needs a ceiling"},
+		{[]string{"--generate", "mapreduce", "--share", "-1"}, "share"},
 	} {
 		code, out, errOut := runCLI(t, "", append([]string{"simulate"}, tc.args...)...)
 		if code != 2 || !strings.Contains(errOut, tc.want) || out != "" {
@@ -109,5 +112,49 @@ func TestSimulateRefusesBadInput(t *testing.T) {
 	}
 	if _, err := os.Stat(report); !os.IsNotExist(err) {
 		t.Fatal("a refused workload left a report")
+	}
+}
+
+func TestSimulateCloudSettingsJSON(t *testing.T) {
+	code, out, errOut := runCLI(t, "", "simulate", "--generate", "mapreduce", "--jobs", "1500", "--seed", "2", "--capacity", "100",
+		"--algorithms", "econ,econ-fractional,greedy", "--capacity-losses", "3", "--task-failures", "0.05", "--finish-early", "0.3",
+		"--start-early", "--share", "0.6", "--background-load", "0.5", "--price-ceiling", "8", "--max-discount", "0.5", "--json")
+	if code != 0 {
+		t.Fatalf("%d %s", code, errOut)
+	}
+	var res struct {
+		UpperBound float64 `json:"upper_bound_value"`
+		Cloud      *struct {
+			Share        float64 `json:"share"`
+			PriceCeiling float64 `json:"price_ceiling"`
+			StartEarly   bool    `json:"start_early"`
+		} `json:"cloud"`
+		Algorithms []struct {
+			Name          string             `json:"name"`
+			AcceptedJobs  int                `json:"accepted_jobs"`
+			AcceptedValue float64            `json:"accepted_value"`
+			ValueShare    *float64           `json:"value_share"`
+			Utilization   float64            `json:"utilization"`
+			LateJobs      int                `json:"late_jobs"`
+			LateShare     float64            `json:"late_share"`
+			EarlyStarts   int                `json:"early_starts"`
+			LostValue     map[string]float64 `json:"lost_value"`
+		} `json:"algorithms"`
+	}
+	if err := json.Unmarshal([]byte(out), &res); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if res.Cloud == nil || res.Cloud.Share != 0.6 || res.Cloud.PriceCeiling != 8 || !res.Cloud.StartEarly || len(res.Algorithms) != 3 {
+		t.Fatalf("%+v", res)
+	}
+	for _, a := range res.Algorithms {
+		if a.ValueShare == nil || a.AcceptedJobs == 0 || a.LateJobs == 0 || a.LateShare <= 0 || a.LateShare > 1 || a.EarlyStarts == 0 ||
+			a.LostValue["no-room"]+a.LostValue["priced-out"] <= 0 || a.Utilization <= 0 || a.Utilization > 1 {
+			t.Fatalf("%+v", a)
+		}
+	}
+	code, out, _ = runCLI(t, "", "simulate", "--generate", "mapreduce", "--jobs", "300", "--capacity-losses", "2")
+	if code != 0 || !strings.Contains(out, "the simulated cloud:") || !strings.Contains(out, "late jobs") {
+		t.Fatalf("the table has no cloud section: %s", out)
 	}
 }

@@ -20,7 +20,7 @@ func newUserCmd() *cobra.Command {
 		Short: "Manage the people who use the market",
 		Args:  cobra.NoArgs,
 	}
-	cmd.AddCommand(newUserAddCmd(), newUserTokenCmd())
+	cmd.AddCommand(newUserAddCmd(), newUserPasswordCmd(), newUserDisableCmd(true), newUserDisableCmd(false), newUserTokenCmd())
 	return cmd
 }
 
@@ -48,17 +48,9 @@ once.`,
   echo 'correct horse battery' | clearhouse user add --email fin@example.com --role finance --password-stdin`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			password, generated := "", false
-			if passwordStdin {
-				line, err := bufio.NewReader(cmd.InOrStdin()).ReadString('\n')
-				if err != nil && line == "" {
-					return fmt.Errorf("--password-stdin: no password on standard input")
-				}
-				password = strings.TrimRight(line, "\r\n")
-			} else {
-				var b [15]byte
-				_, _ = rand.Read(b[:])
-				password, generated = base64.RawURLEncoding.EncodeToString(b[:]), true
+			password, generated, err := readOrMakePassword(cmd, passwordStdin)
+			if err != nil {
+				return err
 			}
 			return withDB(cmd, dsn, func(db *store.DB) error {
 				id := exchange.NewIdentity(db, time.Now, 0)
@@ -89,39 +81,17 @@ once.`,
 	return cmd
 }
 
-func newUserTokenCmd() *cobra.Command {
-	var dsn, email, name string
-	cmd := &cobra.Command{
-		Use:   "token",
-		Short: "Issue an API token for a user; the token is printed on the last line",
-		Long: `Issue a bearer token for the JSON API that acts as the user, with the user's role.
-The token is shown once, on the last line of the output; only its hash is stored.`,
-		Example: `  TOKEN=$(clearhouse user token --email ana@example.com | tail -n 1)
-  curl -H "Authorization: Bearer $TOKEN" http://127.0.0.1:8080/api/v1/market`,
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			return withDB(cmd, dsn, func(db *store.DB) error {
-				id := exchange.NewIdentity(db, time.Now, 0)
-				u, err := id.UserByEmail(cmd.Context(), email)
-				if err != nil {
-					return err
-				}
-				if name == "" {
-					name = "cli " + time.Now().UTC().Format(time.DateOnly)
-				}
-				token, _, err := id.IssueToken(cmd.Context(), u.ID, name)
-				if err != nil {
-					return err
-				}
-				fmt.Fprintf(cmd.OutOrStdout(), "token for %s (%s), shown once:\n%s\n", u.Email, u.Role, token)
-				return nil
-			})
-		},
+// readOrMakePassword reads a password from the first line of standard input, or
+// makes a random one (reported as generated, to be printed once).
+func readOrMakePassword(cmd *cobra.Command, fromStdin bool) (password string, generated bool, err error) {
+	if fromStdin {
+		line, err := bufio.NewReader(cmd.InOrStdin()).ReadString('\n')
+		if err != nil && line == "" {
+			return "", false, &exitError{2, fmt.Errorf("--password-stdin: no password on standard input")}
+		}
+		return strings.TrimRight(line, "\r\n"), false, nil
 	}
-	f := cmd.Flags()
-	f.StringVar(&dsn, "db", defaultDB, "SQLite file or PostgreSQL URL")
-	f.StringVar(&email, "email", "", "the user's email (required)")
-	f.StringVar(&name, "name", "", "a label for the token")
-	_ = cmd.MarkFlagRequired("email")
-	return cmd
+	var b [15]byte
+	_, _ = rand.Read(b[:])
+	return base64.RawURLEncoding.EncodeToString(b[:]), true, nil
 }

@@ -1,10 +1,11 @@
-package exchange
+package fleet
 
 import (
 	"context"
 	"time"
 
 	"github.com/clearhouse/clearhouse"
+	"github.com/clearhouse/clearhouse/exchange"
 	"github.com/clearhouse/clearhouse/ledger"
 	"github.com/clearhouse/clearhouse/scheduler"
 	"gorm.io/gorm"
@@ -56,7 +57,7 @@ func contains(xs []string, x string) bool {
 
 // defaultPolicy is a pool's policy until an operator sets one: Basic-Econ with the
 // seasonal predictor, never below the pool's real cost of a unit-slot.
-func (s *Reservations) defaultPolicy(p Pool) PricingPolicy {
+func (s *Reservations) defaultPolicy(p exchange.Pool) PricingPolicy {
 	return PricingPolicy{PoolID: p.ID, Algorithm: "econ", Predictor: "seasonal",
 		UnitPrice: ledger.Money(p.UnitCost * int64(s.cfg.Slot) / int64(s.cfg.Period))}
 }
@@ -67,7 +68,7 @@ func (s *Reservations) Policies(ctx context.Context) (map[string]PricingPolicy, 
 }
 
 func (s *Reservations) policies(tx *gorm.DB) (map[string]PricingPolicy, error) {
-	var pools []Pool
+	var pools []exchange.Pool
 	if err := tx.Order("id").Find(&pools).Error; err != nil {
 		return nil, err
 	}
@@ -108,7 +109,7 @@ func (s *Reservations) SetPolicy(ctx context.Context, p PricingPolicy) (PricingP
 
 // algorithm builds the per-pool pricing algorithm for a plan starting at origin.
 // The learned predictors live in absolute slots and persist across rebuilds.
-func (s *Reservations) algorithm(tx *gorm.DB, pools []Pool, origin time.Time) (scheduler.Algorithm, error) {
+func (s *Reservations) algorithm(tx *gorm.DB, pools []exchange.Pool, origin time.Time) (scheduler.Algorithm, error) {
 	pols, err := s.policies(tx)
 	if err != nil {
 		return nil, err

@@ -1,4 +1,4 @@
-package exchange_test
+package fleet_test
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 
 	"github.com/clearhouse/clearhouse/auction"
 	"github.com/clearhouse/clearhouse/exchange"
+	"github.com/clearhouse/clearhouse/fleet"
 	"github.com/clearhouse/clearhouse/ledger"
 	"github.com/clearhouse/clearhouse/store/storetest"
 	"golang.org/x/crypto/bcrypt"
@@ -15,7 +16,7 @@ import (
 
 // busyPlan is a plan with n accepted reservations from 50 teams over 10 pools of
 // one cluster, spread over the next two days, half inside the teams' quota.
-func busyPlan(b *testing.B, n int) (*exchange.Market, *exchange.Reservations, []exchange.User, *storetest.Clock) {
+func busyPlan(b *testing.B, n int) (*exchange.Market, *fleet.Reservations, []exchange.User, *storetest.Clock) {
 	b.Helper()
 	ctx := context.Background()
 	db := storetest.New(b)
@@ -46,17 +47,17 @@ func busyPlan(b *testing.B, n int) (*exchange.Market, *exchange.Reservations, []
 		must(err)
 		must(m.GrantQuota(ctx, team, fmt.Sprintf("big/r%d", t%10), 1000))
 	}
-	r := exchange.NewReservations(db, l, clock.Now, exchange.DefaultPlanConfig)
+	r := fleet.NewReservations(db, l, clock.Now, fleet.DefaultPlanConfig)
 	for i := range n {
 		u := users[i%len(users)]
 		from := time.Duration(i%48) * time.Hour
-		d := exchange.Definition{Value: 1000 * ledger.Dollar, Requests: []exchange.RequestSpec{{
+		d := fleet.Definition{Value: 1000 * ledger.Dollar, Requests: []fleet.RequestSpec{{
 			Configuration: map[string]int64{fmt.Sprintf("big/r%d", i%10): 2, fmt.Sprintf("big/r%d", (i+1)%10): 8},
 			Count:         int64(5 + i%20), Duration: time.Duration(1+i%4) * time.Hour,
 			Arrival: clock.Now().Add(from), Deadline: clock.Now().Add(from + 12*time.Hour)}}}
 		v, err := r.Reserve(ctx, u, d)
 		must(err)
-		if v.Status != exchange.ReservationAccepted {
+		if v.Status != fleet.ReservationAccepted {
 			b.Fatalf("reservation %d: %s", i, v.Note)
 		}
 	}
@@ -93,7 +94,7 @@ func BenchmarkReserve(b *testing.B) {
 	ctx := context.Background()
 	b.ResetTimer()
 	for i := range b.N {
-		d := exchange.Definition{Value: 1000 * ledger.Dollar, Requests: []exchange.RequestSpec{{
+		d := fleet.Definition{Value: 1000 * ledger.Dollar, Requests: []fleet.RequestSpec{{
 			Configuration: map[string]int64{"big/r3": 4}, Count: 10, Duration: time.Hour,
 			Arrival: clock.Now().Add(time.Duration(i%24) * time.Hour), Deadline: clock.Now().Add(time.Duration(i%24+6) * time.Hour)}}}
 		if _, err := r.Reserve(ctx, users[i%len(users)], d); err != nil {

@@ -1,4 +1,4 @@
-package exchange
+package fleet
 
 import (
 	"context"

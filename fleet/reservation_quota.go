@@ -1,4 +1,4 @@
-package exchange
+package fleet
 
 import (
 	"context"
@@ -52,6 +52,13 @@ func quotaInUse(tx *gorm.DB, team, pool string, quota int64, now time.Time) (int
 		most = max(most, min(load, quota))
 	}
 	return most, nil
+}
+
+// CommittedQuota implements exchange.QuotaCommitments: the most of quota units of
+// pool that team's accepted reservations take at any moment from now on, read
+// inside the market's transaction tx.
+func (s *Reservations) CommittedQuota(tx *gorm.DB, team, pool string, quota int64, now time.Time) (int64, error) {
+	return quotaInUse(tx, team, pool, quota, now)
 }
 
 // QuotaNeeded returns, per pool a team holds quota in, the most of it the team's

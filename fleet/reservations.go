@@ -1,4 +1,4 @@
-package exchange
+package fleet
 
 import (
 	"context"
@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/clearhouse/clearhouse"
+	"github.com/clearhouse/clearhouse/exchange"
 	"github.com/clearhouse/clearhouse/ledger"
 	"github.com/clearhouse/clearhouse/scheduler"
 	"gorm.io/gorm"
@@ -13,7 +14,7 @@ import (
 
 // NewReservation hands out a reservation id for the user's team, to submit a
 // definition under (YARN's new-reservation). EFORBIDDEN for a user on no team.
-func (s *Reservations) NewReservation(ctx context.Context, by User) (int64, error) {
+func (s *Reservations) NewReservation(ctx context.Context, by exchange.User) (int64, error) {
 	if !by.Role.OnTeam() || by.TeamID == "" {
 		return 0, clearhouse.Errorf(clearhouse.EFORBIDDEN, "Only team members and owners make reservations.")
 	}
@@ -24,7 +25,7 @@ func (s *Reservations) NewReservation(ctx context.Context, by User) (int64, erro
 }
 
 // actFor checks that by may act for team.
-func actFor(by User, team string) error {
+func actFor(by exchange.User, team string) error {
 	if !by.Role.OnTeam() || by.TeamID != team {
 		return clearhouse.Errorf(clearhouse.EFORBIDDEN, "team: you cannot act for team %q", team)
 	}
@@ -32,7 +33,7 @@ func actFor(by User, team string) error {
 }
 
 // prepare fills in the team and checks the definition before any write.
-func (s *Reservations) prepare(by User, d *Definition, needValue bool) error {
+func (s *Reservations) prepare(by exchange.User, d *Definition, needValue bool) error {
 	if d.Team == "" {
 		d.Team = by.TeamID
 	}
@@ -43,7 +44,7 @@ func (s *Reservations) prepare(by User, d *Definition, needValue bool) error {
 }
 
 // takeReservation loads one reservation of by's team with its requests, inside tx.
-func (s *Reservations) takeReservation(tx *gorm.DB, by User, id int64, now time.Time) (ReservationView, error) {
+func (s *Reservations) takeReservation(tx *gorm.DB, by exchange.User, id int64, now time.Time) (ReservationView, error) {
 	vs, err := s.views(tx, tx.Where("id = ?", id), now)
 	if err != nil {
 		return ReservationView{}, err
@@ -61,7 +62,7 @@ func (s *Reservations) takeReservation(tx *gorm.DB, by User, id int64, now time.
 // the same definition again returns the first result; another definition under a
 // used id is ECONFLICT. EINVALID names the field of a bad definition;
 // EUNPROCESSABLE when the budget cannot cover the price (the id stays unused).
-func (s *Reservations) Submit(ctx context.Context, by User, id int64, d Definition) (ReservationView, error) {
+func (s *Reservations) Submit(ctx context.Context, by exchange.User, id int64, d Definition) (ReservationView, error) {
 	if err := s.prepare(by, &d, true); err != nil {
 		return ReservationView{}, err
 	}
@@ -91,7 +92,7 @@ func (s *Reservations) Submit(ctx context.Context, by User, id int64, d Definiti
 // honoured; otherwise the old one stands and the error says why (EUNPROCESSABLE
 // when the new one does not fit or its value does not cover its price). Slots the
 // old definition already used are charged; the new one is priced from now.
-func (s *Reservations) Update(ctx context.Context, by User, id int64, d Definition) (ReservationView, error) {
+func (s *Reservations) Update(ctx context.Context, by exchange.User, id int64, d Definition) (ReservationView, error) {
 	if err := s.prepare(by, &d, true); err != nil {
 		return ReservationView{}, err
 	}
@@ -214,7 +215,7 @@ func moneyOf(dollars float64) ledger.Money {
 // Cancel cancels a reservation of by's team: its capacity is free from the next
 // slot boundary, slots already used are charged and the rest of the hold is
 // released. ECONFLICT for a reservation that has ended.
-func (s *Reservations) Cancel(ctx context.Context, by User, id int64) error {
+func (s *Reservations) Cancel(ctx context.Context, by exchange.User, id int64) error {
 	return s.write(ctx, func(tx *gorm.DB, p *plan, now time.Time) error {
 		v, err := s.takeReservation(tx, by, id, now)
 		if err != nil {
@@ -244,7 +245,7 @@ type Quote struct {
 
 // Quote prices a definition for by's team without its value. EINVALID names the
 // field of a bad definition.
-func (s *Reservations) Quote(ctx context.Context, by User, d Definition) (Quote, error) {
+func (s *Reservations) Quote(ctx context.Context, by exchange.User, d Definition) (Quote, error) {
 	if err := s.prepare(by, &d, false); err != nil {
 		return Quote{}, err
 	}
@@ -271,10 +272,12 @@ type ReservationFilter struct {
 	Team     string
 	From, To time.Time
 	Statuses []ReservationStatus
-	Limit    int
+	Before   int64 // only reservations with a smaller id (the next page)
+	Limit    int   // at most 1,000
 }
 
-// Reservations lists reservations, newest first.
+// Reservations lists the newest reservations the filter selects (at most Limit),
+// oldest of them first.
 func (s *Reservations) Reservations(ctx context.Context, f ReservationFilter) ([]ReservationView, error) {
 	db := s.db.Read.WithContext(ctx)
 	q := db.Where("status <> ?", ReservationNew)
@@ -289,6 +292,9 @@ func (s *Reservations) Reservations(ctx context.Context, f ReservationFilter) ([
 	}
 	if !f.To.IsZero() {
 		q = q.Where("id IN (SELECT reservation_id FROM reservation_requests WHERE arrival < ?)", f.To)
+	}
+	if f.Before > 0 {
+		q = q.Where("id < ?", f.Before)
 	}
 	limit := f.Limit
 	if limit <= 0 || limit > 1000 {

@@ -1,4 +1,4 @@
-package exchange
+package fleet
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/clearhouse/clearhouse"
+	"github.com/clearhouse/clearhouse/exchange"
 	"github.com/clearhouse/clearhouse/ledger"
 	"github.com/clearhouse/clearhouse/scheduler"
 	"github.com/clearhouse/clearhouse/store"
@@ -78,7 +79,7 @@ type plan struct {
 	origin  time.Time
 	slotLen time.Duration
 	version int64
-	pools   map[string]Pool
+	pools   map[string]exchange.Pool
 }
 
 // slot is the slot holding t (floor).
@@ -109,10 +110,8 @@ func (p *plan) slots(seconds int64) scheduler.Slot {
 }
 
 // bumpPlan marks the plan changed, inside tx: every server rebuilds its engine
-// before its next reservation call. Writes that change quotas or capacity call it.
-func bumpPlan(tx *gorm.DB) error {
-	return tx.Exec("UPDATE plan_state SET version = version + 1 WHERE id = 1").Error
-}
+// before its next reservation call.
+func bumpPlan(tx *gorm.DB) error { return exchange.MarkPlanChanged(tx) }
 
 // write runs fn in one transaction with an engine that matches the database, and
 // moves the plan's version so that every other server rebuilds. A failed fn rolls
@@ -239,9 +238,9 @@ func (CapacityChange) TableName() string { return "capacity_changes" }
 // inside its windows, or fails (recorded, its charge settled); nothing is dropped
 // silently.
 func (s *Reservations) load(ctx context.Context, tx *gorm.DB, now time.Time) (*plan, bool, error) {
-	p := &plan{origin: now.Truncate(s.cfg.Slot), slotLen: s.cfg.Slot, pools: map[string]Pool{}}
+	p := &plan{origin: now.Truncate(s.cfg.Slot), slotLen: s.cfg.Slot, pools: map[string]exchange.Pool{}}
 	horizon := scheduler.Slot(ceilDiv(s.cfg.Horizon+rebaseEvery, s.cfg.Slot))
-	var pools []Pool
+	var pools []exchange.Pool
 	if err := tx.Order("id").Find(&pools).Error; err != nil {
 		return nil, false, err
 	}

@@ -1,4 +1,4 @@
-package exchange
+package fleet
 
 import (
 	"context"
@@ -126,12 +126,29 @@ type AgentResult struct {
 	Ended  []int64 // reservations whose requests have all ended
 }
 
+// Bounds on what one agent report may say, so that no agent can make the plan's
+// work unbounded: rows per list, and capacity within a sane multiple of the pool's
+// configured capacity (hardware added faster than operators record it is fine;
+// 2^63 cores is a bug).
+const (
+	MaxReportRows          = 1000
+	MaxCapacityFactor      = 4
+	maxReportedUsageFactor = 4 // usage of a request: at most this times what it reserved
+)
+
 // validateReport checks a report from cluster's agent against the plan: every
-// pool and reservation must be the cluster's. EINVALID names the field at fault.
+// pool and reservation must be the cluster's, and every number within bounds.
+// EINVALID names the field at fault.
 func (s *Reservations) validateReport(tx *gorm.DB, p *plan, cluster string, rep AgentReport, now time.Time) (map[int64]ReservationView, error) {
 	bad := func(field string, i int, format string, args ...any) error {
 		return clearhouse.Errorf(clearhouse.EINVALID, "%s[%d]: %s", field, i, fmt.Sprintf(format, args...))
 	}
+	for field, n := range map[string]int{"capacity": len(rep.Capacity), "ends": len(rep.Ends), "usage": len(rep.Usage), "waiting": len(rep.Waiting)} {
+		if n > MaxReportRows {
+			return nil, clearhouse.Errorf(clearhouse.EINVALID, "%s: at most %d rows per report, got %d; send the rest in another report", field, MaxReportRows, n)
+		}
+	}
+	earliest, latest := now.Add(-24*time.Hour), p.at(p.eng.Horizon())
 	for i, c := range rep.Capacity {
 		pl, ok := p.pools[c.Pool]
 		switch {
@@ -139,8 +156,14 @@ func (s *Reservations) validateReport(tx *gorm.DB, p *plan, cluster string, rep 
 			return nil, bad("capacity", i, "pool %q is not a pool of cluster %s", c.Pool, cluster)
 		case c.Units < 0:
 			return nil, bad("capacity", i, "units must not be negative")
+		case c.Units > MaxCapacityFactor*max(pl.Capacity, 1):
+			return nil, bad("capacity", i, "units: %d is more than %d times the pool's configured capacity of %d; have an operator raise it first",
+				c.Units, MaxCapacityFactor, pl.Capacity)
 		case !c.To.After(c.From):
 			return nil, bad("capacity", i, "to must be after from")
+		case c.From.Before(earliest) || c.To.After(latest):
+			return nil, bad("capacity", i, "from and to must lie between %s and the plan's horizon, %s",
+				earliest.Format(time.RFC3339), latest.Format(time.RFC3339))
 		}
 	}
 	ids := map[int64]bool{}
@@ -197,16 +220,21 @@ func (s *Reservations) validateReport(tx *gorm.DB, p *plan, cluster string, rep 
 		if u.Units < 0 {
 			return nil, bad("usage", i, "units must not be negative")
 		}
-		if _, ok := byID[u.Reservation].Requests[u.Request].Config()[u.Pool]; !ok {
+		q := byID[u.Reservation].Requests[u.Request]
+		per, ok := q.Config()[u.Pool]
+		if !ok {
 			return nil, bad("usage", i, "reservation %d request %d uses no pool %q", u.Reservation, u.Request, u.Pool)
+		}
+		if u.Units > maxReportedUsageFactor*per*q.Count {
+			return nil, bad("usage", i, "units: %d is more than %d times the %d units the request reserved", u.Units, maxReportedUsageFactor, per*q.Count)
 		}
 	}
 	for i, w := range rep.Waiting {
 		if err := check("waiting", i, w.Reservation, w.Request); err != nil {
 			return nil, err
 		}
-		if w.Tasks < 0 {
-			return nil, bad("waiting", i, "tasks must not be negative")
+		if w.Tasks < 0 || w.Tasks > 1_000_000_000 {
+			return nil, bad("waiting", i, "tasks must be from 0 to 1,000,000,000")
 		}
 	}
 	return byID, nil

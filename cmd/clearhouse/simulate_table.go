@@ -1,0 +1,90 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"slices"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/clearhouse/clearhouse/scheduler"
+)
+
+// workloadClasses lists the classes (or teams) of the jobs: the generator's in its
+// order, else the ten largest teams by value.
+func workloadClasses(jobs []scheduler.Job) []string {
+	if jobs[0].Class != "" {
+		return scheduler.MapReduceClasses()
+	}
+	value := map[string]float64{}
+	for _, j := range jobs {
+		value[j.Team] += j.Value
+	}
+	teams := make([]string, 0, len(value))
+	for t := range value {
+		teams = append(teams, t)
+	}
+	slices.SortFunc(teams, func(a, b string) int {
+		if value[a] != value[b] {
+			if value[a] > value[b] {
+				return -1
+			}
+			return 1
+		}
+		return strings.Compare(a, b)
+	})
+	return teams[:min(len(teams), 10)]
+}
+
+func printSimTable(w io.Writer, res simResult) {
+	fmt.Fprintf(w, "%s\n%d jobs over %d slots, requested value $%s, upper bound $%s (%.1f%% of requested)\n\n",
+		res.title, res.Workload.Jobs, res.Workload.Slots, dollars(res.Workload.RequestedValue), dollars(res.UpperBoundValue),
+		100*res.UpperBoundValue/max(res.Workload.RequestedValue, 1e-9))
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "algorithm\taccepted jobs\taccepted value\tof requested\tof upper bound\trevenue\tutilization\tprice/unit-slot\t")
+	for _, a := range res.Algorithms {
+		fmt.Fprintf(tw, "%s\t%d\t$%s\t%.1f%%\t%.1f%%\t$%s\t%.1f%%\t$%.2f\t\n", a.Name, a.AcceptedJobs, dollars(a.AcceptedValue),
+			100*a.ValueShare, 100*a.UpperBoundShare, dollars(a.Revenue), 100*a.Utilization, a.MeanPrice)
+	}
+	tw.Flush()
+	if res.Cloud != nil {
+		fmt.Fprintln(w, "\nthe simulated cloud:")
+		tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+		fmt.Fprintln(tw, "algorithm\tlate jobs\tlate\tat risk\tfailed\tearly starts\tlost: no room\tpriced out\tnot honoured\t")
+		for _, a := range res.Algorithms {
+			fmt.Fprintf(tw, "%s\t%d\t%.1f%%\t%d\t%d\t%d\t$%s\t$%s\t$%s\t\n", a.Name, a.LateJobs, 100*a.LateShare, a.AtRisk, a.Failed, a.EarlyStarts,
+				dollars(a.LostValue[scheduler.LostNoRoom]), dollars(a.LostValue[scheduler.LostPricedOut]), dollars(a.LostValue[scheduler.LostNotHonoured]))
+		}
+		tw.Flush()
+	}
+	fmt.Fprintln(w, "\naccepted jobs by class:")
+	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprint(tw, "class\tjobs\t")
+	for _, a := range res.Algorithms {
+		fmt.Fprintf(tw, "%s\t", a.Name)
+	}
+	fmt.Fprintln(tw)
+	for _, c := range res.classes {
+		n := res.Algorithms[0].Classes[c][1]
+		fmt.Fprintf(tw, "%s\t%d\t", c, n)
+		for _, a := range res.Algorithms {
+			fmt.Fprintf(tw, "%d\t", a.Classes[c][0])
+		}
+		fmt.Fprintln(tw)
+	}
+	tw.Flush()
+}
+
+// dollars formats whole dollars with thousands separators.
+func dollars(x float64) string {
+	s := strconv.FormatInt(int64(x+0.5), 10)
+	var b strings.Builder
+	for i, r := range s {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}

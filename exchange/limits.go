@@ -1,0 +1,99 @@
+package exchange
+
+import (
+	"context"
+
+	"github.com/clearhouse/clearhouse"
+	"gorm.io/gorm"
+)
+
+// Limits bound what one team may enter in one auction, so that no team can make an
+// auction too large to close or a page too large to read. Operators set them.
+type Limits struct {
+	OpenOrdersPerTeam int // live orders (open or awaiting approval) per team and auction
+	BundlesPerOrder   int // XOR alternatives of one order
+	PoolsPerBundle    int // pools named in one bundle
+}
+
+// DefaultLimits are the limits a new market starts with.
+var DefaultLimits = Limits{OpenOrdersPerTeam: 1000, BundlesPerOrder: 32, PoolsPerBundle: 32}
+
+// The most an operator may set each limit to.
+const (
+	MaxOpenOrdersPerTeam = 100_000
+	MaxPoolsPerBundle    = 256
+)
+
+type limitsRow struct {
+	ID                int64
+	OpenOrdersPerTeam int
+	BundlesPerOrder   int
+	PoolsPerBundle    int
+}
+
+func (limitsRow) TableName() string { return "market_limits" }
+
+// Validate returns EINVALID naming the limit that is out of range.
+func (l Limits) Validate() error {
+	switch {
+	case l.OpenOrdersPerTeam < 1 || l.OpenOrdersPerTeam > MaxOpenOrdersPerTeam:
+		return clearhouse.Errorf(clearhouse.EINVALID, "open orders per team: must be from 1 to %d", MaxOpenOrdersPerTeam)
+	case l.BundlesPerOrder < 1 || l.BundlesPerOrder > MaxBundles:
+		return clearhouse.Errorf(clearhouse.EINVALID, "bundles per order: must be from 1 to %d", MaxBundles)
+	case l.PoolsPerBundle < 1 || l.PoolsPerBundle > MaxPoolsPerBundle:
+		return clearhouse.Errorf(clearhouse.EINVALID, "pools per bundle: must be from 1 to %d", MaxPoolsPerBundle)
+	}
+	return nil
+}
+
+// Limits returns the market's current limits.
+func (m *Market) Limits(ctx context.Context) (Limits, error) {
+	return limitsIn(m.db.Read.WithContext(ctx))
+}
+
+func limitsIn(tx *gorm.DB) (Limits, error) {
+	var r limitsRow
+	if err := tx.Take(&r, "id = 1").Error; err != nil {
+		return Limits{}, err
+	}
+	return Limits{OpenOrdersPerTeam: r.OpenOrdersPerTeam, BundlesPerOrder: r.BundlesPerOrder, PoolsPerBundle: r.PoolsPerBundle}, nil
+}
+
+// SetLimits changes the market's limits (EINVALID when one is out of range). Orders
+// already entered stay; the limits apply to new ones.
+func (m *Market) SetLimits(ctx context.Context, l Limits) error {
+	if err := l.Validate(); err != nil {
+		return err
+	}
+	return m.db.Write.WithContext(ctx).Exec(`UPDATE market_limits SET open_orders_per_team = ?, bundles_per_order = ?,
+		pools_per_bundle = ?, updated_at = ? WHERE id = 1`, l.OpenOrdersPerTeam, l.BundlesPerOrder, l.PoolsPerBundle, m.now()).Error
+}
+
+// checkLimits refuses, inside tx, an order that would break the limits: EINVALID
+// for its shape, EUNPROCESSABLE when the team already has as many live orders in
+// the auction as it may. The caller holds the team's row, so concurrent orders of
+// one team are counted one after another.
+func checkLimits(tx *gorm.DB, spec OrderSpec, team string, auctionID int64) error {
+	l, err := limitsIn(tx)
+	if err != nil {
+		return err
+	}
+	if len(spec.Bundles) > l.BundlesPerOrder {
+		return clearhouse.Errorf(clearhouse.EINVALID, "bundles: at most %d alternatives per order, got %d", l.BundlesPerOrder, len(spec.Bundles))
+	}
+	for i, b := range spec.Bundles {
+		if len(b) > l.PoolsPerBundle {
+			return clearhouse.Errorf(clearhouse.EINVALID, "bundles[%d]: at most %d pools per bundle, got %d", i, l.PoolsPerBundle, len(b))
+		}
+	}
+	var live int64
+	if err := tx.Model(&Order{}).Where("team_id = ? AND auction_id = ? AND status IN ?", team, auctionID,
+		[]OrderStatus{OrderOpen, OrderAwaitingApproval}).Count(&live).Error; err != nil {
+		return err
+	}
+	if live >= int64(l.OpenOrdersPerTeam) {
+		return clearhouse.Errorf(clearhouse.EUNPROCESSABLE,
+			"orders: team %s already has %d live orders in auction %d, the most one team may have; withdraw some first", team, live, auctionID)
+	}
+	return nil
+}

@@ -1,0 +1,62 @@
+package web
+
+import (
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+)
+
+// publicRoutes answer without signing in.
+var publicRoutes = map[string]bool{
+	"GET /healthz": true, "GET /login": true, "POST /login": true, "POST /logout": true,
+	"GET /static/*filepath": true, "HEAD /static/*filepath": true, "GET /api/v1/openapi.json": true,
+}
+
+// Every route the server registers, except the public ones, refuses a client that
+// has not signed in: pages send it to the sign-in page, the API and form posts
+// answer 401 or 403. A route added without a role check fails this test.
+func TestEveryRouteRefusesAnonymousClients(t *testing.T) {
+	s := NewServer(Config{LoginRate: 5, PublicURL: "http://127.0.0.1"}, Services{}, slog.New(slog.NewTextHandler(io.Discard, nil)), time.Now)
+	routes := s.engine.Routes()
+	if len(routes) < 40 {
+		t.Fatalf("only %d routes registered", len(routes))
+	}
+	for _, r := range routes {
+		key := r.Method + " " + r.Path
+		if publicRoutes[key] {
+			continue
+		}
+		path := r.Path
+		for _, seg := range strings.Split(r.Path, "/") {
+			if strings.HasPrefix(seg, ":") || strings.HasPrefix(seg, "*") {
+				path = strings.Replace(path, seg, "1", 1)
+			}
+		}
+		var req *http.Request
+		switch {
+		case r.Method == http.MethodGet || r.Method == http.MethodDelete || r.Method == http.MethodHead:
+			req = httptest.NewRequest(r.Method, path, nil)
+		case strings.HasPrefix(path, "/api/"):
+			req = httptest.NewRequest(r.Method, path, strings.NewReader("{}"))
+			req.Header.Set("Content-Type", "application/json")
+		default:
+			req = httptest.NewRequest(r.Method, path, strings.NewReader("csrf_token=x"))
+			req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		}
+		rec := httptest.NewRecorder()
+		s.engine.ServeHTTP(rec, req)
+		switch code := rec.Code; {
+		case code == http.StatusUnauthorized || code == http.StatusForbidden:
+		case code == http.StatusSeeOther || code == http.StatusFound:
+			if loc := rec.Header().Get("Location"); !strings.HasPrefix(loc, "/login") {
+				t.Errorf("%s: redirects an anonymous client to %q, not to sign in", key, loc)
+			}
+		default:
+			t.Errorf("%s: an anonymous client gets %d", key, code)
+		}
+	}
+}
