@@ -230,7 +230,7 @@ func (m *Market) LatestRun(ctx context.Context, id int64) (AuctionRun, []RunPric
 }
 
 // OpenDue opens every scheduled auction whose window has begun: it fixes each
-// pool's reserve price from its curve, utilization and unit cost, and its operator
+// pool's reserve price from its curve, utilization psi (MeasuredUtilization) and unit cost, and its operator
 // supply (capacity no team holds). It returns the auctions it opened.
 func (m *Market) OpenDue(ctx context.Context) ([]Auction, error) {
 	var due []Auction
@@ -272,16 +272,20 @@ func (m *Market) fixReserves(tx *gorm.DB, auctionID int64) error {
 	if err != nil {
 		return err
 	}
+	util, err := m.utilizationIn(tx, pools)
+	if err != nil {
+		return err
+	}
 	for _, p := range pools {
 		c, ok := curves[p.CurveID]
 		if !ok {
 			return clearhouse.Errorf(clearhouse.EINTERNAL, "pool %s: reserve curve %q is missing", p.ID, p.CurveID)
 		}
-		r, err := auction.ReservePrice(c, p.Utilization, float64(p.UnitCost)/1e6)
+		r, err := auction.ReservePrice(c, util[p.ID], float64(p.UnitCost)/1e6)
 		if err != nil {
 			return fmt.Errorf("pool %s: %w", p.ID, err)
 		}
-		ap := AuctionPool{AuctionID: auctionID, PoolID: p.ID, ReservePrice: r, Supply: max(p.Capacity-held[p.ID], 0), Utilization: p.Utilization}
+		ap := AuctionPool{AuctionID: auctionID, PoolID: p.ID, ReservePrice: r, Supply: max(p.Capacity-held[p.ID], 0), Utilization: util[p.ID]}
 		if err := tx.Create(&ap).Error; err != nil {
 			return err
 		}

@@ -89,7 +89,7 @@ func (m *Market) curvesIn(tx *gorm.DB) (map[string]auction.Curve, error) {
 }
 
 // ReservePrices returns each pool's reserve price now (dollars per unit), from its
-// curve, utilization and unit cost.
+// curve, utilization psi and unit cost.
 func (m *Market) ReservePrices(ctx context.Context) (map[string]float64, error) {
 	db := m.db.Read.WithContext(ctx)
 	curves, err := m.curvesIn(db)
@@ -100,10 +100,14 @@ func (m *Market) ReservePrices(ctx context.Context) (map[string]float64, error) 
 	if err := db.Find(&pools).Error; err != nil {
 		return nil, err
 	}
+	util, err := m.utilizationIn(db, pools)
+	if err != nil {
+		return nil, err
+	}
 	out := make(map[string]float64, len(pools))
 	for _, p := range pools {
 		if c, ok := curves[p.CurveID]; ok {
-			if r, err := auction.ReservePrice(c, p.Utilization, float64(p.UnitCost)/1e6); err == nil {
+			if r, err := auction.ReservePrice(c, util[p.ID], float64(p.UnitCost)/1e6); err == nil {
 				out[p.ID] = r
 			}
 		}

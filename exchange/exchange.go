@@ -22,8 +22,9 @@ type Market struct {
 	ledger *ledger.Ledger
 	now    func() time.Time
 
-	committed QuotaCommitments // quota reservations need; nil: none
-	interest  interestCache    // the last count of open interest
+	committed QuotaCommitments    // quota reservations need; nil: none
+	measured  MeasuredUtilization // each pool's psi; nil: the pool's stored utilization
+	interest  interestCache       // the last count of open interest
 }
 
 // NewMarket returns the market service on db, keeping budgets in l, with the clock

@@ -291,6 +291,9 @@ func (m *Market) settle(ctx context.Context, tx *gorm.DB, a Auction, res auction
 		if err := recordFigures(tx, a, views, st.lines); err != nil {
 			return err
 		}
+		if err := m.recordTradeUtilization(tx, a, views, st.lines); err != nil {
+			return err
+		}
 	}
 	rows := make([][]any, len(st.lines))
 	for i, l := range st.lines {

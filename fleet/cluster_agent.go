@@ -117,6 +117,7 @@ type AgentReport struct {
 	Ends     []EndReport
 	Usage    []UsageReport
 	Waiting  []WaitingReport
+	Pools    []PoolUsageReport // what all the work in each pool uses now (measured utilization)
 }
 
 // AgentResult is what a report did to the plan.
@@ -251,6 +252,9 @@ func (s *Reservations) Report(ctx context.Context, cluster string, rep AgentRepo
 	err := s.write(ctx, func(tx *gorm.DB, p *plan, now time.Time) error {
 		byID, err := s.validateReport(tx, p, cluster, rep, now)
 		if err != nil {
+			return err
+		}
+		if err := s.recordPoolUsage(tx, p, cluster, rep.Pools, now); err != nil {
 			return err
 		}
 		var up scheduler.Update

@@ -107,6 +107,11 @@ type APIUpdates struct {
 		Request     int   `json:"request"`
 		Tasks       int64 `json:"tasks"`
 	} `json:"waiting,omitempty"`
+	// Pools is what all the work in each pool uses now: the measured utilization.
+	Pools []struct {
+		Pool string `json:"pool"`
+		Used int64  `json:"used"`
+	} `json:"pools,omitempty"`
 }
 
 func (s *Server) apiClusterUpdates(c *gin.Context) {
@@ -127,6 +132,9 @@ func (s *Server) apiClusterUpdates(c *gin.Context) {
 	}
 	for _, x := range body.Waiting {
 		rep.Waiting = append(rep.Waiting, fleet.WaitingReport{Reservation: x.Reservation, Request: x.Request, Tasks: x.Tasks})
+	}
+	for _, x := range body.Pools {
+		rep.Pools = append(rep.Pools, fleet.PoolUsageReport{Pool: x.Pool, Used: x.Used})
 	}
 	res, err := s.svc.Reservations.Report(c.Request.Context(), c.Param("cluster"), rep)
 	if err != nil {

@@ -43,6 +43,7 @@ type Services struct {
 	Identity     *exchange.Identity
 	Market       *exchange.Market
 	Reservations *fleet.Reservations
+	Utilization  *fleet.Utilization // measured utilization; nil: pages show none
 }
 
 // Server is the HTTP server. Open starts it, Close stops it.

@@ -122,6 +122,7 @@ type App struct {
 	Market   *exchange.Market
 	Ledger   *ledger.Ledger
 	Plan     *fleet.Reservations
+	Util     *fleet.Utilization
 	Server   *web.Server
 }
 
@@ -146,11 +147,13 @@ func (a *App) Open(ctx context.Context) error {
 	a.Market = exchange.NewMarket(db, a.Ledger, a.now)
 	a.Plan = fleet.NewReservations(db, a.Ledger, a.now, fleet.DefaultPlanConfig)
 	a.Market.UseQuotaCommitments(a.Plan)
+	a.Util = fleet.NewUtilization(db, a.now, fleet.DefaultUtilizationConfig)
+	a.Market.UseMeasuredUtilization(a.Util)
 	proxies, _ := parseCIDRs(a.cfg.TrustedProxies)
 	a.Server = web.NewServer(web.Config{
 		Addr: a.cfg.Addr, ProxyHeader: a.cfg.ProxyHeader, TrustedProxies: proxies, LoginRate: a.cfg.LoginRate, LoginRatePerAddress: a.cfg.LoginRateAddr,
 		PublicURL: a.cfg.PublicURL,
-	}, web.Services{Identity: a.Identity, Market: a.Market, Reservations: a.Plan}, a.log, a.now)
+	}, web.Services{Identity: a.Identity, Market: a.Market, Reservations: a.Plan, Utilization: a.Util}, a.log, a.now)
 	if a.cfg.Demo {
 		if err := seedDemo(ctx, a, a.demoOut); err != nil {
 			return errors.Join(fmt.Errorf("demo data: %w", err), a.DB.Close())
@@ -160,12 +163,39 @@ func (a *App) Open(ctx context.Context) error {
 	if _, err := a.cron.AddFunc(fmt.Sprintf("@every %s", a.cfg.Tick), func() { a.RunTick(context.Background()) }); err != nil {
 		return errors.Join(err, a.DB.Close())
 	}
+	if _, err := a.cron.AddFunc(fmt.Sprintf("@every %s", a.Util.Config().Slot), func() { a.RunUtilization(context.Background()) }); err != nil {
+		return errors.Join(err, a.DB.Close())
+	}
 	if err := a.Server.Open(); err != nil {
 		return errors.Join(err, a.DB.Close())
 	}
 	a.cron.Start()
-	go a.RunTick(context.Background()) // catch up at once after a restart
+	go func() { // catch up at once after a restart
+		a.RunUtilization(context.Background())
+		a.RunTick(context.Background())
+	}()
 	return nil
+}
+
+// utilizationLock names the advisory lock that keeps the utilization job on one
+// replica.
+const utilizationLock = 0x75746c7a // "utlz"
+
+// RunUtilization runs the utilization job once (fill, downsample, prune, measure),
+// on one replica at a time, and logs what it did.
+func (a *App) RunUtilization(ctx context.Context) {
+	var rep fleet.RefreshReport
+	ran, err := a.DB.Exclusive(ctx, utilizationLock, func() error {
+		var err error
+		rep, err = a.Util.Refresh(ctx)
+		return err
+	})
+	switch {
+	case err != nil:
+		a.log.Error("utilization job failed", "err", err)
+	case ran:
+		a.log.Debug("utilization job", "plan_samples", rep.PlanSamples, "hours", rep.Hours, "measured", rep.Measured, "no_data", len(rep.NoData))
+	}
 }
 
 // tickLock names the advisory lock that keeps the market's job on one replica.

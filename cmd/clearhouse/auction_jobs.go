@@ -13,9 +13,12 @@ import (
 	"github.com/spf13/cobra"
 )
 
-// marketFor builds the market service for one command.
+// marketFor builds the market service for one command, with reserve prices from
+// measured utilization as the server has them.
 func marketFor(db *store.DB) *exchange.Market {
-	return exchange.NewMarket(db, ledger.New(db, time.Now), time.Now)
+	m := exchange.NewMarket(db, ledger.New(db, time.Now), time.Now)
+	m.UseMeasuredUtilization(fleet.NewUtilization(db, time.Now, fleet.DefaultUtilizationConfig))
+	return m
 }
 
 func auctionIDArg(s string) (int64, error) {
