@@ -43,8 +43,9 @@ var DefaultCurve = CurveSpec{Kind: "parametric", K: 4, Threshold: 0.8, Gamma: 3}
 // Build validates the spec and returns its curve. The curve must have DESIGN.md's
 // five properties, checked here: monotonically increasing; above 1 for
 // over-utilized pools (psi above the threshold) and at most 1 for under-utilized
-// ones; steeper on average between 80% and 99% than between 15% and 40%; and
-// phi(1) = K phi(0). Returns EINVALID naming the property that fails.
+// ones; a larger relative spread between 80% and 99% than between 15% and 40%
+// (phi(0.99)/phi(0.80) > phi(0.40)/phi(0.15)); and phi(1) = K phi(0). Returns
+// EINVALID naming the property that fails.
 func (s CurveSpec) Build() (Curve, error) {
 	bad := func(format string, args ...any) (Curve, error) {
 		return Curve{}, clearhouse.Errorf(clearhouse.EINVALID, "curve: "+format, args...)
@@ -118,10 +119,16 @@ func (c Curve) checkProperties() error {
 		}
 		prev = phi
 	}
-	high := (c.Phi(0.99) - c.Phi(0.80)) / 0.19
-	low := (c.Phi(0.40) - c.Phi(0.15)) / 0.25
+	// Property 4 on relative spread: what the curve multiplies a price by from 80%
+	// to 99% must exceed what it multiplies it by from 15% to 40%. Comparing
+	// absolute slopes would let a curve that is tiny at low utilization pass while
+	// it makes a move between two idle pools cost more, relatively, than a move
+	// out of a congested one.
+	high := c.Phi(0.99) / c.Phi(0.80)
+	low := c.Phi(0.40) / c.Phi(0.15)
 	if !(high > low) {
-		return bad("must be steeper between 80%% and 99%% (slope %.4g) than between 15%% and 40%% (slope %.4g)", high, low)
+		return bad("moves between under-utilized pools would be pricier than moves out of congested ones: "+
+			"phi(0.99)/phi(0.80) = %.4g must be more than phi(0.40)/phi(0.15) = %.4g (make the curve flatter at low utilization, e.g. a larger gamma or a smaller k)", high, low)
 	}
 	if r := c.Phi(1) / c.Phi(0); math.Abs(r-c.k) > 1e-9*c.k {
 		return bad("phi(1) must be k phi(0): %v vs %v", r, c.k)

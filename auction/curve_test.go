@@ -32,19 +32,46 @@ func TestDefaultCurveHasTheFiveProperties(t *testing.T) {
 
 func TestCurvesRefuseWhatBreaksAProperty(t *testing.T) {
 	for want, spec := range map[string]auction.CurveSpec{
-		"k must be more than 1":     {Kind: "parametric", K: 0.5, Threshold: 0.8, Gamma: 3},
-		"threshold must be":         {Kind: "parametric", K: 4, Threshold: 1.2, Gamma: 3},
-		"steeper between 80%":       {Kind: "parametric", K: 4, Threshold: 0.8, Gamma: 0.2},
-		"must be increasing":        {Kind: "points", Points: []auction.CurvePoint{{0, 0.5}, {0.5, 0.4}, {1, 2}}},
-		"from psi 0 to psi 1":       {Kind: "points", Points: []auction.CurvePoint{{0.1, 0.5}, {1, 2}}},
-		"at most 1 at psi 0":        {Kind: "points", Points: []auction.CurvePoint{{0, 1.5}, {1, 3}}},
-		"steeper between 80% and 9": {Kind: "points", Points: []auction.CurvePoint{{0, 0.2}, {0.4, 0.95}, {1, 1.1}}},
-		"kind must be":              {Kind: "spline"},
+		"k must be more than 1":                    {Kind: "parametric", K: 0.5, Threshold: 0.8, Gamma: 3},
+		"threshold must be":                        {Kind: "parametric", K: 4, Threshold: 1.2, Gamma: 3},
+		"pricier than moves out of congested ones": {Kind: "parametric", K: 4, Threshold: 0.8, Gamma: 0.2},
+		"must be increasing":                       {Kind: "points", Points: []auction.CurvePoint{{0, 0.5}, {0.5, 0.4}, {1, 2}}},
+		"from psi 0 to psi 1":                      {Kind: "points", Points: []auction.CurvePoint{{0.1, 0.5}, {1, 2}}},
+		"at most 1 at psi 0":                       {Kind: "points", Points: []auction.CurvePoint{{0, 1.5}, {1, 3}}},
+		"phi(0.99)/phi(0.80) = ":                   {Kind: "points", Points: []auction.CurvePoint{{0, 0.2}, {0.4, 0.95}, {1, 1.1}}},
+		"kind must be":                             {Kind: "spline"},
 	} {
 		_, err := spec.Build()
 		if clearhouse.ErrorCode(err) != clearhouse.EINVALID || !strings.Contains(err.Error(), want) {
 			t.Errorf("%s: got %v", want, err)
 		}
+	}
+}
+
+// Property 4 is checked on relative spread. The curve k = 1e6, gamma = 0.5 is
+// steeper on average between 80% and 99% (its absolute slope there is far
+// larger) yet multiplies a price by about 30 from 15% to 40% and only by about 4
+// from 80% to 99%: a team moving between two idle pools would pay more, relatively,
+// than one moving out of a congested pool. It is refused, saying so.
+func TestPropertyFourComparesRelativeSpread(t *testing.T) {
+	spec := auction.CurveSpec{Kind: "parametric", K: 1e6, Threshold: 0.8, Gamma: 0.5}
+	phi := func(psi float64) float64 {
+		return math.Pow(spec.K, math.Pow(psi, spec.Gamma)-math.Pow(spec.Threshold, spec.Gamma))
+	}
+	if high, low := (phi(0.99)-phi(0.80))/0.19, (phi(0.40)-phi(0.15))/0.25; !(high > low) {
+		t.Fatalf("the absolute slopes should pass the old check: %v vs %v", high, low)
+	}
+	if high, low := phi(0.99)/phi(0.80), phi(0.40)/phi(0.15); !(high < 5 && low > 25) {
+		t.Fatalf("relative spreads %v and %v", high, low)
+	}
+	_, err := spec.Build()
+	if clearhouse.ErrorCode(err) != clearhouse.EINVALID ||
+		!strings.Contains(err.Error(), "moves between under-utilized pools would be pricier than moves out of congested ones") {
+		t.Fatalf("k=1e6, gamma=0.5: %v", err)
+	}
+	// The same k with gamma = 3 (flat at low utilization) is accepted.
+	if _, err := (auction.CurveSpec{Kind: "parametric", K: 1e6, Threshold: 0.8, Gamma: 3}).Build(); err != nil {
+		t.Fatalf("k=1e6, gamma=3: %v", err)
 	}
 }
 

@@ -379,7 +379,6 @@ func TestUtilizationWritesAreSafeUnderConcurrency(t *testing.T) {
 	})
 }
 
-
 func TestUtilizationModelsMatchSchema(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		storetest.AssertModelsMatchSchema(t, db, &fleet.UsageSample{}, &fleet.UsageHour{}, &fleet.PoolSetting{})
