@@ -47,18 +47,20 @@ func (s *Server) apiRoutes(g *gin.RouterGroup) {
 }
 
 type apiPool struct {
-	ID           string   `json:"id"`
-	Cluster      string   `json:"cluster"`
-	Resource     string   `json:"resource"`
-	Unit         string   `json:"unit"`
-	Capacity     int64    `json:"capacity"`
-	Held         int64    `json:"held"`
-	UnitCost     string   `json:"unit_cost"`
-	Utilization  float64  `json:"utilization"`
-	ReservePrice *float64 `json:"reserve_price"`
-	Price        *float64 `json:"price"`
-	Bids         int      `json:"open_bids"`
-	Offers       int      `json:"open_offers"`
+	ID          string  `json:"id"`
+	Cluster     string  `json:"cluster"`
+	Resource    string  `json:"resource"`
+	Unit        string  `json:"unit"`
+	Capacity    int64   `json:"capacity"`
+	Held        int64   `json:"held"`
+	UnitCost    string  `json:"unit_cost"`
+	Utilization float64 `json:"utilization"`
+	// UtilizationSource says where psi comes from: measured, override or held (no usage data).
+	UtilizationSource string   `json:"utilization_source,omitempty"`
+	ReservePrice      *float64 `json:"reserve_price"`
+	Price             *float64 `json:"price"`
+	Bids              int      `json:"open_bids"`
+	Offers            int      `json:"open_offers"`
 }
 
 type apiAuction struct {
@@ -149,9 +151,14 @@ func (s *Server) apiMarket(c *gin.Context) {
 			current[p.PoolID] = p.Price
 		}
 	}
+	psi, source, err := s.psiOf(ctx, pools)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
 	for _, p := range pools {
 		ap := apiPool{ID: p.ID, Cluster: p.ClusterID, Resource: p.Resource, Unit: p.Unit, Capacity: p.Capacity, Held: held[p.ID],
-			UnitCost: ledger.Money(p.UnitCost).Plain(), Utilization: p.Utilization, Bids: interest[p.ID].Bids, Offers: interest[p.ID].Offers}
+			UnitCost: ledger.Money(p.UnitCost).Plain(), Utilization: psi[p.ID], UtilizationSource: source[p.ID], Bids: interest[p.ID].Bids, Offers: interest[p.ID].Offers}
 		if r, ok := reserve[p.ID]; ok {
 			ap.ReservePrice = &r
 		}

@@ -69,6 +69,16 @@ func (s *Server) marketSummary(c *gin.Context) {
 			return
 		}
 	}
+	psi, source, err := s.psiOf(ctx, pools)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	trend, err := s.trends(ctx)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
 	byCluster := map[string][]exchange.Pool{}
 	for _, p := range pools {
 		byCluster[p.ClusterID] = append(byCluster[p.ClusterID], p)
@@ -78,7 +88,8 @@ func (s *Server) marketSummary(c *gin.Context) {
 		for _, p := range byCluster[cl.ID] {
 			pv := templates.PoolView{
 				ID: p.ID, Resource: p.Resource, Unit: p.Unit, Capacity: p.Capacity, Held: held[p.ID],
-				UnitCost: ledger.Money(p.UnitCost).String(), Utilization: fmt.Sprintf("%.0f%%", p.Utilization*100),
+				UnitCost: ledger.Money(p.UnitCost).String(), Utilization: fmt.Sprintf("%.0f%%", psi[p.ID]*100),
+				PsiSource: source[p.ID], Trend: trend[p.ID],
 				Bids: interest[p.ID].Bids, Offers: interest[p.ID].Offers,
 			}
 			if r, ok := reserve[p.ID]; ok {

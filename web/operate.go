@@ -44,10 +44,14 @@ func (s *Server) operateView(c *gin.Context, v templates.OperateView) (templates
 	for _, cv := range curves {
 		v.Curves = append(v.Curves, templates.CurveRow{ID: cv.ID, Name: cv.Name, Summary: curveSummary(cv)})
 	}
+	psi, source, err := s.psiOf(ctx, pools)
+	if err != nil {
+		return v, err
+	}
 	v.Pools = nil
 	for _, p := range pools {
 		row := templates.PoolAdminRow{ID: p.ID, Unit: p.Unit, Curve: p.CurveID, UnitCost: ledger.Money(p.UnitCost).String(),
-			Utilization: fmt.Sprintf("%.1f%%", p.Utilization*100), Capacity: p.Capacity, Held: held[p.ID]}
+			Utilization: fmt.Sprintf("%.1f%%", psi[p.ID]*100), PsiSource: source[p.ID], Capacity: p.Capacity, Held: held[p.ID]}
 		if r, ok := reserve[p.ID]; ok {
 			row.Reserve = price(r)
 		}
@@ -142,6 +146,11 @@ func readPoolForm(c *gin.Context) (templates.PoolForm, exchange.PoolSpec) {
 		spec.Capacity = n
 	}
 	spec.UnitCost = int64(parseMoneyField(c, "unit_cost", f.Errors))
+	// The typed utilization is optional: the server measures psi (fleet.Utilization);
+	// the stored value serves only markets without measurement.
+	if strings.TrimSpace(f.Utilization) == "" {
+		return f, spec
+	}
 	if u, err := strconv.ParseFloat(strings.TrimSpace(f.Utilization), 64); err != nil || u < 0 || u > 100 {
 		f.Errors["utilization"] = "Give a percentage from 0 to 100."
 	} else {
@@ -201,6 +210,10 @@ func (s *Server) editPoolPage(c *gin.Context) {
 		s.fail(c, err)
 		return
 	}
+	if f.Util, err = s.poolUtilization(c, p, nil); err != nil {
+		s.fail(c, err)
+		return
+	}
 	s.render(c, http.StatusOK, templates.PoolEditPage(s.page(c, "Pool "+p.ID, "operate"), f))
 }
 
@@ -208,6 +221,11 @@ func (s *Server) updatePool(c *gin.Context) {
 	id := c.Param("cluster") + "/" + c.Param("resource")
 	f, spec := readPoolForm(c)
 	f.ID = id
+	if strings.TrimSpace(f.Utilization) == "" { // not on the form: keep the stored value
+		if p, err := s.svc.Market.Pool(c.Request.Context(), id); err == nil {
+			spec.Utilization = p.Utilization
+		}
+	}
 	if len(f.Errors) == 0 {
 		_, err := s.svc.Market.UpdatePool(c.Request.Context(), id, spec)
 		if err == nil {
@@ -224,6 +242,12 @@ func (s *Server) updatePool(c *gin.Context) {
 	if err != nil {
 		s.fail(c, err)
 		return
+	}
+	if p, err := s.svc.Market.Pool(c.Request.Context(), id); err == nil {
+		if f.Util, err = s.poolUtilization(c, p, nil); err != nil {
+			s.fail(c, err)
+			return
+		}
 	}
 	s.render(c, http.StatusUnprocessableEntity, templates.PoolEditPage(s.page(c, "Pool "+id, "operate"), f))
 }
@@ -522,7 +546,12 @@ func (s *Server) statsPage(c *gin.Context) {
 		}
 		rows = append(rows, r)
 	}
-	s.render(c, http.StatusOK, templates.StatsPage(s.page(c, "Auction statistics", "operate"), rows))
+	box, err := s.tradeBoxPlot(c)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	s.render(c, http.StatusOK, templates.StatsPage(s.page(c, "Auction statistics", "operate"), rows, box))
 }
 
 func sortedKeys(m map[string]float64) []string {

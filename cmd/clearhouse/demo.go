@@ -92,6 +92,15 @@ func seedDemo(ctx context.Context, a *App, out io.Writer) error {
 			return err
 		}
 	}
+	pools, err := m.Pools(ctx)
+	if err != nil {
+		return err
+	}
+	if err := seedDemoUsage(ctx, a.DB, pools, now); err != nil {
+		return err
+	}
+	util := fleet.NewUtilization(a.DB, clock.now, fleet.DefaultUtilizationConfig)
+	m.UseMeasuredUtilization(util) // reserve prices and settled trades use measured psi
 	pw := func() string {
 		var b [12]byte
 		_, _ = crand.Read(b[:])
@@ -124,6 +133,9 @@ func seedDemo(ctx context.Context, a *App, out io.Writer) error {
 		clock.t = now.Add(-time.Duration(day) * 24 * time.Hour)
 		au, err := m.ScheduleAuction(ctx, clock.t, clock.t.Add(a.cfg.AuctionWindow), auction.DefaultParams)
 		if err != nil {
+			return err
+		}
+		if _, err := util.Refresh(ctx); err != nil {
 			return err
 		}
 		if _, err := m.OpenDue(ctx); err != nil {
