@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/clearhouse/clearhouse/store"
 	"gorm.io/gorm"
 )
 
@@ -54,22 +55,10 @@ func (m *Market) Utilization(ctx context.Context) (map[string]float64, error) {
 	return m.utilizationIn(db, pools)
 }
 
-// tradeUtilization is a row of trade_utilization: the utilization of a pool an
-// order traded in, when its auction settled, and whether it bought (bid) or sold
-// (offer) there.
-type tradeUtilization struct {
-	AuctionID   int64
-	OrderID     int64
-	PoolID      string
-	Resource    string
-	Side        string
-	Utilization float64
-}
-
-func (tradeUtilization) TableName() string { return "trade_utilization" }
-
 // recordTradeUtilization stores, inside a settlement's tx, each winning order's
-// pools with their utilization now and the side it took in each.
+// pools (rows of trade_utilization) with their utilization now and the side it
+// took in each: bid where it bought, offer where it sold. Bulk inserts, no
+// reflection per row: a large auction settles hundreds of thousands of orders.
 func (m *Market) recordTradeUtilization(tx *gorm.DB, a Auction, views []OrderView, lines []SettlementLine) error {
 	var pools []Pool
 	if err := tx.Find(&pools).Error; err != nil {
@@ -87,7 +76,7 @@ func (m *Market) recordTradeUtilization(tx *gorm.DB, a Auction, views []OrderVie
 	for _, v := range views {
 		byID[v.ID] = v
 	}
-	var rows []tradeUtilization
+	var rows [][]any
 	for _, l := range lines {
 		v, ok := byID[l.OrderID]
 		if l.BundleIndex < 0 || !ok || l.BundleIndex >= len(v.Spec.Bundles) {
@@ -100,14 +89,11 @@ func (m *Market) recordTradeUtilization(tx *gorm.DB, a Auction, views []OrderVie
 			} else if q == 0 {
 				continue
 			}
-			rows = append(rows, tradeUtilization{AuctionID: a.ID, OrderID: l.OrderID, PoolID: pool, Resource: resource[pool],
-				Side: side, Utilization: min(max(util[pool], 0), 1)})
+			rows = append(rows, []any{a.ID, l.OrderID, pool, resource[pool], side, min(max(util[pool], 0), 1)})
 		}
 	}
-	if len(rows) == 0 {
-		return nil
-	}
-	return tx.CreateInBatches(rows, 500).Error
+	_, err = store.Insert(tx, "trade_utilization", []string{"auction_id", "order_id", "pool_id", "resource", "side", "utilization"}, rows, "")
+	return err
 }
 
 // TradeUtilization is the utilization of the pool one settled trade bought or sold

@@ -2,6 +2,7 @@ package fleet
 
 import (
 	"context"
+	"database/sql"
 	"time"
 
 	"gorm.io/gorm"
@@ -267,68 +268,70 @@ func (u *Utilization) measureAll(ctx context.Context, now time.Time) (int, []str
 }
 
 // measure works out each setting's psi from the samples in its window before now,
-// read through db; settings must be in pool id order.
+// read through db: one pass over the samples per distinct window, reading only
+// pool, used and capacity.
 func (u *Utilization) measure(db *gorm.DB, settings []PoolSetting, now time.Time) ([]PoolSetting, error) {
-	if len(settings) == 0 {
-		return nil, nil
-	}
-	longest := 0
-	ids := make([]string, len(settings))
-	for i, s := range settings {
-		longest, ids[i] = max(longest, s.WindowDays), s.PoolID
-	}
-	q := `SELECT pool_id, slot_at, used, capacity FROM usage_samples WHERE slot_at >= ? AND slot_at <= ?`
-	args := []any{now.Add(-time.Duration(longest) * 24 * time.Hour), now}
-	if len(settings) == 1 {
-		q += " AND pool_id = ?"
-		args = append(args, ids[0])
-	}
-	rows, err := db.Raw(q+" ORDER BY pool_id, slot_at", args...).Rows()
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
 	index := make(map[string]int, len(settings))
 	out := make([]PoolSetting, len(settings))
+	windows := map[int]bool{}
 	for i, s := range settings {
 		index[s.PoolID] = i
 		out[i] = s
 		out[i].Measured, out[i].Samples, out[i].MeasuredAt = nil, 0, nil
+		windows[s.WindowDays] = true
 	}
 	at := now
 	var buf []float64
-	cur := -1
-	done := func() {
-		if cur >= 0 && len(buf) > 0 {
-			p := Percentile(buf, out[cur].Percentile)
-			out[cur].Measured, out[cur].Samples, out[cur].MeasuredAt = &p, int64(len(buf)), &at
+	for days := range windows {
+		q := `SELECT pool_id, used, capacity FROM usage_samples WHERE slot_at >= ? AND slot_at <= ?`
+		args := []any{now.Add(-time.Duration(days) * 24 * time.Hour), now}
+		if len(settings) == 1 {
+			q += " AND pool_id = ?"
+			args = append(args, settings[0].PoolID)
 		}
-		buf = buf[:0]
-	}
-	var pool string
-	var slotAt time.Time
-	var used, capacity int64
-	var from time.Time
-	for rows.Next() {
-		if err := rows.Scan(&pool, &slotAt, &used, &capacity); err != nil {
+		rows, err := db.Raw(q+" ORDER BY pool_id", args...).Rows()
+		if err != nil {
 			return nil, err
 		}
-		i, ok := index[pool]
-		if !ok {
-			continue
+		cur := -1
+		var curID []byte
+		done := func() {
+			if cur >= 0 && len(buf) > 0 {
+				p := Percentile(buf, out[cur].Percentile)
+				out[cur].Measured, out[cur].Samples, out[cur].MeasuredAt = &p, int64(len(buf)), &at
+			}
+			buf = buf[:0]
 		}
-		if i != cur {
-			done()
-			cur = i
-			from = now.Add(-time.Duration(out[i].WindowDays) * 24 * time.Hour)
+		var pool sql.RawBytes
+		var used, capacity int64
+		for rows.Next() {
+			if err := rows.Scan(&pool, &used, &capacity); err != nil {
+				rows.Close()
+				return nil, err
+			}
+			if string(pool) != string(curID) {
+				done()
+				curID = append(curID[:0], pool...)
+				cur = -1
+				if i, ok := index[string(pool)]; ok && out[i].WindowDays == days {
+					cur = i
+				} else {
+					cur = -2 // not measured over this window
+				}
+			}
+			if cur < 0 {
+				continue
+			}
+			if x, ok := ratio(used, capacity); ok {
+				buf = append(buf, x)
+			}
 		}
-		if slotAt.Before(from) {
-			continue
-		}
-		if x, ok := ratio(used, capacity); ok {
-			buf = append(buf, x)
+		done()
+		err = rows.Err()
+		rows.Close()
+		if err != nil {
+			return nil, err
 		}
 	}
-	done()
-	return out, rows.Err()
+	return out, nil
 }
