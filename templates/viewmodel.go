@@ -61,6 +61,7 @@ func Nav(v *Viewer) []NavItem {
 	}
 	if v.Can("operator") {
 		items = append(items, NavItem{"operate", "Operate", "/operate"}, NavItem{"schedule", "Scheduler", "/operate/schedule"},
+			NavItem{"shapes", "Shapes", "/operate/shapes"},
 			NavItem{"access", "Access", "/operate/access"})
 	}
 	return items

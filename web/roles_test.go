@@ -87,6 +87,8 @@ func TestEveryPageRefusesOtherRoles(t *testing.T) {
 		"/reservations":                       {exchange.RoleMember, exchange.RoleOwner},
 		"/operate/schedule":                   {exchange.RoleOperator},
 		"/operate/access":                     {exchange.RoleOperator},
+		"/operate/shapes":                     {exchange.RoleOperator},
+		"/orders/move":                        {exchange.RoleMember, exchange.RoleOwner},
 		"/api/v1/reservations":                exchange.Roles,
 		"/api/v1/clusters/us-east/allocation": {exchange.RoleOperator},
 	}
@@ -107,7 +109,8 @@ func TestEveryPageRefusesOtherRoles(t *testing.T) {
 	// Forms refuse the wrong role too, even with a valid CSRF token.
 	tok := users[exchange.RoleMember].csrf("/orders")
 	for _, path := range []string{"/finance/grants", "/operate/clusters", "/approvals/1", "/team/threshold", "/operate/schedule/us-east/cpu",
-		"/operate/access/tokens/1/revoke", "/operate/access/users/1/sessions/end", "/operate/access/users/1/disable", "/operate/access/users/1/enable"} {
+		"/operate/access/tokens/1/revoke", "/operate/access/users/1/sessions/end", "/operate/access/users/1/disable", "/operate/access/users/1/enable",
+		"/operate/shapes", "/operate/shapes/x/delete"} {
 		res, _ := users[exchange.RoleMember].post(path, url.Values{"csrf_token": {tok}})
 		if res.StatusCode != http.StatusForbidden {
 			t.Errorf("POST %s as member: %d, want 403", path, res.StatusCode)

@@ -90,3 +90,71 @@ func TestBrowserTradeBetweenClustersAndMultiPoolOffer(t *testing.T) {
 		t.Fatalf("the newest order %q", s)
 	}
 }
+
+// TestBrowserRequirementToBundles: an operator defines a service shape on its page;
+// a member asks for 50 of them in any of two clusters, sees the covering bundle of
+// each cluster at current prices and places one XOR bid of them.
+func TestBrowserRequirementToBundles(t *testing.T) {
+	app, logins := startDemo(t)
+	base := app.Server.URL()
+	op := newBrowser(t)
+	signIn(t, op, base, "operator@example.com", logins["operator@example.com"])
+	err := chromedp.Do(op,
+		chromedp.Navigate(base+"/operate/shapes"),
+		chromedp.WaitVisible(chromedp.CSS(`[data-testid=shape-form]`)),
+		chromedp.SendKeys(chromedp.CSS(`[data-testid=field-id]`), "cache-node"),
+		chromedp.SendKeys(chromedp.CSS(`[data-testid=field-name]`), "cache node"),
+		chromedp.SendKeys(chromedp.CSS(`[data-testid="field-q.cpu"]`), "2"),
+		chromedp.SendKeys(chromedp.CSS(`[data-testid="field-q.ram"]`), "64"),
+		chromedp.Click(chromedp.CSS(`[data-testid=shape-submit]`)),
+		chromedp.WaitVisible(chromedp.CSS(`[data-testid=shape-cache-node]`)),
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	screenshot(t, op, "operator-shapes")
+	if s := text(t, op, `[data-testid=shape-cache-node]`); !strings.Contains(s, "2 core cpu, 64 GiB ram") {
+		t.Fatalf("the new shape: %q", s)
+	}
+
+	ctx := newBrowser(t)
+	signIn(t, ctx, base, "member@search.example.com", logins["member@search.example.com"])
+	err = chromedp.Do(ctx,
+		chromedp.Navigate(base+"/orders/new"),
+		chromedp.WaitVisible(chromedp.CSS(`[data-testid=bid-step1]`)),
+		chromedp.SendKeys(chromedp.CSS(`[data-testid=field-count]`), "50"),
+		chromedp.SetValue(chromedp.CSS(`[data-testid=field-shape]`), "storage-server"),
+		chromedp.Click(chromedp.CSS(`[data-testid=cluster-us-east]`)),
+		chromedp.Click(chromedp.CSS(`[data-testid=cluster-eu-west]`)),
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	screenshot(t, ctx, "bid-shape-step1")
+	err = chromedp.Do(ctx,
+		chromedp.Click(chromedp.CSS(`[data-testid=bid-next]`)),
+		chromedp.WaitVisible(chromedp.CSS(`[data-testid=bid-step2]`)),
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	screenshot(t, ctx, "bid-shape-step2")
+	if s := text(t, ctx, `[data-testid=shape-summary]`); !strings.Contains(s, "50 × storage server = 200 core cpu, 100 TiB disk, 800 GiB ram") {
+		t.Fatalf("summary %q", s)
+	}
+	bundles := text(t, ctx, `[data-testid=bundles]`)
+	if !strings.Contains(bundles, "us-east/cpu +200, us-east/disk +100, us-east/ram +800") || !strings.Contains(bundles, "eu-west/cpu +200") {
+		t.Fatalf("bundles %q", bundles)
+	}
+	err = chromedp.Do(ctx,
+		chromedp.SendKeys(chromedp.CSS(`[data-testid=field-limit]`), "9,000"),
+		chromedp.Click(chromedp.CSS(`[data-testid=bid-submit]`)),
+		chromedp.WaitVisible(chromedp.CSS(`[data-testid=flash]`)),
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := text(t, ctx, `[data-testid=orders] tbody tr:nth-child(1)`); !strings.Contains(s, "eu-west/cpu +200, eu-west/disk +100, eu-west/ram +800") || !strings.Contains(s, "us-east/cpu +200") {
+		t.Fatalf("the newest order %q", s)
+	}
+}
