@@ -46,7 +46,7 @@ type NavItem struct {
 
 // Nav returns the navigation items the viewer may use.
 func Nav(v *Viewer) []NavItem {
-	items := []NavItem{{"market", "Market", "/"}}
+	items := []NavItem{{"market", "Market", "/"}, {"search", "Find resources", "/search"}}
 	if v.Can("member", "owner") {
 		items = append(items,
 			NavItem{"orders", "Orders", "/orders"},

@@ -64,6 +64,8 @@ func TestEveryPageRefusesOtherRoles(t *testing.T) {
 		"/":                                   exchange.Roles,
 		"/auctions":                           exchange.Roles,
 		"/auctions/1":                         exchange.Roles,
+		"/search":                             exchange.Roles,
+		"/help":                               exchange.Roles,
 		"/orders":                             {exchange.RoleMember, exchange.RoleOwner},
 		"/orders/new":                         {exchange.RoleMember, exchange.RoleOwner},
 		"/orders/offer":                       {exchange.RoleMember, exchange.RoleOwner},

@@ -32,6 +32,8 @@ func (s *Server) routes(e *gin.Engine) {
 	all.GET("/", s.marketSummary)
 	all.GET("/auctions", s.auctionsPage)
 	all.GET("/auctions/:id", s.auctionPage)
+	all.GET("/search", s.searchPage)
+	all.GET("/help", s.helpPage)
 
 	team := e.Group("", s.requireRole(onTeam...))
 	team.GET("/orders", s.ordersPage)

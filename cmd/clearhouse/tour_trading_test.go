@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -156,5 +157,44 @@ func TestBrowserRequirementToBundles(t *testing.T) {
 	}
 	if s := text(t, ctx, `[data-testid=orders] tbody tr:nth-child(1)`); !strings.Contains(s, "eu-west/cpu +200, eu-west/disk +100, eu-west/ram +800") || !strings.Contains(s, "us-east/cpu +200") {
 		t.Fatalf("the newest order %q", s)
+	}
+}
+
+// TestBrowserTradingPagesFitNarrowScreens opens the trading pages at 1400 and 400
+// px: none may scroll the whole page sideways (wide tables scroll inside their
+// frame). With CLEARHOUSE_SCREENSHOTS set it saves each page at both widths.
+func TestBrowserTradingPagesFitNarrowScreens(t *testing.T) {
+	app, logins := startDemo(t)
+	base := app.Server.URL()
+	for _, who := range []struct {
+		email string
+		pages []string
+	}{
+		{"member@search.example.com", []string{"/orders/move", "/search?shape=storage-server&count=50", "/orders/new?shape=web-server&count=20&cluster=us-east&cluster=eu-west&step=2", "/help"}},
+		{"owner@storage.example.com", []string{"/orders/offer"}},
+		{"operator@example.com", []string{"/operate/shapes", "/search?q.gpu=8"}},
+	} {
+		ctx := newBrowser(t)
+		signIn(t, ctx, base, who.email, logins[who.email])
+		for _, width := range []int64{1400, 400} {
+			for _, page := range who.pages {
+				err := chromedp.Do(ctx, chromedp.EmulateViewport(width, 900), chromedp.Navigate(base+page), chromedp.WaitVisible(chromedp.CSS(`main h1`)))
+				if err != nil {
+					t.Fatalf("%s as %s: %v", page, who.email, err)
+				}
+				over, err := chromedp.Run(ctx, chromedp.Evaluate[int](`document.documentElement.scrollWidth - window.innerWidth`))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if over > 0 {
+					t.Errorf("%s at %d px as %s: the page is %d px wider than the screen", page, width, who.email, over)
+				}
+				name := strings.NewReplacer("/", "-", "?", "-", "&", "-", "=", "-").Replace(strings.TrimPrefix(page, "/"))
+				if len(name) > 60 {
+					name = name[:60]
+				}
+				screenshot(t, ctx, fmt.Sprintf("w%d-%s", width, name))
+			}
+		}
 	}
 }
