@@ -52,7 +52,8 @@ type Reservations struct {
 
 	mu         sync.Mutex
 	plan       *plan
-	seasonal   *scheduler.Shifted // learned predictors, kept across rebuilds
+	learn      *learned           // the learned predictors as of the database's log (predictors.go)
+	seasonal   *scheduler.Shifted // the plan's views of them, in its slots
 	fractional *scheduler.Shifted
 }
 
@@ -149,6 +150,9 @@ func (s *Reservations) transact(ctx context.Context, bump bool, fn func(tx *gorm
 		if bump {
 			seen--
 		}
+		if err := s.syncLearned(tx, now); err != nil {
+			return err
+		}
 		if s.stale(seen, now) {
 			s.plan = nil
 			p, changed, err := s.load(ctx, tx, now)
@@ -163,10 +167,16 @@ func (s *Reservations) transact(ctx context.Context, bump bool, fn func(tx *gorm
 				}
 			}
 		}
-		return fn(tx, s.plan, now)
+		if err := fn(tx, s.plan, now); err != nil {
+			return err
+		}
+		if err := s.storeLost(tx, s.plan, now); err != nil {
+			return err
+		}
+		return s.flushLearned(tx)
 	})
 	if err != nil {
-		s.plan = nil
+		s.plan, s.learn = nil, nil
 		return err
 	}
 	if s.plan != nil {
@@ -179,11 +189,16 @@ func (s *Reservations) transact(ctx context.Context, bump bool, fn func(tx *gorm
 // first when it is stale.
 func (s *Reservations) read(ctx context.Context, fn func(p *plan, now time.Time) error) error {
 	var version int64
-	if err := s.db.Read.WithContext(ctx).Raw("SELECT version FROM plan_state WHERE id = 1").Scan(&version).Error; err != nil {
+	db := s.db.Read.WithContext(ctx)
+	if err := db.Raw("SELECT version FROM plan_state WHERE id = 1").Scan(&version).Error; err != nil {
+		return err
+	}
+	learnt, err := learnedVersion(db)
+	if err != nil {
 		return err
 	}
 	s.mu.Lock()
-	stale := s.stale(version, s.now())
+	stale := s.stale(version, s.now()) || s.learn == nil || s.learn.upto != learnt
 	s.mu.Unlock()
 	if stale {
 		if err := s.refresh(ctx, func(*gorm.DB, *plan, time.Time) error { return nil }); err != nil {
@@ -294,6 +309,9 @@ func (s *Reservations) load(ctx context.Context, tx *gorm.DB, now time.Time) (*p
 		moved, err := p.eng.RestoreAt(nowSlot, er)
 		if err != nil {
 			if err := s.finish(ctx, tx, &v, now, ReservationFailed, "no longer fits in its windows: the pool's capacity or the team's quota fell"); err != nil {
+				return nil, false, err
+			}
+			if err := loseReservation(tx, v, now); err != nil {
 				return nil, false, err
 			}
 			changed = true

@@ -108,22 +108,12 @@ func (s *Reservations) SetPolicy(ctx context.Context, p PricingPolicy) (PricingP
 }
 
 // algorithm builds the per-pool pricing algorithm for a plan starting at origin.
-// The learned predictors live in absolute slots and persist across rebuilds.
+// The learned predictors live in absolute slots, in the database (predictors.go);
+// syncLearned has pointed the plan's views at them.
 func (s *Reservations) algorithm(tx *gorm.DB, pools []exchange.Pool, origin time.Time) (scheduler.Algorithm, error) {
 	pols, err := s.policies(tx)
 	if err != nil {
 		return nil, err
-	}
-	secs := int(s.cfg.Slot / time.Second)
-	if s.seasonal == nil {
-		s.seasonal = &scheduler.Shifted{P: scheduler.NewSeasonal(secs)}
-	}
-	if s.fractional == nil {
-		capacity := map[string]int64{}
-		for _, p := range pools {
-			capacity[p.ID] = p.Capacity
-		}
-		s.fractional = &scheduler.Shifted{P: scheduler.NewFractional(secs, capacity)}
 	}
 	off := scheduler.Slot(origin.Sub(slotEpoch) / s.cfg.Slot)
 	s.seasonal.Off, s.fractional.Off = off, off
@@ -142,5 +132,5 @@ func (s *Reservations) algorithm(tx *gorm.DB, pools []exchange.Pool, origin time
 		}
 		per.Policies[p.ID] = pp
 	}
-	return per, nil
+	return learningPlan{PerPool: per, s: s, off: off}, nil
 }

@@ -46,6 +46,8 @@ type Reservation struct {
 	Note      string // why it was rejected or could not be honoured
 	CreatedAt time.Time
 	UpdatedAt time.Time
+	DecidedAt *time.Time // when the scheduler accepted or refused it
+	Language  string     `gorm:"default:ALL"` // how its requests combine: ALL, ANY, ORDER or ORDER_NO_GAP
 }
 
 // ReservationRequest is one request of a reservation: Count units of
@@ -67,6 +69,18 @@ type ReservationRequest struct {
 	Usage         *string // JSON: units used per pool, as last reported
 	WaitingTasks  *int64
 	ReportedAt    *time.Time
+	Overhead      *string // JSON: units per pool reserved above Count*Configuration
+	Unused        int64   // unit-slots its cluster reported it did not use in slots it ran
+}
+
+// OverheadByPool decodes the request's overhead (nil when none).
+func (r ReservationRequest) OverheadByPool() map[string]int64 {
+	if r.Overhead == nil {
+		return nil
+	}
+	var o map[string]int64
+	_ = json.Unmarshal([]byte(*r.Overhead), &o)
+	return o
 }
 
 // Config decodes the request's configuration: units per pool.
@@ -176,9 +190,9 @@ func (d Definition) Validate(now time.Time, slot, horizon time.Duration, needVal
 		case r.Deadline.After(now.Add(horizon)):
 			return bad(field("deadline"), "the window must end within %s of now (%s)", horizonText(horizon), now.Add(horizon).Format(time.RFC3339))
 		}
-		from := r.Arrival
-		if !from.After(now) { // a window already open may start in the current slot
-			from = now.Truncate(slot)
+		from := r.Arrival // as plan.requests: the current slot's start at the earliest, rounded up below
+		if open := now.Truncate(slot); from.Before(open) {
+			from = open
 		}
 		slots := ceilDiv(r.Duration, slot)
 		if window := r.Deadline.Sub(ceilTime(from, slot)); time.Duration(slots)*slot > window {

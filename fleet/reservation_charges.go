@@ -140,6 +140,7 @@ func (s *Reservations) finish(ctx context.Context, tx *gorm.DB, v *ReservationVi
 		return err
 	}
 	v.Status, v.Note = status, note
+	s.observeUse(*v)
 	return tx.Model(&Reservation{}).Where("id = ?", v.ID).
 		Updates(map[string]any{"status": status, "note": note, "updated_at": now}).Error
 }

@@ -141,10 +141,9 @@ func (s *Reservations) Update(ctx context.Context, by exchange.User, id int64, d
 func (p *plan) requests(d Definition, now time.Time) []scheduler.Request {
 	out := make([]scheduler.Request, len(d.Requests))
 	for i, r := range d.Requests {
-		arrival := p.slot(now) // a window already open may start in the current slot
-		if r.Arrival.After(now) {
-			arrival = p.ceil(r.Arrival)
-		}
+		// A window open since the current slot began may start in it; otherwise the
+		// arrival is rounded up to a slot boundary, so no start precedes it.
+		arrival := max(p.slot(now), p.ceil(r.Arrival))
 		out[i] = scheduler.Request{Config: scheduler.Config(r.Configuration), Count: r.Count,
 			Duration: scheduler.Slot(ceilDiv(r.Duration, p.slotLen)), Arrival: arrival, Deadline: p.slot(r.Deadline)}
 	}
@@ -200,7 +199,7 @@ func (s *Reservations) place(ctx context.Context, tx *gorm.DB, p *plan, now time
 	value := d.Value
 	return tx.Model(&Reservation{}).Where("id = ?", v.ID).Updates(map[string]any{
 		"status": v.Status, "note": v.Note, "cluster_id": cluster, "value": value, "price": v.Price,
-		"hold_id": v.HoldID, "captured": 0, "released": 0, "digest": d.digest(), "updated_at": now}).Error
+		"hold_id": v.HoldID, "captured": 0, "released": 0, "digest": d.digest(), "updated_at": now, "decided_at": now}).Error
 }
 
 // moneyOf rounds engine dollars to money (never negative).
@@ -334,6 +333,10 @@ func (s *Reservations) Tick(ctx context.Context) (PlanTick, error) {
 	var rep PlanTick
 	// Charges and ends change nothing other servers plan around: no rebuild for them.
 	err := s.refresh(ctx, func(tx *gorm.DB, p *plan, now time.Time) error {
+		// Fold the predictors' log first: the snapshot must not hold what this tick records.
+		if err := s.compactLearned(tx, now); err != nil {
+			return err
+		}
 		vs, err := s.views(tx, tx.Where("status = ?", ReservationAccepted), now)
 		if err != nil {
 			return err
@@ -346,6 +349,7 @@ func (s *Reservations) Tick(ctx context.Context) (PlanTick, error) {
 			}
 			rep.Charged += vs[i].Captured - before
 			if done {
+				s.observeUse(vs[i])
 				rep.Done = append(rep.Done, vs[i].ID)
 				if err := tx.Model(&Reservation{}).Where("id = ?", vs[i].ID).Updates(map[string]any{"status": ReservationDone, "updated_at": now}).Error; err != nil {
 					return err

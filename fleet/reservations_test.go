@@ -359,6 +359,6 @@ func TestServersSharingADatabaseRebuildOnlyWhenThePlanChanged(t *testing.T) {
 
 func TestModelsMatchSchema(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
-		storetest.AssertModelsMatchSchema(t, db, &fleet.Reservation{}, &fleet.ReservationRequest{}, &fleet.PricingPolicy{}, &fleet.CapacityChange{})
+		storetest.AssertModelsMatchSchema(t, db, &fleet.Reservation{}, &fleet.ReservationRequest{}, &fleet.PricingPolicy{}, &fleet.CapacityChange{}, &fleet.PredictorObservation{}, &fleet.LostValue{})
 	})
 }
