@@ -39,6 +39,8 @@ func (s *Server) routes(e *gin.Engine) {
 	team.POST("/orders", s.placeBid)
 	team.GET("/orders/offer", s.offerPage)
 	team.POST("/orders/offer", s.placeOffer)
+	team.GET("/orders/move", s.movePage)
+	team.POST("/orders/move", s.placeMove)
 	team.POST("/orders/:id/withdraw", s.withdrawOrder)
 	team.GET("/team", s.teamPage)
 	team.GET("/team/statement.csv", s.teamStatementCSV)
