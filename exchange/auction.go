@@ -229,9 +229,13 @@ func (m *Market) LatestRun(ctx context.Context, id int64) (AuctionRun, []RunPric
 	return r, ps, true, err
 }
 
-// OpenDue opens every scheduled auction whose window has begun: it fixes each
-// pool's reserve price from its curve, utilization and unit cost, and its operator
-// supply (capacity no team holds). It returns the auctions it opened.
+// OpenDue opens the scheduled auctions whose window has begun, one at a time: an
+// auction opens only when no other is open or closing, since each fixes its
+// operator supply from the capacity no team holds and two live auctions would sell
+// it twice (a unique index backs this up across servers). Opening fixes each
+// pool's reserve price from its curve, utilization and unit cost, and its supply.
+// It returns the auctions it opened; one left waiting opens once the auction
+// before it has settled (Tick closes before it opens).
 func (m *Market) OpenDue(ctx context.Context) ([]Auction, error) {
 	var due []Auction
 	if err := m.db.Read.WithContext(ctx).Where("status = ? AND opens_at <= ?", AuctionScheduled, m.now()).Order("opens_at").Find(&due).Error; err != nil {
@@ -239,15 +243,27 @@ func (m *Market) OpenDue(ctx context.Context) ([]Auction, error) {
 	}
 	var opened []Auction
 	for _, a := range due {
+		did := false
 		err := m.db.Write.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+			var live int64
+			if err := tx.Model(&Auction{}).Where("status IN ?", []AuctionStatus{AuctionOpen, AuctionClosing}).Count(&live).Error; err != nil || live > 0 {
+				return err // the auction before it has not settled yet
+			}
 			res := tx.Model(&Auction{}).Where("id = ? AND status = ?", a.ID, AuctionScheduled).Update("status", AuctionOpen)
 			if res.Error != nil || res.RowsAffected == 0 {
 				return res.Error // someone else opened it
 			}
+			did = true
 			return m.fixReserves(tx, a.ID)
 		})
+		if isDuplicate(err) {
+			break // another server opened an auction at the same moment
+		}
 		if err != nil {
 			return opened, fmt.Errorf("opening auction %d: %w", a.ID, err)
+		}
+		if !did {
+			break // one live auction at a time: the rest wait
 		}
 		a.Status = AuctionOpen
 		opened = append(opened, a)

@@ -2,6 +2,8 @@ package exchange_test
 
 import (
 	"context"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -253,5 +255,59 @@ func TestSchedulingIsBoundedAndAScheduledAuctionCanBeCancelled(t *testing.T) {
 		_, err = mk.M.Auction(ctx, later.ID)
 		wantCode(t, err, clearhouse.ENOTFOUND)
 		wantCode(t, mk.M.CancelAuction(ctx, later.ID), clearhouse.ENOTFOUND)
+	})
+}
+
+// An auction whose window ended but which has not settled (the server was down,
+// say) keeps the next one from opening: both would sell the capacity no team
+// holds. Tick closes it first, then opens the next with the supply that is left;
+// servers opening at once open one auction, never two.
+func TestAnAuctionOpensOnlyAfterTheOneBeforeItSettled(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		mk := newAuctionMarket(t, db)
+		if _, err := mk.Order("member@search", exchange.OrderSpec{Team: "search", Bundles: []exchange.Bundle{{"eu-west/cpu": 70}}, Limit: exchangetest.Money(400)}); err != nil {
+			t.Fatal(err)
+		}
+		mk.Clock.Advance(90 * time.Minute) // the first window ended; nobody closed it
+		now := mk.Clock.Now()
+		next, err := mk.M.ScheduleAuction(ctx, now, now.Add(time.Hour), auction.DefaultParams)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var wg sync.WaitGroup
+		var opened atomic.Int64
+		for range 8 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				as, err := mk.M.OpenDue(ctx)
+				if err != nil {
+					t.Error(err)
+				}
+				opened.Add(int64(len(as)))
+			}()
+		}
+		wg.Wait()
+		if n := opened.Load(); n != 0 {
+			t.Fatalf("OpenDue opened %d auctions while auction %d is unsettled", n, mk.AuctionID)
+		}
+		rep, err := mk.M.Tick(ctx, exchange.Cadence{PreviewEvery: time.Minute})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(rep.Closed) != 1 || rep.Closed[0] != mk.AuctionID || len(rep.Opened) != 1 || rep.Opened[0] != next.ID {
+			t.Fatalf("Tick closed %v and opened %v, want %d then %d", rep.Closed, rep.Opened, mk.AuctionID, next.ID)
+		}
+		pools, err := mk.M.AuctionPools(ctx, next.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range pools {
+			if p.PoolID == "eu-west/cpu" && p.Supply != 30 {
+				t.Fatalf("the next auction sells %d of eu-west/cpu; 70 of 100 were sold before it", p.Supply)
+			}
+		}
+		mk.Verify()
 	})
 }

@@ -33,13 +33,32 @@ type TickReport struct {
 	Scheduled                 *Auction
 }
 
-// Tick is the market's scheduled job: it opens auctions whose window began, closes
-// and settles those whose window ended, refreshes the preliminary prices of open
-// auctions when they are older than PreviewEvery, and schedules the next auction on
-// the cadence when none is pending. Every step keeps its state in the database, so
-// a restart in the middle loses nothing and a repeated step changes nothing.
+// Tick is the market's scheduled job: it closes and settles auctions whose window
+// ended, then opens auctions whose window began (after the close, so that an
+// auction never opens beside one that has not settled), refreshes the preliminary
+// prices of open auctions when they are older than PreviewEvery, and schedules the
+// next auction on the cadence when none is pending. Every step keeps its state in
+// the database, so a restart in the middle loses nothing and a repeated step
+// changes nothing.
 func (m *Market) Tick(ctx context.Context, cad Cadence) (TickReport, error) {
 	var rep TickReport
+	live := func() ([]Auction, error) {
+		var open []Auction
+		err := m.db.Read.WithContext(ctx).Where("status IN ?", []AuctionStatus{AuctionOpen, AuctionClosing}).Order("closes_at").Find(&open).Error
+		return open, err
+	}
+	open, err := live()
+	if err != nil {
+		return rep, err
+	}
+	for _, a := range open {
+		if !m.now().Before(a.ClosesAt) || a.Status == AuctionClosing {
+			if _, err := m.Close(ctx, a.ID); err != nil {
+				return rep, fmt.Errorf("closing auction %d: %w", a.ID, err)
+			}
+			rep.Closed = append(rep.Closed, a.ID)
+		}
+	}
 	opened, err := m.OpenDue(ctx)
 	for _, a := range opened {
 		rep.Opened = append(rep.Opened, a.ID)
@@ -47,18 +66,13 @@ func (m *Market) Tick(ctx context.Context, cad Cadence) (TickReport, error) {
 	if err != nil {
 		return rep, err
 	}
-	var open []Auction
-	if err := m.db.Read.WithContext(ctx).Where("status IN ?", []AuctionStatus{AuctionOpen, AuctionClosing}).Order("closes_at").Find(&open).Error; err != nil {
+	if open, err = live(); err != nil {
 		return rep, err
 	}
 	now := m.now()
 	for _, a := range open {
-		if !now.Before(a.ClosesAt) || a.Status == AuctionClosing {
-			if _, err := m.Close(ctx, a.ID); err != nil {
-				return rep, fmt.Errorf("closing auction %d: %w", a.ID, err)
-			}
-			rep.Closed = append(rep.Closed, a.ID)
-			continue
+		if !now.Before(a.ClosesAt) {
+			continue // closed by the next tick
 		}
 		var last AuctionRun
 		err := m.db.Read.WithContext(ctx).Where("auction_id = ?", a.ID).Order("id DESC").Take(&last).Error

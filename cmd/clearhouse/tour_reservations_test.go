@@ -11,8 +11,8 @@ import (
 // demo market: a quote first, then the reservation, its row and timeline, and the
 // hold and reservation charges on the team's page.
 func TestBrowserReservation(t *testing.T) {
-	ctx := newBrowser(t)
 	app, logins := startDemo(t)
+	ctx := newBrowser(t)
 	base := app.Server.URL()
 	signIn(t, ctx, base, "member@search.example.com", logins["member@search.example.com"])
 	err := chromedp.Do(ctx,
@@ -57,7 +57,7 @@ func TestBrowserReservation(t *testing.T) {
 	}
 	screenshot(t, ctx, "team-with-reservations")
 	page := text(t, ctx, `main`)
-	if !strings.Contains(page, "reservation:") || !strings.Contains(page, "partial capture") {
+	if !strings.Contains(page, "Reservation #") || !strings.Contains(page, "Charge for reservation #") {
 		t.Fatalf("the team page shows no reservation hold or charge:\n%s", page)
 	}
 }

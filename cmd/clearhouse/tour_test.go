@@ -73,8 +73,8 @@ func text(t *testing.T, ctx context.Context, sel string) string {
 // demo market, then checks the order, the budget hold, and that an operator sees
 // it among the open trades.
 func TestBrowserBidEntry(t *testing.T) {
-	ctx := newBrowser(t)
 	app, logins := startDemo(t)
+	ctx := newBrowser(t)
 	base := app.Server.URL()
 	signIn(t, ctx, base, "member@search.example.com", logins["member@search.example.com"])
 	screenshot(t, ctx, "market")

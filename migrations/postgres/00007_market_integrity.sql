@@ -26,7 +26,12 @@ CREATE TABLE auction_stats (
     utilization    TEXT NOT NULL DEFAULT '{}'
 );
 
+-- At most one auction is open or closing at a time: each fixes its operator supply
+-- from the capacity no team holds, so two live auctions would sell it twice.
+CREATE UNIQUE INDEX auctions_one_live ON auctions ((status IN ('open', 'closing'))) WHERE status IN ('open', 'closing');
+
 -- +goose Down
+DROP INDEX auctions_one_live;
 DROP TABLE auction_stats;
 DROP INDEX orders_team_auction;
 UPDATE orders SET idem_key = substr(idem_key, length(team_id) + 2) WHERE idem_key IS NOT NULL;
