@@ -151,10 +151,10 @@ func (s *Server) searchResults(c *gin.Context, bc bidContext, need map[string]in
 			bids += interest[p.ID].Bids
 			offers += interest[p.ID].Offers
 		}
-		res.Items, res.Cost = b.String(), "$"+centsOf(cost)
+		res.Items, res.Cost = b.String(), centsOf(cost)
 		res.Enough = fits >= 1
 		if count > 0 {
-			res.PerUnit = fmt.Sprintf("$%s per %s", centsOf(cost/float64(count)), shapeName(bc, v.Form.Shape))
+			res.PerUnit = fmt.Sprintf("%s per %s", centsOf(cost/float64(count)), shapeName(bc, v.Form.Shape))
 			if res.Enough {
 				res.Available = fmt.Sprintf("enough for %d units", int64(fits*float64(count)))
 			} else {
