@@ -71,6 +71,10 @@ type clusterAgent struct {
 	running map[jobKey]*runningJob
 	waiting map[jobKey]time.Time // the planned start last announced
 	unsent  map[jobKey]agentEnd  // ends the server has not yet accepted
+
+	tasks   map[int64]*beTask // best-effort tasks it runs
+	stopped map[int64]bool    // best-effort tasks it announced stopping (a following agent is told until the server hears)
+	events  []agentTaskEvent  // best-effort events the server has not yet accepted
 }
 
 func newClusterAgent(c *agentClient, out, errOut io.Writer, now func() time.Time, sim *simulation) *clusterAgent {
@@ -115,6 +119,7 @@ func (a *clusterAgent) poll(ctx context.Context) error {
 		a.endDue(alloc, now)
 	}
 	a.follow(alloc, now)
+	a.followBestEffort(alloc, now)
 	if a.sim == nil {
 		return nil
 	}
@@ -126,10 +131,12 @@ func (a *clusterAgent) poll(ctx context.Context) error {
 	if err != nil {
 		if isRejected(err) {
 			clear(a.unsent) // the server refused these ends; sending them again will not help
+			a.events = nil
 		}
 		return err
 	}
 	clear(a.unsent)
+	a.events = nil
 	if len(ans.Moved)+len(ans.AtRisk)+len(ans.Ended) > 0 {
 		fmt.Fprintf(a.out, "%s server: %s\n", clock(now), answerText(ans))
 	}
@@ -241,6 +248,7 @@ func (a *clusterAgent) updates(alloc agentAllocation) agentUpdates {
 	for _, j := range alloc.Waiting {
 		up.Waiting = append(up.Waiting, agentWaiting{Reservation: j.Reservation, Request: j.Request, Tasks: j.Count})
 	}
+	up.BestEffort = a.events
 	return up
 }
 
