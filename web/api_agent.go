@@ -50,6 +50,7 @@ type apiAssignment struct {
 	End           time.Time        `json:"end"`
 	Arrival       time.Time        `json:"arrival"`
 	Deadline      time.Time        `json:"deadline"`
+	MayStartNow   bool             `json:"may_start_now,omitempty"`
 }
 
 // APIAllocation is the body of GET /api/v1/clusters/{cluster}/allocation: the jobs
@@ -70,7 +71,7 @@ func toAPIAssignments(as []fleet.Assignment) []apiAssignment {
 	out := []apiAssignment{}
 	for _, a := range as {
 		out = append(out, apiAssignment{Reservation: a.Reservation, Request: a.Request, Team: a.Team, Configuration: a.Configuration,
-			Count: a.Count, Units: a.Units, Start: a.Start, End: a.End, Arrival: a.Arrival, Deadline: a.Deadline})
+			Count: a.Count, Units: a.Units, Start: a.Start, End: a.End, Arrival: a.Arrival, Deadline: a.Deadline, MayStartNow: a.MayStartNow})
 	}
 	return out
 }
@@ -118,6 +119,11 @@ type APIUpdates struct {
 		At          time.Time `json:"at"`
 		Failed      bool      `json:"failed,omitempty"`
 	} `json:"ends,omitempty"`
+	Starts []struct {
+		Reservation int64     `json:"reservation"`
+		Request     int       `json:"request"`
+		At          time.Time `json:"at"`
+	} `json:"starts,omitempty"`
 	Usage []struct {
 		Reservation int64  `json:"reservation"`
 		Request     int    `json:"request"`
@@ -155,6 +161,9 @@ func (s *Server) apiClusterUpdates(c *gin.Context) {
 	}
 	for _, x := range body.Ends {
 		rep.Ends = append(rep.Ends, fleet.EndReport{Reservation: x.Reservation, Request: x.Request, At: x.At, Failed: x.Failed})
+	}
+	for _, x := range body.Starts {
+		rep.Starts = append(rep.Starts, fleet.StartReport{Reservation: x.Reservation, Request: x.Request, At: x.At})
 	}
 	for _, x := range body.Usage {
 		rep.Usage = append(rep.Usage, fleet.UsageReport{Reservation: x.Reservation, Request: x.Request, Pool: x.Pool, Units: x.Units})
@@ -197,5 +206,17 @@ func (s *Server) apiClusterUpdates(c *gin.Context) {
 		}
 		return xs
 	}
-	c.JSON(http.StatusOK, gin.H{"moved": nonNil(res.Moved), "at_risk": nonNil(res.AtRisk), "ended": nonNil(res.Ended)})
+	type job struct {
+		Reservation int64 `json:"reservation"`
+		Request     int   `json:"request"`
+	}
+	jobs := func(xs []fleet.JobRef) []job {
+		out := []job{}
+		for _, x := range xs {
+			out = append(out, job{x.Reservation, x.Request})
+		}
+		return out
+	}
+	c.JSON(http.StatusOK, gin.H{"moved": nonNil(res.Moved), "at_risk": nonNil(res.AtRisk), "ended": nonNil(res.Ended),
+		"started": jobs(res.Started), "refused_starts": jobs(res.Refused)})
 }

@@ -30,6 +30,7 @@ type agentJob struct {
 	End           time.Time        `json:"end"`
 	Arrival       time.Time        `json:"arrival"`
 	Deadline      time.Time        `json:"deadline"`
+	MayStartNow   bool             `json:"may_start_now,omitempty"`
 }
 
 // agentAllocation is the body of GET /api/v1/clusters/{cluster}/allocation.
@@ -51,6 +52,12 @@ type agentEnd struct {
 	Failed      bool      `json:"failed,omitempty"`
 }
 
+type agentStart struct {
+	Reservation int64     `json:"reservation"`
+	Request     int       `json:"request"`
+	At          time.Time `json:"at"`
+}
+
 type agentUsage struct {
 	Reservation int64  `json:"reservation"`
 	Request     int    `json:"request"`
@@ -68,6 +75,7 @@ type agentWaiting struct {
 // capacity changes, which the reference agent does not make).
 type agentUpdates struct {
 	Ends    []agentEnd     `json:"ends,omitempty"`
+	Starts  []agentStart   `json:"starts,omitempty"`
 	Usage   []agentUsage   `json:"usage,omitempty"`
 	Waiting []agentWaiting `json:"waiting,omitempty"`
 	// BestEffort reports best-effort tasks started, done, failed or stopped.
@@ -75,7 +83,7 @@ type agentUpdates struct {
 }
 
 func (u agentUpdates) empty() bool {
-	return len(u.Ends)+len(u.Usage)+len(u.Waiting)+len(u.BestEffort) == 0
+	return len(u.Ends)+len(u.Starts)+len(u.Usage)+len(u.Waiting)+len(u.BestEffort) == 0
 }
 
 // agentAnswer is what the server did with a report.
@@ -83,6 +91,9 @@ type agentAnswer struct {
 	Moved  []int64 `json:"moved"`
 	AtRisk []int64 `json:"at_risk"`
 	Ended  []int64 `json:"ended"`
+	// Started and RefusedStarts are the early starts the plan took and refused.
+	Started       []jobKey `json:"started"`
+	RefusedStarts []jobKey `json:"refused_starts"`
 }
 
 // agentAPIError is an error answer of the server: its status and JSON error.
