@@ -9,6 +9,7 @@ import (
 	"github.com/clearhouse/clearhouse"
 	"github.com/clearhouse/clearhouse/exchange"
 	"github.com/clearhouse/clearhouse/ledger"
+	"github.com/clearhouse/clearhouse/moneyfmt"
 	"github.com/clearhouse/clearhouse/templates"
 	"github.com/gin-gonic/gin"
 )
@@ -81,13 +82,6 @@ func fmtDuration(d time.Duration) string {
 	return fmt.Sprintf("%dm", max(m, 1))
 }
 
-// price formats a price per unit in dollars with four decimals.
-func price(p float64) string { return "$" + strconv.FormatFloat(p, 'f', 4, 64) }
-
-func dollarsOf(f float64) string {
-	m, err := ledger.FromDollars(f)
-	if err != nil {
-		return "—"
-	}
-	return m.String()
-}
+// price formats a price per unit for text composed in web ("$0.0139"); pages show
+// prices with templates.UnitPriceText. Both use moneyfmt's one rule.
+func price(p float64) string { return moneyfmt.Price(p) }

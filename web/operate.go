@@ -46,10 +46,10 @@ func (s *Server) operateView(c *gin.Context, v templates.OperateView) (templates
 	}
 	v.Pools = nil
 	for _, p := range pools {
-		row := templates.PoolAdminRow{ID: p.ID, Unit: p.Unit, Curve: p.CurveID, UnitCost: ledger.Money(p.UnitCost).String(),
+		row := templates.PoolAdminRow{ID: p.ID, Unit: p.Unit, Curve: p.CurveID, UnitCost: unitCost(p),
 			Utilization: fmt.Sprintf("%.1f%%", p.Utilization*100), Capacity: p.Capacity, Held: held[p.ID]}
 		if r, ok := reserve[p.ID]; ok {
-			row.Reserve = price(r)
+			row.Reserve = &templates.Price{Dollars: r, Unit: p.Unit}
 		}
 		v.Pools = append(v.Pools, row)
 	}
@@ -312,7 +312,7 @@ func (s *Server) curveForm(c *gin.Context, id string, spec auction.CurveSpec, f 
 		}
 		r, _ := auction.ReservePrice(built, p.Utilization, float64(p.UnitCost)/1e6)
 		f.Implied = append(f.Implied, templates.ImpliedReserve{Pool: p.ID, Utilization: fmt.Sprintf("%.1f%%", p.Utilization*100),
-			UnitCost: ledger.Money(p.UnitCost).String(), Phi: fmt.Sprintf("%.4f", built.Phi(p.Utilization)), Reserve: price(r)})
+			UnitCost: unitCost(p), Phi: fmt.Sprintf("%.4f", built.Phi(p.Utilization)), Reserve: templates.Price{Dollars: r, Unit: p.Unit}})
 	}
 	sort.Slice(f.Implied, func(i, j int) bool { return f.Implied[i].Pool < f.Implied[j].Pool })
 	return f, nil

@@ -49,7 +49,7 @@ func (s *Server) renderSchedule(c *gin.Context, status int, failedPool string, e
 			return
 		}
 		pol := pols[p.ID]
-		ps := templates.PoolSchedule{ID: p.ID, Unit: p.Unit, Algorithm: pol.Algorithm, Predictor: pol.Predictor, UnitPrice: pol.UnitPrice.Plain()}
+		ps := templates.PoolSchedule{ID: p.ID, Unit: p.Unit, Algorithm: pol.Algorithm, Predictor: pol.Predictor, UnitPrice: pol.UnitPrice.Plain(), UnitPriceDollars: pol.UnitPrice.Dollars()}
 		if len(now1) > 0 {
 			ps.Capacity, ps.Quota, ps.ReservedNow = now1[0].Capacity, now1[0].Quota, now1[0].Reserved
 		}
