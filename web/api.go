@@ -43,6 +43,12 @@ func (s *Server) apiRoutes(g *gin.RouterGroup) {
 	team.DELETE("/reservations/:id", s.apiDeleteReservation)
 	all.GET("/reservations", s.apiReservations)
 	all.GET("/reservations/:id", s.apiReservation)
+	// Best-effort jobs on idle capacity: teams submit and cancel; everyone reads
+	// (members their own team's).
+	team.POST("/best-effort", s.apiSubmitBestEffort)
+	team.DELETE("/best-effort/:id", s.apiCancelBestEffort)
+	all.GET("/best-effort", s.apiBestEffortJobs)
+	all.GET("/best-effort/:id", s.apiBestEffortJob)
 	// Cluster agents, each with a token bound to its cluster; operators may read.
 	g.GET("/clusters/:cluster/allocation", s.requireAgent(exchange.RoleOperator), s.apiAllocation)
 	g.POST("/clusters/:cluster/updates", s.requireAgent(), s.apiClusterUpdates)
