@@ -79,6 +79,7 @@ func (s *Server) routes(e *gin.Engine) {
 	op.GET("/stats", s.statsPage)
 	op.GET("/schedule", s.schedulePage)
 	op.POST("/schedule/:cluster/:resource", s.savePolicy)
+	op.GET("/schedule/lost-value.csv", s.lostValueCSV)
 	op.GET("/access", s.accessPage)
 	op.POST("/access/tokens/:id/revoke", s.revokeToken)
 	op.POST("/access/users/:id/sessions/end", s.endUserSessions)
