@@ -62,6 +62,9 @@ type APIAllocation struct {
 	SlotEnds time.Time       `json:"slot_ends"`
 	Running  []apiAssignment `json:"running"`
 	Waiting  []apiAssignment `json:"waiting"`
+	// BestEffort lists the best-effort tasks to run now; Preempt those to stop now.
+	BestEffort []apiBestEffortTask `json:"best_effort"`
+	Preempt    []apiBestEffortTask `json:"preempt"`
 }
 
 func toAPIAssignments(as []fleet.Assignment) []apiAssignment {
@@ -73,14 +76,33 @@ func toAPIAssignments(as []fleet.Assignment) []apiAssignment {
 	return out
 }
 
+// apiAllocation answers the cluster's allocation. An agent's poll first runs the
+// best-effort decision (what starts and stops now); an operator's read changes
+// nothing.
 func (s *Server) apiAllocation(c *gin.Context) {
-	a, err := s.svc.Reservations.Allocation(c.Request.Context(), c.Param("cluster"))
+	ctx, cluster := c.Request.Context(), c.Param("cluster")
+	a, err := s.svc.Reservations.Allocation(ctx, cluster)
 	if err != nil {
 		s.fail(c, err)
 		return
 	}
-	c.JSON(http.StatusOK, APIAllocation{Cluster: a.Cluster, Now: a.Now, SlotEnds: a.SlotEnds,
-		Running: toAPIAssignments(a.Running), Waiting: toAPIAssignments(a.Waiting)})
+	out := APIAllocation{Cluster: a.Cluster, Now: a.Now, SlotEnds: a.SlotEnds,
+		Running: toAPIAssignments(a.Running), Waiting: toAPIAssignments(a.Waiting), BestEffort: []apiBestEffortTask{}, Preempt: []apiBestEffortTask{}}
+	if s.svc.BestEffort != nil {
+		if isAgent(c) {
+			if _, err := s.svc.BestEffort.Step(ctx, cluster); err != nil {
+				s.fail(c, err)
+				return
+			}
+		}
+		be, err := s.svc.BestEffort.Allocation(ctx, cluster)
+		if err != nil {
+			s.fail(c, err)
+			return
+		}
+		out.BestEffort, out.Preempt = toAPIBestEffortTasks(be.Run), toAPIBestEffortTasks(be.Stop)
+	}
+	c.JSON(http.StatusOK, out)
 }
 
 // APIUpdates is the body of POST /api/v1/clusters/{cluster}/updates.
@@ -113,6 +135,18 @@ type APIUpdates struct {
 		Request     int   `json:"request"`
 		Tasks       int64 `json:"tasks"`
 	} `json:"waiting,omitempty"`
+	// BestEffort reports best-effort tasks: started, done, failed, or stopped.
+	BestEffort []struct {
+		Task  int64     `json:"task"`
+		Event string    `json:"event"`
+		At    time.Time `json:"at"`
+	} `json:"best_effort,omitempty"`
+	// OwnerUsage is what teams' own work uses of each pool now.
+	OwnerUsage []struct {
+		Team  string `json:"team"`
+		Pool  string `json:"pool"`
+		Units int64  `json:"units"`
+	} `json:"owner_usage,omitempty"`
 }
 
 func (s *Server) apiClusterUpdates(c *gin.Context) {
@@ -137,10 +171,34 @@ func (s *Server) apiClusterUpdates(c *gin.Context) {
 	for _, x := range body.Waiting {
 		rep.Waiting = append(rep.Waiting, fleet.WaitingReport{Reservation: x.Reservation, Request: x.Request, Tasks: x.Tasks})
 	}
-	res, err := s.svc.Reservations.Report(c.Request.Context(), c.Param("cluster"), rep)
+	var be fleet.BestEffortReport
+	for _, x := range body.BestEffort {
+		be.Tasks = append(be.Tasks, fleet.TaskEvent{Task: x.Task, Event: x.Event, At: x.At})
+	}
+	for _, x := range body.OwnerUsage {
+		be.Usage = append(be.Usage, fleet.OwnerUsage{Team: x.Team, Pool: x.Pool, Units: x.Units})
+	}
+	ctx, cluster := c.Request.Context(), c.Param("cluster")
+	if !be.Empty() {
+		if s.svc.BestEffort == nil {
+			s.fail(c, clearhouse.Errorf(clearhouse.EINVALID, "best_effort: this server runs no best-effort service"))
+			return
+		}
+		if err := s.svc.BestEffort.ValidateReport(ctx, cluster, be); err != nil { // refuse the whole report before any part applies
+			s.fail(c, err)
+			return
+		}
+	}
+	res, err := s.svc.Reservations.Report(ctx, cluster, rep)
 	if err != nil {
 		s.fail(c, err)
 		return
+	}
+	if !be.Empty() {
+		if err := s.svc.BestEffort.Report(ctx, cluster, be); err != nil {
+			s.fail(c, err)
+			return
+		}
 	}
 	nonNil := func(xs []int64) []int64 {
 		if xs == nil {

@@ -90,6 +90,7 @@ func TestEveryPageRefusesOtherRoles(t *testing.T) {
 		"/operate/access":                     {exchange.RoleOperator},
 		"/api/v1/reservations":                exchange.Roles,
 		"/api/v1/clusters/us-east/allocation": {exchange.RoleOperator},
+		"/api/v1/best-effort":                 exchange.Roles,
 	}
 	for page, allowed := range pages {
 		for _, r := range exchange.Roles {
@@ -330,7 +331,7 @@ func TestProxyHeaderSignsInFromTrustedAddressesOnly(t *testing.T) {
 	serve := func(cidr string) *httptest.Server {
 		_, n, _ := net.ParseCIDR(cidr)
 		s := web.NewServer(web.Config{LoginRate: 5, ProxyHeader: "X-Forwarded-Email", TrustedProxies: []*net.IPNet{n}},
-			web.Services{Identity: f.id, Market: f.market, Reservations: f.plan}, log, f.clock.Now)
+			web.Services{Identity: f.id, Market: f.market, Reservations: f.plan, BestEffort: f.be}, log, f.clock.Now)
 		srv := httptest.NewServer(s.Handler())
 		t.Cleanup(srv.Close)
 		return srv

@@ -43,6 +43,7 @@ type Services struct {
 	Identity     *exchange.Identity
 	Market       *exchange.Market
 	Reservations *fleet.Reservations
+	BestEffort   *fleet.BestEffort
 }
 
 // Server is the HTTP server. Open starts it, Close stops it.

@@ -59,12 +59,17 @@ func newAgentCmd() *cobra.Command {
 and print the jobs (a reservation's request) to start and stop, and the jobs waiting
 in their window. A waiting job the plan marks "may start now" (it fits from now for its
 whole duration) is started early and the start reported, so the plan frees its
-planned slots. Times are UTC, the plan's zone.
+planned slots. It also prints the best-effort tasks on idle capacity to start and to
+stop (preempted, cancelled, or past their job's maximum task duration); each poll of
+an agent is when the server decides which best-effort tasks start and stop. Times
+are UTC, the plan's zone.
 
 With --simulate the agent plays the cluster: jobs it starts run and report their usage
 (units times configuration, per pool; less with --use) at every poll, jobs waiting in their window
 report their tasks, and with --finish-early or --fail-rate a job ends at a random
-moment before its planned end (the same moments for the same --seed). It prints the
+moment before its planned end (the same moments for the same --seed). Best-effort
+tasks run for a random 15m to 3h (failing at --fail-rate) and are reported started,
+done or failed; stops are confirmed. It prints the
 server's answer when a report moved reservations, put them at risk or ended them.
 
 The agent runs until interrupted, for --for, or for one poll with --once. A token the

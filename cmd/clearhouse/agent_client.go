@@ -40,6 +40,9 @@ type agentAllocation struct {
 	SlotEnds time.Time  `json:"slot_ends"`
 	Running  []agentJob `json:"running"`
 	Waiting  []agentJob `json:"waiting"`
+	// Best-effort tasks to run and to stop now.
+	BestEffort []agentTask `json:"best_effort"`
+	Preempt    []agentTask `json:"preempt"`
 }
 
 type agentEnd struct {
@@ -75,9 +78,13 @@ type agentUpdates struct {
 	Starts  []agentStart   `json:"starts,omitempty"`
 	Usage   []agentUsage   `json:"usage,omitempty"`
 	Waiting []agentWaiting `json:"waiting,omitempty"`
+	// BestEffort reports best-effort tasks started, done, failed or stopped.
+	BestEffort []agentTaskEvent `json:"best_effort,omitempty"`
 }
 
-func (u agentUpdates) empty() bool { return len(u.Ends)+len(u.Starts)+len(u.Usage)+len(u.Waiting) == 0 }
+func (u agentUpdates) empty() bool {
+	return len(u.Ends)+len(u.Starts)+len(u.Usage)+len(u.Waiting)+len(u.BestEffort) == 0
+}
 
 // agentAnswer is what the server did with a report.
 type agentAnswer struct {

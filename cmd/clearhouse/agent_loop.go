@@ -76,6 +76,10 @@ type clusterAgent struct {
 	waiting map[jobKey]time.Time  // the planned start last announced
 	unsent  map[jobKey]agentEnd   // ends the server has not yet accepted
 	starts  map[jobKey]agentStart // early starts the server has not yet taken
+
+	tasks   map[int64]*beTask // best-effort tasks it runs
+	stopped map[int64]bool    // best-effort tasks it announced stopping (a following agent is told until the server hears)
+	events  []agentTaskEvent  // best-effort events the server has not yet accepted
 }
 
 func newClusterAgent(c *agentClient, out, errOut io.Writer, now func() time.Time, sim *simulation) *clusterAgent {
@@ -120,6 +124,7 @@ func (a *clusterAgent) poll(ctx context.Context) error {
 		a.endDue(alloc, now)
 	}
 	a.follow(alloc, now)
+	a.followBestEffort(alloc, now)
 	a.startEarly(alloc, now)
 	var up agentUpdates
 	if a.sim != nil {
@@ -137,10 +142,12 @@ func (a *clusterAgent) poll(ctx context.Context) error {
 			// The server refused these ends and starts; sending them again will not help.
 			clear(a.unsent)
 			a.stopStarts(maps.Keys(a.starts), now, "the server refused the report")
+			a.events = nil
 		}
 		return err
 	}
 	clear(a.unsent)
+	a.events = nil
 	clear(a.starts)
 	a.stopStarts(slices.Values(ans.RefusedStarts), now, "the plan has no room for it now")
 	if len(ans.Moved)+len(ans.AtRisk)+len(ans.Ended)+len(ans.RefusedStarts) > 0 {
@@ -295,6 +302,7 @@ func (a *clusterAgent) updates(alloc agentAllocation) agentUpdates {
 		}
 		up.Waiting = append(up.Waiting, agentWaiting{Reservation: j.Reservation, Request: j.Request, Tasks: j.Count})
 	}
+	up.BestEffort = a.events
 	return up
 }
 
