@@ -88,6 +88,7 @@ func TestEveryPageRefusesOtherRoles(t *testing.T) {
 		"/api/v1/auctions/1/settlement":       {exchange.RoleFinance, exchange.RoleOperator},
 		"/reservations":                       {exchange.RoleMember, exchange.RoleOwner},
 		"/operate/schedule":                   {exchange.RoleOperator},
+		"/operate/schedule/lost-value.csv":    {exchange.RoleOperator},
 		"/operate/access":                     {exchange.RoleOperator},
 		"/operate/shapes":                     {exchange.RoleOperator},
 		"/orders/move":                        {exchange.RoleMember, exchange.RoleOwner},

@@ -87,6 +87,7 @@ func (s *Server) routes(e *gin.Engine) {
 	op.GET("/shapes", s.shapesPage)
 	op.POST("/shapes", s.saveShape)
 	op.POST("/shapes/:id/delete", s.deleteShape)
+	op.GET("/schedule/lost-value.csv", s.lostValueCSV)
 	op.GET("/access", s.accessPage)
 	op.POST("/access/tokens/:id/revoke", s.revokeToken)
 	op.POST("/access/users/:id/sessions/end", s.endUserSessions)
