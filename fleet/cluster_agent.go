@@ -11,8 +11,11 @@ import (
 )
 
 // Assignment is one request of a reservation as a cluster agent sees it: Units of
-// Count it should run now (0 while it waits for its planned start, when the
-// cluster may still run it early if it has room).
+// Count it should run now (0 while it waits for its planned start). A waiting
+// request with MayStartNow set fits the plan from now for its whole duration (ERA's
+// "empty allocation" extension in Rayon): the cluster may start it now and report
+// the start (AgentReport.Starts), which moves it and frees its planned slots. The
+// requests so marked in one allocation fit together.
 type Assignment struct {
 	Reservation   int64
 	Request       int
@@ -23,6 +26,7 @@ type Assignment struct {
 	Start, End    time.Time
 	Arrival       time.Time
 	Deadline      time.Time
+	MayStartNow   bool
 }
 
 // Allocation is what each job of one cluster should have in the current slot.
@@ -72,7 +76,7 @@ func (s *Reservations) Allocation(ctx context.Context, cluster string) (Allocati
 			}
 			q := v.Requests[a.Request]
 			res = append(res, Assignment{Reservation: v.ID, Request: a.Request, Team: v.TeamID, Configuration: q.Config(),
-				Count: q.Count, Units: a.Units, Start: *q.StartAt, End: q.End(), Arrival: q.Arrival, Deadline: q.Deadline})
+				Count: q.Count, Units: a.Units, Start: *q.StartAt, End: q.End(), Arrival: q.Arrival, Deadline: q.Deadline, MayStartNow: a.MayStartNow})
 		}
 		return res
 	}
@@ -96,7 +100,24 @@ type EndReport struct {
 	Failed      bool
 }
 
-// UsageReport is what a running request used of one pool in the current slot.
+// StartReport says the cluster started a waiting request early, at At, as an
+// allocation's MayStartNow allowed.
+type StartReport struct {
+	Reservation int64
+	Request     int
+	At          time.Time
+}
+
+// JobRef names one request of a reservation.
+type JobRef struct {
+	Reservation int64
+	Request     int
+}
+
+// UsageReport is what a running request used of one pool in the current slot:
+// units below what the plan holds for it go back to the plan for the current slot
+// at once, and the learned predictors are told what it used when it leaves the
+// plan.
 type UsageReport struct {
 	Reservation int64
 	Request     int
@@ -115,6 +136,7 @@ type WaitingReport struct {
 type AgentReport struct {
 	Capacity []CapacityReport
 	Ends     []EndReport
+	Starts   []StartReport
 	Usage    []UsageReport
 	Waiting  []WaitingReport
 	Pools    []PoolUsageReport // what all the work in each pool uses now (measured utilization)
@@ -125,6 +147,11 @@ type AgentResult struct {
 	Moved  []int64 // reservations re-planned inside their windows
 	AtRisk []int64 // reservations that can no longer be honoured
 	Ended  []int64 // reservations whose requests have all ended
+	// Started are the early starts the plan took (the requests now start at
+	// their reported start); Refused those that no longer fit the plan: the
+	// request keeps its planned start and the cluster should stop it.
+	Started []JobRef
+	Refused []JobRef
 }
 
 // Bounds on what one agent report may say, so that no agent can make the plan's
@@ -144,7 +171,7 @@ func (s *Reservations) validateReport(tx *gorm.DB, p *plan, cluster string, rep 
 	bad := func(field string, i int, format string, args ...any) error {
 		return clearhouse.Errorf(clearhouse.EINVALID, "%s[%d]: %s", field, i, fmt.Sprintf(format, args...))
 	}
-	for field, n := range map[string]int{"capacity": len(rep.Capacity), "ends": len(rep.Ends), "usage": len(rep.Usage), "waiting": len(rep.Waiting)} {
+	for field, n := range map[string]int{"capacity": len(rep.Capacity), "ends": len(rep.Ends), "starts": len(rep.Starts), "usage": len(rep.Usage), "waiting": len(rep.Waiting)} {
 		if n > MaxReportRows {
 			return nil, clearhouse.Errorf(clearhouse.EINVALID, "%s: at most %d rows per report, got %d; send the rest in another report", field, MaxReportRows, n)
 		}
@@ -173,6 +200,9 @@ func (s *Reservations) validateReport(tx *gorm.DB, p *plan, cluster string, rep 
 	}
 	for _, u := range rep.Usage {
 		ids[u.Reservation] = true
+	}
+	for _, st := range rep.Starts {
+		ids[st.Reservation] = true
 	}
 	for _, w := range rep.Waiting {
 		ids[w.Reservation] = true
@@ -212,6 +242,17 @@ func (s *Reservations) validateReport(tx *gorm.DB, p *plan, cluster string, rep 
 		}
 		if e.At.After(p.at(p.slot(now) + 1)) {
 			return nil, bad("ends", i, "at: %s is in the future; report an end when it happens", e.At.UTC().Format(time.RFC3339))
+		}
+	}
+	for i, st := range rep.Starts {
+		if err := check("starts", i, st.Reservation, st.Request); err != nil {
+			return nil, err
+		}
+		if st.At.IsZero() {
+			return nil, bad("starts", i, "at: required (RFC 3339)")
+		}
+		if st.At.After(p.at(p.slot(now) + 1)) {
+			return nil, bad("starts", i, "at: %s is in the future; report a start when it happens", st.At.UTC().Format(time.RFC3339))
 		}
 	}
 	for i, u := range rep.Usage {
@@ -313,6 +354,16 @@ func (s *Reservations) Report(ctx context.Context, cluster string, rep AgentRepo
 				return err
 			}
 		}
+		for _, u := range rep.Usage {
+			if _, planned := p.eng.Reservation(u.Reservation); planned && byID[u.Reservation].Status == ReservationAccepted {
+				up.Usage = append(up.Usage, scheduler.Usage{Reservation: u.Reservation, Request: u.Request, Pool: u.Pool, Units: u.Units})
+			}
+		}
+		for _, st := range rep.Starts {
+			if _, planned := p.eng.Reservation(st.Reservation); planned && byID[st.Reservation].Status == ReservationAccepted {
+				up.Starts = append(up.Starts, scheduler.JobStart{Reservation: st.Reservation, Request: st.Request, At: p.slot(st.At)})
+			}
+		}
 		for _, w := range rep.Waiting {
 			if byID[w.Reservation].Status != ReservationAccepted {
 				continue
@@ -324,6 +375,9 @@ func (s *Reservations) Report(ctx context.Context, cluster string, rep AgentRepo
 		}
 		out, err := p.eng.Update(p.slot(now), up)
 		if err != nil {
+			return err
+		}
+		if err := s.applyUse(tx, p, up, out, byID, &res); err != nil {
 			return err
 		}
 		if err := s.applyReport(ctx, tx, p, out, now, "capacity in its cluster fell below what was promised"); err != nil {
@@ -346,6 +400,7 @@ func (s *Reservations) Report(ctx context.Context, cluster string, rep AgentRepo
 				return err
 			}
 			if done {
+				s.observeUse(vs[0])
 				res.Ended = append(res.Ended, id)
 				if err := tx.Model(&Reservation{}).Where("id = ?", id).Updates(map[string]any{"status": ReservationDone, "updated_at": now}).Error; err != nil {
 					return err
@@ -378,6 +433,46 @@ func (s *Reservations) applyReport(ctx context.Context, tx *gorm.DB, p *plan, re
 		}
 		for _, v := range vs {
 			if err := s.finish(ctx, tx, &v, now, ReservationFailed, why); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// applyUse records what usage and early starts did to the plan: the unit-slots each
+// request has not used so far (what the learned predictors are told when it leaves
+// the plan), and the new starts of requests started early.
+func (s *Reservations) applyUse(tx *gorm.DB, p *plan, up scheduler.Update, out scheduler.Report, byID map[int64]ReservationView, res *AgentResult) error {
+	seen := map[JobRef]bool{}
+	for _, u := range up.Usage {
+		k := JobRef{u.Reservation, u.Request}
+		r, ok := p.eng.Reservation(u.Reservation)
+		if seen[k] || !ok || r.Unused == nil {
+			continue
+		}
+		seen[k] = true
+		if err := tx.Model(&ReservationRequest{}).Where("reservation_id = ? AND idx = ?", k.Reservation, k.Request).
+			Update("unused", max(r.Unused[k.Request], 0)).Error; err != nil {
+			return err
+		}
+	}
+	refused := map[JobRef]bool{}
+	for _, st := range out.Refused {
+		k := JobRef{st.Reservation, st.Request}
+		refused[k] = true
+		res.Refused = append(res.Refused, k)
+	}
+	moved := map[int64]bool{}
+	for _, st := range up.Starts {
+		k := JobRef{st.Reservation, st.Request}
+		if refused[k] {
+			continue
+		}
+		res.Started = append(res.Started, k)
+		if !moved[k.Reservation] {
+			moved[k.Reservation] = true
+			if err := s.saveStarts(tx, p, byID[k.Reservation]); err != nil {
 				return err
 			}
 		}

@@ -304,8 +304,10 @@ func (s *Reservations) load(ctx context.Context, tx *gorm.DB, now time.Time) (*p
 	}
 	nowSlot := p.slot(now)
 	changed := false
+	var usage scheduler.Update
 	for _, v := range views {
 		er := p.engineReservation(v)
+		usage.Usage = append(usage.Usage, p.currentUsage(v, &er, nowSlot)...)
 		moved, err := p.eng.RestoreAt(nowSlot, er)
 		if err != nil {
 			if err := s.finish(ctx, tx, &v, now, ReservationFailed, "no longer fits in its windows: the pool's capacity or the team's quota fell"); err != nil {
@@ -324,7 +326,34 @@ func (s *Reservations) load(ctx context.Context, tx *gorm.DB, now time.Time) (*p
 			changed = true
 		}
 	}
+	// Under-use reported in the current slot goes back to the plan here too.
+	for _, u := range usage.Usage {
+		if _, ok := p.eng.Reservation(u.Reservation); ok {
+			if _, err := p.eng.Update(nowSlot, scheduler.Update{Usage: []scheduler.Usage{u}}); err != nil {
+				return nil, false, fmt.Errorf("usage of reservation %d: %w", u.Reservation, err)
+			}
+		}
+	}
 	return p, changed, nil
+}
+
+// currentUsage is the usage v's cluster reported in slot now for its requests
+// running then, to return to a rebuilt plan what they do not use; er's unused
+// unit-slots are lowered by what that returns, which the engine counts again.
+func (p *plan) currentUsage(v ReservationView, er *scheduler.Reservation, now scheduler.Slot) []scheduler.Usage {
+	var out []scheduler.Usage
+	for i, q := range v.Requests {
+		if q.ReportedAt == nil || p.slot(*q.ReportedAt) != now || q.Usage == nil || er.Starts[i] > now || now >= er.End(i) {
+			continue
+		}
+		for pool, units := range q.UsageByPool() {
+			out = append(out, scheduler.Usage{Reservation: v.ID, Request: i, Pool: pool, Units: units})
+			if er.Unused != nil {
+				er.Unused[i] = max(er.Unused[i]-max(er.Requests[i].Units(pool)-units, 0), 0)
+			}
+		}
+	}
+	return out
 }
 
 // engineReservation is a stored reservation in the engine's slots. Requests that
@@ -364,6 +393,14 @@ func (p *plan) engineReservation(v ReservationView) scheduler.Reservation {
 	}
 	if !ended {
 		er.Ended = nil
+	}
+	for i, q := range v.Requests {
+		if q.Unused > 0 {
+			if er.Unused == nil {
+				er.Unused = make([]int64, len(v.Requests))
+			}
+			er.Unused[i] = q.Unused
+		}
 	}
 	return er
 }

@@ -332,7 +332,11 @@ func fundsError(err error, acct AccountID) error {
 		return nil
 	}
 	if errors.Is(err, gorm.ErrCheckConstraintViolated) || strings.Contains(err.Error(), "CHECK constraint failed") {
-		return clearhouse.Errorf(clearhouse.EUNPROCESSABLE, "insufficient funds: %s's available balance would fall below zero", acct)
+		who := string(acct)
+		if team, ok := strings.CutPrefix(who, "team:"); ok {
+			who = "team " + team
+		}
+		return clearhouse.Errorf(clearhouse.EUNPROCESSABLE, "insufficient funds: %s does not have that much available (its budget less what is held for open orders and reservations)", who)
 	}
 	return err
 }

@@ -235,7 +235,7 @@ func TestBalancesAtPastInstantsAndStatements(t *testing.T) {
 			t.Fatal(err)
 		}
 		recs, err := csv.NewReader(&buf).ReadAll()
-		if err != nil || len(recs) != 5 || recs[0][0] != "entry_id" || recs[2][5] != "50.00" || recs[4][6] != "125.00" {
+		if err != nil || len(recs) != 5 || recs[0][0] != "entry_id" || recs[2][5] != "50.000000" || recs[4][6] != "125.000000" {
 			t.Fatalf("statement CSV = %q, %v", recs, err)
 		}
 		buf.Reset()

@@ -22,6 +22,7 @@ import (
 	"strings"
 
 	"github.com/clearhouse/clearhouse"
+	"github.com/clearhouse/clearhouse/moneyfmt"
 )
 
 // Money is an amount in micro-dollars (millionths of a dollar). Arithmetic on it is
@@ -130,6 +131,10 @@ func (m Money) String() string {
 // Plain formats the amount like String but without thousands separators, for CSV
 // and forms: "1234.56".
 func (m Money) Plain() string { return strings.ReplaceAll(m.String(), ",", "") }
+
+// CSV formats the amount for an export column: six decimals always, so a column
+// never mixes precisions: "1234.560000" (moneyfmt.CSV).
+func (m Money) CSV() string { return moneyfmt.CSV(int64(m)) }
 
 // ParseMoney reads an amount of dollars: an optional sign, an optional "$", digits
 // with optional thousands separators (commas in groups of three) and at most six

@@ -144,16 +144,16 @@ var StatementCSVHeader = []string{"entry_id", "posted_at", "reason", "reference"
 func WriteStatementCSV(w io.Writer, s Statement) error {
 	cw := csv.NewWriter(w)
 	_ = cw.Write(StatementCSVHeader)
-	_ = cw.Write([]string{"", s.From.Format(time.RFC3339), "opening", clearhouse.CSVText(string(s.Account)), "", "", s.Opening.Plain(), ""})
+	_ = cw.Write([]string{"", s.From.Format(time.RFC3339), "opening", clearhouse.CSVText(string(s.Account)), "", "", s.Opening.CSV(), ""})
 	for _, l := range s.Lines {
 		rev := ""
 		if l.Reverses != 0 {
 			rev = strconv.FormatInt(l.Reverses, 10)
 		}
 		_ = cw.Write([]string{strconv.FormatInt(l.EntryID, 10), l.At.Format(time.RFC3339Nano), clearhouse.CSVText(string(l.Reason)),
-			clearhouse.CSVText(l.Ref), clearhouse.CSVText(l.Memo), l.Amount.Plain(), l.Running.Plain(), rev})
+			clearhouse.CSVText(l.Ref), clearhouse.CSVText(l.Memo), l.Amount.CSV(), l.Running.CSV(), rev})
 	}
-	_ = cw.Write([]string{"", s.To.Format(time.RFC3339), "closing", clearhouse.CSVText(string(s.Account)), "", "", s.Closing.Plain(), ""})
+	_ = cw.Write([]string{"", s.To.Format(time.RFC3339), "closing", clearhouse.CSVText(string(s.Account)), "", "", s.Closing.CSV(), ""})
 	cw.Flush()
 	return cw.Error()
 }
@@ -195,7 +195,7 @@ func (l *Ledger) WriteJournalCSV(ctx context.Context, w io.Writer, from, to time
 			rev = strconv.FormatInt(*reverses, 10)
 		}
 		_ = cw.Write([]string{strconv.FormatInt(id, 10), at.UTC().Format(time.RFC3339Nano), clearhouse.CSVText(key), clearhouse.CSVText(reason),
-			clearhouse.CSVText(ref), clearhouse.CSVText(memo), rev, clearhouse.CSVText(acct), Money(amount).Plain()})
+			clearhouse.CSVText(ref), clearhouse.CSVText(memo), rev, clearhouse.CSVText(acct), Money(amount).CSV()})
 	}
 	if err := rows.Err(); err != nil {
 		return err

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"strconv"
+	"strings"
 )
 
 func statusText(status int) string {
@@ -56,6 +58,10 @@ func bidQuery(f BidForm) url.Values {
 			q.Add("cluster", c.ID)
 		}
 	}
+	if f.Shape != "" {
+		q.Set("shape", f.Shape)
+		q.Set("count", f.Count)
+	}
 	return q
 }
 
@@ -80,4 +86,27 @@ func joinRuns(runs []string) string {
 		out += "; " + r
 	}
 	return out
+}
+
+// priceTitle is a price with every digit the float has (at least four decimals),
+// for the hover text of a rounded price.
+func priceTitle(d float64) string {
+	s := strconv.FormatFloat(d, 'f', -1, 64)
+	if i := strings.IndexByte(s, '.'); i < 0 {
+		s += ".0000"
+	} else if n := len(s) - i - 1; n < 4 {
+		s += strings.Repeat("0", 4-n)
+	}
+	if strings.HasPrefix(s, "-") {
+		return "-$" + s[1:]
+	}
+	return "$" + s
+}
+
+func closeOrdersText(v CloseConfirm) string {
+	more := ""
+	if v.More {
+		more = " or more"
+	}
+	return itoa(v.Open) + more + " orders take part."
 }

@@ -12,8 +12,10 @@ import (
 	"github.com/gin-gonic/gin"
 )
 
-// apiRoutes registers the JSON API. Money is a string of dollars ("1234.56",
-// exact to the micro-dollar); prices per unit are JSON numbers; times are RFC 3339.
+// apiRoutes registers the JSON API. Answers give money and prices per unit as
+// strings of dollars ("1234.56", exact to the micro-dollar); requests may give an
+// amount as such a string or as a plain JSON number, read exactly from its text
+// (jsonMoney); times are RFC 3339.
 func (s *Server) apiRoutes(g *gin.RouterGroup) {
 	g.GET("/openapi.json", s.openAPI)
 	all := g.Group("", s.requireRole(anyone...))
@@ -41,9 +43,16 @@ func (s *Server) apiRoutes(g *gin.RouterGroup) {
 	team.DELETE("/reservations/:id", s.apiDeleteReservation)
 	all.GET("/reservations", s.apiReservations)
 	all.GET("/reservations/:id", s.apiReservation)
+	// Best-effort jobs on idle capacity: teams submit and cancel; everyone reads
+	// (members their own team's).
+	team.POST("/best-effort", s.apiSubmitBestEffort)
+	team.DELETE("/best-effort/:id", s.apiCancelBestEffort)
+	all.GET("/best-effort", s.apiBestEffortJobs)
+	all.GET("/best-effort/:id", s.apiBestEffortJob)
 	// Cluster agents, each with a token bound to its cluster; operators may read.
 	g.GET("/clusters/:cluster/allocation", s.requireAgent(exchange.RoleOperator), s.apiAllocation)
 	g.POST("/clusters/:cluster/updates", s.requireAgent(), s.apiClusterUpdates)
+	g.GET("/lost-value", s.requireRole(exchange.RoleOperator, exchange.RoleFinance), s.apiLostValue)
 }
 
 type apiPool struct {
@@ -56,11 +65,11 @@ type apiPool struct {
 	UnitCost    string  `json:"unit_cost"`
 	Utilization float64 `json:"utilization"`
 	// UtilizationSource says where psi comes from: measured, override or held (no usage data).
-	UtilizationSource string   `json:"utilization_source,omitempty"`
-	ReservePrice      *float64 `json:"reserve_price"`
-	Price             *float64 `json:"price"`
-	Bids              int      `json:"open_bids"`
-	Offers            int      `json:"open_offers"`
+	UtilizationSource string  `json:"utilization_source,omitempty"`
+	ReservePrice      *string `json:"reserve_price"`
+	Price             *string `json:"price"`
+	Bids              int     `json:"open_bids"`
+	Offers            int     `json:"open_offers"`
 }
 
 type apiAuction struct {
@@ -75,9 +84,9 @@ type apiAuction struct {
 
 type apiAuctionPool struct {
 	Pool         string   `json:"pool"`
-	ReservePrice float64  `json:"reserve_price"`
+	ReservePrice string   `json:"reserve_price"`
 	Supply       int64    `json:"supply"`
-	Price        *float64 `json:"price"`
+	Price        *string  `json:"price"`
 	ExcessDemand *float64 `json:"excess_demand"`
 }
 
@@ -160,10 +169,12 @@ func (s *Server) apiMarket(c *gin.Context) {
 		ap := apiPool{ID: p.ID, Cluster: p.ClusterID, Resource: p.Resource, Unit: p.Unit, Capacity: p.Capacity, Held: held[p.ID],
 			UnitCost: ledger.Money(p.UnitCost).Plain(), Utilization: psi[p.ID], UtilizationSource: source[p.ID], Bids: interest[p.ID].Bids, Offers: interest[p.ID].Offers}
 		if r, ok := reserve[p.ID]; ok {
-			ap.ReservePrice = &r
+			rs := apiPrice(r)
+			ap.ReservePrice = &rs
 		}
 		if cp, ok := current[p.ID]; ok {
-			ap.Price = &cp
+			cs := apiPrice(cp)
+			ap.Price = &cs
 		}
 		out.Pools = append(out.Pools, ap)
 	}
@@ -214,9 +225,10 @@ func (s *Server) apiAuction(c *gin.Context) {
 		out.Run = &apiRun{Binding: run.Binding, Converged: run.Converged, Rounds: run.Rounds, Orders: run.Orders, RanAt: run.RanAt}
 	}
 	for _, ap := range aps {
-		row := apiAuctionPool{Pool: ap.PoolID, ReservePrice: ap.ReservePrice, Supply: ap.Supply}
+		row := apiAuctionPool{Pool: ap.PoolID, ReservePrice: apiPrice(ap.ReservePrice), Supply: ap.Supply}
 		if p, ok := byPool[ap.PoolID]; ok {
-			row.Price, row.ExcessDemand = &p.Price, &p.ExcessDemand
+			ps := apiPrice(p.Price)
+			row.Price, row.ExcessDemand = &ps, &p.ExcessDemand
 		}
 		out.Pools = append(out.Pools, row)
 	}
@@ -230,15 +242,15 @@ type apiOrderBody struct {
 	Auction     *int64             `json:"auction,omitempty"`
 	Status      string             `json:"status,omitempty"`
 	Bundles     []map[string]int64 `json:"bundles"`
-	Limit       *string            `json:"limit,omitempty"`
-	Limits      []string           `json:"limits,omitempty"`
+	Limit       *jsonMoney         `json:"limit,omitempty"`
+	Limits      []jsonMoney        `json:"limits,omitempty"`
 	Provisional *apiOutcome        `json:"provisional,omitempty"`
 	CreatedAt   *time.Time         `json:"created_at,omitempty"`
 }
 
 type apiOutcome struct {
-	BundleIndex int     `json:"bundle_index"`
-	Payment     float64 `json:"payment"`
+	BundleIndex int    `json:"bundle_index"` // counted from 0; -1: loses
+	Payment     string `json:"payment"`      // dollars; negative: received
 }
 
 func toAPIOrder(v exchange.OrderView) apiOrderBody {
@@ -248,14 +260,14 @@ func toAPIOrder(v exchange.OrderView) apiOrderBody {
 		o.Bundles = append(o.Bundles, map[string]int64(b))
 	}
 	if v.Spec.Limit != nil {
-		l := v.Spec.Limit.Plain()
+		l := moneyOut(*v.Spec.Limit)
 		o.Limit = &l
 	}
 	for _, l := range v.Spec.Limits {
-		o.Limits = append(o.Limits, l.Plain())
+		o.Limits = append(o.Limits, moneyOut(l))
 	}
 	if v.Provisional != nil {
-		o.Provisional = &apiOutcome{BundleIndex: v.Provisional.BundleIndex, Payment: v.Provisional.Payment}
+		o.Provisional = &apiOutcome{BundleIndex: v.Provisional.BundleIndex, Payment: apiPrice(v.Provisional.Payment)}
 	}
 	return o
 }
@@ -342,9 +354,9 @@ func (s *Server) apiPlaceOrder(c *gin.Context) {
 		spec.Bundles = append(spec.Bundles, exchange.Bundle(b))
 	}
 	if body.Limit != nil {
-		l, err := ledger.ParseMoney(*body.Limit)
+		l, err := body.Limit.money("limit")
 		if err != nil {
-			s.fail(c, clearhouse.Errorf(clearhouse.EINVALID, "limit: %s", clearhouse.ErrorMessage(err)))
+			s.fail(c, err)
 			return
 		}
 		spec.Limit = &l
@@ -352,9 +364,9 @@ func (s *Server) apiPlaceOrder(c *gin.Context) {
 	if body.Limits != nil {
 		spec.Limits = []ledger.Money{}
 		for i, raw := range body.Limits {
-			l, err := ledger.ParseMoney(raw)
+			l, err := raw.money(fmt.Sprintf("limits[%d]", i))
 			if err != nil {
-				s.fail(c, clearhouse.Errorf(clearhouse.EINVALID, "limits[%d]: %s", i, clearhouse.ErrorMessage(err)))
+				s.fail(c, err)
 				return
 			}
 			spec.Limits = append(spec.Limits, l)
@@ -416,7 +428,7 @@ type apiSettlementLine struct {
 	BundleIndex  int              `json:"bundle_index"`
 	Bundle       map[string]int64 `json:"bundle,omitempty"`
 	Payment      string           `json:"payment"`
-	ClockPayment float64          `json:"clock_payment"`
+	ClockPayment string           `json:"clock_payment"`
 	EntryID      *int64           `json:"entry_id,omitempty"`
 }
 
@@ -440,11 +452,11 @@ func (s *Server) apiSettlement(c *gin.Context) {
 	lines := []apiSettlementLine{}
 	for _, l := range rep.Lines {
 		lines = append(lines, apiSettlementLine{Order: l.OrderID, Team: l.TeamID, BundleIndex: l.BundleIndex, Bundle: l.Bundle,
-			Payment: ledger.Money(l.Payment).Plain(), ClockPayment: l.Exact, EntryID: l.EntryID})
+			Payment: ledger.Money(l.Payment).Plain(), ClockPayment: apiPrice(l.Exact), EntryID: l.EntryID})
 	}
 	c.JSON(http.StatusOK, gin.H{"auction": toAPIAuction(rep.Auction), "lines": lines, "totals": gin.H{
 		"buyers_paid": rep.BuyersPaid.Plain(), "sellers_received": rep.SellersReceived.Plain(),
-		"treasury_net": rep.TreasuryNet.Plain(), "rounding": rep.Rounding}})
+		"treasury_net": rep.TreasuryNet.Plain(), "rounding": apiPrice(rep.Rounding)}})
 }
 
 func (s *Server) apiCloseAuction(c *gin.Context) {

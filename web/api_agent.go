@@ -50,6 +50,7 @@ type apiAssignment struct {
 	End           time.Time        `json:"end"`
 	Arrival       time.Time        `json:"arrival"`
 	Deadline      time.Time        `json:"deadline"`
+	MayStartNow   bool             `json:"may_start_now,omitempty"`
 }
 
 // APIAllocation is the body of GET /api/v1/clusters/{cluster}/allocation: the jobs
@@ -61,25 +62,47 @@ type APIAllocation struct {
 	SlotEnds time.Time       `json:"slot_ends"`
 	Running  []apiAssignment `json:"running"`
 	Waiting  []apiAssignment `json:"waiting"`
+	// BestEffort lists the best-effort tasks to run now; Preempt those to stop now.
+	BestEffort []apiBestEffortTask `json:"best_effort"`
+	Preempt    []apiBestEffortTask `json:"preempt"`
 }
 
 func toAPIAssignments(as []fleet.Assignment) []apiAssignment {
 	out := []apiAssignment{}
 	for _, a := range as {
 		out = append(out, apiAssignment{Reservation: a.Reservation, Request: a.Request, Team: a.Team, Configuration: a.Configuration,
-			Count: a.Count, Units: a.Units, Start: a.Start, End: a.End, Arrival: a.Arrival, Deadline: a.Deadline})
+			Count: a.Count, Units: a.Units, Start: a.Start, End: a.End, Arrival: a.Arrival, Deadline: a.Deadline, MayStartNow: a.MayStartNow})
 	}
 	return out
 }
 
+// apiAllocation answers the cluster's allocation. An agent's poll first runs the
+// best-effort decision (what starts and stops now); an operator's read changes
+// nothing.
 func (s *Server) apiAllocation(c *gin.Context) {
-	a, err := s.svc.Reservations.Allocation(c.Request.Context(), c.Param("cluster"))
+	ctx, cluster := c.Request.Context(), c.Param("cluster")
+	a, err := s.svc.Reservations.Allocation(ctx, cluster)
 	if err != nil {
 		s.fail(c, err)
 		return
 	}
-	c.JSON(http.StatusOK, APIAllocation{Cluster: a.Cluster, Now: a.Now, SlotEnds: a.SlotEnds,
-		Running: toAPIAssignments(a.Running), Waiting: toAPIAssignments(a.Waiting)})
+	out := APIAllocation{Cluster: a.Cluster, Now: a.Now, SlotEnds: a.SlotEnds,
+		Running: toAPIAssignments(a.Running), Waiting: toAPIAssignments(a.Waiting), BestEffort: []apiBestEffortTask{}, Preempt: []apiBestEffortTask{}}
+	if s.svc.BestEffort != nil {
+		if isAgent(c) {
+			if _, err := s.svc.BestEffort.Step(ctx, cluster); err != nil {
+				s.fail(c, err)
+				return
+			}
+		}
+		be, err := s.svc.BestEffort.Allocation(ctx, cluster)
+		if err != nil {
+			s.fail(c, err)
+			return
+		}
+		out.BestEffort, out.Preempt = toAPIBestEffortTasks(be.Run), toAPIBestEffortTasks(be.Stop)
+	}
+	c.JSON(http.StatusOK, out)
 }
 
 // APIUpdates is the body of POST /api/v1/clusters/{cluster}/updates.
@@ -96,6 +119,11 @@ type APIUpdates struct {
 		At          time.Time `json:"at"`
 		Failed      bool      `json:"failed,omitempty"`
 	} `json:"ends,omitempty"`
+	Starts []struct {
+		Reservation int64     `json:"reservation"`
+		Request     int       `json:"request"`
+		At          time.Time `json:"at"`
+	} `json:"starts,omitempty"`
 	Usage []struct {
 		Reservation int64  `json:"reservation"`
 		Request     int    `json:"request"`
@@ -112,6 +140,18 @@ type APIUpdates struct {
 		Pool string `json:"pool"`
 		Used int64  `json:"used"`
 	} `json:"pools,omitempty"`
+	// BestEffort reports best-effort tasks: started, done, failed, or stopped.
+	BestEffort []struct {
+		Task  int64     `json:"task"`
+		Event string    `json:"event"`
+		At    time.Time `json:"at"`
+	} `json:"best_effort,omitempty"`
+	// OwnerUsage is what teams' own work uses of each pool now.
+	OwnerUsage []struct {
+		Team  string `json:"team"`
+		Pool  string `json:"pool"`
+		Units int64  `json:"units"`
+	} `json:"owner_usage,omitempty"`
 }
 
 func (s *Server) apiClusterUpdates(c *gin.Context) {
@@ -127,6 +167,9 @@ func (s *Server) apiClusterUpdates(c *gin.Context) {
 	for _, x := range body.Ends {
 		rep.Ends = append(rep.Ends, fleet.EndReport{Reservation: x.Reservation, Request: x.Request, At: x.At, Failed: x.Failed})
 	}
+	for _, x := range body.Starts {
+		rep.Starts = append(rep.Starts, fleet.StartReport{Reservation: x.Reservation, Request: x.Request, At: x.At})
+	}
 	for _, x := range body.Usage {
 		rep.Usage = append(rep.Usage, fleet.UsageReport{Reservation: x.Reservation, Request: x.Request, Pool: x.Pool, Units: x.Units})
 	}
@@ -136,10 +179,34 @@ func (s *Server) apiClusterUpdates(c *gin.Context) {
 	for _, x := range body.Pools {
 		rep.Pools = append(rep.Pools, fleet.PoolUsageReport{Pool: x.Pool, Used: x.Used})
 	}
-	res, err := s.svc.Reservations.Report(c.Request.Context(), c.Param("cluster"), rep)
+	var be fleet.BestEffortReport
+	for _, x := range body.BestEffort {
+		be.Tasks = append(be.Tasks, fleet.TaskEvent{Task: x.Task, Event: x.Event, At: x.At})
+	}
+	for _, x := range body.OwnerUsage {
+		be.Usage = append(be.Usage, fleet.OwnerUsage{Team: x.Team, Pool: x.Pool, Units: x.Units})
+	}
+	ctx, cluster := c.Request.Context(), c.Param("cluster")
+	if !be.Empty() {
+		if s.svc.BestEffort == nil {
+			s.fail(c, clearhouse.Errorf(clearhouse.EINVALID, "best_effort: this server runs no best-effort service"))
+			return
+		}
+		if err := s.svc.BestEffort.ValidateReport(ctx, cluster, be); err != nil { // refuse the whole report before any part applies
+			s.fail(c, err)
+			return
+		}
+	}
+	res, err := s.svc.Reservations.Report(ctx, cluster, rep)
 	if err != nil {
 		s.fail(c, err)
 		return
+	}
+	if !be.Empty() {
+		if err := s.svc.BestEffort.Report(ctx, cluster, be); err != nil {
+			s.fail(c, err)
+			return
+		}
 	}
 	nonNil := func(xs []int64) []int64 {
 		if xs == nil {
@@ -147,5 +214,17 @@ func (s *Server) apiClusterUpdates(c *gin.Context) {
 		}
 		return xs
 	}
-	c.JSON(http.StatusOK, gin.H{"moved": nonNil(res.Moved), "at_risk": nonNil(res.AtRisk), "ended": nonNil(res.Ended)})
+	type job struct {
+		Reservation int64 `json:"reservation"`
+		Request     int   `json:"request"`
+	}
+	jobs := func(xs []fleet.JobRef) []job {
+		out := []job{}
+		for _, x := range xs {
+			out = append(out, job{x.Reservation, x.Request})
+		}
+		return out
+	}
+	c.JSON(http.StatusOK, gin.H{"moved": nonNil(res.Moved), "at_risk": nonNil(res.AtRisk), "ended": nonNil(res.Ended),
+		"started": jobs(res.Started), "refused_starts": jobs(res.Refused)})
 }

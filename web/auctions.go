@@ -36,6 +36,11 @@ func (s *Server) auctionPage(c *gin.Context) {
 		s.fail(c, err)
 		return
 	}
+	units, err := s.poolUnits(ctx)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
 	run, prices, ran, err := s.svc.Market.LatestRun(ctx, id)
 	if err != nil {
 		s.fail(c, err)
@@ -50,13 +55,17 @@ func (s *Server) auctionPage(c *gin.Context) {
 		if run.Binding {
 			kind = "Binding run"
 		}
-		v.Run = fmt.Sprintf("%s at %s: %d orders, %d rounds, converged: %v.", kind, fmtTime(run.RanAt), run.Orders, run.Rounds, run.Converged)
+		outcome := "prices settled"
+		if !run.Converged {
+			outcome = "prices had not settled when the round limit was reached"
+		}
+		v.Run = fmt.Sprintf("%s at %s: %d orders, %d rounds, %s.", kind, fmtTime(run.RanAt), run.Orders, run.Rounds, outcome)
 	}
 	for _, ap := range aps {
-		row := templates.AuctionPoolRow{Pool: ap.PoolID, Supply: ap.Supply, Reserve: price(ap.ReservePrice)}
+		row := templates.AuctionPoolRow{Pool: ap.PoolID, Supply: ap.Supply, Reserve: templates.Price{Dollars: ap.ReservePrice, Unit: units[ap.PoolID]}}
 		if p, ok := byPool[ap.PoolID]; ok {
-			row.Price = price(p.Price)
-			row.Excess = fmt.Sprintf("%.0f", p.ExcessDemand)
+			row.Price = &templates.Price{Dollars: p.Price, Unit: units[ap.PoolID]}
+			row.Balance = demandBalance(p.ExcessDemand)
 			row.Sold = fmt.Sprintf("%.0f", p.OperatorSold)
 			if ap.ReservePrice > 0 {
 				row.Change = fmt.Sprintf("%+.1f%%", 100*(p.Price/ap.ReservePrice-1))

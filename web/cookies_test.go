@@ -31,7 +31,7 @@ func TestSecureCookiesFollowTheConfigurationNotTheHost(t *testing.T) {
 		{web.Config{Addr: "0.0.0.0:8080", PublicURL: "http://market.lan:8080"}, "clearhouse.example.com", false},
 	}
 	for _, tc := range cases {
-		s := web.NewServer(tc.cfg, web.Services{Identity: f.id, Market: f.market, Reservations: f.plan}, slog.New(slog.NewTextHandler(io.Discard, nil)), f.clock.Now)
+		s := web.NewServer(tc.cfg, web.Services{Identity: f.id, Market: f.market, Reservations: f.plan, BestEffort: f.be}, slog.New(slog.NewTextHandler(io.Discard, nil)), f.clock.Now)
 		r := httptest.NewRequest(http.MethodGet, "/login", nil)
 		r.Host = tc.host
 		w := httptest.NewRecorder()

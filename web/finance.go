@@ -10,6 +10,7 @@ import (
 	"github.com/clearhouse/clearhouse"
 	"github.com/clearhouse/clearhouse/exchange"
 	"github.com/clearhouse/clearhouse/ledger"
+	"github.com/clearhouse/clearhouse/moneyfmt"
 	"github.com/clearhouse/clearhouse/templates"
 	"github.com/gin-gonic/gin"
 )
@@ -27,7 +28,7 @@ func (s *Server) financeView(c *gin.Context, grant templates.GrantForm) (templat
 		if err != nil {
 			return v, err
 		}
-		v.Budgets = append(v.Budgets, templates.BudgetRow{Team: t.ID, Posted: b.Posted.String(), Held: b.Held.String(), Available: b.Available.String()})
+		v.Budgets = append(v.Budgets, templates.BudgetRow{Team: t.ID, Posted: mon(b.Posted), Held: mon(b.Held), Available: mon(b.Available)})
 		v.Grant.Teams = append(v.Grant.Teams, t.ID)
 	}
 	tb, err := l.TrialBalance(ctx)
@@ -36,10 +37,10 @@ func (s *Server) financeView(c *gin.Context, grant templates.GrantForm) (templat
 	}
 	var total ledger.Money
 	for _, a := range tb {
-		v.Trial = append(v.Trial, templates.TrialRow{Account: string(a.Account), Balance: a.Posted.String()})
+		v.Trial = append(v.Trial, templates.TrialRow{Account: string(a.Account), Balance: mon(a.Posted)})
 		total += a.Posted
 	}
-	v.TrialTotal = total.String()
+	v.TrialTotal = mon(total)
 	as, err := s.svc.Market.Auctions(ctx, 50)
 	if err != nil {
 		return v, err
@@ -69,11 +70,11 @@ func (s *Server) grant(c *gin.Context) {
 	if len(f.Memo) > 200 {
 		f.Errors["memo"] = "At most 200 characters."
 	}
-	move, done := s.svc.Market.Grant, "Granted $%s to %s."
+	move, done := s.svc.Market.Grant, "Granted %s to %s."
 	switch f.Action {
 	case "grant":
 	case "take-back":
-		move, done = s.svc.Market.TakeBack, "Took $%s back from %s."
+		move, done = s.svc.Market.TakeBack, "Took %s back from %s."
 	default:
 		f.Errors["action"] = "Choose grant or take back."
 	}
@@ -83,7 +84,7 @@ func (s *Server) grant(c *gin.Context) {
 		key := fmt.Sprintf("%s/%d/%s/%s/%d", f.Action, userOf(c).ID, f.Team, amount.Plain(), s.now().Unix()/60)
 		_, err := move(c.Request.Context(), key, f.Team, amount, f.Memo)
 		if err == nil {
-			s.redirectWithFlash(c, "/finance", "ok", fmt.Sprintf(done, amount, f.Team))
+			s.redirectWithFlash(c, "/finance", "ok", fmt.Sprintf(done, moneyfmt.Cents(int64(amount)), f.Team))
 			return
 		}
 		if clearhouse.ErrorCode(err) == clearhouse.EINTERNAL {
@@ -156,11 +157,11 @@ func (s *Server) settlementPage(c *gin.Context) {
 	}
 	v := templates.SettlementView{AuctionID: id, Status: string(rep.Auction.Status),
 		Window:     fmtTime(rep.Auction.OpensAt) + " – " + fmtTime(rep.Auction.ClosesAt),
-		BuyersPaid: rep.BuyersPaid.String(), SellersReceived: rep.SellersReceived.String(), TreasuryNet: rep.TreasuryNet.String(),
-		Rounding: fmt.Sprintf("%+.6f", rep.Rounding), Balanced: rep.BuyersPaid == rep.SellersReceived+rep.TreasuryNet,
+		BuyersPaid: mon(rep.BuyersPaid), SellersReceived: mon(rep.SellersReceived), TreasuryNet: mon(rep.TreasuryNet),
+		Rounding: monOf(rep.Rounding), Balanced: rep.BuyersPaid == rep.SellersReceived+rep.TreasuryNet,
 		CSV: fmt.Sprintf("/finance/auctions/%d/settlement.csv", id)}
 	for _, l := range rep.Lines {
-		row := templates.SettlementRow{Order: l.OrderID, Team: l.TeamID, Payment: ledger.Money(l.Payment).String(), Exact: strconv.FormatFloat(l.Exact, 'f', 6, 64)}
+		row := templates.SettlementRow{Order: l.OrderID, Team: l.TeamID, Payment: mon(ledger.Money(l.Payment)), Exact: monOf(l.Exact)}
 		if l.Bundle != nil {
 			row.Bundle = l.Bundle.String()
 		}
@@ -176,10 +177,10 @@ func (s *Server) settlementPage(c *gin.Context) {
 	s.render(c, http.StatusOK, templates.SettlementPage(s.page(c, fmt.Sprintf("Settlement of auction #%d", id), "finance"), v))
 }
 
-// SettlementCSVHeader is the stable header of settlement report downloads. Numbers
-// are written as they are; the text cells (team, bundle) go through
-// clearhouse.CSVText.
-var SettlementCSVHeader = []string{"auction_id", "order_id", "team", "bundle_index", "bundle", "clock_payment", "settled_payment", "entry_id"}
+// SettlementCSVHeader is the stable header of settlement report downloads. Money
+// columns have six decimals on every row; bundles are numbered from 1, as on pages;
+// the text cells (team, bundle) go through clearhouse.CSVText.
+var SettlementCSVHeader = []string{"auction_id", "order_id", "team", "bundle_number", "bundle", "clock_payment", "settled_payment", "entry_id"}
 
 func (s *Server) settlementCSV(c *gin.Context) {
 	id, err := auctionID(c)
@@ -205,8 +206,12 @@ func (s *Server) settlementCSV(c *gin.Context) {
 		if l.Bundle != nil {
 			bundle = strings.ReplaceAll(l.Bundle.String(), ", ", ";")
 		}
-		_ = w.Write([]string{strconv.FormatInt(id, 10), strconv.FormatInt(l.OrderID, 10), clearhouse.CSVText(l.TeamID), strconv.Itoa(l.BundleIndex), clearhouse.CSVText(bundle),
-			strconv.FormatFloat(l.Exact, 'f', 6, 64), ledger.Money(l.Payment).Plain(), entry})
+		number := "" // counted from 1, as pages count bundles
+		if l.BundleIndex >= 0 {
+			number = strconv.Itoa(l.BundleIndex + 1)
+		}
+		_ = w.Write([]string{strconv.FormatInt(id, 10), strconv.FormatInt(l.OrderID, 10), clearhouse.CSVText(l.TeamID), number, clearhouse.CSVText(bundle),
+			ledger.Money(monOf(l.Exact)).CSV(), ledger.Money(l.Payment).CSV(), entry})
 	}
 	w.Flush()
 }

@@ -80,14 +80,3 @@ func fmtDuration(d time.Duration) string {
 	}
 	return fmt.Sprintf("%dm", max(m, 1))
 }
-
-// price formats a price per unit in dollars with four decimals.
-func price(p float64) string { return "$" + strconv.FormatFloat(p, 'f', 4, 64) }
-
-func dollarsOf(f float64) string {
-	m, err := ledger.FromDollars(f)
-	if err != nil {
-		return "—"
-	}
-	return m.String()
-}

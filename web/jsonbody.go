@@ -165,7 +165,11 @@ func jsonDecodeError(err error) error {
 		if typ.Field != "" {
 			where += "." + clip(typ.Field, 100)
 		}
-		return clearhouse.Errorf(clearhouse.EINVALID, "%s: must be %s, not %s", where, jsonKind(typ.Type.Kind().String()), clip(typ.Value, 40))
+		kind := jsonKind(typ.Type.Kind().String())
+		if typ.Type == jsonMoneyType {
+			kind = "an amount of dollars (a string such as \"12.50\" or a number such as 12.5)"
+		}
+		return clearhouse.Errorf(clearhouse.EINVALID, "%s: must be %s, not %s", where, kind, clip(typ.Value, 40))
 	}
 	msg := strings.TrimPrefix(err.Error(), "json: ")
 	if f, ok := strings.CutPrefix(msg, "unknown field "); ok {

@@ -5,7 +5,6 @@ import (
 	"net/http"
 
 	"github.com/clearhouse/clearhouse/exchange"
-	"github.com/clearhouse/clearhouse/ledger"
 	"github.com/clearhouse/clearhouse/templates"
 	"github.com/gin-gonic/gin"
 )
@@ -88,15 +87,15 @@ func (s *Server) marketSummary(c *gin.Context) {
 		for _, p := range byCluster[cl.ID] {
 			pv := templates.PoolView{
 				ID: p.ID, Resource: p.Resource, Unit: p.Unit, Capacity: p.Capacity, Held: held[p.ID],
-				UnitCost: ledger.Money(p.UnitCost).String(), Utilization: fmt.Sprintf("%.0f%%", psi[p.ID]*100),
+				UnitCost: unitCost(p), Utilization: fmt.Sprintf("%.0f%%", psi[p.ID]*100),
 				PsiSource: source[p.ID], Trend: trend[p.ID],
 				Bids: interest[p.ID].Bids, Offers: interest[p.ID].Offers,
 			}
 			if r, ok := reserve[p.ID]; ok {
-				pv.Reserve = price(r)
+				pv.Reserve = &templates.Price{Dollars: r, Unit: p.Unit}
 			}
 			if cp, ok := current[p.ID]; ok {
-				pv.Price = price(cp)
+				pv.Price = &templates.Price{Dollars: cp, Unit: p.Unit}
 			}
 			cv.Pools = append(cv.Pools, pv)
 		}

@@ -10,6 +10,7 @@ import (
 	"github.com/clearhouse/clearhouse"
 	"github.com/clearhouse/clearhouse/exchange"
 	"github.com/clearhouse/clearhouse/ledger"
+	"github.com/clearhouse/clearhouse/moneyfmt"
 	"github.com/clearhouse/clearhouse/templates"
 	"github.com/gin-gonic/gin"
 )
@@ -20,12 +21,14 @@ func orderRows(u exchange.User, vs []exchange.OrderView, biddingOpen bool) []tem
 	for _, v := range vs {
 		r := templates.OrderRow{ID: v.ID, Team: v.TeamID, Kind: v.Spec.Kind(), Status: string(v.Status), Created: fmtTime(v.CreatedAt)}
 		if v.Spec.Limit != nil {
-			r.Limit = v.Spec.Limit.String()
+			m := mon(*v.Spec.Limit)
+			r.Limit = &m
 		}
 		for k, b := range v.Spec.Bundles {
 			br := templates.BundleRow{Items: b.String()}
 			if v.Spec.Limits != nil {
-				br.Limit = v.Spec.Limits[k].String()
+				m := mon(v.Spec.Limits[k])
+				br.Limit = &m
 			}
 			if v.Provisional != nil && v.Provisional.BundleIndex == k {
 				br.Won = true
@@ -34,19 +37,15 @@ func orderRows(u exchange.User, vs []exchange.OrderView, biddingOpen bool) []tem
 		}
 		switch {
 		case v.Provisional == nil && v.Status == exchange.OrderOpen:
-			r.Provisional = "no preliminary run yet"
+			r.Provisional.Text = "no preliminary run yet"
 		case v.Provisional == nil:
 		case v.Provisional.BundleIndex < 0:
-			r.Provisional = "loses at current prices"
+			r.Provisional.Text = "loses at current prices"
 			if !v.Status.Live() {
-				r.Provisional = "lost"
+				r.Provisional.Text = "lost"
 			}
 		default:
-			verb := "would get"
-			if v.Status == exchange.OrderWon {
-				verb = "got"
-			}
-			r.Provisional = fmt.Sprintf("%s bundle %d for $%s", verb, v.Provisional.BundleIndex+1, dollarsOf(v.Provisional.Payment))
+			r.Provisional = templates.Outcome{Bundle: v.Provisional.BundleIndex + 1, Amount: monOf(v.Provisional.Payment), Final: v.Status == exchange.OrderWon}
 		}
 		r.CanWithdraw = biddingOpen && v.Status.Live() && u.Role.OnTeam() && u.TeamID == v.TeamID
 		r.CanDecide = biddingOpen && v.Status == exchange.OrderAwaitingApproval && u.Role == exchange.RoleOwner && u.TeamID == v.TeamID
@@ -94,6 +93,7 @@ type bidContext struct {
 	pools     map[string]exchange.Pool
 	reserve   map[string]float64
 	current   map[string]float64
+	shapes    []exchange.Shape
 }
 
 func (s *Server) loadBidContext(c *gin.Context) (bidContext, error) {
@@ -125,6 +125,9 @@ func (s *Server) loadBidContext(c *gin.Context) (bidContext, error) {
 	if bc.reserve, err = s.svc.Market.ReservePrices(ctx); err != nil {
 		return bc, err
 	}
+	if bc.shapes, err = s.svc.Market.Shapes(ctx); err != nil {
+		return bc, err
+	}
 	if a, ok, err := s.svc.Market.CurrentAuction(ctx); err != nil {
 		return bc, err
 	} else if ok {
@@ -148,7 +151,7 @@ func (s *Server) loadBidContext(c *gin.Context) (bidContext, error) {
 // builds the covering bundle per chosen cluster.
 func readBidForm(bc bidContext, get func(string) string, clusters []string) (templates.BidForm, map[string]exchange.Bundle) {
 	f := templates.BidForm{Errors: templates.FieldErrors{}, LimitMode: "one"}
-	need := map[string]int64{}
+	need := readShapeNeed(bc, get, &f)
 	for _, r := range bc.resources {
 		r.Value = strings.TrimSpace(get("q." + r.Name))
 		if r.Value != "" && r.Value != "0" {
@@ -156,7 +159,7 @@ func readBidForm(bc bidContext, get func(string) string, clusters []string) (tem
 			if err != nil {
 				f.Errors["q."+r.Name] = r.Name + ": " + err.Error()
 			} else if n > 0 {
-				need[r.Name] = n
+				need[r.Name] += n
 			}
 		}
 		f.Resources = append(f.Resources, r)
@@ -189,7 +192,7 @@ func readBidForm(bc bidContext, get func(string) string, clusters []string) (tem
 		f.Clusters = append(f.Clusters, choice)
 	}
 	if len(need) == 0 && len(f.Errors) == 0 {
-		f.Errors["q."+firstResource(bc)] = "Give the quantity of at least one resource."
+		f.Errors["q."+firstResource(bc)] = "Give the quantity of at least one resource, or a number of service units."
 	}
 	if len(bundles) == 0 && len(need) > 0 {
 		f.Errors["cluster"] = "Choose at least one cluster that has every resource you need."
@@ -217,9 +220,10 @@ func bundleChoices(bc bidContext, f *templates.BidForm, bundles map[string]excha
 			atReserve += float64(q) * bc.reserve[pool]
 			atCurrent += float64(q) * bc.current[pool]
 		}
-		bcho := templates.BundleChoice{Cluster: cl.ID, Items: b.String(), AtReserve: dollarsOf(atReserve), Limit: limits[cl.ID]}
+		bcho := templates.BundleChoice{Cluster: cl.ID, Items: b.String(), AtReserve: monOf(atReserve), Limit: limits[cl.ID]}
 		if current {
-			bcho.AtCurrent = "$" + dollarsOf(atCurrent)
+			m := monOf(atCurrent)
+			bcho.AtCurrent = &m
 		}
 		f.Bundles = append(f.Bundles, bcho)
 	}
@@ -252,7 +256,7 @@ func (s *Server) approvalNote(c *gin.Context) string {
 	if err != nil || t.ApprovalThreshold == 0 || userOf(c).Role == exchange.RoleOwner {
 		return ""
 	}
-	return fmt.Sprintf("A bid that could pay more than $%s waits for a team owner's approval.", ledger.Money(t.ApprovalThreshold))
+	return "A bid that could pay more than " + moneyfmt.Cents(t.ApprovalThreshold) + " waits for a team owner's approval."
 }
 
 // placeBid places the bid from step 2, or shows the form again with its errors.
@@ -365,7 +369,7 @@ func (s *Server) approvalsPage(c *gin.Context) {
 		s.fail(c, err)
 		return
 	}
-	s.render(c, http.StatusOK, templates.ApprovalsPage(s.page(c, "Approvals", "approvals"), ledger.Money(t.ApprovalThreshold).String(), orderRows(u, vs, open), pg))
+	s.render(c, http.StatusOK, templates.ApprovalsPage(s.page(c, "Approvals", "approvals"), mon(ledger.Money(t.ApprovalThreshold)), orderRows(u, vs, open), pg))
 }
 
 func (s *Server) decideOrder(c *gin.Context) {

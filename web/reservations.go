@@ -12,6 +12,7 @@ import (
 	"github.com/clearhouse/clearhouse/exchange"
 	"github.com/clearhouse/clearhouse/fleet"
 	"github.com/clearhouse/clearhouse/ledger"
+	"github.com/clearhouse/clearhouse/moneyfmt"
 	"github.com/clearhouse/clearhouse/templates"
 	"github.com/gin-gonic/gin"
 )
@@ -144,7 +145,7 @@ func (s *Server) reserve(c *gin.Context) {
 			s.formFailure(c, err, f)
 			return
 		}
-		qv := &templates.QuoteView{Feasible: q.Feasible, Price: q.Price.String(), Free: q.Feasible && q.Price == 0}
+		qv := &templates.QuoteView{Feasible: q.Feasible, Price: mon(q.Price), Free: q.Feasible && q.Price == 0}
 		for i := range q.Starts {
 			qv.Runs = append(qv.Runs, fmt.Sprintf("from %s to %s", fmtTime(q.Starts[i]), q.Ends[i].UTC().Format("15:04")))
 		}
@@ -168,7 +169,7 @@ func (s *Server) reserve(c *gin.Context) {
 	}
 	what := "free, inside your team's quota"
 	if v.Price > 0 {
-		what = "$" + v.Price.String() + " held on your budget, charged as its slots pass"
+		what = moneyfmt.Cents(int64(v.Price)) + " held on your budget, charged as its slots pass"
 	}
 	s.redirectWithFlash(c, "/reservations", "ok", fmt.Sprintf("Reservation #%d accepted: %s.", v.ID, what))
 }
@@ -290,11 +291,12 @@ func span(from, to time.Time) string {
 }
 
 func reservationRow(v fleet.ReservationView) templates.ReservationRow {
-	r := templates.ReservationRow{ID: v.ID, Team: v.TeamID, Phase: v.Phase, Price: v.Price.String(), Charged: v.Captured.String(),
-		Released: v.Released.String(), Note: v.Note,
+	r := templates.ReservationRow{ID: v.ID, Team: v.TeamID, Phase: v.Phase, Price: mon(v.Price), Charged: mon(v.Captured),
+		Released: mon(v.Released), Note: v.Note,
 		CanCancel: v.Status == fleet.ReservationAccepted && v.Phase != "done"}
 	if v.Value != nil {
-		r.Value = "$" + v.Value.String()
+		m := mon(*v.Value)
+		r.Value = &m
 	}
 	var cfg, win, planned []string
 	for _, q := range v.Requests {

@@ -44,6 +44,7 @@ type Services struct {
 	Market       *exchange.Market
 	Reservations *fleet.Reservations
 	Utilization  *fleet.Utilization // measured utilization; nil: pages show none
+	BestEffort   *fleet.BestEffort
 }
 
 // Server is the HTTP server. Open starts it, Close stops it.

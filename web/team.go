@@ -3,11 +3,13 @@ package web
 import (
 	"fmt"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/clearhouse/clearhouse"
 	"github.com/clearhouse/clearhouse/exchange"
 	"github.com/clearhouse/clearhouse/ledger"
+	"github.com/clearhouse/clearhouse/moneyfmt"
 	"github.com/clearhouse/clearhouse/templates"
 	"github.com/gin-gonic/gin"
 )
@@ -42,9 +44,9 @@ const (
 	maxHolds          = 100
 )
 
-func statementView(st ledger.Statement, csvPath string) templates.StatementView {
+func statementView(st ledger.Statement, csvPath string, forFinance bool) templates.StatementView {
 	v := templates.StatementView{From: st.From.Format(time.DateOnly), To: st.To.AddDate(0, 0, -1).Format(time.DateOnly),
-		Opening: st.Opening.String(), Closing: st.Closing.String(),
+		Opening: mon(st.Opening), Closing: mon(st.Closing),
 		CSV: fmt.Sprintf("%s?from=%s&to=%s", csvPath, st.From.Format(time.DateOnly), st.To.AddDate(0, 0, -1).Format(time.DateOnly))}
 	lines := st.Lines
 	if len(lines) > maxStatementLines { // the latest lines; the CSV has every one
@@ -52,8 +54,9 @@ func statementView(st ledger.Statement, csvPath string) templates.StatementView 
 		lines = lines[v.Earlier:]
 	}
 	for _, l := range lines {
-		v.Lines = append(v.Lines, templates.StatementLine{At: fmtTime(l.At), Reason: string(l.Reason), Ref: l.Ref, Memo: l.Memo,
-			Amount: l.Amount.String(), Running: l.Running.String(), Negative: l.Amount < 0})
+		ref, url, memo := describeEntry(l.Ref, l.Memo, forFinance)
+		v.Lines = append(v.Lines, templates.StatementLine{At: fmtTime(l.At), Reason: string(l.Reason), Ref: ref, RefURL: url, Memo: memo,
+			Amount: mon(l.Amount), Running: mon(l.Running)})
 	}
 	return v
 }
@@ -107,8 +110,9 @@ func (s *Server) teamView(c *gin.Context, team string, csvPath string) (template
 	for _, p := range pools {
 		unit[p.ID] = p.Unit
 	}
-	v := templates.TeamView{ID: t.ID, Name: t.Name, Posted: b.Posted.String(), Held: b.Held.String(), Available: b.Available.String(),
-		ApprovalThreshold: ledger.Money(t.ApprovalThreshold).String(), Statement: statementView(st, csvPath)}
+	v := templates.TeamView{ID: t.ID, Name: t.Name, Posted: mon(b.Posted), Held: mon(b.Held), Available: mon(b.Available),
+		ApprovalThreshold: ledger.Money(t.ApprovalThreshold).Plain(), Threshold: mon(ledger.Money(t.ApprovalThreshold)),
+		Statement: statementView(st, csvPath, strings.HasPrefix(csvPath, "/finance/"))}
 	for _, h := range hs {
 		v.Holdings = append(v.Holdings, templates.HoldingRow{Pool: h.PoolID, Unit: unit[h.PoolID], Quantity: h.Quantity, Offered: offered[h.PoolID]})
 	}
@@ -117,7 +121,7 @@ func (s *Server) teamView(c *gin.Context, team string, csvPath string) (template
 		holds = holds[:maxHolds]
 	}
 	for _, h := range holds {
-		v.Holds = append(v.Holds, templates.HoldRow{Ref: h.Ref, Amount: h.Amount.String(), Since: fmtTime(h.CreatedAt)})
+		v.Holds = append(v.Holds, templates.HoldRow{Ref: holdRef(h.Ref), Amount: mon(h.Amount), Since: fmtTime(h.CreatedAt)})
 	}
 	return v, true
 }
@@ -168,5 +172,9 @@ func (s *Server) setThreshold(c *gin.Context) {
 		s.redirectWithFlash(c, "/team", "error", clearhouse.ErrorMessage(err))
 		return
 	}
-	s.redirectWithFlash(c, "/team", "ok", "Approval threshold set to $"+m.String()+".")
+	msg := "Approval threshold set to " + moneyfmt.Cents(int64(m)) + "."
+	if m == 0 {
+		msg = "Approval is off: members' orders no longer wait for an owner."
+	}
+	s.redirectWithFlash(c, "/team", "ok", msg)
 }

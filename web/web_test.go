@@ -31,6 +31,7 @@ type fixture struct {
 	market *exchange.Market
 	id     *exchange.Identity
 	plan   *fleet.Reservations
+	be     *fleet.BestEffort
 	srv    *httptest.Server
 	h      http.Handler // the server's handler, for requests made in-process
 }
@@ -47,10 +48,10 @@ func newFixtureOn(t testing.TB, db *store.DB, cfg web.Config) *fixture {
 	clock := storetest.NewClock(storetest.Epoch)
 	l := ledger.New(db, clock.Now)
 	f := &fixture{t: t, db: db, clock: clock, market: exchange.NewMarket(db, l, clock.Now), id: exchange.NewIdentity(db, clock.Now, bcrypt.MinCost),
-		plan: fleet.NewReservations(db, l, clock.Now, fleet.DefaultPlanConfig)}
+		plan: fleet.NewReservations(db, l, clock.Now, fleet.DefaultPlanConfig), be: fleet.NewBestEffort(db, l, clock.Now, fleet.DefaultBestEffortConfig)}
 	f.market.UseQuotaCommitments(f.plan)
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	s := web.NewServer(cfg, web.Services{Identity: f.id, Market: f.market, Reservations: f.plan}, log, clock.Now)
+	s := web.NewServer(cfg, web.Services{Identity: f.id, Market: f.market, Reservations: f.plan, BestEffort: f.be}, log, clock.Now)
 	f.h = s.Handler()
 	f.srv = httptest.NewServer(f.h)
 	t.Cleanup(f.srv.Close)

@@ -16,6 +16,7 @@ type agentFlags struct {
 	every, forDur          time.Duration
 	once, simulate         bool
 	failRate, finishEarly  float64
+	useShare               float64
 	seed                   uint64
 }
 
@@ -36,9 +37,11 @@ func (f agentFlags) validate(cmd *cobra.Command) error {
 		return fmt.Errorf("--fail-rate %g: must be a probability from 0 to 1", f.failRate)
 	case f.finishEarly < 0 || f.finishEarly > 1:
 		return fmt.Errorf("--finish-early %g: must be a probability from 0 to 1", f.finishEarly)
+	case f.useShare <= 0 || f.useShare > 1:
+		return fmt.Errorf("--use %g: must be a share above 0 and at most 1", f.useShare)
 	}
 	if !f.simulate {
-		for _, name := range []string{"fail-rate", "finish-early", "seed"} {
+		for _, name := range []string{"fail-rate", "finish-early", "seed", "use"} {
 			if cmd.Flags().Changed(name) {
 				return fmt.Errorf("--%s: only with --simulate", name)
 			}
@@ -54,12 +57,19 @@ func newAgentCmd() *cobra.Command {
 		Short: "Run the reference cluster agent: follow a cluster's reservation plan, or simulate the cluster",
 		Long: `Follow one cluster's allocation of reservations, polling the server every --every,
 and print the jobs (a reservation's request) to start and stop, and the jobs waiting
-in their window. Times are UTC, the plan's zone.
+in their window. A waiting job the plan marks "may start now" (it fits from now for its
+whole duration) is started early and the start reported, so the plan frees its
+planned slots. It also prints the best-effort tasks on idle capacity to start and to
+stop (preempted, cancelled, or past their job's maximum task duration); each poll of
+an agent is when the server decides which best-effort tasks start and stop. Times
+are UTC, the plan's zone.
 
 With --simulate the agent plays the cluster: jobs it starts run and report their usage
-(units times configuration, per pool) at every poll, jobs waiting in their window
+(units times configuration, per pool; less with --use) at every poll, jobs waiting in their window
 report their tasks, and with --finish-early or --fail-rate a job ends at a random
-moment before its planned end (the same moments for the same --seed). It prints the
+moment before its planned end (the same moments for the same --seed). Best-effort
+tasks run for a random 15m to 3h (failing at --fail-rate) and are reported started,
+done or failed; stops are confirmed. It prints the
 server's answer when a report moved reservations, put them at risk or ended them.
 
 The agent runs until interrupted, for --for, or for one poll with --once. A token the
@@ -80,7 +90,7 @@ and retried at the next poll (with --once they fail the command).`,
 			}
 			var sim *simulation
 			if f.simulate {
-				sim = newSimulation(f.seed, f.failRate, f.finishEarly)
+				sim = newSimulation(f.seed, f.failRate, f.finishEarly, f.useShare)
 			}
 			a := newClusterAgent(client, cmd.OutOrStdout(), cmd.ErrOrStderr(), time.Now, sim)
 			if f.once {
@@ -107,6 +117,7 @@ and retried at the next poll (with --once they fail the command).`,
 	fl.Float64Var(&f.failRate, "fail-rate", 0, "with --simulate, the probability that a job fails before its planned end")
 	fl.Float64Var(&f.finishEarly, "finish-early", 0, "with --simulate, the probability that a job finishes before its planned end")
 	fl.Uint64Var(&f.seed, "seed", 1, "with --simulate, the seed of the random ends")
+	fl.Float64Var(&f.useShare, "use", 1, "with --simulate, the share of its units a running job uses (below 1, the rest goes back to the plan each slot)")
 	fl.DurationVar(&f.forDur, "for", 0, "stop after this long (0: run until interrupted)")
 	cmd.AddCommand(newAgentTokenCmd())
 	return cmd

@@ -30,6 +30,7 @@ type agentJob struct {
 	End           time.Time        `json:"end"`
 	Arrival       time.Time        `json:"arrival"`
 	Deadline      time.Time        `json:"deadline"`
+	MayStartNow   bool             `json:"may_start_now,omitempty"`
 }
 
 // agentAllocation is the body of GET /api/v1/clusters/{cluster}/allocation.
@@ -39,6 +40,9 @@ type agentAllocation struct {
 	SlotEnds time.Time  `json:"slot_ends"`
 	Running  []agentJob `json:"running"`
 	Waiting  []agentJob `json:"waiting"`
+	// Best-effort tasks to run and to stop now.
+	BestEffort []agentTask `json:"best_effort"`
+	Preempt    []agentTask `json:"preempt"`
 }
 
 type agentEnd struct {
@@ -46,6 +50,12 @@ type agentEnd struct {
 	Request     int       `json:"request"`
 	At          time.Time `json:"at"`
 	Failed      bool      `json:"failed,omitempty"`
+}
+
+type agentStart struct {
+	Reservation int64     `json:"reservation"`
+	Request     int       `json:"request"`
+	At          time.Time `json:"at"`
 }
 
 type agentUsage struct {
@@ -65,17 +75,25 @@ type agentWaiting struct {
 // capacity changes, which the reference agent does not make).
 type agentUpdates struct {
 	Ends    []agentEnd     `json:"ends,omitempty"`
+	Starts  []agentStart   `json:"starts,omitempty"`
 	Usage   []agentUsage   `json:"usage,omitempty"`
 	Waiting []agentWaiting `json:"waiting,omitempty"`
+	// BestEffort reports best-effort tasks started, done, failed or stopped.
+	BestEffort []agentTaskEvent `json:"best_effort,omitempty"`
 }
 
-func (u agentUpdates) empty() bool { return len(u.Ends)+len(u.Usage)+len(u.Waiting) == 0 }
+func (u agentUpdates) empty() bool {
+	return len(u.Ends)+len(u.Starts)+len(u.Usage)+len(u.Waiting)+len(u.BestEffort) == 0
+}
 
 // agentAnswer is what the server did with a report.
 type agentAnswer struct {
 	Moved  []int64 `json:"moved"`
 	AtRisk []int64 `json:"at_risk"`
 	Ended  []int64 `json:"ended"`
+	// Started and RefusedStarts are the early starts the plan took and refused.
+	Started       []jobKey `json:"started"`
+	RefusedStarts []jobKey `json:"refused_starts"`
 }
 
 // agentAPIError is an error answer of the server: its status and JSON error.

@@ -7,6 +7,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"iter"
+	"maps"
+	"math"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -15,8 +18,8 @@ import (
 
 // jobKey names a job: one request of a reservation.
 type jobKey struct {
-	Reservation int64
-	Request     int
+	Reservation int64 `json:"reservation"`
+	Request     int   `json:"request"`
 }
 
 func keyOf(j agentJob) jobKey { return jobKey{j.Reservation, j.Request} }
@@ -41,10 +44,11 @@ type simulation struct {
 	rng         *rand.Rand
 	failRate    float64
 	finishEarly float64
+	useShare    float64 // of its units a running job uses (1: all)
 }
 
-func newSimulation(seed uint64, failRate, finishEarly float64) *simulation {
-	return &simulation{rng: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)), failRate: failRate, finishEarly: finishEarly}
+func newSimulation(seed uint64, failRate, finishEarly, useShare float64) *simulation {
+	return &simulation{rng: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)), failRate: failRate, finishEarly: finishEarly, useShare: useShare}
 }
 
 // fate decides, when a job starts at now, whether and when it stops before its
@@ -69,13 +73,18 @@ type clusterAgent struct {
 	sim    *simulation      // nil unless simulating
 
 	running map[jobKey]*runningJob
-	waiting map[jobKey]time.Time // the planned start last announced
-	unsent  map[jobKey]agentEnd  // ends the server has not yet accepted
+	waiting map[jobKey]time.Time  // the planned start last announced
+	unsent  map[jobKey]agentEnd   // ends the server has not yet accepted
+	starts  map[jobKey]agentStart // early starts the server has not yet taken
+
+	tasks   map[int64]*beTask // best-effort tasks it runs
+	stopped map[int64]bool    // best-effort tasks it announced stopping (a following agent is told until the server hears)
+	events  []agentTaskEvent  // best-effort events the server has not yet accepted
 }
 
 func newClusterAgent(c *agentClient, out, errOut io.Writer, now func() time.Time, sim *simulation) *clusterAgent {
 	return &clusterAgent{client: c, out: out, errOut: errOut, now: now, sim: sim,
-		running: map[jobKey]*runningJob{}, waiting: map[jobKey]time.Time{}, unsent: map[jobKey]agentEnd{}}
+		running: map[jobKey]*runningJob{}, waiting: map[jobKey]time.Time{}, unsent: map[jobKey]agentEnd{}, starts: map[jobKey]agentStart{}}
 }
 
 // run polls at once and then on every tick until ctx ends or stop fires (a nil
@@ -115,25 +124,70 @@ func (a *clusterAgent) poll(ctx context.Context) error {
 		a.endDue(alloc, now)
 	}
 	a.follow(alloc, now)
-	if a.sim == nil {
-		return nil
+	a.followBestEffort(alloc, now)
+	a.startEarly(alloc, now)
+	var up agentUpdates
+	if a.sim != nil {
+		up = a.updates(alloc)
 	}
-	up := a.updates(alloc)
+	for _, k := range sortedKeys(a.starts) {
+		up.Starts = append(up.Starts, a.starts[k])
+	}
 	if up.empty() {
 		return nil
 	}
 	ans, err := a.client.Report(ctx, up)
 	if err != nil {
 		if isRejected(err) {
-			clear(a.unsent) // the server refused these ends; sending them again will not help
+			// The server refused these ends and starts; sending them again will not help.
+			clear(a.unsent)
+			a.stopStarts(maps.Keys(a.starts), now, "the server refused the report")
+			a.events = nil
 		}
 		return err
 	}
 	clear(a.unsent)
-	if len(ans.Moved)+len(ans.AtRisk)+len(ans.Ended) > 0 {
+	a.events = nil
+	clear(a.starts)
+	a.stopStarts(slices.Values(ans.RefusedStarts), now, "the plan has no room for it now")
+	if len(ans.Moved)+len(ans.AtRisk)+len(ans.Ended)+len(ans.RefusedStarts) > 0 {
 		fmt.Fprintf(a.out, "%s server: %s\n", clock(now), answerText(ans))
 	}
 	return nil
+}
+
+// startEarly starts the waiting jobs the allocation says may start now (ERA's
+// "empty allocation"): each runs its whole duration from now, and the start is
+// reported so the plan moves it and frees its planned slots.
+func (a *clusterAgent) startEarly(alloc agentAllocation, now time.Time) {
+	for _, j := range alloc.Waiting {
+		k := keyOf(j)
+		if _, ok := a.running[k]; ok || !j.MayStartNow {
+			continue
+		}
+		planned := j.Start
+		j.End, j.Start, j.Units = now.Add(j.End.Sub(j.Start)), now, j.Count
+		r := &runningJob{job: j}
+		a.running[k] = r
+		delete(a.waiting, k)
+		a.starts[k] = agentStart{Reservation: k.Reservation, Request: k.Request, At: now}
+		if a.sim != nil {
+			a.sim.fate(r, now)
+		}
+		fmt.Fprintf(a.out, "%s start early %s: %d x %s until %s, planned %s (team %s)\n", clock(now), k, j.Units,
+			configText(j.Configuration), hhmm(j.End, now), hhmm(planned, now), j.Team)
+	}
+}
+
+// stopStarts stops jobs the agent started early that the server did not take.
+func (a *clusterAgent) stopStarts(keys iter.Seq[jobKey], now time.Time, why string) {
+	for k := range keys {
+		if _, ok := a.running[k]; ok {
+			delete(a.running, k)
+			fmt.Fprintf(a.out, "%s stop %s (early start refused: %s)\n", clock(now), k, why)
+		}
+		delete(a.starts, k)
+	}
 }
 
 // endDue ends the simulated jobs whose end came by now: those still planned to
@@ -185,7 +239,7 @@ func (a *clusterAgent) follow(alloc agentAllocation, now time.Time) {
 		fmt.Fprintf(a.out, "%s start %s: %d x %s until %s (team %s)\n", clock(now), k, j.Units, configText(j.Configuration), hhmm(j.End, now), j.Team)
 	}
 	for _, k := range sortedKeys(a.running) {
-		if inPlan[k] {
+		if _, starting := a.starts[k]; inPlan[k] || starting {
 			continue
 		}
 		r := a.running[k]
@@ -208,8 +262,8 @@ func (a *clusterAgent) follow(alloc agentAllocation, now time.Time) {
 	}
 	for _, j := range alloc.Waiting {
 		k := keyOf(j)
-		if at, ok := a.waiting[k]; ok && at.Equal(j.Start) {
-			continue
+		if at, ok := a.waiting[k]; (ok && at.Equal(j.Start)) || j.MayStartNow {
+			continue // announced, or about to start early
 		}
 		a.waiting[k] = j.Start
 		fmt.Fprintf(a.out, "%s waiting: %s planned %s (team %s)\n", clock(now), k, hhmm(j.Start, now), j.Team)
@@ -235,12 +289,20 @@ func (a *clusterAgent) updates(alloc agentAllocation) agentUpdates {
 		}
 		slices.Sort(pools)
 		for _, p := range pools {
-			up.Usage = append(up.Usage, agentUsage{Reservation: k.Reservation, Request: k.Request, Pool: p, Units: r.job.Units * r.job.Configuration[p]})
+			units := r.job.Units * r.job.Configuration[p]
+			if a.sim.useShare < 1 {
+				units = int64(math.Ceil(float64(units) * a.sim.useShare))
+			}
+			up.Usage = append(up.Usage, agentUsage{Reservation: k.Reservation, Request: k.Request, Pool: p, Units: units})
 		}
 	}
 	for _, j := range alloc.Waiting {
+		if _, started := a.running[keyOf(j)]; started {
+			continue
+		}
 		up.Waiting = append(up.Waiting, agentWaiting{Reservation: j.Reservation, Request: j.Request, Tasks: j.Count})
 	}
+	up.BestEffort = a.events
 	return up
 }
 
@@ -267,7 +329,7 @@ func answerText(a agentAnswer) string {
 	for _, p := range []struct {
 		name string
 		ids  []int64
-	}{{"moved", a.Moved}, {"at risk", a.AtRisk}, {"ended", a.Ended}} {
+	}{{"moved", a.Moved}, {"at risk", a.AtRisk}, {"ended", a.Ended}, {"early start refused for", refusedIDs(a.RefusedStarts)}} {
 		if len(p.ids) == 0 {
 			continue
 		}
@@ -296,4 +358,12 @@ func hhmm(t, now time.Time) string {
 		return t.Format("Jan 2 15:04")
 	}
 	return t.Format("15:04")
+}
+
+func refusedIDs(ks []jobKey) []int64 {
+	var out []int64
+	for _, k := range ks {
+		out = append(out, k.Reservation)
+	}
+	return out
 }

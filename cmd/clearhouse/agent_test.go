@@ -244,7 +244,7 @@ func TestAgentSimulatedEndsReachTheServer(t *testing.T) {
 				t.Fatal(err)
 			}
 			var out, errOut bytes.Buffer
-			a := newClusterAgent(client, &out, &errOut, m.clock.Now, newSimulation(7, tc.failRate, tc.finishEarly))
+			a := newClusterAgent(client, &out, &errOut, m.clock.Now, newSimulation(7, tc.failRate, tc.finishEarly, 1))
 			ctx := context.Background()
 			if err := a.poll(ctx); err != nil {
 				t.Fatal(err)

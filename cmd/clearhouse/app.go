@@ -123,6 +123,7 @@ type App struct {
 	Ledger   *ledger.Ledger
 	Plan     *fleet.Reservations
 	Util     *fleet.Utilization
+	Idle     *fleet.BestEffort
 	Server   *web.Server
 }
 
@@ -149,11 +150,12 @@ func (a *App) Open(ctx context.Context) error {
 	a.Market.UseQuotaCommitments(a.Plan)
 	a.Util = fleet.NewUtilization(db, a.now, fleet.DefaultUtilizationConfig)
 	a.Market.UseMeasuredUtilization(a.Util)
+	a.Idle = fleet.NewBestEffort(db, a.Ledger, a.now, fleet.DefaultBestEffortConfig)
 	proxies, _ := parseCIDRs(a.cfg.TrustedProxies)
 	a.Server = web.NewServer(web.Config{
 		Addr: a.cfg.Addr, ProxyHeader: a.cfg.ProxyHeader, TrustedProxies: proxies, LoginRate: a.cfg.LoginRate, LoginRatePerAddress: a.cfg.LoginRateAddr,
 		PublicURL: a.cfg.PublicURL,
-	}, web.Services{Identity: a.Identity, Market: a.Market, Reservations: a.Plan, Utilization: a.Util}, a.log, a.now)
+	}, web.Services{Identity: a.Identity, Market: a.Market, Reservations: a.Plan, BestEffort: a.Idle, Utilization: a.Util}, a.log, a.now)
 	if a.cfg.Demo {
 		if err := seedDemo(ctx, a, a.demoOut); err != nil {
 			return errors.Join(fmt.Errorf("demo data: %w", err), a.DB.Close())
@@ -211,7 +213,11 @@ func (a *App) RunTick(ctx context.Context) {
 		var market, reservations error
 		rep, market = a.Market.Tick(ctx, a.cfg.Cadence())
 		plan, reservations = a.Plan.Tick(ctx) // charges go on when an auction fails to close
-		return errors.Join(market, reservations)
+		idle, idleErr := a.Idle.Tick(ctx)     // accounts up to now; silent agents' tasks requeued
+		if len(idle.Requeued) > 0 {
+			a.log.Info("best-effort tick", "requeued", idle.Requeued)
+		}
+		return errors.Join(market, reservations, idleErr)
 	})
 	if ran && err == nil && (plan.Charged > 0 || len(plan.Done) > 0) {
 		a.log.Info("reservation tick", "charged", plan.Charged.String(), "ended", plan.Done)

@@ -57,7 +57,7 @@ func TestBrowserReservation(t *testing.T) {
 	}
 	screenshot(t, ctx, "team-with-reservations")
 	page := text(t, ctx, `main`)
-	if !strings.Contains(page, "reservation:") || !strings.Contains(page, "partial capture") {
+	if !strings.Contains(page, "Reservation #") || !strings.Contains(page, "Charge for reservation #") {
 		t.Fatalf("the team page shows no reservation hold or charge:\n%s", page)
 	}
 }

@@ -1,0 +1,94 @@
+package main
+
+import (
+	"fmt"
+	"slices"
+	"time"
+)
+
+// agentTask is a best-effort task in a cluster's allocation: in best_effort (run
+// it) or in preempt (stop it, for the reason given).
+type agentTask struct {
+	Task            int64            `json:"task"`
+	Job             int64            `json:"job"`
+	Team            string           `json:"team"`
+	Configuration   map[string]int64 `json:"configuration"`
+	Started         time.Time        `json:"started"`
+	MaxTaskDuration string           `json:"max_task_duration,omitempty"`
+	Reason          string           `json:"reason,omitempty"`
+}
+
+// agentTaskEvent reports a best-effort task started, done, failed or stopped.
+type agentTaskEvent struct {
+	Task  int64     `json:"task"`
+	Event string    `json:"event"`
+	At    time.Time `json:"at"`
+}
+
+// beTask is a best-effort task the agent runs. When simulating, endAt is when it
+// ends by itself and failed whether that end is a failure.
+type beTask struct {
+	task   agentTask
+	endAt  time.Time
+	failed bool
+}
+
+// simTaskRuntime bounds a simulated best-effort task's run time (uniform between).
+var simTaskRuntime = [2]time.Duration{15 * time.Minute, 3 * time.Hour}
+
+// followBestEffort starts the best-effort tasks the allocation lists that the agent
+// does not run yet and stops those in preempt, printing each. When simulating it
+// also ends tasks whose time came (done, or failed at --fail-rate) and queues the
+// events the next report sends: started, done, failed, and stopped for every
+// preempted task (which confirms the stop, so the server stops listing it).
+func (a *clusterAgent) followBestEffort(alloc agentAllocation, now time.Time) {
+	if a.tasks == nil {
+		a.tasks, a.stopped = map[int64]*beTask{}, map[int64]bool{}
+	}
+	listed := map[int64]bool{}
+	for _, t := range alloc.BestEffort {
+		listed[t.Task] = true
+		if _, ok := a.tasks[t.Task]; ok {
+			continue
+		}
+		bt := &beTask{task: t}
+		a.tasks[t.Task] = bt
+		fmt.Fprintf(a.out, "%s start best-effort task %d of job %d: %s (team %s)\n", clock(now), t.Task, t.Job, configText(t.Configuration), t.Team)
+		if a.sim != nil {
+			span := simTaskRuntime[1] - simTaskRuntime[0]
+			bt.endAt = now.Truncate(time.Second).Add(simTaskRuntime[0] + time.Duration(a.sim.rng.Int64N(int64(span/time.Second)))*time.Second)
+			bt.failed = a.sim.rng.Float64() < a.sim.failRate
+			a.events = append(a.events, agentTaskEvent{Task: t.Task, Event: "started", At: now})
+		}
+	}
+	for _, t := range alloc.Preempt {
+		if _, ok := a.tasks[t.Task]; ok || !a.stopped[t.Task] {
+			delete(a.tasks, t.Task)
+			fmt.Fprintf(a.out, "%s stop best-effort task %d of job %d (%s)\n", clock(now), t.Task, t.Job, t.Reason)
+			a.stopped[t.Task] = true
+		}
+		if a.sim != nil {
+			a.events = append(a.events, agentTaskEvent{Task: t.Task, Event: "stopped", At: now})
+		}
+	}
+	ids := make([]int64, 0, len(a.tasks))
+	for id := range a.tasks {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	for _, id := range ids {
+		bt := a.tasks[id]
+		switch {
+		case !listed[id]: // the server ended it (an end reported before)
+			delete(a.tasks, id)
+		case a.sim != nil && !bt.endAt.After(now):
+			ev := "done"
+			if bt.failed {
+				ev = "failed"
+			}
+			delete(a.tasks, id)
+			a.events = append(a.events, agentTaskEvent{Task: id, Event: ev, At: bt.endAt})
+			fmt.Fprintf(a.out, "%s end best-effort task %d of job %d: %s at %s\n", clock(now), id, bt.task.Job, ev, clock(bt.endAt))
+		}
+	}
+}

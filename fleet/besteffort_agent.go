@@ -1,0 +1,263 @@
+package fleet
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/clearhouse/clearhouse"
+	"gorm.io/gorm"
+)
+
+// BestEffortTask is a best-effort task as a cluster agent sees it: run it (it is
+// in BestEffortAllocation.Run) or stop it (in Stop, with the reason).
+type BestEffortTask struct {
+	Task            int64
+	Job             int64
+	Team            string
+	Configuration   map[string]int64
+	Started         time.Time
+	MaxTaskDuration time.Duration
+	Reason          string
+}
+
+// BestEffortAllocation is the best-effort part of a cluster's allocation: every
+// task that should run now, and every task the service ended whose stop the agent
+// has not confirmed (preempted, cancelled, overran), oldest first.
+type BestEffortAllocation struct {
+	Run  []BestEffortTask
+	Stop []BestEffortTask
+}
+
+// stopListed is how long an ended task stays in Stop without a confirmation.
+const stopListed = 24 * time.Hour
+
+// Allocation returns the cluster's best-effort allocation as it stands (Step
+// decides first when an agent polls). ENOTFOUND for an unknown cluster.
+func (s *BestEffort) Allocation(ctx context.Context, cluster string) (BestEffortAllocation, error) {
+	db := s.db.Read.WithContext(ctx)
+	if err := exists(db, "clusters", cluster, "cluster: no cluster %q", cluster); err != nil {
+		return BestEffortAllocation{}, err
+	}
+	var ts []Task
+	err := db.Where("cluster_id = ? AND (status = ? OR (status IN ? AND stop_acked_at IS NULL AND ended_at > ?))", cluster, TaskRunning,
+		[]TaskStatus{TaskPreempted, TaskCancelled, TaskFailed, TaskRequeued}, s.now().Add(-stopListed)).Order("id").Find(&ts).Error
+	if err != nil {
+		return BestEffortAllocation{}, err
+	}
+	jobs, err := jobsByID(db, ts)
+	if err != nil {
+		return BestEffortAllocation{}, err
+	}
+	out := BestEffortAllocation{Run: []BestEffortTask{}, Stop: []BestEffortTask{}}
+	for _, t := range ts {
+		j := jobs[t.JobID]
+		bt := BestEffortTask{Task: t.ID, Job: t.JobID, Team: t.TeamID, Configuration: j.Config(), Started: t.StartedAt,
+			MaxTaskDuration: time.Duration(j.MaxTaskDuration) * time.Second, Reason: t.Reason}
+		if t.Status == TaskRunning {
+			out.Run = append(out.Run, bt)
+		} else {
+			out.Stop = append(out.Stop, bt)
+		}
+	}
+	return out, nil
+}
+
+// TaskEvent is what an agent reports of one best-effort task: "started" (it runs),
+// "done", "failed", or "stopped" (it stopped a task it was told to stop), at At.
+type TaskEvent struct {
+	Task  int64
+	Event string
+	At    time.Time
+}
+
+// OwnerUsage is what a team's own work (not best-effort) uses of a pool now.
+type OwnerUsage struct {
+	Team  string
+	Pool  string
+	Units int64
+}
+
+// BestEffortReport is the best-effort part of an agent's report.
+type BestEffortReport struct {
+	Tasks []TaskEvent
+	Usage []OwnerUsage
+}
+
+// Empty reports whether the report says nothing.
+func (r BestEffortReport) Empty() bool { return len(r.Tasks) == 0 && len(r.Usage) == 0 }
+
+// validate checks a report against the database without writing anything.
+// EINVALID names the field at fault.
+func (s *BestEffort) validate(tx *gorm.DB, cluster string, r BestEffortReport, now time.Time) (map[int64]Task, error) {
+	bad := func(field string, i int, format string, args ...any) error {
+		return clearhouse.Errorf(clearhouse.EINVALID, "%s[%d]: %s", field, i, fmt.Sprintf(format, args...))
+	}
+	if len(r.Tasks) > MaxReportRows || len(r.Usage) > MaxReportRows {
+		return nil, clearhouse.Errorf(clearhouse.EINVALID, "best_effort: at most %d rows per list in a report", MaxReportRows)
+	}
+	ids := make([]int64, len(r.Tasks))
+	for i, e := range r.Tasks {
+		ids[i] = e.Task
+	}
+	tasks := map[int64]Task{}
+	if len(ids) > 0 {
+		var ts []Task
+		if err := tx.Where("id IN ? AND cluster_id = ?", ids, cluster).Find(&ts).Error; err != nil {
+			return nil, err
+		}
+		for _, t := range ts {
+			tasks[t.ID] = t
+		}
+	}
+	for i, e := range r.Tasks {
+		t, ok := tasks[e.Task]
+		switch {
+		case !ok:
+			return nil, bad("best_effort", i, "cluster %s has no best-effort task %d", cluster, e.Task)
+		case e.Event != "started" && e.Event != "done" && e.Event != "failed" && e.Event != "stopped":
+			return nil, bad("best_effort", i, "event: %q is not started, done, failed or stopped", e.Event)
+		case e.At.IsZero():
+			return nil, bad("best_effort", i, "at: required (RFC 3339)")
+		case e.At.After(now.Add(time.Minute)):
+			return nil, bad("best_effort", i, "at: %s is in the future", e.At.UTC().Format(time.RFC3339))
+		case e.At.Before(t.StartedAt.Add(-time.Hour)):
+			return nil, bad("best_effort", i, "at: %s is before the task was started", e.At.UTC().Format(time.RFC3339))
+		}
+	}
+	for i, u := range r.Usage {
+		var p struct {
+			ClusterID string
+			Capacity  int64
+		}
+		if err := tx.Table("pools").Select("cluster_id, capacity").Where("id = ?", u.Pool).Limit(1).Scan(&p).Error; err != nil {
+			return nil, err
+		}
+		switch {
+		case p.ClusterID != cluster:
+			return nil, bad("owner_usage", i, "pool %q is not a pool of cluster %s", u.Pool, cluster)
+		case u.Units < 0 || u.Units > MaxCapacityFactor*max(p.Capacity, 1):
+			return nil, bad("owner_usage", i, "units: must be from 0 to %d times the pool's capacity", MaxCapacityFactor)
+		}
+		if err := exists(tx, "teams", u.Team, "owner_usage[%d]: no team %q", i, u.Team); err != nil {
+			return nil, clearhouse.Errorf(clearhouse.EINVALID, "%s", clearhouse.ErrorMessage(err))
+		}
+	}
+	return tasks, nil
+}
+
+// ValidateReport checks a report without applying it, so the web layer can refuse
+// a whole agent report before any part of it is applied.
+func (s *BestEffort) ValidateReport(ctx context.Context, cluster string, r BestEffortReport) error {
+	_, err := s.validate(s.db.Read.WithContext(ctx), cluster, r, s.now())
+	return err
+}
+
+// Report applies what cluster's agent reports of best-effort work, in one
+// transaction: owners' usage (what the next decision lends around), and task
+// events: started confirms a start; done and failed end a running task (its
+// accounts count it up to now, when the service learns of it) and stopped puts a
+// running task the agent stopped on its own back in the queue; any event on a task
+// the service already ended confirms its stop. A bad report changes nothing.
+func (s *BestEffort) Report(ctx context.Context, cluster string, r BestEffortReport) error {
+	if r.Empty() {
+		return nil
+	}
+	return s.db.Write.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		now := s.now()
+		ic, err := lockIdleCluster(tx, cluster, now)
+		if err != nil {
+			return err
+		}
+		tasks, err := s.validate(tx, cluster, r, now)
+		if err != nil {
+			return err
+		}
+		acc, _, err := advance(tx, &ic, now)
+		if err != nil {
+			return err
+		}
+		now = ic.AsOf
+		ic.AgentSeenAt = &now
+		for _, u := range r.Usage {
+			row := IdleUsage{PoolID: u.Pool, TeamID: u.Team, Units: u.Units, ReportedAt: now}
+			if err := tx.Save(&row).Error; err != nil {
+				return err
+			}
+		}
+		for _, e := range r.Tasks {
+			t := tasks[e.Task]
+			switch {
+			case e.Event == "started":
+				if err := tx.Model(&Task{}).Where("id = ? AND confirmed_at IS NULL", t.ID).Update("confirmed_at", e.At.UTC()).Error; err != nil {
+					return err
+				}
+			case t.Status != TaskRunning: // a stop (or an end) of a task already ended
+				if err := tx.Model(&Task{}).Where("id = ? AND stop_acked_at IS NULL", t.ID).Update("stop_acked_at", now).Error; err != nil {
+					return err
+				}
+			default:
+				status, why := TaskDone, ""
+				switch e.Event {
+				case "failed":
+					status, why = TaskFailed, "the agent reported a failure"
+				case "stopped":
+					status, why = TaskRequeued, "the agent stopped it"
+				}
+				if err := s.endTask(ctx, tx, t, status, why, now); err != nil {
+					return err
+				}
+				if err := tx.Model(&Task{}).Where("id = ?", t.ID).Update("stop_acked_at", now).Error; err != nil {
+					return err
+				}
+			}
+		}
+		return saveAccounts(tx, &ic, acc, nil, now)
+	})
+}
+
+// BestEffortTick says what one Tick did.
+type BestEffortTick struct {
+	Requeued map[string]int // cluster -> tasks requeued because its agent went silent
+}
+
+// Tick is the best-effort scheduled job: it brings every cluster's accounts up to
+// now (so pages show current contribution and utility) and requeues the running
+// tasks of clusters whose agents have not reported for the agent timeout. Its state
+// is in the database: a repeat changes nothing new.
+func (s *BestEffort) Tick(ctx context.Context) (BestEffortTick, error) {
+	rep := BestEffortTick{Requeued: map[string]int{}}
+	var clusters []string
+	if err := s.db.Read.WithContext(ctx).Model(&IdleCluster{}).Order("cluster_id").Pluck("cluster_id", &clusters).Error; err != nil {
+		return rep, err
+	}
+	for _, cluster := range clusters {
+		err := s.db.Write.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+			now := s.now()
+			ic, err := lockIdleCluster(tx, cluster, now)
+			if err != nil {
+				return err
+			}
+			acc, open, err := advance(tx, &ic, now)
+			if err != nil {
+				return err
+			}
+			now = ic.AsOf
+			silent := ic.AgentSeenAt == nil || now.Sub(*ic.AgentSeenAt) >= s.cfg.AgentTimeout
+			if silent {
+				for _, t := range open {
+					why := fmt.Sprintf("the agent of %s has not reported for %s", cluster, s.cfg.AgentTimeout)
+					if err := s.endTask(ctx, tx, t.Task, TaskRequeued, why, now); err != nil {
+						return err
+					}
+					rep.Requeued[cluster]++
+				}
+			}
+			return saveAccounts(tx, &ic, acc, nil, now)
+		})
+		if err != nil {
+			return rep, fmt.Errorf("cluster %s: %w", cluster, err)
+		}
+	}
+	return rep, nil
+}

@@ -1,0 +1,108 @@
+package moneyfmt_test
+
+import (
+	"math"
+	"strings"
+	"testing"
+
+	"github.com/clearhouse/clearhouse/ledger"
+	. "github.com/clearhouse/clearhouse/moneyfmt"
+	"pgregory.net/rapid"
+)
+
+func TestCents(t *testing.T) {
+	for _, c := range []struct {
+		in   int64
+		want string
+	}{
+		{0, "$0.00"}, {1, "$0.00"}, {4_999, "$0.00"}, {5_000, "$0.01"}, {-5_000, "-$0.01"}, {-4_999, "$0.00"},
+		{245_488_540_722, "$245,488.54"}, {1_314_921_216, "$1,314.92"}, {250_000_000, "$250.00"},
+		{-299_948_330, "-$299.95"}, {999_995_000, "$1,000.00"}, {123_456_789_012_345, "$123,456,789.01"},
+		{math.MaxInt64, "$9,223,372,036,854.78"}, {math.MinInt64, "-$9,223,372,036,854.78"},
+	} {
+		if got := Cents(c.in); got != c.want {
+			t.Errorf("Cents(%d) = %q, want %q", c.in, got, c.want)
+		}
+	}
+}
+
+func TestExactAndCSV(t *testing.T) {
+	for _, c := range []struct {
+		in         int64
+		exact, csv string
+	}{
+		{0, "$0.00", "0.000000"}, {1, "$0.000001", "0.000001"}, {-1, "-$0.000001", "-0.000001"},
+		{250_000_000, "$250.00", "250.000000"}, {245_488_540_722, "$245,488.540722", "245488.540722"},
+		{1_500_000, "$1.50", "1.500000"}, {math.MinInt64, "-$9,223,372,036,854.775808", "-9223372036854.775808"},
+	} {
+		if got := Exact(c.in); got != c.exact {
+			t.Errorf("Exact(%d) = %q, want %q", c.in, got, c.exact)
+		}
+		if got := CSV(c.in); got != c.csv {
+			t.Errorf("CSV(%d) = %q, want %q", c.in, got, c.csv)
+		}
+	}
+}
+
+func TestMagnitude(t *testing.T) {
+	if got := Magnitude(-250_000_000); got != "$250.00" {
+		t.Errorf("Magnitude(-250) = %q", got)
+	}
+	if got := Magnitude(math.MinInt64); got != "$9,223,372,036,854.78" {
+		t.Errorf("Magnitude(min) = %q", got)
+	}
+}
+
+func TestPrice(t *testing.T) {
+	for _, c := range []struct {
+		in   float64
+		want string
+	}{
+		{0.0139, "$0.0139"}, {0, "$0.0000"}, {217.39891, "$217.3989"}, {1217.39891, "$1,217.3989"},
+		{0.0000123456, "$0.0000123"}, {-0.00001, "-$0.0000100"}, {-0.00000001, "-$0.0000000100"},
+		{-0.00004, "-$0.0000400"}, {-0.00006, "-$0.0001"}, {math.NaN(), "—"},
+	} {
+		if got := Price(c.in); got != c.want {
+			t.Errorf("Price(%v) = %q, want %q", c.in, got, c.want)
+		}
+	}
+	if got := UnitPrice(0.0139, "GiB"); got != "$0.0139 per GiB" {
+		t.Errorf("UnitPrice = %q", got)
+	}
+	if got := UnitPrice(2, ""); got != "$2.0000 per unit" {
+		t.Errorf("UnitPrice without unit = %q", got)
+	}
+}
+
+// The exact forms say precisely what the ledger holds: parsing them back gives the
+// amount, and Cents is never more than half a cent away from it.
+func TestExactRoundTripsAndCentsIsClose(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		m := rapid.Int64Range(-1<<62, 1<<62).Draw(t, "micros")
+		for _, s := range []string{Exact(m), CSV(m)} {
+			got, err := ledger.ParseMoney(strings.Replace(s, "-$", "-", 1))
+			if err != nil || int64(got) != m {
+				t.Fatalf("%q parses to %d, %v; want %d", s, got, err, m)
+			}
+		}
+		c, err := ledger.ParseMoney(strings.Replace(Cents(m), "-$", "-", 1))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d := int64(c) - m; d > 5_000 || d < -5_000 {
+			t.Fatalf("Cents(%d) = %s is %d micro-dollars away", m, Cents(m), d)
+		}
+		if !strings.Contains(Cents(m), ".") || len(Cents(m))-strings.Index(Cents(m), ".") != 3 {
+			t.Fatalf("Cents(%d) = %s does not have two decimals", m, Cents(m))
+		}
+	})
+}
+
+func TestFromDollars(t *testing.T) {
+	if m, ok := FromDollars(2.0000005); !ok || m != 2_000_001 {
+		t.Errorf("FromDollars(2.0000005) = %d, %v", m, ok)
+	}
+	if _, ok := FromDollars(math.Inf(1)); ok {
+		t.Error("FromDollars(+Inf) ok")
+	}
+}

@@ -1,0 +1,222 @@
+package web
+
+import (
+	"bytes"
+	"encoding/json"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/clearhouse/clearhouse"
+	"github.com/clearhouse/clearhouse/exchange"
+	"github.com/clearhouse/clearhouse/fleet"
+	"github.com/clearhouse/clearhouse/ledger"
+	"github.com/gin-gonic/gin"
+)
+
+// apiJobInput is a best-effort job as the API takes it.
+type apiJobInput struct {
+	Team            string             `json:"team,omitempty"`
+	Configuration   map[string]int64   `json:"configuration"`
+	Tasks           int64              `json:"tasks"`
+	MaxTaskDuration string             `json:"max_task_duration,omitempty"`
+	Budget          json.RawMessage    `json:"budget,omitempty"`
+	Utility         string             `json:"utility,omitempty"`
+	Weights         map[string]float64 `json:"weights,omitempty"`
+}
+
+func (b apiJobInput) spec(key string) (fleet.JobSpec, error) {
+	spec := fleet.JobSpec{Team: b.Team, Configuration: b.Configuration, Tasks: b.Tasks, Utility: b.Utility, Weights: b.Weights, Key: key}
+	if b.MaxTaskDuration != "" {
+		d, err := time.ParseDuration(b.MaxTaskDuration)
+		if err != nil {
+			return spec, clearhouse.Errorf(clearhouse.EINVALID, "max_task_duration: %q is not a duration such as \"30m\" or \"2h\"", b.MaxTaskDuration)
+		}
+		spec.MaxTaskDuration = d
+	}
+	if len(b.Budget) > 0 {
+		raw := string(bytes.TrimSpace(b.Budget))
+		var str string
+		if json.Unmarshal(b.Budget, &str) == nil {
+			raw = str
+		}
+		m, err := ledger.ParseMoney(raw)
+		if err != nil || m < 0 {
+			return spec, clearhouse.Errorf(clearhouse.EINVALID, "budget: must be an amount of dollars, e.g. \"12.50\"")
+		}
+		spec.Budget = m
+	}
+	return spec, nil
+}
+
+// apiJob is a best-effort job as the API shows it.
+type apiJob struct {
+	ID              int64              `json:"id"`
+	Team            string             `json:"team"`
+	Cluster         string             `json:"cluster"`
+	Status          string             `json:"status"`
+	Configuration   map[string]int64   `json:"configuration"`
+	Tasks           int64              `json:"tasks"`
+	MaxTaskDuration string             `json:"max_task_duration,omitempty"`
+	Queued          int64              `json:"queued"`
+	Running         int64              `json:"running"`
+	Done            int64              `json:"done"`
+	Failed          int64              `json:"failed"`
+	Cancelled       int64              `json:"cancelled"`
+	Preempted       int64              `json:"preempted"`
+	Position        *int64             `json:"position"`
+	EstimatedStart  *time.Time         `json:"estimated_start"`
+	Policy          string             `json:"policy"`
+	Budget          string             `json:"budget,omitempty"`
+	Charged         string             `json:"charged,omitempty"`
+	Utility         string             `json:"utility,omitempty"`
+	Weights         map[string]float64 `json:"weights,omitempty"`
+	Shares          map[string]float64 `json:"shares,omitempty"`
+	Enqueued        time.Time          `json:"enqueued"`
+	Ended           *time.Time         `json:"ended,omitempty"`
+}
+
+func toAPIJob(v fleet.JobView) apiJob {
+	a := apiJob{ID: v.ID, Team: v.TeamID, Cluster: v.ClusterID, Status: string(v.Status), Configuration: v.Config(), Tasks: v.Tasks,
+		Queued: v.Queued, Running: v.Running, Done: v.Done, Failed: v.Failed, Cancelled: v.Cancelled, Preempted: v.Preempted,
+		EstimatedStart: v.EstimatedStart, Policy: v.Policy, Utility: v.Utility, Weights: v.WeightsByPool(), Shares: v.SharesByPool(),
+		Enqueued: v.EnqueuedAt, Ended: v.EndedAt}
+	if v.Position > 0 {
+		p := v.Position
+		a.Position = &p
+	}
+	if v.MaxTaskDuration > 0 {
+		a.MaxTaskDuration = (time.Duration(v.MaxTaskDuration) * time.Second).String()
+	}
+	if v.Budget > 0 {
+		a.Budget, a.Charged = v.Budget.String(), v.Captured.String()
+	}
+	return a
+}
+
+func (s *Server) apiSubmitBestEffort(c *gin.Context) {
+	var body apiJobInput
+	if err := decodeJSON(c, &body); err != nil {
+		s.fail(c, err)
+		return
+	}
+	spec, err := body.spec(c.GetHeader("Idempotency-Key"))
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	v, err := s.svc.BestEffort.Submit(c.Request.Context(), userOf(c), spec)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	c.JSON(http.StatusCreated, toAPIJob(v))
+}
+
+func (s *Server) apiBestEffortJobs(c *gin.Context) {
+	team, err := visibleTeam(userOf(c), c.Query("team"))
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	f := fleet.JobFilter{Team: team, Cluster: c.Query("cluster"), Limit: 100}
+	if raw := c.Query("limit"); raw != "" {
+		n, err := strconv.Atoi(raw)
+		if err != nil || n < 1 || n > 1000 {
+			s.fail(c, clearhouse.Errorf(clearhouse.EINVALID, "limit: must be a whole number from 1 to 1000"))
+			return
+		}
+		f.Limit = n
+	}
+	if raw := c.Query("before"); raw != "" {
+		n, err := strconv.ParseInt(raw, 10, 64)
+		if err != nil || n < 1 {
+			s.fail(c, clearhouse.Errorf(clearhouse.EINVALID, "before: must be a job id"))
+			return
+		}
+		f.Before = n
+	}
+	vs, err := s.svc.BestEffort.Jobs(c.Request.Context(), f)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	out := make([]apiJob, len(vs))
+	for i, v := range vs {
+		out[i] = toAPIJob(v)
+	}
+	c.JSON(http.StatusOK, gin.H{"jobs": out})
+}
+
+func jobID(c *gin.Context) (int64, error) {
+	id, err := strconv.ParseInt(c.Param("id"), 10, 64)
+	if err != nil || id < 1 {
+		return 0, clearhouse.Errorf(clearhouse.ENOTFOUND, "No such best-effort job.")
+	}
+	return id, nil
+}
+
+func (s *Server) apiBestEffortJob(c *gin.Context) {
+	id, err := jobID(c)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	v, err := s.svc.BestEffort.Job(c.Request.Context(), id)
+	if err == nil {
+		if _, err = visibleTeam(userOf(c), v.TeamID); err != nil {
+			err = clearhouse.Errorf(clearhouse.ENOTFOUND, "No such best-effort job.")
+		}
+	}
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	c.JSON(http.StatusOK, toAPIJob(v))
+}
+
+func (s *Server) apiCancelBestEffort(c *gin.Context) {
+	id, err := jobID(c)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	v, err := s.svc.BestEffort.Cancel(c.Request.Context(), userOf(c), id)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	c.JSON(http.StatusOK, toAPIJob(v))
+}
+
+// apiBestEffortTask is a best-effort task in a cluster's allocation.
+type apiBestEffortTask struct {
+	Task            int64            `json:"task"`
+	Job             int64            `json:"job"`
+	Team            string           `json:"team"`
+	Configuration   map[string]int64 `json:"configuration"`
+	Started         time.Time        `json:"started"`
+	MaxTaskDuration string           `json:"max_task_duration,omitempty"`
+	Reason          string           `json:"reason,omitempty"`
+}
+
+func toAPIBestEffortTasks(ts []fleet.BestEffortTask) []apiBestEffortTask {
+	out := make([]apiBestEffortTask, len(ts))
+	for i, t := range ts {
+		out[i] = apiBestEffortTask{Task: t.Task, Job: t.Job, Team: t.Team, Configuration: t.Configuration, Started: t.Started, Reason: t.Reason}
+		if t.MaxTaskDuration > 0 {
+			out[i].MaxTaskDuration = t.MaxTaskDuration.String()
+		}
+	}
+	return out
+}
+
+// isAgent reports whether the request carries a cluster agent's token.
+func isAgent(c *gin.Context) bool {
+	v, ok := c.Get(ctxToken)
+	if !ok {
+		return false
+	}
+	t, _ := v.(exchange.APIToken)
+	return t.Scope == exchange.ScopeAgent
+}

@@ -1,0 +1,100 @@
+package web
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"regexp"
+	"strings"
+
+	"github.com/clearhouse/clearhouse/exchange"
+	"github.com/clearhouse/clearhouse/ledger"
+	"github.com/clearhouse/clearhouse/moneyfmt"
+	"github.com/clearhouse/clearhouse/templates"
+)
+
+// mon is an amount for a page; moneyfmt formats it there.
+func mon(m ledger.Money) templates.Money { return templates.Money(m) }
+
+// monOf is an auction payment (float dollars) rounded to the micro-dollar.
+func monOf(dollars float64) templates.Money {
+	m, _ := moneyfmt.FromDollars(dollars)
+	return templates.Money(m)
+}
+
+var (
+	refPattern    = regexp.MustCompile(`^(order|auction|reservation):(\d+)$`)
+	capturePat    = regexp.MustCompile(`^(partial )?capture of hold \d+ \((order|reservation):(\d+)\)$`)
+	soldPattern   = regexp.MustCompile(`^order (\d+) sold in auction (\d+)$`)
+	refNouns      = map[string]string{"order": "Order", "auction": "Auction", "reservation": "Reservation"}
+	teamRefURLs   = map[string]string{"auction": "/auctions/%s", "reservation": "/reservations#reservation-%s", "order": "/orders#order-%s"}
+	financeRefURL = map[string]string{"auction": "/finance/auctions/%s"}
+)
+
+// describeEntry puts a ledger entry's reference and memo in the market's words:
+// "auction:7" becomes "Auction #7" with a link to it, "capture of hold 48
+// (order:62)" becomes "Payment for order #62". forFinance picks the links finance
+// can open (settlement reports) over the team's own pages.
+func describeEntry(ref, memo string, forFinance bool) (text, url, words string) {
+	text, words = ref, memo
+	if m := refPattern.FindStringSubmatch(ref); m != nil {
+		text = refNouns[m[1]] + " #" + m[2]
+		urls := teamRefURLs
+		if forFinance {
+			urls = financeRefURL
+		}
+		if f, ok := urls[m[1]]; ok {
+			url = fmt.Sprintf(f, m[2])
+		}
+	}
+	switch m := capturePat.FindStringSubmatch(memo); {
+	case m != nil && m[2] == "order":
+		words = "Payment for order #" + m[3]
+	case m != nil:
+		words = "Charge for reservation #" + m[3]
+	}
+	if m := soldPattern.FindStringSubmatch(memo); m != nil {
+		words = "Order #" + m[1] + " sold quota"
+	}
+	if words == "" {
+		words = strings.TrimSpace(memo)
+	}
+	return text, url, words
+}
+
+// holdRef names what a hold is for: "order:28" becomes "Order #28".
+func holdRef(ref string) string {
+	text, _, _ := describeEntry(ref, "", false)
+	return text
+}
+
+// unitCost is a pool's operator cost per unit and period, with its unit.
+func unitCost(p exchange.Pool) templates.Price {
+	return templates.Price{Dollars: ledger.Money(p.UnitCost).Dollars(), Unit: p.Unit}
+}
+
+// poolUnits maps each pool to its unit ("GiB").
+func (s *Server) poolUnits(ctx context.Context) (map[string]string, error) {
+	pools, err := s.svc.Market.Pools(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]string, len(pools))
+	for _, p := range pools {
+		out[p.ID] = p.Unit
+	}
+	return out, nil
+}
+
+// demandBalance says how demand met supply in a pool, in whole units: "120 short"
+// (more wanted than offered), "40 unsold", or "balanced".
+func demandBalance(excess float64) string {
+	n := math.Round(excess)
+	switch {
+	case n > 0:
+		return fmt.Sprintf("%.0f short", n)
+	case n < 0:
+		return fmt.Sprintf("%.0f unsold", -n)
+	}
+	return "balanced"
+}
