@@ -2,7 +2,6 @@ package fleet
 
 import (
 	"context"
-	"database/sql"
 	"time"
 
 	"gorm.io/gorm"
@@ -268,69 +267,39 @@ func (u *Utilization) measureAll(ctx context.Context, now time.Time) (int, []str
 }
 
 // measure works out each setting's psi from the samples in its window before now,
-// read through db: one pass over the samples per distinct window, reading only
-// pool, used and capacity.
+// read through db one pool at a time (a range of the samples' primary key),
+// reading only used and capacity.
 func (u *Utilization) measure(db *gorm.DB, settings []PoolSetting, now time.Time) ([]PoolSetting, error) {
-	index := make(map[string]int, len(settings))
 	out := make([]PoolSetting, len(settings))
-	windows := map[int]bool{}
-	for i, s := range settings {
-		index[s.PoolID] = i
-		out[i] = s
-		out[i].Measured, out[i].Samples, out[i].MeasuredAt = nil, 0, nil
-		windows[s.WindowDays] = true
-	}
 	at := now
 	var buf []float64
-	for days := range windows {
-		q := `SELECT pool_id, used, capacity FROM usage_samples WHERE slot_at >= ? AND slot_at <= ?`
-		args := []any{now.Add(-time.Duration(days) * 24 * time.Hour), now}
-		if len(settings) == 1 {
-			q += " AND pool_id = ?"
-			args = append(args, settings[0].PoolID)
-		}
-		rows, err := db.Raw(q+" ORDER BY pool_id", args...).Rows()
+	for i, s := range settings {
+		out[i] = s
+		out[i].Measured, out[i].Samples, out[i].MeasuredAt = nil, 0, nil
+		rows, err := db.Raw(`SELECT used, capacity FROM usage_samples WHERE pool_id = ? AND slot_at >= ? AND slot_at <= ?`,
+			s.PoolID, now.Add(-time.Duration(s.WindowDays)*24*time.Hour), now).Rows()
 		if err != nil {
 			return nil, err
 		}
-		cur := -1
-		var curID []byte
-		done := func() {
-			if cur >= 0 && len(buf) > 0 {
-				p := Percentile(buf, out[cur].Percentile)
-				out[cur].Measured, out[cur].Samples, out[cur].MeasuredAt = &p, int64(len(buf)), &at
-			}
-			buf = buf[:0]
-		}
-		var pool sql.RawBytes
+		buf = buf[:0]
 		var used, capacity int64
 		for rows.Next() {
-			if err := rows.Scan(&pool, &used, &capacity); err != nil {
+			if err := rows.Scan(&used, &capacity); err != nil {
 				rows.Close()
 				return nil, err
-			}
-			if string(pool) != string(curID) {
-				done()
-				curID = append(curID[:0], pool...)
-				cur = -1
-				if i, ok := index[string(pool)]; ok && out[i].WindowDays == days {
-					cur = i
-				} else {
-					cur = -2 // not measured over this window
-				}
-			}
-			if cur < 0 {
-				continue
 			}
 			if x, ok := ratio(used, capacity); ok {
 				buf = append(buf, x)
 			}
 		}
-		done()
 		err = rows.Err()
 		rows.Close()
 		if err != nil {
 			return nil, err
+		}
+		if len(buf) > 0 {
+			p := Percentile(buf, s.Percentile)
+			out[i].Measured, out[i].Samples, out[i].MeasuredAt = &p, int64(len(buf)), &at
 		}
 	}
 	return out, nil

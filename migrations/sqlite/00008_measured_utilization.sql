@@ -10,7 +10,7 @@ CREATE TABLE usage_samples (
     capacity INTEGER NOT NULL CHECK (capacity >= 0),
     source   TEXT NOT NULL CHECK (source IN ('agent', 'plan')),
     PRIMARY KEY (pool_id, slot_at)
-);
+) WITHOUT ROWID; -- kept in pool and time order: the job reads one pool's window at a time
 CREATE INDEX usage_samples_slot ON usage_samples (slot_at);
 
 CREATE TABLE usage_hourly (
@@ -20,7 +20,7 @@ CREATE TABLE usage_hourly (
     mean_ratio REAL NOT NULL CHECK (mean_ratio >= 0 AND mean_ratio <= 1),
     max_ratio  REAL NOT NULL CHECK (max_ratio >= 0 AND max_ratio <= 1),
     PRIMARY KEY (pool_id, hour_at)
-);
+) WITHOUT ROWID;
 CREATE INDEX usage_hourly_hour ON usage_hourly (hour_at);
 
 CREATE TABLE pool_utilization (
