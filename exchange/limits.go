@@ -2,6 +2,7 @@ package exchange
 
 import (
 	"context"
+	"errors"
 
 	"github.com/clearhouse/clearhouse"
 	"gorm.io/gorm"
@@ -74,10 +75,21 @@ func (m *Market) SetLimits(ctx context.Context, l Limits) error {
 // the auction as it may. The caller holds the team's row, so concurrent orders of
 // one team are counted one after another.
 func checkLimits(tx *gorm.DB, spec OrderSpec, team string, auctionID int64) error {
-	l, err := limitsIn(tx)
-	if err != nil {
+	var r struct {
+		OpenOrdersPerTeam, BundlesPerOrder, PoolsPerBundle int
+		Live                                               int64
+	}
+	// The limits and the team's live orders in one statement: placing an order is
+	// the market's busiest write.
+	if err := tx.Raw(`SELECT l.open_orders_per_team, l.bundles_per_order, l.pools_per_bundle,
+		(SELECT COUNT(*) FROM orders o WHERE o.team_id = ? AND o.auction_id = ? AND o.status IN ?) AS live
+		FROM market_limits l WHERE l.id = 1`, team, auctionID, []OrderStatus{OrderOpen, OrderAwaitingApproval}).Scan(&r).Error; err != nil {
 		return err
 	}
+	if r.OpenOrdersPerTeam == 0 {
+		return errors.New("exchange: the market's limits are missing (migration 00007)")
+	}
+	l := Limits{OpenOrdersPerTeam: r.OpenOrdersPerTeam, BundlesPerOrder: r.BundlesPerOrder, PoolsPerBundle: r.PoolsPerBundle}
 	if len(spec.Bundles) > l.BundlesPerOrder {
 		return clearhouse.Errorf(clearhouse.EINVALID, "bundles: at most %d alternatives per order, got %d", l.BundlesPerOrder, len(spec.Bundles))
 	}
@@ -86,14 +98,9 @@ func checkLimits(tx *gorm.DB, spec OrderSpec, team string, auctionID int64) erro
 			return clearhouse.Errorf(clearhouse.EINVALID, "bundles[%d]: at most %d pools per bundle, got %d", i, l.PoolsPerBundle, len(b))
 		}
 	}
-	var live int64
-	if err := tx.Model(&Order{}).Where("team_id = ? AND auction_id = ? AND status IN ?", team, auctionID,
-		[]OrderStatus{OrderOpen, OrderAwaitingApproval}).Count(&live).Error; err != nil {
-		return err
-	}
-	if live >= int64(l.OpenOrdersPerTeam) {
+	if r.Live >= int64(l.OpenOrdersPerTeam) {
 		return clearhouse.Errorf(clearhouse.EUNPROCESSABLE,
-			"orders: team %s already has %d live orders in auction %d, the most one team may have; withdraw some first", team, live, auctionID)
+			"orders: team %s already has %d live orders in auction %d, the most one team may have; withdraw some first", team, r.Live, auctionID)
 	}
 	return nil
 }

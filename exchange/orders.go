@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"sync"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/clearhouse/clearhouse"
 	"github.com/clearhouse/clearhouse/ledger"
+	"github.com/clearhouse/clearhouse/store"
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
 )
@@ -190,24 +192,27 @@ func (m *Market) placeOrder(ctx context.Context, tx *gorm.DB, by User, spec Orde
 	return o, nil
 }
 
-// insertBundles stores an order's bundles and their items.
+// insertBundles stores an order's bundles and their items, one multi-row
+// statement each (placing an order is the market's busiest write).
 func insertBundles(tx *gorm.DB, id int64, spec OrderSpec) error {
-	bundles := make([]orderBundle, len(spec.Bundles))
-	var items []orderItem
+	bundles := make([][]any, len(spec.Bundles))
+	var items [][]any
 	for k, b := range spec.Bundles {
-		bundles[k] = orderBundle{OrderID: id, Idx: k}
+		var limit *int64
 		if spec.Limits != nil {
 			l := int64(spec.Limits[k])
-			bundles[k].BundleLimit = &l
+			limit = &l
 		}
-		for pool, q := range b {
-			items = append(items, orderItem{OrderID: id, BundleIdx: k, PoolID: pool, Quantity: q})
+		bundles[k] = []any{id, k, limit}
+		for _, pool := range slices.Sorted(maps.Keys(b)) {
+			items = append(items, []any{id, k, pool, b[pool]})
 		}
 	}
-	if err := tx.CreateInBatches(&bundles, chunkSize/4).Error; err != nil {
+	if _, err := store.Insert(tx, "order_bundles", []string{"order_id", "idx", "bundle_limit"}, bundles, ""); err != nil {
 		return err
 	}
-	return tx.CreateInBatches(&items, chunkSize/5).Error
+	_, err := store.Insert(tx, "order_items", []string{"order_id", "bundle_idx", "pool_id", "quantity"}, items, "")
+	return err
 }
 
 func orderRef(id int64) string { return fmt.Sprintf("order:%d", id) }

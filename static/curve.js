@@ -1,6 +1,7 @@
 // Progressive enhancement for the curve editor: re-draw the plot and the implied
 // reserve prices as the operator types, without saving. Without JavaScript the
-// Preview button does the same with a page load.
+// Preview button does the same with a page load. Previews are POSTs with the
+// form's CSRF token in the body, never in a URL.
 (function () {
   var form = document.getElementById("curve-form");
   if (!form || !window.fetch) return;
@@ -9,8 +10,11 @@
     clearTimeout(timer);
     timer = setTimeout(function () {
       var params = new URLSearchParams(new FormData(form));
-      params.delete("csrf_token");
-      fetch(window.location.pathname + "?" + params.toString(), { credentials: "same-origin" })
+      params.set("action", "preview");
+      fetch(form.getAttribute("action"), {
+        method: "POST", credentials: "same-origin", body: params,
+        headers: { "Content-Type": "application/x-www-form-urlencoded" }
+      })
         .then(function (r) { return r.text(); })
         .then(function (html) {
           var doc = new DOMParser().parseFromString(html, "text/html");

@@ -28,6 +28,7 @@ type LineChart struct {
 	YFromZero     bool      // include zero on the y axis
 	Markers       []float64 // vertical dashed lines at these x values
 	Width, Height int       // viewBox size; default 720 x 280
+	EmptyText     string    // said instead of the chart when there is nothing to draw; default "No data yet."
 }
 
 // chartGeom is a LineChart laid out in SVG coordinates.

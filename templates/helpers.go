@@ -98,3 +98,11 @@ func priceTitle(d float64) string {
 	}
 	return "$" + s
 }
+
+func closeOrdersText(v CloseConfirm) string {
+	more := ""
+	if v.More {
+		more = " or more"
+	}
+	return itoa(v.Open) + more + " orders take part."
+}

@@ -62,6 +62,9 @@ func (s *Server) operateView(c *gin.Context, v templates.OperateView) (templates
 		v.NewPool.Clusters = append(v.NewPool.Clusters, cl.ID)
 	}
 	v.NewPool.Curves = v.Curves
+	if v.NewPool.Curve == "" {
+		v.NewPool.Curve = defaultCurve(pools, curves)
+	}
 	as, err := s.svc.Market.Auctions(ctx, 30)
 	if err != nil {
 		return v, err
@@ -88,6 +91,23 @@ func (s *Server) operateView(c *gin.Context, v templates.OperateView) (templates
 		v.NewAuction.Opens, v.NewAuction.Closes = next.Format("2006-01-02T15:04"), next.Add(time.Hour).Format("2006-01-02T15:04")
 	}
 	return v, nil
+}
+
+// defaultCurve is the curve a new pool starts with: the one most pools use (the
+// market's usual curve, not a special one such as scarce accelerators'), "standard"
+// on a tie or when no pool has one yet.
+func defaultCurve(pools []exchange.Pool, curves []exchange.ReserveCurve) string {
+	uses := map[string]int{}
+	for _, p := range pools {
+		uses[p.CurveID]++
+	}
+	best := ""
+	for _, cv := range curves {
+		if best == "" || uses[cv.ID] > uses[best] || (uses[cv.ID] == uses[best] && cv.ID == "standard") {
+			best = cv.ID
+		}
+	}
+	return best
 }
 
 func curveSummary(c exchange.ReserveCurve) string {
@@ -275,7 +295,7 @@ func (s *Server) curveForm(c *gin.Context, id string, spec auction.CurveSpec, f 
 		lines = append(lines, fmtNum(p.Psi)+" "+fmtNum(p.Phi))
 	}
 	f.Points = strings.Join(lines, "\n")
-	f.Plot = templates.LineChart{ID: "curve-chart", Title: "Weight phi by utilization", XLabel: "utilization", YLabel: "phi",
+	f.Plot = templates.LineChart{ID: "curve-chart", Title: "Weight phi by utilization", XLabel: "utilization", YLabel: "phi", Width: 420, Height: 300,
 		FormatX: func(x float64) string { return fmt.Sprintf("%.0f%%", x*100) }, YFromZero: true}
 	built, err := spec.Build()
 	if err != nil {
@@ -294,6 +314,7 @@ func (s *Server) curveForm(c *gin.Context, id string, spec auction.CurveSpec, f 
 			}
 			f.Errors = templates.FieldErrors{field: msg}
 		}
+		f.Plot.EmptyText = "The curve cannot be drawn: " + curveErrorText(f.Errors)
 		return f, nil
 	}
 	series := templates.Series{Name: "phi"}
@@ -320,14 +341,12 @@ func (s *Server) curveForm(c *gin.Context, id string, spec auction.CurveSpec, f 
 
 func fmtNum(f float64) string { return strconv.FormatFloat(f, 'f', -1, 64) }
 
-// curvePage shows a curve; with query values it previews them without saving.
+// curvePage shows a curve (previews are POSTs: saveCurve with action=preview).
 func (s *Server) curvePage(c *gin.Context) {
 	id := c.Param("id")
 	f := templates.CurveForm{Name: c.Query("name")}
 	var spec auction.CurveSpec
-	if c.Query("kind") != "" {
-		spec, f.Errors = curveFromValues(c.Query)
-	} else if cv, err := s.svc.Market.Curve(c.Request.Context(), id); err == nil {
+	if cv, err := s.svc.Market.Curve(c.Request.Context(), id); err == nil {
 		f.Name = cv.Name
 		if spec, err = cv.CurveSpec(); err != nil {
 			s.fail(c, err)
@@ -351,6 +370,15 @@ func (s *Server) saveCurve(c *gin.Context) {
 	id := c.Param("id")
 	spec, errs := curveFromValues(c.PostForm)
 	f := templates.CurveForm{Name: c.PostForm("name"), Errors: errs}
+	if c.PostForm("action") == "preview" { // re-draw without saving
+		f, err := s.curveForm(c, id, spec, f)
+		if err != nil {
+			s.fail(c, err)
+			return
+		}
+		s.render(c, http.StatusOK, templates.CurvePage(s.page(c, "Reserve curve "+id, "operate"), f))
+		return
+	}
 	if len(errs) == 0 {
 		if _, err := s.svc.Market.SaveCurve(c.Request.Context(), id, f.Name, spec); err == nil {
 			s.redirectWithFlash(c, "/operate/curves/"+id, "ok", "Curve saved. Auctions that open from now on use it.")
@@ -410,13 +438,21 @@ func (s *Server) previewAuction(c *gin.Context) {
 		s.fail(c, err)
 		return
 	}
-	s.redirectWithFlash(c, fmt.Sprintf("/auctions/%d", id), "ok", fmt.Sprintf("Preliminary run: %d orders, %d rounds, converged: %v.", run.Orders, run.Rounds, run.Converged))
+	outcome := "prices settled"
+	if !run.Converged {
+		outcome = "prices had not settled when the round limit was reached"
+	}
+	s.redirectWithFlash(c, fmt.Sprintf("/auctions/%d", id), "ok", fmt.Sprintf("Preliminary run: %d orders, %d rounds, %s.", run.Orders, run.Rounds, outcome))
 }
 
 func (s *Server) closeAuction(c *gin.Context) {
 	id, err := auctionID(c)
 	if err != nil {
 		s.fail(c, err)
+		return
+	}
+	if c.PostForm("confirm") != "yes" { // closing cannot be undone: say what it does first
+		c.Redirect(http.StatusSeeOther, fmt.Sprintf("/operate/auctions/%d/close", id))
 		return
 	}
 	run, err := s.svc.Market.Close(c.Request.Context(), id)
@@ -532,4 +568,17 @@ func sortedKeys(m map[string]float64) []string {
 	}
 	sort.Strings(keys)
 	return keys
+}
+
+// curveErrorText is the reason a curve cannot be drawn, from its field errors.
+func curveErrorText(errs templates.FieldErrors) string {
+	for _, name := range []string{"k", "threshold", "gamma", "points"} {
+		if msg, ok := errs[name]; ok {
+			return name + ": " + msg
+		}
+	}
+	for name, msg := range errs {
+		return name + ": " + msg
+	}
+	return "its parameters are not valid."
 }

@@ -86,6 +86,7 @@ func TestEveryPageRefusesOtherRoles(t *testing.T) {
 		"/api/v1/auctions/1/settlement":       {exchange.RoleFinance, exchange.RoleOperator},
 		"/reservations":                       {exchange.RoleMember, exchange.RoleOwner},
 		"/operate/schedule":                   {exchange.RoleOperator},
+		"/operate/schedule/lost-value.csv":    {exchange.RoleOperator},
 		"/operate/access":                     {exchange.RoleOperator},
 		"/api/v1/reservations":                exchange.Roles,
 		"/api/v1/clusters/us-east/allocation": {exchange.RoleOperator},
