@@ -32,6 +32,8 @@ func (s *Server) routes(e *gin.Engine) {
 	all.GET("/", s.marketSummary)
 	all.GET("/auctions", s.auctionsPage)
 	all.GET("/auctions/:id", s.auctionPage)
+	all.GET("/search", s.searchPage)
+	all.GET("/help", s.helpPage)
 
 	team := e.Group("", s.requireRole(onTeam...))
 	team.GET("/orders", s.ordersPage)
@@ -85,6 +87,9 @@ func (s *Server) routes(e *gin.Engine) {
 	op.GET("/stats", s.statsPage)
 	op.GET("/schedule", s.schedulePage)
 	op.POST("/schedule/:cluster/:resource", s.savePolicy)
+	op.GET("/shapes", s.shapesPage)
+	op.POST("/shapes", s.saveShape)
+	op.POST("/shapes/:id/delete", s.deleteShape)
 	op.GET("/schedule/lost-value.csv", s.lostValueCSV)
 	op.GET("/access", s.accessPage)
 	op.GET("/idle", s.idlePage)
