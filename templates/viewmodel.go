@@ -46,11 +46,12 @@ type NavItem struct {
 
 // Nav returns the navigation items the viewer may use.
 func Nav(v *Viewer) []NavItem {
-	items := []NavItem{{"market", "Market", "/"}}
+	items := []NavItem{{"market", "Market", "/"}, {"search", "Find resources", "/search"}}
 	if v.Can("member", "owner") {
 		items = append(items,
 			NavItem{"orders", "Orders", "/orders"},
 			NavItem{"reservations", "Reservations", "/reservations"},
+			NavItem{"best-effort", "Best effort", "/best-effort"},
 			NavItem{"team", "Team", "/team"})
 	}
 	if v.Can("owner") {
@@ -61,7 +62,8 @@ func Nav(v *Viewer) []NavItem {
 	}
 	if v.Can("operator") {
 		items = append(items, NavItem{"operate", "Operate", "/operate"}, NavItem{"schedule", "Scheduler", "/operate/schedule"},
-			NavItem{"access", "Access", "/operate/access"})
+			NavItem{"shapes", "Shapes", "/operate/shapes"},
+			NavItem{"access", "Access", "/operate/access"}, NavItem{"idle", "Idle capacity", "/operate/idle"})
 	}
 	return items
 }
