@@ -58,6 +58,10 @@ func bidQuery(f BidForm) url.Values {
 			q.Add("cluster", c.ID)
 		}
 	}
+	if f.Shape != "" {
+		q.Set("shape", f.Shape)
+		q.Set("count", f.Count)
+	}
 	return q
 }
 

@@ -46,7 +46,7 @@ type NavItem struct {
 
 // Nav returns the navigation items the viewer may use.
 func Nav(v *Viewer) []NavItem {
-	items := []NavItem{{"market", "Market", "/"}}
+	items := []NavItem{{"market", "Market", "/"}, {"search", "Find resources", "/search"}}
 	if v.Can("member", "owner") {
 		items = append(items,
 			NavItem{"orders", "Orders", "/orders"},
@@ -61,6 +61,7 @@ func Nav(v *Viewer) []NavItem {
 	}
 	if v.Can("operator") {
 		items = append(items, NavItem{"operate", "Operate", "/operate"}, NavItem{"schedule", "Scheduler", "/operate/schedule"},
+			NavItem{"shapes", "Shapes", "/operate/shapes"},
 			NavItem{"access", "Access", "/operate/access"})
 	}
 	return items

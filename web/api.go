@@ -52,6 +52,7 @@ func (s *Server) apiRoutes(g *gin.RouterGroup) {
 	// Cluster agents, each with a token bound to its cluster; operators may read.
 	g.GET("/clusters/:cluster/allocation", s.requireAgent(exchange.RoleOperator), s.apiAllocation)
 	g.POST("/clusters/:cluster/updates", s.requireAgent(), s.apiClusterUpdates)
+	g.GET("/lost-value", s.requireRole(exchange.RoleOperator, exchange.RoleFinance), s.apiLostValue)
 }
 
 type apiPool struct {

@@ -9,7 +9,6 @@ import (
 	"github.com/clearhouse/clearhouse"
 	"github.com/clearhouse/clearhouse/exchange"
 	"github.com/clearhouse/clearhouse/ledger"
-	"github.com/clearhouse/clearhouse/moneyfmt"
 	"github.com/clearhouse/clearhouse/templates"
 	"github.com/gin-gonic/gin"
 )
@@ -81,7 +80,3 @@ func fmtDuration(d time.Duration) string {
 	}
 	return fmt.Sprintf("%dm", max(m, 1))
 }
-
-// price formats a price per unit for text composed in web ("$0.0139"); pages show
-// prices with templates.UnitPriceText. Both use moneyfmt's one rule.
-func price(p float64) string { return moneyfmt.Price(p) }

@@ -96,6 +96,7 @@ type bidContext struct {
 	pools     map[string]exchange.Pool
 	reserve   map[string]float64
 	current   map[string]float64
+	shapes    []exchange.Shape
 }
 
 func (s *Server) loadBidContext(c *gin.Context) (bidContext, error) {
@@ -127,6 +128,9 @@ func (s *Server) loadBidContext(c *gin.Context) (bidContext, error) {
 	if bc.reserve, err = s.svc.Market.ReservePrices(ctx); err != nil {
 		return bc, err
 	}
+	if bc.shapes, err = s.svc.Market.Shapes(ctx); err != nil {
+		return bc, err
+	}
 	if a, ok, err := s.svc.Market.CurrentAuction(ctx); err != nil {
 		return bc, err
 	} else if ok {
@@ -150,7 +154,7 @@ func (s *Server) loadBidContext(c *gin.Context) (bidContext, error) {
 // builds the covering bundle per chosen cluster.
 func readBidForm(bc bidContext, get func(string) string, clusters []string) (templates.BidForm, map[string]exchange.Bundle) {
 	f := templates.BidForm{Errors: templates.FieldErrors{}, LimitMode: "one"}
-	need := map[string]int64{}
+	need := readShapeNeed(bc, get, &f)
 	for _, r := range bc.resources {
 		r.Value = strings.TrimSpace(get("q." + r.Name))
 		if r.Value != "" && r.Value != "0" {
@@ -158,7 +162,7 @@ func readBidForm(bc bidContext, get func(string) string, clusters []string) (tem
 			if err != nil {
 				f.Errors["q."+r.Name] = r.Name + ": " + err.Error()
 			} else if n > 0 {
-				need[r.Name] = n
+				need[r.Name] += n
 			}
 		}
 		f.Resources = append(f.Resources, r)
@@ -191,7 +195,7 @@ func readBidForm(bc bidContext, get func(string) string, clusters []string) (tem
 		f.Clusters = append(f.Clusters, choice)
 	}
 	if len(need) == 0 && len(f.Errors) == 0 {
-		f.Errors["q."+firstResource(bc)] = "Give the quantity of at least one resource."
+		f.Errors["q."+firstResource(bc)] = "Give the quantity of at least one resource, or a number of service units."
 	}
 	if len(bundles) == 0 && len(need) > 0 {
 		f.Errors["cluster"] = "Choose at least one cluster that has every resource you need."

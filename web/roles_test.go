@@ -64,6 +64,8 @@ func TestEveryPageRefusesOtherRoles(t *testing.T) {
 		"/":                                   exchange.Roles,
 		"/auctions":                           exchange.Roles,
 		"/auctions/1":                         exchange.Roles,
+		"/search":                             exchange.Roles,
+		"/help":                               exchange.Roles,
 		"/orders":                             {exchange.RoleMember, exchange.RoleOwner},
 		"/orders/new":                         {exchange.RoleMember, exchange.RoleOwner},
 		"/orders/offer":                       {exchange.RoleMember, exchange.RoleOwner},
@@ -86,7 +88,10 @@ func TestEveryPageRefusesOtherRoles(t *testing.T) {
 		"/api/v1/auctions/1/settlement":       {exchange.RoleFinance, exchange.RoleOperator},
 		"/reservations":                       {exchange.RoleMember, exchange.RoleOwner},
 		"/operate/schedule":                   {exchange.RoleOperator},
+		"/operate/schedule/lost-value.csv":    {exchange.RoleOperator},
 		"/operate/access":                     {exchange.RoleOperator},
+		"/operate/shapes":                     {exchange.RoleOperator},
+		"/orders/move":                        {exchange.RoleMember, exchange.RoleOwner},
 		"/api/v1/reservations":                exchange.Roles,
 		"/api/v1/clusters/us-east/allocation": {exchange.RoleOperator},
 		"/api/v1/best-effort":                 exchange.Roles,
@@ -108,7 +113,8 @@ func TestEveryPageRefusesOtherRoles(t *testing.T) {
 	// Forms refuse the wrong role too, even with a valid CSRF token.
 	tok := users[exchange.RoleMember].csrf("/orders")
 	for _, path := range []string{"/finance/grants", "/operate/clusters", "/approvals/1", "/team/threshold", "/operate/schedule/us-east/cpu",
-		"/operate/access/tokens/1/revoke", "/operate/access/users/1/sessions/end", "/operate/access/users/1/disable", "/operate/access/users/1/enable"} {
+		"/operate/access/tokens/1/revoke", "/operate/access/users/1/sessions/end", "/operate/access/users/1/disable", "/operate/access/users/1/enable",
+		"/operate/shapes", "/operate/shapes/x/delete"} {
 		res, _ := users[exchange.RoleMember].post(path, url.Values{"csrf_token": {tok}})
 		if res.StatusCode != http.StatusForbidden {
 			t.Errorf("POST %s as member: %d, want 403", path, res.StatusCode)

@@ -83,6 +83,13 @@ func (s *Server) renderSchedule(c *gin.Context, status int, failedPool string, e
 	for i := len(failed) - 1; i >= 0; i-- {
 		v.AtRisk = append(v.AtRisk, reservationRow(failed[i]))
 	}
+	today := time.Date(now.Year(), now.Month(), now.Day(), 0, 0, 0, 0, time.UTC)
+	lost, err := s.svc.Reservations.LostByDay(ctx, today.AddDate(0, 0, -13), today.AddDate(0, 0, 1))
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	v.Lost = lostRows(lost)
 	s.render(c, status, templates.SchedulePage(s.page(c, "Scheduler", "schedule"), v))
 }
 

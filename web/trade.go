@@ -2,7 +2,6 @@ package web
 
 import (
 	"fmt"
-	"math"
 	"net/http"
 	"sort"
 	"strings"
@@ -10,6 +9,7 @@ import (
 	"github.com/clearhouse/clearhouse"
 	"github.com/clearhouse/clearhouse/exchange"
 	"github.com/clearhouse/clearhouse/ledger"
+	"github.com/clearhouse/clearhouse/moneyfmt"
 	"github.com/clearhouse/clearhouse/templates"
 	"github.com/gin-gonic/gin"
 )
@@ -257,15 +257,15 @@ func (mc moveContext) estimate(b exchange.Bundle) *templates.MoveEstimate {
 		v := float64(q) * prices[p]
 		net += v
 		if q < 0 {
-			e.Sell = append(e.Sell, fmt.Sprintf("%s: sell %d %s at %s each, receive $%s", p, -q, unit, price(prices[p]), centsOf(-v)))
+			e.Sell = append(e.Sell, fmt.Sprintf("%s: sell %d %s at %s, receive %s", p, -q, unit, moneyfmt.UnitPrice(prices[p], unit), centsOf(-v)))
 		} else {
-			e.Buy = append(e.Buy, fmt.Sprintf("%s: buy %d %s at %s each, pay $%s", p, q, unit, price(prices[p]), centsOf(v)))
+			e.Buy = append(e.Buy, fmt.Sprintf("%s: buy %d %s at %s, pay %s", p, q, unit, moneyfmt.UnitPrice(prices[p], unit), centsOf(v)))
 		}
 	}
 	if net >= 0 {
-		e.Net = "In all you would pay $" + centsOf(net) + "."
+		e.Net = "In all you would pay " + centsOf(net) + "."
 	} else {
-		e.Net = "In all you would receive $" + centsOf(-net) + "."
+		e.Net = "In all you would receive " + centsOf(-net) + "."
 	}
 	return e
 }
@@ -346,11 +346,12 @@ func (s *Server) placeMove(c *gin.Context) {
 	s.render(c, http.StatusUnprocessableEntity, templates.MovePage(s.page(c, "Move quota between clusters", "orders"), f))
 }
 
-// centsOf formats dollars rounded to the cent: "1,234.57".
+// centsOf formats float dollars (an estimate at auction prices) the way pages show
+// money: "$1,234.57".
 func centsOf(f float64) string {
-	m, err := ledger.FromDollars(math.Round(f*100) / 100)
-	if err != nil {
+	m, ok := moneyfmt.FromDollars(f)
+	if !ok {
 		return "—"
 	}
-	return m.String()
+	return moneyfmt.Cents(m)
 }

@@ -92,6 +92,15 @@ func seedDemo(ctx context.Context, a *App, out io.Writer) error {
 			return err
 		}
 	}
+	for _, sh := range []exchange.Shape{
+		{ID: "storage-server", Name: "storage server", Description: "a storage node of the distributed file system", Items: map[string]int64{"cpu": 4, "ram": 16, "disk": 2}},
+		{ID: "web-server", Name: "web server", Description: "a front-end serving replica", Items: map[string]int64{"cpu": 8, "ram": 32}},
+		{ID: "training-node", Name: "training node", Description: "one accelerator host for model training", Items: map[string]int64{"gpu": 4, "cpu": 32, "ram": 256}},
+	} {
+		if _, err := m.SaveShape(ctx, sh); err != nil {
+			return err
+		}
+	}
 	pw := func() string {
 		var b [12]byte
 		_, _ = crand.Read(b[:])

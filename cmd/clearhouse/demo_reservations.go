@@ -74,6 +74,12 @@ func seedDemoReservations(ctx context.Context, a *App, users map[string]exchange
 	}); err != nil {
 		return err
 	}
+	// A bid the plan has no room for: its value is lost (the scheduler page shows it).
+	refused := fleet.Definition{Value: 2500 * ledger.Dollar, Requests: []fleet.RequestSpec{{Configuration: map[string]int64{"us-east/gpu": 1},
+		Count: 100_000, Duration: 2 * time.Hour, Arrival: now, Deadline: now.Add(6 * time.Hour)}}}
+	if v, err := plan.Reserve(ctx, users["ml/owner"], refused); err != nil || v.Status != fleet.ReservationRejected {
+		return fmt.Errorf("demo refused reservation: %v (%s)", err, v.Status)
+	}
 	_, err := plan.Tick(ctx)
 	return err
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -88,5 +89,112 @@ func TestBrowserTradeBetweenClustersAndMultiPoolOffer(t *testing.T) {
 	}
 	if s := text(t, own, `[data-testid=orders] tbody tr:nth-child(1)`); !strings.Contains(s, "eu-west/disk -50, us-east/disk -100") {
 		t.Fatalf("the newest order %q", s)
+	}
+}
+
+// TestBrowserRequirementToBundles: an operator defines a service shape on its page;
+// a member asks for 50 of them in any of two clusters, sees the covering bundle of
+// each cluster at current prices and places one XOR bid of them.
+func TestBrowserRequirementToBundles(t *testing.T) {
+	app, logins := startDemo(t)
+	base := app.Server.URL()
+	op := newBrowser(t)
+	signIn(t, op, base, "operator@example.com", logins["operator@example.com"])
+	err := chromedp.Do(op,
+		chromedp.Navigate(base+"/operate/shapes"),
+		chromedp.WaitVisible(chromedp.CSS(`[data-testid=shape-form]`)),
+		chromedp.SendKeys(chromedp.CSS(`[data-testid=field-id]`), "cache-node"),
+		chromedp.SendKeys(chromedp.CSS(`[data-testid=field-name]`), "cache node"),
+		chromedp.SendKeys(chromedp.CSS(`[data-testid="field-q.cpu"]`), "2"),
+		chromedp.SendKeys(chromedp.CSS(`[data-testid="field-q.ram"]`), "64"),
+		chromedp.Click(chromedp.CSS(`[data-testid=shape-submit]`)),
+		chromedp.WaitVisible(chromedp.CSS(`[data-testid=shape-cache-node]`)),
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	screenshot(t, op, "operator-shapes")
+	if s := text(t, op, `[data-testid=shape-cache-node]`); !strings.Contains(s, "2 core cpu, 64 GiB ram") {
+		t.Fatalf("the new shape: %q", s)
+	}
+
+	ctx := newBrowser(t)
+	signIn(t, ctx, base, "member@search.example.com", logins["member@search.example.com"])
+	err = chromedp.Do(ctx,
+		chromedp.Navigate(base+"/orders/new"),
+		chromedp.WaitVisible(chromedp.CSS(`[data-testid=bid-step1]`)),
+		chromedp.SendKeys(chromedp.CSS(`[data-testid=field-count]`), "50"),
+		chromedp.SetValue(chromedp.CSS(`[data-testid=field-shape]`), "storage-server"),
+		chromedp.Click(chromedp.CSS(`[data-testid=cluster-us-east]`)),
+		chromedp.Click(chromedp.CSS(`[data-testid=cluster-eu-west]`)),
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	screenshot(t, ctx, "bid-shape-step1")
+	err = chromedp.Do(ctx,
+		chromedp.Click(chromedp.CSS(`[data-testid=bid-next]`)),
+		chromedp.WaitVisible(chromedp.CSS(`[data-testid=bid-step2]`)),
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	screenshot(t, ctx, "bid-shape-step2")
+	if s := text(t, ctx, `[data-testid=shape-summary]`); !strings.Contains(s, "50 × storage server = 200 core cpu, 100 TiB disk, 800 GiB ram") {
+		t.Fatalf("summary %q", s)
+	}
+	bundles := text(t, ctx, `[data-testid=bundles]`)
+	if !strings.Contains(bundles, "us-east/cpu +200, us-east/disk +100, us-east/ram +800") || !strings.Contains(bundles, "eu-west/cpu +200") {
+		t.Fatalf("bundles %q", bundles)
+	}
+	err = chromedp.Do(ctx,
+		chromedp.SendKeys(chromedp.CSS(`[data-testid=field-limit]`), "9,000"),
+		chromedp.Click(chromedp.CSS(`[data-testid=bid-submit]`)),
+		chromedp.WaitVisible(chromedp.CSS(`[data-testid=flash]`)),
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := text(t, ctx, `[data-testid=orders] tbody tr:nth-child(1)`); !strings.Contains(s, "eu-west/cpu +200, eu-west/disk +100, eu-west/ram +800") || !strings.Contains(s, "us-east/cpu +200") {
+		t.Fatalf("the newest order %q", s)
+	}
+}
+
+// TestBrowserTradingPagesFitNarrowScreens opens the trading pages at 1400 and 400
+// px: none may scroll the whole page sideways (wide tables scroll inside their
+// frame). With CLEARHOUSE_SCREENSHOTS set it saves each page at both widths.
+func TestBrowserTradingPagesFitNarrowScreens(t *testing.T) {
+	app, logins := startDemo(t)
+	base := app.Server.URL()
+	for _, who := range []struct {
+		email string
+		pages []string
+	}{
+		{"member@search.example.com", []string{"/orders/move", "/search?shape=storage-server&count=50", "/orders/new?shape=web-server&count=20&cluster=us-east&cluster=eu-west&step=2", "/help"}},
+		{"owner@storage.example.com", []string{"/orders/offer"}},
+		{"operator@example.com", []string{"/operate/shapes", "/search?q.gpu=8"}},
+	} {
+		ctx := newBrowser(t)
+		signIn(t, ctx, base, who.email, logins[who.email])
+		for _, width := range []int64{1400, 400} {
+			for _, page := range who.pages {
+				err := chromedp.Do(ctx, chromedp.EmulateViewport(width, 900), chromedp.Navigate(base+page), chromedp.WaitVisible(chromedp.CSS(`main h1`)))
+				if err != nil {
+					t.Fatalf("%s as %s: %v", page, who.email, err)
+				}
+				over, err := chromedp.Run(ctx, chromedp.Evaluate[int](`document.documentElement.scrollWidth - window.innerWidth`))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if over > 0 {
+					t.Errorf("%s at %d px as %s: the page is %d px wider than the screen", page, width, who.email, over)
+				}
+				name := strings.NewReplacer("/", "-", "?", "-", "&", "-", "=", "-").Replace(strings.TrimPrefix(page, "/"))
+				if len(name) > 60 {
+					name = name[:60]
+				}
+				screenshot(t, ctx, fmt.Sprintf("w%d-%s", width, name))
+			}
+		}
 	}
 }

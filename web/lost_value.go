@@ -1,0 +1,103 @@
+package web
+
+import (
+	"encoding/csv"
+	"fmt"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/clearhouse/clearhouse"
+	"github.com/clearhouse/clearhouse/fleet"
+	"github.com/clearhouse/clearhouse/templates"
+	"github.com/gin-gonic/gin"
+)
+
+// lostPeriod is the days a lost-value view covers: from and to (inclusive) as
+// YYYY-MM-DD, by default the last 14 days up to today (UTC).
+func (s *Server) lostPeriod(c *gin.Context) (from, to time.Time, err error) {
+	now := s.now().UTC()
+	to = time.Date(now.Year(), now.Month(), now.Day(), 0, 0, 0, 0, time.UTC).AddDate(0, 0, 1)
+	from = to.AddDate(0, 0, -14)
+	if v := c.Query("from"); v != "" {
+		if from, err = time.Parse(time.DateOnly, v); err != nil {
+			return from, to, clearhouse.Errorf(clearhouse.EINVALID, "from: give a date as YYYY-MM-DD")
+		}
+	}
+	if v := c.Query("to"); v != "" {
+		t, err := time.Parse(time.DateOnly, v)
+		if err != nil {
+			return from, to, clearhouse.Errorf(clearhouse.EINVALID, "to: give a date as YYYY-MM-DD")
+		}
+		to = t.AddDate(0, 0, 1)
+	}
+	if !to.After(from) {
+		return from, to, clearhouse.Errorf(clearhouse.EINVALID, "to: the period must end on or after the day it starts")
+	}
+	return from, to, nil
+}
+
+// lostRows are the lost-value rows for the scheduler page, newest day first.
+func lostRows(days []fleet.LostDay) []templates.LostDayRow {
+	out := make([]templates.LostDayRow, 0, len(days))
+	for i := len(days) - 1; i >= 0; i-- {
+		d := days[i]
+		out = append(out, templates.LostDayRow{Day: d.Day.Format(time.DateOnly), Pool: d.Pool, NoRoom: mon(d.NoRoom),
+			PricedOut: mon(d.PricedOut), NotHonoured: mon(d.NotHonoured), Total: mon(d.Total()), Bids: d.Bids})
+	}
+	return out
+}
+
+type apiLostDay struct {
+	Day         string `json:"day"`
+	Pool        string `json:"pool"`
+	NoRoom      string `json:"no_room"`
+	PricedOut   string `json:"priced_out"`
+	NotHonoured string `json:"not_honoured"`
+	Total       string `json:"total"`
+	Bids        int    `json:"bids"`
+}
+
+// apiLostValue is GET /api/v1/lost-value: per pool and day, the value of bids
+// refused (no room, priced out) and of reservations not honoured.
+func (s *Server) apiLostValue(c *gin.Context) {
+	from, to, err := s.lostPeriod(c)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	days, err := s.svc.Reservations.LostByDay(c.Request.Context(), from, to)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	out := []apiLostDay{}
+	for _, d := range days {
+		out = append(out, apiLostDay{Day: d.Day.Format(time.DateOnly), Pool: d.Pool, NoRoom: d.NoRoom.Plain(), PricedOut: d.PricedOut.Plain(),
+			NotHonoured: d.NotHonoured.Plain(), Total: d.Total().Plain(), Bids: d.Bids})
+	}
+	c.JSON(http.StatusOK, gin.H{"from": from.Format(time.DateOnly), "to": to.AddDate(0, 0, -1).Format(time.DateOnly), "days": out})
+}
+
+// lostValueCSV downloads the lost value per pool and day.
+func (s *Server) lostValueCSV(c *gin.Context) {
+	from, to, err := s.lostPeriod(c)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	days, err := s.svc.Reservations.LostByDay(c.Request.Context(), from, to)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	c.Header("Content-Type", "text/csv; charset=utf-8")
+	c.Header("Content-Disposition", fmt.Sprintf(`attachment; filename="lost-value-%s.csv"`, from.Format("20060102")))
+	w := csv.NewWriter(c.Writer)
+	_ = w.Write([]string{"day", "pool", "no_room", "priced_out", "not_honoured", "total", "bids"})
+	for _, d := range days {
+		_ = w.Write([]string{d.Day.Format(time.DateOnly), clearhouse.CSVText(d.Pool), d.NoRoom.CSV(), d.PricedOut.CSV(),
+			d.NotHonoured.CSV(), d.Total().CSV(), strconv.Itoa(d.Bids)})
+	}
+	w.Flush()
+}
