@@ -20,6 +20,9 @@ func orderRows(u exchange.User, vs []exchange.OrderView, biddingOpen bool) []tem
 	rows := make([]templates.OrderRow, 0, len(vs))
 	for _, v := range vs {
 		r := templates.OrderRow{ID: v.ID, Team: v.TeamID, Kind: v.Spec.Kind(), Status: string(v.Status), Created: fmtTime(v.CreatedAt)}
+		if v.AuctionID != nil {
+			r.Auction = *v.AuctionID
+		}
 		if v.Spec.Limit != nil {
 			m := mon(*v.Spec.Limit)
 			r.Limit = &m

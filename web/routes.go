@@ -49,6 +49,9 @@ func (s *Server) routes(e *gin.Engine) {
 	team.GET("/reservations", s.reservationsPage)
 	team.POST("/reservations", s.reserve)
 	team.POST("/reservations/:id/cancel", s.cancelReservation)
+	team.GET("/best-effort", s.bestEffortPage)
+	team.POST("/best-effort", s.submitBestEffort)
+	team.POST("/best-effort/:id/cancel", s.cancelBestEffort)
 
 	own := e.Group("", s.requireRole(owner...))
 	own.POST("/team/threshold", s.setThreshold)
@@ -92,6 +95,8 @@ func (s *Server) routes(e *gin.Engine) {
 	op.POST("/shapes/:id/delete", s.deleteShape)
 	op.GET("/schedule/lost-value.csv", s.lostValueCSV)
 	op.GET("/access", s.accessPage)
+	op.GET("/idle", s.idlePage)
+	op.POST("/idle/:cluster/:resource", s.saveIdleSettings)
 	op.POST("/access/tokens/:id/revoke", s.revokeToken)
 	op.POST("/access/users/:id/sessions/end", s.endUserSessions)
 	op.POST("/access/users/:id/disable", s.disableUser)
