@@ -355,6 +355,9 @@ func (s *Reservations) Tick(ctx context.Context) (PlanTick, error) {
 		if err := s.compactLearned(tx, now); err != nil {
 			return err
 		}
+		if err := s.refitLearned(tx, now); err != nil {
+			return err
+		}
 		vs, err := s.views(tx, tx.Where("status = ?", ReservationAccepted), now)
 		if err != nil {
 			return err
