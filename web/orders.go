@@ -367,12 +367,25 @@ func (s *Server) approvalsPage(c *gin.Context) {
 		s.fail(c, err)
 		return
 	}
-	t, err := s.svc.Market.Team(c.Request.Context(), u.TeamID)
+	ctx := c.Request.Context()
+	t, err := s.svc.Market.Team(ctx, u.TeamID)
 	if err != nil {
 		s.fail(c, err)
 		return
 	}
-	s.render(c, http.StatusOK, templates.ApprovalsPage(s.page(c, "Approvals", "approvals"), mon(ledger.Money(t.ApprovalThreshold)), orderRows(u, vs, open), pg))
+	b, err := s.svc.Market.Ledger().Balance(ctx, ledger.TeamAccount(u.TeamID))
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	rows := orderRows(u, vs, open)
+	for i, v := range vs {
+		rows[i].Requester = s.userEmail(c, v.CreatedBy)
+		m := mon(v.Spec.MaxPayment())
+		rows[i].MaxCost = &m
+	}
+	v := templates.ApprovalsView{Threshold: mon(ledger.Money(t.ApprovalThreshold)), Available: mon(b.Available), Orders: rows, Pager: pg}
+	s.render(c, http.StatusOK, templates.ApprovalsPage(s.page(c, "Approvals", "approvals"), v))
 }
 
 func (s *Server) decideOrder(c *gin.Context) {
