@@ -73,6 +73,7 @@ func (s *Server) routes(e *gin.Engine) {
 	op.POST("/pools", s.addPool)
 	op.POST("/clusters/:id/remove", s.removeCluster)
 	op.POST("/pools/:cluster/:resource/remove", s.removePool)
+	op.POST("/pools/:cluster/:resource/reference", s.setReferencePrice)
 	op.GET("/pools/:cluster/:resource", s.editPoolPage)
 	op.POST("/pools/:cluster/:resource", s.updatePool)
 	op.GET("/curves/:id", s.curvePage)
