@@ -108,7 +108,8 @@ func teamUsers(tx *gorm.DB, teams []string, roles ...Role) (map[string][]User, e
 	return out, nil
 }
 
-// maxOrderLines bounds the orders one settlement message lists.
+// maxOrderLines bounds the orders one settlement message lists; the rest are
+// counted.
 const maxOrderLines = 20
 
 // notifySettled tells every member and owner of each team with an order in the
@@ -119,7 +120,8 @@ func (m *Market) notifySettled(tx *gorm.DB, a Auction, converged bool, views []O
 	type outcome struct {
 		won, lost, rejected int
 		paid, received      int64
-		orders              []string
+		orders              []string // the first maxOrderLines orders' lines
+		more                int      // orders beyond those
 	}
 	byTeam := map[string]*outcome{}
 	get := func(team string) *outcome {
@@ -128,24 +130,31 @@ func (m *Market) notifySettled(tx *gorm.DB, a Auction, converged bool, views []O
 		}
 		return byTeam[team]
 	}
-	specs := map[int64]OrderSpec{}
+	specs := make(map[int64]OrderSpec, len(views))
 	for _, v := range views {
 		specs[v.ID] = v.Spec
+	}
+	say := func(o *outcome, format string, args ...any) {
+		if len(o.orders) >= maxOrderLines {
+			o.more++
+			return
+		}
+		o.orders = append(o.orders, fmt.Sprintf(format, args...))
 	}
 	for _, l := range lines {
 		o := get(l.TeamID)
 		switch {
 		case l.BundleIndex < 0:
 			o.lost++
-			o.orders = append(o.orders, fmt.Sprintf("Order #%d got nothing; its holds were released.", l.OrderID))
+			say(o, "Order #%d got nothing; its holds were released.", l.OrderID)
 		case l.Payment >= 0:
 			o.won++
 			o.paid += l.Payment
-			o.orders = append(o.orders, fmt.Sprintf("Order #%d won %s and paid %s.", l.OrderID, specs[l.OrderID].Bundles[l.BundleIndex], moneyfmt.Cents(l.Payment)))
+			say(o, "Order #%d won %s and paid %s.", l.OrderID, specs[l.OrderID].Bundles[l.BundleIndex], moneyfmt.Cents(l.Payment))
 		default:
 			o.won++
 			o.received -= l.Payment
-			o.orders = append(o.orders, fmt.Sprintf("Order #%d sold %s and received %s.", l.OrderID, specs[l.OrderID].Bundles[l.BundleIndex], moneyfmt.Cents(-l.Payment)))
+			say(o, "Order #%d sold %s and received %s.", l.OrderID, specs[l.OrderID].Bundles[l.BundleIndex], moneyfmt.Cents(-l.Payment))
 		}
 	}
 	if len(rejected) > 0 {
@@ -155,7 +164,7 @@ func (m *Market) notifySettled(tx *gorm.DB, a Auction, converged bool, views []O
 		}
 		for _, o := range os {
 			get(o.TeamID).rejected++
-			get(o.TeamID).orders = append(get(o.TeamID).orders, fmt.Sprintf("Order #%d was still waiting for approval and was rejected; its holds were released.", o.ID))
+			say(get(o.TeamID), "Order #%d was still waiting for approval and was rejected; its holds were released.", o.ID)
 		}
 	}
 	teams := make([]string, 0, len(byTeam))
@@ -177,7 +186,7 @@ func (m *Market) notifySettled(tx *gorm.DB, a Auction, converged bool, views []O
 		var b strings.Builder
 		if !converged {
 			fmt.Fprintf(&b, "Auction #%d did not clear, so nothing was bought or sold; every hold of your team's orders was released.\n\n", a.ID)
-			return message{NoticeAuctionFailed, ref, fmt.Sprintf("Auction #%d did not clear", a.ID), b.String() + orderList(o.orders), fmt.Sprintf("/auctions/%d", a.ID)}
+			return message{NoticeAuctionFailed, ref, fmt.Sprintf("Auction #%d did not clear", a.ID), b.String() + orderList(o.orders, o.more), fmt.Sprintf("/auctions/%d", a.ID)}
 		}
 		fmt.Fprintf(&b, "Auction #%d has settled. Team %s: %d of %d orders won", a.ID, u.TeamID, o.won, o.won+o.lost+o.rejected)
 		if o.paid > 0 {
@@ -188,15 +197,13 @@ func (m *Market) notifySettled(tx *gorm.DB, a Auction, converged bool, views []O
 		}
 		b.WriteString(".\n\n")
 		subject := fmt.Sprintf("Auction #%d settled: %d of %d orders won", a.ID, o.won, o.won+o.lost+o.rejected)
-		return message{NoticeAuctionSettled, ref, subject, b.String() + orderList(o.orders), "/orders"}
+		return message{NoticeAuctionSettled, ref, subject, b.String() + orderList(o.orders, o.more), "/orders"}
 	})
 }
 
-func orderList(lines []string) string {
-	sort.Strings(lines)
-	if len(lines) > maxOrderLines {
-		more := len(lines) - maxOrderLines
-		lines = append(lines[:maxOrderLines:maxOrderLines], fmt.Sprintf("… and %d more; see your orders.", more))
+func orderList(lines []string, more int) string {
+	if more > 0 {
+		lines = append(lines[:len(lines):len(lines)], fmt.Sprintf("… and %d more; see your orders.", more))
 	}
 	return strings.Join(lines, "\n")
 }
