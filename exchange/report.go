@@ -130,8 +130,9 @@ type AuctionStats struct {
 	Auction       Auction
 	Orders, Won   int
 	ShareSettled  float64 // won orders over orders that took part
-	PremiumMedian float64 // (limit - payment) / payment over winning buyers
+	PremiumMedian float64 // bid premium of the winners (eq. 5): buyers (limit - paid) / paid, sellers (received - minimum) / received
 	PremiumMean   float64
+	Prices        map[string]float64 // binding price per pool (dollars per unit)
 	PriceChange   map[string]float64 // relative change against the previous settled auction, per pool
 	Utilization   map[string]float64 // utilization of pools where trades settled
 }
@@ -172,8 +173,11 @@ func figures(a Auction, views []OrderView, lines []SettlementLine, aps []Auction
 		for pool := range v.Spec.Bundles[l.BundleIndex] {
 			settled[pool] = util[pool]
 		}
-		if l.Payment > 0 {
-			premiums = append(premiums, float64(v.Spec.LimitOf(l.BundleIndex))/float64(l.Payment)-1)
+		switch limit := v.Spec.LimitOf(l.BundleIndex); {
+		case l.Payment > 0: // a buyer: how much more it would have paid
+			premiums = append(premiums, float64(limit)/float64(l.Payment)-1)
+		case l.Payment < 0 && limit < 0: // a seller: how much of what it received was above its minimum
+			premiums = append(premiums, 1-float64(limit)/float64(l.Payment))
 		}
 	}
 	if len(premiums) > 0 {
@@ -199,8 +203,9 @@ func recordFigures(tx *gorm.DB, a Auction, views []OrderView, lines []Settlement
 }
 
 // Stats returns the operator's figures for the last n settled auctions, newest
-// first: share of orders settled, winning buyers' bid premium (limit over payment,
-// minus one: how much more they would have paid), each pool's price change against
+// first: share of orders settled, the winners' bid premium (eq. 5 of Stokely et al.:
+// buyers (limit - paid) / paid, sellers (received - minimum) / received), the binding
+// prices, each pool's price change against
 // the previous settled auction, and the utilization of pools where trades settled.
 // The figures of each auction were computed when it settled (or, for an auction
 // settled before they were kept, the first time they are asked for), so the page
@@ -240,11 +245,12 @@ func (m *Market) Stats(ctx context.Context, n int) ([]AuctionStats, error) {
 		if st.Orders > 0 {
 			st.ShareSettled = float64(st.Won) / float64(st.Orders)
 		}
+		now, err := prices(a.ID)
+		if err != nil {
+			return nil, err
+		}
+		st.Prices = now
 		if i+1 < len(as) {
-			now, err := prices(a.ID)
-			if err != nil {
-				return nil, err
-			}
 			prev, err := prices(as[i+1].ID)
 			if err != nil {
 				return nil, err

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/clearhouse/clearhouse"
+	"github.com/clearhouse/clearhouse/ledger"
 	"gorm.io/gorm"
 )
 
@@ -260,4 +261,37 @@ func (s *BestEffort) Tick(ctx context.Context) (BestEffortTick, error) {
 		}
 	}
 	return rep, nil
+}
+
+// Verify checks the best-effort invariants on the database and returns every
+// violation (none when sound): a job's running count equals its running task rows;
+// what an abacus job captured and released equals its hold's parts and never
+// exceeds its budget; a done or cancelled job holds nothing; only a done job was
+// charged.
+func (s *BestEffort) Verify(ctx context.Context) ([]ledger.Violation, error) {
+	return ledger.RunChecks(ctx, s.db.Read, []ledger.Check{
+		{Name: "best-effort job counts its running tasks", Query: `SELECT j.id, j.running, (SELECT COUNT(*) FROM best_effort_tasks t
+			WHERE t.job_id = j.id AND t.status = 'running') AS rows FROM best_effort_jobs j
+			WHERE j.running <> (SELECT COUNT(*) FROM best_effort_tasks t WHERE t.job_id = j.id AND t.status = 'running') ORDER BY j.id`,
+			Describe: func(r map[string]any) string {
+				return fmt.Sprintf("best-effort job %v counts %v running tasks, but %v task rows run", r["id"], r["running"], r["rows"])
+			}},
+		{Name: "best-effort charge matches its hold", Query: `SELECT j.id, j.captured, j.released, h.captured AS hold_captured, h.released AS hold_released
+			FROM best_effort_jobs j JOIN ledger_holds h ON h.id = j.hold_id
+			WHERE j.captured <> h.captured OR j.released <> h.released OR j.captured + j.released > j.budget ORDER BY j.id`,
+			Describe: func(r map[string]any) string {
+				return fmt.Sprintf("best-effort job %v charged %v and released %v, but its hold captured %v and released %v",
+					r["id"], r["captured"], r["released"], r["hold_captured"], r["hold_released"])
+			}},
+		{Name: "finished best-effort job holds nothing", Query: `SELECT j.id, j.status FROM best_effort_jobs j JOIN ledger_holds h ON h.id = j.hold_id
+			WHERE (j.status = 'done' OR (j.status = 'cancelled' AND j.running = 0)) AND h.status = 'active' ORDER BY j.id`,
+			Describe: func(r map[string]any) string {
+				return fmt.Sprintf("best-effort job %v is %v but its hold is still active", r["id"], r["status"])
+			}},
+		{Name: "only a done best-effort job is charged", Query: `SELECT j.id, j.status, j.captured FROM best_effort_jobs j
+			WHERE j.captured > 0 AND j.status <> 'done' ORDER BY j.id`,
+			Describe: func(r map[string]any) string {
+				return fmt.Sprintf("best-effort job %v is %v but was charged %v", r["id"], r["status"], r["captured"])
+			}},
+	})
 }

@@ -7,7 +7,6 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/clearhouse/clearhouse"
 	"github.com/clearhouse/clearhouse/exchange"
 	"github.com/clearhouse/clearhouse/ledger"
 	"github.com/clearhouse/clearhouse/sharing"
@@ -338,10 +337,10 @@ func (s *BestEffort) settleJob(ctx context.Context, tx *gorm.DB, id int64, now t
 		"captured": j.Captured + capture, "released": j.Released + release, "updated_at": now}).Error
 }
 
-// policyFor returns the cluster's policy.
-func (s *BestEffort) policyFor(_ *gorm.DB, ic *IdleCluster, _ sharing.Snapshot) (sharing.Policy, error) {
+// policyFor returns the cluster's policy (running the auction under abacus).
+func (s *BestEffort) policyFor(tx *gorm.DB, ic *IdleCluster, snap sharing.Snapshot) (sharing.Policy, error) {
 	if ic.Policy == PolicyAbacus {
-		return nil, clearhouse.Errorf(clearhouse.EINTERNAL, "the abacus policy is not available yet")
+		return abacusFor(tx, ic, snap)
 	}
 	return sharing.ByName(ic.Policy)
 }

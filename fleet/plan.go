@@ -360,7 +360,7 @@ func (p *plan) currentUsage(v ReservationView, er *scheduler.Reservation, now sc
 // started before the plan's origin are cut to the part from the origin on (they
 // are running and never move).
 func (p *plan) engineReservation(v ReservationView) scheduler.Reservation {
-	er := scheduler.Reservation{ID: v.ID, Owner: v.TeamID, Price: v.Price.Dollars()}
+	er := scheduler.Reservation{ID: v.ID, Owner: v.TeamID, Price: v.Price.Dollars(), Language: scheduler.BidLanguage(v.Language)}
 	if v.Value != nil {
 		er.Value = v.Value.Dollars()
 	}
@@ -373,7 +373,7 @@ func (p *plan) engineReservation(v ReservationView) scheduler.Reservation {
 		if q.EndedAt != nil {
 			endAt, ended = min(max(p.ceil(*q.EndedAt), start), end), true
 		}
-		req := scheduler.Request{Config: q.Config(), Count: q.Count, Duration: dur,
+		req := scheduler.Request{Config: q.Config(), Count: q.Count, Duration: dur, Overhead: q.OverheadByPool(),
 			Arrival: min(max(p.ceil(q.Arrival), 0), start), Deadline: max(p.slot(q.Deadline), end)}
 		if start < 0 {
 			req.Arrival, start = 0, 0
@@ -382,7 +382,7 @@ func (p *plan) engineReservation(v ReservationView) scheduler.Reservation {
 				effective = endAt
 			}
 			if effective <= 0 { // finished before the origin: takes nothing
-				req.Duration, req.Deadline, endAt = 1, max(req.Deadline, 1), 0
+				req.Duration, req.Deadline, endAt, ended = 1, max(req.Deadline, 1), 0, true
 			} else {
 				req.Duration = end
 			}
@@ -393,6 +393,11 @@ func (p *plan) engineReservation(v ReservationView) scheduler.Reservation {
 	}
 	if !ended {
 		er.Ended = nil
+	}
+	if er.Language == scheduler.BidOrderNoGap && len(er.Starts) > 0 && er.Starts[0] == 0 && p.slot(*v.Requests[0].StartAt) < 0 {
+		// Its train started before the origin and was cut there: it is kept in order
+		// (its running requests are fixed) but can no longer be checked gap by gap.
+		er.Language = scheduler.BidOrder
 	}
 	for i, q := range v.Requests {
 		if q.Unused > 0 {

@@ -10,6 +10,7 @@ import (
 	"github.com/clearhouse/clearhouse/exchange"
 	"github.com/clearhouse/clearhouse/fleet"
 	"github.com/clearhouse/clearhouse/ledger"
+	"github.com/clearhouse/clearhouse/store"
 	"github.com/clearhouse/clearhouse/store/storetest"
 	"golang.org/x/crypto/bcrypt"
 )
@@ -17,6 +18,12 @@ import (
 // busyPlan is a plan with n accepted reservations from 50 teams over 10 pools of
 // one cluster, spread over the next two days, half inside the teams' quota.
 func busyPlan(b *testing.B, n int) (*exchange.Market, *fleet.Reservations, []exchange.User, *storetest.Clock) {
+	b.Helper()
+	_, m, r, users, clock := busyPlanOn(b, n)
+	return m, r, users, clock
+}
+
+func busyPlanOn(b *testing.B, n int) (*store.DB, *exchange.Market, *fleet.Reservations, []exchange.User, *storetest.Clock) {
 	b.Helper()
 	ctx := context.Background()
 	db := storetest.New(b)
@@ -61,7 +68,7 @@ func busyPlan(b *testing.B, n int) (*exchange.Market, *fleet.Reservations, []exc
 			b.Fatalf("reservation %d: %s", i, v.Note)
 		}
 	}
-	return m, r, users, clock
+	return db, m, r, users, clock
 }
 
 // BenchmarkPlanRebuild is what a server pays, once, after a settlement, an offer
@@ -102,4 +109,38 @@ func BenchmarkReserve(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N)/1000, "ms/reservation")
+}
+
+// BenchmarkRestartWithLearnedPredictors is a server's first quote after a start,
+// with 1,000 accepted reservations: the plan rebuilt and the learned predictors
+// brought up to date, from a log of the 1,000 bids (log), or from the snapshot
+// the daily tick folded them into (snapshot; its size is reported).
+func BenchmarkRestartWithLearnedPredictors(b *testing.B) {
+	for _, from := range []string{"log", "snapshot"} {
+		b.Run("from="+from, func(b *testing.B) {
+			db, _, r, users, clock := busyPlanOn(b, 1000)
+			ctx := context.Background()
+			if from == "snapshot" {
+				clock.Advance(25 * time.Hour)
+				if _, err := r.Tick(ctx); err != nil {
+					b.Fatal(err)
+				}
+			}
+			var size int64
+			if err := db.Read.Raw("SELECT LENGTH(state) FROM predictor_state WHERE id = 1").Scan(&size).Error; err != nil {
+				b.Fatal(err)
+			}
+			d := fleet.Definition{Requests: []fleet.RequestSpec{{Configuration: map[string]int64{"big/r3": 4}, Count: 10, Duration: time.Hour,
+				Arrival: clock.Now(), Deadline: clock.Now().Add(6 * time.Hour)}}}
+			b.ResetTimer()
+			for range b.N {
+				fresh := fleet.NewReservations(db, ledger.New(db, clock.Now), clock.Now, fleet.DefaultPlanConfig)
+				if _, err := fresh.Quote(ctx, users[0], d); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Milliseconds())/float64(b.N), "ms/first-quote")
+			b.ReportMetric(float64(size)/1024, "snapshot-KiB")
+		})
+	}
 }

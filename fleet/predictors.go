@@ -26,6 +26,13 @@ import (
 // The log is folded into the snapshot (compactLearned) by the plan's tick once it
 // holds compactAfter observations or a day has passed, so the database keeps a
 // snapshot and at most about a day of observations.
+//
+// The LP-based predictor learns every bid but never refits inline (a refit solves
+// the allocation of a week of bids: about a second on 10,000): the tick refits it
+// when a refit is due (refitLearned) and records that in the log as a demand with
+// no requests, so every server's copy refits at the same point of the log, and
+// folds the log into the snapshot at once, so other servers load the solved model
+// instead of solving it again.
 
 // compactAfter is how many observations the log holds before the tick folds them
 // into the snapshot.
@@ -68,6 +75,7 @@ type learned struct {
 	fractional *scheduler.Fractional
 	upto       int64 // the last observation applied
 	pending    []PredictorObservation
+	fresh      int // bids applied since the LP-based predictor's last refit (or the restore)
 }
 
 // apply teaches both predictors one observation.
@@ -78,8 +86,14 @@ func (l *learned) apply(o PredictorObservation) error {
 		if err := json.Unmarshal([]byte(o.Body), &d); err != nil {
 			return fmt.Errorf("predictor observation %d: %w", o.ID, err)
 		}
+		if len(d.Requests) == 0 { // the tick's refit of the LP-based predictor
+			l.fractional.Refit(d.Now)
+			l.fresh = 0
+			return nil
+		}
 		l.seasonal.Observe(d)
 		l.fractional.Observe(d)
+		l.fresh++
 	case "use":
 		var u scheduler.Use
 		if err := json.Unmarshal([]byte(o.Body), &u); err != nil {
@@ -135,6 +149,7 @@ func (s *Reservations) restoreLearned(tx *gorm.DB, row predictorStateRow, now ti
 		}
 		secs := int(s.cfg.Slot / time.Second)
 		l.seasonal, l.fractional = scheduler.NewSeasonal(secs), scheduler.NewFractional(secs, capacity)
+		l.fractional.Inline = false
 		st, err := l.state()
 		if err != nil {
 			return nil, err
@@ -159,7 +174,23 @@ func (s *Reservations) restoreLearned(tx *gorm.DB, row predictorStateRow, now ti
 	if !ok1 || !ok2 {
 		return nil, fmt.Errorf("predictor state: kinds %s and %s are not seasonal and fractional", st.Seasonal.Kind, st.Fractional.Kind)
 	}
+	l.fractional.Inline = false
 	return l, nil
+}
+
+// refitLearned refits the LP-based predictor when a refit is due, inside the
+// tick's transaction after syncLearned: the refit is recorded and stored at once
+// and the log folded into the snapshot.
+func (s *Reservations) refitLearned(tx *gorm.DB, now time.Time) error {
+	at := s.absSlot(now)
+	if s.learn == nil || s.learn.fresh == 0 || !s.learn.fractional.RefitDue(at) {
+		return nil
+	}
+	s.learn.record("demand", scheduler.Demand{Now: at}, now)
+	if err := s.flushLearned(tx); err != nil {
+		return err
+	}
+	return s.foldLearned(tx, now)
 }
 
 // syncLearned brings the server's predictors up to date with the database, inside
@@ -221,6 +252,11 @@ func (s *Reservations) compactLearned(tx *gorm.DB, now time.Time) error {
 	if n <= 0 || (n < compactAfter && now.Sub(row.UpdatedAt) < 24*time.Hour) {
 		return nil
 	}
+	return s.foldLearned(tx, now)
+}
+
+// foldLearned stores the predictors as the snapshot and drops the log it covers.
+func (s *Reservations) foldLearned(tx *gorm.DB, now time.Time) error {
 	st, err := s.learn.state()
 	if err != nil {
 		return err

@@ -2,11 +2,13 @@ package fleet_test
 
 import (
 	"context"
+	"encoding/json"
 	"testing"
 	"time"
 
 	"github.com/clearhouse/clearhouse/fleet"
 	"github.com/clearhouse/clearhouse/ledger"
+	"github.com/clearhouse/clearhouse/scheduler"
 	"github.com/clearhouse/clearhouse/store"
 	"github.com/clearhouse/clearhouse/store/storetest"
 )
@@ -37,7 +39,12 @@ func (pl *planned) learnSome(t *testing.T, r *fleet.Reservations) {
 // next three.
 func (pl *planned) quoteRAM(t *testing.T, r *fleet.Reservations) ledger.Money {
 	t.Helper()
-	q, err := r.Quote(context.Background(), pl.Users["member@ml"], pl.job("us-east/ram", 200, time.Hour, time.Hour, 4*time.Hour, 0))
+	return pl.quoteRAMUnits(t, r, 200)
+}
+
+func (pl *planned) quoteRAMUnits(t *testing.T, r *fleet.Reservations, units int64) ledger.Money {
+	t.Helper()
+	q, err := r.Quote(context.Background(), pl.Users["member@ml"], pl.job("us-east/ram", units, time.Hour, time.Hour, 4*time.Hour, 0))
 	if err != nil || !q.Feasible {
 		t.Fatalf("quote: %+v %v", q, err)
 	}
@@ -104,6 +111,40 @@ func TestLearnedPredictorsSurviveARestart(t *testing.T) {
 		pl.learnSome(t, again)
 		if a, b := pl.quoteRAM(t, pl.r), pl.quoteRAM(t, again); a != b {
 			t.Fatalf("after learning from the snapshot: %s and %s", a, b)
+		}
+	})
+}
+
+// The LP-based predictor is refit by the tick, never in a request, and every server
+// sharing the database loads the same solved model.
+func TestTheLPPredictorIsRefitByTheTickAndShared(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		pl := newPlanned(t, db)
+		ctx := context.Background()
+		if _, err := pl.r.SetPolicy(ctx, fleet.PricingPolicy{PoolID: "us-east/ram", Algorithm: "econ", Predictor: "fractional", UnitPrice: 347}); err != nil {
+			t.Fatal(err)
+		}
+		other := fleet.NewReservations(db, pl.L, pl.Clock.Now, fleet.DefaultPlanConfig)
+		pl.learnSome(t, pl.r)
+		// The tick refitted it and folded the log: the snapshot holds the solved model.
+		var raw string
+		if err := db.Read.Raw("SELECT state FROM predictor_state WHERE id = 1").Scan(&raw).Error; err != nil {
+			t.Fatal(err)
+		}
+		var st struct{ Fractional scheduler.PredictorState }
+		if err := json.Unmarshal([]byte(raw), &st); err != nil || st.Fractional.Fractional == nil {
+			t.Fatalf("snapshot: %v", err)
+		}
+		if f := st.Fractional.Fractional; !f.Refitted || f.RefitN == 0 || f.Model == nil || f.Inline {
+			t.Fatalf("the LP predictor in the snapshot: refitted %v on %d bids, model %v, inline %v", f.Refitted, f.RefitN, f.Model != nil, f.Inline)
+		}
+		mine, theirs := pl.quoteRAMUnits(t, pl.r, 390), pl.quoteRAMUnits(t, other, 390)
+		if mine != theirs {
+			t.Fatalf("servers quote differently with the LP predictor: %s and %s", mine, theirs)
+		}
+		restarted := fleet.NewReservations(db, pl.L, pl.Clock.Now, fleet.DefaultPlanConfig)
+		if got := pl.quoteRAMUnits(t, restarted, 390); got != mine {
+			t.Fatalf("after a restart: %s, before %s", got, mine)
 		}
 	})
 }

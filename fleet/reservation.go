@@ -113,21 +113,41 @@ func (r ReservationRequest) End() time.Time {
 	return end
 }
 
-// RequestSpec is one request of a definition, as teams enter it.
+// RequestSpec is one request of a definition, as teams enter it. Overhead is
+// what the job takes beyond Count times its configuration (ERA section 2.2: an
+// application master, a machine's system share): units per pool, whatever the
+// count, in every slot it runs. The plan reserves and prices it.
 type RequestSpec struct {
 	Configuration map[string]int64 // units per pool, all in one cluster
 	Count         int64
 	Duration      time.Duration
 	Arrival       time.Time
 	Deadline      time.Time
+	Overhead      map[string]int64
 }
 
-// Definition is what a team submits: requests that must all be granted, and the
-// most it will pay for them (Value, positive).
+// Languages a definition may combine its requests by, as YARN's reservation
+// definition language does: ALL (every request, in any order; the default), ANY
+// (exactly one, the one the scheduler prices lowest), ORDER (every request, each
+// starting no earlier than the one before it ends: "map, then reduce") and
+// ORDER_NO_GAP (ORDER with each starting exactly when the one before ends).
+var Languages = []string{"ALL", "ANY", "ORDER", "ORDER_NO_GAP"}
+
+// Definition is what a team submits: requests combined by Language (ALL when
+// empty), and the most it will pay for them (Value, positive).
 type Definition struct {
 	Team     string
 	Value    ledger.Money
+	Language string
 	Requests []RequestSpec
+}
+
+// language is the definition's language, ALL when it names none.
+func (d Definition) language() string {
+	if d.Language == "" {
+		return "ALL"
+	}
+	return d.Language
 }
 
 // Cluster is the one cluster the definition's pools are in ("" when none).
@@ -157,6 +177,9 @@ func (d Definition) Validate(now time.Time, slot, horizon time.Duration, needVal
 	if len(d.Requests) > 100 {
 		return bad("requests", "at most 100 requests")
 	}
+	if !slices.Contains(Languages, d.language()) {
+		return bad("language", "%q is not ALL, ANY, ORDER or ORDER_NO_GAP", d.Language)
+	}
 	cluster := ""
 	for i, r := range d.Requests {
 		field := func(f string) string { return fmt.Sprintf("requests[%d].%s", i, f) }
@@ -174,6 +197,17 @@ func (d Definition) Validate(now time.Time, slot, horizon time.Duration, needVal
 			cluster = c
 			if u := r.Configuration[p]; u <= 0 || u > 1<<31 {
 				return bad(field("configuration"), "units of %s must be a positive whole number", p)
+			}
+		}
+		for _, p := range slices.Sorted(maps.Keys(r.Overhead)) {
+			c, res, ok := strings.Cut(p, "/")
+			switch u := r.Overhead[p]; {
+			case !ok || c == "" || res == "":
+				return bad(field("overhead"), "%q is not a pool id (cluster/resource)", p)
+			case c != cluster:
+				return bad(field("overhead"), "%s is not in cluster %s, where the request runs", p, cluster)
+			case u < 0 || u > 1<<31:
+				return bad(field("overhead"), "units of %s must be a whole number, at least 0", p)
 			}
 		}
 		switch {
@@ -210,10 +244,18 @@ func (d Definition) Validate(now time.Time, slot, horizon time.Duration, needVal
 func (d Definition) digest() string {
 	h := sha256.New()
 	fmt.Fprintf(h, "%s\x00%d", d.Team, d.Value)
+	if d.language() != "ALL" { // definitions without a language keep the digests they had
+		fmt.Fprintf(h, "\x00language=%s", d.language())
+	}
 	for _, r := range d.Requests {
 		fmt.Fprintf(h, "\x00%d\x00%d\x00%s\x00%s", r.Count, r.Duration, r.Arrival.UTC().Format(time.RFC3339Nano), r.Deadline.UTC().Format(time.RFC3339Nano))
 		for _, p := range slices.Sorted(maps.Keys(r.Configuration)) {
 			fmt.Fprintf(h, "\x00%s=%d", p, r.Configuration[p])
+		}
+		for _, p := range slices.Sorted(maps.Keys(r.Overhead)) {
+			if r.Overhead[p] != 0 {
+				fmt.Fprintf(h, "\x00overhead:%s=%d", p, r.Overhead[p])
+			}
 		}
 	}
 	return hex.EncodeToString(h.Sum(nil))

@@ -18,7 +18,7 @@ func quotaInUse(tx *gorm.DB, team, pool string, quota int64, now time.Time) (int
 	}
 	var reqs []ReservationRequest
 	err := tx.Where(`reservation_id IN (SELECT id FROM reservations WHERE team_id = ? AND status = ?)
-		AND start_at IS NOT NULL AND configuration LIKE ?`, team, ReservationAccepted, "%\""+pool+"\"%").Find(&reqs).Error
+		AND start_at IS NOT NULL AND (configuration LIKE ? OR overhead LIKE ?)`, team, ReservationAccepted, "%\""+pool+"\"%", "%\""+pool+"\"%").Find(&reqs).Error
 	if err != nil {
 		return 0, err
 	}
@@ -28,7 +28,7 @@ func quotaInUse(tx *gorm.DB, team, pool string, quota int64, now time.Time) (int
 	}
 	var evs []event
 	for _, q := range reqs {
-		units := q.Config()[pool] * q.Count
+		units := q.Config()[pool]*q.Count + q.OverheadByPool()[pool]
 		end := q.End()
 		if units <= 0 || !end.After(now) {
 			continue

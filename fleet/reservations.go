@@ -144,7 +144,7 @@ func (p *plan) requests(d Definition, now time.Time) []scheduler.Request {
 		// A window open since the current slot began may start in it; otherwise the
 		// arrival is rounded up to a slot boundary, so no start precedes it.
 		arrival := max(p.slot(now), p.ceil(r.Arrival))
-		out[i] = scheduler.Request{Config: scheduler.Config(r.Configuration), Count: r.Count,
+		out[i] = scheduler.Request{Config: scheduler.Config(r.Configuration), Count: r.Count, Overhead: scheduler.Config(r.Overhead),
 			Duration: scheduler.Slot(ceilDiv(r.Duration, p.slotLen)), Arrival: arrival, Deadline: p.slot(r.Deadline)}
 	}
 	return out
@@ -155,24 +155,30 @@ func (p *plan) requests(d Definition, now time.Time) []scheduler.Request {
 // records why. v is updated in place.
 func (s *Reservations) place(ctx context.Context, tx *gorm.DB, p *plan, now time.Time, v *ReservationView, d Definition, holdKey string) error {
 	reqs := p.requests(d, now)
-	bid := scheduler.Bid{ID: v.ID, Owner: v.TeamID, Requests: reqs, Value: d.Value.Dollars()}
+	lang := scheduler.BidLanguage(d.language())
+	bid := scheduler.Bid{ID: v.ID, Owner: v.TeamID, Requests: reqs, Value: d.Value.Dollars(), Language: lang}
 	er, accepted, err := p.eng.MakeReservation(p.slot(now), bid)
 	if err != nil {
 		return err
 	}
 	cluster := d.Cluster()
 	v.Status, v.Note, v.Price, v.HoldID, v.Captured, v.Released = ReservationRejected, "", 0, nil, 0, 0
-	charges := make([]ledger.Money, len(reqs))
+	specs := d.Requests
+	if accepted && lang == scheduler.BidAny {
+		specs = specs[er.Chosen : er.Chosen+1] // the reservation holds the one the scheduler chose
+	}
+	charges := make([]ledger.Money, len(specs))
 	if !accepted {
-		if o, ok, _ := p.eng.QuoteFor(p.slot(now), v.TeamID, reqs); !ok {
+		bid.ID, bid.Value = 0, 0
+		if o, ok, _ := p.eng.QuoteBid(p.slot(now), bid); !ok {
 			v.Note = "no room for it in its windows"
 		} else {
 			v.Note = fmt.Sprintf("its value %s does not cover the price %s", d.Value, moneyOf(o.Price))
 		}
 	} else {
 		v.Status, v.Price = ReservationAccepted, min(moneyOf(er.Price), d.Value)
-		weights := make([]int64, len(reqs))
-		for i := range reqs {
+		weights := make([]int64, len(er.Requests))
+		for i := range er.Requests {
 			weights[i] = er.SharedUnitSlots(i)
 		}
 		charges = splitCharge(v.Price, weights)
@@ -184,10 +190,14 @@ func (s *Reservations) place(ctx context.Context, tx *gorm.DB, p *plan, now time
 			v.HoldID = &h.ID
 		}
 	}
-	for i, r := range d.Requests {
+	for i, r := range specs {
 		row := ReservationRequest{ReservationID: v.ID, Idx: i, Configuration: configJSON(r.Configuration), Count: r.Count,
 			Duration: int64(time.Duration(ceilDiv(r.Duration, s.cfg.Slot)) * s.cfg.Slot / time.Second),
 			Arrival:  r.Arrival.UTC(), Deadline: r.Deadline.UTC(), Charge: charges[i]}
+		if len(r.Overhead) > 0 {
+			o := configJSON(r.Overhead)
+			row.Overhead = &o
+		}
 		if accepted {
 			at := p.at(er.Starts[i])
 			row.StartAt = &at
@@ -199,7 +209,8 @@ func (s *Reservations) place(ctx context.Context, tx *gorm.DB, p *plan, now time
 	value := d.Value
 	return tx.Model(&Reservation{}).Where("id = ?", v.ID).Updates(map[string]any{
 		"status": v.Status, "note": v.Note, "cluster_id": cluster, "value": value, "price": v.Price,
-		"hold_id": v.HoldID, "captured": 0, "released": 0, "digest": d.digest(), "updated_at": now, "decided_at": now}).Error
+		"hold_id": v.HoldID, "captured": 0, "released": 0, "digest": d.digest(), "updated_at": now, "decided_at": now,
+		"language": d.language()}).Error
 }
 
 // moneyOf rounds engine dollars to money (never negative).
@@ -234,12 +245,15 @@ func (s *Reservations) Cancel(ctx context.Context, by exchange.User, id int64) e
 }
 
 // Quote is what the scheduler would charge for a definition now and where it would
-// place its requests, without committing anything.
+// place its requests, without committing anything. For an ANY definition Starts
+// and Ends are those of the request the scheduler would choose, Chosen (its index;
+// 0 otherwise).
 type Quote struct {
 	Feasible bool
 	Price    ledger.Money
 	Starts   []time.Time
 	Ends     []time.Time
+	Chosen   int
 }
 
 // Quote prices a definition for by's team without its value. EINVALID names the
@@ -251,11 +265,15 @@ func (s *Reservations) Quote(ctx context.Context, by exchange.User, d Definition
 	var q Quote
 	err := s.read(ctx, func(p *plan, now time.Time) error {
 		reqs := p.requests(d, now)
-		o, ok, err := p.eng.QuoteFor(p.slot(now), d.Team, reqs)
+		lang := scheduler.BidLanguage(d.language())
+		o, ok, err := p.eng.QuoteBid(p.slot(now), scheduler.Bid{Owner: d.Team, Requests: reqs, Language: lang})
 		if err != nil || !ok {
 			return err
 		}
 		q.Feasible, q.Price = true, moneyOf(o.Price)
+		if lang == scheduler.BidAny {
+			q.Chosen, reqs = o.Chosen, reqs[o.Chosen:o.Chosen+1]
+		}
 		for i, st := range o.Starts {
 			q.Starts = append(q.Starts, p.at(st))
 			q.Ends = append(q.Ends, p.at(st+reqs[i].Duration))
@@ -335,6 +353,9 @@ func (s *Reservations) Tick(ctx context.Context) (PlanTick, error) {
 	err := s.refresh(ctx, func(tx *gorm.DB, p *plan, now time.Time) error {
 		// Fold the predictors' log first: the snapshot must not hold what this tick records.
 		if err := s.compactLearned(tx, now); err != nil {
+			return err
+		}
+		if err := s.refitLearned(tx, now); err != nil {
 			return err
 		}
 		vs, err := s.views(tx, tx.Where("status = ?", ReservationAccepted), now)

@@ -26,6 +26,7 @@ type LineChart struct {
 	FormatX       func(float64) string // tick labels; default: compact number
 	FormatY       func(float64) string
 	YFromZero     bool      // include zero on the y axis
+	LogY          bool      // logarithmic y axis (cheap and dear series both show movement); y <= 0 is not drawn
 	Markers       []float64 // vertical dashed lines at these x values
 	Width, Height int       // viewBox size; default 720 x 280
 	EmptyText     string    // said instead of the chart when there is nothing to draw; default "No data yet."
@@ -40,6 +41,7 @@ type chartGeom struct {
 	Markers                []float64
 	Empty                  bool
 	minX, maxX, minY, maxY float64
+	log                    bool // minY, maxY and y() are in log10 units
 }
 
 type tick struct {
@@ -49,26 +51,32 @@ type tick struct {
 
 type chartLine struct {
 	Name, Path, Color string
-	LegendX           float64
+	Dash              string // stroke-dasharray, so series beyond the palette stay distinct
 }
+
+// dashes tell apart series that share a colour: the first eight are solid.
+var dashes = []string{"", "6 3", "2 3", "8 3 2 3"}
 
 // palette is colour-blind safe (Okabe-Ito).
 var palette = []string{"#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000", "#F0E442"}
 
 func (ch LineChart) layout() chartGeom {
-	g := chartGeom{W: ch.Width, H: ch.Height}
+	g := chartGeom{W: ch.Width, H: ch.Height, log: ch.LogY}
 	if g.W == 0 {
-		g.W = 720
+		g.W = 640
 	}
 	if g.H == 0 {
-		g.H = 280
+		g.H = 300
 	}
-	g.Left, g.Right, g.Top, g.Bot = 64, float64(g.W)-16, 28, float64(g.H)-40
+	g.Left, g.Right, g.Top, g.Bot = 64, float64(g.W)-16, 24, float64(g.H)-44
 	first := true
 	for _, s := range ch.Series {
 		for _, p := range s.Points {
-			if math.IsNaN(p.X) || math.IsNaN(p.Y) || math.IsInf(p.X, 0) || math.IsInf(p.Y, 0) {
+			if !g.drawable(p) {
 				continue
+			}
+			if g.log {
+				p.Y = math.Log10(p.Y)
 			}
 			if first {
 				g.minX, g.maxX, g.minY, g.maxY = p.X, p.X, p.Y, p.Y
@@ -82,11 +90,17 @@ func (ch LineChart) layout() chartGeom {
 		g.Empty = true
 		return g
 	}
-	if ch.YFromZero {
+	if ch.YFromZero && !g.log {
 		g.minY, g.maxY = math.Min(0, g.minY), math.Max(0, g.maxY)
 	}
-	ys := niceTicks(g.minY, g.maxY, 5)
-	g.minY, g.maxY = ys[0], ys[len(ys)-1]
+	var ys []float64
+	if g.log {
+		ys = logTicks(g.minY, g.maxY)
+		g.minY, g.maxY = math.Log10(ys[0]), math.Log10(ys[len(ys)-1])
+	} else {
+		ys = niceTicks(g.minY, g.maxY, 5)
+		g.minY, g.maxY = ys[0], ys[len(ys)-1]
+	}
 	if g.maxX == g.minX {
 		g.minX, g.maxX = g.minX-1, g.maxX+1
 	}
@@ -98,7 +112,7 @@ func (ch LineChart) layout() chartGeom {
 		fy = compactNumber
 	}
 	for _, v := range ys {
-		g.YTicks = append(g.YTicks, tick{g.y(v), fy(v)})
+		g.YTicks = append(g.YTicks, tick{g.yOf(v), fy(v)})
 	}
 	for _, v := range niceTicks(g.minX, g.maxX, 6) {
 		if v >= g.minX && v <= g.maxX {
@@ -110,12 +124,64 @@ func (ch LineChart) layout() chartGeom {
 			g.Markers = append(g.Markers, g.x(m))
 		}
 	}
-	lx := g.Left
 	for i, s := range ch.Series {
-		g.Lines = append(g.Lines, chartLine{Name: s.Name, Path: g.path(s), Color: palette[i%len(palette)], LegendX: lx})
-		lx += 18 + 7*float64(len(s.Name)) + 16
+		g.Lines = append(g.Lines, chartLine{Name: s.Name, Path: g.path(s), Color: palette[i%len(palette)],
+			Dash: dashes[(i/len(palette))%len(dashes)]})
 	}
 	return g
+}
+
+// drawable reports whether a point can be placed: finite, and positive on a log axis.
+func (g chartGeom) drawable(p Point) bool {
+	if math.IsNaN(p.X) || math.IsNaN(p.Y) || math.IsInf(p.X, 0) || math.IsInf(p.Y, 0) {
+		return false
+	}
+	return !g.log || p.Y > 0
+}
+
+// yOf places a data value (not yet in log units) on the y axis.
+func (g chartGeom) yOf(v float64) float64 {
+	if g.log {
+		return g.y(math.Log10(v))
+	}
+	return g.y(v)
+}
+
+// logTicks returns round values (1, 2, 5 times powers of ten; only powers of ten
+// over many decades) covering [10^lo, 10^hi].
+func logTicks(lo, hi float64) []float64 {
+	a, b := math.Floor(lo), math.Ceil(hi)
+	if b <= a {
+		b = a + 1
+	}
+	steps := []float64{1, 2, 5}
+	if b-a > 3 {
+		steps = []float64{1}
+	}
+	var ticks []float64
+	for e := a; e <= b; e++ {
+		for _, m := range steps {
+			v := m * math.Pow(10, e)
+			l := math.Log10(v)
+			if l > b+1e-9 {
+				break
+			}
+			// keep the ticks that cover the data: the last at or below lo onwards
+			ticks = append(ticks, v)
+		}
+	}
+	first, last := 0, len(ticks)-1
+	for i, v := range ticks {
+		if math.Log10(v) <= lo+1e-9 {
+			first = i
+		}
+	}
+	for i := len(ticks) - 1; i >= 0; i-- {
+		if math.Log10(ticks[i]) >= hi-1e-9 {
+			last = i
+		}
+	}
+	return ticks[first : last+1]
 }
 
 func (g chartGeom) x(v float64) float64 {
@@ -132,10 +198,10 @@ func (g chartGeom) y(v float64) float64 {
 func (g chartGeom) path(s Series) string {
 	out := make([]byte, 0, 16*len(s.Points))
 	for i, p := range s.Points {
-		if math.IsNaN(p.X) || math.IsNaN(p.Y) || math.IsInf(p.X, 0) || math.IsInf(p.Y, 0) {
+		if !g.drawable(p) {
 			continue
 		}
-		x, y := g.x(p.X), g.y(p.Y)
+		x, y := g.x(p.X), g.yOf(p.Y)
 		switch {
 		case len(out) == 0:
 			out = fmt.Appendf(out, "M%.1f %.1f", x, y)

@@ -3,6 +3,7 @@ package templates
 import (
 	"bytes"
 	"context"
+	"math"
 	"strings"
 	"testing"
 
@@ -71,5 +72,56 @@ func TestChartEscapesNamesAndHandlesNoData(t *testing.T) {
 	}
 	if !strings.Contains(buf.String(), "No data yet.") || strings.Contains(buf.String(), "<svg") {
 		t.Fatal("empty chart should say there is no data and draw no SVG")
+	}
+}
+
+func TestLogAxisShowsCheapAndDearSeries(t *testing.T) {
+	ch := LineChart{LogY: true, Series: []Series{
+		{Name: "ram", Points: []Point{{1, 0.2}, {2, 0.3}}},
+		{Name: "gpu", Points: []Point{{1, 200}, {2, 300}}},
+		{Name: "bad", Points: []Point{{1, 0}, {2, -1}}},
+	}}
+	g := ch.layout()
+	// On a log axis the cheap series moves as far up the plot as the dear one.
+	ram := g.yOf(0.2) - g.yOf(0.3)
+	gpu := g.yOf(200) - g.yOf(300)
+	if ram < 1 || math.Abs(ram-gpu) > 0.01 {
+		t.Fatalf("ram moves %.2f, gpu %.2f: want the same visible move", ram, gpu)
+	}
+	if g.YTicks[0].Label != "0.1" || g.YTicks[len(g.YTicks)-1].Label != "1000" {
+		t.Fatalf("log ticks %v", g.YTicks)
+	}
+	if g.Lines[2].Path != "" {
+		t.Fatalf("non-positive values drawn on a log axis: %q", g.Lines[2].Path)
+	}
+}
+
+func TestEveryOfManySeriesIsDrawnAndTold(t *testing.T) {
+	ch := LineChart{ID: "many"}
+	for i := range 12 {
+		ch.Series = append(ch.Series, Series{Name: "pool-" + itoa(i), Points: []Point{{0, float64(i)}, {1, float64(i + 1)}}})
+	}
+	var buf bytes.Buffer
+	if err := Chart(ch).Render(context.Background(), &buf); err != nil {
+		t.Fatal(err)
+	}
+	html := buf.String()
+	if n := strings.Count(html, `class="series"`); n != 12 {
+		t.Fatalf("%d of 12 series drawn", n)
+	}
+	legend := html[strings.Index(html, `data-testid="chart-legend"`):]
+	for i := range 12 {
+		if !strings.Contains(legend, "pool-"+itoa(i)) {
+			t.Fatalf("pool-%d missing from the legend", i)
+		}
+	}
+	g := ch.layout()
+	seen := map[string]bool{}
+	for _, l := range g.Lines {
+		key := l.Color + "|" + l.Dash
+		if seen[key] {
+			t.Fatalf("two series drawn alike: %s", key)
+		}
+		seen[key] = true
 	}
 }

@@ -110,3 +110,11 @@ func closeOrdersText(v CloseConfirm) string {
 	}
 	return itoa(v.Open) + more + " orders take part."
 }
+
+// unitSuffix is " per GiB" after a price, or nothing without a unit.
+func unitSuffix(unit string) string {
+	if unit == "" {
+		return ""
+	}
+	return " per " + unit
+}

@@ -52,6 +52,7 @@ func Nav(v *Viewer) []NavItem {
 		items = append(items,
 			NavItem{"orders", "Orders", "/orders"},
 			NavItem{"reservations", "Reservations", "/reservations"},
+			NavItem{"best-effort", "Best effort", "/best-effort"},
 			NavItem{"team", "Team", "/team"})
 	}
 	if v.Can("owner") {
@@ -63,7 +64,7 @@ func Nav(v *Viewer) []NavItem {
 	if v.Can("operator") {
 		items = append(items, NavItem{"operate", "Operate", "/operate"}, NavItem{"schedule", "Scheduler", "/operate/schedule"},
 			NavItem{"shapes", "Shapes", "/operate/shapes"},
-			NavItem{"access", "Access", "/operate/access"})
+			NavItem{"access", "Access", "/operate/access"}, NavItem{"idle", "Idle capacity", "/operate/idle"})
 	}
 	return items
 }

@@ -24,6 +24,7 @@ type apiDefinition struct {
 	ID       int64             `json:"id,omitempty"`
 	Team     string            `json:"team,omitempty"`
 	Value    json.RawMessage   `json:"value,omitempty"`
+	Language string            `json:"language,omitempty"` // ALL (default), ANY, ORDER or ORDER_NO_GAP
 	Requests []apiRequestInput `json:"requests"`
 }
 
@@ -33,12 +34,13 @@ type apiRequestInput struct {
 	Duration      string           `json:"duration"`
 	Arrival       string           `json:"arrival"`
 	Deadline      string           `json:"deadline"`
+	Overhead      map[string]int64 `json:"overhead,omitempty"`
 }
 
 // definition converts the body to the domain's definition, naming the field of a
 // malformed value, duration or time.
 func (b apiDefinition) definition(needValue bool) (fleet.Definition, error) {
-	d := fleet.Definition{Team: b.Team}
+	d := fleet.Definition{Team: b.Team, Language: b.Language}
 	if len(b.Value) > 0 || needValue {
 		raw := string(bytes.TrimSpace(b.Value))
 		var str string
@@ -52,7 +54,7 @@ func (b apiDefinition) definition(needValue bool) (fleet.Definition, error) {
 		d.Value = v
 	}
 	for i, r := range b.Requests {
-		rs := fleet.RequestSpec{Configuration: r.Configuration, Count: r.Count}
+		rs := fleet.RequestSpec{Configuration: r.Configuration, Count: r.Count, Overhead: r.Overhead}
 		var err error
 		if rs.Duration, err = time.ParseDuration(r.Duration); err != nil {
 			return d, clearhouse.Errorf(clearhouse.EINVALID, "requests[%d].duration: %q is not a duration such as \"30m\" or \"5h\"", i, r.Duration)
@@ -80,6 +82,7 @@ type apiReservation struct {
 	Charged   string             `json:"charged"`
 	Released  string             `json:"released"`
 	Note      string             `json:"note,omitempty"`
+	Language  string             `json:"language"`
 	Requests  []apiRequestOutput `json:"requests"`
 	CreatedAt time.Time          `json:"created_at"`
 }
@@ -90,6 +93,7 @@ type apiRequestOutput struct {
 	Duration      string           `json:"duration"`
 	Arrival       time.Time        `json:"arrival"`
 	Deadline      time.Time        `json:"deadline"`
+	Overhead      map[string]int64 `json:"overhead,omitempty"`
 	Start         *time.Time       `json:"start,omitempty"`
 	End           *time.Time       `json:"end,omitempty"`
 	Ended         *time.Time       `json:"ended,omitempty"`
@@ -100,7 +104,7 @@ type apiRequestOutput struct {
 
 func toAPIReservation(v fleet.ReservationView) apiReservation {
 	out := apiReservation{ID: v.ID, Team: v.TeamID, Status: string(v.Status), Phase: v.Phase, Price: v.Price.Plain(),
-		Charged: v.Captured.Plain(), Released: v.Released.Plain(), Note: v.Note, Requests: []apiRequestOutput{}, CreatedAt: v.CreatedAt}
+		Charged: v.Captured.Plain(), Released: v.Released.Plain(), Note: v.Note, Language: v.Language, Requests: []apiRequestOutput{}, CreatedAt: v.CreatedAt}
 	if v.ClusterID != nil {
 		out.Cluster = *v.ClusterID
 	}
@@ -110,7 +114,7 @@ func toAPIReservation(v fleet.ReservationView) apiReservation {
 	for _, q := range v.Requests {
 		r := apiRequestOutput{Configuration: q.Config(), Count: q.Count, Duration: (time.Duration(q.Duration) * time.Second).String(),
 			Arrival: q.Arrival, Deadline: q.Deadline, Start: q.StartAt, Ended: q.EndedAt, Charge: q.Charge.Plain(),
-			Usage: q.UsageByPool(), WaitingTasks: q.WaitingTasks}
+			Usage: q.UsageByPool(), WaitingTasks: q.WaitingTasks, Overhead: q.OverheadByPool()}
 		if q.StartAt != nil {
 			end := q.End()
 			r.End = &end
@@ -322,8 +326,12 @@ func (s *Server) apiQuoteReservation(c *gin.Context) {
 	out := struct {
 		Feasible bool     `json:"feasible"`
 		Price    string   `json:"price,omitempty"`
+		Chosen   *int     `json:"chosen,omitempty"` // ANY: the request the scheduler would choose
 		Requests []placed `json:"requests"`
 	}{Feasible: q.Feasible, Requests: []placed{}}
+	if q.Feasible && d.Language == "ANY" {
+		out.Chosen = &q.Chosen
+	}
 	if q.Feasible {
 		out.Price = q.Price.Plain()
 		for i := range q.Starts {

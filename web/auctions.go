@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/http"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/clearhouse/clearhouse/auction"
@@ -73,7 +74,8 @@ func (s *Server) auctionPage(c *gin.Context) {
 		}
 		v.Pools = append(v.Pools, row)
 	}
-	v.Trajectory = templates.LineChart{ID: "trajectory", Title: "Prices round by round (latest run)", XLabel: "round", YLabel: "$ per unit"}
+	v.Trajectory = templates.LineChart{ID: "trajectory", Title: "Prices round by round (latest run), relative to each pool's reserve price",
+		XLabel: "round", YLabel: "× reserve", FormatY: func(y float64) string { return strconv.FormatFloat(y, 'g', 3, 64) + "×" }}
 	if ran {
 		rounds, err := run.PriceRounds()
 		if err == nil {
@@ -83,28 +85,36 @@ func (s *Server) auctionPage(c *gin.Context) {
 	s.render(c, http.StatusOK, templates.AuctionPage(s.page(c, fmt.Sprintf("Auction #%d", a.ID), "market"), v))
 }
 
-// trajectorySeries draws the pools whose price moved most (at most eight).
+// trajectorySeries draws every pool's price round by round as a multiple of its
+// reserve price, so a $0.20 pool and a $200 pool both show how far they moved;
+// pools that moved most come first (in the legend too).
 func trajectorySeries(rounds []auction.Round, aps []exchange.AuctionPool) []templates.Series {
 	if len(rounds) == 0 {
 		return nil
 	}
 	last := rounds[len(rounds)-1].Prices
 	type moved struct {
-		pool string
-		rise float64
+		pool    string
+		reserve float64
+		rise    float64
 	}
 	var ms []moved
 	for _, ap := range aps {
 		if ap.ReservePrice > 0 {
-			ms = append(ms, moved{ap.PoolID, last[ap.PoolID] / ap.ReservePrice})
+			ms = append(ms, moved{ap.PoolID, ap.ReservePrice, last[ap.PoolID] / ap.ReservePrice})
 		}
 	}
-	sort.SliceStable(ms, func(i, j int) bool { return ms[i].rise > ms[j].rise })
-	var out []templates.Series
-	for _, m := range ms[:min(len(ms), 8)] {
+	sort.SliceStable(ms, func(i, j int) bool {
+		if ms[i].rise != ms[j].rise {
+			return ms[i].rise > ms[j].rise
+		}
+		return ms[i].pool < ms[j].pool
+	})
+	out := make([]templates.Series, 0, len(ms))
+	for _, m := range ms {
 		sr := templates.Series{Name: m.pool}
 		for _, r := range rounds {
-			sr.Points = append(sr.Points, templates.Point{X: float64(r.Round), Y: r.Prices[m.pool]})
+			sr.Points = append(sr.Points, templates.Point{X: float64(r.Round), Y: r.Prices[m.pool] / m.reserve})
 		}
 		out = append(out, sr)
 	}
@@ -151,7 +161,8 @@ func historyCharts(hist []exchange.PricePoint) []templates.LineChart {
 	sort.Strings(clusters)
 	var out []templates.LineChart
 	for _, cl := range clusters {
-		ch := templates.LineChart{ID: "history-" + cl, Title: "Binding prices in " + cl, XLabel: "auction", YLabel: "$ per unit",
+		ch := templates.LineChart{ID: "history-" + cl, Title: "Binding prices in " + cl + " (log scale: cheap and dear pools both show their moves)",
+			XLabel: "auction", YLabel: "$ per unit", LogY: true, FormatY: func(y float64) string { return "$" + compactPrice(y) },
 			FormatX: func(x float64) string { return fmt.Sprintf("#%.0f", x) }}
 		var pools []string
 		for p := range series[cl] {
@@ -165,3 +176,6 @@ func historyCharts(hist []exchange.PricePoint) []templates.LineChart {
 	}
 	return out
 }
+
+// compactPrice is a tick label for prices on a log axis: "0.2", "5", "100".
+func compactPrice(y float64) string { return strconv.FormatFloat(y, 'g', 3, 64) }

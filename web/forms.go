@@ -1,6 +1,7 @@
 package web
 
 import (
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -50,6 +51,9 @@ func parseMoneyField(c *gin.Context, name string, errs templates.FieldErrors) le
 // parseWhole reads a whole number from a form value.
 func parseWhole(raw string, lo, hi int64) (int64, error) {
 	n, err := strconv.ParseInt(strings.TrimSpace(raw), 10, 64)
+	if errors.Is(err, strconv.ErrRange) {
+		return 0, fmt.Errorf("too large: at most %d", hi)
+	}
 	if err != nil {
 		return 0, fmt.Errorf("enter a whole number")
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/clearhouse/clearhouse/ledger"
 	"github.com/clearhouse/clearhouse/moneyfmt"
 	"github.com/clearhouse/clearhouse/templates"
+	"github.com/gin-gonic/gin"
 )
 
 // mon is an amount for a page; moneyfmt formats it there.
@@ -97,4 +98,13 @@ func demandBalance(excess float64) string {
 		return fmt.Sprintf("%.0f unsold", -n)
 	}
 	return "balanced"
+}
+
+// userEmail names a user for a page, or "user N" when it cannot be read.
+func (s *Server) userEmail(c *gin.Context, id int64) string {
+	u, err := s.svc.Identity.UserByID(c.Request.Context(), id)
+	if err != nil {
+		return fmt.Sprintf("user %d", id)
+	}
+	return u.Email
 }

@@ -221,6 +221,14 @@ func (s *Server) editPoolPage(c *gin.Context) {
 		s.fail(c, err)
 		return
 	}
+	refs, err := s.svc.Market.ReferencePrices(c.Request.Context())
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	if r := refs[p.ID]; r > 0 {
+		f.Reference = ledger.Money(r).Plain()
+	}
 	s.render(c, http.StatusOK, templates.PoolEditPage(s.page(c, "Pool "+p.ID, "operate"), f))
 }
 
@@ -540,6 +548,11 @@ func (s *Server) statsPage(c *gin.Context) {
 		s.fail(c, err)
 		return
 	}
+	refs, err := s.svc.Market.ReferencePrices(c.Request.Context())
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
 	var rows []templates.StatsRow
 	for _, st := range stats {
 		r := templates.StatsRow{ID: st.Auction.ID, Closed: fmtTime(st.Auction.ClosesAt),
@@ -556,9 +569,15 @@ func (s *Server) statsPage(c *gin.Context) {
 		for _, pool := range sortedKeys(st.Utilization) {
 			r.Utilization = append(r.Utilization, fmt.Sprintf("%s %.0f%%", pool, 100*st.Utilization[pool]))
 		}
+		for _, pool := range sortedKeys(st.Prices) {
+			if ref := refs[pool]; ref > 0 {
+				r.Reference = append(r.Reference, fmt.Sprintf("%s %.2f×", pool, st.Prices[pool]/ledger.Money(ref).Dollars()))
+			}
+		}
 		rows = append(rows, r)
 	}
-	s.render(c, http.StatusOK, templates.StatsPage(s.page(c, "Auction statistics", "operate"), rows))
+	v := templates.StatsView{Rows: rows, Charts: statsCharts(stats, refs), NoReferences: len(refs) == 0}
+	s.render(c, http.StatusOK, templates.StatsPage(s.page(c, "Auction statistics", "operate"), v))
 }
 
 func sortedKeys(m map[string]float64) []string {

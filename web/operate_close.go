@@ -2,11 +2,15 @@ package web
 
 import (
 	"net/http"
+	"sort"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/clearhouse/clearhouse"
 	"github.com/clearhouse/clearhouse/exchange"
+	"github.com/clearhouse/clearhouse/ledger"
+	"github.com/clearhouse/clearhouse/moneyfmt"
 	"github.com/clearhouse/clearhouse/templates"
 	"github.com/gin-gonic/gin"
 )
@@ -114,4 +118,71 @@ func (s *Server) removeRefused(c *gin.Context, err error, back string) {
 	default:
 		s.fail(c, err)
 	}
+}
+
+// statsCharts draws the paper's figures by auction: the share of orders settled and
+// the winners' bid premium (median and mean), and each pool's settlement price over
+// its reference fixed price (pools without one are left out).
+func statsCharts(stats []exchange.AuctionStats, refs map[string]int64) []templates.LineChart {
+	pctY := func(y float64) string { return strconv.FormatFloat(y, 'f', -1, 64) + "%" }
+	byAuction := func(x float64) string { return "#" + strconv.FormatFloat(x, 'f', 0, 64) }
+	share := templates.LineChart{ID: "stats-settled", Title: "Orders settled and bid premium, by auction", XLabel: "auction", YLabel: "%",
+		FormatX: byAuction, FormatY: pctY, YFromZero: true, Series: []templates.Series{{Name: "orders settled"}, {Name: "bid premium (median)"}, {Name: "bid premium (mean)"}}}
+	ratio := templates.LineChart{ID: "stats-reference", Title: "Settlement price over the reference fixed price, by auction", XLabel: "auction", YLabel: "× reference",
+		FormatX: byAuction, FormatY: func(y float64) string { return strconv.FormatFloat(y, 'g', 3, 64) + "×" }}
+	pools := map[string]*templates.Series{}
+	var names []string
+	for i := len(stats) - 1; i >= 0; i-- { // oldest first
+		st := stats[i]
+		x := float64(st.Auction.ID)
+		share.Series[0].Points = append(share.Series[0].Points, templates.Point{X: x, Y: 100 * st.ShareSettled})
+		share.Series[1].Points = append(share.Series[1].Points, templates.Point{X: x, Y: 100 * st.PremiumMedian}) // NaN (no winner) is skipped
+		share.Series[2].Points = append(share.Series[2].Points, templates.Point{X: x, Y: 100 * st.PremiumMean})
+		for pool, p := range st.Prices {
+			ref := refs[pool]
+			if ref <= 0 {
+				continue
+			}
+			sr := pools[pool]
+			if sr == nil {
+				sr = &templates.Series{Name: pool}
+				pools[pool] = sr
+				names = append(names, pool)
+			}
+			sr.Points = append(sr.Points, templates.Point{X: x, Y: p / ledger.Money(ref).Dollars()})
+		}
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		ratio.Series = append(ratio.Series, *pools[n])
+	}
+	out := []templates.LineChart{share}
+	if len(names) > 0 {
+		out = append(out, ratio)
+	}
+	return out
+}
+
+// setReferencePrice sets a pool's reference fixed price (empty or 0 clears it).
+func (s *Server) setReferencePrice(c *gin.Context) {
+	id := c.Param("cluster") + "/" + c.Param("resource")
+	back := "/operate/pools/" + id
+	raw := strings.TrimSpace(c.PostForm("reference_price"))
+	var price ledger.Money
+	if raw != "" {
+		var err error
+		if price, err = ledger.ParseMoney(raw); err != nil || price < 0 {
+			s.redirectWithFlash(c, back, "error", "Reference fixed price: give an amount of dollars such as 1.25, or 0 for none.")
+			return
+		}
+	}
+	if err := s.svc.Market.SetReferencePrice(c.Request.Context(), id, int64(price)); err != nil {
+		s.removeRefused(c, err, back)
+		return
+	}
+	msg := "Reference fixed price of " + id + " set to " + moneyfmt.Cents(int64(price)) + " per unit."
+	if price == 0 {
+		msg = "Reference fixed price of " + id + " cleared."
+	}
+	s.redirectWithFlash(c, back, "ok", msg)
 }

@@ -20,6 +20,9 @@ func orderRows(u exchange.User, vs []exchange.OrderView, biddingOpen bool) []tem
 	rows := make([]templates.OrderRow, 0, len(vs))
 	for _, v := range vs {
 		r := templates.OrderRow{ID: v.ID, Team: v.TeamID, Kind: v.Spec.Kind(), Status: string(v.Status), Created: fmtTime(v.CreatedAt)}
+		if v.AuctionID != nil {
+			r.Auction = *v.AuctionID
+		}
 		if v.Spec.Limit != nil {
 			m := mon(*v.Spec.Limit)
 			r.Limit = &m
@@ -197,7 +200,28 @@ func readBidForm(bc bidContext, get func(string) string, clusters []string) (tem
 	if len(bundles) == 0 && len(need) > 0 {
 		f.Errors["cluster"] = "Choose at least one cluster that has every resource you need."
 	}
+	checkSupply(bc, need, bundles, f.Errors)
 	return f, bundles
+}
+
+// checkSupply refuses a quantity no chosen cluster's pool could ever supply: more
+// than the pool's whole capacity.
+func checkSupply(bc bidContext, need map[string]int64, bundles map[string]exchange.Bundle, errs templates.FieldErrors) {
+	for r, q := range need {
+		var most int64
+		unit := ""
+		for cl := range bundles {
+			if p, ok := bc.pools[cl+"/"+r]; ok && p.Capacity > most {
+				most, unit = p.Capacity, p.Unit
+			}
+		}
+		if len(bundles) > 0 && q > most {
+			field := "q." + r
+			if _, typed := errs[field]; !typed {
+				errs[field] = fmt.Sprintf("%s: %d %s is more than any cluster you chose could ever supply (the largest has %d %s in all).", r, q, unit, most, unit)
+			}
+		}
+	}
 }
 
 func firstResource(bc bidContext) string {
@@ -238,6 +262,12 @@ func (s *Server) newBidPage(c *gin.Context) {
 	}
 	f, bundles := readBidForm(bc, c.Query, c.QueryArray("cluster"))
 	f.Step = 1
+	if open, notice, err := s.biddingState(c); err != nil {
+		s.fail(c, err)
+		return
+	} else if !open {
+		f.Notice = notice
+	}
 	if c.Query("step") == "2" && len(f.Errors) == 0 {
 		f.Step = 2
 		if c.Query("limit_mode") == "each" {
@@ -298,6 +328,9 @@ func (s *Server) placeBid(c *gin.Context) {
 				f.Errors["limit"] = "A bid's limit is the most you will pay: it must be more than zero."
 			}
 		}
+	}
+	if len(f.Errors) == 0 {
+		checkLimitCoversReserve(bc, spec, f.Errors)
 	}
 	if len(f.Errors) == 0 {
 		o, err := s.svc.Market.PlaceOrder(c.Request.Context(), u, spec)
@@ -364,12 +397,25 @@ func (s *Server) approvalsPage(c *gin.Context) {
 		s.fail(c, err)
 		return
 	}
-	t, err := s.svc.Market.Team(c.Request.Context(), u.TeamID)
+	ctx := c.Request.Context()
+	t, err := s.svc.Market.Team(ctx, u.TeamID)
 	if err != nil {
 		s.fail(c, err)
 		return
 	}
-	s.render(c, http.StatusOK, templates.ApprovalsPage(s.page(c, "Approvals", "approvals"), mon(ledger.Money(t.ApprovalThreshold)), orderRows(u, vs, open), pg))
+	b, err := s.svc.Market.Ledger().Balance(ctx, ledger.TeamAccount(u.TeamID))
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	rows := orderRows(u, vs, open)
+	for i, v := range vs {
+		rows[i].Requester = s.userEmail(c, v.CreatedBy)
+		m := mon(v.Spec.MaxPayment())
+		rows[i].MaxCost = &m
+	}
+	v := templates.ApprovalsView{Threshold: mon(ledger.Money(t.ApprovalThreshold)), Available: mon(b.Available), Orders: rows, Pager: pg}
+	s.render(c, http.StatusOK, templates.ApprovalsPage(s.page(c, "Approvals", "approvals"), v))
 }
 
 func (s *Server) decideOrder(c *gin.Context) {
@@ -422,4 +468,37 @@ func (s *Server) orderPage(c *gin.Context, f exchange.OrderFilter, what string) 
 		pg.First = c.Request.URL.Path
 	}
 	return vs, pg, nil
+}
+
+// checkLimitCoversReserve refuses a bid whose limit is below what its cheapest
+// bundle costs at reserve prices: no auction would ever let it win.
+func checkLimitCoversReserve(bc bidContext, spec exchange.OrderSpec, errs templates.FieldErrors) {
+	cheapest, field, limit := -1.0, "limit", ledger.Money(0)
+	for k, b := range spec.Bundles {
+		var cost float64
+		for pool, q := range b {
+			cost += float64(q) * bc.reserve[pool]
+		}
+		l := spec.LimitOf(k)
+		if spec.Limits != nil {
+			cl, _, _ := strings.Cut(firstPool(b), "/")
+			if l.Dollars() < cost {
+				errs["limit."+cl] = "This limit (" + moneyfmt.Cents(int64(l)) + ") is below what the bundle costs even at reserve prices (" + moneyfmt.Cents(int64(monOf(cost))) + "): it could never win."
+			}
+			continue
+		}
+		if cheapest < 0 || cost < cheapest {
+			cheapest, limit = cost, l
+		}
+	}
+	if cheapest >= 0 && limit.Dollars() < cheapest {
+		errs[field] = "This limit (" + moneyfmt.Cents(int64(limit)) + ") is below what even the cheapest bundle costs at reserve prices (" + moneyfmt.Cents(int64(monOf(cheapest))) + "): the bid could never win. Raise the limit to at least that."
+	}
+}
+
+func firstPool(b exchange.Bundle) string {
+	for p := range b {
+		return p
+	}
+	return ""
 }

@@ -37,6 +37,7 @@ func (s *Server) reservationForm(c *gin.Context) (templates.ReservationForm, []e
 		if !seenRes[p.Resource] {
 			seenRes[p.Resource] = true
 			f.Resources = append(f.Resources, templates.ResourceInput{Name: p.Resource, Unit: p.Unit})
+			f.Overheads = append(f.Overheads, templates.ResourceInput{Name: p.Resource, Unit: p.Unit})
 		}
 	}
 	if hs, err := s.svc.Market.Holdings(c.Request.Context(), userOf(c).TeamID); err == nil && len(hs) > 0 {
@@ -90,7 +91,41 @@ func definitionFromForm(c *gin.Context, f *templates.ReservationForm, pools []ex
 	if rs.Deadline, err = time.Parse(formTime, f.Deadline); err != nil {
 		f.Errors["deadline"] = "Give a date and time (UTC)."
 	}
+	for i, r := range f.Overheads {
+		raw := strings.TrimSpace(c.PostForm("o." + r.Name))
+		f.Overheads[i].Value = raw
+		if raw == "" || raw == "0" {
+			continue
+		}
+		n, err := parseWhole(raw, 1, 1<<31)
+		switch {
+		case err != nil:
+			f.Errors["o."+r.Name] = err.Error()
+		case !have[f.Cluster+"/"+r.Name]:
+			f.Errors["o."+r.Name] = fmt.Sprintf("Cluster %s has no %s pool.", f.Cluster, r.Name)
+		default:
+			if rs.Overhead == nil {
+				rs.Overhead = map[string]int64{}
+			}
+			rs.Overhead[f.Cluster+"/"+r.Name] = n
+		}
+	}
 	d := fleet.Definition{Requests: []fleet.RequestSpec{rs}}
+	f.Language, f.ReduceCount, f.ReduceDuration = c.PostForm("language"), strings.TrimSpace(c.PostForm("reduce_count")), strings.TrimSpace(c.PostForm("reduce_duration"))
+	switch f.Language {
+	case "", "ALL":
+	case "ORDER":
+		reduce := rs
+		if reduce.Count, err = parseWhole(f.ReduceCount, 1, 1<<31); err != nil {
+			f.Errors["reduce_count"] = err.Error()
+		}
+		if reduce.Duration, err = time.ParseDuration(f.ReduceDuration); err != nil || reduce.Duration <= 0 {
+			f.Errors["reduce_duration"] = "Give the reduce stage a duration such as 30m."
+		}
+		d.Language, d.Requests = "ORDER", append(d.Requests, reduce)
+	default:
+		f.Errors["language"] = "Choose one stage, or map then reduce."
+	}
 	if strings.TrimSpace(f.Value) != "" {
 		if d.Value, err = ledger.ParseMoney(f.Value); err != nil || d.Value <= 0 {
 			f.Errors["value"] = "Give a positive amount in dollars."
@@ -103,13 +138,18 @@ func definitionFromForm(c *gin.Context, f *templates.ReservationForm, pools []ex
 // field it names (requests[0].deadline is the deadline field).
 func reservationFieldErrors(err error, f *templates.ReservationForm) {
 	field, msg := fieldOf(err)
+	reduce := strings.HasPrefix(field, "requests[1].") // the second stage of map, then reduce
 	if _, rest, ok := strings.Cut(field, "]."); ok {
 		field = rest
 	}
 	switch field {
-	case "configuration":
+	case "configuration", "overhead":
 		field = "cluster"
-	case "count", "duration", "arrival", "deadline", "value":
+	case "count", "duration":
+		if reduce {
+			field = "reduce_" + field
+		}
+	case "arrival", "deadline", "value", "language":
 	default:
 		field, msg = "value", clearhouse.ErrorMessage(err)
 	}
@@ -300,13 +340,27 @@ func reservationRow(v fleet.ReservationView) templates.ReservationRow {
 	}
 	var cfg, win, planned []string
 	for _, q := range v.Requests {
-		cfg = append(cfg, configText(q.Config(), q.Count)+" for "+fmtDuration(time.Duration(q.Duration)*time.Second))
+		text := configText(q.Config(), q.Count) + " for " + fmtDuration(time.Duration(q.Duration)*time.Second)
+		if o := q.OverheadByPool(); len(o) > 0 {
+			for _, p := range slices.Sorted(maps.Keys(o)) {
+				_, res, _ := strings.Cut(p, "/")
+				text += fmt.Sprintf(" + %d %s overhead", o[p], res)
+			}
+		}
+		cfg = append(cfg, text)
 		win = append(win, span(q.Arrival, q.Deadline))
 		if q.StartAt != nil {
 			planned = append(planned, span(*q.StartAt, q.End()))
 		}
 	}
-	r.Configuration, r.Window, r.Planned = strings.Join(cfg, "; "), strings.Join(win, "; "), strings.Join(planned, "; ")
+	sep := "; "
+	switch v.Language {
+	case "ORDER":
+		sep = ", then "
+	case "ORDER_NO_GAP":
+		sep = ", then at once "
+	}
+	r.Configuration, r.Window, r.Planned = strings.Join(cfg, sep), strings.Join(win, "; "), strings.Join(planned, "; ")
 	return r
 }
 

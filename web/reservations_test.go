@@ -292,7 +292,7 @@ func TestOperatorsSetAPoolsPricingAndSeeItsPlan(t *testing.T) {
 	b := f.browser()
 	b.login("op@x.io")
 	res, doc := b.get("/operate/schedule")
-	if res.StatusCode != http.StatusOK || doc.Find("[data-testid=schedule-us-east\\/cpu] svg").Length() != 1 || doc.Find("[data-testid=no-at-risk]").Length() != 1 {
+	if res.StatusCode != http.StatusOK || doc.Find("[data-testid=schedule-us-east\\/cpu] svg.chart").Length() != 1 || doc.Find("[data-testid=no-at-risk]").Length() != 1 {
 		t.Fatalf("schedule page: %d", res.StatusCode)
 	}
 	tok := b.csrf("/operate/schedule")

@@ -96,6 +96,8 @@ func TestEveryPageRefusesOtherRoles(t *testing.T) {
 		"/api/v1/reservations":                exchange.Roles,
 		"/api/v1/clusters/us-east/allocation": {exchange.RoleOperator},
 		"/api/v1/best-effort":                 exchange.Roles,
+		"/best-effort":                        {exchange.RoleMember, exchange.RoleOwner},
+		"/operate/idle":                       {exchange.RoleOperator},
 	}
 	for page, allowed := range pages {
 		for _, r := range exchange.Roles {

@@ -123,6 +123,10 @@ func (s *Server) teamView(c *gin.Context, team string, csvPath string) (template
 	for _, h := range holds {
 		v.Holds = append(v.Holds, templates.HoldRow{Ref: holdRef(h.Ref), Amount: mon(h.Amount), Since: fmtTime(h.CreatedAt)})
 	}
+	if v.Idle, err = s.idleAccounts(ctx, team); err != nil {
+		s.fail(c, err)
+		return templates.TeamView{}, false
+	}
 	return v, true
 }
 

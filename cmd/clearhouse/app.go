@@ -170,6 +170,9 @@ func (a *App) Open(ctx context.Context) error {
 			return errors.Join(err, a.DB.Close())
 		}
 	}
+	if _, err := a.cron.AddFunc("@every 1h", func() { a.RunFairness(context.Background()) }); err != nil {
+		return errors.Join(err, a.DB.Close())
+	}
 	if err := a.Server.Open(); err != nil {
 		return errors.Join(err, a.DB.Close())
 	}

@@ -32,7 +32,7 @@ func seedDemo(ctx context.Context, a *App, out io.Writer) error {
 	}
 	if len(teams) > 0 {
 		fmt.Fprintln(out, "The database already has a market; the demo data was not added.")
-		return nil
+		return demoSignInHelp(ctx, a, out)
 	}
 	now := a.now().UTC().Truncate(time.Minute)
 	clock := &demoClock{t: now.Add(-7 * 24 * time.Hour)}
@@ -106,17 +106,7 @@ func seedDemo(ctx context.Context, a *App, out io.Writer) error {
 		_, _ = crand.Read(b[:])
 		return base64.RawURLEncoding.EncodeToString(b[:])
 	}
-	logins := []exchange.NewUser{
-		{Email: "operator@example.com", Name: "Olu Operator", Role: exchange.RoleOperator},
-		{Email: "finance@example.com", Name: "Fay Finance", Role: exchange.RoleFinance},
-		{Email: "owner@search.example.com", Name: "Sam Search", Role: exchange.RoleOwner, TeamID: "search"},
-		{Email: "member@search.example.com", Name: "Mia Member", Role: exchange.RoleMember, TeamID: "search"},
-		{Email: "owner@ml.example.com", Name: "Max Learner", Role: exchange.RoleOwner, TeamID: "ml"},
-		{Email: "member@ads.example.com", Name: "Ada Ads", Role: exchange.RoleMember, TeamID: "ads"},
-		{Email: "owner@storage.example.com", Name: "Stu Storage", Role: exchange.RoleOwner, TeamID: "storage"},
-		{Email: "owner@analytics.example.com", Name: "Ana Lytics", Role: exchange.RoleOwner, TeamID: "analytics"},
-		{Email: "owner@video.example.com", Name: "Vid Ya", Role: exchange.RoleOwner, TeamID: "video"},
-	}
+	logins := demoLogins()
 	id := exchange.NewIdentity(a.DB, clock.now, 0)
 	users := map[string]exchange.User{}
 	for i := range logins {

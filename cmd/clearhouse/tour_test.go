@@ -156,10 +156,22 @@ func TestBrowserBidEntry(t *testing.T) {
 		}
 		screenshot(t, op, "operator"+strings.ReplaceAll(page, "/", "-"))
 	}
-	// The operator closes the auction now; the member sees the win and the debit.
+	// The operator closes the auction now, after a page that says what closing does;
+	// the member sees the win and the debit.
 	err = chromedp.Do(op,
 		chromedp.Navigate(base+"/operate"),
 		chromedp.Click(chromedp.CSS(`[data-testid=close]`)),
+		chromedp.WaitVisible(chromedp.CSS(`[data-testid=close-confirm]`)),
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := text(t, op, `[data-testid=close-confirm]`); !strings.Contains(s, "orders take part") || !strings.Contains(s, "cannot be undone") {
+		t.Fatalf("the confirmation does not say what closing does: %q", s)
+	}
+	screenshot(t, op, "operator-close-confirm")
+	err = chromedp.Do(op,
+		chromedp.Click(chromedp.CSS(`[data-testid=close-confirm-submit]`)),
 		chromedp.WaitVisible(chromedp.CSS(`[data-testid=flash]`)),
 	)
 	if err != nil {

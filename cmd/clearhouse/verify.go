@@ -67,6 +67,9 @@ func verifyAll(cmd *cobra.Command, db *store.DB) ([]ledger.Violation, error) {
 		func() ([]ledger.Violation, error) {
 			return fleet.NewReservations(db, l, time.Now, fleet.DefaultPlanConfig).Verify(ctx)
 		},
+		func() ([]ledger.Violation, error) {
+			return fleet.NewBestEffort(db, l, time.Now, fleet.DefaultBestEffortConfig).Verify(ctx)
+		},
 	} {
 		vs, err := check()
 		if err != nil {

@@ -1,0 +1,56 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/clearhouse/clearhouse"
+	"github.com/clearhouse/clearhouse/exchange"
+)
+
+// demoLogins are the demo market's users (their passwords are made fresh).
+func demoLogins() []exchange.NewUser {
+	return []exchange.NewUser{
+		{Email: "operator@example.com", Name: "Olu Operator", Role: exchange.RoleOperator},
+		{Email: "finance@example.com", Name: "Fay Finance", Role: exchange.RoleFinance},
+		{Email: "owner@search.example.com", Name: "Sam Search", Role: exchange.RoleOwner, TeamID: "search"},
+		{Email: "member@search.example.com", Name: "Mia Member", Role: exchange.RoleMember, TeamID: "search"},
+		{Email: "owner@ml.example.com", Name: "Max Learner", Role: exchange.RoleOwner, TeamID: "ml"},
+		{Email: "member@ads.example.com", Name: "Ada Ads", Role: exchange.RoleMember, TeamID: "ads"},
+		{Email: "owner@storage.example.com", Name: "Stu Storage", Role: exchange.RoleOwner, TeamID: "storage"},
+		{Email: "owner@analytics.example.com", Name: "Ana Lytics", Role: exchange.RoleOwner, TeamID: "analytics"},
+		{Email: "owner@video.example.com", Name: "Vid Ya", Role: exchange.RoleOwner, TeamID: "video"},
+	}
+}
+
+// demoSignInHelp tells someone restarting `serve --demo` on an existing demo
+// database how to get in: the passwords were printed only when the demo was made,
+// so it names the demo logins this database has and the command that sets a new
+// password.
+func demoSignInHelp(ctx context.Context, a *App, out io.Writer) error {
+	var known []string
+	for _, u := range demoLogins() {
+		_, err := a.Identity.UserByEmail(ctx, u.Email)
+		if err == nil {
+			known = append(known, u.Email)
+		} else if clearhouse.ErrorCode(err) != clearhouse.ENOTFOUND {
+			return err
+		}
+	}
+	if len(known) == 0 {
+		return nil
+	}
+	db := a.cfg.DB
+	if strings.Contains(db, "://") {
+		db = "<the same --db>" // a URL may hold a password: never print it
+	}
+	fmt.Fprintf(out, "Demo passwords are printed only when the demo is made. To sign in, give a demo login a new password (it is printed):\n")
+	fmt.Fprintf(out, "  clearhouse user password --db %s --email %s\n", db, known[0])
+	fmt.Fprintf(out, "Demo logins here: %s\n", strings.Join(known, ", "))
+	if !strings.Contains(a.cfg.DB, "://") {
+		fmt.Fprintf(out, "Or start a fresh demo: stop the server, delete %s (and its -wal and -shm files) and run serve --demo again.\n", a.cfg.DB)
+	}
+	return nil
+}

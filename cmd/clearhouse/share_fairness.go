@@ -1,0 +1,86 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"maps"
+	"slices"
+	"time"
+
+	"github.com/clearhouse/clearhouse/fleet"
+	"github.com/clearhouse/clearhouse/ledger"
+	"github.com/clearhouse/clearhouse/store"
+	"github.com/spf13/cobra"
+)
+
+// newShareFairnessCmd computes the fairness reports, as the scheduled job does.
+func newShareFairnessCmd() *cobra.Command {
+	var dsn string
+	cmd := &cobra.Command{
+		Use:   "fairness",
+		Short: "Compute every cluster's fairness report of idle capacity (teams' waits against their Shapley values, last day and week), as the scheduled job does hourly",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return withDB(cmd, dsn, func(db *store.DB) error {
+				be := fleet.NewBestEffort(db, ledger.New(db, time.Now), time.Now, fleet.DefaultBestEffortConfig)
+				reports, err := be.ComputeFairness(cmd.Context())
+				if err != nil {
+					return err
+				}
+				printFairness(cmd.OutOrStdout(), reports)
+				return nil
+			})
+		},
+	}
+	cmd.Flags().StringVar(&dsn, "db", defaultDB, "SQLite file or PostgreSQL URL")
+	return cmd
+}
+
+func printFairness(w io.Writer, reports []fleet.FairnessReport) {
+	for _, r := range reports {
+		if len(r.Pools) == 0 {
+			fmt.Fprintf(w, "%s, last %s: no best-effort jobs\n", r.Cluster, r.Span)
+		}
+		for _, p := range r.Pools {
+			pols := slices.Sorted(maps.Keys(p.Unfairness))
+			fmt.Fprintf(w, "%s, last %s (unit-hours of wait; coalition %.2f):\n", p.Pool, r.Span, p.CoalitionValue)
+			fmt.Fprintf(w, "  %-14s %10s %10s", "team", "shapley", "measured")
+			for _, pol := range pols {
+				fmt.Fprintf(w, " %12s", pol)
+			}
+			fmt.Fprintln(w)
+			for _, t := range p.Teams {
+				fmt.Fprintf(w, "  %-14s %10.2f %10.2f", t.Team, t.Shapley, t.Measured)
+				for _, pol := range pols {
+					fmt.Fprintf(w, " %12.2f", t.Simulated[pol])
+				}
+				fmt.Fprintln(w)
+			}
+			fmt.Fprintf(w, "  %-14s %10s %10.2f", "unfairness", "", p.MeasuredUnfairness)
+			for _, pol := range pols {
+				fmt.Fprintf(w, " %12.2f", p.Unfairness[pol])
+			}
+			fmt.Fprintln(w)
+		}
+	}
+}
+
+// fairnessLock names the advisory lock that keeps the fairness job on one replica.
+const fairnessLock = 0x69646c65 // "idle"
+
+// RunFairness runs the fairness job once, on one replica at a time.
+func (a *App) RunFairness(ctx context.Context) {
+	var n int
+	ran, err := a.DB.Exclusive(ctx, fairnessLock, func() error {
+		reports, err := a.Idle.ComputeFairness(ctx)
+		n = len(reports)
+		return err
+	})
+	switch {
+	case err != nil:
+		a.log.Error("fairness job failed", "err", err)
+	case ran:
+		a.log.Debug("fairness reports computed", "reports", n)
+	}
+}

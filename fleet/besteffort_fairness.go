@@ -1,0 +1,244 @@
+package fleet
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/clearhouse/clearhouse/exchange"
+	"github.com/clearhouse/clearhouse/sharing"
+	"gorm.io/gorm/clause"
+)
+
+// The fairness report (issue 13): for each pool with best-effort work over the last
+// day or week, CloudShare's coalition game replayed on that work. Organizations are
+// the teams holding quota in the pool (their quota is their processors), the
+// operator (the capacity no team holds) and the teams that submitted jobs; each job
+// is its tasks times its units in the pool one-unit tasks, released when it was
+// queued, each taking its job's mean measured run time (its maximum task duration,
+// or an hour, when none ended). sharing.Evaluate simulates every coalition under
+// every policy (exactly up to 12 organizations, sampled beyond) and gives each
+// team's Shapley value of the wait; the report sets beside it the wait measured in
+// the product (units times hours between a job's queueing and each task's start)
+// and each policy's simulated wait, with their unfairness (distance to the Shapley
+// values). It is computed by the scheduled job and `clearhouse share fairness`,
+// never in a request, and stored per cluster and span.
+
+// FairnessReport is one cluster's report over one span.
+type FairnessReport struct {
+	Cluster    string
+	Span       string // day or week
+	From, To   time.Time
+	ComputedAt time.Time
+	Pools      []PoolFairness
+}
+
+// PoolFairness is the report of one pool.
+type PoolFairness struct {
+	Pool               string
+	Exact              bool
+	CoalitionValue     float64
+	Teams              []TeamFairness
+	Unfairness         map[string]float64 // policy -> distance of its simulated waits to the Shapley values
+	MeasuredUnfairness float64
+}
+
+// TeamFairness is one organization's line: its Shapley value, its measured wait
+// and its simulated wait under each policy, in unit-hours.
+type TeamFairness struct {
+	Team      string
+	Shapley   float64
+	Measured  float64
+	Simulated map[string]float64
+}
+
+// Spans of the fairness report.
+var fairnessSpans = map[string]time.Duration{"day": 24 * time.Hour, "week": 7 * 24 * time.Hour}
+
+// maxFairnessTasks bounds the one-unit tasks one pool's replay simulates.
+const maxFairnessTasks = 20_000
+
+// ComputeFairness computes and stores every cluster's fairness reports (day and
+// week). It is the scheduled job's work; the command line runs it too.
+func (s *BestEffort) ComputeFairness(ctx context.Context) ([]FairnessReport, error) {
+	db := s.db.Read.WithContext(ctx)
+	var clusters []string
+	if err := db.Model(&IdleCluster{}).Order("cluster_id").Pluck("cluster_id", &clusters).Error; err != nil {
+		return nil, err
+	}
+	now := s.now()
+	var out []FairnessReport
+	for _, cluster := range clusters {
+		for _, span := range []string{"day", "week"} {
+			r, err := s.fairness(ctx, cluster, span, now)
+			if err != nil {
+				return out, fmt.Errorf("cluster %s, %s: %w", cluster, span, err)
+			}
+			b, _ := json.Marshal(r)
+			row := IdleFairness{ClusterID: cluster, Span: span, ComputedAt: now, Report: string(b)}
+			if err := s.db.Write.WithContext(ctx).Clauses(clause.OnConflict{UpdateAll: true}).Create(&row).Error; err != nil {
+				return out, err
+			}
+			out = append(out, r)
+		}
+	}
+	return out, nil
+}
+
+// FairnessReports returns the stored reports, by cluster then span.
+func (s *BestEffort) FairnessReports(ctx context.Context) ([]FairnessReport, error) {
+	var rows []IdleFairness
+	if err := s.db.Read.WithContext(ctx).Order("cluster_id, span").Find(&rows).Error; err != nil {
+		return nil, err
+	}
+	out := make([]FairnessReport, 0, len(rows))
+	for _, r := range rows {
+		var f FairnessReport
+		if err := json.Unmarshal([]byte(r.Report), &f); err == nil {
+			out = append(out, f)
+		}
+	}
+	return out, nil
+}
+
+func (s *BestEffort) fairness(ctx context.Context, cluster, span string, now time.Time) (FairnessReport, error) {
+	db := s.db.Read.WithContext(ctx)
+	from := now.Add(-fairnessSpans[span])
+	rep := FairnessReport{Cluster: cluster, Span: span, From: from, To: now, ComputedAt: now}
+	var jobs []Job
+	if err := db.Where("cluster_id = ? AND enqueued_at >= ? AND enqueued_at < ?", cluster, from, now).Order("id").Find(&jobs).Error; err != nil {
+		return rep, err
+	}
+	if len(jobs) == 0 {
+		return rep, nil
+	}
+	ids := make([]int64, len(jobs))
+	for i, j := range jobs {
+		ids[i] = j.ID
+	}
+	var runs []Task
+	if err := db.Where("job_id IN ?", ids).Find(&runs).Error; err != nil {
+		return rep, err
+	}
+	byJob := map[int64][]Task{}
+	for _, t := range runs {
+		byJob[t.JobID] = append(byJob[t.JobID], t)
+	}
+	var pools []exchange.Pool
+	if err := db.Where("cluster_id = ?", cluster).Order("id").Find(&pools).Error; err != nil {
+		return rep, err
+	}
+	qs, err := quotas(db)
+	if err != nil {
+		return rep, err
+	}
+	settings, err := s.Settings(ctx)
+	if err != nil {
+		return rep, err
+	}
+	for _, p := range pools {
+		var st IdleSettings
+		for _, x := range settings {
+			if x.Pool == p.ID {
+				st = x
+			}
+		}
+		pf, ok, err := poolFairness(p, qs, jobs, byJob, st, from, now)
+		if err != nil {
+			return rep, err
+		}
+		if ok {
+			rep.Pools = append(rep.Pools, pf)
+		}
+	}
+	return rep, nil
+}
+
+func poolFairness(p exchange.Pool, qs []quotaRow, jobs []Job, byJob map[int64][]Task, st IdleSettings, from, now time.Time) (PoolFairness, bool, error) {
+	pf := PoolFairness{Pool: p.ID, Unfairness: map[string]float64{}}
+	procs := map[string]int64{}
+	var held int64
+	for _, q := range qs {
+		if q.PoolID == p.ID && q.Quota > 0 {
+			procs[q.TeamID] += q.Quota
+			held += q.Quota
+		}
+	}
+	procs[sharing.Operator] = max(p.Capacity-held, 0)
+	measured := map[string]float64{}
+	var simJobs []sharing.SimJob
+	tasks := 0
+	for _, j := range jobs {
+		units := j.Config()[p.ID]
+		if units == 0 {
+			continue
+		}
+		if _, ok := procs[j.TeamID]; !ok {
+			procs[j.TeamID] = 0
+		}
+		hours, n := 0.0, 0
+		for _, t := range byJob[j.ID] {
+			measured[j.TeamID] += float64(units) * t.StartedAt.Sub(j.EnqueuedAt).Hours()
+			if t.Status == TaskDone && t.EndedAt != nil {
+				hours += t.EndedAt.Sub(t.StartedAt).Hours()
+				n++
+			}
+		}
+		switch {
+		case n > 0:
+			hours /= float64(n)
+		case j.MaxTaskDuration > 0:
+			hours = float64(j.MaxTaskDuration) / 3600
+		default:
+			hours = 1
+		}
+		count := int(min(int64(j.Tasks)*units, int64(maxFairnessTasks-tasks)))
+		if count <= 0 {
+			break
+		}
+		tasks += count
+		simJobs = append(simJobs, sharing.SimJob{ID: fmt.Sprint(j.ID), Team: j.TeamID, Release: j.EnqueuedAt.Sub(from).Hours(), Tasks: count, TaskHours: max(hours, 1.0/60)})
+	}
+	if len(simJobs) == 0 {
+		return pf, false, nil
+	}
+	names := make([]string, 0, len(procs))
+	for t := range procs {
+		names = append(names, t)
+	}
+	slices.Sort(names)
+	if len(names) > 64 {
+		names = names[:64]
+	}
+	orgs := make([]sharing.Org, len(names))
+	for i, t := range names {
+		orgs[i] = sharing.Org{Name: t, Processors: procs[t]}
+	}
+	var policies []sharing.Policy
+	for _, name := range sharing.Names() {
+		pol, _ := sharing.ByName(name)
+		policies = append(policies, pol)
+	}
+	ev, err := sharing.Evaluate(sharing.Experiment{Orgs: orgs, Jobs: simJobs, Policies: policies, MinRuntime: st.MinRuntime.Hours(),
+		Exposure: st.Exposure, Horizon: 2 * now.Sub(from).Hours(), Seed: 1})
+	if err != nil {
+		return pf, false, err
+	}
+	pf.Exact, pf.CoalitionValue = ev.Exact, ev.CoalitionValue
+	meas := make([]float64, len(names))
+	for i, t := range names {
+		tf := TeamFairness{Team: t, Shapley: ev.Shapley[i], Measured: measured[t], Simulated: map[string]float64{}}
+		for k, pol := range policies {
+			tf.Simulated[pol.Name()] = ev.Wait[k][i]
+		}
+		meas[i] = measured[t]
+		pf.Teams = append(pf.Teams, tf)
+	}
+	for k, pol := range policies {
+		pf.Unfairness[pol.Name()] = ev.Unfairness[k]
+	}
+	pf.MeasuredUnfairness = sharing.Unfairness(meas, ev.Shapley)
+	return pf, true, nil
+}

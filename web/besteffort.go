@@ -1,0 +1,241 @@
+package web
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"net/http"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/clearhouse/clearhouse"
+	"github.com/clearhouse/clearhouse/fleet"
+	"github.com/clearhouse/clearhouse/ledger"
+	"github.com/clearhouse/clearhouse/templates"
+	"github.com/gin-gonic/gin"
+)
+
+// bestEffortForm is an empty job form with the clusters and resources to choose
+// from, and the clusters under the abacus policy.
+func (s *Server) bestEffortForm(c *gin.Context) (templates.BestEffortForm, error) {
+	ctx := c.Request.Context()
+	pools, err := s.svc.Market.Pools(ctx)
+	if err != nil {
+		return templates.BestEffortForm{}, err
+	}
+	f := templates.BestEffortForm{Errors: templates.FieldErrors{}, Tasks: "10"}
+	seenCluster, seenRes := map[string]bool{}, map[string]bool{}
+	for _, p := range pools {
+		if !seenCluster[p.ClusterID] {
+			seenCluster[p.ClusterID] = true
+			f.Clusters = append(f.Clusters, templates.Option{Value: p.ClusterID, Label: p.ClusterID})
+		}
+		if !seenRes[p.Resource] {
+			seenRes[p.Resource] = true
+			f.Resources = append(f.Resources, templates.ResourceInput{Name: p.Resource, Unit: p.Unit})
+		}
+	}
+	settings, err := s.svc.BestEffort.Settings(ctx)
+	if err != nil {
+		return f, err
+	}
+	abacus := map[string]bool{}
+	for _, st := range settings {
+		if st.Policy == fleet.PolicyAbacus {
+			cluster, _, _ := strings.Cut(st.Pool, "/")
+			abacus[cluster] = true
+		}
+	}
+	f.Abacus = slices.Sorted(maps.Keys(abacus))
+	return f, nil
+}
+
+// jobSpecFromForm reads the posted form into f and a spec, recording what is
+// malformed in f.Errors.
+func jobSpecFromForm(c *gin.Context, f *templates.BestEffortForm) fleet.JobSpec {
+	f.Cluster, f.Tasks = c.PostForm("cluster"), c.PostForm("tasks")
+	f.MaxDuration, f.Budget, f.Utility = strings.TrimSpace(c.PostForm("max_task_duration")), strings.TrimSpace(c.PostForm("budget")), c.PostForm("utility")
+	spec := fleet.JobSpec{Configuration: map[string]int64{}}
+	for i, r := range f.Resources {
+		raw := strings.TrimSpace(c.PostForm("u." + r.Name))
+		f.Resources[i].Value = raw
+		if raw == "" || raw == "0" {
+			continue
+		}
+		n, err := parseWhole(raw, 1, 1_000_000)
+		if err != nil {
+			f.Errors["u."+r.Name] = err.Error()
+			continue
+		}
+		spec.Configuration[f.Cluster+"/"+r.Name] = n
+	}
+	if len(spec.Configuration) == 0 && len(f.Errors) == 0 {
+		f.Errors["cluster"] = "Give the units of at least one resource a task needs."
+	}
+	var err error
+	if spec.Tasks, err = parseWhole(f.Tasks, 1, fleet.MaxTasks); err != nil {
+		f.Errors["tasks"] = err.Error()
+	}
+	if f.MaxDuration != "" {
+		if spec.MaxTaskDuration, err = time.ParseDuration(f.MaxDuration); err != nil {
+			f.Errors["max_task_duration"] = "Give a duration such as 45m or 2h, or leave it empty."
+		}
+	}
+	if slices.Contains(f.Abacus, f.Cluster) {
+		if spec.Budget, err = ledger.ParseMoney(f.Budget); err != nil || spec.Budget <= 0 {
+			f.Errors["budget"] = "Give a budget in dollars: this cluster shares idle capacity by auction."
+		}
+		spec.Utility = "linear"
+		if f.Utility == "log" {
+			spec.Utility = "log"
+		}
+	}
+	return spec
+}
+
+func (s *Server) bestEffortPage(c *gin.Context) {
+	f, err := s.bestEffortForm(c)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	if len(f.Clusters) > 0 {
+		f.Cluster = f.Clusters[0].Value
+	}
+	s.renderBestEffort(c, http.StatusOK, f, nil)
+}
+
+// submitBestEffort queues a job from the form, or (action=quote) shows the shares
+// an abacus job would get now.
+func (s *Server) submitBestEffort(c *gin.Context) {
+	f, err := s.bestEffortForm(c)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	spec := jobSpecFromForm(c, &f)
+	if len(f.Errors) > 0 {
+		s.renderBestEffort(c, http.StatusUnprocessableEntity, f, nil)
+		return
+	}
+	ctx := c.Request.Context()
+	if c.PostForm("action") == "quote" {
+		q, err := s.svc.BestEffort.Quote(ctx, userOf(c), spec)
+		if err != nil {
+			s.bestEffortFailure(c, err, f)
+			return
+		}
+		var lines []string
+		for _, pool := range slices.Sorted(maps.Keys(q)) {
+			lines = append(lines, fmt.Sprintf("%s: %.0f%% of the units that free up", pool, 100*q[pool]))
+		}
+		s.renderBestEffort(c, http.StatusOK, f, lines)
+		return
+	}
+	v, err := s.svc.BestEffort.Submit(ctx, userOf(c), spec)
+	if err != nil {
+		s.bestEffortFailure(c, err, f)
+		return
+	}
+	s.redirectWithFlash(c, "/best-effort", "ok", fmt.Sprintf("Best-effort job #%d queued: %d tasks in %s.", v.ID, v.Tasks, v.ClusterID))
+}
+
+func (s *Server) bestEffortFailure(c *gin.Context, err error, f templates.BestEffortForm) {
+	switch clearhouse.ErrorCode(err) {
+	case clearhouse.EINVALID, clearhouse.EUNPROCESSABLE, clearhouse.ECONFLICT:
+		field, msg := fieldOf(err)
+		switch field {
+		case "tasks", "max_task_duration", "budget", "utility":
+		default:
+			field, msg = "cluster", clearhouse.ErrorMessage(err)
+		}
+		f.Errors[field] = msg
+		s.renderBestEffort(c, http.StatusUnprocessableEntity, f, nil)
+	default:
+		s.fail(c, err)
+	}
+}
+
+func (s *Server) cancelBestEffort(c *gin.Context) {
+	id, err := jobID(c)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	if _, err := s.svc.BestEffort.Cancel(c.Request.Context(), userOf(c), id); err != nil {
+		if clearhouse.ErrorCode(err) == clearhouse.ECONFLICT {
+			s.redirectWithFlash(c, "/best-effort", "error", clearhouse.ErrorMessage(err))
+			return
+		}
+		s.fail(c, err)
+		return
+	}
+	s.redirectWithFlash(c, "/best-effort", "ok", fmt.Sprintf("Best-effort job #%d cancelled: its running tasks are stopped.", id))
+}
+
+func (s *Server) renderBestEffort(c *gin.Context, status int, f templates.BestEffortForm, quote []string) {
+	ctx := c.Request.Context()
+	u := userOf(c)
+	jobs, err := s.svc.BestEffort.Jobs(ctx, fleet.JobFilter{Team: u.TeamID, Limit: 200})
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	v := templates.BestEffortView{Team: u.TeamID, Form: f, Quote: quote}
+	for _, j := range jobs {
+		v.Jobs = append(v.Jobs, bestEffortRow(j, s.now()))
+	}
+	if v.Accounts, err = s.idleAccounts(ctx, u.TeamID); err != nil {
+		s.fail(c, err)
+		return
+	}
+	s.render(c, status, templates.BestEffortPage(s.page(c, "Best-effort jobs", "best-effort"), v))
+}
+
+func bestEffortRow(j fleet.JobView, now time.Time) templates.BestEffortRow {
+	r := templates.BestEffortRow{ID: j.ID, Team: j.TeamID, Configuration: configText(j.Config(), j.Tasks), Status: string(j.Status),
+		Queued: j.Queued, Running: j.Running, Done: j.Done, Failed: j.Failed, Preempted: j.Preempted,
+		CanCancel: j.Status == fleet.JobQueued || j.Status == fleet.JobRunning}
+	if j.MaxTaskDuration > 0 {
+		r.Configuration += ", at most " + fmtDuration(time.Duration(j.MaxTaskDuration)*time.Second) + " a task"
+	}
+	if j.Position > 0 {
+		r.Position = fmt.Sprintf("%d", j.Position)
+	}
+	if j.EstimatedStart != nil {
+		if j.EstimatedStart.After(now) {
+			r.EstimatedStart = fmtTime(*j.EstimatedStart)
+		} else {
+			r.EstimatedStart = "as soon as units free up"
+		}
+	}
+	if j.Budget > 0 {
+		r.Budget, r.Charged = j.Budget.String(), j.Captured.String()
+		var parts []string
+		shares := j.SharesByPool()
+		for _, p := range slices.Sorted(maps.Keys(shares)) {
+			parts = append(parts, fmt.Sprintf("%s %.0f%%", p, 100*shares[p]))
+		}
+		r.Shares = strings.Join(parts, ", ")
+	}
+	return r
+}
+
+// idleAccounts is a team's idle-capacity accounts per pool, for its pages.
+func (s *Server) idleAccounts(ctx context.Context, team string) ([]templates.IdleAccountRow, error) {
+	if s.svc.BestEffort == nil {
+		return nil, nil
+	}
+	tps, err := s.svc.BestEffort.TeamPools(ctx, team)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]templates.IdleAccountRow, len(tps))
+	for i, t := range tps {
+		out[i] = templates.IdleAccountRow{Pool: t.Pool, Policy: t.Policy, UtilityName: t.UtilityName,
+			Lent: fmt.Sprintf("%.1f", t.Lent), Borrowed: fmt.Sprintf("%.0f", t.Borrowed),
+			Contribution: fmt.Sprintf("%.2f", t.Contribution), Utility: fmt.Sprintf("%.2f", t.Utility), Priority: fmt.Sprintf("%.4f", t.Priority)}
+	}
+	return out, nil
+}

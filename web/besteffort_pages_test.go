@@ -1,0 +1,85 @@
+package web_test
+
+import (
+	"context"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+
+	"github.com/clearhouse/clearhouse/exchange"
+	"github.com/clearhouse/clearhouse/fleet"
+)
+
+// A member queues a best-effort job from the form (bad input keeps the form and
+// saves nothing), sees it running after the agent's poll, and cancels it; the team
+// page shows what the team borrows; an operator switches the pool to the abacus
+// policy, after which the form asks for a budget and quotes shares.
+func TestBestEffortPages(t *testing.T) {
+	f := newFixture(t)
+	f.openMarket()
+	ctx := context.Background()
+	f.user("ana@x.io", exchange.RoleMember, "search")
+	f.user("op@x.io", exchange.RoleOperator, "")
+	b := f.browser()
+	b.login("ana@x.io")
+	tok := b.csrf("/best-effort")
+	res, doc := b.post("/best-effort", url.Values{"csrf_token": {tok}, "cluster": {"us-east"}, "u.cpu": {"2"}, "tasks": {"0"}})
+	if res.StatusCode != http.StatusUnprocessableEntity || doc.Find("[data-testid=error-tasks]").Text() == "" {
+		t.Fatalf("zero tasks: %d %q", res.StatusCode, doc.Find("[data-testid=form-errors]").Text())
+	}
+	if n, _ := f.be.Jobs(ctx, fleet.JobFilter{}); len(n) != 0 {
+		t.Fatalf("a refused form saved %d jobs", len(n))
+	}
+	res, _ = b.post("/best-effort", url.Values{"csrf_token": {tok}, "cluster": {"us-east"}, "u.cpu": {"2"}, "tasks": {"40"}, "max_task_duration": {"2h"}})
+	if res.StatusCode != http.StatusSeeOther {
+		t.Fatalf("submit: %d", res.StatusCode)
+	}
+	if _, err := f.be.Step(ctx, "us-east"); err != nil {
+		t.Fatal(err)
+	}
+	_, doc = b.get("/best-effort")
+	row := doc.Find("[data-testid=best-effort-jobs] tbody tr").First()
+	if row.Find("[data-testid=status]").Text() != "running" || row.Find("[data-testid=running]").Text() != "35" || row.Find("[data-testid=position]").Text() != "1" {
+		t.Fatalf("job row: %q", strings.Join(strings.Fields(row.Text()), " "))
+	}
+	if got := doc.Find(`[data-testid="idle-us-east/cpu"] [data-testid=borrowed]`).Text(); got != "70" {
+		t.Fatalf("borrowed on the best-effort page: %q", got)
+	}
+	_, doc = b.get("/team")
+	if got := doc.Find(`[data-testid="idle-us-east/cpu"] [data-testid=borrowed]`).Text(); got != "70" {
+		t.Fatalf("borrowed on the team page: %q", got)
+	}
+	action, _ := row.Find("form").Attr("action")
+	if res, _ = b.post(action, url.Values{"csrf_token": {tok}}); res.StatusCode != http.StatusSeeOther {
+		t.Fatalf("cancel: %d", res.StatusCode)
+	}
+	_, doc = b.get("/best-effort")
+	if got := doc.Find("[data-testid=best-effort-jobs] [data-testid=status]").First().Text(); got != "cancelled" {
+		t.Fatalf("after cancel: %q", got)
+	}
+
+	op := f.browser()
+	op.login("op@x.io")
+	otok := op.csrf("/operate/idle")
+	res, doc = op.post("/operate/idle/us-east/cpu", url.Values{"csrf_token": {otok}, "policy": {"abacus"}, "alpha": {"2"}, "min_runtime": {"10m"}, "exposure": {"0.3"}})
+	if res.StatusCode != http.StatusUnprocessableEntity || !strings.Contains(doc.Find("[data-testid=error]").Text(), "alpha") {
+		t.Fatalf("alpha 2: %d %q", res.StatusCode, doc.Find("[data-testid=error]").Text())
+	}
+	res, _ = op.post("/operate/idle/us-east/cpu", url.Values{"csrf_token": {otok}, "policy": {"abacus"}, "alpha": {"0.5"}, "min_runtime": {"5m"}, "exposure": {"0.2"}})
+	if res.StatusCode != http.StatusSeeOther {
+		t.Fatalf("save: %d", res.StatusCode)
+	}
+	_, doc = b.get("/best-effort")
+	if doc.Find("[data-testid=abacus-help]").Length() != 1 {
+		t.Fatal("the form does not ask for a budget under the abacus policy")
+	}
+	res, doc = b.post("/best-effort", url.Values{"csrf_token": {tok}, "cluster": {"us-east"}, "u.cpu": {"1"}, "tasks": {"5"}, "budget": {"20"}, "utility": {"log"}, "action": {"quote"}})
+	if res.StatusCode != http.StatusOK || !strings.Contains(doc.Find("[data-testid=quote]").Text(), "us-east/cpu: 100%") {
+		t.Fatalf("quote: %d %q", res.StatusCode, doc.Find("[data-testid=quote]").Text())
+	}
+	_, doc = op.get("/operate/idle")
+	if got, _ := doc.Find(`[data-testid="idle-pool-us-east/cpu"] [data-testid=field-policy] option[selected]`).Attr("value"); got != "abacus" {
+		t.Fatalf("the operator page shows policy %q", got)
+	}
+}

@@ -1,0 +1,66 @@
+package web_test
+
+import (
+	"context"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/clearhouse/clearhouse/auction"
+	"github.com/clearhouse/clearhouse/exchange"
+	"github.com/clearhouse/clearhouse/ledger"
+)
+
+// The bid form says first when no auction takes bids; it refuses a quantity no
+// pool could ever supply and a limit below the cost at reserve prices.
+func TestBidFormChecksEarly(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	if _, err := f.market.SaveCurve(ctx, "standard", "Standard", auction.DefaultCurve); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.market.AddCluster(ctx, exchange.Cluster{ID: "us-east"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.market.AddPool(ctx, exchange.PoolSpec{ClusterID: "us-east", Resource: "cpu", Unit: "core", Capacity: 4000, UnitCost: int64(ledger.Dollar), Utilization: 0.8, CurveID: "standard"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.market.AddTeam(ctx, exchange.NewTeam{ID: "search", Budget: 100_000 * ledger.Dollar}); err != nil {
+		t.Fatal(err)
+	}
+	f.user("mia@x.io", exchange.RoleMember, "search")
+	b := f.browser()
+	b.login("mia@x.io")
+	_, doc := b.get("/orders/new")
+	if s := doc.Find("[data-testid=bid-notice]").Text(); !strings.Contains(s, "No auction") {
+		t.Errorf("step 1 does not say no auction takes bids: %q", s)
+	}
+	if _, err := f.market.ScheduleAuction(ctx, f.clock.Now(), f.clock.Now().Add(time.Hour), auction.DefaultParams); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.market.OpenDue(ctx); err != nil {
+		t.Fatal(err)
+	}
+	_, doc = b.get("/orders/new")
+	if doc.Find("[data-testid=bid-notice]").Length() != 0 {
+		t.Error("the notice stays while an auction takes bids")
+	}
+	_, doc = b.get("/orders/new?step=2&q.cpu=9000000000&cluster=us-east")
+	if s := doc.Find("[data-testid=error-q\\.cpu]").Text(); !strings.Contains(s, "could ever supply") {
+		t.Errorf("9 billion cores: %q", s)
+	}
+	_, doc = b.get("/orders/new?step=2&q.cpu=99999999999999999999&cluster=us-east")
+	if s := doc.Find("[data-testid=error-q\\.cpu]").Text(); strings.Contains(s, "whole number") {
+		t.Errorf("a number too large is called not a whole number: %q", s)
+	}
+	tok := b.csrf("/orders/new?step=2&q.cpu=100&cluster=us-east")
+	res, doc := b.post("/orders", url.Values{"csrf_token": {tok}, "q.cpu": {"100"}, "cluster": {"us-east"}, "limit_mode": {"one"}, "limit": {"1.00"}})
+	if res.StatusCode != http.StatusUnprocessableEntity || !strings.Contains(doc.Find("[data-testid=error-limit]").Text(), "could never win") {
+		t.Errorf("a limit below the cost at reserve: %d %q", res.StatusCode, doc.Find("[data-testid=error-limit]").Text())
+	}
+	if vs, _ := f.market.Orders(ctx, exchange.OrderFilter{Team: "search"}); len(vs) != 0 {
+		t.Errorf("a refused bid was placed: %d orders", len(vs))
+	}
+}

@@ -1,0 +1,132 @@
+package web
+
+import (
+	"fmt"
+	"maps"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/clearhouse/clearhouse"
+	"github.com/clearhouse/clearhouse/fleet"
+	"github.com/clearhouse/clearhouse/templates"
+	"github.com/gin-gonic/gin"
+)
+
+func (s *Server) idlePage(c *gin.Context) { s.renderIdle(c, http.StatusOK, "", nil) }
+
+func (s *Server) renderIdle(c *gin.Context, status int, failed string, errs templates.FieldErrors) {
+	ctx := c.Request.Context()
+	settings, err := s.svc.BestEffort.Settings(ctx)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	v := templates.IdleView{Errors: errs, Failed: failed}
+	for _, p := range fleet.Policies() {
+		v.Policies = append(v.Policies, templates.Option{Value: p, Label: p})
+	}
+	abacus := map[string]bool{}
+	for _, st := range settings {
+		v.Pools = append(v.Pools, templates.IdlePoolRow{Pool: st.Pool, Policy: st.Policy, Alpha: strconv.FormatFloat(st.Alpha, 'g', -1, 64),
+			MinRuntime: fmtDuration(st.MinRuntime), Exposure: strconv.FormatFloat(st.Exposure, 'g', -1, 64)})
+		if st.Policy == fleet.PolicyAbacus {
+			cluster, _, _ := strings.Cut(st.Pool, "/")
+			abacus[cluster] = true
+		}
+	}
+	for _, cluster := range slices.Sorted(maps.Keys(abacus)) {
+		a, err := s.svc.BestEffort.Auction(ctx, cluster)
+		if err != nil {
+			s.fail(c, err)
+			return
+		}
+		if len(a.Jobs) == 0 {
+			continue
+		}
+		t := templates.AuctionTable{Cluster: cluster, Summary: fmt.Sprintf("alpha %g, %d iterations, %s", a.Alpha, a.Iterations, a.Outcome)}
+		for _, j := range a.Jobs {
+			var parts []string
+			for _, p := range slices.Sorted(maps.Keys(j.Shares)) {
+				parts = append(parts, fmt.Sprintf("%s %.1f%%", p, 100*j.Shares[p]))
+			}
+			t.Rows = append(t.Rows, templates.AuctionRow{Job: "#" + j.Job, Team: j.Team, Budget: fmt.Sprintf("$%.2f", j.Budget), Utility: j.Utility, Shares: strings.Join(parts, ", ")})
+		}
+		v.Auctions = append(v.Auctions, t)
+	}
+	reports, err := s.svc.BestEffort.FairnessReports(ctx)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	for _, r := range reports {
+		for _, pf := range r.Pools {
+			t := templates.FairnessTable{Title: fmt.Sprintf("%s, last %s", pf.Pool, r.Span),
+				Summary:  fmt.Sprintf("%s to %s, computed %s; coalition wait %.1f unit-hours; Shapley %s", fmtTime(r.From), fmtTime(r.To), fmtTime(r.ComputedAt), pf.CoalitionValue, exactText(pf.Exact)),
+				Policies: slices.Sorted(maps.Keys(pf.Unfairness))}
+			for _, tf := range pf.Teams {
+				row := templates.FairnessRow{Team: tf.Team, Shapley: fmt.Sprintf("%.2f", tf.Shapley), Measured: fmt.Sprintf("%.2f", tf.Measured)}
+				for _, pol := range t.Policies {
+					row.Simulated = append(row.Simulated, fmt.Sprintf("%.2f", tf.Simulated[pol]))
+				}
+				t.Rows = append(t.Rows, row)
+			}
+			t.Unfairness = append(t.Unfairness, fmt.Sprintf("%.2f", pf.MeasuredUnfairness))
+			for _, pol := range t.Policies {
+				t.Unfairness = append(t.Unfairness, fmt.Sprintf("%.2f", pf.Unfairness[pol]))
+			}
+			v.Reports = append(v.Reports, t)
+		}
+	}
+	jobs, err := s.svc.BestEffort.Jobs(ctx, fleet.JobFilter{Statuses: []fleet.JobStatus{fleet.JobQueued, fleet.JobRunning}, Limit: 200})
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	for _, j := range jobs {
+		v.Jobs = append(v.Jobs, bestEffortRow(j, s.now()))
+	}
+	s.render(c, status, templates.IdlePage(s.page(c, "Idle capacity", "idle"), v))
+}
+
+func exactText(exact bool) string {
+	if exact {
+		return "exact"
+	}
+	return "sampled"
+}
+
+// saveIdleSettings saves one pool's idle settings from its row's form.
+func (s *Server) saveIdleSettings(c *gin.Context) {
+	pool := c.Param("cluster") + "/" + c.Param("resource")
+	st := fleet.IdleSettings{Pool: pool, Policy: c.PostForm("policy")}
+	errs := templates.FieldErrors{}
+	var err error
+	if st.Alpha, err = strconv.ParseFloat(strings.TrimSpace(c.PostForm("alpha")), 64); err != nil {
+		errs["alpha"] = "alpha: give a number from 0 to 1."
+	}
+	if st.MinRuntime, err = time.ParseDuration(strings.TrimSpace(c.PostForm("min_runtime"))); err != nil {
+		errs["min_runtime"] = "minimum runtime: give a duration such as 10m."
+	}
+	if st.Exposure, err = strconv.ParseFloat(strings.TrimSpace(c.PostForm("exposure")), 64); err != nil {
+		errs["exposure"] = "exposure: give a share such as 0.3."
+	}
+	if len(errs) == 0 {
+		if err := s.svc.BestEffort.SetSettings(c.Request.Context(), st); err != nil {
+			switch clearhouse.ErrorCode(err) {
+			case clearhouse.EINVALID, clearhouse.ECONFLICT:
+				errs["form"] = clearhouse.ErrorMessage(err)
+			default:
+				s.fail(c, err)
+				return
+			}
+		}
+	}
+	if len(errs) > 0 {
+		s.renderIdle(c, http.StatusUnprocessableEntity, pool, errs)
+		return
+	}
+	s.redirectWithFlash(c, "/operate/idle", "ok", fmt.Sprintf("Saved %s: %s, minimum runtime %s, exposure %g.", pool, st.Policy, fmtDuration(st.MinRuntime), st.Exposure))
+}
