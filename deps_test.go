@@ -16,6 +16,7 @@ func TestDependenciesPointOneWay(t *testing.T) {
 		"fleet":    {"web", "templates", "cmd/"},
 		"ledger":   {"exchange", "fleet", "web", "templates"},
 		"store":    {"ledger", "exchange", "fleet", "web", "templates"},
+		"mailer":   {"store", "ledger", "exchange", "fleet", "web", "templates"},
 	}
 	for pkg, above := range forbidden {
 		out, err := exec.Command("go", "list", "-deps", mod+pkg).Output()

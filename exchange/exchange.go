@@ -25,6 +25,7 @@ type Market struct {
 	committed QuotaCommitments    // quota reservations need; nil: none
 	measured  MeasuredUtilization // each pool's psi; nil: the pool's stored utilization
 	interest  interestCache       // the last count of open interest
+	email     bool                // queue an email for every notification
 }
 
 // NewMarket returns the market service on db, keeping budgets in l, with the clock

@@ -179,6 +179,11 @@ func (m *Market) placeOrder(ctx context.Context, tx *gorm.DB, by User, spec Orde
 	if err := m.holdQuota(tx, o, spec); err != nil {
 		return Order{}, err
 	}
+	if o.Status == OrderAwaitingApproval {
+		if err := m.notifyApproval(tx, o, by, spec); err != nil {
+			return Order{}, err
+		}
+	}
 	if pay := spec.MaxPayment(); pay > 0 {
 		h, err := m.ledger.WithTx(tx).PlaceHold(ctx, fmt.Sprintf("order/%d/hold", o.ID), ledger.TeamAccount(team.ID), pay, orderRef(o.ID))
 		if err != nil {

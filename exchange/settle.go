@@ -295,6 +295,9 @@ func (m *Market) settle(ctx context.Context, tx *gorm.DB, a Auction, res auction
 			return err
 		}
 	}
+	if err := m.notifySettled(tx, a, res.Converged, views, st.lines, st.rejected); err != nil {
+		return err
+	}
 	rows := make([][]any, len(st.lines))
 	for i, l := range st.lines {
 		rows[i] = []any{l.AuctionID, l.OrderID, l.TeamID, l.BundleIndex, l.Payment, l.EntryID}

@@ -10,6 +10,7 @@ type Page struct {
 	User   *Viewer
 	CSRF   string // the session's CSRF token, put in every form
 	Flash  *Flash
+	Unread int64 // the viewer's unread notifications
 }
 
 // Viewer is the signed-in user as the layout shows them.

@@ -31,6 +31,11 @@ func (s *Server) render(c *gin.Context, status int, comp templ.Component) {
 // page builds the layout's view model for this request, consuming any flash message.
 func (s *Server) page(c *gin.Context, title, active string) templates.Page {
 	p := templates.Page{Title: title, Active: active, User: viewerFrom(c), CSRF: s.csrfToken(c)}
+	if u, ok := userFrom(c); ok && p.User != nil && s.svc.Market != nil {
+		if n, err := s.svc.Market.UnreadCount(c.Request.Context(), u.ID); err == nil {
+			p.Unread = n
+		}
+	}
 	if ck, err := c.Cookie(flashCookie); err == nil && ck != "" {
 		if raw, err := base64.RawURLEncoding.DecodeString(ck); err == nil {
 			kind, msg, _ := strings.Cut(string(raw), "|")

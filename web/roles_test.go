@@ -66,6 +66,7 @@ func TestEveryPageRefusesOtherRoles(t *testing.T) {
 		"/auctions/1":                         exchange.Roles,
 		"/search":                             exchange.Roles,
 		"/help":                               exchange.Roles,
+		"/notifications":                      exchange.Roles,
 		"/orders":                             {exchange.RoleMember, exchange.RoleOwner},
 		"/orders/new":                         {exchange.RoleMember, exchange.RoleOwner},
 		"/orders/offer":                       {exchange.RoleMember, exchange.RoleOwner},

@@ -34,6 +34,8 @@ func (s *Server) routes(e *gin.Engine) {
 	all.GET("/auctions/:id", s.auctionPage)
 	all.GET("/search", s.searchPage)
 	all.GET("/help", s.helpPage)
+	all.GET("/notifications", s.notificationsPage)
+	all.POST("/notifications/read", s.markNotificationsRead)
 
 	team := e.Group("", s.requireRole(onTeam...))
 	team.GET("/orders", s.ordersPage)

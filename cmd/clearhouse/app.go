@@ -15,6 +15,7 @@ import (
 	"github.com/clearhouse/clearhouse/exchange"
 	"github.com/clearhouse/clearhouse/fleet"
 	"github.com/clearhouse/clearhouse/ledger"
+	"github.com/clearhouse/clearhouse/mailer"
 	"github.com/clearhouse/clearhouse/store"
 	"github.com/clearhouse/clearhouse/web"
 	"github.com/robfig/cron/v3"
@@ -35,6 +36,7 @@ type Config struct {
 	AuctionEvery   time.Duration // opening to opening; 0 schedules no auctions
 	AuctionWindow  time.Duration
 	PreviewEvery   time.Duration
+	Mail           mailer.Config // the SMTP server notifications are emailed through; empty: in-app only
 }
 
 // Cadence is the market's auction cadence from the configuration.
@@ -82,7 +84,7 @@ func (c Config) Validate() error {
 	if c.PreviewEvery < time.Second {
 		return fmt.Errorf("--preview-every %s: must be at least 1s", c.PreviewEvery)
 	}
-	return nil
+	return c.Mail.Validate()
 }
 
 func parseCIDRs(s string) ([]*net.IPNet, error) {
@@ -161,12 +163,18 @@ func (a *App) Open(ctx context.Context) error {
 			return errors.Join(fmt.Errorf("demo data: %w", err), a.DB.Close())
 		}
 	}
+	a.Market.UseEmail(a.cfg.Mail.Enabled())
 	a.cron = cron.New(cron.WithLocation(time.UTC), cron.WithChain(cron.Recover(cronLogger{a.log}), cron.SkipIfStillRunning(cronLogger{a.log})))
 	if _, err := a.cron.AddFunc(fmt.Sprintf("@every %s", a.cfg.Tick), func() { a.RunTick(context.Background()) }); err != nil {
 		return errors.Join(err, a.DB.Close())
 	}
 	if _, err := a.cron.AddFunc(fmt.Sprintf("@every %s", a.Util.Config().Slot), func() { a.RunUtilization(context.Background()) }); err != nil {
 		return errors.Join(err, a.DB.Close())
+	}
+	if a.cfg.Mail.Enabled() {
+		if _, err := a.cron.AddFunc(fmt.Sprintf("@every %s", a.cfg.Tick), func() { a.SendEmails(context.Background()) }); err != nil {
+			return errors.Join(err, a.DB.Close())
+		}
 	}
 	if _, err := a.cron.AddFunc("@every 1h", func() { a.RunFairness(context.Background()) }); err != nil {
 		return errors.Join(err, a.DB.Close())

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"os"
 	"time"
 
 	"github.com/clearhouse/clearhouse/store"
@@ -28,6 +29,7 @@ share one database; run 'clearhouse migrate' once and start them with --migrate=
   clearhouse serve --addr 0.0.0.0:8080 --db postgres://clearhouse@db/clearhouse --migrate=false`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg.Mail.Password = os.Getenv("CLEARHOUSE_SMTP_PASSWORD") // not a flag: command lines are visible to every user
 			log := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: slog.LevelInfo}))
 			app := NewApp(cfg, log, time.Now)
 			app.demoOut = cmd.OutOrStdout()
@@ -55,6 +57,10 @@ share one database; run 'clearhouse migrate' once and start them with --migrate=
 	f.DurationVar(&cfg.AuctionEvery, "auction-every", 24*time.Hour, "time from one auction's opening to the next's (0: operators schedule auctions by hand)")
 	f.DurationVar(&cfg.AuctionWindow, "auction-window", time.Hour, "how long each auction takes bids")
 	f.DurationVar(&cfg.PreviewEvery, "preview-every", 5*time.Minute, "how often an open auction's preliminary prices are refreshed")
+	f.StringVar(&cfg.Mail.Addr, "smtp-addr", "", "host:port of the SMTP server notifications are emailed through (STARTTLS when offered); unset: notifications stay in the app")
+	f.StringVar(&cfg.Mail.From, "smtp-from", "", "the address notification emails come from, e.g. \"Clearhouse <market@example.com>\"")
+	f.StringVar(&cfg.Mail.Username, "smtp-user", "", "user name for the SMTP server (its password in CLEARHOUSE_SMTP_PASSWORD)")
+	f.DurationVar(&cfg.Mail.Timeout, "smtp-timeout", 30*time.Second, "the longest one email may take to send")
 	return cmd
 }
 

@@ -1,7 +1,17 @@
 package main
 
 import (
+	"bytes"
+	"context"
 	"fmt"
+	"io"
+	"log/slog"
+	"path/filepath"
+	"time"
+
+	"github.com/clearhouse/clearhouse/mailer"
+	"github.com/clearhouse/clearhouse/mailer/mailertest"
+	"github.com/clearhouse/clearhouse/store/storetest"
 	"strings"
 	"testing"
 
@@ -170,7 +180,7 @@ func TestBrowserTradingPagesFitNarrowScreens(t *testing.T) {
 		email string
 		pages []string
 	}{
-		{"member@search.example.com", []string{"/orders/move", "/search?shape=storage-server&count=50", "/orders/new?shape=web-server&count=20&cluster=us-east&cluster=eu-west&step=2", "/help"}},
+		{"member@search.example.com", []string{"/orders/move", "/search?shape=storage-server&count=50", "/orders/new?shape=web-server&count=20&cluster=us-east&cluster=eu-west&step=2", "/help", "/notifications"}},
 		{"owner@storage.example.com", []string{"/orders/offer"}},
 		{"operator@example.com", []string{"/operate/shapes", "/search?q.gpu=8"}},
 	} {
@@ -196,5 +206,95 @@ func TestBrowserTradingPagesFitNarrowScreens(t *testing.T) {
 				screenshot(t, ctx, fmt.Sprintf("w%d-%s", width, name))
 			}
 		}
+	}
+}
+
+// startDemoMail is startDemo with notification email sent to a test SMTP server.
+func startDemoMail(t *testing.T) (*App, map[string]string, *mailertest.Server) {
+	t.Helper()
+	srv := mailertest.Start(t)
+	cfg := Config{Addr: "127.0.0.1:0", DB: filepath.Join(t.TempDir(), "demo.db"), Migrate: true, LoginRate: 100, Demo: true,
+		Tick: time.Hour, AuctionEvery: 24 * time.Hour, AuctionWindow: time.Hour, PreviewEvery: 5 * time.Minute,
+		PublicURL: "http://127.0.0.1", Mail: mailer.Config{Addr: srv.Addr, From: "Clearhouse <market@example.com>"}}
+	app := NewApp(cfg, slog.New(slog.NewTextHandler(io.Discard, nil)), storetest.NewClock(time.Time{}).Now)
+	var out bytes.Buffer
+	app.demoOut = &out
+	if err := app.Open(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		app.Close(ctx)
+	})
+	logins := map[string]string{}
+	for _, line := range strings.Split(out.String(), "\n") {
+		if f := strings.Fields(line); len(f) >= 3 && strings.Contains(f[0], "@") {
+			logins[f[0]] = f[1]
+		}
+	}
+	return app, logins, srv
+}
+
+// TestBrowserSettledAuctionNotifiesTraders: when the demo's open auction settles,
+// a member of a team that bid sees the unread badge on every page, reads the
+// outcome on the notifications page, marks it read; the same outcome went out by
+// email through the configured SMTP server.
+func TestBrowserSettledAuctionNotifiesTraders(t *testing.T) {
+	app, logins, smtpd := startDemoMail(t)
+	base := app.Server.URL()
+	ctx := newBrowser(t)
+	signIn(t, ctx, base, "member@search.example.com", logins["member@search.example.com"])
+	a, ok, err := app.Market.CurrentAuction(context.Background())
+	if err != nil || !ok {
+		t.Fatalf("the demo has no open auction: %v", err)
+	}
+	before, err := chromedp.Run(ctx, chromedp.Evaluate[int](`document.querySelectorAll("[data-testid=unread]").length`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := app.Market.Close(context.Background(), a.ID); err != nil {
+		t.Fatal(err)
+	}
+	err = chromedp.Do(ctx, chromedp.Navigate(base+"/orders"), chromedp.WaitVisible(chromedp.CSS(`[data-testid=unread]`)))
+	if err != nil {
+		t.Fatalf("no unread badge after settlement (before: %d): %v", before, err)
+	}
+	err = chromedp.Do(ctx,
+		chromedp.Click(chromedp.CSS(`[data-testid=notifications-link]`)),
+		chromedp.WaitVisible(chromedp.CSS(`[data-testid=notifications]`)),
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	screenshot(t, ctx, "notifications")
+	subject := fmt.Sprintf("Auction #%d settled", a.ID)
+	if s := text(t, ctx, `[data-testid=notifications] li:first-child`); !strings.Contains(s, subject) || !strings.Contains(s, "Team search") {
+		t.Fatalf("newest notification %q, want %q", s, subject)
+	}
+	err = chromedp.Do(ctx,
+		chromedp.Click(chromedp.CSS(`[data-testid=mark-read]`)),
+		chromedp.WaitVisible(chromedp.CSS(`[data-testid=flash]`)),
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, err := chromedp.Run(ctx, chromedp.Evaluate[int](`document.querySelectorAll("[data-testid=unread]").length`)); err != nil || n != 0 {
+		t.Fatalf("%d unread badges after marking read, %v", n, err)
+	}
+	if sent := app.SendEmails(context.Background()); sent == 0 {
+		t.Fatal("no email sent")
+	}
+	var got bool
+	for _, m := range smtpd.Messages() {
+		if len(m.To) == 1 && m.To[0] == "member@search.example.com" && strings.Contains(m.Data, "Subject: "+subject) {
+			got = strings.Contains(m.Data, "http://127.0.0.1/notifications")
+		}
+	}
+	if !got {
+		t.Fatalf("no settlement email to member@search.example.com among %d messages", len(smtpd.Messages()))
+	}
+	if again := app.SendEmails(context.Background()); again != 0 {
+		t.Fatalf("%d emails sent twice", again)
 	}
 }
