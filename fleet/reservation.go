@@ -220,7 +220,7 @@ func (d Definition) Validate(now time.Time, slot, horizon time.Duration, needVal
 		case r.Deadline.IsZero():
 			return bad(field("deadline"), "required (RFC 3339)")
 		case !r.Deadline.After(r.Arrival):
-			return bad(field("deadline"), "must be after the arrival")
+			return bad(field("deadline"), "must be after the earliest start")
 		case r.Deadline.After(now.Add(horizon)):
 			return bad(field("deadline"), "the window must end within %s of now (%s)", horizonText(horizon), now.Add(horizon).Format(time.RFC3339))
 		}
@@ -233,8 +233,9 @@ func (d Definition) Validate(now time.Time, slot, horizon time.Duration, needVal
 			if !r.Deadline.After(now) {
 				return bad(field("deadline"), "has passed")
 			}
-			return bad(field("duration"), "%s (%d slots of %s) does not fit in the window from %s to %s",
-				r.Duration, slots, slot, ceilTime(from, slot).Format(time.RFC3339), r.Deadline.Format(time.RFC3339))
+			return bad(field("duration"), "%s (%s in whole %s slots) does not fit between the earliest start, %s, and the deadline, %s",
+				durationText(r.Duration), durationText(time.Duration(slots)*slot), durationText(slot),
+				ceilTime(from, slot).UTC().Format("2006-01-02 15:04 UTC"), r.Deadline.UTC().Format("2006-01-02 15:04 UTC"))
 		}
 	}
 	return nil
@@ -266,6 +267,18 @@ func horizonText(d time.Duration) string {
 		return fmt.Sprintf("%d days", d/(24*time.Hour))
 	}
 	return d.String()
+}
+
+// durationText says a duration as people write it: "5h", "1h30m", "45m", "90s".
+func durationText(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
 }
 
 // ceilDiv is how many whole slots d takes.

@@ -203,7 +203,10 @@ func (s *Server) reserve(c *gin.Context) {
 		return
 	}
 	if v.Status == fleet.ReservationRejected {
-		f.Errors["value"] = fmt.Sprintf("Not reserved: %s.", v.Note)
+		// The scheduler keeps a refused request (the API lists it as rejected): say so
+		// rather than "nothing was saved", and keep the form as it was typed.
+		c.Set(ctxPageFlash, &templates.Flash{Kind: "error", Message: fmt.Sprintf(
+			"Reservation #%d was refused: %s. It is listed below as rejected; nothing is held or charged. Change the request and quote it again.", v.ID, v.Note)})
 		s.renderReservations(c, http.StatusUnprocessableEntity, f, nil)
 		return
 	}
@@ -261,7 +264,11 @@ func (s *Server) renderReservations(c *gin.Context, status int, f templates.Rese
 		v.Rows = append(v.Rows, reservationRow(vs[i]))
 	}
 	v.Timelines = timelines(vs, now)
-	s.render(c, status, templates.ReservationsPage(s.page(c, "Reservations", "reservations"), v))
+	p := s.page(c, "Reservations", "reservations")
+	if fl, ok := c.Get(ctxPageFlash); ok {
+		p.Flash = fl.(*templates.Flash)
+	}
+	s.render(c, status, templates.ReservationsPage(p, v))
 }
 
 func (s *Server) slotNote() string {
@@ -400,3 +407,6 @@ func timelines(vs []fleet.ReservationView, now time.Time) []templates.Timeline {
 	}
 	return out
 }
+
+// ctxPageFlash carries a message for the page a handler renders without a redirect.
+const ctxPageFlash = "page_flash"
