@@ -149,6 +149,9 @@ func seedDemo(ctx context.Context, a *App, out io.Writer) error {
 	if err := seedDemoReservations(ctx, a, users, now); err != nil {
 		return err
 	}
+	if err := seedDemoBestEffort(ctx, a, users); err != nil {
+		return err
+	}
 	fmt.Fprintln(out, "Demo market ready. Sign in as any of these (passwords are new each time the demo is made):")
 	for _, u := range logins {
 		team := ""
