@@ -88,6 +88,7 @@ as underscores (--db becomes CLEARHOUSE_DB). A flag on the command line wins.`,
 		newVerifyCmd(),
 		newAbacusCmd(),
 		newShareCmd(),
+		newNotifyCmd(),
 	)
 	return root
 }
