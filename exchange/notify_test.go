@@ -3,6 +3,7 @@ package exchange_test
 import (
 	"context"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -108,4 +109,50 @@ func TestNoEmailIsQueuedWithoutAMailServer(t *testing.T) {
 	if es, err := mk.M.ClaimEmails(context.Background(), 10, time.Minute); err != nil || len(es) != 0 {
 		t.Fatalf("%d emails queued without a mail server, %v", len(es), err)
 	}
+}
+
+// TestConcurrentSendersClaimEachEmailOnce: senders racing on one outbox (servers
+// sharing PostgreSQL) never take the same email twice within its lease.
+func TestConcurrentSendersClaimEachEmailOnce(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		mk := exchangetest.NewAuctionMarket(t, db)
+		mk.M.UseEmail(true)
+		ctx := context.Background()
+		for _, team := range []string{"search", "ads"} {
+			if _, err := mk.Order("member@"+team, exchange.OrderSpec{Team: team, Limit: exchangetest.Money(100), Bundles: []exchange.Bundle{{"eu-west/cpu": 1}}}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err := mk.M.Close(ctx, mk.AuctionID); err != nil {
+			t.Fatal(err)
+		}
+		var mu sync.Mutex
+		claimed := map[int64]int{}
+		var wg sync.WaitGroup
+		for range 8 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				es, err := mk.M.ClaimEmails(ctx, 10, time.Minute)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				mu.Lock()
+				defer mu.Unlock()
+				for _, e := range es {
+					claimed[e.ID]++
+				}
+			}()
+		}
+		wg.Wait()
+		if len(claimed) != 4 {
+			t.Fatalf("%d emails claimed, want the 4 (member and owner of two teams)", len(claimed))
+		}
+		for id, n := range claimed {
+			if n != 1 {
+				t.Errorf("email %d claimed %d times", id, n)
+			}
+		}
+	})
 }

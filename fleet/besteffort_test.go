@@ -19,7 +19,7 @@ type idle struct {
 	be *fleet.BestEffort
 }
 
-func newIdle(t *testing.T, db *store.DB) *idle {
+func newIdle(t testing.TB, db *store.DB) *idle {
 	t.Helper()
 	mk := exchangetest.NewAuctionMarket(t, db)
 	return &idle{Market: mk, be: fleet.NewBestEffort(db, mk.L, mk.Clock.Now, fleet.DefaultBestEffortConfig)}

@@ -68,7 +68,7 @@ func (ch LineChart) layout() chartGeom {
 	if g.H == 0 {
 		g.H = 300
 	}
-	g.Left, g.Right, g.Top, g.Bot = 64, float64(g.W)-16, 24, float64(g.H)-44
+	g.Left, g.Right, g.Top, g.Bot = 64, float64(g.W)-16, 36, float64(g.H)-44
 	first := true
 	for _, s := range ch.Series {
 		for _, p := range s.Points {
@@ -155,7 +155,7 @@ func logTicks(lo, hi float64) []float64 {
 		b = a + 1
 	}
 	steps := []float64{1, 2, 5}
-	if b-a > 3 {
+	if b-a > 2 {
 		steps = []float64{1}
 	}
 	var ticks []float64

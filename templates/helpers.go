@@ -118,3 +118,11 @@ func unitSuffix(unit string) string {
 	}
 	return " per " + unit
 }
+
+// teamLabel is a team's name with its id, "Search (search)", or the id alone.
+func teamLabel(names map[string]string, id string) string {
+	if n := names[id]; n != "" && n != id {
+		return n + " (" + id + ")"
+	}
+	return id
+}

@@ -178,4 +178,4 @@ func historyCharts(hist []exchange.PricePoint) []templates.LineChart {
 }
 
 // compactPrice is a tick label for prices on a log axis: "0.2", "5", "100".
-func compactPrice(y float64) string { return strconv.FormatFloat(y, 'g', 3, 64) }
+func compactPrice(y float64) string { return strconv.FormatFloat(y, 'f', -1, 64) }

@@ -6,6 +6,7 @@ import (
 	"maps"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -34,6 +35,7 @@ func (s *Server) bestEffortForm(c *gin.Context) (templates.BestEffortForm, error
 		if !seenRes[p.Resource] {
 			seenRes[p.Resource] = true
 			f.Resources = append(f.Resources, templates.ResourceInput{Name: p.Resource, Unit: p.Unit})
+			f.Weights = append(f.Weights, templates.ResourceInput{Name: p.Resource, Unit: p.Unit})
 		}
 	}
 	settings, err := s.svc.BestEffort.Settings(ctx)
@@ -89,6 +91,26 @@ func jobSpecFromForm(c *gin.Context, f *templates.BestEffortForm) fleet.JobSpec 
 		spec.Utility = "linear"
 		if f.Utility == "log" {
 			spec.Utility = "log"
+		}
+		for i, w := range f.Weights {
+			raw := strings.TrimSpace(c.PostForm("w." + w.Name))
+			f.Weights[i].Value = raw
+			if raw == "" {
+				continue
+			}
+			x, err := strconv.ParseFloat(raw, 64)
+			pool := f.Cluster + "/" + w.Name
+			switch {
+			case err != nil || !(x > 0):
+				f.Errors["w."+w.Name] = "Give a positive number, or leave it empty for 1."
+			case spec.Configuration[pool] == 0:
+				f.Errors["w."+w.Name] = "A task of this job does not use " + w.Name + "."
+			default:
+				if spec.Weights == nil {
+					spec.Weights = map[string]float64{}
+				}
+				spec.Weights[pool] = x
+			}
 		}
 	}
 	return spec

@@ -74,7 +74,11 @@ func TestBestEffortPages(t *testing.T) {
 	if doc.Find("[data-testid=abacus-help]").Length() != 1 {
 		t.Fatal("the form does not ask for a budget under the abacus policy")
 	}
-	res, doc = b.post("/best-effort", url.Values{"csrf_token": {tok}, "cluster": {"us-east"}, "u.cpu": {"1"}, "tasks": {"5"}, "budget": {"20"}, "utility": {"log"}, "action": {"quote"}})
+	res, doc = b.post("/best-effort", url.Values{"csrf_token": {tok}, "cluster": {"us-east"}, "u.cpu": {"1"}, "tasks": {"5"}, "budget": {"20"}, "utility": {"log"}, "w.cpu": {"-1"}, "action": {"quote"}})
+	if res.StatusCode != http.StatusUnprocessableEntity || doc.Find("[data-testid=error-w\\.cpu]").Length() != 1 {
+		t.Fatalf("a negative weight: %d", res.StatusCode)
+	}
+	res, doc = b.post("/best-effort", url.Values{"csrf_token": {tok}, "cluster": {"us-east"}, "u.cpu": {"1"}, "tasks": {"5"}, "budget": {"20"}, "utility": {"log"}, "w.cpu": {"2"}, "action": {"quote"}})
 	if res.StatusCode != http.StatusOK || !strings.Contains(doc.Find("[data-testid=quote]").Text(), "us-east/cpu: 100%") {
 		t.Fatalf("quote: %d %q", res.StatusCode, doc.Find("[data-testid=quote]").Text())
 	}

@@ -64,3 +64,46 @@ func TestBidFormChecksEarly(t *testing.T) {
 		t.Errorf("a refused bid was placed: %d orders", len(vs))
 	}
 }
+
+// A team cannot buy in a form what it offers for sale in the same auction (nor sell
+// what it bids for): it would only trade with itself.
+func TestFormsRefuseBuyingAndSellingOnePool(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	if _, err := f.market.SaveCurve(ctx, "standard", "Standard", auction.DefaultCurve); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.market.AddCluster(ctx, exchange.Cluster{ID: "us-east"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.market.AddPool(ctx, exchange.PoolSpec{ClusterID: "us-east", Resource: "cpu", Unit: "core", Capacity: 4000, UnitCost: int64(ledger.Dollar), Utilization: 0.8, CurveID: "standard"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.market.AddTeam(ctx, exchange.NewTeam{ID: "ads", Budget: 100_000 * ledger.Dollar}); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.market.GrantQuota(ctx, "ads", "us-east/cpu", 500); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.market.ScheduleAuction(ctx, f.clock.Now(), f.clock.Now().Add(time.Hour), auction.DefaultParams); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.market.OpenDue(ctx); err != nil {
+		t.Fatal(err)
+	}
+	u := f.user("ada@x.io", exchange.RoleMember, "ads")
+	ask := -100 * ledger.Dollar
+	if _, err := f.market.PlaceOrder(ctx, u, exchange.OrderSpec{Team: "ads", Limit: &ask, Bundles: []exchange.Bundle{{"us-east/cpu": -100}}}); err != nil {
+		t.Fatal(err)
+	}
+	b := f.browser()
+	b.login("ada@x.io")
+	tok := b.csrf("/orders/new?step=2&q.cpu=10&cluster=us-east")
+	res, doc := b.post("/orders", url.Values{"csrf_token": {tok}, "q.cpu": {"10"}, "cluster": {"us-east"}, "limit_mode": {"one"}, "limit": {"500"}})
+	if res.StatusCode != http.StatusUnprocessableEntity || !strings.Contains(doc.Find("[data-testid=error-limit]").Text(), "already sells us-east/cpu") {
+		t.Errorf("buying what the team sells: %d %q", res.StatusCode, doc.Find("[data-testid=error-limit]").Text())
+	}
+	if vs, _ := f.market.Orders(ctx, exchange.OrderFilter{Team: "ads"}); len(vs) != 1 {
+		t.Errorf("%d orders, want the offer alone", len(vs))
+	}
+}

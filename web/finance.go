@@ -22,14 +22,15 @@ func (s *Server) financeView(c *gin.Context, grant templates.GrantForm) (templat
 		return templates.FinanceView{}, err
 	}
 	l := s.svc.Market.Ledger()
-	v := templates.FinanceView{Grant: grant, JournalCSV: "/finance/journal.csv"}
+	v := templates.FinanceView{Grant: grant, JournalCSV: "/finance/journal.csv", TeamNames: map[string]string{}}
 	for _, t := range teams {
 		b, err := l.Balance(ctx, ledger.TeamAccount(t.ID))
 		if err != nil {
 			return v, err
 		}
-		v.Budgets = append(v.Budgets, templates.BudgetRow{Team: t.ID, Posted: mon(b.Posted), Held: mon(b.Held), Available: mon(b.Available)})
+		v.Budgets = append(v.Budgets, templates.BudgetRow{Team: t.ID, Name: t.Name, Posted: mon(b.Posted), Held: mon(b.Held), Available: mon(b.Available)})
 		v.Grant.Teams = append(v.Grant.Teams, t.ID)
+		v.TeamNames[t.ID] = t.Name
 	}
 	tb, err := l.TrialBalance(ctx)
 	if err != nil {
@@ -160,8 +161,17 @@ func (s *Server) settlementPage(c *gin.Context) {
 		BuyersPaid: mon(rep.BuyersPaid), SellersReceived: mon(rep.SellersReceived), TreasuryNet: mon(rep.TreasuryNet),
 		Rounding: monOf(rep.Rounding), Balanced: rep.BuyersPaid == rep.SellersReceived+rep.TreasuryNet,
 		CSV: fmt.Sprintf("/finance/auctions/%d/settlement.csv", id)}
+	teams, err := s.svc.Market.Teams(c.Request.Context())
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	names := map[string]string{}
+	for _, t := range teams {
+		names[t.ID] = t.Name
+	}
 	for _, l := range rep.Lines {
-		row := templates.SettlementRow{Order: l.OrderID, Team: l.TeamID, Payment: mon(ledger.Money(l.Payment)), Exact: monOf(l.Exact)}
+		row := templates.SettlementRow{Order: l.OrderID, Team: teamName(names, l.TeamID), Payment: mon(ledger.Money(l.Payment)), Exact: monOf(l.Exact)}
 		if l.Bundle != nil {
 			row.Bundle = l.Bundle.String()
 		}

@@ -108,3 +108,11 @@ func (s *Server) userEmail(c *gin.Context, id int64) string {
 	}
 	return u.Email
 }
+
+// teamName is a team's name for a page, or its id when it has none.
+func teamName(names map[string]string, id string) string {
+	if n := names[id]; n != "" {
+		return n
+	}
+	return id
+}

@@ -48,7 +48,7 @@ func moneyMarket(t *testing.T) *fixture {
 	if _, err := f.market.Grant(ctx, "g1", "search", 245_488_540_722, "top-up"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := f.market.AddTeam(ctx, exchange.NewTeam{ID: "ads", Budget: 100 * ledger.Dollar}); err != nil {
+	if _, err := f.market.AddTeam(ctx, exchange.NewTeam{ID: "ads", Name: "Ads", Budget: 100 * ledger.Dollar}); err != nil {
 		t.Fatal(err)
 	}
 	if err := f.market.GrantQuota(ctx, "ads", "us-east/cpu", 50); err != nil {
@@ -161,6 +161,11 @@ func TestEveryPageShowsMoneyOneWay(t *testing.T) {
 	_, doc = fin.get("/finance/auctions/1")
 	if doc.Find("[data-testid=received] .money").Length() == 0 || doc.Find("[data-testid=paid] .money").Length() == 0 {
 		t.Errorf("settlement report has no receipts or no payments: %s", doc.Find("[data-testid=settlement]").Text())
+	}
+	// Teams by name.
+	_, doc = fin.get("/finance")
+	if s := doc.Find("[data-testid=budget-ads] td").First().Text(); !strings.Contains(s, "Ads (ads)") {
+		t.Errorf("finance shows team %q, want its name", s)
 	}
 	// Units on prices.
 	_, doc = owner.get("/")

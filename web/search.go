@@ -107,7 +107,7 @@ func (s *Server) searchResults(c *gin.Context, bc bidContext, need map[string]in
 	}
 	parts := make([]string, len(resources))
 	for i, r := range resources {
-		parts[i] = fmt.Sprintf("%d %s %s", need[r], units[r], r)
+		parts[i] = amountOf(need[r], units[r], r)
 	}
 	v.Need = strings.Join(parts, ", ")
 	count := int64(0)
@@ -176,7 +176,7 @@ func (s *Server) searchResults(c *gin.Context, bc bidContext, need map[string]in
 		if worstPrice > 0 {
 			why = append(why, fmt.Sprintf("price %.0f%% over reserve", worstPrice*100))
 		}
-		why = append(why, fmt.Sprintf("%d bids and %d offers open in these pools", bids, offers))
+		why = append(why, fmt.Sprintf("%s and %s open in these pools", plural(bids, "bid"), plural(offers, "offer")))
 		res.CongestionWhy = strings.Join(why, "; ")
 		if res.Enough {
 			enough = append(enough, cl.ID)
@@ -216,4 +216,12 @@ func shapeName(bc bidContext, id string) string {
 // helpPage explains the auction and how to bid, with worked examples.
 func (s *Server) helpPage(c *gin.Context) {
 	s.render(c, http.StatusOK, templates.HelpPage(s.page(c, "Help: how the market works", "help")))
+}
+
+// plural says "1 bid", "2 bids".
+func plural(n int, word string) string {
+	if n == 1 {
+		return "1 " + word
+	}
+	return fmt.Sprintf("%d %ss", n, word)
 }

@@ -37,9 +37,18 @@ func (s *Server) resourceUnits(c *gin.Context) ([]templates.ResourceInput, error
 func shapeNeeds(sh exchange.Shape, units map[string]string, count int64) string {
 	parts := make([]string, 0, len(sh.Items))
 	for _, r := range sh.Resources() {
-		parts = append(parts, fmt.Sprintf("%d %s %s", sh.Items[r]*count, units[r], r))
+		parts = append(parts, amountOf(sh.Items[r]*count, units[r], r))
 	}
 	return strings.Join(parts, ", ")
+}
+
+// amountOf says a quantity of a resource: "16 GiB ram", or "8 GPU" when the unit
+// names the resource.
+func amountOf(q int64, unit, resource string) string {
+	if strings.EqualFold(unit, resource) {
+		return fmt.Sprintf("%d %s", q, unit)
+	}
+	return fmt.Sprintf("%d %s %s", q, unit, resource)
 }
 
 func unitsOf(rs []templates.ResourceInput) map[string]string {

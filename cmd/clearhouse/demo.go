@@ -63,6 +63,10 @@ func seedDemo(ctx context.Context, a *App, out io.Writer) error {
 				UnitCost: int64(d.cost), Utilization: utilization[cl.ID], CurveID: d.curve}); err != nil {
 				return err
 			}
+			// The fixed price the statistics compare auction prices with: cost plus half.
+			if err := m.SetReferencePrice(ctx, cl.ID+"/"+d.res, int64(d.cost)*3/2); err != nil {
+				return err
+			}
 		}
 	}
 	budgets := map[string]ledger.Money{"search": 250_000 * ledger.Dollar, "ads": 120_000 * ledger.Dollar, "ml": 400_000 * ledger.Dollar,

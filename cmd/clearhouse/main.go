@@ -89,6 +89,7 @@ as underscores (--db becomes CLEARHOUSE_DB). A flag on the command line wins.`,
 		newAbacusCmd(),
 		newShareCmd(),
 		newUtilizationCmd(),
+		newNotifyCmd(),
 	)
 	return root
 }
