@@ -80,10 +80,19 @@ type agentUpdates struct {
 	Waiting []agentWaiting `json:"waiting,omitempty"`
 	// BestEffort reports best-effort tasks started, done, failed or stopped.
 	BestEffort []agentTaskEvent `json:"best_effort,omitempty"`
+	// Pools is what all the work the agent runs uses of each pool now: the series
+	// the server measures utilization (and so reserve prices) from.
+	Pools []agentPoolUsage `json:"pools,omitempty"`
+}
+
+// agentPoolUsage is the units of one pool in use now.
+type agentPoolUsage struct {
+	Pool string `json:"pool"`
+	Used int64  `json:"used"`
 }
 
 func (u agentUpdates) empty() bool {
-	return len(u.Ends)+len(u.Starts)+len(u.Usage)+len(u.Waiting)+len(u.BestEffort) == 0
+	return len(u.Ends)+len(u.Starts)+len(u.Usage)+len(u.Waiting)+len(u.BestEffort)+len(u.Pools) == 0
 }
 
 // agentAnswer is what the server did with a report.

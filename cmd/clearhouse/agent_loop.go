@@ -303,7 +303,27 @@ func (a *clusterAgent) updates(alloc agentAllocation) agentUpdates {
 		up.Waiting = append(up.Waiting, agentWaiting{Reservation: j.Reservation, Request: j.Request, Tasks: j.Count})
 	}
 	up.BestEffort = a.events
+	up.Pools = a.poolUsage(up.Usage)
 	return up
+}
+
+// poolUsage totals, per pool, what the running reservations use (their usage
+// rows) and what the running best-effort tasks take (one configuration each).
+func (a *clusterAgent) poolUsage(usage []agentUsage) []agentPoolUsage {
+	used := map[string]int64{}
+	for _, u := range usage {
+		used[u.Pool] += u.Units
+	}
+	for _, bt := range a.tasks {
+		for p, n := range bt.task.Configuration {
+			used[p] += n
+		}
+	}
+	out := make([]agentPoolUsage, 0, len(used))
+	for _, p := range slices.Sorted(maps.Keys(used)) {
+		out = append(out, agentPoolUsage{Pool: p, Used: used[p]})
+	}
+	return out
 }
 
 // isRejected reports whether the server refused a report as it stands (a 4xx

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net/http/httptest"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -300,5 +301,24 @@ func TestAgentFollowsAMovedJob(t *testing.T) {
 	}
 	if up := a.updates(agentAllocation{Waiting: []agentJob{moved}}); len(up.Waiting) != 1 || up.Waiting[0].Tasks != 5 || len(up.Usage) != 0 {
 		t.Fatalf("updates for a waiting job: %+v", up)
+	}
+}
+
+// The simulating agent reports what each pool has in use: its running
+// reservations' usage (at the share they use) and its best-effort tasks.
+func TestAgentReportsEachPoolsUsage(t *testing.T) {
+	now := storetest.Epoch
+	a := newClusterAgent(nil, io.Discard, io.Discard, nil, newSimulation(1, 0, 0, 0.5))
+	job := agentJob{Reservation: 3, Request: 1, Team: "ads", Configuration: map[string]int64{"us-east/cpu": 2, "us-east/ram": 8},
+		Count: 5, Units: 5, Start: now, End: now.Add(time.Hour)}
+	a.running[keyOf(job)] = &runningJob{job: job, endAt: job.End}
+	a.followBestEffort(agentAllocation{Now: now, BestEffort: []agentTask{
+		{Task: 7, Job: 2, Team: "search", Configuration: map[string]int64{"us-east/cpu": 4}},
+		{Task: 8, Job: 2, Team: "search", Configuration: map[string]int64{"us-east/cpu": 4}},
+	}}, now)
+	up := a.updates(agentAllocation{Now: now})
+	want := []agentPoolUsage{{Pool: "us-east/cpu", Used: 5 + 8}, {Pool: "us-east/ram", Used: 20}}
+	if !slices.Equal(up.Pools, want) {
+		t.Fatalf("pools %+v, want %+v (half of 10 cores and 40 GiB reserved, two 4-core tasks)", up.Pools, want)
 	}
 }
