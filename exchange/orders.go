@@ -99,6 +99,11 @@ func (m *Market) PlaceOrder(ctx context.Context, by User, spec OrderSpec) (Order
 	if o, ok, err := m.replayOrder(m.db.Write.WithContext(ctx), spec, digest); ok || err != nil {
 		return o, err
 	}
+	// Pools are checked before the write, off the one writer on SQLite; a pool
+	// removed in between fails the write on its foreign key.
+	if err := poolsExist(m.db.Read.WithContext(ctx), spec); err != nil {
+		return Order{}, err
+	}
 	var o Order
 	err := m.db.Grouped(ctx, func(tx *gorm.DB) error { // on SQLite, concurrent placements share a commit
 		var err error
@@ -155,9 +160,6 @@ func (m *Market) placeOrder(ctx context.Context, tx *gorm.DB, by User, spec Orde
 	if err := checkLimits(tx, spec, team.ID, a.ID); err != nil {
 		return Order{}, err
 	}
-	if err := poolsExist(tx, spec); err != nil {
-		return Order{}, err
-	}
 	o := Order{TeamID: team.ID, AuctionID: &a.ID, CreatedBy: by.ID, Status: OrderOpen, CreatedAt: now, UpdatedAt: now, IdemDigest: digest}
 	if spec.Key != "" {
 		k := scopedKey(team.ID, spec.Key)
@@ -173,7 +175,9 @@ func (m *Market) placeOrder(ctx context.Context, tx *gorm.DB, by User, spec Orde
 	if err := tx.Omit("ID").Create(&o).Error; err != nil {
 		return Order{}, err
 	}
-	if err := insertBundles(tx, o.ID, spec); err != nil {
+	if err := insertBundles(tx, o.ID, spec); errors.Is(err, gorm.ErrForeignKeyViolated) {
+		return Order{}, clearhouse.Errorf(clearhouse.ENOTFOUND, "bundles: a pool of this order was removed just now")
+	} else if err != nil {
 		return Order{}, err
 	}
 	if err := m.holdQuota(tx, o, spec); err != nil {
@@ -185,12 +189,12 @@ func (m *Market) placeOrder(ctx context.Context, tx *gorm.DB, by User, spec Orde
 		}
 	}
 	if pay := spec.MaxPayment(); pay > 0 {
-		h, err := m.ledger.WithTx(tx).PlaceHold(ctx, fmt.Sprintf("order/%d/hold", o.ID), ledger.TeamAccount(team.ID), pay, orderRef(o.ID))
+		h, err := m.ledger.PlaceNewHold(tx, fmt.Sprintf("order/%d/hold", o.ID), ledger.TeamAccount(team.ID), pay, orderRef(o.ID))
 		if err != nil {
 			return Order{}, err
 		}
 		o.HoldID = &h.ID
-		if err := tx.Model(&o).Update("hold_id", h.ID).Error; err != nil {
+		if err := tx.Exec("UPDATE orders SET hold_id = ? WHERE id = ?", h.ID, o.ID).Error; err != nil {
 			return Order{}, err
 		}
 	}

@@ -61,15 +61,9 @@ func (h Hold) Remaining() Money { return h.Amount - h.Captured - h.Released }
 // key with the same account, amount and reference returns the first hold; with
 // other content it is ECONFLICT.
 func (l *Ledger) PlaceHold(ctx context.Context, key string, acct AccountID, amount Money, ref string) (Hold, error) {
-	key = strings.TrimSpace(key)
-	if key == "" || len(key) > 200 {
-		return Hold{}, clearhouse.Errorf(clearhouse.EINVALID, "key: an idempotency key of 1 to 200 characters is required")
-	}
-	if _, ok := acct.Team(); !ok {
-		return Hold{}, clearhouse.Errorf(clearhouse.EINVALID, "account: holds are placed on team budgets, not on %s", acct)
-	}
-	if amount <= 0 {
-		return Hold{}, clearhouse.Errorf(clearhouse.EINVALID, "amount: a hold must be positive")
+	key, err := checkHold(key, acct, amount)
+	if err != nil {
+		return Hold{}, err
 	}
 	var h Hold
 	place := func(tx *gorm.DB) error {
@@ -88,7 +82,7 @@ func (l *Ledger) PlaceHold(ctx context.Context, key string, acct AccountID, amou
 		h = Hold{Key: key, Account: acct, Amount: amount, Ref: ref, Status: HoldActive, CreatedAt: l.now()}
 		return tx.Omit("ID").Create(&h).Error
 	}
-	err := l.grouped(ctx, place)
+	err = l.grouped(ctx, place)
 	if err != nil && errors.Is(err, gorm.ErrDuplicatedKey) && l.tx == nil {
 		err = l.grouped(ctx, place) // a concurrent first write with this key won; replay it
 	}
@@ -96,6 +90,38 @@ func (l *Ledger) PlaceHold(ctx context.Context, key string, acct AccountID, amou
 		return Hold{}, err
 	}
 	return h, nil
+}
+
+// checkHold validates a hold's key, account and amount; it returns the key trimmed.
+func checkHold(key string, acct AccountID, amount Money) (string, error) {
+	key = strings.TrimSpace(key)
+	if key == "" || len(key) > 200 {
+		return "", clearhouse.Errorf(clearhouse.EINVALID, "key: an idempotency key of 1 to 200 characters is required")
+	}
+	if _, ok := acct.Team(); !ok {
+		return "", clearhouse.Errorf(clearhouse.EINVALID, "account: holds are placed on team budgets, not on %s", acct)
+	}
+	if amount <= 0 {
+		return "", clearhouse.Errorf(clearhouse.EINVALID, "amount: a hold must be positive")
+	}
+	return key, nil
+}
+
+// PlaceNewHold is PlaceHold inside the caller's transaction tx for a key no hold
+// can have yet, because it names a row the caller created in tx (placing an order
+// holds its money under "order/<new id>/hold"). It neither looks for an earlier
+// hold with the key nor opens a savepoint: a caller that gets an error abandons tx.
+// Placing orders is the market's busiest write; this spares it three statements.
+func (l *Ledger) PlaceNewHold(tx *gorm.DB, key string, acct AccountID, amount Money, ref string) (Hold, error) {
+	key, err := checkHold(key, acct, amount)
+	if err != nil {
+		return Hold{}, err
+	}
+	if err := addToAccount(tx, acct, "held", amount); err != nil {
+		return Hold{}, err
+	}
+	h := Hold{Key: key, Account: acct, Amount: amount, Ref: ref, Status: HoldActive, CreatedAt: l.now()}
+	return h, tx.Omit("ID").Create(&h).Error
 }
 
 // resolve loads an active hold for resolution with key, or reports a replay: done
