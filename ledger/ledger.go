@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"time"
@@ -308,6 +309,26 @@ func applyPosting(tx *gorm.DB, entryID int64, p Posting) error {
 // checked in Go first (SQLite would silently turn an overflowing integer into a
 // float), and the schema's check refuses a team's available balance below zero.
 func addToAccount(tx *gorm.DB, acct AccountID, column string, delta Money) error {
+	// One statement, guarded so that the sum cannot leave int64 (SQLite would turn
+	// it into a float); only when it changes no row is the account read, to say
+	// whether it is missing or the sum would overflow.
+	var guard string
+	var bound int64
+	if delta >= 0 {
+		guard, bound = column+" <= ?", math.MaxInt64-int64(delta)
+	} else {
+		guard, bound = column+" >= ?", math.MinInt64-int64(delta)
+	}
+	res := tx.Exec("UPDATE ledger_accounts SET "+column+" = "+column+" + ? WHERE id = ? AND "+guard, delta, acct, bound)
+	if err := res.Error; err != nil {
+		if strings.Contains(err.Error(), "22003") { // PostgreSQL: out of range
+			return overflow("adding")
+		}
+		return fundsError(err, acct)
+	}
+	if res.RowsAffected == 1 {
+		return nil
+	}
 	var cur Money
 	err := tx.Raw("SELECT "+column+" FROM ledger_accounts WHERE id = ?", acct).Row().Scan(&cur)
 	if errors.Is(err, sql.ErrNoRows) {
@@ -318,11 +339,7 @@ func addToAccount(tx *gorm.DB, acct AccountID, column string, delta Money) error
 	if _, err := cur.Add(delta); err != nil {
 		return err
 	}
-	err = tx.Exec("UPDATE ledger_accounts SET "+column+" = "+column+" + ? WHERE id = ?", delta, acct).Error
-	if err != nil && strings.Contains(err.Error(), "22003") { // PostgreSQL: a concurrent writer took it out of range
-		return overflow("adding")
-	}
-	return fundsError(err, acct)
+	return fmt.Errorf("ledger: account %s: %s did not change", acct, column)
 }
 
 // fundsError turns the schema's refusal of a negative available balance into
