@@ -27,7 +27,7 @@ type OrderRow struct {
 
 // BundleRow is one XOR alternative of an order.
 type BundleRow struct {
-	Items string // "us-east/cpu +100, us-east/ram +400"
+	Items string // "us-east/cpu +100 core, us-east/ram +400 GiB"
 	Limit *Money // its own limit, when it has one
 	Won   bool
 }

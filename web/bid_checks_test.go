@@ -107,3 +107,43 @@ func TestFormsRefuseBuyingAndSellingOnePool(t *testing.T) {
 		t.Errorf("%d orders, want the offer alone", len(vs))
 	}
 }
+
+// The orders page names each pool's quantity with its unit.
+func TestOrdersShowQuantitiesWithTheirUnits(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	if _, err := f.market.SaveCurve(ctx, "standard", "Standard", auction.DefaultCurve); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.market.AddCluster(ctx, exchange.Cluster{ID: "us-east"}); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []exchange.PoolSpec{
+		{ClusterID: "us-east", Resource: "cpu", Unit: "core", Capacity: 4000, UnitCost: int64(ledger.Dollar), Utilization: 0.8, CurveID: "standard"},
+		{ClusterID: "us-east", Resource: "ram", Unit: "GiB", Capacity: 16000, UnitCost: 250_000, Utilization: 0.8, CurveID: "standard"},
+	} {
+		if _, err := f.market.AddPool(ctx, p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := f.market.AddTeam(ctx, exchange.NewTeam{ID: "search", Budget: 100_000 * ledger.Dollar}); err != nil {
+		t.Fatal(err)
+	}
+	mia := f.user("mia@x.io", exchange.RoleMember, "search")
+	if _, err := f.market.ScheduleAuction(ctx, f.clock.Now(), f.clock.Now().Add(time.Hour), auction.DefaultParams); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.market.OpenDue(ctx); err != nil {
+		t.Fatal(err)
+	}
+	limit := 5_000 * ledger.Dollar
+	if _, err := f.market.PlaceOrder(ctx, mia, exchange.OrderSpec{Team: "search", Bundles: []exchange.Bundle{{"us-east/cpu": 100, "us-east/ram": 400}}, Limit: &limit}); err != nil {
+		t.Fatal(err)
+	}
+	b := f.browser()
+	b.login("mia@x.io")
+	_, doc := b.get("/orders")
+	if s := doc.Find("main").Text(); !strings.Contains(s, "us-east/cpu +100 core, us-east/ram +400 GiB") {
+		t.Errorf("the order's bundle without units: %q", s)
+	}
+}

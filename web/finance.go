@@ -170,10 +170,15 @@ func (s *Server) settlementPage(c *gin.Context) {
 	for _, t := range teams {
 		names[t.ID] = t.Name
 	}
+	units, err := s.poolUnits(c.Request.Context())
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
 	for _, l := range rep.Lines {
 		row := templates.SettlementRow{Order: l.OrderID, Team: teamName(names, l.TeamID), Payment: mon(ledger.Money(l.Payment)), Exact: monOf(l.Exact)}
 		if l.Bundle != nil {
-			row.Bundle = l.Bundle.String()
+			row.Bundle = bundleText(l.Bundle, units)
 		}
 		v.Lines = append(v.Lines, row)
 	}

@@ -555,7 +555,12 @@ func (s *Server) tradesPage(c *gin.Context) {
 		s.fail(c, err)
 		return
 	}
-	s.render(c, http.StatusOK, templates.TradesPage(s.page(c, "Open trades", "operate"), orderRows(userOf(c), vs, false), pg))
+	units, err := s.poolUnits(c.Request.Context())
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	s.render(c, http.StatusOK, templates.TradesPage(s.page(c, "Open trades", "operate"), orderRows(userOf(c), vs, false, units), pg))
 }
 
 func pct(f float64) string {

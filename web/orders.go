@@ -2,7 +2,9 @@ package web
 
 import (
 	"fmt"
+	"maps"
 	"net/http"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -15,8 +17,23 @@ import (
 	"github.com/gin-gonic/gin"
 )
 
-// orderRows turns order views into table rows for viewer u.
-func orderRows(u exchange.User, vs []exchange.OrderView, biddingOpen bool) []templates.OrderRow {
+// bundleText is a bundle for people: each pool with its signed quantity and unit,
+// "us-east/cpu +100 core, us-east/ram +400 GiB" (pools sorted).
+func bundleText(b exchange.Bundle, units map[string]string) string {
+	parts := make([]string, 0, len(b))
+	for _, p := range slices.Sorted(maps.Keys(b)) {
+		part := fmt.Sprintf("%s %+d", p, b[p])
+		if u := units[p]; u != "" {
+			part += " " + u
+		}
+		parts = append(parts, part)
+	}
+	return strings.Join(parts, ", ")
+}
+
+// orderRows turns order views into table rows for viewer u; units maps pools to
+// their units.
+func orderRows(u exchange.User, vs []exchange.OrderView, biddingOpen bool, units map[string]string) []templates.OrderRow {
 	rows := make([]templates.OrderRow, 0, len(vs))
 	for _, v := range vs {
 		r := templates.OrderRow{ID: v.ID, Team: v.TeamID, Kind: v.Spec.Kind(), Status: string(v.Status), Created: fmtTime(v.CreatedAt)}
@@ -28,7 +45,7 @@ func orderRows(u exchange.User, vs []exchange.OrderView, biddingOpen bool) []tem
 			r.Limit = &m
 		}
 		for k, b := range v.Spec.Bundles {
-			br := templates.BundleRow{Items: b.String()}
+			br := templates.BundleRow{Items: bundleText(b, units)}
 			if v.Spec.Limits != nil {
 				m := mon(v.Spec.Limits[k])
 				br.Limit = &m
@@ -85,7 +102,12 @@ func (s *Server) ordersPage(c *gin.Context) {
 		s.fail(c, err)
 		return
 	}
-	v := templates.OrdersView{Team: u.TeamID, Orders: orderRows(u, vs, open), CanOrder: open, Notice: notice, Pager: pg}
+	units, err := s.poolUnits(c.Request.Context())
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	v := templates.OrdersView{Team: u.TeamID, Orders: orderRows(u, vs, open, units), CanOrder: open, Notice: notice, Pager: pg}
 	s.render(c, http.StatusOK, templates.OrdersPage(s.page(c, "Orders of team "+u.TeamID, "orders"), v))
 }
 
@@ -425,7 +447,12 @@ func (s *Server) approvalsPage(c *gin.Context) {
 		s.fail(c, err)
 		return
 	}
-	rows := orderRows(u, vs, open)
+	units, err := s.poolUnits(ctx)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	rows := orderRows(u, vs, open, units)
 	for i, v := range vs {
 		rows[i].Requester = s.userEmail(c, v.CreatedBy)
 		m := mon(v.Spec.MaxPayment())
