@@ -97,7 +97,7 @@ func TestBrowserTradeBetweenClustersAndMultiPoolOffer(t *testing.T) {
 	if s := text(t, own, `[data-testid=flash]`); !strings.Contains(s, "sells 50 of eu-west/disk and 100 of us-east/disk") {
 		t.Fatalf("flash %q", s)
 	}
-	if s := text(t, own, `[data-testid=orders] tbody tr:nth-child(1)`); !strings.Contains(s, "eu-west/disk -50, us-east/disk -100") {
+	if s := text(t, own, `[data-testid=orders] tbody tr:nth-child(1)`); !strings.Contains(s, "eu-west/disk -50 TiB, us-east/disk -100 TiB") {
 		t.Fatalf("the newest order %q", s)
 	}
 }
@@ -165,7 +165,7 @@ func TestBrowserRequirementToBundles(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s := text(t, ctx, `[data-testid=orders] tbody tr:nth-child(1)`); !strings.Contains(s, "eu-west/cpu +200, eu-west/disk +100, eu-west/ram +800") || !strings.Contains(s, "us-east/cpu +200") {
+	if s := text(t, ctx, `[data-testid=orders] tbody tr:nth-child(1)`); !strings.Contains(s, "eu-west/cpu +200 core, eu-west/disk +100 TiB, eu-west/ram +800 GiB") || !strings.Contains(s, "us-east/cpu +200 core") {
 		t.Fatalf("the newest order %q", s)
 	}
 }
