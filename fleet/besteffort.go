@@ -145,6 +145,7 @@ type IdleCluster struct {
 // IdlePool is a pool's best-effort settings: a row of idle_pools.
 type IdlePool struct {
 	PoolID     string `gorm:"primaryKey"`
+	Policy     string // the pool's own policy; "" follows its cluster's
 	MinRuntime int64  // seconds
 	Exposure   float64
 	UpdatedAt  time.Time
@@ -171,6 +172,7 @@ type IdleBalance struct {
 	LentSurface float64
 	LentOrig    float64
 	LentRel     float64
+	Priority    float64 // the team's priority in the pool at the last decision, under the pool's policy
 }
 
 // IdleTeam is a team's round-robin mark and last priority in a cluster: a row of

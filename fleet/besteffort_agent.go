@@ -213,7 +213,7 @@ func (s *BestEffort) Report(ctx context.Context, cluster string, r BestEffortRep
 				}
 			}
 		}
-		return saveAccounts(tx, &ic, acc, nil, now)
+		return saveAccounts(tx, &ic, acc, nil, nil, now)
 	})
 }
 
@@ -254,7 +254,7 @@ func (s *BestEffort) Tick(ctx context.Context) (BestEffortTick, error) {
 					rep.Requeued[cluster]++
 				}
 			}
-			return saveAccounts(tx, &ic, acc, nil, now)
+			return saveAccounts(tx, &ic, acc, nil, nil, now)
 		})
 		if err != nil {
 			return rep, fmt.Errorf("cluster %s: %w", cluster, err)

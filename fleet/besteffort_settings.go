@@ -77,6 +77,9 @@ func (s *BestEffort) Settings(ctx context.Context) ([]IdleSettings, error) {
 		}
 		if q, ok := ps[p.ID]; ok {
 			st.MinRuntime, st.Exposure = time.Duration(q.MinRuntime)*time.Second, q.Exposure
+			if q.Policy != "" {
+				st.Policy = q.Policy
+			}
 		}
 		out[i] = st
 	}

@@ -217,7 +217,7 @@ func (s *BestEffort) Step(ctx context.Context, cluster string) (StepResult, erro
 		if err := s.apply(ctx, tx, ic.ClusterID, kept, d, now, &res); err != nil {
 			return err
 		}
-		return saveAccounts(tx, &ic, acc, d.Priority, now)
+		return saveAccounts(tx, &ic, acc, d.Priority, poolPriorities(snap, d), now)
 	})
 	return res, err
 }
@@ -343,4 +343,13 @@ func (s *BestEffort) policyFor(tx *gorm.DB, ic *IdleCluster, snap sharing.Snapsh
 		return abacusFor(tx, ic, snap)
 	}
 	return sharing.ByName(ic.Policy)
+}
+
+// poolPriorities is each team's priority in each pool of the snapshot.
+func poolPriorities(snap sharing.Snapshot, d sharing.Decision) map[string]map[string]float64 {
+	out := map[string]map[string]float64{}
+	for _, p := range snap.Pools {
+		out[p.Name] = d.Priority
+	}
+	return out
 }

@@ -37,25 +37,42 @@ func utilityOf(policy string) sharing.Utility {
 // or borrows now, by pool. The balances are as of the last decision, report or
 // tick in each cluster.
 func (s *BestEffort) TeamPools(ctx context.Context, team string) ([]TeamPool, error) {
-	db := s.db.Read.WithContext(ctx)
-	var bs []IdleBalance
-	if err := db.Where("team_id = ?", team).Order("pool_id").Find(&bs).Error; err != nil {
+	all, err := s.accounts(ctx, team)
+	if err != nil {
 		return nil, err
 	}
-	rows := map[string]*TeamPool{}
-	var order []string
-	row := func(pool string) *TeamPool {
-		if r, ok := rows[pool]; ok {
+	return all[team], nil
+}
+
+// accounts returns the accounts of team (of every team when team is ""), by team
+// then pool.
+func (s *BestEffort) accounts(ctx context.Context, team string) (map[string][]TeamPool, error) {
+	db := s.db.Read.WithContext(ctx)
+	q := db.Order("team_id, pool_id")
+	if team != "" {
+		q = q.Where("team_id = ?", team)
+	}
+	var bs []IdleBalance
+	if err := q.Find(&bs).Error; err != nil {
+		return nil, err
+	}
+	rows := map[string]map[string]*TeamPool{} // team -> pool
+	row := func(team, pool string) *TeamPool {
+		if rows[team] == nil {
+			rows[team] = map[string]*TeamPool{}
+		}
+		if r, ok := rows[team][pool]; ok {
 			return r
 		}
 		cluster, _, _ := strings.Cut(pool, "/")
 		r := &TeamPool{Pool: pool, Cluster: cluster}
-		rows[pool] = r
-		order = append(order, pool)
+		rows[team][pool] = r
 		return r
 	}
 	for _, b := range bs {
-		row(b.PoolID).Balance = b
+		if b.TeamID != sharing.Operator {
+			row(b.TeamID, b.PoolID).Balance = b
+		}
 	}
 	var ts []Task
 	if err := db.Where("status = ?", TaskRunning).Find(&ts).Error; err != nil {
@@ -66,46 +83,40 @@ func (s *BestEffort) TeamPools(ctx context.Context, team string) ([]TeamPool, er
 		return nil, err
 	}
 	for _, t := range ts {
-		if t.TeamID == team {
+		if team == "" || t.TeamID == team {
 			for pool, units := range jobs[t.JobID].Config() {
-				row(pool).Borrowed += float64(units)
+				row(t.TeamID, pool).Borrowed += float64(units)
 			}
 		}
 		for _, sh := range t.Shares() {
-			if sh.Lender == team {
-				row(sh.Pool).Lent += sh.Units
+			if sh.Lender != sharing.Operator && (team == "" || sh.Lender == team) {
+				row(sh.Lender, sh.Pool).Lent += sh.Units
 			}
 		}
 	}
-	var ics []IdleCluster
-	if err := db.Find(&ics).Error; err != nil {
+	settings, err := s.Settings(ctx)
+	if err != nil {
 		return nil, err
 	}
 	policy := map[string]string{}
-	for _, c := range ics {
-		policy[c.ClusterID] = c.Policy
+	for _, st := range settings {
+		policy[st.Pool] = st.Policy
 	}
-	var its []IdleTeam
-	if err := db.Where("team_id = ?", team).Find(&its).Error; err != nil {
-		return nil, err
-	}
-	prio := map[string]float64{}
-	for _, t := range its {
-		prio[t.ClusterID] = t.Priority
-	}
-	out := make([]TeamPool, 0, len(order))
-	for _, pool := range sortedPools(rows) {
-		r := rows[pool]
-		r.Policy = policy[r.Cluster]
-		if r.Policy == "" {
-			r.Policy = DefaultPolicy
+	out := map[string][]TeamPool{}
+	for t, pools := range rows {
+		for _, pool := range sortedPools(pools) {
+			r := pools[pool]
+			r.Policy = policy[pool]
+			if r.Policy == "" {
+				r.Policy = DefaultPolicy
+			}
+			u := utilityOf(r.Policy)
+			b := sharing.Balance{Surface: r.Balance.Surface, Orig: r.Balance.Orig, Rel: r.Balance.Rel,
+				LentSurface: r.Balance.LentSurface, LentOrig: r.Balance.LentOrig, LentRel: r.Balance.LentRel}
+			r.Contribution, r.Utility, r.UtilityName = b.Contribution(u), b.Utility(u), u.String()
+			r.Priority = r.Balance.Priority
+			out[t] = append(out[t], *r)
 		}
-		u := utilityOf(r.Policy)
-		b := sharing.Balance{Surface: r.Balance.Surface, Orig: r.Balance.Orig, Rel: r.Balance.Rel,
-			LentSurface: r.Balance.LentSurface, LentOrig: r.Balance.LentOrig, LentRel: r.Balance.LentRel}
-		r.Contribution, r.Utility, r.UtilityName = b.Contribution(u), b.Utility(u), u.String()
-		r.Priority = prio[r.Cluster]
-		out = append(out, *r)
 	}
 	return out, nil
 }

@@ -236,7 +236,7 @@ func (s *BestEffort) Cancel(ctx context.Context, by exchange.User, id int64) (Jo
 		if err := s.settleJob(ctx, tx, id, now); err != nil {
 			return err
 		}
-		return saveAccounts(tx, &ic, acc, nil, now)
+		return saveAccounts(tx, &ic, acc, nil, nil, now)
 	})
 	if err != nil {
 		return JobView{}, err

@@ -30,6 +30,7 @@ type LineChart struct {
 	Markers       []float64 // vertical dashed lines at these x values
 	Width, Height int       // viewBox size; default 720 x 280
 	EmptyText     string    // said instead of the chart when there is nothing to draw; default "No data yet."
+	Legend        bool      // name the series under the chart even when there is only one
 }
 
 // chartGeom is a LineChart laid out in SVG coordinates.

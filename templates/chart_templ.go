@@ -570,7 +570,7 @@ func Chart(ch LineChart) templ.Component {
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
-			if len(g.Lines) > 1 {
+			if len(g.Lines) > 1 || ch.Legend && len(g.Lines) > 0 {
 				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 50, "<ul class=\"chart-legend\" data-testid=\"chart-legend\">")
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err

@@ -261,3 +261,64 @@ func (s *Server) idleAccounts(ctx context.Context, team string) ([]templates.Idl
 	}
 	return out, nil
 }
+
+// idleHistoryWindow is how far back the team page's idle-capacity charts reach.
+const idleHistoryWindow = 7 * 24 * time.Hour
+
+// idleCharts draws a team's recorded idle-capacity history: per pool, its
+// contribution and utility; then its priority in every pool.
+func (s *Server) idleCharts(ctx context.Context, team string) ([]templates.LineChart, error) {
+	if s.svc.BestEffort == nil {
+		return nil, nil
+	}
+	now := s.now()
+	hist, err := s.svc.BestEffort.TeamHistory(ctx, team, now.Add(-idleHistoryWindow))
+	if err != nil || len(hist) == 0 {
+		return nil, err
+	}
+	oldest := now
+	for _, pts := range hist {
+		oldest = minTime(oldest, pts[0].At)
+	}
+	unit, label, format := 1.0, "hours from now", func(x float64) string { return fmt.Sprintf("%gh", x) }
+	if now.Sub(oldest) > 72*time.Hour {
+		unit, label, format = 24, "days from now", func(x float64) string { return fmt.Sprintf("%gd", x) }
+	}
+	x := func(at time.Time) float64 { return at.Sub(now).Hours() / unit }
+	var out []templates.LineChart
+	prio := templates.LineChart{ID: "idle-priority", Title: "Priority per pool (higher runs first)", XLabel: label, FormatX: format,
+		Height: 240, Legend: true}
+	for _, pool := range slices.Sorted(maps.Keys(hist)) {
+		if !slices.ContainsFunc(hist[pool], func(p fleet.HistoryPoint) bool {
+			return p.Contribution != 0 || p.Utility != 0 || p.Lent != 0 || p.Borrowed != 0
+		}) {
+			continue // the team never lent or borrowed there: nothing to draw
+		}
+		cu := []templates.Series{{Name: "contribution"}, {Name: "utility"}}
+		p := templates.Series{Name: pool}
+		for _, pt := range hist[pool] {
+			cu[0].Points = append(cu[0].Points, templates.Point{X: x(pt.At), Y: pt.Contribution})
+			cu[1].Points = append(cu[1].Points, templates.Point{X: x(pt.At), Y: pt.Utility})
+			p.Points = append(p.Points, templates.Point{X: x(pt.At), Y: pt.Priority})
+		}
+		last := hist[pool][len(hist[pool])-1]
+		out = append(out, templates.LineChart{ID: "idle-history-" + pool, Title: pool + ": contribution and utility under " + last.Policy,
+			XLabel: label, FormatX: format, Series: cu, YFromZero: true, Height: 240, Legend: true})
+		if i := slices.IndexFunc(prio.Series, func(q templates.Series) bool { return slices.Equal(q.Points, p.Points) }); i >= 0 {
+			prio.Series[i].Name += ", " + pool // one policy over a cluster's pools gives them one priority: one line
+			continue
+		}
+		prio.Series = append(prio.Series, p)
+	}
+	if len(out) == 0 {
+		return nil, nil
+	}
+	return append(out, prio), nil
+}
+
+func minTime(a, b time.Time) time.Time {
+	if b.Before(a) {
+		return b
+	}
+	return a
+}

@@ -87,3 +87,47 @@ func TestBestEffortPages(t *testing.T) {
 		t.Fatalf("the operator page shows policy %q", got)
 	}
 }
+
+// The team page draws the history the scheduled job records: per pool, a chart of
+// contribution and utility, and one of priority, each series named in a legend.
+func TestTeamPageChartsIdleHistory(t *testing.T) {
+	f := newFixture(t)
+	f.openMarket()
+	ctx := context.Background()
+	ana := f.user("ana@x.io", exchange.RoleMember, "search")
+	b := f.browser()
+	b.login("ana@x.io")
+	_, doc := b.get("/team")
+	if doc.Find("[data-testid=idle-history]").Length() != 0 {
+		t.Fatal("a history chart with no history")
+	}
+	if _, err := f.be.Submit(ctx, ana, fleet.JobSpec{Configuration: map[string]int64{"us-east/cpu": 2}, Tasks: 10}); err != nil {
+		t.Fatal(err)
+	}
+	for range 4 {
+		if _, err := f.be.Step(ctx, "us-east"); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := f.be.RecordHistory(ctx); err != nil {
+			t.Fatal(err)
+		}
+		f.clock.Advance(fleet.HistoryInterval)
+	}
+	_, doc = b.get("/team")
+	ch := doc.Find(`[data-testid="idle-history-us-east/cpu"]`)
+	if ch.Find("path.series").Length() != 2 || ch.Find("[data-testid=chart-legend] li").Length() != 2 {
+		t.Fatalf("contribution chart: %d series, legend %q", ch.Find("path.series").Length(), ch.Find("[data-testid=chart-legend]").Text())
+	}
+	legend := strings.Fields(ch.Find("[data-testid=chart-legend]").Text())
+	if strings.Join(legend, " ") != "contribution utility" {
+		t.Fatalf("legend: %q", legend)
+	}
+	d, _ := ch.Find("path.series").Eq(1).Attr("d")
+	if strings.Count(d, "L") != 3 {
+		t.Fatalf("utility series has not 4 points: %q", d)
+	}
+	prio := doc.Find("[data-testid=idle-priority]")
+	if prio.Find("path.series").Length() != 1 || strings.TrimSpace(prio.Find("[data-testid=chart-legend]").Text()) != "us-east/cpu" {
+		t.Fatalf("priority chart: %d series, legend %q", prio.Find("path.series").Length(), prio.Find("[data-testid=chart-legend]").Text())
+	}
+}

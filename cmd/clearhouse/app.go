@@ -179,6 +179,9 @@ func (a *App) Open(ctx context.Context) error {
 	if _, err := a.cron.AddFunc("@every 1h", func() { a.RunFairness(context.Background()) }); err != nil {
 		return errors.Join(err, a.DB.Close())
 	}
+	if _, err := a.cron.AddFunc(fmt.Sprintf("@every %s", fleet.HistoryInterval), func() { a.RunHistory(context.Background()) }); err != nil {
+		return errors.Join(err, a.DB.Close())
+	}
 	if err := a.Server.Open(); err != nil {
 		return errors.Join(err, a.DB.Close())
 	}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"strings"
 	"time"
 
 	"github.com/clearhouse/clearhouse/exchange"
@@ -9,11 +10,15 @@ import (
 	"github.com/clearhouse/clearhouse/ledger"
 )
 
-// seedDemoBestEffort queues best-effort jobs on idle capacity: DirectContr in
-// us-east and eu-west, the abacus auction in ap-south, and runs one decision per
-// cluster (as an agent's poll would) and the fairness job.
+// seedDemoBestEffort replays the last day of idle capacity: it queues best-effort
+// jobs (DirectContr in us-east and eu-west, the abacus auction in ap-south) a day
+// ago, then every history interval reports owners' simulated usage and the tasks
+// that ended, runs one decision per cluster (as an agent's poll would) and records
+// the history point; then the fairness job.
 func seedDemoBestEffort(ctx context.Context, a *App, users map[string]exchange.User) error {
-	be := a.Idle
+	end := a.now()
+	clock := &demoClock{t: end.Add(-24 * time.Hour).Truncate(fleet.HistoryInterval)}
+	be := fleet.NewBestEffort(a.DB, a.Ledger, clock.now, fleet.DefaultBestEffortConfig)
 	for _, p := range []string{"ap-south/cpu", "ap-south/ram"} {
 		if err := be.SetSettings(ctx, fleet.IdleSettings{Pool: p, Policy: fleet.PolicyAbacus, Alpha: fleet.DefaultAlpha,
 			MinRuntime: fleet.DefaultMinRuntime, Exposure: 0.3}); err != nil {
@@ -33,11 +38,51 @@ func seedDemoBestEffort(ctx context.Context, a *App, users map[string]exchange.U
 			return err
 		}
 	}
-	for _, cluster := range []string{"us-east", "eu-west", "ap-south"} {
-		if _, err := be.Step(ctx, cluster); err != nil {
+	holdings, err := a.Market.Holdings(ctx, "")
+	if err != nil {
+		return err
+	}
+	for ; !clock.t.After(end); clock.t = clock.t.Add(fleet.HistoryInterval) {
+		for _, cluster := range []string{"us-east", "eu-west", "ap-south"} {
+			if err := demoIdleStep(ctx, be, cluster, holdings, clock.t); err != nil {
+				return err
+			}
+		}
+		if _, err := be.RecordHistory(ctx); err != nil {
 			return err
 		}
 	}
-	_, err := be.ComputeFairness(ctx)
+	_, err = a.Idle.ComputeFairness(ctx)
+	return err
+}
+
+// demoIdleStep is what an agent of cluster does at now in the demo: report owners'
+// usage and the tasks that ran their course (an hour and a half each), then poll.
+func demoIdleStep(ctx context.Context, be *fleet.BestEffort, cluster string, holdings []exchange.Holding, now time.Time) error {
+	var rep fleet.BestEffortReport
+	for _, h := range holdings {
+		if strings.HasPrefix(h.PoolID, cluster+"/") {
+			rep.Usage = append(rep.Usage, fleet.OwnerUsage{Team: h.TeamID, Pool: h.PoolID, Units: simulatedOwnerUsage(1, h.TeamID, h.PoolID, h.Quantity, now)})
+		}
+	}
+	alloc, err := be.Allocation(ctx, cluster)
+	if err != nil {
+		return err
+	}
+	for _, t := range alloc.Run {
+		if now.Sub(t.Started) >= 90*time.Minute {
+			rep.Tasks = append(rep.Tasks, fleet.TaskEvent{Task: t.Task, Event: "done", At: now})
+		}
+	}
+	for _, t := range alloc.Stop {
+		rep.Tasks = append(rep.Tasks, fleet.TaskEvent{Task: t.Task, Event: "stopped", At: now})
+	}
+	if len(rep.Tasks) > fleet.MaxReportRows {
+		rep.Tasks = rep.Tasks[:fleet.MaxReportRows]
+	}
+	if err := be.Report(ctx, cluster, rep); err != nil {
+		return err
+	}
+	_, err = be.Step(ctx, cluster)
 	return err
 }

@@ -46,7 +46,7 @@ func newShareCmd() *cobra.Command {
 		Args:  cobra.NoArgs,
 		RunE:  func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
-	cmd.AddCommand(newShareSimulateCmd(), newShareFairnessCmd())
+	cmd.AddCommand(newShareSimulateCmd(), newShareFairnessCmd(), newShareHistoryCmd())
 	return cmd
 }
 

@@ -1,0 +1,46 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/clearhouse/clearhouse/fleet"
+	"github.com/clearhouse/clearhouse/ledger"
+	"github.com/clearhouse/clearhouse/store"
+	"github.com/spf13/cobra"
+)
+
+// newShareHistoryCmd records the idle-capacity history point, as the scheduled job does.
+func newShareHistoryCmd() *cobra.Command {
+	var dsn string
+	cmd := &cobra.Command{
+		Use:   "history",
+		Short: "Record every team's contribution, utility and priority per pool for the current 15-minute interval (once per interval), and prune old points, as the scheduled job does",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return withDB(cmd, dsn, func(db *store.DB) error {
+				be := fleet.NewBestEffort(db, ledger.New(db, time.Now), time.Now, fleet.DefaultBestEffortConfig)
+				rep, err := be.RecordHistory(cmd.Context())
+				if err != nil {
+					return err
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "history at %s: %d points recorded, %d pruned\n", rep.At.Format(time.RFC3339), rep.Recorded, rep.Pruned)
+				return nil
+			})
+		},
+	}
+	cmd.Flags().StringVar(&dsn, "db", defaultDB, "SQLite file or PostgreSQL URL")
+	return cmd
+}
+
+// RunHistory runs the history job once. Every server may run it: a point is
+// recorded once per interval whichever server takes it first.
+func (a *App) RunHistory(ctx context.Context) {
+	rep, err := a.Idle.RecordHistory(ctx)
+	if err != nil {
+		a.log.Error("idle history job failed", "err", err)
+		return
+	}
+	a.log.Debug("idle history recorded", "at", rep.At, "points", rep.Recorded, "pruned", rep.Pruned)
+}
