@@ -17,10 +17,13 @@ import (
 // Policies lists the policies a cluster may share idle capacity by.
 func Policies() []string { return append(sharing.Names(), PolicyAbacus) }
 
-// IdleSettings is what operators set for one pool's idle capacity. A decision
-// covers a whole cluster (a job's tasks span its pools), so the policy and Abacus's
-// alpha are the cluster's: setting them for one pool sets them for its cluster's
-// pools. MinRuntime and Exposure are the pool's own.
+// IdleSettings is what operators set for one pool's idle capacity: its policy,
+// minimum runtime and exposure threshold are the pool's own (pools of one cluster
+// under different policies follow the rule of sharing/perpool.go). Abacus is the
+// exception: its budgets and auction cover a whole cluster, so choosing abacus for
+// one pool chooses it for every pool of the cluster, and choosing another policy
+// for a pool of an abacus cluster moves every pool of it to that policy. Alpha,
+// Abacus's, is the cluster's.
 type IdleSettings struct {
 	Pool       string
 	Policy     string
@@ -86,7 +89,8 @@ func (s *BestEffort) Settings(ctx context.Context) ([]IdleSettings, error) {
 	return out, nil
 }
 
-// SetSettings saves a pool's idle settings (and its cluster's policy and alpha).
+// SetSettings saves a pool's idle settings and its cluster's alpha (and, to or from
+// abacus, the cluster's policy, clearing its pools' own).
 // EINVALID for a bad field, ENOTFOUND for an unknown pool; ECONFLICT when moving a
 // cluster to or from the abacus policy while jobs wait or run there (their budgets
 // were held, or not, under the other rule).
@@ -116,11 +120,20 @@ func (s *BestEffort) SetSettings(ctx context.Context, st IdleSettings) error {
 				return clearhouse.Errorf(clearhouse.ECONFLICT, "policy: cluster %s has %d best-effort jobs queued or running; switch to or from abacus once they end", p.ClusterID, live)
 			}
 		}
-		if err := tx.Model(&IdleCluster{}).Where("cluster_id = ?", p.ClusterID).
-			Updates(map[string]any{"policy": st.Policy, "alpha": st.Alpha, "updated_at": now}).Error; err != nil {
+		clusterWide := st.Policy == PolicyAbacus || ic.Policy == PolicyAbacus
+		updates := map[string]any{"alpha": st.Alpha, "updated_at": now}
+		own := st.Policy
+		if clusterWide { // the cluster's policy; its pools follow it
+			updates["policy"], own = st.Policy, ""
+			if err := tx.Model(&IdlePool{}).Where("pool_id IN (SELECT id FROM pools WHERE cluster_id = ?)", p.ClusterID).
+				Updates(map[string]any{"policy": "", "updated_at": now}).Error; err != nil {
+				return err
+			}
+		}
+		if err := tx.Model(&IdleCluster{}).Where("cluster_id = ?", p.ClusterID).Updates(updates).Error; err != nil {
 			return err
 		}
-		row := IdlePool{PoolID: p.ID, MinRuntime: int64(st.MinRuntime / time.Second), Exposure: st.Exposure, UpdatedAt: now}
+		row := IdlePool{PoolID: p.ID, Policy: own, MinRuntime: int64(st.MinRuntime / time.Second), Exposure: st.Exposure, UpdatedAt: now}
 		return tx.Clauses(clause.OnConflict{UpdateAll: true}).Create(&row).Error
 	})
 }

@@ -141,6 +141,9 @@ func (s *BestEffort) snapshot(tx *gorm.DB, ic IdleCluster, open []openTask, now 
 		ps := sharing.Pool{Name: p.ID, Capacity: capacity[p.ID], MinRuntime: DefaultMinRuntime, Exposure: sharing.DefaultExposure}
 		if st, ok := set[p.ID]; ok {
 			ps.MinRuntime, ps.Exposure = time.Duration(st.MinRuntime)*time.Second, st.Exposure
+			if ic.Policy != PolicyAbacus {
+				ps.Policy = st.Policy
+			}
 		}
 		for _, team := range sortedPools(holdings[p.ID]) {
 			ps.Teams = append(ps.Teams, *holdings[p.ID][team])
@@ -347,6 +350,9 @@ func (s *BestEffort) policyFor(tx *gorm.DB, ic *IdleCluster, snap sharing.Snapsh
 
 // poolPriorities is each team's priority in each pool of the snapshot.
 func poolPriorities(snap sharing.Snapshot, d sharing.Decision) map[string]map[string]float64 {
+	if d.PoolPriority != nil {
+		return d.PoolPriority
+	}
 	out := map[string]map[string]float64{}
 	for _, p := range snap.Pools {
 		out[p.Name] = d.Priority

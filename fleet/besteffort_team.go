@@ -9,7 +9,7 @@ import (
 
 // TeamPool is one team's idle-capacity account in one pool: the units of its quota
 // lent to others' best-effort tasks now and the units its own best-effort tasks
-// borrow now; its contribution and utility under the cluster's policy's utility
+// borrow now; its contribution and utility under the pool's policy's utility
 // function (ORIG, REL or SIMPL for DirectContr; the executed surface, in
 // unit-hours, for fairshare, round robin and abacus), the whole balance, and its
 // priority in the cluster at the last decision (higher runs first).

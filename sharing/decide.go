@@ -12,7 +12,8 @@ import (
 
 // Decide is the step the cluster-side service runs on every agent poll: from one
 // cluster's snapshot at Now, accounts advanced up to Now (Accounts.Advance) and the
-// cluster's policy, it returns the tasks to preempt, the running tasks whose lenders
+// cluster's policy (or, for pools with a Policy of their own, theirs: see the rule
+// in perpool.go), it returns the tasks to preempt, the running tasks whose lenders
 // change, and the tasks to start. In that order:
 //
 //  1. Preemption: where a pool's demand (teams' own use and reservations) and its
@@ -42,15 +43,37 @@ func Decide(s *Snapshot, acc *Accounts, p Policy, rng *rand.Rand) (Decision, err
 	acc.asOf = now // the same moment, to the millisecond
 	d := newDecider(s, now)
 	d.v.bind(acc)
+	p, pols, mixed := d.policies(p)
 	prio := make([]float64, len(d.v.Teams))
 	p.Priorities(&d.v, acc, prio)
 	out := Decision{Priority: map[string]float64{}}
 	for t, team := range d.v.Teams {
 		out.Priority[team.Name] = finite(prio[t])
 	}
-	d.preempt(acc, p, rng, &out)
+	victim := func(_ int, cands []int) int { return p.Victim(&d.v, acc, cands, rng) }
+	choose := func() int { return p.Choose(&d.v, acc, rng) }
+	name := p.Name()
+	if mixed {
+		m := newPerPool(&d.v, pols)
+		victim = func(pool int, cands []int) int { return m.victim(pool, acc, cands, rng) }
+		choose = func() int { return m.choose(&d.v, acc) }
+		name = "per pool"
+		out.PoolPriority = map[string]map[string]float64{}
+	}
+	for i, ps := range d.pools {
+		if !mixed {
+			break
+		}
+		pp := make([]float64, len(d.v.Teams))
+		pols[i].Priorities(&View{Now: d.v.Now, Pools: d.v.Pools[i : i+1], Teams: d.v.Teams}, acc, pp)
+		out.PoolPriority[ps.Name] = map[string]float64{}
+		for t, team := range d.v.Teams {
+			out.PoolPriority[ps.Name][team.Name] = finite(pp[t])
+		}
+	}
+	d.preempt(victim, &out)
 	d.reattribute(&out)
-	if err := d.start(acc, p, rng, &out); err != nil {
+	if err := d.start(acc, choose, name, &out); err != nil {
 		return Decision{}, err
 	}
 	return out, nil

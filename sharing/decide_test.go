@@ -22,7 +22,8 @@ func genPools(t *rapid.T, n int) []Pool {
 	var pools []Pool
 	for _, name := range poolNames[:n] {
 		p := Pool{Name: name, MinRuntime: time.Duration(rapid.IntRange(0, 4).Draw(t, "minRuntime")) * 30 * time.Minute,
-			Exposure: rapid.SampledFrom([]float64{0, 0.1, DefaultExposure, 0.5}).Draw(t, "exposure")}
+			Exposure: rapid.SampledFrom([]float64{0, 0.1, DefaultExposure, 0.5}).Draw(t, "exposure"),
+			Policy:   rapid.SampledFrom(append([]string{"", "", ""}, Names()...)).Draw(t, "poolPolicy")}
 		var quota int64
 		for _, team := range teamNames {
 			if rapid.IntRange(0, 3).Draw(t, "holds") == 0 {

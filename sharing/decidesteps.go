@@ -2,7 +2,6 @@ package sharing
 
 import (
 	"math"
-	"math/rand/v2"
 	"slices"
 	"strings"
 
@@ -11,7 +10,8 @@ import (
 
 // preempt stops victims where a pool runs more than its capacity, and reports what
 // is left over once no task may be stopped.
-func (d *decider) preempt(acc *Accounts, p Policy, rng *rand.Rand, out *Decision) {
+// victim(pool, candidates) is the pool's policy's choice among candidates.
+func (d *decider) preempt(victim func(pool int, candidates []int) int, out *Decision) {
 	var cands []int
 	for pi := range d.pools {
 		ps := &d.pools[pi]
@@ -26,7 +26,7 @@ func (d *decider) preempt(acc *Accounts, p Policy, rng *rand.Rand, out *Decision
 			if len(cands) == 0 {
 				break
 			}
-			i := p.Victim(&d.v, acc, cands, rng)
+			i := victim(pi, cands)
 			if i < 0 || i >= len(cands) {
 				i = 0
 			}
@@ -158,18 +158,19 @@ func (d *decider) setRoom() {
 // start lets the policy pick jobs while one fits. Each started job sums its tasks'
 // units per lender in dense arrays (one per pool of its configuration), turned into
 // shares at the end, so a start costs time linear in the lenders.
-func (d *decider) start(acc *Accounts, p Policy, rng *rand.Rand, out *Decision) error {
+// choose is the policy's next job (name names it in errors).
+func (d *decider) start(acc *Accounts, choose func() int, name string, out *Decision) error {
 	d.setRoom()
 	starts := map[int]int{} // job -> position in out.Starts
 	var lent [][][]float64  // per start, per unit of the job's configuration, per lender
 	var buf []float64
 	for {
-		j := p.Choose(&d.v, acc, rng)
+		j := choose()
 		if j == -1 {
 			break
 		}
 		if j < 0 || j >= len(d.v.Jobs) || !d.v.Fits(j) {
-			return clearhouse.Errorf(clearhouse.EINTERNAL, "policy %s chose job %d, which does not fit", p.Name(), j)
+			return clearhouse.Errorf(clearhouse.EINTERNAL, "policy %s chose job %d, which does not fit", name, j)
 		}
 		jv := &d.v.Jobs[j]
 		pos, ok := starts[j]

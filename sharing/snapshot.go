@@ -3,6 +3,8 @@ package sharing
 import (
 	"fmt"
 	"math"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/clearhouse/clearhouse"
@@ -32,6 +34,9 @@ type Pool struct {
 	// Exposure: best-effort tasks start only while at least this share of the pool
 	// stays free after they start, in [0, 1) (DefaultExposure is the paper's).
 	Exposure float64
+	// Policy: the pool's own policy, a name ByName knows; "" follows the policy given
+	// to Decide. See Decide for pools of one cluster under different policies.
+	Policy string
 }
 
 // Holding is what one team holds and uses in a pool now. Used and Reserved exclude
@@ -85,6 +90,10 @@ type Decision struct {
 	Starts       []Start            // tasks to start now, in the order chosen
 	Blocked      []Blocked          // units the pools need back but could not free yet (minimum runtime)
 	Priority     map[string]float64 // the policy's priority of every team in the snapshot
+	// PoolPriority: when pools follow different policies, each pool's policy's
+	// priority of every team (in that pool alone), by pool then team; nil when every
+	// pool follows the policy, whose Priority is then every pool's.
+	PoolPriority map[string]map[string]float64
 }
 
 // Start is a number of tasks of one job to start now. Lenders sums over the tasks;
@@ -164,6 +173,8 @@ func (p *Pool) validate(seen map[string]*Pool) error {
 		return fmt.Errorf("exposure: must be in [0, 1)")
 	case p.MinRuntime < 0:
 		return fmt.Errorf("min runtime: must not be negative")
+	case p.Policy != "" && !slices.Contains(Names(), p.Policy):
+		return fmt.Errorf("policy: %q is not one of %s", p.Policy, strings.Join(Names(), ", "))
 	}
 	teams := map[string]bool{}
 	for _, h := range p.Teams {
