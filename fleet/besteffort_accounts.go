@@ -112,7 +112,8 @@ func loadAccounts(tx *gorm.DB, ic IdleCluster) (*sharing.Accounts, error) {
 
 // advance brings the cluster's accounts up to now with the tasks running now (every
 // task that ended did so at or before the accounts' time: each end is recorded
-// after an advance, at its time).
+// after an advance, at its time). A task of a job with a maximum task duration
+// counts at most that long, however late the next decision stops it.
 func advance(tx *gorm.DB, ic *IdleCluster, now time.Time) (*sharing.Accounts, []openTask, error) {
 	acc, err := loadAccounts(tx, *ic)
 	if err != nil {
@@ -128,6 +129,9 @@ func advance(tx *gorm.DB, ic *IdleCluster, now time.Time) (*sharing.Accounts, []
 	runs := make([]sharing.Run, len(open))
 	for i, t := range open {
 		runs[i] = sharing.Run{Task: t.engine()}
+		if d := t.job.MaxTaskDuration; d > 0 { // it is stopped then: never count it longer
+			runs[i].Ended = t.StartedAt.Add(time.Duration(d) * time.Second)
+		}
 	}
 	if err := acc.Advance(runs, now); err != nil {
 		return nil, nil, err

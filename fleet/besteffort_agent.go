@@ -3,6 +3,7 @@ package fleet
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/clearhouse/clearhouse"
@@ -28,6 +29,9 @@ type BestEffortTask struct {
 type BestEffortAllocation struct {
 	Run  []BestEffortTask
 	Stop []BestEffortTask
+	// Quotas is each team's quota of each pool of the cluster (less what it offers
+	// for sale): what an agent reports owners' own usage against.
+	Quotas []OwnerUsage
 }
 
 // stopListed is how long an ended task stays in Stop without a confirmation.
@@ -50,7 +54,16 @@ func (s *BestEffort) Allocation(ctx context.Context, cluster string) (BestEffort
 	if err != nil {
 		return BestEffortAllocation{}, err
 	}
-	out := BestEffortAllocation{Run: []BestEffortTask{}, Stop: []BestEffortTask{}}
+	out := BestEffortAllocation{Run: []BestEffortTask{}, Stop: []BestEffortTask{}, Quotas: []OwnerUsage{}}
+	qs, err := quotas(db)
+	if err != nil {
+		return BestEffortAllocation{}, err
+	}
+	for _, q := range qs {
+		if strings.HasPrefix(q.PoolID, cluster+"/") && q.Quota > 0 {
+			out.Quotas = append(out.Quotas, OwnerUsage{Team: q.TeamID, Pool: q.PoolID, Units: q.Quota})
+		}
+	}
 	for _, t := range ts {
 		j := jobs[t.JobID]
 		bt := BestEffortTask{Task: t.ID, Job: t.JobID, Team: t.TeamID, Configuration: j.Config(), Started: t.StartedAt,

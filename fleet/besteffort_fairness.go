@@ -16,8 +16,11 @@ import (
 // day or week, CloudShare's coalition game replayed on that work. Organizations are
 // the teams holding quota in the pool (their quota is their processors), the
 // operator (the capacity no team holds) and the teams that submitted jobs; each job
-// is its tasks times its units in the pool one-unit tasks, released when it was
-// queued, each taking its job's mean measured run time (its maximum task duration,
+// is its tasks times its units in the pool one-unit tasks (when a pool's work is
+// more than maxFairnessTasks such tasks, each simulated task stands for Scale units
+// and each organization has its units / Scale processors, rounded down, so the
+// replay covers all of it; waits are scaled back to unit-hours), released when it
+// was queued, each taking its job's mean measured run time (its maximum task duration,
 // or an hour, when none ended). sharing.Evaluate simulates every coalition under
 // every policy (exactly up to 12 organizations, sampled beyond) and gives each
 // team's Shapley value of the wait; the report sets beside it the wait measured in
@@ -43,6 +46,7 @@ type PoolFairness struct {
 	Teams              []TeamFairness
 	Unfairness         map[string]float64 // policy -> distance of its simulated waits to the Shapley values
 	MeasuredUnfairness float64
+	Scale              int64 // units one simulated task stands for (1 unless the work exceeds maxFairnessTasks)
 }
 
 // TeamFairness is one organization's line: its Shapley value, its measured wait
@@ -57,7 +61,7 @@ type TeamFairness struct {
 // Spans of the fairness report.
 var fairnessSpans = map[string]time.Duration{"day": 24 * time.Hour, "week": 7 * 24 * time.Hour}
 
-// maxFairnessTasks bounds the one-unit tasks one pool's replay simulates.
+// maxFairnessTasks bounds the tasks one pool's replay simulates (see Scale).
 const maxFairnessTasks = 20_000
 
 // ComputeFairness computes and stores every cluster's fairness reports (day and
@@ -167,9 +171,16 @@ func poolFairness(p exchange.Pool, qs []quotaRow, jobs []Job, byJob map[int64][]
 		}
 	}
 	procs[sharing.Operator] = max(p.Capacity-held, 0)
+	// One simulated task stands for scale units (and each organization has its
+	// units / scale processors), so a pool's replay never exceeds maxFairnessTasks.
+	var total int64
+	for _, j := range jobs {
+		total += int64(j.Tasks) * j.Config()[p.ID]
+	}
+	scale := max(1, (total+maxFairnessTasks-1)/maxFairnessTasks)
+	pf.Scale = scale
 	measured := map[string]float64{}
 	var simJobs []sharing.SimJob
-	tasks := 0
 	for _, j := range jobs {
 		units := j.Config()[p.ID]
 		if units == 0 {
@@ -194,11 +205,7 @@ func poolFairness(p exchange.Pool, qs []quotaRow, jobs []Job, byJob map[int64][]
 		default:
 			hours = 1
 		}
-		count := int(min(int64(j.Tasks)*units, int64(maxFairnessTasks-tasks)))
-		if count <= 0 {
-			break
-		}
-		tasks += count
+		count := int((int64(j.Tasks)*units + scale - 1) / scale)
 		simJobs = append(simJobs, sharing.SimJob{ID: fmt.Sprint(j.ID), Team: j.TeamID, Release: j.EnqueuedAt.Sub(from).Hours(), Tasks: count, TaskHours: max(hours, 1.0/60)})
 	}
 	if len(simJobs) == 0 {
@@ -214,7 +221,7 @@ func poolFairness(p exchange.Pool, qs []quotaRow, jobs []Job, byJob map[int64][]
 	}
 	orgs := make([]sharing.Org, len(names))
 	for i, t := range names {
-		orgs[i] = sharing.Org{Name: t, Processors: procs[t]}
+		orgs[i] = sharing.Org{Name: t, Processors: procs[t] / scale}
 	}
 	var policies []sharing.Policy
 	for _, name := range sharing.Names() {
@@ -226,19 +233,21 @@ func poolFairness(p exchange.Pool, qs []quotaRow, jobs []Job, byJob map[int64][]
 	if err != nil {
 		return pf, false, err
 	}
-	pf.Exact, pf.CoalitionValue = ev.Exact, ev.CoalitionValue
-	meas := make([]float64, len(names))
+	f := float64(scale) // simulated task-hours to unit-hours
+	pf.Exact, pf.CoalitionValue = ev.Exact, f*ev.CoalitionValue
+	meas, shapley := make([]float64, len(names)), make([]float64, len(names))
 	for i, t := range names {
-		tf := TeamFairness{Team: t, Shapley: ev.Shapley[i], Measured: measured[t], Simulated: map[string]float64{}}
+		shapley[i] = f * ev.Shapley[i]
+		tf := TeamFairness{Team: t, Shapley: shapley[i], Measured: measured[t], Simulated: map[string]float64{}}
 		for k, pol := range policies {
-			tf.Simulated[pol.Name()] = ev.Wait[k][i]
+			tf.Simulated[pol.Name()] = f * ev.Wait[k][i]
 		}
 		meas[i] = measured[t]
 		pf.Teams = append(pf.Teams, tf)
 	}
 	for k, pol := range policies {
-		pf.Unfairness[pol.Name()] = ev.Unfairness[k]
+		pf.Unfairness[pol.Name()] = f * ev.Unfairness[k]
 	}
-	pf.MeasuredUnfairness = sharing.Unfairness(meas, ev.Shapley)
+	pf.MeasuredUnfairness = sharing.Unfairness(meas, shapley)
 	return pf, true, nil
 }

@@ -2,6 +2,7 @@ package fleet_test
 
 import (
 	"context"
+	"math"
 	"testing"
 	"time"
 
@@ -85,4 +86,54 @@ func TestPoolsOfOneClusterFollowTheirOwnPolicies(t *testing.T) {
 			t.Fatalf("after leaving abacus: %v", p)
 		}
 	})
+}
+
+// A task counts in the accounts at most its job's maximum task duration, however
+// late the service learns it ended: here the next decision comes 3 hours after the
+// start of a job whose tasks may run 1 hour.
+func TestAccountsCountATaskAtMostItsMaximumDuration(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		x := newIdle(t, db)
+		j := x.submit("member@search", fleet.JobSpec{Configuration: cpu(10), Tasks: 1, MaxTaskDuration: time.Hour})
+		if r := x.step("us-east"); r.Started != 1 {
+			t.Fatalf("started %d", r.Started)
+		}
+		x.Clock.Advance(3 * time.Hour)
+		if r := x.step("us-east"); len(r.Overran) != 1 {
+			t.Fatalf("overran %v", r.Overran)
+		}
+		if v := x.job(j.ID); v.Failed != 1 {
+			t.Fatalf("job %+v", v.Job)
+		}
+		if b := x.balance("search", "us-east/cpu"); !near(b.Surface, 10) {
+			t.Fatalf("search used %g unit-hours, want 10 (10 cores for the 1-hour maximum)", b.Surface)
+		}
+	})
+}
+
+// A pool's work beyond the replay's 20,000 one-unit tasks is replayed whole, each
+// simulated task standing for several units: here 600 tasks of 50 cores (30,000
+// units) as 15,000 tasks of 2 cores. Both jobs are in the report and the Shapley
+// values, in unit-hours, still add up to the coalition's wait.
+func TestFairnessReportReplaysLargeWorkScaled(t *testing.T) {
+	db := storetest.New(t)
+	x := newIdle(t, db)
+	x.submit("member@search", fleet.JobSpec{Configuration: cpu(50), Tasks: 500, MaxTaskDuration: time.Hour})
+	x.Clock.Advance(time.Minute)
+	x.submit("member@ml", fleet.JobSpec{Configuration: cpu(50), Tasks: 100, MaxTaskDuration: time.Hour})
+	x.step("us-east")
+	x.Clock.Advance(30 * time.Minute)
+	reports, err := x.be.ComputeFairness(context.Background())
+	if err != nil || len(reports) == 0 || len(reports[0].Pools) != 1 {
+		t.Fatalf("reports: %+v %v", reports, err)
+	}
+	p := reports[0].Pools[0]
+	sum, teams := 0.0, map[string]float64{}
+	for _, tf := range p.Teams {
+		sum += tf.Shapley
+		teams[tf.Team] = tf.Simulated["fairshare"]
+	}
+	if p.Scale != 2 || teams["ml"] <= 0 || teams["search"] <= 0 || math.Abs(sum-p.CoalitionValue) > 1e-6*max(1, p.CoalitionValue) {
+		t.Fatalf("scale %d, simulated fairshare waits %v, shapley sum %g of %g", p.Scale, teams, sum, p.CoalitionValue)
+	}
 }

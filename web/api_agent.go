@@ -65,6 +65,14 @@ type APIAllocation struct {
 	// BestEffort lists the best-effort tasks to run now; Preempt those to stop now.
 	BestEffort []apiBestEffortTask `json:"best_effort"`
 	Preempt    []apiBestEffortTask `json:"preempt"`
+	// Quotas is each team's quota of each pool: owner_usage reports against it.
+	Quotas []apiQuota `json:"quotas"`
+}
+
+type apiQuota struct {
+	Team  string `json:"team"`
+	Pool  string `json:"pool"`
+	Units int64  `json:"units"`
 }
 
 func toAPIAssignments(as []fleet.Assignment) []apiAssignment {
@@ -87,7 +95,7 @@ func (s *Server) apiAllocation(c *gin.Context) {
 		return
 	}
 	out := APIAllocation{Cluster: a.Cluster, Now: a.Now, SlotEnds: a.SlotEnds,
-		Running: toAPIAssignments(a.Running), Waiting: toAPIAssignments(a.Waiting), BestEffort: []apiBestEffortTask{}, Preempt: []apiBestEffortTask{}}
+		Running: toAPIAssignments(a.Running), Waiting: toAPIAssignments(a.Waiting), BestEffort: []apiBestEffortTask{}, Preempt: []apiBestEffortTask{}, Quotas: []apiQuota{}}
 	if s.svc.BestEffort != nil {
 		if isAgent(c) {
 			if _, err := s.svc.BestEffort.Step(ctx, cluster); err != nil {
@@ -101,6 +109,9 @@ func (s *Server) apiAllocation(c *gin.Context) {
 			return
 		}
 		out.BestEffort, out.Preempt = toAPIBestEffortTasks(be.Run), toAPIBestEffortTasks(be.Stop)
+		for _, q := range be.Quotas {
+			out.Quotas = append(out.Quotas, apiQuota{Team: q.Team, Pool: q.Pool, Units: q.Units})
+		}
 	}
 	c.JSON(http.StatusOK, out)
 }

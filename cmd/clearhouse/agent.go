@@ -18,6 +18,7 @@ type agentFlags struct {
 	failRate, finishEarly  float64
 	useShare               float64
 	seed                   uint64
+	ownerUsage             ownerUsageSource
 }
 
 // validate checks the flags and names the one at fault.
@@ -39,6 +40,8 @@ func (f agentFlags) validate(cmd *cobra.Command) error {
 		return fmt.Errorf("--finish-early %g: must be a probability from 0 to 1", f.finishEarly)
 	case f.useShare <= 0 || f.useShare > 1:
 		return fmt.Errorf("--use %g: must be a share above 0 and at most 1", f.useShare)
+	case f.ownerUsage.file != "" && f.ownerUsage.command != "":
+		return errors.New("--owner-usage and --owner-usage-command: give one source of owners' usage")
 	}
 	if !f.simulate {
 		for _, name := range []string{"fail-rate", "finish-early", "seed", "use"} {
@@ -69,8 +72,19 @@ With --simulate the agent plays the cluster: jobs it starts run and report their
 report their tasks, and with --finish-early or --fail-rate a job ends at a random
 moment before its planned end (the same moments for the same --seed). Best-effort
 tasks run for a random 15m to 3h (failing at --fail-rate) and are reported started,
-done or failed; stops are confirmed. It prints the
+done or failed; stops are confirmed; and each team's own usage of its quota
+(owner_usage) follows a daily wave between 10% and 90% of the quota the allocation
+lists, fixed by --seed, so owners take their idle quota back and best-effort tasks
+on it are preempted. It prints the
 server's answer when a report moved reservations, put them at risk or ended them.
+
+Owners' own usage (what teams' work outside Clearhouse's plans uses of their quota,
+which best-effort tasks must give back) comes from --owner-usage FILE, re-read at every
+poll, or from the standard output of --owner-usage-command, run with sh -c at every
+poll (10 s at most): a JSON array [{"team":"ads","pool":"us-east/cpu","units":40}].
+Without either, a real agent reports none (idle quota is then all quota not
+reserved) and a simulating one simulates it. A source that cannot be read is
+printed and the poll reports everything else.
 
 The agent runs until interrupted, for --for, or for one poll with --once. A token the
 server refuses stops it at once with the server's message; other errors are printed
@@ -93,6 +107,7 @@ and retried at the next poll (with --once they fail the command).`,
 				sim = newSimulation(f.seed, f.failRate, f.finishEarly, f.useShare)
 			}
 			a := newClusterAgent(client, cmd.OutOrStdout(), cmd.ErrOrStderr(), time.Now, sim)
+			a.usage = f.ownerUsage
 			if f.once {
 				return a.poll(cmd.Context())
 			}
@@ -119,6 +134,9 @@ and retried at the next poll (with --once they fail the command).`,
 	fl.Uint64Var(&f.seed, "seed", 1, "with --simulate, the seed of the random ends")
 	fl.Float64Var(&f.useShare, "use", 1, "with --simulate, the share of its units a running job uses (below 1, the rest goes back to the plan each slot)")
 	fl.DurationVar(&f.forDur, "for", 0, "stop after this long (0: run until interrupted)")
+	fl.StringVar(&f.ownerUsage.file, "owner-usage", "", `a JSON file of owners' own usage, re-read at every poll: [{"team","pool","units"}]`)
+	fl.StringVar(&f.ownerUsage.command, "owner-usage-command", "", "a command (sh -c) printing owners' own usage as --owner-usage's JSON, run at every poll")
+	f.ownerUsage.timeout = 10 * time.Second
 	cmd.AddCommand(newAgentTokenCmd())
 	return cmd
 }

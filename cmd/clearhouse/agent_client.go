@@ -43,6 +43,8 @@ type agentAllocation struct {
 	// Best-effort tasks to run and to stop now.
 	BestEffort []agentTask `json:"best_effort"`
 	Preempt    []agentTask `json:"preempt"`
+	// Quotas is each team's quota of each pool: what owner_usage reports against.
+	Quotas []agentQuota `json:"quotas"`
 }
 
 type agentEnd struct {
@@ -83,6 +85,8 @@ type agentUpdates struct {
 	// Pools is what all the work the agent runs uses of each pool now: the series
 	// the server measures utilization (and so reserve prices) from.
 	Pools []agentPoolUsage `json:"pools,omitempty"`
+	// OwnerUsage is what teams' own work uses of each pool now.
+	OwnerUsage []agentOwnerUsage `json:"owner_usage,omitempty"`
 }
 
 // agentPoolUsage is the units of one pool in use now.
@@ -92,7 +96,7 @@ type agentPoolUsage struct {
 }
 
 func (u agentUpdates) empty() bool {
-	return len(u.Ends)+len(u.Starts)+len(u.Usage)+len(u.Waiting)+len(u.BestEffort)+len(u.Pools) == 0
+	return len(u.Ends)+len(u.Starts)+len(u.Usage)+len(u.Waiting)+len(u.BestEffort)+len(u.Pools)+len(u.OwnerUsage) == 0
 }
 
 // agentAnswer is what the server did with a report.

@@ -41,6 +41,7 @@ type runningJob struct {
 // simulation makes the agent play a cluster: started jobs run, report usage and
 // may end early or fail, at random but repeatably for one seed.
 type simulation struct {
+	seed        uint64
 	rng         *rand.Rand
 	failRate    float64
 	finishEarly float64
@@ -48,7 +49,7 @@ type simulation struct {
 }
 
 func newSimulation(seed uint64, failRate, finishEarly, useShare float64) *simulation {
-	return &simulation{rng: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)), failRate: failRate, finishEarly: finishEarly, useShare: useShare}
+	return &simulation{seed: seed, rng: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)), failRate: failRate, finishEarly: finishEarly, useShare: useShare}
 }
 
 // fate decides, when a job starts at now, whether and when it stops before its
@@ -71,6 +72,7 @@ type clusterAgent struct {
 	errOut io.Writer        // errors that the next poll retries
 	now    func() time.Time // stamps lines written without an answer from the server
 	sim    *simulation      // nil unless simulating
+	usage  ownerUsageSource // where owners' usage is read (unset: simulated, or none)
 
 	running map[jobKey]*runningJob
 	waiting map[jobKey]time.Time  // the planned start last announced
@@ -133,6 +135,7 @@ func (a *clusterAgent) poll(ctx context.Context) error {
 	for _, k := range sortedKeys(a.starts) {
 		up.Starts = append(up.Starts, a.starts[k])
 	}
+	up.OwnerUsage = a.ownerUsage(ctx, alloc, now)
 	if up.empty() {
 		return nil
 	}

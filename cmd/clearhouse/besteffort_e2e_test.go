@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -70,9 +72,14 @@ func TestBestEffortEndToEnd(t *testing.T) {
 		t.Fatalf("submit: %d %+v", code, job)
 	}
 	tok := m.token("us-east")
+	// Owners use none of their quota here (the tests below make them use it).
+	none := filepath.Join(t.TempDir(), "owners.json")
+	if err := os.WriteFile(none, []byte("[]"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 
 	// The agent's poll starts 7 tasks of 10 cores: 30 of the 100 stay free.
-	code, out, errOut := m.agent("us-east", tok, "--once", "--simulate", "--seed", "3")
+	code, out, errOut := m.agent("us-east", tok, "--once", "--simulate", "--seed", "3", "--owner-usage", none)
 	if code != 0 || strings.Count(out, "start best-effort task") != 7 {
 		t.Fatalf("first poll: %d\n%s%s", code, out, errOut)
 	}
@@ -84,7 +91,7 @@ func TestBestEffortEndToEnd(t *testing.T) {
 	// A quarter of an hour later (a slot boundary) search reserves its 60 cores for an hour, from now.
 	m.clock.Advance(15 * time.Minute)
 	m.reserve(60, time.Hour, 0, time.Hour)
-	code, out, errOut = m.agent("us-east", tok, "--once", "--simulate", "--seed", "3")
+	code, out, errOut = m.agent("us-east", tok, "--once", "--simulate", "--seed", "3", "--owner-usage", none)
 	// (A new agent process announces the 4 tasks still running as its own starts.)
 	if code != 0 || strings.Count(out, "stop best-effort task") != 3 || strings.Count(out, "start best-effort task") != 4 {
 		t.Fatalf("poll after the reservation: %d\n%s%s", code, out, errOut)
