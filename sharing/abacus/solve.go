@@ -258,13 +258,7 @@ func (st *state) resplit(i int) float64 {
 	for k := range bids {
 		bid := &bids[k]
 		nb := scale * g[k]
-		d := nb - bid.b
-		if d < 0 {
-			d = -d
-		}
-		if d > move {
-			move = d
-		}
+		move = max(move, math.Abs(nb-bid.b)) // branch-free: the sign of a move is a coin toss
 		var np float64
 		if st.sqrt {
 			np = math.Sqrt(nb)
