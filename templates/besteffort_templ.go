@@ -85,7 +85,7 @@ func BestEffortPage(p Page, v BestEffortView) templ.Component {
 				}()
 			}
 			ctx = templ.InitializeContext(ctx)
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 1, "<p class=\"help\">Best-effort jobs run identical tasks on idle capacity: quota other teams are not using now, and capacity the operator has neither sold nor reserved. They have no deadline and no price; each cluster's sharing policy picks whose task runs next, and a task is stopped (after the pool's minimum runtime) and put back in the queue when the owners need their units.</p>")
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 1, "<p class=\"help\">Best-effort jobs run identical tasks on idle capacity: quota other teams are not using now, and capacity the operator has neither sold nor reserved. They have no deadline and no price; each pool's sharing policy picks whose task runs next (a task waits for its team's turn in every pool it needs), and a task is stopped (after the pool's minimum runtime) and put back in the queue when the owners need their units.</p>")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}

@@ -10,11 +10,11 @@ import (
 	"github.com/clearhouse/clearhouse/ledger"
 )
 
-// seedDemoBestEffort replays the last day of idle capacity: it queues best-effort
-// jobs (DirectContr in us-east and eu-west, the abacus auction in ap-south) a day
-// ago, then every history interval reports owners' simulated usage and the tasks
-// that ended, runs one decision per cluster (as an agent's poll would) and records
-// the history point; then the fairness job.
+// seedDemoBestEffort replays the last day of idle capacity: it queues the demo's
+// best-effort jobs a day ago, then every history interval reports owners' simulated
+// usage and the tasks that ended, runs one decision per cluster (as an agent's poll
+// would) and records the history point. It then queues the same jobs now, runs one
+// decision per cluster, and the fairness job.
 func seedDemoBestEffort(ctx context.Context, a *App, users map[string]exchange.User) error {
 	end := a.now()
 	clock := &demoClock{t: end.Add(-24 * time.Hour).Truncate(fleet.HistoryInterval)}
@@ -25,18 +25,16 @@ func seedDemoBestEffort(ctx context.Context, a *App, users map[string]exchange.U
 			return err
 		}
 	}
-	for _, j := range []struct {
-		who  string
-		spec fleet.JobSpec
-	}{
-		{"search/member", fleet.JobSpec{Configuration: map[string]int64{"us-east/cpu": 4, "us-east/ram": 16}, Tasks: 120, MaxTaskDuration: 2 * time.Hour}},
-		{"ads/member", fleet.JobSpec{Configuration: map[string]int64{"eu-west/cpu": 8}, Tasks: 90}},
-		{"search/member", fleet.JobSpec{Configuration: map[string]int64{"ap-south/cpu": 2}, Tasks: 200, Budget: 50 * ledger.Dollar, Utility: "linear"}},
-		{"ads/member", fleet.JobSpec{Configuration: map[string]int64{"ap-south/cpu": 2, "ap-south/ram": 8}, Tasks: 200, Budget: 20 * ledger.Dollar, Utility: "log"}},
-	} {
-		if _, err := be.Submit(ctx, users[j.who], j.spec); err != nil {
-			return err
+	submit := func(be *fleet.BestEffort) error {
+		for _, j := range demoBestEffortJobs {
+			if _, err := be.Submit(ctx, users[j.who], j.spec); err != nil {
+				return err
+			}
 		}
+		return nil
+	}
+	if err := submit(be); err != nil {
+		return err
 	}
 	holdings, err := a.Market.Holdings(ctx, "")
 	if err != nil {
@@ -52,8 +50,29 @@ func seedDemoBestEffort(ctx context.Context, a *App, users map[string]exchange.U
 			return err
 		}
 	}
+	// The same jobs again, queued now, so the pages show work waiting and running.
+	if err := submit(a.Idle); err != nil {
+		return err
+	}
+	for _, cluster := range []string{"us-east", "eu-west", "ap-south"} {
+		if _, err := a.Idle.Step(ctx, cluster); err != nil {
+			return err
+		}
+	}
 	_, err = a.Idle.ComputeFairness(ctx)
 	return err
+}
+
+// demoBestEffortJobs are the demo's best-effort jobs: DirectContr in us-east and
+// eu-west, the abacus auction in ap-south.
+var demoBestEffortJobs = []struct {
+	who  string
+	spec fleet.JobSpec
+}{
+	{"search/member", fleet.JobSpec{Configuration: map[string]int64{"us-east/cpu": 4, "us-east/ram": 16}, Tasks: 120, MaxTaskDuration: 2 * time.Hour}},
+	{"ads/member", fleet.JobSpec{Configuration: map[string]int64{"eu-west/cpu": 8}, Tasks: 90}},
+	{"search/member", fleet.JobSpec{Configuration: map[string]int64{"ap-south/cpu": 2}, Tasks: 200, Budget: 50 * ledger.Dollar, Utility: "linear"}},
+	{"ads/member", fleet.JobSpec{Configuration: map[string]int64{"ap-south/cpu": 2, "ap-south/ram": 8}, Tasks: 200, Budget: 20 * ledger.Dollar, Utility: "log"}},
 }
 
 // demoIdleStep is what an agent of cluster does at now in the demo: report owners'
