@@ -79,6 +79,9 @@ func fmtDuration(d time.Duration) string {
 	if h >= 48 {
 		return fmt.Sprintf("%dd %dh", h/24, h%24)
 	}
+	if h > 0 && m == 0 {
+		return fmt.Sprintf("%dh", h)
+	}
 	if h > 0 {
 		return fmt.Sprintf("%dh %dm", h, m)
 	}
