@@ -140,29 +140,37 @@ func advance(tx *gorm.DB, ic *IdleCluster, now time.Time) (*sharing.Accounts, []
 	return acc, open, nil
 }
 
-// balanceKey is the primary key of idle_balances.
-var balanceKey = []clause.Column{{Name: "team_id"}, {Name: "pool_id"}}
+// upsertBalances inserts rows (each team and pool once) or updates cols of those
+// that exist, in multi-row statements.
+func upsertBalances(tx *gorm.DB, rows []IdleBalance, cols ...string) error {
+	if len(rows) == 0 {
+		return nil
+	}
+	return tx.Clauses(clause.OnConflict{Columns: []clause.Column{{Name: "team_id"}, {Name: "pool_id"}},
+		DoUpdates: clause.AssignmentColumns(cols)}).CreateInBatches(rows, 200).Error
+}
 
 // saveAccounts writes the accounts and the cluster's clock and sequence back, and
 // the priorities of a decision: priority per team in the cluster, poolPriority per
 // pool and team (nil after a report or tick: the last decision's stay).
 func saveAccounts(tx *gorm.DB, ic *IdleCluster, acc *sharing.Accounts, priority map[string]float64, poolPriority map[string]map[string]float64, now time.Time) error {
 	st := acc.Export()
+	rows := make([]IdleBalance, 0, len(st.Balances))
 	for _, b := range st.Balances {
-		row := IdleBalance{ClusterID: ic.ClusterID, TeamID: b.Team, PoolID: b.Pool, Surface: b.Surface, Orig: b.Orig, Rel: b.Rel,
-			LentSurface: b.LentSurface, LentOrig: b.LentOrig, LentRel: b.LentRel}
-		if err := tx.Clauses(clause.OnConflict{Columns: balanceKey, DoUpdates: clause.AssignmentColumns(
-			[]string{"cluster_id", "surface", "orig", "rel", "lent_surface", "lent_orig", "lent_rel"})}).Create(&row).Error; err != nil {
-			return err
-		}
+		rows = append(rows, IdleBalance{ClusterID: ic.ClusterID, TeamID: b.Team, PoolID: b.Pool, Surface: b.Surface, Orig: b.Orig, Rel: b.Rel,
+			LentSurface: b.LentSurface, LentOrig: b.LentOrig, LentRel: b.LentRel})
 	}
+	if err := upsertBalances(tx, rows, "cluster_id", "surface", "orig", "rel", "lent_surface", "lent_orig", "lent_rel"); err != nil {
+		return err
+	}
+	rows = rows[:0]
 	for _, pool := range sortedPools(poolPriority) {
 		for _, team := range sortedPools(poolPriority[pool]) {
-			row := IdleBalance{ClusterID: ic.ClusterID, TeamID: team, PoolID: pool, Priority: poolPriority[pool][team]}
-			if err := tx.Clauses(clause.OnConflict{Columns: balanceKey, DoUpdates: clause.AssignmentColumns([]string{"priority"})}).Create(&row).Error; err != nil {
-				return err
-			}
+			rows = append(rows, IdleBalance{ClusterID: ic.ClusterID, TeamID: team, PoolID: pool, Priority: poolPriority[pool][team]})
 		}
+	}
+	if err := upsertBalances(tx, rows, "priority"); err != nil {
+		return err
 	}
 	teams := map[string]*IdleTeam{}
 	for _, m := range st.Served {
