@@ -330,7 +330,7 @@ func (s *BestEffort) settleJob(ctx context.Context, tx *gorm.DB, id int64, now t
 	}
 	key := fmt.Sprintf("best-effort/%d/hold/%d/settle", j.ID, *j.HoldID)
 	if _, err := s.ledger.WithTx(tx).SettleHoldPart(ctx, key, *j.HoldID, capture, release, ledger.Treasury,
-		ledger.ReasonReservation, fmt.Sprintf("best-effort:%d", j.ID)); err != nil {
+		ledger.ReasonBestEffort, fmt.Sprintf("best-effort:%d", j.ID)); err != nil {
 		return fmt.Errorf("best-effort job %d: charge: %w", j.ID, err)
 	}
 	return tx.Model(&Job{}).Where("id = ?", j.ID).Updates(map[string]any{
