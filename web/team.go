@@ -127,6 +127,10 @@ func (s *Server) teamView(c *gin.Context, team string, csvPath string) (template
 		s.fail(c, err)
 		return templates.TeamView{}, false
 	}
+	if v.Fits, err = s.fitRows(ctx, team); err != nil {
+		s.fail(c, err)
+		return templates.TeamView{}, false
+	}
 	return v, true
 }
 
