@@ -355,7 +355,6 @@ func sloMet(j Job) bool {
 	return j.UtilityAt(mean) >= *j.MinUtility-1e-9*math.Abs(*j.MinUtility)
 }
 
-
 // policyFor returns the cluster's policy (running the auction under abacus).
 func (s *BestEffort) policyFor(tx *gorm.DB, ic *IdleCluster, snap sharing.Snapshot) (sharing.Policy, error) {
 	if ic.Policy == PolicyAbacus {
