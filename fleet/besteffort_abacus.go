@@ -95,7 +95,7 @@ func auctionOf(jobs []sharing.Job, slo map[string]float64, pools []string, alpha
 	}
 	opt := abacus.DefaultOptions()
 	opt.Alpha, opt.Epsilon = alpha, max(opt.Epsilon, most*1e-9)
-	shares := func(i int) []float64 { return nil }
+	var shares func(i int) []float64
 	served := func(int) bool { return true }
 	if len(slo) == 0 {
 		res, err := abacus.Solve(inst, opt)
