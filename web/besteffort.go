@@ -260,7 +260,7 @@ func bestEffortRow(j fleet.JobView, now time.Time) templates.BestEffortRow {
 			parts = append(parts, fmt.Sprintf("%s %.0f%%", p, 100*shares[p]))
 		}
 		r.Shares = strings.Join(parts, ", ")
-		from := map[string]string{"given": "given", "equal": "equal: no usable fit yet", "fitted": "learned from your finished jobs"}[j.WeightsFrom]
+		from := map[string]string{"given": "yours", "equal": "no usable fit yet", "fitted": "learned"}[j.WeightsFrom]
 		r.Weights = weightsText(j.WeightsByPool(), j.Config())
 		if from != "" {
 			r.Weights += " (" + from + ")"
@@ -284,7 +284,7 @@ func bestEffortRow(j fleet.JobView, now time.Time) templates.BestEffortRow {
 // us-east/cpu 1.8, us-east/ram 0.4"), 1 for each when there are none.
 func weightsText(w map[string]float64, config map[string]int64) string {
 	if len(w) == 0 {
-		return "weight 1 for each resource"
+		return "weights 1 each"
 	}
 	var parts []string
 	for _, p := range slices.Sorted(maps.Keys(config)) {
@@ -342,7 +342,7 @@ func (s *Server) fitRows(ctx context.Context, team string) ([]templates.FitRow, 
 			}
 			out[i].Weights = strings.Join(parts, ", ")
 			if f.Outcome == "ok" {
-				out[i].Status += fmt.Sprintf(" (RMSE %.3g)", f.RMSE)
+				out[i].Status += fmt.Sprintf(" (RMSE %.2g)", f.RMSE)
 			}
 		}
 	}
