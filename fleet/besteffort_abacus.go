@@ -25,7 +25,9 @@ import (
 // at that poll: a rotation's credits would have to persist across polls and job
 // arrivals, while independent draws seeded by (the service's seed, the cluster's
 // decision number) give the auction's shares in the long run and the same starts
-// for the same history. Preemption stops the task of the team with the smallest
+// for the same history. Per pool draws would split one start's units between jobs
+// (a task needs every pool of its configuration at once): README, "Abacus in the
+// product", says what the mean keeps and what it does not. Preemption stops the task of the team with the smallest
 // total share first, most recently started first.
 //
 // The SLO variant (paper section 6): a job may state a minimum utility. When a job
