@@ -53,7 +53,7 @@ func describeEntry(ref, memo string, forFinance bool) (text, url, words string) 
 	case m != nil && m[2] == "order":
 		words = "Payment for order #" + m[3]
 	case m != nil && m[2] == "best-effort":
-		words = "Charge for best-effort job #" + m[3] + " (its budget, charged once when the job was done)"
+		words = "Charge for best-effort job #" + m[3] + " (its budget)"
 	case m != nil:
 		words = "Charge for reservation #" + m[3]
 	}
