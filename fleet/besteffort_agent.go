@@ -280,7 +280,8 @@ func (s *BestEffort) Tick(ctx context.Context) (BestEffortTick, error) {
 // violation (none when sound): a job's running count equals its running task rows;
 // what an abacus job captured and released equals its hold's parts and never
 // exceeds its budget; a done or cancelled job holds nothing; only a done job was
-// charged.
+// charged; a job whose SLO was missed was charged nothing, one whose SLO was met
+// its whole budget.
 func (s *BestEffort) Verify(ctx context.Context) ([]ledger.Violation, error) {
 	return ledger.RunChecks(ctx, s.db.Read, []ledger.Check{
 		{Name: "best-effort job counts its running tasks", Query: `SELECT j.id, j.running, (SELECT COUNT(*) FROM best_effort_tasks t
@@ -305,6 +306,11 @@ func (s *BestEffort) Verify(ctx context.Context) ([]ledger.Violation, error) {
 			WHERE j.captured > 0 AND j.status <> 'done' ORDER BY j.id`,
 			Describe: func(r map[string]any) string {
 				return fmt.Sprintf("best-effort job %v is %v but was charged %v", r["id"], r["status"], r["captured"])
+			}},
+		{Name: "a best-effort job pays only if its SLO was met", Query: `SELECT j.id, j.slo, j.captured, j.budget FROM best_effort_jobs j
+			WHERE (j.slo = 'missed' AND j.captured > 0) OR (j.slo = 'met' AND j.captured <> j.budget) ORDER BY j.id`,
+			Describe: func(r map[string]any) string {
+				return fmt.Sprintf("best-effort job %v's SLO was %v but it was charged %v of its budget %v", r["id"], r["slo"], r["captured"], r["budget"])
 			}},
 	})
 }

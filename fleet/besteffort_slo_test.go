@@ -98,6 +98,13 @@ func TestAbacusSLOServesJobsWhoseSLOsFitFirstAndChargesOnlyWhenMet(t *testing.T)
 		if vs, err := x.be.Verify(ctx); err != nil || len(vs) != 0 {
 			t.Fatalf("best-effort violations: %v %v", vs, err)
 		}
+		// verify notices a job marked met that was not charged its budget.
+		if err := db.Write.Exec("UPDATE best_effort_jobs SET slo = 'met' WHERE id = ?", poor.ID).Error; err != nil {
+			t.Fatal(err)
+		}
+		if vs, err := x.be.Verify(ctx); err != nil || len(vs) != 1 || !strings.Contains(vs[0].Check, "SLO") {
+			t.Fatalf("violations after the corruption: %+v %v", vs, err)
+		}
 	})
 }
 
