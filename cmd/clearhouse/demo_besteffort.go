@@ -20,7 +20,7 @@ func seedDemoBestEffort(ctx context.Context, a *App, users map[string]exchange.U
 			return err
 		}
 	}
-	if err := seedDemoMeasuredJobs(ctx, be, users["search/member"]); err != nil {
+	if err := seedDemoMeasuredJobs(ctx, be, users["search/member"], a.now); err != nil {
 		return err
 	}
 	for _, j := range []struct {
@@ -53,7 +53,7 @@ var demoSLO = 0.4
 // ap-south, each measured as an agent would report it (its utility the inverse of
 // its run time, its average shares), so that search's budgets are charged and its
 // weights for cpu-and-ram jobs are fitted.
-func seedDemoMeasuredJobs(ctx context.Context, be *fleet.BestEffort, member exchange.User) error {
+func seedDemoMeasuredJobs(ctx context.Context, be *fleet.BestEffort, member exchange.User, now func() time.Time) error {
 	mixes := [][2]float64{{0.9, 0.3}, {0.4, 0.8}, {0.6, 0.5}, {0.2, 0.7}}
 	for _, mix := range mixes {
 		j, err := be.Submit(ctx, member, fleet.JobSpec{Configuration: map[string]int64{"ap-south/cpu": 1, "ap-south/ram": 4}, Tasks: 1, Budget: 2 * ledger.Dollar})
@@ -71,7 +71,7 @@ func seedDemoMeasuredJobs(ctx context.Context, be *fleet.BestEffort, member exch
 			Shares: map[string]float64{"ap-south/cpu": mix[0], "ap-south/ram": mix[1]}}}}
 		for _, t := range alloc.Run {
 			if t.Job == j.ID {
-				rep.Tasks = append(rep.Tasks, fleet.TaskEvent{Task: t.Task, Event: "done", At: time.Now()})
+				rep.Tasks = append(rep.Tasks, fleet.TaskEvent{Task: t.Task, Event: "done", At: now()})
 			}
 		}
 		if err := be.Report(ctx, "ap-south", rep); err != nil {
