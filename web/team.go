@@ -55,7 +55,7 @@ func statementView(st ledger.Statement, csvPath string, forFinance bool) templat
 	}
 	for _, l := range lines {
 		ref, url, memo := describeEntry(l.Ref, l.Memo, forFinance)
-		v.Lines = append(v.Lines, templates.StatementLine{At: fmtTime(l.At), Reason: string(l.Reason), Ref: ref, RefURL: url, Memo: memo,
+		v.Lines = append(v.Lines, templates.StatementLine{At: fmtTime(l.At), Reason: reasonWords(l.Reason, l.Ref), Ref: ref, RefURL: url, Memo: memo,
 			Amount: mon(l.Amount), Running: mon(l.Running)})
 	}
 	return v
@@ -128,6 +128,10 @@ func (s *Server) teamView(c *gin.Context, team string, csvPath string) (template
 		return templates.TeamView{}, false
 	}
 	if v.IdleCharts, err = s.idleCharts(ctx, team); err != nil {
+		s.fail(c, err)
+		return templates.TeamView{}, false
+	}
+	if v.Fits, err = s.fitRows(ctx, team); err != nil {
 		s.fail(c, err)
 		return templates.TeamView{}, false
 	}
