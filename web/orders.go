@@ -355,23 +355,6 @@ func (s *Server) placeBid(c *gin.Context) {
 		checkLimitCoversReserve(bc, spec, f.Errors)
 	}
 	if len(f.Errors) == 0 {
-		msg, err := s.oppositeOrder(c, u.TeamID, spec)
-		if err != nil {
-			s.fail(c, err)
-			return
-		}
-		if msg != "" {
-			key := "limit" // step 2 shows the limit fields: say it there
-			for _, cl := range bc.clusters {
-				if _, ok := bundles[cl.ID]; ok && f.LimitMode == "each" {
-					key = "limit." + cl.ID
-					break
-				}
-			}
-			f.Errors[key] = msg
-		}
-	}
-	if len(f.Errors) == 0 {
 		o, err := s.svc.Market.PlaceOrder(c.Request.Context(), u, spec)
 		if err == nil {
 			msg := fmt.Sprintf("Bid #%d placed.", o.ID)

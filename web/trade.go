@@ -121,14 +121,6 @@ func (s *Server) placeOffer(c *gin.Context) {
 		f.Errors["minimum"] = "The least you will accept cannot be negative."
 	}
 	if len(f.Errors) == 0 {
-		if msg, err := s.oppositeOrder(c, u.TeamID, exchange.OrderSpec{Bundles: []exchange.Bundle{bundle}}); err != nil {
-			s.fail(c, err)
-			return
-		} else if msg != "" {
-			f.Errors["pools"] = msg
-		}
-	}
-	if len(f.Errors) == 0 {
 		limit := -minimum
 		o, err := s.svc.Market.PlaceOrder(c.Request.Context(), u, exchange.OrderSpec{Team: u.TeamID, Limit: &limit, Bundles: []exchange.Bundle{bundle}})
 		if err == nil {
