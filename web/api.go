@@ -383,8 +383,25 @@ func (s *Server) apiPlaceOrder(c *gin.Context) {
 		s.fail(c, err)
 		return
 	}
+	out := apiPlacedOrder{apiOrderBody: toAPIOrder(v)}
+	if spec.Kind() == "bid" {
+		bc, err := s.loadBidContext(c)
+		if err != nil {
+			s.fail(c, err)
+			return
+		}
+		out.Warnings = limitBelowReserve(bc, spec)
+	}
 	c.Header("Location", fmt.Sprintf("/api/v1/orders/%d", o.ID))
-	c.JSON(http.StatusCreated, toAPIOrder(v))
+	c.JSON(http.StatusCreated, out)
+}
+
+// apiPlacedOrder is a newly placed order with what its client should know: a
+// bid whose limit is below the cost at reserve prices is placed, with a warning
+// that it cannot win in this auction.
+type apiPlacedOrder struct {
+	apiOrderBody
+	Warnings []string `json:"warnings,omitempty"`
 }
 
 func (s *Server) apiWithdraw(c *gin.Context) {

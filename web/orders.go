@@ -121,6 +121,15 @@ type bidContext struct {
 	shapes    []exchange.Shape
 }
 
+// units maps each pool to its unit ("core").
+func (bc bidContext) units() map[string]string {
+	out := make(map[string]string, len(bc.pools))
+	for id, p := range bc.pools {
+		out[id] = p.Unit
+	}
+	return out
+}
+
 func (s *Server) loadBidContext(c *gin.Context) (bidContext, error) {
 	ctx := c.Request.Context()
 	bc := bidContext{pools: map[string]exchange.Pool{}, current: map[string]float64{}}
@@ -266,7 +275,7 @@ func bundleChoices(bc bidContext, f *templates.BidForm, bundles map[string]excha
 			atReserve += float64(q) * bc.reserve[pool]
 			atCurrent += float64(q) * bc.current[pool]
 		}
-		bcho := templates.BundleChoice{Cluster: cl.ID, Items: b.String(), AtReserve: monOf(atReserve), Limit: limits[cl.ID]}
+		bcho := templates.BundleChoice{Cluster: cl.ID, Items: bundleText(b, bc.units()), AtReserve: monOf(atReserve), Limit: limits[cl.ID]}
 		if current {
 			m := monOf(atCurrent)
 			bcho.AtCurrent = &m
@@ -352,9 +361,10 @@ func (s *Server) placeBid(c *gin.Context) {
 		}
 	}
 	if len(f.Errors) == 0 {
-		checkLimitCoversReserve(bc, spec, f.Errors)
+		f.Warnings = limitBelowReserve(bc, spec)
+		f.ConfirmBelowReserve = c.PostForm("below_reserve") == "accept"
 	}
-	if len(f.Errors) == 0 {
+	if len(f.Errors) == 0 && (len(f.Warnings) == 0 || f.ConfirmBelowReserve) {
 		o, err := s.svc.Market.PlaceOrder(c.Request.Context(), u, spec)
 		if err == nil {
 			msg := fmt.Sprintf("Bid #%d placed.", o.ID)
@@ -497,20 +507,21 @@ func (s *Server) orderPage(c *gin.Context, f exchange.OrderFilter, what string) 
 	return vs, pg, nil
 }
 
-// checkLimitCoversReserve refuses a bid whose limit is below what its cheapest
-// bundle costs at reserve prices: no auction would ever let it win.
-func checkLimitCoversReserve(bc bidContext, spec exchange.OrderSpec, errs templates.FieldErrors) {
-	cheapest, field, limit := -1.0, "limit", ledger.Money(0)
+// limitBelowReserve warns of each limit below what its bundle (or, for one
+// limit, the cheapest bundle) costs at reserve prices: auction prices only rise
+// from reserve, so such a bid cannot win in this auction. The member may place it
+// anyway; nothing refuses it.
+func limitBelowReserve(bc bidContext, spec exchange.OrderSpec) []string {
+	var warnings []string
+	cheapest, limit := -1.0, ledger.Money(0)
 	for k, b := range spec.Bundles {
-		var cost float64
-		for pool, q := range b {
-			cost += float64(q) * bc.reserve[pool]
-		}
+		cost := reserveCost(bc, b)
 		l := spec.LimitOf(k)
 		if spec.Limits != nil {
-			cl, _, _ := strings.Cut(firstPool(b), "/")
 			if l.Dollars() < cost {
-				errs["limit."+cl] = "This limit (" + moneyfmt.Cents(int64(l)) + ") is below what the bundle costs even at reserve prices (" + moneyfmt.Cents(int64(monOf(cost))) + "): it could never win."
+				cl, _, _ := strings.Cut(firstPool(b), "/")
+				warnings = append(warnings, "Your limit for "+cl+" ("+moneyfmt.Cents(int64(l))+") is below what that bundle costs even at reserve prices ("+
+					moneyfmt.Cents(int64(monOf(cost)))+"). Prices start at reserve and only rise, so this bundle cannot win in this auction.")
 			}
 			continue
 		}
@@ -519,8 +530,19 @@ func checkLimitCoversReserve(bc bidContext, spec exchange.OrderSpec, errs templa
 		}
 	}
 	if cheapest >= 0 && limit.Dollars() < cheapest {
-		errs[field] = "This limit (" + moneyfmt.Cents(int64(limit)) + ") is below what even the cheapest bundle costs at reserve prices (" + moneyfmt.Cents(int64(monOf(cheapest))) + "): the bid could never win. Raise the limit to at least that."
+		warnings = append(warnings, "Your limit ("+moneyfmt.Cents(int64(limit))+") is below what even the cheapest bundle costs at reserve prices ("+
+			moneyfmt.Cents(int64(monOf(cheapest)))+"). Prices start at reserve and only rise, so this bid cannot win in this auction.")
 	}
+	return warnings
+}
+
+// reserveCost is what bundle b costs at reserve prices, in dollars.
+func reserveCost(bc bidContext, b exchange.Bundle) float64 {
+	var cost float64
+	for pool, q := range b {
+		cost += float64(q) * bc.reserve[pool]
+	}
+	return cost
 }
 
 func firstPool(b exchange.Bundle) string {

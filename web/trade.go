@@ -195,7 +195,7 @@ func (mc moveContext) moveForm(get func(string) string) (templates.MoveForm, exc
 	}
 	bundle := exchange.Bundle{}
 	for _, r := range mc.resources {
-		mr := templates.MoveResource{Name: r.Name, Unit: r.Unit, Quantity: strings.TrimSpace(get("q." + r.Name))}
+		mr := templates.MoveResource{Name: r.Name, Unit: r.Unit, Quantity: strings.TrimSpace(get("q." + r.Name)), Buy: strings.TrimSpace(get("buy." + r.Name))}
 		var held []string
 		for _, cl := range mc.clusters {
 			if n, ok := mc.free[cl.ID+"/"+r.Name]; ok {
@@ -208,34 +208,62 @@ func (mc moveContext) moveForm(get func(string) string) (templates.MoveForm, exc
 			mr.HeldFree = "Your team holds none."
 		}
 		f.Resources = append(f.Resources, mr)
-		if mr.Quantity == "" || mr.Quantity == "0" {
-			continue
-		}
-		field := "q." + r.Name
-		q, err := parseWhole(mr.Quantity, 0, exchange.MaxQuantity)
-		if err != nil {
-			f.Errors[field] = r.Name + ": " + err.Error() + "."
-			continue
-		}
-		if f.Errors["from"] != "" || f.Errors["to"] != "" {
+		sell, buy, ok := mc.moveQuantities(&f, r, mr)
+		if !ok || f.Errors["from"] != "" || f.Errors["to"] != "" {
 			continue
 		}
 		from, to := f.From+"/"+r.Name, f.To+"/"+r.Name
 		switch {
-		case mc.pools[from].ID == "":
-			f.Errors[field] = fmt.Sprintf("%s has no %s to sell.", f.From, r.Name)
-		case mc.pools[to].ID == "":
-			f.Errors[field] = fmt.Sprintf("%s has no %s to buy.", f.To, r.Name)
-		case q > mc.free[from]:
-			f.Errors[field] = fmt.Sprintf("Your team has only %d %s of %s free to sell in %s.", mc.free[from], r.Unit, r.Name, f.From)
+		case sell > 0 && mc.pools[from].ID == "":
+			f.Errors["q."+r.Name] = fmt.Sprintf("%s has no %s to sell.", f.From, r.Name)
+		case buy > 0 && mc.pools[to].ID == "":
+			f.Errors["buy."+r.Name] = fmt.Sprintf("%s has no %s to buy.", f.To, r.Name)
+		case sell > mc.free[from]:
+			f.Errors["q."+r.Name] = fmt.Sprintf("Your team has only %d %s of %s free to sell in %s.", mc.free[from], r.Unit, r.Name, f.From)
 		default:
-			bundle[from], bundle[to] = -q, q
+			if sell > 0 {
+				bundle[from] = -sell
+			}
+			if buy > 0 {
+				bundle[to] = buy
+			}
 		}
 	}
-	if len(bundle) == 0 && len(f.Errors) == 0 {
+	sells := false
+	for _, q := range bundle {
+		sells = sells || q < 0
+	}
+	switch {
+	case len(bundle) == 0 && len(f.Errors) == 0:
 		f.Errors["quantity"] = "Give how much of at least one resource to move."
+	case !sells && len(f.Errors) == 0:
+		f.Errors["quantity"] = "A move sells something in " + f.From + ": give how much of at least one resource to sell. To only buy, place a bid."
 	}
 	return f, bundle
+}
+
+// moveQuantities reads how much of resource r the move sells (q.r) and buys
+// (buy.r, the same as sold when left empty), putting errors in f; ok is false when
+// a quantity is not a whole number.
+func (mc moveContext) moveQuantities(f *templates.MoveForm, r templates.ResourceInput, mr templates.MoveResource) (sell, buy int64, ok bool) {
+	if mr.Quantity != "" {
+		q, err := parseWhole(mr.Quantity, 0, exchange.MaxQuantity)
+		if err != nil {
+			f.Errors["q."+r.Name] = r.Name + ": " + err.Error() + "."
+			return 0, 0, false
+		}
+		sell = q
+	}
+	buy = sell
+	if mr.Buy != "" {
+		q, err := parseWhole(mr.Buy, 0, exchange.MaxQuantity)
+		if err != nil {
+			f.Errors["buy."+r.Name] = r.Name + " to buy: " + err.Error() + "."
+			return 0, 0, false
+		}
+		buy = q
+	}
+	return sell, buy, true
 }
 
 // estimate prices a move at the current prices, or at reserve prices before the

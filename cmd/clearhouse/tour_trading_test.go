@@ -154,7 +154,7 @@ func TestBrowserRequirementToBundles(t *testing.T) {
 		t.Fatalf("summary %q", s)
 	}
 	bundles := text(t, ctx, `[data-testid=bundles]`)
-	if !strings.Contains(bundles, "us-east/cpu +200, us-east/disk +100, us-east/ram +800") || !strings.Contains(bundles, "eu-west/cpu +200") {
+	if !strings.Contains(bundles, "us-east/cpu +200 core, us-east/disk +100 TiB, us-east/ram +800 GiB") || !strings.Contains(bundles, "eu-west/cpu +200") {
 		t.Fatalf("bundles %q", bundles)
 	}
 	err = chromedp.Do(ctx,
