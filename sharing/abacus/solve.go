@@ -119,6 +119,7 @@ type state struct {
 	users     []int32   // per resource: jobs with a positive weight
 	bidders   []int32   // per resource: of those, jobs with a positive budget
 	g         []float64 // scratch, one per resource
+	rounds    int       // rounds run so far
 	sqrt      bool      // alpha is 0.5: pow is math.Sqrt
 	maxBudget float64
 }
@@ -190,10 +191,21 @@ func (st *state) pow(x float64) float64 {
 	return math.Exp(st.alpha * math.Log(x)) // twice as fast as math.Pow here, within a few ulps
 }
 
+// resumEvery is how many rounds run on incrementally updated resource sums before
+// they are recomputed from scratch. Each update rounds by at most half an ulp, so 16
+// rounds of n jobs drift a sum by at most 16n ulps (2e-11 relative for 10,000 jobs),
+// far below any epsilon Solve accepts; and residual and matrices recompute the sums
+// before anything is decided or returned. Recomputing every round cost a sixth of
+// the time at 10,000 jobs.
+const resumEvery = 16
+
 // round is one round of Algorithm 1: every job in turn applies Algorithm 2 against
 // the others' current sub-budgets. It returns the largest sub-budget move.
 func (st *state) round() float64 {
-	st.resum()
+	if st.rounds%resumEvery == 0 {
+		st.resum()
+	}
+	st.rounds++
 	move := 0.0
 	for i := range st.budget {
 		if m := st.resplit(i); m > move {
@@ -246,13 +258,7 @@ func (st *state) resplit(i int) float64 {
 	for k := range bids {
 		bid := &bids[k]
 		nb := scale * g[k]
-		d := nb - bid.b
-		if d < 0 {
-			d = -d
-		}
-		if d > move {
-			move = d
-		}
+		move = max(move, math.Abs(nb-bid.b)) // branch-free: the sign of a move is a coin toss
 		var np float64
 		if st.sqrt {
 			np = math.Sqrt(nb)
