@@ -107,7 +107,12 @@ func (s *Server) ordersPage(c *gin.Context) {
 		s.fail(c, err)
 		return
 	}
-	v := templates.OrdersView{Team: u.TeamID, Orders: orderRows(u, vs, open, units), CanOrder: open, Notice: notice, Pager: pg}
+	drafts, err := s.svc.Market.Drafts(c.Request.Context(), u.TeamID)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	v := templates.OrdersView{Team: u.TeamID, Orders: orderRows(u, vs, open, units), Drafts: draftRows(drafts, open, units), CanOrder: open, Notice: notice, Pager: pg}
 	s.render(c, http.StatusOK, templates.OrdersPage(s.page(c, "Orders of team "+u.TeamID, "orders"), v))
 }
 
@@ -304,7 +309,14 @@ func (s *Server) newBidPage(c *gin.Context) {
 		if c.Query("limit_mode") == "each" {
 			f.LimitMode = "each"
 		}
-		bundleChoices(bc, &f, bundles, nil)
+		// A draft being edited fills in its limits.
+		f.Limit = c.Query("limit")
+		typed := map[string]string{}
+		for _, cl := range bc.clusters {
+			typed[cl.ID] = c.Query("limit." + cl.ID)
+		}
+		f.DraftID, _ = strconv.ParseInt(c.Query("draft"), 10, 64)
+		bundleChoices(bc, &f, bundles, typed)
 		f.Note = s.approvalNote(c)
 	} else if c.Query("step") != "2" {
 		f.Errors = templates.FieldErrors{} // a fresh form shows no errors
@@ -364,12 +376,16 @@ func (s *Server) placeBid(c *gin.Context) {
 		f.Warnings = limitBelowReserve(bc, spec)
 		f.ConfirmBelowReserve = c.PostForm("below_reserve") == "accept"
 	}
-	if len(f.Errors) == 0 && (len(f.Warnings) == 0 || f.ConfirmBelowReserve) {
-		o, err := s.svc.Market.PlaceOrder(c.Request.Context(), u, spec)
+	f.DraftID = draftOf(c)
+	if len(f.Errors) == 0 && (c.PostForm("action") == "draft" || len(f.Warnings) == 0 || f.ConfirmBelowReserve) {
+		id, awaiting, saved, err := s.saveOrPlace(c, spec)
 		if err == nil {
-			msg := fmt.Sprintf("Bid #%d placed.", o.ID)
-			if o.Status == exchange.OrderAwaitingApproval {
-				msg = fmt.Sprintf("Bid #%d placed; it waits for a team owner's approval.", o.ID)
+			msg := fmt.Sprintf("Bid #%d placed.", id)
+			switch {
+			case saved:
+				msg = savedMessage(id)
+			case awaiting:
+				msg = fmt.Sprintf("Bid #%d placed; it waits for a team owner's approval.", id)
 			}
 			s.redirectWithFlash(c, "/orders", "ok", msg)
 			return

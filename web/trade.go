@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/http"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/clearhouse/clearhouse"
@@ -73,7 +74,12 @@ func (s *Server) offerPage(c *gin.Context) {
 		s.fail(c, err)
 		return
 	}
-	s.render(c, http.StatusOK, templates.OfferPage(s.page(c, "Offer quota", "orders"), templates.OfferForm{Pools: pools, Notice: notice}))
+	// A draft being edited fills in its units and minimum.
+	for i, pc := range pools {
+		pools[i].Quantity = c.Query("sell." + pc.ID)
+	}
+	draft, _ := strconv.ParseInt(c.Query("draft"), 10, 64)
+	s.render(c, http.StatusOK, templates.OfferPage(s.page(c, "Offer quota", "orders"), templates.OfferForm{Pools: pools, Notice: notice, Minimum: c.Query("minimum"), DraftID: draft}))
 }
 
 // placeOffer offers the units typed for each pool as one order: one bundle that
@@ -86,7 +92,11 @@ func (s *Server) placeOffer(c *gin.Context) {
 		s.fail(c, err)
 		return
 	}
-	f := templates.OfferForm{Pools: pools, Minimum: c.PostForm("minimum"), Errors: templates.FieldErrors{}}
+	f := templates.OfferForm{Pools: pools, Minimum: c.PostForm("minimum"), Errors: templates.FieldErrors{}, DraftID: draftOf(c)}
+	if _, f.Notice, err = s.biddingState(c); err != nil {
+		s.fail(c, err)
+		return
+	}
 	typed := func(pool string) string { return strings.TrimSpace(c.PostForm("sell." + pool)) }
 	if p := strings.TrimSpace(c.PostForm("pool")); p != "" {
 		typed = func(pool string) string {
@@ -122,9 +132,13 @@ func (s *Server) placeOffer(c *gin.Context) {
 	}
 	if len(f.Errors) == 0 {
 		limit := -minimum
-		o, err := s.svc.Market.PlaceOrder(c.Request.Context(), u, exchange.OrderSpec{Team: u.TeamID, Limit: &limit, Bundles: []exchange.Bundle{bundle}})
+		id, _, saved, err := s.saveOrPlace(c, exchange.OrderSpec{Team: u.TeamID, Limit: &limit, Bundles: []exchange.Bundle{bundle}})
 		if err == nil {
-			s.redirectWithFlash(c, "/orders", "ok", fmt.Sprintf("Offer #%d placed: %s.", o.ID, sellWords(bundle)))
+			msg := fmt.Sprintf("Offer #%d placed: %s.", id, sellWords(bundle))
+			if saved {
+				msg = savedMessage(id)
+			}
+			s.redirectWithFlash(c, "/orders", "ok", msg)
 			return
 		}
 		if code := clearhouse.ErrorCode(err); code == clearhouse.EINTERNAL || code == clearhouse.EFORBIDDEN {
@@ -306,6 +320,7 @@ func (s *Server) movePage(c *gin.Context) {
 	}
 	f, _ := mc.moveForm(c.Query)
 	f.Errors = templates.FieldErrors{} // a fresh form shows no errors
+	f.DraftID, _ = strconv.ParseInt(c.Query("draft"), 10, 64)
 	if _, f.Notice, err = s.biddingState(c); err != nil {
 		s.fail(c, err)
 		return
@@ -324,6 +339,7 @@ func (s *Server) placeMove(c *gin.Context) {
 		return
 	}
 	f, bundle := mc.moveForm(c.PostForm)
+	f.DraftID = draftOf(c)
 	if _, f.Notice, err = s.biddingState(c); err != nil {
 		s.fail(c, err)
 		return
@@ -348,11 +364,14 @@ func (s *Server) placeMove(c *gin.Context) {
 		limit = -limit
 	}
 	if len(f.Errors) == 0 {
-		o, err := s.svc.Market.PlaceOrder(c.Request.Context(), u, exchange.OrderSpec{Team: u.TeamID, Limit: &limit, Bundles: []exchange.Bundle{bundle}})
+		id, awaiting, saved, err := s.saveOrPlace(c, exchange.OrderSpec{Team: u.TeamID, Limit: &limit, Bundles: []exchange.Bundle{bundle}})
 		if err == nil {
-			msg := fmt.Sprintf("Trade #%d placed: moves quota from %s to %s.", o.ID, f.From, f.To)
-			if o.Status == exchange.OrderAwaitingApproval {
-				msg = fmt.Sprintf("Trade #%d placed; it waits for a team owner's approval.", o.ID)
+			msg := fmt.Sprintf("Trade #%d placed: moves quota from %s to %s.", id, f.From, f.To)
+			switch {
+			case saved:
+				msg = savedMessage(id)
+			case awaiting:
+				msg = fmt.Sprintf("Trade #%d placed; it waits for a team owner's approval.", id)
 			}
 			s.redirectWithFlash(c, "/orders", "ok", msg)
 			return
