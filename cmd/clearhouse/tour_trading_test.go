@@ -19,13 +19,16 @@ import (
 )
 
 // TestBrowserTradeBetweenClustersAndMultiPoolOffer: on the demo, a member of
-// search moves quota from eu-west to us-east in one order (priced first, a bad
-// quantity refused in words), and the owner of storage offers disk of two clusters
-// in one order.
+// search cannot sell eu-west quota its team bids for; a member of ads moves quota
+// from us-east to eu-west in one order (priced first, a bad quantity refused in
+// words, fewer GiB bought than sold), and the owner of storage offers disk of two
+// clusters in one order.
 func TestBrowserTradeBetweenClustersAndMultiPoolOffer(t *testing.T) {
 	ctx := newBrowser(t)
 	app, logins := startDemo(t)
 	base := app.Server.URL()
+	// The demo's search team bids for eu-west quota: selling it in the same auction
+	// would only trade with itself, and the exchange says so.
 	signIn(t, ctx, base, "member@search.example.com", logins["member@search.example.com"])
 	err := chromedp.Do(ctx,
 		chromedp.Navigate(base+"/orders"),
@@ -33,6 +36,28 @@ func TestBrowserTradeBetweenClustersAndMultiPoolOffer(t *testing.T) {
 		chromedp.WaitVisible(chromedp.CSS(`[data-testid=move-form]`)),
 		chromedp.SetValue(chromedp.CSS(`[data-testid=field-from]`), "eu-west"),
 		chromedp.SetValue(chromedp.CSS(`[data-testid=field-to]`), "us-east"),
+		chromedp.SendKeys(chromedp.CSS(`[data-testid="field-q.cpu"]`), "100"),
+		chromedp.SendKeys(chromedp.CSS(`[data-testid=field-amount]`), "2,000"),
+		chromedp.Click(chromedp.CSS(`[data-testid=move-submit]`)),
+		chromedp.WaitVisible(chromedp.CSS(`[data-testid=error-quantity]`)),
+	)
+	if err != nil {
+		screenshot(t, ctx, "debug")
+		t.Fatal(err)
+	}
+	if s := text(t, ctx, `[data-testid=error-quantity]`); !strings.Contains(s, "already buys eu-west/cpu") {
+		t.Fatalf("selling what the team bids for: %q", s)
+	}
+	// The ads team offers us-east cores and bids for eu-west ones: moving us-east
+	// quota to eu-west is on the same sides.
+	ctx = newBrowser(t)
+	signIn(t, ctx, base, "member@ads.example.com", logins["member@ads.example.com"])
+	err = chromedp.Do(ctx,
+		chromedp.Navigate(base+"/orders"),
+		chromedp.Click(chromedp.CSS(`[data-testid=new-move]`)),
+		chromedp.WaitVisible(chromedp.CSS(`[data-testid=move-form]`)),
+		chromedp.SetValue(chromedp.CSS(`[data-testid=field-from]`), "us-east"),
+		chromedp.SetValue(chromedp.CSS(`[data-testid=field-to]`), "eu-west"),
 		chromedp.SendKeys(chromedp.CSS(`[data-testid="field-q.cpu"]`), "500000"),
 		chromedp.SendKeys(chromedp.CSS(`[data-testid=field-amount]`), "2,000"),
 		chromedp.Click(chromedp.CSS(`[data-testid=move-submit]`)),
@@ -42,13 +67,14 @@ func TestBrowserTradeBetweenClustersAndMultiPoolOffer(t *testing.T) {
 		screenshot(t, ctx, "debug")
 		t.Fatal(err)
 	}
-	if s := text(t, ctx, `[data-testid="error-q.cpu"]`); !strings.Contains(s, "Your team has only") || !strings.Contains(s, "core of cpu free to sell in eu-west") {
+	if s := text(t, ctx, `[data-testid="error-q.cpu"]`); !strings.Contains(s, "Your team has only") || !strings.Contains(s, "core of cpu free to sell in us-east") {
 		t.Fatalf("too much to move: %q", s)
 	}
 	err = chromedp.Do(ctx,
 		chromedp.Clear(chromedp.CSS(`[data-testid="field-q.cpu"]`)),
 		chromedp.SendKeys(chromedp.CSS(`[data-testid="field-q.cpu"]`), "100"),
 		chromedp.SendKeys(chromedp.CSS(`[data-testid="field-q.ram"]`), "400"),
+		chromedp.SendKeys(chromedp.CSS(`[data-testid="field-buy.ram"]`), "300"),
 		chromedp.Click(chromedp.CSS(`[data-testid=move-price]`)),
 		chromedp.WaitVisible(chromedp.CSS(`[data-testid=move-estimate]`)),
 	)
@@ -56,7 +82,7 @@ func TestBrowserTradeBetweenClustersAndMultiPoolOffer(t *testing.T) {
 		t.Fatal(err)
 	}
 	screenshot(t, ctx, "move-priced")
-	if s := text(t, ctx, `[data-testid=move-estimate]`); !strings.Contains(s, "eu-west/cpu: sell 100 core") || !strings.Contains(s, "us-east/ram: buy 400 GiB") {
+	if s := text(t, ctx, `[data-testid=move-estimate]`); !strings.Contains(s, "us-east/cpu: sell 100 core") || !strings.Contains(s, "eu-west/ram: buy 300 GiB") {
 		t.Fatalf("estimate %q", s)
 	}
 	err = chromedp.Do(ctx,
@@ -66,10 +92,10 @@ func TestBrowserTradeBetweenClustersAndMultiPoolOffer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s := text(t, ctx, `[data-testid=flash]`); !strings.Contains(s, "moves quota from eu-west to us-east") {
+	if s := text(t, ctx, `[data-testid=flash]`); !strings.Contains(s, "moves quota from us-east to eu-west") {
 		t.Fatalf("flash %q", s)
 	}
-	if s := text(t, ctx, `[data-testid=orders]`); !strings.Contains(s, "eu-west/cpu -100") || !strings.Contains(s, "us-east/ram +400") {
+	if s := text(t, ctx, `[data-testid=orders]`); !strings.Contains(s, "us-east/cpu -100") || !strings.Contains(s, "eu-west/ram +300") {
 		t.Fatalf("orders table %q", s)
 	}
 	screenshot(t, ctx, "orders-after-move")
