@@ -168,7 +168,7 @@ func (s *Server) searchResults(c *gin.Context, bc bidContext, need map[string]in
 		}
 		res.Items, res.Cost = bundleText(b, bc.units()), centsOf(cost)
 		if len(offered) > 0 {
-			res.OnOffer = "Teams offer " + strings.Join(offered, ", ") + " in this auction (counted as available)."
+			res.OnOffer = "Including what teams offer now: " + strings.Join(offered, ", ") + "."
 		}
 		res.Enough = fits >= 1
 		if count > 0 {
