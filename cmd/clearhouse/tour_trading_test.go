@@ -48,8 +48,8 @@ func TestBrowserTradeBetweenClustersAndMultiPoolOffer(t *testing.T) {
 	if s := text(t, ctx, `[data-testid=error-quantity]`); !strings.Contains(s, "already buys eu-west/cpu") {
 		t.Fatalf("selling what the team bids for: %q", s)
 	}
-	// The ads team offers us-east cores and bids for eu-west ones: moving us-east
-	// quota to eu-west is on the same sides.
+	// The ads team holds us-east memory and neither buys it nor bids for eu-west
+	// memory: it moves 400 GiB out of us-east and buys 300 in eu-west.
 	ctx = newBrowser(t)
 	signIn(t, ctx, base, "member@ads.example.com", logins["member@ads.example.com"])
 	err = chromedp.Do(ctx,
@@ -58,21 +58,20 @@ func TestBrowserTradeBetweenClustersAndMultiPoolOffer(t *testing.T) {
 		chromedp.WaitVisible(chromedp.CSS(`[data-testid=move-form]`)),
 		chromedp.SetValue(chromedp.CSS(`[data-testid=field-from]`), "us-east"),
 		chromedp.SetValue(chromedp.CSS(`[data-testid=field-to]`), "eu-west"),
-		chromedp.SendKeys(chromedp.CSS(`[data-testid="field-q.cpu"]`), "500000"),
+		chromedp.SendKeys(chromedp.CSS(`[data-testid="field-q.ram"]`), "500000"),
 		chromedp.SendKeys(chromedp.CSS(`[data-testid=field-amount]`), "2,000"),
 		chromedp.Click(chromedp.CSS(`[data-testid=move-submit]`)),
-		chromedp.WaitVisible(chromedp.CSS(`[data-testid="error-q.cpu"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`[data-testid="error-q.ram"]`)),
 	)
 	if err != nil {
 		screenshot(t, ctx, "debug")
 		t.Fatal(err)
 	}
-	if s := text(t, ctx, `[data-testid="error-q.cpu"]`); !strings.Contains(s, "Your team has only") || !strings.Contains(s, "core of cpu free to sell in us-east") {
+	if s := text(t, ctx, `[data-testid="error-q.ram"]`); !strings.Contains(s, "Your team has only") || !strings.Contains(s, "GiB of ram free to sell in us-east") {
 		t.Fatalf("too much to move: %q", s)
 	}
 	err = chromedp.Do(ctx,
-		chromedp.Clear(chromedp.CSS(`[data-testid="field-q.cpu"]`)),
-		chromedp.SendKeys(chromedp.CSS(`[data-testid="field-q.cpu"]`), "100"),
+		chromedp.Clear(chromedp.CSS(`[data-testid="field-q.ram"]`)),
 		chromedp.SendKeys(chromedp.CSS(`[data-testid="field-q.ram"]`), "400"),
 		chromedp.SendKeys(chromedp.CSS(`[data-testid="field-buy.ram"]`), "300"),
 		chromedp.Click(chromedp.CSS(`[data-testid=move-price]`)),
@@ -82,7 +81,7 @@ func TestBrowserTradeBetweenClustersAndMultiPoolOffer(t *testing.T) {
 		t.Fatal(err)
 	}
 	screenshot(t, ctx, "move-priced")
-	if s := text(t, ctx, `[data-testid=move-estimate]`); !strings.Contains(s, "us-east/cpu: sell 100 core") || !strings.Contains(s, "eu-west/ram: buy 300 GiB") {
+	if s := text(t, ctx, `[data-testid=move-estimate]`); !strings.Contains(s, "us-east/ram: sell 400 GiB") || !strings.Contains(s, "eu-west/ram: buy 300 GiB") {
 		t.Fatalf("estimate %q", s)
 	}
 	err = chromedp.Do(ctx,
@@ -95,7 +94,7 @@ func TestBrowserTradeBetweenClustersAndMultiPoolOffer(t *testing.T) {
 	if s := text(t, ctx, `[data-testid=flash]`); !strings.Contains(s, "moves quota from us-east to eu-west") {
 		t.Fatalf("flash %q", s)
 	}
-	if s := text(t, ctx, `[data-testid=orders]`); !strings.Contains(s, "us-east/cpu -100") || !strings.Contains(s, "eu-west/ram +300") {
+	if s := text(t, ctx, `[data-testid=orders]`); !strings.Contains(s, "us-east/ram -400") || !strings.Contains(s, "eu-west/ram +300") {
 		t.Fatalf("orders table %q", s)
 	}
 	screenshot(t, ctx, "orders-after-move")
