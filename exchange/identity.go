@@ -55,6 +55,7 @@ type User struct {
 	PasswordHash string `gorm:"column:password_hash"`
 	CreatedAt    time.Time
 	DisabledAt   *time.Time
+	EmailOffAt   *time.Time // when the user turned notification emails off (nil: on)
 }
 
 // Session is a signed-in browser. Its token is never stored: only its hash.

@@ -19,6 +19,8 @@ const (
 	NoticeAuctionSettled = "auction_settled" // ref "auction:N": the team's outcome
 	NoticeAuctionFailed  = "auction_failed"  // ref "auction:N": nothing moved
 	NoticeApprovalNeeded = "approval_needed" // ref "order:N": an owner's decision is needed
+	NoticeOrderApproved  = "order_approved"  // ref "order:N": to whoever placed it
+	NoticeOrderRejected  = "order_rejected"  // ref "order:N": to whoever placed it
 )
 
 // Notification is one message to one user, shown in the app and, when email is on,
@@ -47,6 +49,7 @@ type Email struct {
 	Attempts       int
 	LastError      string
 	SentAt         *time.Time
+	DroppedAt      *time.Time // not sent: its user turned email off first
 }
 
 // TableName is the outbox's table.
@@ -56,14 +59,17 @@ func (Email) TableName() string { return "email_outbox" }
 // a server without a mail server keeps notifications in the app only).
 func (m *Market) UseEmail(on bool) { m.email = on }
 
+// EmailOn says whether notifications are queued for email at all.
+func (m *Market) EmailOn() bool { return m.email }
+
 // message is a notification to the users of some teams, worked out before it is
 // written.
 type message struct {
 	kind, ref, subject, body, link string
 }
 
-// notifyUsers stores msg for each user in tx and queues its email when email is on.
-// Disabled users get nothing.
+// notifyUsers stores msg for each user in tx and queues its email when email is on
+// and the user has not turned it off. Disabled users get nothing.
 func (m *Market) notifyUsers(tx *gorm.DB, users []User, msg func(u User) message) error {
 	now := m.now()
 	var rows [][]any
@@ -81,9 +87,14 @@ func (m *Market) notifyUsers(tx *gorm.DB, users []User, msg func(u User) message
 	if err != nil || !m.email {
 		return err
 	}
-	mails := make([][]any, len(ids))
+	var mails [][]any
 	for i, id := range ids {
-		mails[i] = []any{id, sent[i].Email, msgs[i].subject, msgs[i].body, now, now}
+		if sent[i].EmailOffAt == nil {
+			mails = append(mails, []any{id, sent[i].Email, msgs[i].subject, msgs[i].body, now, now})
+		}
+	}
+	if len(mails) == 0 {
+		return nil
 	}
 	_, err = store.Insert(tx, "email_outbox", []string{"notification_id", "to_addr", "subject", "body", "created_at", "next_attempt_at"}, mails, "")
 	return err
@@ -262,17 +273,21 @@ func (m *Market) MarkRead(ctx context.Context, userID, upTo int64) (int64, error
 // ClaimEmails takes up to limit emails that are due, leasing each for lease: a
 // claimed email is not due again before the lease ends, so two senders never take
 // the same one at once, and an email whose sender died is taken again later. Each
-// claim counts an attempt.
+// claim counts an attempt. Emails of users who have turned email off since they
+// were queued are dropped first, never sent.
 func (m *Market) ClaimEmails(ctx context.Context, limit int, lease time.Duration) ([]Email, error) {
 	now := m.now()
+	if err := dropEmailsOff(m.db.Write.WithContext(ctx), now, 0); err != nil {
+		return nil, err
+	}
 	var due []Email
-	if err := m.db.Read.WithContext(ctx).Where("sent_at IS NULL AND next_attempt_at <= ?", now).Order("id").Limit(limit).Find(&due).Error; err != nil {
+	if err := m.db.Read.WithContext(ctx).Where("sent_at IS NULL AND dropped_at IS NULL AND next_attempt_at <= ?", now).Order("id").Limit(limit).Find(&due).Error; err != nil {
 		return nil, err
 	}
 	var out []Email
 	for _, e := range due {
 		res := m.db.Write.WithContext(ctx).Model(&Email{}).
-			Where("id = ? AND sent_at IS NULL AND next_attempt_at = ?", e.ID, e.NextAttemptAt).
+			Where("id = ? AND sent_at IS NULL AND dropped_at IS NULL AND next_attempt_at = ?", e.ID, e.NextAttemptAt).
 			Updates(map[string]any{"next_attempt_at": now.Add(lease), "attempts": gorm.Expr("attempts + 1")})
 		if res.Error != nil {
 			return out, res.Error

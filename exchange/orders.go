@@ -395,6 +395,9 @@ func (m *Market) DecideOrder(ctx context.Context, by User, id int64, approve boo
 		if err := tx.Model(&Order{}).Where("id = ?", id).Update("decided_by", by.ID).Error; err != nil {
 			return err
 		}
+		if err := m.notifyDecision(tx, o, by, approve); err != nil {
+			return err
+		}
 		if !approve {
 			return m.releaseOrder(ctx, tx, o, OrderRejected)
 		}

@@ -99,4 +99,15 @@ func phaseClass(phase string) string {
 	return "other"
 }
 
+// tlSpan says when a span starts and ends in UTC, naming the day of the end only
+// when it differs from the start's.
+func tlSpan(from, to time.Time) string {
+	from, to = from.UTC(), to.UTC()
+	end := to.Format("15:04")
+	if from.YearDay() != to.YearDay() || from.Year() != to.Year() {
+		end = to.Format("Jan 2 15:04")
+	}
+	return from.Format("Jan 2 15:04") + " – " + end + " UTC"
+}
+
 func fx(v float64) string { return fmt.Sprintf("%.1f", v) }

@@ -52,15 +52,29 @@ func parseMoneyField(c *gin.Context, name string, errs templates.FieldErrors) le
 func parseWhole(raw string, lo, hi int64) (int64, error) {
 	n, err := strconv.ParseInt(strings.TrimSpace(raw), 10, 64)
 	if errors.Is(err, strconv.ErrRange) {
-		return 0, fmt.Errorf("too large: at most %d", hi)
+		return 0, fmt.Errorf("too large: at most %s", groupDigits(hi))
 	}
 	if err != nil {
 		return 0, fmt.Errorf("enter a whole number")
 	}
 	if n < lo || n > hi {
-		return 0, fmt.Errorf("must be between %d and %d", lo, hi)
+		return 0, fmt.Errorf("must be between %s and %s", groupDigits(lo), groupDigits(hi))
 	}
 	return n, nil
+}
+
+// groupDigits writes n with thousands separators (2,147,483,648), as people
+// read large numbers.
+func groupDigits(n int64) string {
+	s := strconv.FormatInt(n, 10)
+	sign := ""
+	if n < 0 {
+		sign, s = "-", s[1:]
+	}
+	for i := len(s) - 3; i > 0; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	return sign + s
 }
 
 // userOf returns the signed-in user; routes behind requireRole always have one.
@@ -78,6 +92,9 @@ func fmtDuration(d time.Duration) string {
 	h, m := int(d.Hours()), int(d.Minutes())%60
 	if h >= 48 {
 		return fmt.Sprintf("%dd %dh", h/24, h%24)
+	}
+	if h > 0 && m == 0 {
+		return fmt.Sprintf("%dh", h)
 	}
 	if h > 0 {
 		return fmt.Sprintf("%dh %dm", h, m)

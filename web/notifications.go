@@ -27,7 +27,30 @@ func (s *Server) notificationsPage(c *gin.Context) {
 			unread++
 		}
 	}
-	s.render(c, http.StatusOK, templates.NotificationsPage(s.page(c, "Notifications", "notifications"), rows, unread))
+	mail := templates.EmailSetting{Server: s.svc.Market.EmailOn(), On: u.EmailOffAt == nil, Email: u.Email}
+	s.render(c, http.StatusOK, templates.NotificationsPage(s.page(c, "Notifications", "notifications"), rows, unread, mail))
+}
+
+// setEmailNotifications turns the viewer's notification emails on or off.
+func (s *Server) setEmailNotifications(c *gin.Context) {
+	var on bool
+	switch c.PostForm("email") {
+	case "on":
+		on = true
+	case "off":
+	default:
+		s.fail(c, clearhouse.Errorf(clearhouse.EINVALID, "email: on or off"))
+		return
+	}
+	if err := s.svc.Market.SetEmailNotifications(c.Request.Context(), userOf(c).ID, on); err != nil {
+		s.fail(c, err)
+		return
+	}
+	msg := "Emails are off: notifications are shown here only, and emails not yet sent are dropped."
+	if on {
+		msg = "Emails are on: each new notification is also emailed to you."
+	}
+	s.redirectWithFlash(c, "/notifications", "ok", msg)
 }
 
 // markNotificationsRead marks the viewer's notifications read, up to the newest one

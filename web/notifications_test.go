@@ -56,3 +56,41 @@ func TestNotificationsBadgePageAndMarkRead(t *testing.T) {
 		t.Fatal("still unread after marking read")
 	}
 }
+
+// A user turns notification emails off and on again from the notifications page;
+// the form needs its CSRF token and a known choice.
+func TestEmailSettingOnTheNotificationsPage(t *testing.T) {
+	f := newFixture(t)
+	b := f.tradeMarket()
+	_, doc := b.get("/notifications")
+	if s := doc.Find("[data-testid=email-state]").Text(); !strings.Contains(s, "member@x.io") {
+		t.Fatalf("email setting %q, want emails on to the user's address", s)
+	}
+	if res, _ := b.post("/notifications/email", url.Values{"email": {"off"}}); res.StatusCode != http.StatusForbidden {
+		t.Fatalf("without a CSRF token: %d", res.StatusCode)
+	}
+	tok := b.csrf("/notifications")
+	if res, _ := b.post("/notifications/email", url.Values{"csrf_token": {tok}, "email": {"maybe"}}); res.StatusCode != http.StatusBadRequest && res.StatusCode != http.StatusUnprocessableEntity {
+		t.Fatalf("an unknown choice: %d", res.StatusCode)
+	}
+	u, err := f.id.UserByEmail(context.Background(), "member@x.io")
+	if err != nil || u.EmailOffAt != nil {
+		t.Fatalf("a bad request changed the setting: %+v %v", u.EmailOffAt, err)
+	}
+	if res, _ := b.post("/notifications/email", url.Values{"csrf_token": {tok}, "email": {"off"}}); res.StatusCode != http.StatusSeeOther {
+		t.Fatalf("turning email off: %d", res.StatusCode)
+	}
+	_, doc = b.get("/notifications")
+	if s := doc.Find("[data-testid=email-state]").Text(); !strings.Contains(s, "Emails are off") || !strings.Contains(doc.Find("[data-testid=flash]").Text(), "Emails are off") {
+		t.Fatalf("after turning off: %q", s)
+	}
+	if u, _ := f.id.UserByEmail(context.Background(), "member@x.io"); u.EmailOffAt == nil {
+		t.Fatal("email is still on")
+	}
+	if res, _ := b.post("/notifications/email", url.Values{"csrf_token": {tok}, "email": {"on"}}); res.StatusCode != http.StatusSeeOther {
+		t.Fatalf("turning email on: %d", res.StatusCode)
+	}
+	if u, _ := f.id.UserByEmail(context.Background(), "member@x.io"); u.EmailOffAt != nil {
+		t.Fatal("email is still off")
+	}
+}

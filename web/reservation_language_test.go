@@ -35,6 +35,7 @@ func TestTheFormReservesMapThenReduce(t *testing.T) {
 	if res.StatusCode != http.StatusUnprocessableEntity || doc.Find("[data-testid=error-reduce_count]").Length() != 1 {
 		t.Fatalf("a reduce stage without tasks: %d", res.StatusCode)
 	}
+	form.Set("quote", quote(t, b, form))
 	if res, _ := b.post("/reservations", form); res.StatusCode != http.StatusSeeOther {
 		t.Fatalf("reserve: %d", res.StatusCode)
 	}

@@ -22,6 +22,7 @@ func TestRefusedReservationIsReportedTruthfully(t *testing.T) {
 	deadline, _ := doc.Find("[data-testid=field-deadline]").Attr("value")
 	form := url.Values{"csrf_token": {b.csrf("/reservations")}, "cluster": {"us-east"}, "u.cpu": {"50"}, "count": {"1"}, "duration": {"1h"},
 		"arrival": {arrival}, "deadline": {deadline}, "value": {"0.000001"}, "action": {"reserve"}}
+	form.Set("quote", quote(t, b, form))
 	res, doc := b.post("/reservations", form)
 	flash := doc.Find("[data-testid=flash]").Text()
 	if res.StatusCode == http.StatusSeeOther {

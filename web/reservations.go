@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"maps"
 	"net/http"
+	"net/url"
 	"slices"
 	"strings"
 	"time"
@@ -49,18 +50,19 @@ func (s *Server) reservationForm(c *gin.Context) (templates.ReservationForm, []e
 	return f, pools, nil
 }
 
-// definitionFromForm reads the posted form into f (to show again) and a
-// definition, recording what is malformed in f.Errors.
-func definitionFromForm(c *gin.Context, f *templates.ReservationForm, pools []exchange.Pool) fleet.Definition {
-	f.Cluster, f.Count, f.Duration = c.PostForm("cluster"), c.PostForm("count"), strings.TrimSpace(c.PostForm("duration"))
-	f.Arrival, f.Deadline, f.Value = c.PostForm("arrival"), c.PostForm("deadline"), c.PostForm("value")
+// definitionFromForm reads the form's values (get is c.PostForm, or c.Query for a
+// form shown again after a reservation) into f, to show again, and a definition,
+// recording what is malformed in f.Errors.
+func definitionFromForm(get func(string) string, f *templates.ReservationForm, pools []exchange.Pool) fleet.Definition {
+	f.Cluster, f.Count, f.Duration = get("cluster"), get("count"), strings.TrimSpace(get("duration"))
+	f.Arrival, f.Deadline, f.Value = get("arrival"), get("deadline"), get("value")
 	have := map[string]bool{}
 	for _, p := range pools {
 		have[p.ID] = true
 	}
 	rs := fleet.RequestSpec{Configuration: map[string]int64{}}
 	for i, r := range f.Resources {
-		raw := strings.TrimSpace(c.PostForm("u." + r.Name))
+		raw := strings.TrimSpace(get("u." + r.Name))
 		f.Resources[i].Value = raw
 		if raw == "" || raw == "0" {
 			continue
@@ -92,7 +94,7 @@ func definitionFromForm(c *gin.Context, f *templates.ReservationForm, pools []ex
 		f.Errors["deadline"] = "Give a date and time (UTC)."
 	}
 	for i, r := range f.Overheads {
-		raw := strings.TrimSpace(c.PostForm("o." + r.Name))
+		raw := strings.TrimSpace(get("o." + r.Name))
 		f.Overheads[i].Value = raw
 		if raw == "" || raw == "0" {
 			continue
@@ -111,7 +113,7 @@ func definitionFromForm(c *gin.Context, f *templates.ReservationForm, pools []ex
 		}
 	}
 	d := fleet.Definition{Requests: []fleet.RequestSpec{rs}}
-	f.Language, f.ReduceCount, f.ReduceDuration = c.PostForm("language"), strings.TrimSpace(c.PostForm("reduce_count")), strings.TrimSpace(c.PostForm("reduce_duration"))
+	f.Language, f.ReduceCount, f.ReduceDuration = get("language"), strings.TrimSpace(get("reduce_count")), strings.TrimSpace(get("reduce_duration"))
 	switch f.Language {
 	case "", "ALL":
 	case "ORDER":
@@ -157,10 +159,14 @@ func reservationFieldErrors(err error, f *templates.ReservationForm) {
 }
 
 func (s *Server) reservationsPage(c *gin.Context) {
-	f, _, err := s.reservationForm(c)
+	f, pools, err := s.reservationForm(c)
 	if err != nil {
 		s.fail(c, err)
 		return
+	}
+	if c.Query("again") != "" { // after a reservation: the form as it was sent
+		definitionFromForm(c.Query, &f, pools)
+		f.Errors = templates.FieldErrors{}
 	}
 	s.renderReservations(c, http.StatusOK, f, nil)
 }
@@ -173,23 +179,21 @@ func (s *Server) reserve(c *gin.Context) {
 		s.fail(c, err)
 		return
 	}
-	d := definitionFromForm(c, &f, pools)
+	d := definitionFromForm(c.PostForm, &f, pools)
 	if len(f.Errors) > 0 {
 		s.renderReservations(c, http.StatusUnprocessableEntity, f, nil)
 		return
 	}
 	ctx := c.Request.Context()
 	if c.PostForm("action") == "quote" {
-		q, err := s.svc.Reservations.Quote(ctx, u, d)
-		if err != nil {
-			s.formFailure(c, err, f)
-			return
-		}
-		qv := &templates.QuoteView{Feasible: q.Feasible, Price: mon(q.Price), Free: q.Feasible && q.Price == 0}
-		for i := range q.Starts {
-			qv.Runs = append(qv.Runs, fmt.Sprintf("from %s to %s", fmtTime(q.Starts[i]), q.Ends[i].UTC().Format("15:04")))
-		}
-		s.renderReservations(c, http.StatusOK, f, qv)
+		s.quoteReservation(c, d, f, http.StatusOK)
+		return
+	}
+	if why := s.quoteProblem(c, d, c.PostForm("quote")); why != "" {
+		// Nothing is saved: quote the values now in the form, for the team to check
+		// before it presses Reserve again.
+		c.Set(ctxPageFlash, &templates.Flash{Kind: "error", Message: "Nothing was saved: " + why})
+		s.quoteReservation(c, d, f, http.StatusUnprocessableEntity)
 		return
 	}
 	if d.Value <= 0 {
@@ -214,7 +218,34 @@ func (s *Server) reserve(c *gin.Context) {
 	if v.Price > 0 {
 		what = moneyfmt.Cents(int64(v.Price)) + " held on your budget, charged as its slots pass"
 	}
-	s.redirectWithFlash(c, "/reservations", "ok", fmt.Sprintf("Reservation #%d accepted: %s.", v.ID, what))
+	again := url.Values{"again": {"1"}}
+	for k, vs := range c.Request.PostForm {
+		if k != "csrf_token" && k != "action" && k != "quote" {
+			again[k] = vs
+		}
+	}
+	s.redirectWithFlash(c, "/reservations?"+again.Encode(), "ok", fmt.Sprintf("Reservation #%d accepted: %s. The form keeps its values for a similar one.", v.ID, what))
+}
+
+// quoteReservation renders the form with what the scheduler would charge now for
+// d, and (when it fits) the quote token Reserve must carry.
+func (s *Server) quoteReservation(c *gin.Context, d fleet.Definition, f templates.ReservationForm, status int) {
+	q, err := s.svc.Reservations.Quote(c.Request.Context(), userOf(c), d)
+	if err != nil {
+		s.formFailure(c, err, f)
+		return
+	}
+	qv := &templates.QuoteView{Feasible: q.Feasible, Price: mon(q.Price), Free: q.Feasible && q.Price == 0}
+	for i := range q.Starts {
+		qv.Runs = append(qv.Runs, fmt.Sprintf("from %s to %s", fmtTime(q.Starts[i]), q.Ends[i].UTC().Format("15:04")))
+	}
+	if q.Feasible {
+		qv.Token = s.quoteToken(c, d, s.now())
+		if d.Value > 0 && d.Value < q.Price {
+			qv.ValueShort = true
+		}
+	}
+	s.renderReservations(c, status, f, qv)
 }
 
 // formFailure shows a domain error on the form, or fails the request when it is

@@ -250,6 +250,7 @@ func TestTheReservationPagesQuoteReserveAndCancel(t *testing.T) {
 	if res.StatusCode != http.StatusOK || !strings.Contains(doc.Find("[data-testid=quote]").Text(), "$") {
 		t.Fatalf("quote: %d %q", res.StatusCode, doc.Find("[data-testid=quote]").Text())
 	}
+	quoted := quoteOf(doc)
 	if n, _ := f.plan.Reservations(context.Background(), fleet.ReservationFilter{}); len(n) != 0 {
 		t.Fatal("a quote made a reservation")
 	}
@@ -264,6 +265,7 @@ func TestTheReservationPagesQuoteReserveAndCancel(t *testing.T) {
 		t.Fatalf("a job longer than its window: %d", res.StatusCode)
 	}
 	form.Set("action", "reserve")
+	form.Set("quote", quoted)
 	res, _ = b.post("/reservations", form)
 	if res.StatusCode != http.StatusSeeOther {
 		t.Fatalf("reserve: %d", res.StatusCode)

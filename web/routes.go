@@ -36,6 +36,7 @@ func (s *Server) routes(e *gin.Engine) {
 	all.GET("/help", s.helpPage)
 	all.GET("/notifications", s.notificationsPage)
 	all.POST("/notifications/read", s.markNotificationsRead)
+	all.POST("/notifications/email", s.setEmailNotifications)
 
 	team := e.Group("", s.requireRole(onTeam...))
 	team.GET("/orders", s.ordersPage)

@@ -28,10 +28,7 @@ func (a *App) SendEmails(ctx context.Context) int {
 	}
 	sent := 0
 	for _, e := range es {
-		body := e.Body
-		if a.cfg.PublicURL != "" {
-			body += "\n\nSee your notifications: " + strings.TrimRight(a.cfg.PublicURL, "/") + "/notifications"
-		}
+		body := e.Body + "\n\n" + emailFooter(a.cfg.PublicURL)
 		if err := a.cfg.Mail.Send(ctx, e.ToAddr, e.Subject, body); err != nil {
 			backoff := min(time.Duration(1<<min(e.Attempts, 6))*time.Minute, time.Hour)
 			a.log.Warn("email not sent; will retry", "email", e.ID, "attempt", e.Attempts, "retry_in", backoff, "err", err)
@@ -50,6 +47,16 @@ func (a *App) SendEmails(ctx context.Context) int {
 		a.log.Info("emails sent", "count", sent)
 	}
 	return sent
+}
+
+// emailFooter ends every notification email: where to read notifications, and
+// the setting that stops the emails (a full link when the public URL is known).
+func emailFooter(publicURL string) string {
+	base := strings.TrimRight(publicURL, "/")
+	if base == "" {
+		return "To stop these emails, press \"Stop emails\" under Emails on the Notifications page of Clearhouse (/notifications#email-settings)."
+	}
+	return "See your notifications: " + base + "/notifications\nTo stop these emails: " + base + "/notifications#email-settings"
 }
 
 // newNotifyCmd is "clearhouse notify": the notification jobs from the command line.

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -55,4 +56,68 @@ func TestNotifySendSendsTheOutboxOnceFromTheCommandLine(t *testing.T) {
 	if n := len(srv.Messages()); n != 2 {
 		t.Fatalf("%d messages delivered, want 2", n)
 	}
+}
+
+// TestEmailOptOutThroughTheSMTPServer: through a real SMTP exchange, a member who
+// turned email off gets the settlement in the app and no email; their owner gets
+// it by email with the link to the setting; a member whose order an owner
+// rejected is told by email too.
+func TestEmailOptOutThroughTheSMTPServer(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "notify.db")
+	ctx := context.Background()
+	db, err := store.Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mk := migrated(t, ctx, db)
+	mk.M.UseEmail(true)
+	if err := mk.M.SetEmailNotifications(ctx, mk.Users["member@search"].ID, false); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := mk.Order("member@search", exchange.OrderSpec{Team: "search", Limit: exchangetest.Money(500), Bundles: []exchange.Bundle{{"us-east/cpu": 10}}}); err != nil {
+		t.Fatal(err)
+	}
+	waiting, err := mk.Order("member@ml", exchange.OrderSpec{Team: "ml", Limit: exchangetest.Money(400), Bundles: []exchange.Bundle{{"eu-west/cpu": 1}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := mk.M.DecideOrder(ctx, mk.Users["owner@ml"], waiting.ID, false); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := mk.M.Close(ctx, mk.AuctionID); err != nil {
+		t.Fatal(err)
+	}
+	if ns, err := mk.M.Notifications(ctx, mk.Users["member@search"].ID, 10); err != nil || len(ns) != 1 {
+		t.Fatalf("the opted-out member has %d notifications in the app, %v; want the settlement", len(ns), err)
+	}
+	db.Close()
+
+	srv := mailertest.Start(t)
+	code, out, errOut := runCLI(t, "", "notify", "send", "--db", path, "--smtp-addr", srv.Addr, "--smtp-from", "market@example.com", "--public-url", "https://market.example.com/")
+	if code != 0 {
+		t.Fatalf("notify send: code %d, %q %q", code, out, errOut)
+	}
+	to := map[string]string{}
+	for _, m := range srv.Messages() {
+		to[strings.Join(m.To, ",")] = m.Data
+	}
+	if _, ok := to[mk.Users["member@search"].Email]; ok {
+		t.Fatal("an email went to a member who turned email off")
+	}
+	owner := to[mk.Users["owner@search"].Email]
+	if !strings.Contains(owner, "settled") || !strings.Contains(owner, "To stop these emails: https://market.example.com/notifications#email-settings") {
+		t.Fatalf("the owner's email:\n%s", owner)
+	}
+	if m := to[mk.Users["member@ml"].Email]; !strings.Contains(m, fmt.Sprintf("Order #%d rejected", waiting.ID)) || !strings.Contains(m, "#email-settings") {
+		t.Fatalf("ml's member's email:\n%s\nall: %v", m, to)
+	}
+}
+
+// migrated migrates db and builds the exchange test market on it.
+func migrated(t *testing.T, ctx context.Context, db *store.DB) *exchangetest.Market {
+	t.Helper()
+	if err := store.Migrate(ctx, db); err != nil {
+		t.Fatal(err)
+	}
+	return exchangetest.NewAuctionMarket(t, db)
 }
