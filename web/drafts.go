@@ -43,7 +43,7 @@ func (s *Server) saveOrPlace(c *gin.Context, spec exchange.OrderSpec) (id int64,
 
 // savedMessage is the flash after saving a draft.
 func savedMessage(id int64) string {
-	return fmt.Sprintf("Draft #%d saved. Nothing is held until you place it from this page once an auction takes bids.", id)
+	return fmt.Sprintf("Draft #%d saved. It holds nothing and takes part in no auction until you place it from this page.", id)
 }
 
 // draftRows turns drafts into rows of the orders page.
