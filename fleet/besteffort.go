@@ -2,6 +2,7 @@ package fleet
 
 import (
 	"encoding/json"
+	"math"
 	"time"
 
 	"github.com/clearhouse/clearhouse/ledger"
@@ -71,6 +72,13 @@ type Job struct {
 	HoldID          *int64
 	Captured        ledger.Money
 	Released        ledger.Money
+	MinUtility      *float64 // the SLO (migration 00015); nil: none
+	Auctions        int64    // auctions the job bid in
+	ShareSums       string   // JSON: pool -> sum of its guaranteed shares over those auctions (0 when not served)
+	SLO             string   // "", met or missed (decided when the job is done)
+	WeightsFrom     string   // "", given, equal or fitted
+	MeasuredUtility *float64 // what its agent measured once it was done
+	MeasuredShares  string   // JSON: pool -> its average share, as measured
 	EnqueuedAt      time.Time
 	CreatedAt       time.Time
 	UpdatedAt       time.Time
@@ -89,6 +97,40 @@ func (j Job) Config() map[string]int64 {
 
 // WeightsByPool decodes the job's utility weights (nil: the default).
 func (j Job) WeightsByPool() map[string]float64 { return decodeFloats(j.Weights) }
+
+// MeanShares is the job's mean guaranteed share of each pool over the auctions it
+// bid in (its share when served, 0 when the SLO variant left it out; nil when it
+// bid in none).
+func (j Job) MeanShares() map[string]float64 {
+	if j.Auctions == 0 {
+		return nil
+	}
+	m := decodeFloats(j.ShareSums)
+	for p := range m {
+		m[p] /= float64(j.Auctions)
+	}
+	return m
+}
+
+// UtilityAt is the job's utility (linear or log, its weights, 1 for a pool without
+// one) over the pools of its configuration at the given shares; a log utility with
+// a zero share is -Inf.
+func (j Job) UtilityAt(shares map[string]float64) float64 {
+	w := j.WeightsByPool()
+	u := 0.0
+	for pool := range j.Config() {
+		x, ok := w[pool]
+		if !ok {
+			x = 1
+		}
+		if j.Utility == "log" {
+			u += x * math.Log(shares[pool])
+		} else {
+			u += x * shares[pool]
+		}
+	}
+	return u
+}
 
 // SharesByPool decodes the job's shares in the last auction (nil: none).
 func (j Job) SharesByPool() map[string]float64 { return decodeFloats(j.Shares) }

@@ -25,28 +25,49 @@ import (
 // at that poll: a rotation's credits would have to persist across polls and job
 // arrivals, while independent draws seeded by (the service's seed, the cluster's
 // decision number) give the auction's shares in the long run and the same starts
-// for the same history. Preemption stops the task of the team with the smallest
+// for the same history. Per pool draws would split one start's units between jobs
+// (a task needs every pool of its configuration at once): README, "Abacus in the
+// product", says what the mean keeps and what it does not. Preemption stops the task of the team with the smallest
 // total share first, most recently started first.
+//
+// The SLO variant (paper section 6): a job may state a minimum utility. When a job
+// of the auction has one, the auction is abacus.SolveSLO: greedily by budget, the set
+// of jobs whose SLOs the auction among them meets is served; they draw by their
+// shares in that auction and come first (a unit goes to a job of another tier only
+// when no served job's task fits now); the others draw by their shares in the
+// auction among themselves. A job with an SLO pays its budget only if its SLO was
+// met: when it is done, its utility at its mean guaranteed share of each pool over
+// the auctions it bid in must reach the minimum less a relative 1e-9; otherwise the
+// hold is released. Its guaranteed share in an auction is its share there when it
+// was served, and 0 when it was not (it then had only what the served left, which no
+// auction promises); every decision at which it had waiting tasks counts once
+// (Job.MeanShares). Without the SLO variant every job is served.
 
 // AuctionView is the last auction of a cluster, as operators see it.
 type AuctionView struct {
 	Alpha      float64
 	Iterations int
 	Outcome    string
+	SLO        bool    // the SLO variant ran (some job has a minimum utility)
+	Revenue    float64 // SLO variant: the served jobs' budgets
 	Jobs       []AuctionJob
 }
 
 // AuctionJob is one bidder of an auction.
 type AuctionJob struct {
-	Job     string
-	Team    string
-	Budget  float64
-	Utility string
-	Shares  map[string]float64
+	Job        string
+	Team       string
+	Budget     float64
+	Utility    string
+	Shares     map[string]float64
+	MinUtility *float64 `json:",omitempty"`
+	Served     bool     // SLO variant: in the served set (without it every job is)
+	Value      float64  // the job's utility at Shares
 }
 
-// auctionOf runs the auction over jobs on pools (sorted names).
-func auctionOf(jobs []sharing.Job, pools []string, alpha float64) (AuctionView, error) {
+// auctionOf runs the auction over jobs on pools (sorted names); slo holds the
+// minimum utility of the jobs that state one.
+func auctionOf(jobs []sharing.Job, slo map[string]float64, pools []string, alpha float64) (AuctionView, error) {
 	out := AuctionView{Alpha: alpha}
 	if len(jobs) == 0 {
 		return out, nil
@@ -67,24 +88,52 @@ func auctionOf(jobs []sharing.Job, pools []string, alpha float64) (AuctionView, 
 				}
 			}
 		}
-		inst.Jobs = append(inst.Jobs, abacus.Job{ID: j.ID, Budget: j.Budget, Utility: u, Weights: w})
+		aj := abacus.Job{ID: j.ID, Budget: j.Budget, Utility: u, Weights: w}
+		if m, ok := slo[j.ID]; ok {
+			aj.MinUtility = &m
+		}
+		inst.Jobs = append(inst.Jobs, aj)
 		most = max(most, j.Budget)
 	}
 	opt := abacus.DefaultOptions()
 	opt.Alpha, opt.Epsilon = alpha, max(opt.Epsilon, most*1e-9)
-	res, err := abacus.Solve(inst, opt)
-	if err != nil {
-		return out, err
+	var shares func(i int) []float64
+	served := func(int) bool { return true }
+	if len(slo) == 0 {
+		res, err := abacus.Solve(inst, opt)
+		if err != nil {
+			return out, err
+		}
+		out.Iterations, out.Outcome = res.Iterations, res.Outcome.String()
+		shares = func(i int) []float64 { return res.Shares[i] }
+	} else {
+		res, err := abacus.SolveSLO(inst, opt)
+		if err != nil {
+			return out, err
+		}
+		out.SLO, out.Revenue = true, res.Revenue
+		out.Iterations = res.First.Iterations + res.Rest.Iterations
+		out.Outcome = res.First.Outcome.String()
+		if res.Rest.Outcome != abacus.OutcomeConverged {
+			out.Outcome = res.Rest.Outcome.String()
+		}
+		served = func(i int) bool { return res.Served[i] }
+		shares = func(i int) []float64 {
+			if res.Served[i] {
+				return res.First.Shares[i]
+			}
+			return res.Rest.Shares[i]
+		}
 	}
-	out.Iterations, out.Outcome = res.Iterations, res.Outcome.String()
 	for i, j := range jobs {
-		aj := AuctionJob{Job: j.ID, Team: j.Team, Budget: j.Budget, Utility: j.Utility, Shares: map[string]float64{}}
+		aj := AuctionJob{Job: j.ID, Team: j.Team, Budget: j.Budget, Utility: j.Utility, Shares: map[string]float64{},
+			MinUtility: inst.Jobs[i].MinUtility, Served: served(i), Value: inst.Jobs[i].Value(shares(i))}
 		if aj.Utility == "" {
 			aj.Utility = "linear"
 		}
 		for r, pool := range pools {
 			if inst.Jobs[i].Weights[r] > 0 {
-				aj.Shares[pool] = res.Shares[i][r]
+				aj.Shares[pool] = shares(i)[r]
 			}
 		}
 		out.Jobs = append(out.Jobs, aj)
@@ -92,13 +141,18 @@ func auctionOf(jobs []sharing.Job, pools []string, alpha float64) (AuctionView, 
 	return out, nil
 }
 
-// abacusPolicy is sharing.Policy over one auction's shares.
-type abacusPolicy struct{ share map[string]map[string]float64 } // job -> pool -> share
+// abacusPolicy is sharing.Policy over one auction's shares (and, in the SLO
+// variant, its served set, which comes first).
+type abacusPolicy struct {
+	share  map[string]map[string]float64 // job -> pool -> share
+	served map[string]bool
+}
 
 func newAbacusPolicy(a AuctionView) *abacusPolicy {
-	p := &abacusPolicy{share: map[string]map[string]float64{}}
+	p := &abacusPolicy{share: map[string]map[string]float64{}, served: map[string]bool{}}
 	for _, j := range a.Jobs {
 		p.share[j.Job] = j.Shares
+		p.served[j.Job] = j.Served || !a.SLO
 	}
 	return p
 }
@@ -127,12 +181,22 @@ func (p *abacusPolicy) Priorities(v *sharing.View, _ *sharing.Accounts, out []fl
 	}
 }
 
-// Choose implements sharing.Policy: a draw among the jobs that fit, by weight (the
-// longest waiting when every weight is zero).
+// Choose implements sharing.Policy: a draw by weight among the served jobs that fit
+// or, when none does, among the others that fit (the longest waiting when every
+// weight is zero).
 func (p *abacusPolicy) Choose(v *sharing.View, _ *sharing.Accounts, rng *rand.Rand) int {
+	if j := p.draw(v, rng, true); j >= 0 {
+		return j
+	}
+	return p.draw(v, rng, false)
+}
+
+// draw is a draw by weight among the jobs that fit and are (or are not) served.
+func (p *abacusPolicy) draw(v *sharing.View, rng *rand.Rand, served bool) int {
+	fits := func(j int) bool { return v.Fits(j) && p.served[v.Jobs[j].Job.ID] == served }
 	total, first := 0.0, -1
 	for j := range v.Jobs {
-		if v.Fits(j) {
+		if fits(j) {
 			if first < 0 {
 				first = j
 			}
@@ -145,7 +209,7 @@ func (p *abacusPolicy) Choose(v *sharing.View, _ *sharing.Accounts, rng *rand.Ra
 	x := rng.Float64() * total
 	last := first
 	for j := range v.Jobs {
-		if v.Fits(j) {
+		if fits(j) {
 			if w := p.weight(v, j); w > 0 {
 				last = j
 				if x -= w; x < 0 {
@@ -173,22 +237,52 @@ func (p *abacusPolicy) Victim(v *sharing.View, acc *sharing.Accounts, c []int, _
 }
 
 // abacusFor runs the cluster's auction for a decision, records it on the cluster
-// and the jobs, and returns the policy.
+// and on each bidding job (its shares now, one more auction, the sums of its
+// guaranteed shares), and returns the policy.
 func abacusFor(tx *gorm.DB, ic *IdleCluster, snap sharing.Snapshot) (sharing.Policy, error) {
 	pools := make([]string, len(snap.Pools))
 	for i, p := range snap.Pools {
 		pools[i] = p.Name
 	}
 	slices.Sort(pools)
-	a, err := auctionOf(snap.Jobs, pools, ic.Alpha)
+	ids := make([]string, len(snap.Jobs))
+	for i, j := range snap.Jobs {
+		ids[i] = j.ID
+	}
+	var rows []Job
+	if err := tx.Select("id", "min_utility", "share_sums").Where("id IN ?", ids).Find(&rows).Error; err != nil {
+		return nil, err
+	}
+	byID := make(map[string]Job, len(rows))
+	slo := map[string]float64{}
+	for _, r := range rows {
+		id := strconv.FormatInt(r.ID, 10)
+		byID[id] = r
+		if r.MinUtility != nil {
+			slo[id] = *r.MinUtility
+		}
+	}
+	a, err := auctionOf(snap.Jobs, slo, pools, ic.Alpha)
 	if err != nil {
 		return nil, err
 	}
 	b, _ := json.Marshal(a)
 	ic.Auction = string(b)
 	for _, j := range a.Jobs {
-		s, _ := json.Marshal(j.Shares)
-		if err := tx.Model(&Job{}).Where("id = ?", j.Job).Update("shares", string(s)).Error; err != nil {
+		sums := decodeFloats(byID[j.Job].ShareSums)
+		if sums == nil {
+			sums = map[string]float64{}
+		}
+		for pool, x := range j.Shares {
+			if !j.Served { // what the served leave is no guaranteed share
+				x = 0
+			}
+			sums[pool] += x
+		}
+		sh, _ := json.Marshal(j.Shares)
+		su, _ := json.Marshal(sums)
+		if err := tx.Model(&Job{}).Where("id = ?", j.Job).
+			Updates(map[string]any{"shares": string(sh), "share_sums": string(su), "auctions": gorm.Expr("auctions + 1")}).Error; err != nil {
 			return nil, err
 		}
 	}
@@ -211,44 +305,69 @@ func (s *BestEffort) Auction(ctx context.Context, cluster string) (AuctionView, 
 // Quote returns the shares of each pool a job would get in its cluster's auction
 // now, against the jobs waiting there, without saving anything. EINVALID for a bad
 // spec or a cluster that is not under the abacus policy.
-func (s *BestEffort) Quote(ctx context.Context, by exchange.User, spec JobSpec) (map[string]float64, error) {
+func (s *BestEffort) Quote(ctx context.Context, by exchange.User, spec JobSpec) (ShareQuote, error) {
 	if spec.Team == "" {
 		spec.Team = by.TeamID
 	}
 	if err := actFor(by, spec.Team); err != nil {
-		return nil, err
+		return ShareQuote{}, err
 	}
 	if err := spec.Validate(); err != nil {
-		return nil, err
+		return ShareQuote{}, err
 	}
 	db := s.db.Read.WithContext(ctx)
 	cluster, err := clusterOf(db, spec.Configuration)
 	if err != nil {
-		return nil, err
+		return ShareQuote{}, err
 	}
 	var ic IdleCluster
 	if err := db.Limit(1).Find(&ic, "cluster_id = ?", cluster).Error; err != nil {
-		return nil, err
+		return ShareQuote{}, err
 	}
 	if ic.Policy != PolicyAbacus {
-		return nil, clearhouse.Errorf(clearhouse.EINVALID, "budget: cluster %s does not share idle capacity by the abacus policy; there is nothing to quote", cluster)
+		return ShareQuote{}, clearhouse.Errorf(clearhouse.EINVALID, "budget: cluster %s does not share idle capacity by the abacus policy; there is nothing to quote", cluster)
 	}
 	var rows []Job
 	if err := db.Where("cluster_id = ? AND status IN ? AND queued > 0", cluster, []JobStatus{JobQueued, JobRunning}).Find(&rows).Error; err != nil {
-		return nil, err
+		return ShareQuote{}, err
 	}
 	jobs := make([]sharing.Job, 0, len(rows)+1)
+	slo := map[string]float64{}
 	for _, j := range rows {
-		jobs = append(jobs, sharing.Job{ID: strconv.FormatInt(j.ID, 10), Team: j.TeamID, Configuration: j.Config(), Budget: j.Budget.Dollars(), Utility: j.Utility, Weights: j.WeightsByPool()})
+		id := strconv.FormatInt(j.ID, 10)
+		jobs = append(jobs, sharing.Job{ID: id, Team: j.TeamID, Configuration: j.Config(), Budget: j.Budget.Dollars(), Utility: j.Utility, Weights: j.WeightsByPool()})
+		if j.MinUtility != nil {
+			slo[id] = *j.MinUtility
+		}
 	}
-	jobs = append(jobs, sharing.Job{ID: "quote", Team: spec.Team, Configuration: spec.Configuration, Budget: spec.Budget.Dollars(), Utility: spec.Utility, Weights: spec.Weights})
+	weights, _, err := s.weightsFor(db, spec)
+	if err != nil {
+		return ShareQuote{}, err
+	}
+	jobs = append(jobs, sharing.Job{ID: "quote", Team: spec.Team, Configuration: spec.Configuration, Budget: spec.Budget.Dollars(), Utility: spec.Utility, Weights: weights})
+	if spec.MinUtility != nil {
+		slo["quote"] = *spec.MinUtility
+	}
 	var pools []string
 	if err := db.Model(&exchange.Pool{}).Where("cluster_id = ?", cluster).Order("id").Pluck("id", &pools).Error; err != nil {
-		return nil, err
+		return ShareQuote{}, err
 	}
-	a, err := auctionOf(jobs, pools, ic.Alpha)
+	a, err := auctionOf(jobs, slo, pools, ic.Alpha)
 	if err != nil {
-		return nil, err
+		return ShareQuote{}, err
 	}
-	return a.Jobs[len(a.Jobs)-1].Shares, nil
+	q := a.Jobs[len(a.Jobs)-1]
+	return ShareQuote{Shares: q.Shares, Weights: weights, Utility: q.Value, SLO: a.SLO, Served: q.Served}, nil
+}
+
+// ShareQuote is what a job would get in its cluster's auction now: its shares, the
+// weights it would bid with (nil: 1 for each pool), its utility at those shares and,
+// when the SLO variant runs, whether it would be served (its SLO met at the
+// auction among the served; otherwise it takes what they leave).
+type ShareQuote struct {
+	Shares  map[string]float64
+	Weights map[string]float64
+	Utility float64
+	SLO     bool
+	Served  bool
 }

@@ -2,6 +2,7 @@ package fleet_test
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"testing"
 	"time"
@@ -100,6 +101,22 @@ func TestAbacusBudgetsAreHeldCapturedOnceAndReleased(t *testing.T) {
 		}
 		if b := x.Balance("search"); b.Held != 0 || b.Posted != 993*ledger.Dollar {
 			t.Fatalf("search after the charge: held %s, posted %s", b.Held, b.Posted)
+		}
+		st, err := x.L.Statement(ctx, ledger.TeamAccount("search"), x.Clock.Now().Add(-time.Hour), x.Clock.Now().Add(time.Hour))
+		if err != nil {
+			t.Fatal(err)
+		}
+		charges := 0
+		for _, l := range st.Lines {
+			if l.Ref == fmt.Sprintf("best-effort:%d", j.ID) {
+				charges++
+				if l.Reason != ledger.ReasonBestEffort || l.Amount != -7*ledger.Dollar {
+					t.Fatalf("the charge is posted as %s of %s, want best-effort of -7.00", l.Reason, l.Amount)
+				}
+			}
+		}
+		if charges != 1 {
+			t.Fatalf("%d charges for job %d on the statement, want 1", charges, j.ID)
 		}
 		if _, err := x.be.Cancel(ctx, x.Users["member@ml"], c.ID); err != nil {
 			t.Fatal(err)

@@ -20,6 +20,8 @@ type BestEffortTask struct {
 	Started         time.Time
 	MaxTaskDuration time.Duration
 	Reason          string
+	JobWaiting      int64 // the job's tasks waiting now: with none and no task left running, the job is done
+	Abacus          bool  // the job has a budget: its agent may report its measured utility once it is done
 }
 
 // BestEffortAllocation is the best-effort part of a cluster's allocation: every
@@ -54,7 +56,7 @@ func (s *BestEffort) Allocation(ctx context.Context, cluster string) (BestEffort
 	for _, t := range ts {
 		j := jobs[t.JobID]
 		bt := BestEffortTask{Task: t.ID, Job: t.JobID, Team: t.TeamID, Configuration: j.Config(), Started: t.StartedAt,
-			MaxTaskDuration: time.Duration(j.MaxTaskDuration) * time.Second, Reason: t.Reason}
+			MaxTaskDuration: time.Duration(j.MaxTaskDuration) * time.Second, Reason: t.Reason, JobWaiting: j.Queued, Abacus: j.Budget > 0}
 		if t.Status == TaskRunning {
 			out.Run = append(out.Run, bt)
 		} else {
@@ -81,12 +83,15 @@ type OwnerUsage struct {
 
 // BestEffortReport is the best-effort part of an agent's report.
 type BestEffortReport struct {
-	Tasks []TaskEvent
-	Usage []OwnerUsage
+	Tasks    []TaskEvent
+	Usage    []OwnerUsage
+	Measured []JobMeasurement // finished abacus jobs' measured utilities (besteffort_learn.go)
 }
 
 // Empty reports whether the report says nothing.
-func (r BestEffortReport) Empty() bool { return len(r.Tasks) == 0 && len(r.Usage) == 0 }
+func (r BestEffortReport) Empty() bool {
+	return len(r.Tasks) == 0 && len(r.Usage) == 0 && len(r.Measured) == 0
+}
 
 // validate checks a report against the database without writing anything.
 // EINVALID names the field at fault.
@@ -94,7 +99,7 @@ func (s *BestEffort) validate(tx *gorm.DB, cluster string, r BestEffortReport, n
 	bad := func(field string, i int, format string, args ...any) error {
 		return clearhouse.Errorf(clearhouse.EINVALID, "%s[%d]: %s", field, i, fmt.Sprintf(format, args...))
 	}
-	if len(r.Tasks) > MaxReportRows || len(r.Usage) > MaxReportRows {
+	if len(r.Tasks) > MaxReportRows || len(r.Usage) > MaxReportRows || len(r.Measured) > MaxReportRows {
 		return nil, clearhouse.Errorf(clearhouse.EINVALID, "best_effort: at most %d rows per list in a report", MaxReportRows)
 	}
 	ids := make([]int64, len(r.Tasks))
@@ -143,6 +148,9 @@ func (s *BestEffort) validate(tx *gorm.DB, cluster string, r BestEffortReport, n
 		if err := exists(tx, "teams", u.Team, "owner_usage[%d]: no team %q", i, u.Team); err != nil {
 			return nil, clearhouse.Errorf(clearhouse.EINVALID, "%s", clearhouse.ErrorMessage(err))
 		}
+	}
+	if err := validateMeasurements(tx, cluster, r.Measured); err != nil {
+		return nil, err
 	}
 	return tasks, nil
 }
@@ -213,6 +221,11 @@ func (s *BestEffort) Report(ctx context.Context, cluster string, r BestEffortRep
 				}
 			}
 		}
+		for _, m := range r.Measured {
+			if err := recordMeasurement(tx, m, now); err != nil {
+				return err
+			}
+		}
 		return saveAccounts(tx, &ic, acc, nil, now)
 	})
 }
@@ -267,7 +280,8 @@ func (s *BestEffort) Tick(ctx context.Context) (BestEffortTick, error) {
 // violation (none when sound): a job's running count equals its running task rows;
 // what an abacus job captured and released equals its hold's parts and never
 // exceeds its budget; a done or cancelled job holds nothing; only a done job was
-// charged.
+// charged; a job whose SLO was missed was charged nothing, one whose SLO was met
+// its whole budget.
 func (s *BestEffort) Verify(ctx context.Context) ([]ledger.Violation, error) {
 	return ledger.RunChecks(ctx, s.db.Read, []ledger.Check{
 		{Name: "best-effort job counts its running tasks", Query: `SELECT j.id, j.running, (SELECT COUNT(*) FROM best_effort_tasks t
@@ -292,6 +306,11 @@ func (s *BestEffort) Verify(ctx context.Context) ([]ledger.Violation, error) {
 			WHERE j.captured > 0 AND j.status <> 'done' ORDER BY j.id`,
 			Describe: func(r map[string]any) string {
 				return fmt.Sprintf("best-effort job %v is %v but was charged %v", r["id"], r["status"], r["captured"])
+			}},
+		{Name: "a best-effort job pays only if its SLO was met", Query: `SELECT j.id, j.slo, j.captured, j.budget FROM best_effort_jobs j
+			WHERE (j.slo = 'missed' AND j.captured > 0) OR (j.slo = 'met' AND j.captured <> j.budget) ORDER BY j.id`,
+			Describe: func(r map[string]any) string {
+				return fmt.Sprintf("best-effort job %v's SLO was %v but it was charged %v of its budget %v", r["id"], r["slo"], r["captured"], r["budget"])
 			}},
 	})
 }

@@ -3,6 +3,7 @@ package fleet
 import (
 	"context"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"strconv"
 	"time"
@@ -320,9 +321,15 @@ func (s *BestEffort) settleJob(ctx context.Context, tx *gorm.DB, id int64, now t
 		return nil
 	}
 	var capture, release ledger.Money
+	slo := ""
 	switch {
+	case j.Status == JobDone && j.MinUtility != nil && !sloMet(j):
+		release, slo = j.Budget-j.Captured-j.Released, "missed"
 	case j.Status == JobDone:
 		capture = j.Budget - j.Captured - j.Released
+		if j.MinUtility != nil {
+			slo = "met"
+		}
 	case j.Status == JobCancelled && j.Running == 0:
 		release = j.Budget - j.Captured - j.Released
 	default:
@@ -330,11 +337,22 @@ func (s *BestEffort) settleJob(ctx context.Context, tx *gorm.DB, id int64, now t
 	}
 	key := fmt.Sprintf("best-effort/%d/hold/%d/settle", j.ID, *j.HoldID)
 	if _, err := s.ledger.WithTx(tx).SettleHoldPart(ctx, key, *j.HoldID, capture, release, ledger.Treasury,
-		ledger.ReasonReservation, fmt.Sprintf("best-effort:%d", j.ID)); err != nil {
+		ledger.ReasonBestEffort, fmt.Sprintf("best-effort:%d", j.ID)); err != nil {
 		return fmt.Errorf("best-effort job %d: charge: %w", j.ID, err)
 	}
 	return tx.Model(&Job{}).Where("id = ?", j.ID).Updates(map[string]any{
-		"captured": j.Captured + capture, "released": j.Released + release, "updated_at": now}).Error
+		"captured": j.Captured + capture, "released": j.Released + release, "slo": slo, "updated_at": now}).Error
+}
+
+// sloMet says whether a done job met its SLO: its utility at its mean share of each
+// pool over the auctions it bid in reaches its minimum utility, less a relative 1e-9
+// (abacus.SolveSLO's tolerance). A job that bid in no auction did not meet it.
+func sloMet(j Job) bool {
+	mean := j.MeanShares()
+	if mean == nil {
+		return false
+	}
+	return j.UtilityAt(mean) >= *j.MinUtility-1e-9*math.Abs(*j.MinUtility)
 }
 
 // policyFor returns the cluster's policy (running the auction under abacus).

@@ -29,7 +29,12 @@ type JobSpec struct {
 	Budget  ledger.Money
 	Utility string
 	Weights map[string]float64
-	Key     string // the client's Idempotency-Key, optional
+	// MinUtility is the job's SLO (abacus only): the least utility, at its mean share
+	// of each pool over the auctions it bids in, for which it pays its budget. Nil:
+	// none. With weights w over the pools of its configuration, a linear utility is
+	// sum w_j s_j (from 0 to sum w_j) and a log one sum w_j log s_j (at most 0).
+	MinUtility *float64
+	Key        string // the client's Idempotency-Key, optional
 }
 
 // Validate checks what the spec says of itself. EINVALID names the field and rule.
@@ -50,6 +55,8 @@ func (s JobSpec) Validate() error {
 		return bad("utility: %q is not linear or log", s.Utility)
 	case len(s.Key) > 200:
 		return bad("idempotency key: at most 200 characters")
+	case s.MinUtility != nil && (math.IsNaN(*s.MinUtility) || math.IsInf(*s.MinUtility, 0)):
+		return bad("min_utility: must be a number")
 	}
 	for _, pool := range sortedPools(s.Configuration) {
 		if u := s.Configuration[pool]; u < 1 || u > 1_000_000 {
@@ -86,7 +93,8 @@ func (s JobSpec) digest() string {
 		B ledger.Money
 		U string
 		W map[string]float64
-	}{s.Team, s.Configuration, s.Tasks, s.MaxTaskDuration, s.Budget, s.Utility, s.Weights})
+		M *float64 `json:",omitempty"`
+	}{s.Team, s.Configuration, s.Tasks, s.MaxTaskDuration, s.Budget, s.Utility, s.Weights, s.MinUtility})
 	h := sha256.Sum256(b)
 	return hex.EncodeToString(h[:])
 }
@@ -166,14 +174,24 @@ func (s *BestEffort) Submit(ctx context.Context, by exchange.User, spec JobSpec)
 		}
 		j := Job{TeamID: spec.Team, ClusterID: cluster, CreatedBy: &by.ID, Configuration: configJSON(spec.Configuration),
 			Tasks: spec.Tasks, MaxTaskDuration: int64(spec.MaxTaskDuration / time.Second), Status: JobQueued, Queued: spec.Tasks,
-			Digest: digest, Budget: spec.Budget, Utility: spec.Utility, EnqueuedAt: now, CreatedAt: now, UpdatedAt: now}
+			Digest: digest, Budget: spec.Budget, Utility: spec.Utility, MinUtility: spec.MinUtility, EnqueuedAt: now, CreatedAt: now, UpdatedAt: now}
 		if spec.Key != "" {
 			k := scopedJobKey(spec.Team, spec.Key)
 			j.IdemKey = &k
 		}
-		if len(spec.Weights) > 0 {
-			b, _ := json.Marshal(spec.Weights)
-			j.Weights = string(b)
+		if ic.Policy == PolicyAbacus {
+			weights, from, err := s.weightsFor(tx, spec)
+			if err != nil {
+				return err
+			}
+			if err := checkSLO(spec, weights); err != nil {
+				return err
+			}
+			j.WeightsFrom = from
+			if len(weights) > 0 {
+				b, _ := json.Marshal(weights)
+				j.Weights = string(b)
+			}
 		}
 		if err := tx.Omit("ID").Create(&j).Error; err != nil {
 			return err
@@ -209,8 +227,37 @@ func checkBudget(ic IdleCluster, spec JobSpec) error {
 		}
 		return nil
 	}
-	if spec.Budget > 0 || spec.Utility != "" || len(spec.Weights) > 0 {
-		return clearhouse.Errorf(clearhouse.EINVALID, "budget: cluster %s shares idle capacity by the %s policy; budget, utility and weights are for the abacus policy", ic.ClusterID, ic.Policy)
+	if spec.Budget > 0 || spec.Utility != "" || len(spec.Weights) > 0 || spec.MinUtility != nil {
+		return clearhouse.Errorf(clearhouse.EINVALID, "budget: cluster %s shares idle capacity by the %s policy; budget, utility, weights and minimum utility are for the abacus policy", ic.ClusterID, ic.Policy)
+	}
+	return nil
+}
+
+// checkSLO refuses a minimum utility the job can never reach, or always reaches,
+// with the weights it bids with (nil: 1 for each pool of its configuration): a
+// linear utility must ask for more than 0 and at most the sum of the weights (every
+// share 1); a log one for at most 0 (every share 1).
+func checkSLO(spec JobSpec, weights map[string]float64) error {
+	if spec.MinUtility == nil {
+		return nil
+	}
+	m := *spec.MinUtility
+	if spec.Utility == "log" {
+		if m > 0 {
+			return clearhouse.Errorf(clearhouse.EINVALID, "min_utility: a log utility (sum of weight x log share) is at most 0, reached only with every unit of every pool; give a number up to 0, got %g", m)
+		}
+		return nil
+	}
+	most := 0.0
+	for pool := range spec.Configuration {
+		w, ok := weights[pool]
+		if !ok {
+			w = 1
+		}
+		most += w
+	}
+	if !(m > 0) || m > most*(1+1e-12) {
+		return clearhouse.Errorf(clearhouse.EINVALID, "min_utility: a linear utility (sum of weight x share) is from 0 to %g, the sum of the weights, with every unit of every pool; give a number above 0 and at most %g, got %g", most, most, m)
 	}
 	return nil
 }

@@ -110,7 +110,7 @@ func (b Batch) validate() error {
 			return clearhouse.Errorf(clearhouse.EINVALID, "amount: a capture must not be negative")
 		}
 		if !c.Reason.valid() {
-			return clearhouse.Errorf(clearhouse.EINVALID, "reason: %q is not a reason (grant, settlement, reservation, reversal, adjustment)", c.Reason)
+			return clearhouse.Errorf(clearhouse.EINVALID, "reason: %q is not a reason ("+reasonList+")", c.Reason)
 		}
 		if _, err := c.To.kind(); err != nil {
 			return err

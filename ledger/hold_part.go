@@ -77,7 +77,7 @@ func (l *Ledger) SettleHoldPart(ctx context.Context, key string, id int64, captu
 			return Hold{}, err
 		}
 		if !reason.valid() {
-			return Hold{}, clearhouse.Errorf(clearhouse.EINVALID, "reason: %q is not a reason (grant, settlement, reservation, reversal, adjustment)", reason)
+			return Hold{}, clearhouse.Errorf(clearhouse.EINVALID, "reason: %q is not a reason ("+reasonList+")", reason)
 		}
 	}
 	fp := partFingerprint(id, capture, release, to, reason, ref)

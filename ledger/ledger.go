@@ -55,11 +55,15 @@ const (
 	ReasonReservation Reason = "reservation" // a short-term reservation's charge
 	ReasonReversal    Reason = "reversal"    // corrects an earlier entry
 	ReasonAdjustment  Reason = "adjustment"  // any other correction by finance
+	ReasonBestEffort  Reason = "best-effort" // an abacus best-effort job's budget, charged when the job is done (migration 00014)
 )
+
+// reasonList names the reasons, for messages.
+const reasonList = "grant, settlement, reservation, reversal, adjustment, best-effort"
 
 func (r Reason) valid() bool {
 	switch r {
-	case ReasonGrant, ReasonSettlement, ReasonReservation, ReasonReversal, ReasonAdjustment:
+	case ReasonGrant, ReasonSettlement, ReasonReservation, ReasonReversal, ReasonAdjustment, ReasonBestEffort:
 		return true
 	}
 	return false
@@ -223,7 +227,7 @@ func (e *NewEntry) validate() error {
 		return clearhouse.Errorf(clearhouse.EINVALID, "key: an idempotency key of 1 to 200 characters is required")
 	}
 	if !e.Reason.valid() {
-		return clearhouse.Errorf(clearhouse.EINVALID, "reason: %q is not a reason (grant, settlement, reservation, reversal, adjustment)", e.Reason)
+		return clearhouse.Errorf(clearhouse.EINVALID, "reason: %q is not a reason ("+reasonList+")", e.Reason)
 	}
 	if len(e.Postings) < 2 {
 		return clearhouse.Errorf(clearhouse.EINVALID, "postings: an entry needs at least two postings")

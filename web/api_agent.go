@@ -152,6 +152,12 @@ type APIUpdates struct {
 		Pool  string `json:"pool"`
 		Units int64  `json:"units"`
 	} `json:"owner_usage,omitempty"`
+	// BestEffortJobs is what the agent measured of finished abacus jobs.
+	BestEffortJobs []struct {
+		Job     int64              `json:"job"`
+		Utility *float64           `json:"utility"`
+		Shares  map[string]float64 `json:"shares,omitempty"`
+	} `json:"best_effort_jobs,omitempty"`
 }
 
 func (s *Server) apiClusterUpdates(c *gin.Context) {
@@ -185,6 +191,13 @@ func (s *Server) apiClusterUpdates(c *gin.Context) {
 	}
 	for _, x := range body.OwnerUsage {
 		be.Usage = append(be.Usage, fleet.OwnerUsage{Team: x.Team, Pool: x.Pool, Units: x.Units})
+	}
+	for i, x := range body.BestEffortJobs {
+		if x.Utility == nil {
+			s.fail(c, clearhouse.Errorf(clearhouse.EINVALID, "best_effort_jobs[%d]: utility: required", i))
+			return
+		}
+		be.Measured = append(be.Measured, fleet.JobMeasurement{Job: x.Job, Utility: *x.Utility, Shares: x.Shares})
 	}
 	ctx, cluster := c.Request.Context(), c.Param("cluster")
 	if !be.Empty() {

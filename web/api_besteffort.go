@@ -23,10 +23,11 @@ type apiJobInput struct {
 	Budget          json.RawMessage    `json:"budget,omitempty"`
 	Utility         string             `json:"utility,omitempty"`
 	Weights         map[string]float64 `json:"weights,omitempty"`
+	MinUtility      *float64           `json:"min_utility,omitempty"`
 }
 
 func (b apiJobInput) spec(key string) (fleet.JobSpec, error) {
-	spec := fleet.JobSpec{Team: b.Team, Configuration: b.Configuration, Tasks: b.Tasks, Utility: b.Utility, Weights: b.Weights, Key: key}
+	spec := fleet.JobSpec{Team: b.Team, Configuration: b.Configuration, Tasks: b.Tasks, Utility: b.Utility, Weights: b.Weights, MinUtility: b.MinUtility, Key: key}
 	if b.MaxTaskDuration != "" {
 		d, err := time.ParseDuration(b.MaxTaskDuration)
 		if err != nil {
@@ -69,9 +70,16 @@ type apiJob struct {
 	Policy          string             `json:"policy"`
 	Budget          string             `json:"budget,omitempty"`
 	Charged         string             `json:"charged,omitempty"`
+	Released        string             `json:"released,omitempty"`
 	Utility         string             `json:"utility,omitempty"`
 	Weights         map[string]float64 `json:"weights,omitempty"`
 	Shares          map[string]float64 `json:"shares,omitempty"`
+	MeanShares      map[string]float64 `json:"mean_shares,omitempty"`
+	Auctions        int64              `json:"auctions,omitempty"`
+	MinUtility      *float64           `json:"min_utility,omitempty"`
+	SLO             string             `json:"slo,omitempty"`
+	WeightsFrom     string             `json:"weights_from,omitempty"`
+	MeasuredUtility *float64           `json:"measured_utility,omitempty"`
 	Enqueued        time.Time          `json:"enqueued"`
 	Ended           *time.Time         `json:"ended,omitempty"`
 }
@@ -80,7 +88,8 @@ func toAPIJob(v fleet.JobView) apiJob {
 	a := apiJob{ID: v.ID, Team: v.TeamID, Cluster: v.ClusterID, Status: string(v.Status), Configuration: v.Config(), Tasks: v.Tasks,
 		Queued: v.Queued, Running: v.Running, Done: v.Done, Failed: v.Failed, Cancelled: v.Cancelled, Preempted: v.Preempted,
 		EstimatedStart: v.EstimatedStart, Policy: v.Policy, Utility: v.Utility, Weights: v.WeightsByPool(), Shares: v.SharesByPool(),
-		Enqueued: v.EnqueuedAt, Ended: v.EndedAt}
+		MeanShares: v.MeanShares(), Auctions: v.Auctions, MinUtility: v.MinUtility, SLO: v.SLO, WeightsFrom: v.WeightsFrom,
+		MeasuredUtility: v.MeasuredUtility, Enqueued: v.EnqueuedAt, Ended: v.EndedAt}
 	if v.Position > 0 {
 		p := v.Position
 		a.Position = &p
@@ -89,7 +98,7 @@ func toAPIJob(v fleet.JobView) apiJob {
 		a.MaxTaskDuration = (time.Duration(v.MaxTaskDuration) * time.Second).String()
 	}
 	if v.Budget > 0 {
-		a.Budget, a.Charged = v.Budget.String(), v.Captured.String()
+		a.Budget, a.Charged, a.Released = v.Budget.String(), v.Captured.String(), v.Released.String()
 	}
 	return a
 }
@@ -198,12 +207,15 @@ type apiBestEffortTask struct {
 	Started         time.Time        `json:"started"`
 	MaxTaskDuration string           `json:"max_task_duration,omitempty"`
 	Reason          string           `json:"reason,omitempty"`
+	JobWaiting      int64            `json:"job_waiting"`
+	Abacus          bool             `json:"abacus,omitempty"`
 }
 
 func toAPIBestEffortTasks(ts []fleet.BestEffortTask) []apiBestEffortTask {
 	out := make([]apiBestEffortTask, len(ts))
 	for i, t := range ts {
-		out[i] = apiBestEffortTask{Task: t.Task, Job: t.Job, Team: t.Team, Configuration: t.Configuration, Started: t.Started, Reason: t.Reason}
+		out[i] = apiBestEffortTask{Task: t.Task, Job: t.Job, Team: t.Team, Configuration: t.Configuration, Started: t.Started, Reason: t.Reason,
+			JobWaiting: t.JobWaiting, Abacus: t.Abacus}
 		if t.MaxTaskDuration > 0 {
 			out[i].MaxTaskDuration = t.MaxTaskDuration.String()
 		}

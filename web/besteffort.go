@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"math"
 	"net/http"
 	"slices"
 	"strconv"
@@ -92,6 +93,15 @@ func jobSpecFromForm(c *gin.Context, f *templates.BestEffortForm) fleet.JobSpec 
 		if f.Utility == "log" {
 			spec.Utility = "log"
 		}
+		f.MinUtility = strings.TrimSpace(c.PostForm("min_utility"))
+		if f.MinUtility != "" {
+			x, err := strconv.ParseFloat(f.MinUtility, 64)
+			if err != nil || math.IsNaN(x) || math.IsInf(x, 0) {
+				f.Errors["min_utility"] = "Give a number, or leave it empty for no minimum."
+			} else {
+				spec.MinUtility = &x
+			}
+		}
 		for i, w := range f.Weights {
 			raw := strings.TrimSpace(c.PostForm("w." + w.Name))
 			f.Weights[i].Value = raw
@@ -149,8 +159,14 @@ func (s *Server) submitBestEffort(c *gin.Context) {
 			return
 		}
 		var lines []string
-		for _, pool := range slices.Sorted(maps.Keys(q)) {
-			lines = append(lines, fmt.Sprintf("%s: %.0f%% of the units that free up", pool, 100*q[pool]))
+		for _, pool := range slices.Sorted(maps.Keys(q.Shares)) {
+			lines = append(lines, fmt.Sprintf("%s: %.0f%% of the units that free up", pool, 100*q.Shares[pool]))
+		}
+		lines = append(lines, fmt.Sprintf("utility %.3g at these shares, with %s", q.Utility, weightsText(q.Weights, spec.Configuration)))
+		if q.SLO && q.Served {
+			lines = append(lines, "served first: its minimum utility fits beside the other served jobs'")
+		} else if q.SLO {
+			lines = append(lines, "not served first: the shares are of what the served jobs leave; a minimum utility not met when the job is done is not charged")
 		}
 		s.renderBestEffort(c, http.StatusOK, f, lines)
 		return
@@ -168,7 +184,7 @@ func (s *Server) bestEffortFailure(c *gin.Context, err error, f templates.BestEf
 	case clearhouse.EINVALID, clearhouse.EUNPROCESSABLE, clearhouse.ECONFLICT:
 		field, msg := fieldOf(err)
 		switch field {
-		case "tasks", "max_task_duration", "budget", "utility":
+		case "tasks", "max_task_duration", "budget", "utility", "min_utility":
 		default:
 			field, msg = "cluster", clearhouse.ErrorMessage(err)
 		}
@@ -212,6 +228,10 @@ func (s *Server) renderBestEffort(c *gin.Context, status int, f templates.BestEf
 		s.fail(c, err)
 		return
 	}
+	if v.Fits, err = s.fitRows(ctx, u.TeamID); err != nil {
+		s.fail(c, err)
+		return
+	}
 	s.render(c, status, templates.BestEffortPage(s.page(c, "Best-effort jobs", "best-effort"), v))
 }
 
@@ -240,8 +260,41 @@ func bestEffortRow(j fleet.JobView, now time.Time) templates.BestEffortRow {
 			parts = append(parts, fmt.Sprintf("%s %.0f%%", p, 100*shares[p]))
 		}
 		r.Shares = strings.Join(parts, ", ")
+		from := map[string]string{"given": "yours", "equal": "no usable fit yet", "fitted": "learned"}[j.WeightsFrom]
+		r.Weights = weightsText(j.WeightsByPool(), j.Config())
+		if from != "" {
+			r.Weights += " (" + from + ")"
+		}
+		if j.MinUtility != nil {
+			r.SLO = fmt.Sprintf("minimum utility %.3g", *j.MinUtility)
+			switch {
+			case j.SLO == "met":
+				r.SLO += ": met, charged"
+			case j.SLO == "missed":
+				r.SLO += ": not met, budget released"
+			case j.Auctions > 0:
+				r.SLO += fmt.Sprintf(": %.3g so far over %d auctions", j.UtilityAt(j.MeanShares()), j.Auctions)
+			}
+		}
 	}
 	return r
+}
+
+// weightsText names the weights a job bids with over its pools ("weights
+// us-east/cpu 1.8, us-east/ram 0.4"), 1 for each when there are none.
+func weightsText(w map[string]float64, config map[string]int64) string {
+	if len(w) == 0 {
+		return "weights 1 each"
+	}
+	var parts []string
+	for _, p := range slices.Sorted(maps.Keys(config)) {
+		x, ok := w[p]
+		if !ok {
+			x = 1
+		}
+		parts = append(parts, fmt.Sprintf("%s %.3g", p, x))
+	}
+	return "weights " + strings.Join(parts, ", ")
 }
 
 // idleAccounts is a team's idle-capacity accounts per pool, for its pages.
@@ -258,6 +311,40 @@ func (s *Server) idleAccounts(ctx context.Context, team string) ([]templates.Idl
 		out[i] = templates.IdleAccountRow{Pool: t.Pool, Policy: t.Policy, UtilityName: t.UtilityName,
 			Lent: fmt.Sprintf("%.1f", t.Lent), Borrowed: fmt.Sprintf("%.0f", t.Borrowed),
 			Contribution: fmt.Sprintf("%.2f", t.Contribution), Utility: fmt.Sprintf("%.2f", t.Utility), Priority: fmt.Sprintf("%.4f", t.Priority)}
+	}
+	return out, nil
+}
+
+// fitStatus says in users' words what a fit's outcome means for the next jobs.
+var fitStatus = map[string]string{
+	"ok":              "used by budget-only jobs",
+	"too-few-samples": "not yet: needs twice as many measured jobs as resources",
+	"ill-conditioned": "not used: the jobs' shares do not tell the resources apart",
+	"non-positive":    "not used: a weight came out zero or negative",
+}
+
+// fitRows is a team's learned utility weights, for its pages.
+func (s *Server) fitRows(ctx context.Context, team string) ([]templates.FitRow, error) {
+	if s.svc.BestEffort == nil {
+		return nil, nil
+	}
+	fits, err := s.svc.BestEffort.Fits(ctx, team)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]templates.FitRow, len(fits))
+	for i, f := range fits {
+		out[i] = templates.FitRow{Kind: strings.ReplaceAll(f.Kind, ",", ", "), Utility: f.Utility, Samples: f.Samples, Status: fitStatus[f.Outcome], Used: f.Outcome == "ok"}
+		if w := f.WeightsByPool(); len(w) > 0 {
+			var parts []string
+			for _, p := range f.Pools() {
+				parts = append(parts, fmt.Sprintf("%s %.3g", p, w[p]))
+			}
+			out[i].Weights = strings.Join(parts, ", ")
+			if f.Outcome == "ok" {
+				out[i].Status += fmt.Sprintf(" (RMSE %.2g)", f.RMSE)
+			}
+		}
 	}
 	return out, nil
 }

@@ -47,12 +47,23 @@ func (s *Server) renderIdle(c *gin.Context, status int, failed string, errs temp
 			continue
 		}
 		t := templates.AuctionTable{Cluster: cluster, Summary: fmt.Sprintf("alpha %g, %d iterations, %s", a.Alpha, a.Iterations, a.Outcome)}
+		if a.SLO {
+			t.Summary += fmt.Sprintf("; SLO variant: the served jobs (budgets $%.2f) share first, the others what they leave", a.Revenue)
+		}
 		for _, j := range a.Jobs {
 			var parts []string
 			for _, p := range slices.Sorted(maps.Keys(j.Shares)) {
 				parts = append(parts, fmt.Sprintf("%s %.1f%%", p, 100*j.Shares[p]))
 			}
-			t.Rows = append(t.Rows, templates.AuctionRow{Job: "#" + j.Job, Team: j.Team, Budget: fmt.Sprintf("$%.2f", j.Budget), Utility: j.Utility, Shares: strings.Join(parts, ", ")})
+			row := templates.AuctionRow{Job: "#" + j.Job, Team: j.Team, Budget: fmt.Sprintf("$%.2f", j.Budget), Utility: j.Utility, Shares: strings.Join(parts, ", "), SLO: "—"}
+			if j.MinUtility != nil {
+				served := "not served"
+				if j.Served {
+					served = "served"
+				}
+				row.SLO = fmt.Sprintf("%.3g: %s (utility %.3g)", *j.MinUtility, served, j.Value)
+			}
+			t.Rows = append(t.Rows, row)
 		}
 		v.Auctions = append(v.Auctions, t)
 	}

@@ -24,12 +24,13 @@ func monOf(dollars float64) templates.Money {
 }
 
 var (
-	refPattern    = regexp.MustCompile(`^(order|auction|reservation):(\d+)$`)
-	capturePat    = regexp.MustCompile(`^(partial )?capture of hold \d+ \((order|reservation):(\d+)\)$`)
-	soldPattern   = regexp.MustCompile(`^order (\d+) sold in auction (\d+)$`)
-	refNouns      = map[string]string{"order": "Order", "auction": "Auction", "reservation": "Reservation"}
-	teamRefURLs   = map[string]string{"auction": "/auctions/%s", "reservation": "/reservations#reservation-%s", "order": "/orders#order-%s"}
-	financeRefURL = map[string]string{"auction": "/finance/auctions/%s"}
+	refPattern  = regexp.MustCompile(`^(order|auction|reservation|best-effort):(\d+)$`)
+	capturePat  = regexp.MustCompile(`^(partial )?capture of hold \d+ \((order|reservation|best-effort):(\d+)\)$`)
+	soldPattern = regexp.MustCompile(`^order (\d+) sold in auction (\d+)$`)
+	refNouns    = map[string]string{"order": "Order", "auction": "Auction", "reservation": "Reservation", "best-effort": "Best-effort job"}
+	teamRefURLs = map[string]string{"auction": "/auctions/%s", "reservation": "/reservations#reservation-%s", "order": "/orders#order-%s",
+		"best-effort": "/best-effort#job-%s"}
+	financeRefURL = map[string]string{"auction": "/finance/auctions/%s", "best-effort": "/finance/best-effort#job-%s"}
 )
 
 // describeEntry puts a ledger entry's reference and memo in the market's words:
@@ -51,6 +52,8 @@ func describeEntry(ref, memo string, forFinance bool) (text, url, words string) 
 	switch m := capturePat.FindStringSubmatch(memo); {
 	case m != nil && m[2] == "order":
 		words = "Payment for order #" + m[3]
+	case m != nil && m[2] == "best-effort":
+		words = "Charge for best-effort job #" + m[3] + " (its budget)"
 	case m != nil:
 		words = "Charge for reservation #" + m[3]
 	}
@@ -61,6 +64,16 @@ func describeEntry(ref, memo string, forFinance bool) (text, url, words string) 
 		words = strings.TrimSpace(memo)
 	}
 	return text, url, words
+}
+
+// reasonWords is an entry's reason as statements show it: a best-effort job's
+// charge reads "best-effort job", also for the charges posted before migration
+// 00014 under the reason reservation (recognised by their reference).
+func reasonWords(reason ledger.Reason, ref string) string {
+	if reason == ledger.ReasonBestEffort || strings.HasPrefix(ref, "best-effort:") {
+		return "best-effort job"
+	}
+	return string(reason)
 }
 
 // holdRef names what a hold is for: "order:28" becomes "Order #28".

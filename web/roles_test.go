@@ -76,6 +76,7 @@ func TestEveryPageRefusesOtherRoles(t *testing.T) {
 		"/finance":                            {exchange.RoleFinance},
 		"/finance/teams/search":               {exchange.RoleFinance},
 		"/finance/journal.csv":                {exchange.RoleFinance},
+		"/finance/best-effort":                {exchange.RoleFinance},
 		"/finance/auctions/1":                 {exchange.RoleFinance},
 		"/operate":                            {exchange.RoleOperator},
 		"/operate/trades":                     {exchange.RoleOperator},

@@ -70,6 +70,7 @@ func (s *Server) routes(e *gin.Engine) {
 	fin.GET("/teams/:team", s.financeTeamPage)
 	fin.GET("/teams/:team/statement.csv", s.financeTeamCSV)
 	fin.GET("/journal.csv", s.journalCSV)
+	fin.GET("/best-effort", s.financeBestEffortPage)
 	fin.GET("/auctions/:id", s.settlementPage)
 	fin.GET("/auctions/:id/settlement.csv", s.settlementCSV)
 

@@ -55,7 +55,7 @@ func statementView(st ledger.Statement, csvPath string, forFinance bool) templat
 	}
 	for _, l := range lines {
 		ref, url, memo := describeEntry(l.Ref, l.Memo, forFinance)
-		v.Lines = append(v.Lines, templates.StatementLine{At: fmtTime(l.At), Reason: string(l.Reason), Ref: ref, RefURL: url, Memo: memo,
+		v.Lines = append(v.Lines, templates.StatementLine{At: fmtTime(l.At), Reason: reasonWords(l.Reason, l.Ref), Ref: ref, RefURL: url, Memo: memo,
 			Amount: mon(l.Amount), Running: mon(l.Running)})
 	}
 	return v
@@ -124,6 +124,10 @@ func (s *Server) teamView(c *gin.Context, team string, csvPath string) (template
 		v.Holds = append(v.Holds, templates.HoldRow{Ref: holdRef(h.Ref), Amount: mon(h.Amount), Since: fmtTime(h.CreatedAt)})
 	}
 	if v.Idle, err = s.idleAccounts(ctx, team); err != nil {
+		s.fail(c, err)
+		return templates.TeamView{}, false
+	}
+	if v.Fits, err = s.fitRows(ctx, team); err != nil {
 		s.fail(c, err)
 		return templates.TeamView{}, false
 	}

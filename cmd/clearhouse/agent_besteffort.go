@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"time"
 )
@@ -16,6 +17,19 @@ type agentTask struct {
 	Started         time.Time        `json:"started"`
 	MaxTaskDuration string           `json:"max_task_duration,omitempty"`
 	Reason          string           `json:"reason,omitempty"`
+	JobWaiting      int64            `json:"job_waiting"`
+	Abacus          bool             `json:"abacus,omitempty"`
+}
+
+// beJob is what a simulating agent measures of an abacus job it runs tasks of:
+// its first start, its last end, and the sum over polls of its share of the
+// best-effort units of each of its pools.
+type beJob struct {
+	config      map[string]int64
+	first, last time.Time
+	polls       int
+	shares      map[string]float64
+	waiting     int64 // its tasks waiting at the last poll
 }
 
 // agentTaskEvent reports a best-effort task started, done, failed or stopped.
@@ -89,6 +103,77 @@ func (a *clusterAgent) followBestEffort(alloc agentAllocation, now time.Time) {
 			delete(a.tasks, id)
 			a.events = append(a.events, agentTaskEvent{Task: id, Event: ev, At: bt.endAt})
 			fmt.Fprintf(a.out, "%s end best-effort task %d of job %d: %s at %s\n", clock(now), id, bt.task.Job, ev, clock(bt.endAt))
+			if j := a.jobs[bt.task.Job]; j != nil && bt.endAt.After(j.last) {
+				j.last = bt.endAt
+			}
 		}
+	}
+	if a.sim != nil {
+		a.measureJobs(alloc, now)
+	}
+}
+
+// measureJobs (simulating) follows the abacus jobs whose tasks run: each poll adds
+// each job's share of the best-effort units of its pools now; a job with no task
+// left running and none waiting is done, and its measurement (the inverse of its
+// run time in hours, and its mean shares) goes in the next report.
+func (a *clusterAgent) measureJobs(alloc agentAllocation, now time.Time) {
+	if a.jobs == nil {
+		a.jobs = map[int64]*beJob{}
+	}
+	for _, t := range alloc.BestEffort {
+		if !t.Abacus {
+			continue
+		}
+		j := a.jobs[t.Job]
+		if j == nil {
+			j = &beJob{config: t.Configuration, first: t.Started, shares: map[string]float64{}}
+			a.jobs[t.Job] = j
+		}
+		j.waiting = t.JobWaiting
+		if t.Started.Before(j.first) {
+			j.first = t.Started
+		}
+	}
+	total, mine := map[string]int64{}, map[int64]map[string]int64{}
+	for _, bt := range a.tasks {
+		for p, u := range bt.task.Configuration {
+			total[p] += u
+			if a.jobs[bt.task.Job] != nil {
+				if mine[bt.task.Job] == nil {
+					mine[bt.task.Job] = map[string]int64{}
+				}
+				mine[bt.task.Job][p] += u
+			}
+		}
+	}
+	for _, id := range slices.Sorted(maps.Keys(a.jobs)) {
+		j := a.jobs[id]
+		if m := mine[id]; m != nil {
+			j.polls++
+			for p := range j.config {
+				j.shares[p] += float64(m[p]) / float64(max(total[p], 1))
+			}
+			continue
+		}
+		if j.waiting > 0 {
+			continue // its tasks wait for units
+		}
+		if j.last.IsZero() { // the server ended its tasks (cancelled): nothing to measure
+			delete(a.jobs, id)
+			continue
+		}
+		hours := j.last.Sub(j.first).Hours()
+		if hours <= 0 || j.polls == 0 {
+			delete(a.jobs, id)
+			continue
+		}
+		m := agentMeasurement{Job: id, Utility: 1 / hours, Shares: map[string]float64{}}
+		for p := range j.config {
+			m.Shares[p] = min(1, j.shares[p]/float64(j.polls))
+		}
+		a.measured = append(a.measured, m)
+		delete(a.jobs, id)
+		fmt.Fprintf(a.out, "%s best-effort job %d done: utility %.3g (1/%.2f h)\n", clock(now), id, m.Utility, hours)
 	}
 }

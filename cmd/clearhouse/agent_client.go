@@ -83,6 +83,16 @@ type agentUpdates struct {
 	// Pools is what all the work the agent runs uses of each pool now: the series
 	// the server measures utilization (and so reserve prices) from.
 	Pools []agentPoolUsage `json:"pools,omitempty"`
+	// BestEffortJobs is what the agent measured of finished abacus jobs.
+	BestEffortJobs []agentMeasurement `json:"best_effort_jobs,omitempty"`
+}
+
+// agentMeasurement is a finished abacus job's measured utility (the inverse of its
+// run time in hours, first start to last end) and average share of each pool.
+type agentMeasurement struct {
+	Job     int64              `json:"job"`
+	Utility float64            `json:"utility"`
+	Shares  map[string]float64 `json:"shares,omitempty"`
 }
 
 // agentPoolUsage is the units of one pool in use now.
@@ -92,7 +102,7 @@ type agentPoolUsage struct {
 }
 
 func (u agentUpdates) empty() bool {
-	return len(u.Ends)+len(u.Starts)+len(u.Usage)+len(u.Waiting)+len(u.BestEffort)+len(u.Pools) == 0
+	return len(u.Ends)+len(u.Starts)+len(u.Usage)+len(u.Waiting)+len(u.BestEffort)+len(u.Pools)+len(u.BestEffortJobs) == 0
 }
 
 // agentAnswer is what the server did with a report.

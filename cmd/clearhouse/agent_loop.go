@@ -80,6 +80,9 @@ type clusterAgent struct {
 	tasks   map[int64]*beTask // best-effort tasks it runs
 	stopped map[int64]bool    // best-effort tasks it announced stopping (a following agent is told until the server hears)
 	events  []agentTaskEvent  // best-effort events the server has not yet accepted
+
+	jobs     map[int64]*beJob   // abacus jobs it measures (simulating)
+	measured []agentMeasurement // measurements the server has not yet accepted
 }
 
 func newClusterAgent(c *agentClient, out, errOut io.Writer, now func() time.Time, sim *simulation) *clusterAgent {
@@ -142,12 +145,12 @@ func (a *clusterAgent) poll(ctx context.Context) error {
 			// The server refused these ends and starts; sending them again will not help.
 			clear(a.unsent)
 			a.stopStarts(maps.Keys(a.starts), now, "the server refused the report")
-			a.events = nil
+			a.events, a.measured = nil, nil
 		}
 		return err
 	}
 	clear(a.unsent)
-	a.events = nil
+	a.events, a.measured = nil, nil
 	clear(a.starts)
 	a.stopStarts(slices.Values(ans.RefusedStarts), now, "the plan has no room for it now")
 	if len(ans.Moved)+len(ans.AtRisk)+len(ans.Ended)+len(ans.RefusedStarts) > 0 {
@@ -303,6 +306,7 @@ func (a *clusterAgent) updates(alloc agentAllocation) agentUpdates {
 		up.Waiting = append(up.Waiting, agentWaiting{Reservation: j.Reservation, Request: j.Request, Tasks: j.Count})
 	}
 	up.BestEffort = a.events
+	up.BestEffortJobs = a.measured
 	up.Pools = a.poolUsage(up.Usage)
 	return up
 }
