@@ -226,3 +226,36 @@ func TestDecodeInstance(t *testing.T) {
 		}
 	}
 }
+
+// Demo auction #8's ap-south/cpu: the operator offers 200 units, and each buyer
+// wants more than that in one all-or-nothing bundle, with another cluster as its
+// alternative. The price must rise, since demand exceeds supply, until the last
+// buyer prefers its other cluster; then nobody buys the pool, which ends well
+// above reserve with all 200 units unsold. That is the clock working as designed
+// (bundles are indivisible and prices never fall), not an overshooting step: the
+// final price is within one step of where the last buyer switched.
+func TestBuyersLargerThanSupplyLeaveThePoolUnsoldAboveReserve(t *testing.T) {
+	inst := auction.Instance{
+		Pools: []auction.Pool{{ID: "ap/cpu", Supply: 200, ReservePrice: 1.1}, {ID: "eu/cpu", Supply: 1000, ReservePrice: 2}, {ID: "us/cpu", Supply: 1000, ReservePrice: 3}},
+		Bidders: []auction.Bidder{
+			{ID: "search", Limit: lim(733), Bundles: []auction.Bundle{{"ap/cpu": 300}, {"eu/cpu": 300}}},
+			{ID: "ml", Limit: lim(1585), Bundles: []auction.Bundle{{"ap/cpu": 400}, {"us/cpu": 400}}},
+		},
+	}
+	res := solve(t, inst)
+	if !res.Converged || len(res.Winners) != 2 {
+		t.Fatalf("winners %+v, want both buyers, elsewhere", res.Winners)
+	}
+	for _, w := range res.Winners {
+		if w.BundleIndex != 1 {
+			t.Errorf("%s won bundle %d; ap/cpu cannot cover any bundle, want its other cluster", w.ID, w.BundleIndex)
+		}
+	}
+	// ml leaves ap/cpu once 400 units there cost more than 400 in us/cpu ($3 each).
+	if p := res.Prices["ap/cpu"]; p <= 3 || p > 3*1.05+1e-9 {
+		t.Errorf("ap/cpu price %v, want just above $3.00, where the last buyer switched", p)
+	}
+	if res.ExcessDemand["ap/cpu"] != -200 || res.OperatorSold["ap/cpu"] != 0 {
+		t.Errorf("ap/cpu excess %v sold %v, want all 200 unsold", res.ExcessDemand["ap/cpu"], res.OperatorSold["ap/cpu"])
+	}
+}

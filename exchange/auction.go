@@ -255,7 +255,10 @@ func (m *Market) OpenDue(ctx context.Context) ([]Auction, error) {
 				return res.Error // someone else opened it
 			}
 			did = true
-			return m.fixReserves(tx, a.ID)
+			if err := m.fixReserves(tx, a.ID); err != nil {
+				return err
+			}
+			return m.notifyDrafts(tx, a)
 		})
 		if isDuplicate(err) {
 			break // another server opened an auction at the same moment

@@ -82,8 +82,9 @@ type Outcome struct {
 // approval threshold waits for an owner unless an owner placed it. Returns
 // EINVALID for a bad spec or one over the market's limits, ENOTFOUND for unknown
 // pools, ECONFLICT when no auction is taking bids (or it is closing), and
-// EUNPROCESSABLE when the budget or quota does not cover the holds or the team has
-// as many live orders as it may. Nothing is saved when it fails.
+// EUNPROCESSABLE when the budget or quota does not cover the holds, the team has
+// as many live orders as it may, or the order would buy a pool the team's live
+// orders in the auction sell (or sell one they buy). Nothing is saved when it fails.
 //
 // With spec.Key, placing is idempotent per team: the same key and order return the
 // first order, also to concurrent requests on other servers (and also once the
@@ -158,6 +159,9 @@ func (m *Market) placeOrder(ctx context.Context, tx *gorm.DB, by User, spec Orde
 		return Order{}, notFound(err, "team: no team %q", spec.Team)
 	}
 	if err := checkLimits(tx, spec, team.ID, a.ID); err != nil {
+		return Order{}, err
+	}
+	if err := checkOneSide(tx, spec, team.ID, a.ID); err != nil {
 		return Order{}, err
 	}
 	o := Order{TeamID: team.ID, AuctionID: &a.ID, CreatedBy: by.ID, Status: OrderOpen, CreatedAt: now, UpdatedAt: now, IdemDigest: digest}

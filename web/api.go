@@ -249,8 +249,9 @@ type apiOrderBody struct {
 }
 
 type apiOutcome struct {
-	BundleIndex int    `json:"bundle_index"` // counted from 0; -1: loses
-	Payment     string `json:"payment"`      // dollars; negative: received
+	BundleNumber int    `json:"bundle_number,omitempty"` // counted from 1, as pages and CSV count; absent: loses
+	BundleIndex  int    `json:"bundle_index"`            // deprecated: counted from 0; -1: loses
+	Payment      string `json:"payment"`                 // dollars; negative: received
 }
 
 func toAPIOrder(v exchange.OrderView) apiOrderBody {
@@ -267,7 +268,7 @@ func toAPIOrder(v exchange.OrderView) apiOrderBody {
 		o.Limits = append(o.Limits, moneyOut(l))
 	}
 	if v.Provisional != nil {
-		o.Provisional = &apiOutcome{BundleIndex: v.Provisional.BundleIndex, Payment: apiPrice(v.Provisional.Payment)}
+		o.Provisional = &apiOutcome{BundleNumber: v.Provisional.BundleIndex + 1, BundleIndex: v.Provisional.BundleIndex, Payment: apiPrice(v.Provisional.Payment)}
 	}
 	return o
 }
@@ -382,8 +383,25 @@ func (s *Server) apiPlaceOrder(c *gin.Context) {
 		s.fail(c, err)
 		return
 	}
+	out := apiPlacedOrder{apiOrderBody: toAPIOrder(v)}
+	if spec.Kind() == "bid" {
+		bc, err := s.loadBidContext(c)
+		if err != nil {
+			s.fail(c, err)
+			return
+		}
+		out.Warnings = limitBelowReserve(bc, spec)
+	}
 	c.Header("Location", fmt.Sprintf("/api/v1/orders/%d", o.ID))
-	c.JSON(http.StatusCreated, toAPIOrder(v))
+	c.JSON(http.StatusCreated, out)
+}
+
+// apiPlacedOrder is a newly placed order with what its client should know: a
+// bid whose limit is below the cost at reserve prices is placed, with a warning
+// that it cannot win in this auction.
+type apiPlacedOrder struct {
+	apiOrderBody
+	Warnings []string `json:"warnings,omitempty"`
 }
 
 func (s *Server) apiWithdraw(c *gin.Context) {
@@ -425,7 +443,8 @@ func (s *Server) apiTeamBudget(c *gin.Context) { s.budget(c, c.Param("team")) }
 type apiSettlementLine struct {
 	Order        int64            `json:"order"`
 	Team         string           `json:"team"`
-	BundleIndex  int              `json:"bundle_index"`
+	BundleNumber int              `json:"bundle_number,omitempty"` // counted from 1, as pages and CSV count; absent: lost
+	BundleIndex  int              `json:"bundle_index"`            // deprecated: counted from 0; -1: lost
 	Bundle       map[string]int64 `json:"bundle,omitempty"`
 	Payment      string           `json:"payment"`
 	ClockPayment string           `json:"clock_payment"`
@@ -451,7 +470,7 @@ func (s *Server) apiSettlement(c *gin.Context) {
 	}
 	lines := []apiSettlementLine{}
 	for _, l := range rep.Lines {
-		lines = append(lines, apiSettlementLine{Order: l.OrderID, Team: l.TeamID, BundleIndex: l.BundleIndex, Bundle: l.Bundle,
+		lines = append(lines, apiSettlementLine{Order: l.OrderID, Team: l.TeamID, BundleNumber: l.BundleIndex + 1, BundleIndex: l.BundleIndex, Bundle: l.Bundle,
 			Payment: ledger.Money(l.Payment).Plain(), ClockPayment: apiPrice(l.Exact), EntryID: l.EntryID})
 	}
 	c.JSON(http.StatusOK, gin.H{"auction": toAPIAuction(rep.Auction), "lines": lines, "totals": gin.H{

@@ -56,12 +56,24 @@ func TestBidFormChecksEarly(t *testing.T) {
 		t.Errorf("a number too large is called not a whole number: %q", s)
 	}
 	tok := b.csrf("/orders/new?step=2&q.cpu=100&cluster=us-east")
-	res, doc := b.post("/orders", url.Values{"csrf_token": {tok}, "q.cpu": {"100"}, "cluster": {"us-east"}, "limit_mode": {"one"}, "limit": {"1.00"}})
-	if res.StatusCode != http.StatusUnprocessableEntity || !strings.Contains(doc.Find("[data-testid=error-limit]").Text(), "could never win") {
-		t.Errorf("a limit below the cost at reserve: %d %q", res.StatusCode, doc.Find("[data-testid=error-limit]").Text())
+	form := url.Values{"csrf_token": {tok}, "q.cpu": {"100"}, "cluster": {"us-east"}, "limit_mode": {"one"}, "limit": {"1.00"}}
+	res, doc := b.post("/orders", form)
+	warning := doc.Find("[data-testid=reserve-warning]")
+	if res.StatusCode != http.StatusUnprocessableEntity || !strings.Contains(warning.Text(), "cannot win") || warning.Find("[data-testid=below-reserve-ok]").Length() != 1 {
+		t.Errorf("a limit below the cost at reserve: %d %q", res.StatusCode, warning.Text())
+	}
+	if v, _ := doc.Find("[name=limit]").Attr("value"); v != "1.00" {
+		t.Errorf("the limit typed was not kept: %q", v)
 	}
 	if vs, _ := f.market.Orders(ctx, exchange.OrderFilter{Team: "search"}); len(vs) != 0 {
-		t.Errorf("a refused bid was placed: %d orders", len(vs))
+		t.Errorf("a bid was placed before the member confirmed: %d orders", len(vs))
+	}
+	form.Set("below_reserve", "accept")
+	if res, doc := b.post("/orders", form); res.StatusCode != http.StatusSeeOther {
+		t.Errorf("a confirmed bid below the cost at reserve: %d %q", res.StatusCode, doc.Find(".field-error").Text())
+	}
+	if vs, _ := f.market.Orders(ctx, exchange.OrderFilter{Team: "search"}); len(vs) != 1 {
+		t.Errorf("the confirmed bid was not placed: %d orders", len(vs))
 	}
 }
 

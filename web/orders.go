@@ -107,7 +107,12 @@ func (s *Server) ordersPage(c *gin.Context) {
 		s.fail(c, err)
 		return
 	}
-	v := templates.OrdersView{Team: u.TeamID, Orders: orderRows(u, vs, open, units), CanOrder: open, Notice: notice, Pager: pg}
+	drafts, err := s.svc.Market.Drafts(c.Request.Context(), u.TeamID)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	v := templates.OrdersView{Team: u.TeamID, Orders: orderRows(u, vs, open, units), Drafts: draftRows(drafts, open, units), CanOrder: open, Notice: notice, Pager: pg}
 	s.render(c, http.StatusOK, templates.OrdersPage(s.page(c, "Orders of team "+u.TeamID, "orders"), v))
 }
 
@@ -119,6 +124,15 @@ type bidContext struct {
 	reserve   map[string]float64
 	current   map[string]float64
 	shapes    []exchange.Shape
+}
+
+// units maps each pool to its unit ("core").
+func (bc bidContext) units() map[string]string {
+	out := make(map[string]string, len(bc.pools))
+	for id, p := range bc.pools {
+		out[id] = p.Unit
+	}
+	return out
 }
 
 func (s *Server) loadBidContext(c *gin.Context) (bidContext, error) {
@@ -266,7 +280,7 @@ func bundleChoices(bc bidContext, f *templates.BidForm, bundles map[string]excha
 			atReserve += float64(q) * bc.reserve[pool]
 			atCurrent += float64(q) * bc.current[pool]
 		}
-		bcho := templates.BundleChoice{Cluster: cl.ID, Items: b.String(), AtReserve: monOf(atReserve), Limit: limits[cl.ID]}
+		bcho := templates.BundleChoice{Cluster: cl.ID, Items: bundleText(b, bc.units()), AtReserve: monOf(atReserve), Limit: limits[cl.ID]}
 		if current {
 			m := monOf(atCurrent)
 			bcho.AtCurrent = &m
@@ -295,7 +309,14 @@ func (s *Server) newBidPage(c *gin.Context) {
 		if c.Query("limit_mode") == "each" {
 			f.LimitMode = "each"
 		}
-		bundleChoices(bc, &f, bundles, nil)
+		// A draft being edited fills in its limits.
+		f.Limit = c.Query("limit")
+		typed := map[string]string{}
+		for _, cl := range bc.clusters {
+			typed[cl.ID] = c.Query("limit." + cl.ID)
+		}
+		f.DraftID, _ = strconv.ParseInt(c.Query("draft"), 10, 64)
+		bundleChoices(bc, &f, bundles, typed)
 		f.Note = s.approvalNote(c)
 	} else if c.Query("step") != "2" {
 		f.Errors = templates.FieldErrors{} // a fresh form shows no errors
@@ -352,31 +373,19 @@ func (s *Server) placeBid(c *gin.Context) {
 		}
 	}
 	if len(f.Errors) == 0 {
-		checkLimitCoversReserve(bc, spec, f.Errors)
+		f.Warnings = limitBelowReserve(bc, spec)
+		f.ConfirmBelowReserve = c.PostForm("below_reserve") == "accept"
 	}
-	if len(f.Errors) == 0 {
-		msg, err := s.oppositeOrder(c, u.TeamID, spec)
-		if err != nil {
-			s.fail(c, err)
-			return
-		}
-		if msg != "" {
-			key := "limit" // step 2 shows the limit fields: say it there
-			for _, cl := range bc.clusters {
-				if _, ok := bundles[cl.ID]; ok && f.LimitMode == "each" {
-					key = "limit." + cl.ID
-					break
-				}
-			}
-			f.Errors[key] = msg
-		}
-	}
-	if len(f.Errors) == 0 {
-		o, err := s.svc.Market.PlaceOrder(c.Request.Context(), u, spec)
+	f.DraftID = draftOf(c)
+	if len(f.Errors) == 0 && (c.PostForm("action") == "draft" || len(f.Warnings) == 0 || f.ConfirmBelowReserve) {
+		id, awaiting, saved, err := s.saveOrPlace(c, spec)
 		if err == nil {
-			msg := fmt.Sprintf("Bid #%d placed.", o.ID)
-			if o.Status == exchange.OrderAwaitingApproval {
-				msg = fmt.Sprintf("Bid #%d placed; it waits for a team owner's approval.", o.ID)
+			msg := fmt.Sprintf("Bid #%d placed.", id)
+			switch {
+			case saved:
+				msg = savedMessage(id)
+			case awaiting:
+				msg = fmt.Sprintf("Bid #%d placed; it waits for a team owner's approval.", id)
 			}
 			s.redirectWithFlash(c, "/orders", "ok", msg)
 			return
@@ -514,20 +523,21 @@ func (s *Server) orderPage(c *gin.Context, f exchange.OrderFilter, what string) 
 	return vs, pg, nil
 }
 
-// checkLimitCoversReserve refuses a bid whose limit is below what its cheapest
-// bundle costs at reserve prices: no auction would ever let it win.
-func checkLimitCoversReserve(bc bidContext, spec exchange.OrderSpec, errs templates.FieldErrors) {
-	cheapest, field, limit := -1.0, "limit", ledger.Money(0)
+// limitBelowReserve warns of each limit below what its bundle (or, for one
+// limit, the cheapest bundle) costs at reserve prices: auction prices only rise
+// from reserve, so such a bid cannot win in this auction. The member may place it
+// anyway; nothing refuses it.
+func limitBelowReserve(bc bidContext, spec exchange.OrderSpec) []string {
+	var warnings []string
+	cheapest, limit := -1.0, ledger.Money(0)
 	for k, b := range spec.Bundles {
-		var cost float64
-		for pool, q := range b {
-			cost += float64(q) * bc.reserve[pool]
-		}
+		cost := reserveCost(bc, b)
 		l := spec.LimitOf(k)
 		if spec.Limits != nil {
-			cl, _, _ := strings.Cut(firstPool(b), "/")
 			if l.Dollars() < cost {
-				errs["limit."+cl] = "This limit (" + moneyfmt.Cents(int64(l)) + ") is below what the bundle costs even at reserve prices (" + moneyfmt.Cents(int64(monOf(cost))) + "): it could never win."
+				cl, _, _ := strings.Cut(firstPool(b), "/")
+				warnings = append(warnings, "Your limit for "+cl+" ("+moneyfmt.Cents(int64(l))+") is below what that bundle costs even at reserve prices ("+
+					moneyfmt.Cents(int64(monOf(cost)))+"). Prices start at reserve and only rise, so this bundle cannot win in this auction.")
 			}
 			continue
 		}
@@ -536,8 +546,19 @@ func checkLimitCoversReserve(bc bidContext, spec exchange.OrderSpec, errs templa
 		}
 	}
 	if cheapest >= 0 && limit.Dollars() < cheapest {
-		errs[field] = "This limit (" + moneyfmt.Cents(int64(limit)) + ") is below what even the cheapest bundle costs at reserve prices (" + moneyfmt.Cents(int64(monOf(cheapest))) + "): the bid could never win. Raise the limit to at least that."
+		warnings = append(warnings, "Your limit ("+moneyfmt.Cents(int64(limit))+") is below what even the cheapest bundle costs at reserve prices ("+
+			moneyfmt.Cents(int64(monOf(cheapest)))+"). Prices start at reserve and only rise, so this bid cannot win in this auction.")
 	}
+	return warnings
+}
+
+// reserveCost is what bundle b costs at reserve prices, in dollars.
+func reserveCost(bc bidContext, b exchange.Bundle) float64 {
+	var cost float64
+	for pool, q := range b {
+		cost += float64(q) * bc.reserve[pool]
+	}
+	return cost
 }
 
 func firstPool(b exchange.Bundle) string {

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/clearhouse/clearhouse/exchange"
+	"github.com/clearhouse/clearhouse/moneyfmt"
 	"github.com/clearhouse/clearhouse/templates"
 	"github.com/gin-gonic/gin"
 )
@@ -84,10 +85,14 @@ func (s *Server) searchResults(c *gin.Context, bc bidContext, need map[string]in
 		held[h.PoolID] += h.Quantity
 	}
 	interest := map[string]exchange.Interest{}
+	onOffer := map[string]exchange.OnOffer{}
 	if a, ok, err := s.svc.Market.CurrentAuction(ctx); err != nil {
 		return err
 	} else if ok {
 		if interest, err = s.svc.Market.OpenInterest(ctx, a.ID); err != nil {
+			return err
+		}
+		if onOffer, err = s.svc.Market.OnOfferIn(ctx, a.ID); err != nil {
 			return err
 		}
 	}
@@ -138,12 +143,22 @@ func (s *Server) searchResults(c *gin.Context, bc bidContext, need map[string]in
 		fits := math.MaxFloat64 // how many times the requirement fits in unsold capacity
 		var worstUse, worstPrice float64
 		var bids, offers int
+		var offered []string
 		for _, r := range resources {
 			p := bc.pools[cl.ID+"/"+r]
 			b[p.ID] = need[r]
 			cost += float64(need[r]) * prices[p.ID]
-			unsold := max(p.Capacity-held[p.ID], 0)
+			// What the auction can sell: capacity no team holds, and quota teams offer.
+			on := onOffer[p.ID]
+			unsold := max(p.Capacity-held[p.ID], 0) + on.Units
 			fits = min(fits, float64(unsold)/float64(need[r]))
+			if on.Units > 0 {
+				o := amountOf(on.Units, p.Unit, r)
+				if on.HasAsk {
+					o += " from " + moneyfmt.UnitPrice(on.LowestAsk, p.Unit)
+				}
+				offered = append(offered, o)
+			}
 			worstUse = max(worstUse, p.Utilization)
 			if rp := bc.reserve[p.ID]; rp > 0 && bc.current[p.ID] > 0 {
 				worstPrice = max(worstPrice, bc.current[p.ID]/rp-1)
@@ -151,7 +166,10 @@ func (s *Server) searchResults(c *gin.Context, bc bidContext, need map[string]in
 			bids += interest[p.ID].Bids
 			offers += interest[p.ID].Offers
 		}
-		res.Items, res.Cost = b.String(), centsOf(cost)
+		res.Items, res.Cost = bundleText(b, bc.units()), centsOf(cost)
+		if len(offered) > 0 {
+			res.OnOffer = "Including what teams offer now: " + strings.Join(offered, ", ") + "."
+		}
 		res.Enough = fits >= 1
 		if count > 0 {
 			res.PerUnit = fmt.Sprintf("%s per %s", centsOf(cost/float64(count)), shapeName(bc, v.Form.Shape))

@@ -9,6 +9,7 @@ import (
 	"github.com/PuerkitoBio/goquery"
 
 	"github.com/clearhouse/clearhouse/exchange"
+	"github.com/clearhouse/clearhouse/ledger"
 )
 
 func TestSearchSaysWhereAShapeCanBeHadCheapestFirst(t *testing.T) {
@@ -33,7 +34,7 @@ func TestSearchSaysWhereAShapeCanBeHadCheapestFirst(t *testing.T) {
 		t.Fatalf("%d result rows, want one per cluster", rows.Length())
 	}
 	east, west := doc.Find("[data-testid=result-us-east]").Text(), doc.Find("[data-testid=result-eu-west]").Text()
-	if !strings.Contains(east, "us-east/cpu +60, us-east/ram +240") || !strings.Contains(east, "only 25 of 30 units") {
+	if !strings.Contains(east, "us-east/cpu +60 core, us-east/ram +240 GiB") || !strings.Contains(east, "only 25 of 30 units") {
 		t.Errorf("us-east: %q", east)
 	}
 	if !strings.Contains(west, "enough for 50 units") || !strings.Contains(west, "per web server") || !strings.Contains(west, "50% used") {
@@ -44,8 +45,21 @@ func TestSearchSaysWhereAShapeCanBeHadCheapestFirst(t *testing.T) {
 		t.Errorf("bid link %q: want the requirement and only the clusters with enough", href)
 	}
 	_, doc = b.get(href)
-	if s := doc.Find("[data-testid=bundles]").Text(); !strings.Contains(s, "eu-west/cpu +60") {
+	if s := doc.Find("[data-testid=bundles]").Text(); !strings.Contains(s, "eu-west/cpu +60 core") || doc.Find("[data-testid=bundles] .pool-id").Length() != 2 {
 		t.Errorf("the bid link's step two: %q", s)
+	}
+	// Quota a team offers in the open auction is available too, at its asking price.
+	ask := -ledger.Dollar
+	if _, err := f.market.PlaceOrder(ctx, f.user("seller@x.io", exchange.RoleMember, "search"), exchange.OrderSpec{Team: "search", Limit: &ask, Bundles: []exchange.Bundle{{"us-east/cpu": -20}}}); err != nil {
+		t.Fatal(err)
+	}
+	_, doc = b.get("/search?shape=web&count=30")
+	east = doc.Find("[data-testid=result-us-east]").Text()
+	if !strings.Contains(east, "enough for 35 units") {
+		t.Errorf("us-east with 20 cores on offer: %q", east)
+	}
+	if s := doc.Find("[data-testid=result-us-east] [data-testid=on-offer]").Text(); !strings.Contains(s, "20 core cpu from $0.0500 per core") {
+		t.Errorf("what is on offer: %q", s)
 	}
 }
 

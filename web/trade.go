@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/http"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/clearhouse/clearhouse"
@@ -73,7 +74,12 @@ func (s *Server) offerPage(c *gin.Context) {
 		s.fail(c, err)
 		return
 	}
-	s.render(c, http.StatusOK, templates.OfferPage(s.page(c, "Offer quota", "orders"), templates.OfferForm{Pools: pools, Notice: notice}))
+	// A draft being edited fills in its units and minimum.
+	for i, pc := range pools {
+		pools[i].Quantity = c.Query("sell." + pc.ID)
+	}
+	draft, _ := strconv.ParseInt(c.Query("draft"), 10, 64)
+	s.render(c, http.StatusOK, templates.OfferPage(s.page(c, "Offer quota", "orders"), templates.OfferForm{Pools: pools, Notice: notice, Minimum: c.Query("minimum"), DraftID: draft}))
 }
 
 // placeOffer offers the units typed for each pool as one order: one bundle that
@@ -86,7 +92,11 @@ func (s *Server) placeOffer(c *gin.Context) {
 		s.fail(c, err)
 		return
 	}
-	f := templates.OfferForm{Pools: pools, Minimum: c.PostForm("minimum"), Errors: templates.FieldErrors{}}
+	f := templates.OfferForm{Pools: pools, Minimum: c.PostForm("minimum"), Errors: templates.FieldErrors{}, DraftID: draftOf(c)}
+	if _, f.Notice, err = s.biddingState(c); err != nil {
+		s.fail(c, err)
+		return
+	}
 	typed := func(pool string) string { return strings.TrimSpace(c.PostForm("sell." + pool)) }
 	if p := strings.TrimSpace(c.PostForm("pool")); p != "" {
 		typed = func(pool string) string {
@@ -121,18 +131,14 @@ func (s *Server) placeOffer(c *gin.Context) {
 		f.Errors["minimum"] = "The least you will accept cannot be negative."
 	}
 	if len(f.Errors) == 0 {
-		if msg, err := s.oppositeOrder(c, u.TeamID, exchange.OrderSpec{Bundles: []exchange.Bundle{bundle}}); err != nil {
-			s.fail(c, err)
-			return
-		} else if msg != "" {
-			f.Errors["pools"] = msg
-		}
-	}
-	if len(f.Errors) == 0 {
 		limit := -minimum
-		o, err := s.svc.Market.PlaceOrder(c.Request.Context(), u, exchange.OrderSpec{Team: u.TeamID, Limit: &limit, Bundles: []exchange.Bundle{bundle}})
+		id, _, saved, err := s.saveOrPlace(c, exchange.OrderSpec{Team: u.TeamID, Limit: &limit, Bundles: []exchange.Bundle{bundle}})
 		if err == nil {
-			s.redirectWithFlash(c, "/orders", "ok", fmt.Sprintf("Offer #%d placed: %s.", o.ID, sellWords(bundle)))
+			msg := fmt.Sprintf("Offer #%d placed: %s.", id, sellWords(bundle))
+			if saved {
+				msg = savedMessage(id)
+			}
+			s.redirectWithFlash(c, "/orders", "ok", msg)
 			return
 		}
 		if code := clearhouse.ErrorCode(err); code == clearhouse.EINTERNAL || code == clearhouse.EFORBIDDEN {
@@ -203,7 +209,7 @@ func (mc moveContext) moveForm(get func(string) string) (templates.MoveForm, exc
 	}
 	bundle := exchange.Bundle{}
 	for _, r := range mc.resources {
-		mr := templates.MoveResource{Name: r.Name, Unit: r.Unit, Quantity: strings.TrimSpace(get("q." + r.Name))}
+		mr := templates.MoveResource{Name: r.Name, Unit: r.Unit, Quantity: strings.TrimSpace(get("q." + r.Name)), Buy: strings.TrimSpace(get("buy." + r.Name))}
 		var held []string
 		for _, cl := range mc.clusters {
 			if n, ok := mc.free[cl.ID+"/"+r.Name]; ok {
@@ -216,34 +222,62 @@ func (mc moveContext) moveForm(get func(string) string) (templates.MoveForm, exc
 			mr.HeldFree = "Your team holds none."
 		}
 		f.Resources = append(f.Resources, mr)
-		if mr.Quantity == "" || mr.Quantity == "0" {
-			continue
-		}
-		field := "q." + r.Name
-		q, err := parseWhole(mr.Quantity, 0, exchange.MaxQuantity)
-		if err != nil {
-			f.Errors[field] = r.Name + ": " + err.Error() + "."
-			continue
-		}
-		if f.Errors["from"] != "" || f.Errors["to"] != "" {
+		sell, buy, ok := mc.moveQuantities(&f, r, mr)
+		if !ok || f.Errors["from"] != "" || f.Errors["to"] != "" {
 			continue
 		}
 		from, to := f.From+"/"+r.Name, f.To+"/"+r.Name
 		switch {
-		case mc.pools[from].ID == "":
-			f.Errors[field] = fmt.Sprintf("%s has no %s to sell.", f.From, r.Name)
-		case mc.pools[to].ID == "":
-			f.Errors[field] = fmt.Sprintf("%s has no %s to buy.", f.To, r.Name)
-		case q > mc.free[from]:
-			f.Errors[field] = fmt.Sprintf("Your team has only %d %s of %s free to sell in %s.", mc.free[from], r.Unit, r.Name, f.From)
+		case sell > 0 && mc.pools[from].ID == "":
+			f.Errors["q."+r.Name] = fmt.Sprintf("%s has no %s to sell.", f.From, r.Name)
+		case buy > 0 && mc.pools[to].ID == "":
+			f.Errors["buy."+r.Name] = fmt.Sprintf("%s has no %s to buy.", f.To, r.Name)
+		case sell > mc.free[from]:
+			f.Errors["q."+r.Name] = fmt.Sprintf("Your team has only %d %s of %s free to sell in %s.", mc.free[from], r.Unit, r.Name, f.From)
 		default:
-			bundle[from], bundle[to] = -q, q
+			if sell > 0 {
+				bundle[from] = -sell
+			}
+			if buy > 0 {
+				bundle[to] = buy
+			}
 		}
 	}
-	if len(bundle) == 0 && len(f.Errors) == 0 {
+	sells := false
+	for _, q := range bundle {
+		sells = sells || q < 0
+	}
+	switch {
+	case len(bundle) == 0 && len(f.Errors) == 0:
 		f.Errors["quantity"] = "Give how much of at least one resource to move."
+	case !sells && len(f.Errors) == 0:
+		f.Errors["quantity"] = "A move sells something in " + f.From + ": give how much of at least one resource to sell. To only buy, place a bid."
 	}
 	return f, bundle
+}
+
+// moveQuantities reads how much of resource r the move sells (q.r) and buys
+// (buy.r, the same as sold when left empty), putting errors in f; ok is false when
+// a quantity is not a whole number.
+func (mc moveContext) moveQuantities(f *templates.MoveForm, r templates.ResourceInput, mr templates.MoveResource) (sell, buy int64, ok bool) {
+	if mr.Quantity != "" {
+		q, err := parseWhole(mr.Quantity, 0, exchange.MaxQuantity)
+		if err != nil {
+			f.Errors["q."+r.Name] = r.Name + ": " + err.Error() + "."
+			return 0, 0, false
+		}
+		sell = q
+	}
+	buy = sell
+	if mr.Buy != "" {
+		q, err := parseWhole(mr.Buy, 0, exchange.MaxQuantity)
+		if err != nil {
+			f.Errors["buy."+r.Name] = r.Name + " to buy: " + err.Error() + "."
+			return 0, 0, false
+		}
+		buy = q
+	}
+	return sell, buy, true
 }
 
 // estimate prices a move at the current prices, or at reserve prices before the
@@ -286,6 +320,7 @@ func (s *Server) movePage(c *gin.Context) {
 	}
 	f, _ := mc.moveForm(c.Query)
 	f.Errors = templates.FieldErrors{} // a fresh form shows no errors
+	f.DraftID, _ = strconv.ParseInt(c.Query("draft"), 10, 64)
 	if _, f.Notice, err = s.biddingState(c); err != nil {
 		s.fail(c, err)
 		return
@@ -304,6 +339,7 @@ func (s *Server) placeMove(c *gin.Context) {
 		return
 	}
 	f, bundle := mc.moveForm(c.PostForm)
+	f.DraftID = draftOf(c)
 	if _, f.Notice, err = s.biddingState(c); err != nil {
 		s.fail(c, err)
 		return
@@ -328,11 +364,14 @@ func (s *Server) placeMove(c *gin.Context) {
 		limit = -limit
 	}
 	if len(f.Errors) == 0 {
-		o, err := s.svc.Market.PlaceOrder(c.Request.Context(), u, exchange.OrderSpec{Team: u.TeamID, Limit: &limit, Bundles: []exchange.Bundle{bundle}})
+		id, awaiting, saved, err := s.saveOrPlace(c, exchange.OrderSpec{Team: u.TeamID, Limit: &limit, Bundles: []exchange.Bundle{bundle}})
 		if err == nil {
-			msg := fmt.Sprintf("Trade #%d placed: moves quota from %s to %s.", o.ID, f.From, f.To)
-			if o.Status == exchange.OrderAwaitingApproval {
-				msg = fmt.Sprintf("Trade #%d placed; it waits for a team owner's approval.", o.ID)
+			msg := fmt.Sprintf("Trade #%d placed: moves quota from %s to %s.", id, f.From, f.To)
+			switch {
+			case saved:
+				msg = savedMessage(id)
+			case awaiting:
+				msg = fmt.Sprintf("Trade #%d placed; it waits for a team owner's approval.", id)
 			}
 			s.redirectWithFlash(c, "/orders", "ok", msg)
 			return

@@ -91,6 +91,8 @@ func TestMoveFormRefusesBadInputInUsersWordsAndSavesNothing(t *testing.T) {
 		{url.Values{"from": {"us-east"}, "to": {"eu-west"}, "q.cpu": {"ten"}, "net": {"pay"}, "amount": {"5"}}, "q.cpu", "whole number"},
 		{url.Values{"from": {"us-east"}, "to": {"eu-west"}, "q.cpu": {"10"}, "net": {"pay"}, "amount": {"lots"}}, "amount", ""},
 		{url.Values{"from": {"us-east"}, "to": {"eu-west"}, "q.cpu": {"10"}, "net": {"pay"}, "amount": {"-5"}}, "amount", "without a sign"},
+		{url.Values{"from": {"us-east"}, "to": {"eu-west"}, "q.cpu": {"10"}, "buy.cpu": {"lots"}, "net": {"pay"}, "amount": {"5"}}, "buy.cpu", "whole number"},
+		{url.Values{"from": {"us-east"}, "to": {"eu-west"}, "buy.cpu": {"10"}, "net": {"pay"}, "amount": {"5"}}, "quantity", "place a bid"},
 	}
 	for _, tc := range cases {
 		tc.form.Set("csrf_token", tok)
@@ -200,5 +202,23 @@ func TestOfferFormOffersSeveralPoolsInOneOrder(t *testing.T) {
 	_, doc = b.get("/orders/offer")
 	if s := doc.Find("[data-testid=offer-pools]").Text(); !strings.Contains(s, "20 core") || !strings.Contains(s, "100 GiB") {
 		t.Errorf("free quota after the offer: %q", s)
+	}
+}
+
+// Each side of a move may have its own quantity: sell 10 cores and 40 GiB in
+// us-east, buy 6 cores and no memory in eu-west.
+func TestMoveFormTakesAQuantityPerSide(t *testing.T) {
+	f := newFixture(t)
+	b := f.tradeMarket()
+	tok := b.csrf("/orders/move")
+	form := url.Values{"csrf_token": {tok}, "from": {"us-east"}, "to": {"eu-west"}, "q.cpu": {"10"}, "buy.cpu": {"6"}, "q.ram": {"40"}, "buy.ram": {"0"},
+		"net": {"receive"}, "amount": {"0.10"}}
+	if res, doc := b.post("/orders/move", form); res.StatusCode != http.StatusSeeOther {
+		t.Fatalf("placing the trade: %d %q", res.StatusCode, doc.Find("[data-testid=form-errors]").Text())
+	}
+	os := f.teamOrders("search")
+	want := exchange.Bundle{"us-east/cpu": -10, "us-east/ram": -40, "eu-west/cpu": 6}
+	if len(os) != 1 || len(os[0].Spec.Bundles) != 1 || os[0].Spec.Bundles[0].String() != want.String() {
+		t.Fatalf("orders %v, want one with %v", os, want)
 	}
 }

@@ -19,13 +19,16 @@ import (
 )
 
 // TestBrowserTradeBetweenClustersAndMultiPoolOffer: on the demo, a member of
-// search moves quota from eu-west to us-east in one order (priced first, a bad
-// quantity refused in words), and the owner of storage offers disk of two clusters
-// in one order.
+// search cannot sell eu-west quota its team bids for; a member of ads moves quota
+// from us-east to eu-west in one order (priced first, a bad quantity refused in
+// words, fewer GiB bought than sold), and the owner of storage offers disk of two
+// clusters in one order.
 func TestBrowserTradeBetweenClustersAndMultiPoolOffer(t *testing.T) {
 	ctx := newBrowser(t)
 	app, logins := startDemo(t)
 	base := app.Server.URL()
+	// The demo's search team bids for eu-west quota: selling it in the same auction
+	// would only trade with itself, and the exchange says so.
 	signIn(t, ctx, base, "member@search.example.com", logins["member@search.example.com"])
 	err := chromedp.Do(ctx,
 		chromedp.Navigate(base+"/orders"),
@@ -33,22 +36,44 @@ func TestBrowserTradeBetweenClustersAndMultiPoolOffer(t *testing.T) {
 		chromedp.WaitVisible(chromedp.CSS(`[data-testid=move-form]`)),
 		chromedp.SetValue(chromedp.CSS(`[data-testid=field-from]`), "eu-west"),
 		chromedp.SetValue(chromedp.CSS(`[data-testid=field-to]`), "us-east"),
-		chromedp.SendKeys(chromedp.CSS(`[data-testid="field-q.cpu"]`), "500000"),
+		chromedp.SendKeys(chromedp.CSS(`[data-testid="field-q.cpu"]`), "100"),
 		chromedp.SendKeys(chromedp.CSS(`[data-testid=field-amount]`), "2,000"),
 		chromedp.Click(chromedp.CSS(`[data-testid=move-submit]`)),
-		chromedp.WaitVisible(chromedp.CSS(`[data-testid="error-q.cpu"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`[data-testid=error-quantity]`)),
 	)
 	if err != nil {
 		screenshot(t, ctx, "debug")
 		t.Fatal(err)
 	}
-	if s := text(t, ctx, `[data-testid="error-q.cpu"]`); !strings.Contains(s, "Your team has only") || !strings.Contains(s, "core of cpu free to sell in eu-west") {
+	if s := text(t, ctx, `[data-testid=error-quantity]`); !strings.Contains(s, "already buys eu-west/cpu") {
+		t.Fatalf("selling what the team bids for: %q", s)
+	}
+	// The ads team holds us-east memory and neither buys it nor bids for eu-west
+	// memory: it moves 400 GiB out of us-east and buys 300 in eu-west.
+	ctx = newBrowser(t)
+	signIn(t, ctx, base, "member@ads.example.com", logins["member@ads.example.com"])
+	err = chromedp.Do(ctx,
+		chromedp.Navigate(base+"/orders"),
+		chromedp.Click(chromedp.CSS(`[data-testid=new-move]`)),
+		chromedp.WaitVisible(chromedp.CSS(`[data-testid=move-form]`)),
+		chromedp.SetValue(chromedp.CSS(`[data-testid=field-from]`), "us-east"),
+		chromedp.SetValue(chromedp.CSS(`[data-testid=field-to]`), "eu-west"),
+		chromedp.SendKeys(chromedp.CSS(`[data-testid="field-q.ram"]`), "500000"),
+		chromedp.SendKeys(chromedp.CSS(`[data-testid=field-amount]`), "2,000"),
+		chromedp.Click(chromedp.CSS(`[data-testid=move-submit]`)),
+		chromedp.WaitVisible(chromedp.CSS(`[data-testid="error-q.ram"]`)),
+	)
+	if err != nil {
+		screenshot(t, ctx, "debug")
+		t.Fatal(err)
+	}
+	if s := text(t, ctx, `[data-testid="error-q.ram"]`); !strings.Contains(s, "Your team has only") || !strings.Contains(s, "GiB of ram free to sell in us-east") {
 		t.Fatalf("too much to move: %q", s)
 	}
 	err = chromedp.Do(ctx,
-		chromedp.Clear(chromedp.CSS(`[data-testid="field-q.cpu"]`)),
-		chromedp.SendKeys(chromedp.CSS(`[data-testid="field-q.cpu"]`), "100"),
+		chromedp.Clear(chromedp.CSS(`[data-testid="field-q.ram"]`)),
 		chromedp.SendKeys(chromedp.CSS(`[data-testid="field-q.ram"]`), "400"),
+		chromedp.SendKeys(chromedp.CSS(`[data-testid="field-buy.ram"]`), "300"),
 		chromedp.Click(chromedp.CSS(`[data-testid=move-price]`)),
 		chromedp.WaitVisible(chromedp.CSS(`[data-testid=move-estimate]`)),
 	)
@@ -56,7 +81,7 @@ func TestBrowserTradeBetweenClustersAndMultiPoolOffer(t *testing.T) {
 		t.Fatal(err)
 	}
 	screenshot(t, ctx, "move-priced")
-	if s := text(t, ctx, `[data-testid=move-estimate]`); !strings.Contains(s, "eu-west/cpu: sell 100 core") || !strings.Contains(s, "us-east/ram: buy 400 GiB") {
+	if s := text(t, ctx, `[data-testid=move-estimate]`); !strings.Contains(s, "us-east/ram: sell 400 GiB") || !strings.Contains(s, "eu-west/ram: buy 300 GiB") {
 		t.Fatalf("estimate %q", s)
 	}
 	err = chromedp.Do(ctx,
@@ -66,10 +91,10 @@ func TestBrowserTradeBetweenClustersAndMultiPoolOffer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s := text(t, ctx, `[data-testid=flash]`); !strings.Contains(s, "moves quota from eu-west to us-east") {
+	if s := text(t, ctx, `[data-testid=flash]`); !strings.Contains(s, "moves quota from us-east to eu-west") {
 		t.Fatalf("flash %q", s)
 	}
-	if s := text(t, ctx, `[data-testid=orders]`); !strings.Contains(s, "eu-west/cpu -100") || !strings.Contains(s, "us-east/ram +400") {
+	if s := text(t, ctx, `[data-testid=orders]`); !strings.Contains(s, "us-east/ram -400") || !strings.Contains(s, "eu-west/ram +300") {
 		t.Fatalf("orders table %q", s)
 	}
 	screenshot(t, ctx, "orders-after-move")
@@ -154,7 +179,7 @@ func TestBrowserRequirementToBundles(t *testing.T) {
 		t.Fatalf("summary %q", s)
 	}
 	bundles := text(t, ctx, `[data-testid=bundles]`)
-	if !strings.Contains(bundles, "us-east/cpu +200, us-east/disk +100, us-east/ram +800") || !strings.Contains(bundles, "eu-west/cpu +200") {
+	if !strings.Contains(bundles, "us-east/cpu +200 core, us-east/disk +100 TiB, us-east/ram +800 GiB") || !strings.Contains(bundles, "eu-west/cpu +200") {
 		t.Fatalf("bundles %q", bundles)
 	}
 	err = chromedp.Do(ctx,
