@@ -3,6 +3,7 @@ package exchange
 import (
 	"context"
 	"errors"
+	"strings"
 
 	"github.com/clearhouse/clearhouse"
 	"gorm.io/gorm"
@@ -78,12 +79,36 @@ func checkLimits(tx *gorm.DB, spec OrderSpec, team string, auctionID int64) erro
 	var r struct {
 		OpenOrdersPerTeam, BundlesPerOrder, PoolsPerBundle int
 		Live                                               int64
+		Clash                                              *int64
 	}
-	// The limits and the team's live orders in one statement: placing an order is
+	// The limits, the team's live orders and whether one of them is on the other side
+	// of a pool this order trades (checkOneSide) in one statement: placing an order is
 	// the market's busiest write.
+	live := []OrderStatus{OrderOpen, OrderAwaitingApproval}
+	clash, args := "NULL", []any{team, auctionID, live}
+	buys, sells := oneSidePools(spec)
+	if len(buys)+len(sells) <= chunkSize {
+		var conds []string
+		if len(buys) > 0 { // only live offers set quota aside (verify checks it): a few rows, not the team's bids
+			conds = append(conds, `EXISTS (SELECT 1 FROM quota_holds q JOIN orders o ON o.id = q.order_id
+				WHERE q.team_id = ? AND q.pool_id IN ? AND o.auction_id = ?)`)
+			args = append(args, team, buys, auctionID)
+		}
+		if len(sells) > 0 {
+			conds = append(conds, `EXISTS (SELECT 1 FROM order_items i JOIN orders o ON o.id = i.order_id
+				WHERE o.team_id = ? AND o.auction_id = ? AND o.status IN ? AND i.pool_id IN ? AND i.quantity > 0)`)
+			args = append(args, team, auctionID, live, sells)
+		}
+		if len(conds) > 0 {
+			clash = "CASE WHEN " + strings.Join(conds, " OR ") + " THEN 1 END"
+		}
+	} else {
+		clash = "0" // too many pools for one statement: checkOneSide looks
+	}
 	if err := tx.Raw(`SELECT l.open_orders_per_team, l.bundles_per_order, l.pools_per_bundle,
-		(SELECT COUNT(*) FROM orders o WHERE o.team_id = ? AND o.auction_id = ? AND o.status IN ?) AS live
-		FROM market_limits l WHERE l.id = 1`, team, auctionID, []OrderStatus{OrderOpen, OrderAwaitingApproval}).Scan(&r).Error; err != nil {
+		(SELECT COUNT(*) FROM orders o WHERE o.team_id = ? AND o.auction_id = ? AND o.status IN ?) AS live,
+		`+clash+` AS clash
+		FROM market_limits l WHERE l.id = 1`, args...).Scan(&r).Error; err != nil {
 		return err
 	}
 	if r.OpenOrdersPerTeam == 0 {
@@ -101,6 +126,9 @@ func checkLimits(tx *gorm.DB, spec OrderSpec, team string, auctionID int64) erro
 	if r.Live >= int64(l.OpenOrdersPerTeam) {
 		return clearhouse.Errorf(clearhouse.EUNPROCESSABLE,
 			"orders: team %s already has %d live orders in auction %d, the most one team may have; withdraw some first", team, r.Live, auctionID)
+	}
+	if r.Clash != nil {
+		return checkOneSide(tx, spec, team, auctionID) // names the order and the pool
 	}
 	return nil
 }

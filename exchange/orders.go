@@ -161,9 +161,6 @@ func (m *Market) placeOrder(ctx context.Context, tx *gorm.DB, by User, spec Orde
 	if err := checkLimits(tx, spec, team.ID, a.ID); err != nil {
 		return Order{}, err
 	}
-	if err := checkOneSide(tx, spec, team.ID, a.ID); err != nil {
-		return Order{}, err
-	}
 	o := Order{TeamID: team.ID, AuctionID: &a.ID, CreatedBy: by.ID, Status: OrderOpen, CreatedAt: now, UpdatedAt: now, IdemDigest: digest}
 	if spec.Key != "" {
 		k := scopedKey(team.ID, spec.Key)
