@@ -512,7 +512,7 @@ func IdlePage(p Page, v IdleView) templ.Component {
 					return templ_7745c5c3_Err
 				}
 			}
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 42, " <h2>Fairness</h2><p class=\"help\">Each team's wait against its Shapley value of the coalition's wait (CloudShare), in unit-hours, over the last day and week: computed by the scheduled job (and <code>clearhouse share fairness</code>), never while you wait. Measured is the wait in Clearhouse; the policies' columns replay the same jobs in the simulator. Unfairness is the distance to the Shapley values: lower is fairer.</p>")
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 42, " <h2>Fairness</h2><p class=\"help\">Each team's wait against its Shapley value of the coalition's wait (CloudShare), in unit-hours, over the last day and week: computed by the scheduled job (and <code>clearhouse share fairness</code>), never while you wait. Measured is the wait in Clearhouse; the policies' columns replay the same jobs in the simulator. Unfairness is the distance to the Shapley values: lower is fairer.</p><p class=\"help\" data-testid=\"fairness-reading\">How to read it: the values share out the coalition's wait, so they sum to it. A value below zero is a credit: that team's quota shortened the others' waits more than its own jobs lengthened them; a team that only borrows gets a large value, the wait it would have had without the others. The replay gives every team its whole quota and does not replay owners' own usage, so when there was room for all the work the coalition's wait and every policy's column are zero, and the measured column shows waits the replay does not model.</p>")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
@@ -530,7 +530,7 @@ func IdlePage(p Page, v IdleView) templ.Component {
 				var templ_7745c5c3_Var30 string
 				templ_7745c5c3_Var30, templ_7745c5c3_Err = templ.JoinStringErrs(r.Title)
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `templates/idle.templ`, Line: 109, Col: 16}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `templates/idle.templ`, Line: 110, Col: 16}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var30))
 				if templ_7745c5c3_Err != nil {
@@ -543,7 +543,7 @@ func IdlePage(p Page, v IdleView) templ.Component {
 				var templ_7745c5c3_Var31 string
 				templ_7745c5c3_Var31, templ_7745c5c3_Err = templ.JoinStringErrs(r.Summary)
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `templates/idle.templ`, Line: 110, Col: 31}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `templates/idle.templ`, Line: 111, Col: 31}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var31))
 				if templ_7745c5c3_Err != nil {
@@ -561,7 +561,7 @@ func IdlePage(p Page, v IdleView) templ.Component {
 					var templ_7745c5c3_Var32 string
 					templ_7745c5c3_Var32, templ_7745c5c3_Err = templ.JoinStringErrs(pol)
 					if templ_7745c5c3_Err != nil {
-						return templ.Error{Err: templ_7745c5c3_Err, FileName: `templates/idle.templ`, Line: 117, Col: 29}
+						return templ.Error{Err: templ_7745c5c3_Err, FileName: `templates/idle.templ`, Line: 118, Col: 29}
 					}
 					_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var32))
 					if templ_7745c5c3_Err != nil {
@@ -584,7 +584,7 @@ func IdlePage(p Page, v IdleView) templ.Component {
 					var templ_7745c5c3_Var33 string
 					templ_7745c5c3_Var33, templ_7745c5c3_Err = templ.JoinStringErrs(row.Team)
 					if templ_7745c5c3_Err != nil {
-						return templ.Error{Err: templ_7745c5c3_Err, FileName: `templates/idle.templ`, Line: 124, Col: 22}
+						return templ.Error{Err: templ_7745c5c3_Err, FileName: `templates/idle.templ`, Line: 125, Col: 22}
 					}
 					_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var33))
 					if templ_7745c5c3_Err != nil {
@@ -597,7 +597,7 @@ func IdlePage(p Page, v IdleView) templ.Component {
 					var templ_7745c5c3_Var34 string
 					templ_7745c5c3_Var34, templ_7745c5c3_Err = templ.JoinStringErrs(row.Shapley)
 					if templ_7745c5c3_Err != nil {
-						return templ.Error{Err: templ_7745c5c3_Err, FileName: `templates/idle.templ`, Line: 124, Col: 58}
+						return templ.Error{Err: templ_7745c5c3_Err, FileName: `templates/idle.templ`, Line: 125, Col: 58}
 					}
 					_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var34))
 					if templ_7745c5c3_Err != nil {
@@ -610,7 +610,7 @@ func IdlePage(p Page, v IdleView) templ.Component {
 					var templ_7745c5c3_Var35 string
 					templ_7745c5c3_Var35, templ_7745c5c3_Err = templ.JoinStringErrs(row.Measured)
 					if templ_7745c5c3_Err != nil {
-						return templ.Error{Err: templ_7745c5c3_Err, FileName: `templates/idle.templ`, Line: 124, Col: 95}
+						return templ.Error{Err: templ_7745c5c3_Err, FileName: `templates/idle.templ`, Line: 125, Col: 95}
 					}
 					_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var35))
 					if templ_7745c5c3_Err != nil {
@@ -628,7 +628,7 @@ func IdlePage(p Page, v IdleView) templ.Component {
 						var templ_7745c5c3_Var36 string
 						templ_7745c5c3_Var36, templ_7745c5c3_Err = templ.JoinStringErrs(x)
 						if templ_7745c5c3_Err != nil {
-							return templ.Error{Err: templ_7745c5c3_Err, FileName: `templates/idle.templ`, Line: 126, Col: 28}
+							return templ.Error{Err: templ_7745c5c3_Err, FileName: `templates/idle.templ`, Line: 127, Col: 28}
 						}
 						_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var36))
 						if templ_7745c5c3_Err != nil {
@@ -656,7 +656,7 @@ func IdlePage(p Page, v IdleView) templ.Component {
 					var templ_7745c5c3_Var37 string
 					templ_7745c5c3_Var37, templ_7745c5c3_Err = templ.JoinStringErrs(x)
 					if templ_7745c5c3_Err != nil {
-						return templ.Error{Err: templ_7745c5c3_Err, FileName: `templates/idle.templ`, Line: 133, Col: 27}
+						return templ.Error{Err: templ_7745c5c3_Err, FileName: `templates/idle.templ`, Line: 134, Col: 27}
 					}
 					_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var37))
 					if templ_7745c5c3_Err != nil {

@@ -55,7 +55,11 @@ func (s *Server) renderIdle(c *gin.Context, status int, failed string, errs temp
 			for _, p := range slices.Sorted(maps.Keys(j.Shares)) {
 				parts = append(parts, fmt.Sprintf("%s %.1f%%", p, 100*j.Shares[p]))
 			}
-			row := templates.AuctionRow{Job: "#" + j.Job, Team: j.Team, Budget: fmt.Sprintf("$%.2f", j.Budget), Utility: j.Utility, Shares: strings.Join(parts, ", "), SLO: "—"}
+			shares := strings.Join(parts, ", ")
+			if a.SLO && !j.Served { // its own auction among the unserved, over what the served leave
+				shares += " of what the served jobs leave"
+			}
+			row := templates.AuctionRow{Job: "#" + j.Job, Team: j.Team, Budget: fmt.Sprintf("$%.2f", j.Budget), Utility: j.Utility, Shares: shares, SLO: "—"}
 			if j.MinUtility != nil {
 				served := "not served"
 				if j.Served {
