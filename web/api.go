@@ -327,7 +327,7 @@ func (s *Server) apiOrders(c *gin.Context) {
 }
 
 func (s *Server) apiOrder(c *gin.Context) {
-	id, ok := orderID(c)
+	id, ok := idParam(c)
 	if !ok {
 		s.fail(c, clearhouse.Errorf(clearhouse.ENOTFOUND, "No such order."))
 		return
@@ -405,7 +405,7 @@ type apiPlacedOrder struct {
 }
 
 func (s *Server) apiWithdraw(c *gin.Context) {
-	id, ok := orderID(c)
+	id, ok := idParam(c)
 	if !ok {
 		s.fail(c, clearhouse.Errorf(clearhouse.ENOTFOUND, "No such order."))
 		return

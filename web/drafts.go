@@ -132,14 +132,9 @@ func contains(xs []string, x string) bool {
 	return false
 }
 
-func draftID(c *gin.Context) (int64, bool) {
-	id, err := strconv.ParseInt(c.Param("id"), 10, 64)
-	return id, err == nil && id > 0
-}
-
 // placeDraft places one draft with the checks and holds of the moment.
 func (s *Server) placeDraft(c *gin.Context) {
-	id, ok := draftID(c)
+	id, ok := idParam(c)
 	if !ok {
 		s.fail(c, clearhouse.Errorf(clearhouse.ENOTFOUND, "No such draft."))
 		return
@@ -202,7 +197,7 @@ func (s *Server) placeAllDrafts(c *gin.Context) {
 
 // deleteDraft deletes one draft.
 func (s *Server) deleteDraft(c *gin.Context) {
-	id, ok := draftID(c)
+	id, ok := idParam(c)
 	if !ok {
 		s.fail(c, clearhouse.Errorf(clearhouse.ENOTFOUND, "No such draft."))
 		return

@@ -411,13 +411,14 @@ func limitOr(l *ledger.Money) []ledger.Money {
 	return []ledger.Money{*l}
 }
 
-func orderID(c *gin.Context) (int64, bool) {
+// idParam is the route's positive :id (an order's or a draft's).
+func idParam(c *gin.Context) (int64, bool) {
 	id, err := strconv.ParseInt(c.Param("id"), 10, 64)
 	return id, err == nil && id > 0
 }
 
 func (s *Server) withdrawOrder(c *gin.Context) {
-	id, ok := orderID(c)
+	id, ok := idParam(c)
 	if !ok {
 		s.fail(c, clearhouse.Errorf(clearhouse.ENOTFOUND, "No such order."))
 		return
@@ -472,7 +473,7 @@ func (s *Server) approvalsPage(c *gin.Context) {
 }
 
 func (s *Server) decideOrder(c *gin.Context) {
-	id, ok := orderID(c)
+	id, ok := idParam(c)
 	if !ok {
 		s.fail(c, clearhouse.Errorf(clearhouse.ENOTFOUND, "No such order."))
 		return
