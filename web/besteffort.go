@@ -309,13 +309,9 @@ func (s *Server) idleAccounts(ctx context.Context, team string) ([]templates.Idl
 	if len(tps) == 0 {
 		return nil, nil
 	}
-	pools, err := s.svc.Market.Pools(ctx)
+	unit, err := s.poolUnits(ctx)
 	if err != nil {
 		return nil, err
-	}
-	unit := map[string]string{}
-	for _, p := range pools {
-		unit[p.ID] = p.Unit
 	}
 	out := make([]templates.IdleAccountRow, len(tps))
 	explained := map[string]bool{}
