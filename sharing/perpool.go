@@ -79,25 +79,31 @@ func (m *perPool) priorities(i int, acc *Accounts, out []float64) {
 func (m *perPool) rankAll(acc *Accounts) {
 	for i := range m.pols {
 		m.priorities(i, acc, m.prio)
-		for t := range m.order {
-			m.order[t] = t
+		denseRanks(m.prio, m.order, m.rank[i])
+	}
+}
+
+// denseRanks writes each team's rank by prio into rank (0 for the highest priority,
+// equal priorities sharing a rank), leaving order sorted by rank.
+func denseRanks(prio []float64, order, rank []int) {
+	for t := range order {
+		order[t] = t
+	}
+	slices.SortStableFunc(order, func(a, b int) int {
+		switch {
+		case prio[a] > prio[b]:
+			return -1
+		case prio[a] < prio[b]:
+			return 1
 		}
-		slices.SortStableFunc(m.order, func(a, b int) int {
-			switch {
-			case m.prio[a] > m.prio[b]:
-				return -1
-			case m.prio[a] < m.prio[b]:
-				return 1
-			}
-			return 0
-		})
-		r := 0
-		for k, t := range m.order {
-			if k > 0 && m.prio[t] != m.prio[m.order[k-1]] {
-				r++
-			}
-			m.rank[i][t] = r
+		return 0
+	})
+	r := 0
+	for k, t := range order {
+		if k > 0 && prio[t] != prio[order[k-1]] {
+			r++
 		}
+		rank[t] = r
 	}
 }
 
