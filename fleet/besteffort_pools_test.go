@@ -2,7 +2,9 @@ package fleet_test
 
 import (
 	"context"
+	"maps"
 	"math"
+	"slices"
 	"testing"
 	"time"
 
@@ -136,4 +138,62 @@ func TestFairnessReportReplaysLargeWorkScaled(t *testing.T) {
 	if p.Scale != 2 || teams["ml"] <= 0 || teams["search"] <= 0 || math.Abs(sum-p.CoalitionValue) > 1e-6*max(1, p.CoalitionValue) {
 		t.Fatalf("scale %d, simulated fairshare waits %v, shapley sum %g of %g", p.Scale, teams, sum, p.CoalitionValue)
 	}
+}
+
+// Queue positions follow the rule decisions follow. us-east's cpu follows
+// DirectContr (SIMPL) and its ram FairShare. Search's ram-only tasks rank it last in
+// ram (and below ads under the cluster's DirectContr over both pools, the priority
+// the last decision stored). Search's cpu-only job, queued first, stands at rank 0
+// (in cpu nobody did anything yet), as does ads's cpu and ram job: the older goes
+// first, position 1, and the next decision starts it first. Ranking teams by their
+// priority over the whole cluster would put ads's job first.
+func TestQueuePositionFollowsPoolPolicies(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		x := newIdle(t, db)
+		ctx := context.Background()
+		for pool, policy := range map[string]string{"us-east/cpu": "direct-simpl", "us-east/ram": "fairshare"} {
+			if err := x.be.SetSettings(ctx, fleet.IdleSettings{Pool: pool, Policy: policy, Alpha: 0.5, Exposure: 0}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		x.submit("member@search", fleet.JobSpec{Configuration: map[string]int64{"us-east/ram": 40}, Tasks: 2})
+		x.step("us-east")
+		x.Clock.Advance(time.Hour)
+		alloc, _ := x.be.Allocation(ctx, "us-east")
+		if err := x.be.Report(ctx, "us-east", fleet.BestEffortReport{Tasks: []fleet.TaskEvent{{Task: alloc.Run[0].Task, Event: "done", At: x.Clock.Now()}}}); err != nil {
+			t.Fatal(err)
+		}
+		x.Clock.Advance(time.Hour) // ORIG's utility grows with the time since the run
+		x.step("us-east")          // nothing waits: the decision stores the priorities
+		var stored []fleet.IdleTeam
+		if err := x.DB.Read.Order("team_id").Find(&stored, "cluster_id = ?", "us-east").Error; err != nil ||
+			len(stored) != 2 || stored[0].TeamID != "ads" || !(stored[1].Priority < stored[0].Priority) {
+			t.Fatalf("stored priorities over the cluster: %+v (%v), want search's below ads's", stored, err)
+		}
+		first := x.submit("member@search", fleet.JobSpec{Configuration: cpu(5), Tasks: 2})
+		x.Clock.Advance(time.Minute)
+		second := x.submit("member@ads", fleet.JobSpec{Configuration: map[string]int64{"us-east/cpu": 5, "us-east/ram": 5}, Tasks: 1})
+		f, s := x.job(first.ID), x.job(second.ID)
+		if f.Position != 1 || s.Position != 3 {
+			t.Fatalf("positions: search's cpu job %d, ads's cpu and ram job %d; want 1 and 3", f.Position, s.Position)
+		}
+		if f.Policy != fleet.PolicyPerPool || !maps.Equal(f.PoolPolicies, map[string]string{"us-east/cpu": "direct-simpl"}) ||
+			!maps.Equal(s.PoolPolicies, map[string]string{"us-east/cpu": "direct-simpl", "us-east/ram": "fairshare"}) {
+			t.Fatalf("policies: %s %v, %s %v", f.Policy, f.PoolPolicies, s.Policy, s.PoolPolicies)
+		}
+		x.step("us-east")
+		alloc, _ = x.be.Allocation(ctx, "us-east")
+		var started []int64
+		for _, r := range alloc.Run {
+			started = append(started, r.Job)
+		}
+		if !slices.Equal(started[1:], []int64{first.ID, first.ID, second.ID}) {
+			t.Fatalf("running jobs %v, want search's ram job, then %d twice, then %d", started, first.ID, second.ID)
+		}
+		// eu-west follows one policy: the job view names it, for each pool too.
+		eu := x.submit("member@search", fleet.JobSpec{Configuration: map[string]int64{"eu-west/cpu": 1}, Tasks: 1})
+		if v := x.job(eu.ID); v.Policy != fleet.DefaultPolicy || v.Position != 1 || !maps.Equal(v.PoolPolicies, map[string]string{"eu-west/cpu": fleet.DefaultPolicy}) {
+			t.Fatalf("eu-west job: %s %v, position %d", v.Policy, v.PoolPolicies, v.Position)
+		}
+	})
 }

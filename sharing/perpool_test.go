@@ -5,6 +5,8 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"pgregory.net/rapid"
 )
 
 // Two pools under different policies: cpu by DirectContr (SIMPL), where a lent and
@@ -54,6 +56,16 @@ func TestPoolsUnderDifferentPoliciesOrderJobsByTheirWorstRank(t *testing.T) {
 	if pc, pg := d.PoolPriority["cpu"], d.PoolPriority["gpu"]; !(pc["a"] > pc["b"]) || !(pg["b"] > pg["a"]) {
 		t.Fatalf("pool priorities %v", d.PoolPriority)
 	}
+	q, err := QueueByStanding(&Snapshot{Now: now, Pools: pools, Jobs: jobs}, accounts(), RoundRobin{})
+	if err != nil || !slices.Equal(q, order) {
+		t.Fatalf("QueueByStanding %v (%v), want %v", q, err, order)
+	}
+	if _, err := QueueByStanding(&Snapshot{Now: now.Add(time.Hour), Pools: pools, Jobs: jobs}, accounts(), RoundRobin{}); !contains(err, "advance them first") {
+		t.Fatalf("accounts behind: %v", err)
+	}
+	if _, err := QueueByStanding(&Snapshot{Now: now, Pools: pools[:1], Jobs: jobs}, accounts(), RoundRobin{}); !contains(err, "gpu") {
+		t.Fatalf("a job of an unknown pool: %v", err)
+	}
 	// The same cluster under one policy ranks teams over both pools: round robin
 	// serves the never-served teams in release order.
 	d, err = Decide(&Snapshot{Now: now, Pools: []Pool{{Name: "cpu", Capacity: 100, Teams: holdings}, {Name: "gpu", Capacity: 100, Teams: holdings}},
@@ -86,4 +98,49 @@ func TestPoolsUnderDifferentPoliciesOrderJobsByTheirWorstRank(t *testing.T) {
 	if err != nil || !slices.Equal(d.Preempt, []string{"ta"}) {
 		t.Fatalf("preempted %v (%v), want [ta]", d.Preempt, err)
 	}
+}
+
+// With room for every job and policies whose priorities do not move within a
+// decision (not round robin), Decide starts a mixed cluster's jobs in the order
+// QueueByStanding gives from the same accounts: the order pages show is the rule
+// Decide follows, ties included (ages are whole minutes, so jobs often share a
+// release).
+func TestQueueByStandingIsTheOrderDecideStartsJobs(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		now := epoch
+		n := rapid.IntRange(2, 3).Draw(t, "pools")
+		var pools []Pool
+		for _, p := range genPools(t, n) {
+			p.Capacity, p.Exposure = 1000, 0
+			for k := range p.Teams {
+				p.Teams[k].Used, p.Teams[k].Reserved = 0, 0
+			}
+			p.Policy = rapid.SampledFrom([]string{"direct-orig", "direct-rel", "direct-simpl", "fairshare"}).Draw(t, "policy")
+			pools = append(pools, p)
+		}
+		if pools[1].Policy == pools[0].Policy {
+			pools[1].Policy = map[bool]string{true: "fairshare", false: "direct-orig"}[pools[0].Policy != "fairshare"]
+		}
+		jobs := genJobs(t, pools, now, "j")
+		for k := range jobs {
+			jobs[k].Waiting = 1
+		}
+		s := &Snapshot{Now: now, Pools: pools, Jobs: jobs}
+		acc := genAccounts(t, now)
+		queue, err := QueueByStanding(s, acc, DirectContr{Orig})
+		if err != nil {
+			t.Fatal(err)
+		}
+		d, err := Decide(s, acc, DirectContr{Orig}, rand.New(rand.NewPCG(1, 1)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var started []string
+		for _, st := range d.Starts {
+			started = append(started, st.Job)
+		}
+		if len(started) != len(jobs) || !slices.Equal(started, queue) {
+			t.Fatalf("Decide started %v, QueueByStanding says %v (pool priorities %v)", started, queue, d.PoolPriority)
+		}
+	})
 }

@@ -68,6 +68,7 @@ type apiJob struct {
 	Position        *int64             `json:"position"`
 	EstimatedStart  *time.Time         `json:"estimated_start"`
 	Policy          string             `json:"policy"`
+	PoolPolicies    map[string]string  `json:"pool_policies"`
 	Budget          string             `json:"budget,omitempty"`
 	Charged         string             `json:"charged,omitempty"`
 	Released        string             `json:"released,omitempty"`
@@ -87,7 +88,7 @@ type apiJob struct {
 func toAPIJob(v fleet.JobView) apiJob {
 	a := apiJob{ID: v.ID, Team: v.TeamID, Cluster: v.ClusterID, Status: string(v.Status), Configuration: v.Config(), Tasks: v.Tasks,
 		Queued: v.Queued, Running: v.Running, Done: v.Done, Failed: v.Failed, Cancelled: v.Cancelled, Preempted: v.Preempted,
-		EstimatedStart: v.EstimatedStart, Policy: v.Policy, Utility: v.Utility, Weights: v.WeightsByPool(), Shares: v.SharesByPool(),
+		EstimatedStart: v.EstimatedStart, Policy: v.Policy, PoolPolicies: v.PoolPolicies, Utility: v.Utility, Weights: v.WeightsByPool(), Shares: v.SharesByPool(),
 		MeanShares: v.MeanShares(), Auctions: v.Auctions, MinUtility: v.MinUtility, SLO: v.SLO, WeightsFrom: v.WeightsFrom,
 		MeasuredUtility: v.MeasuredUtility, Enqueued: v.EnqueuedAt, Ended: v.EndedAt}
 	if v.Position > 0 {

@@ -253,7 +253,7 @@ func bestEffortRow(j fleet.JobView, now time.Time) templates.BestEffortRow {
 		}
 	}
 	if j.Budget > 0 {
-		r.Budget, r.Charged = j.Budget.String(), j.Captured.String()
+		r.Budget, r.Charged = mon(j.Budget), mon(j.Captured)
 		var parts []string
 		shares := j.SharesByPool()
 		for _, p := range slices.Sorted(maps.Keys(shares)) {
@@ -306,11 +306,21 @@ func (s *Server) idleAccounts(ctx context.Context, team string) ([]templates.Idl
 	if err != nil {
 		return nil, err
 	}
+	if len(tps) == 0 {
+		return nil, nil
+	}
+	unit, err := s.poolUnits(ctx)
+	if err != nil {
+		return nil, err
+	}
 	out := make([]templates.IdleAccountRow, len(tps))
+	explained := map[string]bool{}
 	for i, t := range tps {
-		out[i] = templates.IdleAccountRow{Pool: t.Pool, Policy: t.Policy, UtilityName: t.UtilityName,
-			Lent: fmt.Sprintf("%.1f", t.Lent), Borrowed: fmt.Sprintf("%.0f", t.Borrowed),
-			Contribution: fmt.Sprintf("%.2f", t.Contribution), Utility: fmt.Sprintf("%.2f", t.Utility), Priority: fmt.Sprintf("%.4f", t.Priority)}
+		out[i] = idleAccountRow(t, unit[t.Pool])
+		if explained[t.Policy] {
+			out[i].PolicyWords = "" // said on the policy's first row
+		}
+		explained[t.Policy] = true
 	}
 	return out, nil
 }

@@ -91,6 +91,9 @@ func TestAbacusSLOAndLearningThroughTheAPIAndPages(t *testing.T) {
 	if w, s := row.Find("[data-testid=weights]").Text(), row.Find("[data-testid=slo]").Text(); !strings.Contains(w, "learned") || !strings.Contains(s, "minimum utility 2") {
 		t.Fatalf("job row: weights %q, SLO %q", w, s)
 	}
+	if b, c := row.Find("td[data-label=Budget] > .money").Text(), strings.TrimSpace(row.Find("[data-testid=charged]").Text()); b != "$4.00" || c != "charged $0.00" {
+		t.Fatalf("job row: budget %q, %q", b, c)
+	}
 	if _, err := f.be.Step(ctx, "us-east"); err != nil {
 		t.Fatal(err)
 	}
@@ -100,4 +103,8 @@ func TestAbacusSLOAndLearningThroughTheAPIAndPages(t *testing.T) {
 	if got := doc.Find("[data-testid=auction-us-east] [data-testid=slo]").First().Text(); !strings.HasPrefix(got, "2: served") {
 		t.Fatalf("the operator's auction: %q", got)
 	}
+	if got := doc.Find("[data-testid=auction-us-east] td[data-label=Budget]").First().Text(); got != "$4.00" {
+		t.Fatalf("the auction's budget %q, want the money format", got)
+	}
+	labelledRows(t, doc, "/operate/idle", "auction-us-east")
 }

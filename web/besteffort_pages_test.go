@@ -43,11 +43,11 @@ func TestBestEffortPages(t *testing.T) {
 	if row.Find("[data-testid=status]").Text() != "running" || row.Find("[data-testid=running]").Text() != "35" || row.Find("[data-testid=position]").Text() != "1" {
 		t.Fatalf("job row: %q", strings.Join(strings.Fields(row.Text()), " "))
 	}
-	if got := doc.Find(`[data-testid="idle-us-east/cpu"] [data-testid=borrowed]`).Text(); got != "70" {
+	if got := doc.Find(`[data-testid="idle-us-east/cpu"] [data-testid=borrowed]`).Text(); got != "70 core" {
 		t.Fatalf("borrowed on the best-effort page: %q", got)
 	}
 	_, doc = b.get("/team")
-	if got := doc.Find(`[data-testid="idle-us-east/cpu"] [data-testid=borrowed]`).Text(); got != "70" {
+	if got := doc.Find(`[data-testid="idle-us-east/cpu"] [data-testid=borrowed]`).Text(); got != "70 core" {
 		t.Fatalf("borrowed on the team page: %q", got)
 	}
 	action, _ := row.Find("form").Attr("action")

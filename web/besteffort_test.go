@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/clearhouse/clearhouse/exchange"
+	"github.com/clearhouse/clearhouse/fleet"
 	"github.com/clearhouse/clearhouse/ledger"
 )
 
@@ -100,6 +101,9 @@ func TestBestEffortAPI(t *testing.T) {
 	code, got := f.api(member, "GET", fmt.Sprintf("/api/v1/best-effort/%d", id), "")
 	if code != http.StatusOK || got["status"] != "running" || got["running"] != float64(34) || got["done"] != float64(1) || got["position"] != float64(1) {
 		t.Fatalf("job: %d %v", code, got)
+	}
+	if pp, _ := got["pool_policies"].(map[string]any); got["policy"] != fleet.DefaultPolicy || len(pp) != 1 || pp["us-east/cpu"] != fleet.DefaultPolicy {
+		t.Fatalf("job's policies: %v, %v", got["policy"], got["pool_policies"])
 	}
 	code, got = f.api(member, "DELETE", fmt.Sprintf("/api/v1/best-effort/%d", id), "")
 	if code != http.StatusOK || got["status"] != "cancelled" || got["cancelled"] != float64(49) {

@@ -71,10 +71,15 @@ func groupDigits(n int64) string {
 	if n < 0 {
 		sign, s = "-", s[1:]
 	}
+	return sign + groupString(s)
+}
+
+// groupString puts thousands separators in a string of digits.
+func groupString(s string) string {
 	for i := len(s) - 3; i > 0; i -= 3 {
 		s = s[:i] + "," + s[i:]
 	}
-	return sign + s
+	return s
 }
 
 // userOf returns the signed-in user; routes behind requireRole always have one.

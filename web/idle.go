@@ -12,6 +12,7 @@ import (
 
 	"github.com/clearhouse/clearhouse"
 	"github.com/clearhouse/clearhouse/fleet"
+	"github.com/clearhouse/clearhouse/moneyfmt"
 	"github.com/clearhouse/clearhouse/templates"
 	"github.com/gin-gonic/gin"
 )
@@ -27,7 +28,7 @@ func (s *Server) renderIdle(c *gin.Context, status int, failed string, errs temp
 	}
 	v := templates.IdleView{Errors: errs, Failed: failed}
 	for _, p := range fleet.Policies() {
-		v.Policies = append(v.Policies, templates.Option{Value: p, Label: p})
+		v.Policies = append(v.Policies, templates.Option{Value: p, Label: idlePolicyWords[p]})
 	}
 	abacus := map[string]bool{}
 	for _, st := range settings {
@@ -49,7 +50,8 @@ func (s *Server) renderIdle(c *gin.Context, status int, failed string, errs temp
 		}
 		t := templates.AuctionTable{Cluster: cluster, Summary: fmt.Sprintf("alpha %g, %d iterations, %s", a.Alpha, a.Iterations, a.Outcome)}
 		if a.SLO {
-			t.Summary += fmt.Sprintf("; SLO variant: the served jobs (budgets $%.2f) share first, the others what they leave", a.Revenue)
+			revenue, _ := moneyfmt.FromDollars(a.Revenue)
+			t.Summary += fmt.Sprintf("; SLO variant: the served jobs (budgets %s) share first, the others what they leave", moneyfmt.Cents(revenue))
 		}
 		for _, j := range a.Jobs {
 			var parts []string
@@ -60,7 +62,7 @@ func (s *Server) renderIdle(c *gin.Context, status int, failed string, errs temp
 			if a.SLO && !j.Served { // its own auction among the unserved, over what the served leave
 				shares += " of what the served jobs leave"
 			}
-			row := templates.AuctionRow{Job: "#" + j.Job, Team: j.Team, Budget: fmt.Sprintf("$%.2f", j.Budget), Utility: j.Utility, Shares: shares, SLO: "—"}
+			row := templates.AuctionRow{Job: "#" + j.Job, Team: j.Team, Budget: monOf(j.Budget), Utility: j.Utility, Shares: shares, SLO: "—"}
 			if j.MinUtility != nil {
 				served := "not served"
 				if j.Served {
@@ -80,7 +82,7 @@ func (s *Server) renderIdle(c *gin.Context, status int, failed string, errs temp
 	for _, r := range reports {
 		for _, pf := range r.Pools {
 			t := templates.FairnessTable{Title: fmt.Sprintf("%s, last %s", pf.Pool, r.Span),
-				Summary:  fmt.Sprintf("%s to %s, computed %s; coalition wait %.1f unit-hours; Shapley %s", fmtTime(r.From), fmtTime(r.To), fmtTime(r.ComputedAt), pf.CoalitionValue, exactText(pf.Exact)),
+				Summary:  fmt.Sprintf("%s to %s, computed %s; coalition wait %s unit-hours; Shapley %s", fmtTime(r.From), fmtTime(r.To), fmtTime(r.ComputedAt), fmtDecimal(pf.CoalitionValue, 2), exactText(pf.Exact)),
 				Policies: slices.Sorted(maps.Keys(pf.Unfairness))}
 			if pf.OwnerLoad > 0 {
 				t.Summary += fmt.Sprintf("; owners' own demand replayed: %s unit-hours", groupDigits(int64(math.Round(pf.OwnerLoad))))
@@ -89,15 +91,15 @@ func (s *Server) renderIdle(c *gin.Context, status int, failed string, errs temp
 				t.Summary += fmt.Sprintf("; replayed at %d units a simulated task (the work exceeds 20,000 one-unit tasks)", pf.Scale)
 			}
 			for _, tf := range pf.Teams {
-				row := templates.FairnessRow{Team: tf.Team, Shapley: fmt.Sprintf("%.2f", tf.Shapley), Measured: fmt.Sprintf("%.2f", tf.Measured)}
+				row := templates.FairnessRow{Team: tf.Team, Shapley: fmtDecimal(tf.Shapley, 2), Measured: fmtDecimal(tf.Measured, 2)}
 				for _, pol := range t.Policies {
-					row.Simulated = append(row.Simulated, fmt.Sprintf("%.2f", tf.Simulated[pol]))
+					row.Simulated = append(row.Simulated, fmtDecimal(tf.Simulated[pol], 2))
 				}
 				t.Rows = append(t.Rows, row)
 			}
-			t.Unfairness = append(t.Unfairness, fmt.Sprintf("%.2f", pf.MeasuredUnfairness))
+			t.Unfairness = append(t.Unfairness, fmtDecimal(pf.MeasuredUnfairness, 2))
 			for _, pol := range t.Policies {
-				t.Unfairness = append(t.Unfairness, fmt.Sprintf("%.2f", pf.Unfairness[pol]))
+				t.Unfairness = append(t.Unfairness, fmtDecimal(pf.Unfairness[pol], 2))
 			}
 			v.Reports = append(v.Reports, t)
 		}

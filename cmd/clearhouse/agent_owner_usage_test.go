@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"net/http"
 	"os"
@@ -10,42 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/clearhouse/clearhouse/exchange"
 	"github.com/clearhouse/clearhouse/fleet"
-	"github.com/clearhouse/clearhouse/ledger"
 )
-
-// ownersMarket is the end-to-end market of the owner-usage tests: search holds 60
-// of us-east's 100 cores and ads queues ten 10-core best-effort tasks (30% of the
-// pool kept free, 5 minutes of minimum runtime). It returns the agent's token, ads's
-// API token and the job.
-func ownersMarket(t *testing.T) (*agentMarket, string, string, int64) {
-	m := newAgentMarket(t)
-	ctx := context.Background()
-	app := m.app
-	if err := app.Market.GrantQuota(ctx, "search", "us-east/cpu", 60); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := app.Market.AddTeam(ctx, exchange.NewTeam{ID: "ads", Budget: 100 * ledger.Dollar}); err != nil {
-		t.Fatal(err)
-	}
-	u, err := app.Identity.AddUser(ctx, exchange.NewUser{Email: "member@ads.io", Role: exchange.RoleMember, TeamID: "ads"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ads, _, err := app.Identity.IssueToken(ctx, u.ID, "e2e")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := app.Idle.SetSettings(ctx, fleet.IdleSettings{Pool: "us-east/cpu", Policy: "direct-orig", Alpha: 0.5, MinRuntime: 5 * time.Minute, Exposure: 0.3}); err != nil {
-		t.Fatal(err)
-	}
-	var job apiBEJob
-	if code := m.apiCall(ads, "POST", "/api/v1/best-effort", map[string]any{"configuration": map[string]int64{"us-east/cpu": 10}, "tasks": 10}, &job); code != http.StatusCreated {
-		t.Fatalf("submit: %d %+v", code, job)
-	}
-	return m, m.token("us-east"), ads, job.ID
-}
 
 func (m *agentMarket) beJob(token string, id int64) apiBEJob {
 	m.t.Helper()
@@ -71,7 +36,8 @@ func (m *agentMarket) ownerUsage(team, pool string) int64 {
 // of search's and 40 of ads's). A command printing the same JSON works alike, and
 // a row for another cluster's pool is dropped with a warning, not sent.
 func TestAgentReportsOwnersUsageFromTheOperatorsFile(t *testing.T) {
-	m, tok, ads, id := ownersMarket(t)
+	m, tok, ads, job := lendingMarket(t)
+	id := job.ID
 	file := filepath.Join(t.TempDir(), "owners.json")
 	write := func(units int64) {
 		t.Helper()
@@ -118,7 +84,8 @@ func TestAgentReportsOwnersUsageFromTheOperatorsFile(t *testing.T) {
 // has risen and the decision after the agent reports it preempts down to what the
 // pool still holds beside it.
 func TestSimulatingAgentsRisingOwnerUsagePreemptsBestEffortTasks(t *testing.T) {
-	m, tok, ads, id := ownersMarket(t)
+	m, tok, ads, job := lendingMarket(t)
+	id := job.ID
 	const seed = 3
 	usage := func(at time.Time) int64 { return simulatedOwnerUsage(seed, "search", "us-east/cpu", 60, at) }
 	// Find, in the day ahead, a quarter hour when search uses at most 15 cores and

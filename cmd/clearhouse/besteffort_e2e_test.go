@@ -42,11 +42,12 @@ type apiBEJob struct {
 	Position                                        *int64
 }
 
-// Team search holds 60 idle cores of us-east; team ads's best-effort job runs on
-// them (and on the operator's 40) through the reference agent's allocation; search
-// reserves its quota and the agent preempts ads's tasks down to what the pool still
-// has room for; search's contribution and ads's utility move as DirectContr says.
-func TestBestEffortEndToEnd(t *testing.T) {
+// lendingMarket is the end-to-end market of the best-effort tests: search holds 60
+// of us-east's 100 cores and ads queues ten 10-core best-effort tasks (30% of the
+// pool kept free, 5 minutes of minimum runtime). It returns the agent's token, ads's
+// API token and the job as the API answered it.
+func lendingMarket(t *testing.T) (*agentMarket, string, string, apiBEJob) {
+	t.Helper()
 	m := newAgentMarket(t)
 	ctx := context.Background()
 	app := m.app
@@ -56,11 +57,11 @@ func TestBestEffortEndToEnd(t *testing.T) {
 	if _, err := app.Market.AddTeam(ctx, exchange.NewTeam{ID: "ads", Budget: 100 * ledger.Dollar}); err != nil {
 		t.Fatal(err)
 	}
-	adsUser, err := app.Identity.AddUser(ctx, exchange.NewUser{Email: "member@ads.io", Role: exchange.RoleMember, TeamID: "ads"})
+	u, err := app.Identity.AddUser(ctx, exchange.NewUser{Email: "member@ads.io", Role: exchange.RoleMember, TeamID: "ads"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	ads, _, err := app.Identity.IssueToken(ctx, adsUser.ID, "e2e")
+	ads, _, err := app.Identity.IssueToken(ctx, u.ID, "e2e")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,10 +69,23 @@ func TestBestEffortEndToEnd(t *testing.T) {
 		t.Fatal(err)
 	}
 	var job apiBEJob
-	if code := m.apiCall(ads, "POST", "/api/v1/best-effort", map[string]any{"configuration": map[string]int64{"us-east/cpu": 10}, "tasks": 10}, &job); code != http.StatusCreated || job.Status != "queued" {
+	if code := m.apiCall(ads, "POST", "/api/v1/best-effort", map[string]any{"configuration": map[string]int64{"us-east/cpu": 10}, "tasks": 10}, &job); code != http.StatusCreated {
 		t.Fatalf("submit: %d %+v", code, job)
 	}
-	tok := m.token("us-east")
+	return m, m.token("us-east"), ads, job
+}
+
+// Team search holds 60 idle cores of us-east; team ads's best-effort job runs on
+// them (and on the operator's 40) through the reference agent's allocation; search
+// reserves its quota and the agent preempts ads's tasks down to what the pool still
+// has room for; search's contribution and ads's utility move as DirectContr says.
+func TestBestEffortEndToEnd(t *testing.T) {
+	m, tok, ads, job := lendingMarket(t)
+	if job.Status != "queued" {
+		t.Fatalf("submit: %+v", job)
+	}
+	ctx := context.Background()
+	app := m.app
 	// Owners use none of their quota here (the tests below make them use it).
 	none := filepath.Join(t.TempDir(), "owners.json")
 	if err := os.WriteFile(none, []byte("[]"), 0o644); err != nil {
