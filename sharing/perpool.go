@@ -24,16 +24,23 @@ import (
 //
 // When every pool follows one policy the rule is that policy over the whole cluster
 // (its priorities summed over the pools), as Decide always did. The cost of a start
-// under mixed policies is one priority pass per pool and a scan of the waiting jobs.
+// under mixed policies is one priority pass per pool and a search of the waiting
+// jobs indexed by team and pools (perpoolindex.go).
 
 // perPool is the chooser and victim picker of a cluster whose pools follow
-// different policies.
+// different policies. It keeps each pool's ranking between choices and indexes the
+// waiting jobs (perpoolindex.go).
 type perPool struct {
-	pols  []Policy // per pool of the view
-	views []*View  // per pool: the view restricted to that pool, for its policy
-	prio  []float64
-	rank  [][]int // per pool, per team
-	order []int
+	pols   []Policy    // per pool of the view
+	views  []*View     // per pool: the view restricted to that pool, for its policy
+	prio   [][]float64 // per pool: the priorities of its ranking
+	spare  []float64   // the next priorities, before they replace a pool's
+	ranked []bool      // per pool: rank and order hold its ranking
+	nan    []bool      // per pool: some priority of its ranking is NaN
+	rank   [][]int     // per pool, per team
+	order  [][]int     // per pool: the teams by rank (then as listed)
+	moved  []int
+	index  *jobIndex // built at the first choice; nil beyond maxIndexedPools
 }
 
 // policies resolves each pool's policy (sorted as the decider's pools): the pool's
@@ -61,43 +68,63 @@ func (d *decider) policies(p Policy) (cluster Policy, pols []Policy, mixed bool)
 }
 
 func newPerPool(v *View, pols []Policy) *perPool {
-	m := &perPool{pols: pols, prio: make([]float64, len(v.Teams)), order: make([]int, len(v.Teams))}
+	n := len(v.Teams)
+	m := &perPool{pols: pols, spare: make([]float64, n)}
 	for i := range v.Pools {
 		m.views = append(m.views, &View{Now: v.Now, Pools: v.Pools[i : i+1], Teams: v.Teams, Jobs: v.Jobs, Running: v.Running})
-		m.rank = append(m.rank, make([]int, len(v.Teams)))
+		m.prio = append(m.prio, make([]float64, n))
+		m.ranked = append(m.ranked, false)
+		m.nan = append(m.nan, false)
+		m.rank = append(m.rank, make([]int, n))
+		m.order = append(m.order, make([]int, n))
 	}
 	return m
-}
-
-// priorities writes pool i's policy's priority of every team into out.
-func (m *perPool) priorities(i int, acc *Accounts, out []float64) {
-	m.pols[i].Priorities(m.views[i], acc, out)
 }
 
 // rankAll ranks the teams in every pool: 0 for the highest priority, equal
 // priorities sharing a rank.
 func (m *perPool) rankAll(acc *Accounts) {
 	for i := range m.pols {
-		m.priorities(i, acc, m.prio)
-		denseRanks(m.prio, m.order, m.rank[i])
+		next := m.spare
+		m.pols[i].Priorities(m.views[i], acc, next)
+		m.rerank(i, next)
 	}
 }
 
 // denseRanks writes each team's rank by prio into rank (0 for the highest priority,
-// equal priorities sharing a rank), leaving order sorted by rank.
+// equal priorities sharing a rank), leaving order sorted by rank, then as listed:
+// the order of a stable sort by priority (which only a stable sort gives when some
+// priority is NaN).
 func denseRanks(prio []float64, order, rank []int) {
 	for t := range order {
 		order[t] = t
 	}
-	slices.SortStableFunc(order, func(a, b int) int {
-		switch {
-		case prio[a] > prio[b]:
-			return -1
-		case prio[a] < prio[b]:
-			return 1
-		}
-		return 0
-	})
+	if hasNaN(prio) {
+		slices.SortStableFunc(order, func(a, b int) int {
+			switch {
+			case prio[a] > prio[b]:
+				return -1
+			case prio[a] < prio[b]:
+				return 1
+			}
+			return 0
+		})
+	} else {
+		slices.SortFunc(order, func(a, b int) int {
+			switch {
+			case prio[a] > prio[b]:
+				return -1
+			case prio[a] < prio[b]:
+				return 1
+			}
+			return a - b
+		})
+	}
+	setRanks(prio, order, rank)
+}
+
+// setRanks writes the dense rank of each team along order into rank.
+func setRanks(prio []float64, order, rank []int) {
 	r := 0
 	for k, t := range order {
 		if k > 0 && prio[t] != prio[order[k-1]] {
@@ -113,6 +140,18 @@ func (m *perPool) choose(v *View, acc *Accounts) int {
 		return -1
 	}
 	m.rankAll(acc)
+	if m.index == nil && len(v.Pools) <= maxIndexedPools {
+		m.index = newJobIndex(v)
+	}
+	if m.index == nil {
+		return m.chooseByScan(v)
+	}
+	return m.index.search(v, m.rank, m.order)
+}
+
+// chooseByScan is choose by scanning every waiting job, for more pools than an
+// index handles.
+func (m *perPool) chooseByScan(v *View) int {
 	best, bestWorst := -1, 0
 	for t := range v.Teams {
 		for _, j := range v.Teams[t].Queue {
