@@ -194,12 +194,20 @@ type IdlePool struct {
 }
 
 // IdleUsage is what a team's own work uses of a pool, as its cluster's agent last
-// reported: a row of idle_usage.
+// reported: a row of idle_usage. UnitSeconds is the integral of the reported units
+// from the row's first report to ReportedAt (the usage history reads it).
 type IdleUsage struct {
-	PoolID     string `gorm:"primaryKey"`
-	TeamID     string `gorm:"primaryKey"`
-	Units      int64
-	ReportedAt time.Time
+	PoolID      string `gorm:"primaryKey"`
+	TeamID      string `gorm:"primaryKey"`
+	Units       int64
+	ReportedAt  time.Time
+	UnitSeconds float64
+}
+
+// integralAt is the usage's integral carried to at, the last reported units holding
+// since they were reported.
+func (u IdleUsage) integralAt(at time.Time) float64 {
+	return u.UnitSeconds + float64(u.Units)*max(at.Sub(u.ReportedAt).Seconds(), 0)
 }
 
 // IdleBalance is a team's contribution and utility in a pool: a row of

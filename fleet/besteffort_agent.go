@@ -201,11 +201,8 @@ func (s *BestEffort) Report(ctx context.Context, cluster string, r BestEffortRep
 		}
 		now = ic.AsOf
 		ic.AgentSeenAt = &now
-		for _, u := range r.Usage {
-			row := IdleUsage{PoolID: u.Pool, TeamID: u.Team, Units: u.Units, ReportedAt: now}
-			if err := tx.Save(&row).Error; err != nil {
-				return err
-			}
+		if err := saveUsage(tx, cluster, r.Usage, now); err != nil {
+			return err
 		}
 		for _, e := range r.Tasks {
 			t := tasks[e.Task]
@@ -241,6 +238,34 @@ func (s *BestEffort) Report(ctx context.Context, cluster string, r BestEffortRep
 		}
 		return saveAccounts(tx, &ic, acc, nil, nil, now)
 	})
+}
+
+// saveUsage stores owners' usage as reported at now, carrying each row's integral
+// over the time its previous units held. The caller holds the cluster's lock, so
+// reports of one cluster's pools apply one at a time.
+func saveUsage(tx *gorm.DB, cluster string, usage []OwnerUsage, now time.Time) error {
+	if len(usage) == 0 {
+		return nil
+	}
+	var old []IdleUsage
+	if err := tx.Where("pool_id IN (SELECT id FROM pools WHERE cluster_id = ?)", cluster).Find(&old).Error; err != nil {
+		return err
+	}
+	prev := map[[2]string]IdleUsage{}
+	for _, u := range old {
+		prev[[2]string{u.PoolID, u.TeamID}] = u
+	}
+	for _, u := range usage {
+		row := IdleUsage{PoolID: u.Pool, TeamID: u.Team, Units: u.Units, ReportedAt: now}
+		if p, ok := prev[[2]string{u.Pool, u.Team}]; ok {
+			row.UnitSeconds = p.integralAt(now)
+		}
+		prev[[2]string{u.Pool, u.Team}] = row // a report naming a pair twice: the last holds, for no time
+		if err := tx.Save(&row).Error; err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // BestEffortTick says what one Tick did.

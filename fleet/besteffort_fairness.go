@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"slices"
 	"time"
 
@@ -21,12 +22,19 @@ import (
 // and each organization has its units / Scale processors, rounded down, so the
 // replay covers all of it; waits are scaled back to unit-hours), released when it
 // was queued, each taking its job's mean measured run time (its maximum task duration,
-// or an hour, when none ended). sharing.Evaluate simulates every coalition under
+// or an hour, when none ended). Each team's own demand of its quota over the span
+// (ownerLoad: its owners' usage as the usage history recorded it, or its reservations,
+// whichever was larger, never above its quota) runs as its background load
+// (sharing.BackgroundJobs): on its own processors, before any best-effort task there,
+// as the decisions lent only what owners left idle. sharing.Evaluate simulates every coalition under
 // every policy (exactly up to 12 organizations, sampled beyond) and gives each
 // team's Shapley value of the wait; the report sets beside it the wait measured in
-// the product (units times hours between a job's queueing and each task's start)
-// and each policy's simulated wait, with their unfairness (distance to the Shapley
-// values). It is computed by the scheduled job and `clearhouse share fairness`,
+// the product (units times hours between a job's queueing and each task's start, or
+// now for its tasks waiting now) and each policy's simulated wait up to now (the
+// replay stops at the span's end, a task not started by then counting its wait so
+// far), with their unfairness (distance to the Shapley values). A pool's replay
+// knows only that pool: a job that needs several pools and waited for another one's
+// units shows that wait as measured but not as simulated here. It is computed by the scheduled job and `clearhouse share fairness`,
 // never in a request, and stored per cluster and span.
 
 // FairnessReport is one cluster's report over one span.
@@ -46,7 +54,8 @@ type PoolFairness struct {
 	Teams              []TeamFairness
 	Unfairness         map[string]float64 // policy -> distance of its simulated waits to the Shapley values
 	MeasuredUnfairness float64
-	Scale              int64 // units one simulated task stands for (1 unless the work exceeds maxFairnessTasks)
+	Scale              int64   // units one simulated task stands for (1 unless the work exceeds maxFairnessTasks)
+	OwnerLoad          float64 // unit-hours of owners' own demand the replay ran as background load
 }
 
 // TeamFairness is one organization's line: its Shapley value, its measured wait
@@ -142,6 +151,10 @@ func (s *BestEffort) fairness(ctx context.Context, cluster, span string, now tim
 	if err != nil {
 		return rep, err
 	}
+	load, err := ownerLoad(db, cluster, from, now)
+	if err != nil {
+		return rep, err
+	}
 	for _, p := range pools {
 		var st IdleSettings
 		for _, x := range settings {
@@ -149,7 +162,7 @@ func (s *BestEffort) fairness(ctx context.Context, cluster, span string, now tim
 				st = x
 			}
 		}
-		pf, ok, err := poolFairness(p, qs, jobs, byJob, st, from, now)
+		pf, ok, err := poolFairness(p, qs, jobs, byJob, load, st, from, now)
 		if err != nil {
 			return rep, err
 		}
@@ -160,7 +173,7 @@ func (s *BestEffort) fairness(ctx context.Context, cluster, span string, now tim
 	return rep, nil
 }
 
-func poolFairness(p exchange.Pool, qs []quotaRow, jobs []Job, byJob map[int64][]Task, st IdleSettings, from, now time.Time) (PoolFairness, bool, error) {
+func poolFairness(p exchange.Pool, qs []quotaRow, jobs []Job, byJob map[int64][]Task, load map[[2]string][]loadStep, st IdleSettings, from, now time.Time) (PoolFairness, bool, error) {
 	pf := PoolFairness{Pool: p.ID, Unfairness: map[string]float64{}}
 	procs := map[string]int64{}
 	var held int64
@@ -171,9 +184,26 @@ func poolFairness(p exchange.Pool, qs []quotaRow, jobs []Job, byJob map[int64][]
 		}
 	}
 	procs[sharing.Operator] = max(p.Capacity-held, 0)
+	// Owners' demand of their quota (never more than it), which the replay runs as
+	// each team's background load.
+	demand := map[string][]loadStep{}
+	var rise float64 // unit tasks the background load takes
+	for k, steps := range load {
+		q, ok := procs[k[1]]
+		if k[0] != p.ID || !ok || k[1] == sharing.Operator {
+			continue
+		}
+		prev := 0.0
+		for _, x := range steps {
+			u := min(x.Units, float64(q))
+			demand[k[1]] = append(demand[k[1]], loadStep{At: x.At, Units: u})
+			rise += max(u-prev, 0)
+			prev = u
+		}
+	}
 	// One simulated task stands for scale units (and each organization has its
 	// units / scale processors), so a pool's replay never exceeds maxFairnessTasks.
-	var total int64
+	total := int64(math.Ceil(rise))
 	for _, j := range jobs {
 		total += int64(j.Tasks) * j.Config()[p.ID]
 	}
@@ -188,6 +218,9 @@ func poolFairness(p exchange.Pool, qs []quotaRow, jobs []Job, byJob map[int64][]
 		}
 		if _, ok := procs[j.TeamID]; !ok {
 			procs[j.TeamID] = 0
+		}
+		if j.Status == JobQueued || j.Status == JobRunning { // tasks waiting now have waited so far
+			measured[j.TeamID] += float64(units*j.Queued) * now.Sub(j.EnqueuedAt).Hours()
 		}
 		hours, n := 0.0, 0
 		for _, t := range byJob[j.ID] {
@@ -211,6 +244,19 @@ func poolFairness(p exchange.Pool, qs []quotaRow, jobs []Job, byJob map[int64][]
 	if len(simJobs) == 0 {
 		return pf, false, nil
 	}
+	span := now.Sub(from).Hours()
+	for _, team := range sortedPools(demand) {
+		steps := make([]sharing.LoadStep, len(demand[team]))
+		for i, x := range demand[team] {
+			steps[i] = sharing.LoadStep{At: x.At.Sub(from).Hours(), Units: min(int64(math.Round(x.Units/float64(scale))), procs[team]/scale)}
+			next := now
+			if i+1 < len(demand[team]) {
+				next = demand[team][i+1].At
+			}
+			pf.OwnerLoad += x.Units * next.Sub(x.At).Hours()
+		}
+		simJobs = append(simJobs, sharing.BackgroundJobs(team, steps, span)...)
+	}
 	names := make([]string, 0, len(procs))
 	for t := range procs {
 		names = append(names, t)
@@ -229,7 +275,7 @@ func poolFairness(p exchange.Pool, qs []quotaRow, jobs []Job, byJob map[int64][]
 		policies = append(policies, pol)
 	}
 	ev, err := sharing.Evaluate(sharing.Experiment{Orgs: orgs, Jobs: simJobs, Policies: policies, MinRuntime: st.MinRuntime.Hours(),
-		Exposure: st.Exposure, Horizon: 2 * now.Sub(from).Hours(), Seed: 1})
+		Exposure: st.Exposure, Horizon: now.Sub(from).Hours(), Seed: 1})
 	if err != nil {
 		return pf, false, err
 	}

@@ -3,8 +3,10 @@ package fleet
 import (
 	"context"
 	"slices"
+	"strings"
 	"time"
 
+	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
 )
 
@@ -14,7 +16,9 @@ import (
 // A point is stamped with the start of its interval and keyed by team, pool and
 // time, so servers that take the same snapshot store it once. Retention keeps every
 // point for HistoryFine, then the hourly points (minute 0) up to HistoryHourly, then
-// the daily points (00:00 UTC) up to HistoryDaily; older points are deleted.
+// the daily points (00:00 UTC) up to HistoryDaily; older points are deleted. The
+// same job records owners' own usage (idle_usage_history, IdleUsagePoint) under the
+// same keys and retention, for the fairness report's replay.
 const (
 	HistoryInterval = 15 * time.Minute
 	HistoryFine     = 2 * 24 * time.Hour
@@ -39,10 +43,28 @@ type IdleHistory struct {
 // TableName implements gorm's tabler.
 func (IdleHistory) TableName() string { return "idle_history" }
 
+// IdleUsagePoint is a team's own usage of a pool as recorded at one time: a row of
+// idle_usage_history. UnitSeconds is the usage's integral up to ReadAt (see
+// IdleUsage), so the mean usage between two points of a team and pool is the
+// difference of their integrals over the time between their reads.
+type IdleUsagePoint struct {
+	At          time.Time `gorm:"primaryKey"`
+	PoolID      string    `gorm:"primaryKey"`
+	TeamID      string    `gorm:"primaryKey"`
+	ClusterID   string
+	Units       int64
+	UnitSeconds float64
+	ReadAt      time.Time
+}
+
+// TableName implements gorm's tabler.
+func (IdleUsagePoint) TableName() string { return "idle_usage_history" }
+
 // HistoryReport says what one RecordHistory did.
 type HistoryReport struct {
 	At       time.Time // the interval the points are stamped with
 	Recorded int       // points inserted (0 when another server took this snapshot)
+	Usage    int       // owners' usage points inserted (likewise)
 	Pruned   int64     // points deleted by the retention rule
 }
 
@@ -72,9 +94,47 @@ func (s *BestEffort) RecordHistory(ctx context.Context) (HistoryReport, error) {
 		}
 		rep.Recorded = int(res.RowsAffected)
 	}
-	var stamps []time.Time
-	if err := db.Model(&IdleHistory{}).Distinct("at").Where("at < ?", now.Add(-HistoryFine)).Pluck("at", &stamps).Error; err != nil {
+	n, err := recordUsage(db, rep.At, now)
+	if err != nil {
 		return rep, err
+	}
+	rep.Usage = n
+	for _, table := range []any{&IdleHistory{}, &IdleUsagePoint{}} {
+		n, err := pruneHistory(db, table, now)
+		if err != nil {
+			return rep, err
+		}
+		rep.Pruned += n
+	}
+	return rep, nil
+}
+
+// recordUsage copies every idle_usage row into the usage history, stamped at, its
+// integral carried to now.
+func recordUsage(db *gorm.DB, at, now time.Time) (int, error) {
+	var usage []IdleUsage
+	if err := db.Order("pool_id, team_id").Find(&usage).Error; err != nil {
+		return 0, err
+	}
+	if len(usage) == 0 {
+		return 0, nil
+	}
+	rows := make([]IdleUsagePoint, len(usage))
+	for i, u := range usage {
+		cluster, _, _ := strings.Cut(u.PoolID, "/")
+		rows[i] = IdleUsagePoint{At: at, PoolID: u.PoolID, TeamID: u.TeamID, ClusterID: cluster, Units: u.Units,
+			UnitSeconds: u.integralAt(now), ReadAt: now}
+	}
+	res := db.Clauses(clause.OnConflict{DoNothing: true}).CreateInBatches(&rows, 200)
+	return int(res.RowsAffected), res.Error
+}
+
+// pruneHistory deletes the points of table (a history model stamped by at) that the
+// retention rule no longer keeps.
+func pruneHistory(db *gorm.DB, table any, now time.Time) (int64, error) {
+	var stamps []time.Time
+	if err := db.Model(table).Distinct("at").Where("at < ?", now.Add(-HistoryFine)).Pluck("at", &stamps).Error; err != nil {
+		return 0, err
 	}
 	var drop []time.Time
 	for _, at := range stamps {
@@ -82,14 +142,15 @@ func (s *BestEffort) RecordHistory(ctx context.Context) (HistoryReport, error) {
 			drop = append(drop, at)
 		}
 	}
+	var pruned int64
 	for chunk := range slices.Chunk(drop, 500) {
-		res := db.Where("at IN ?", chunk).Delete(&IdleHistory{})
+		res := db.Where("at IN ?", chunk).Delete(table)
 		if res.Error != nil {
-			return rep, res.Error
+			return pruned, res.Error
 		}
-		rep.Pruned += res.RowsAffected
+		pruned += res.RowsAffected
 	}
-	return rep, nil
+	return pruned, nil
 }
 
 // keepHistory is the retention rule for a point stamped at, at now.

@@ -35,9 +35,36 @@ func capacityNow(tx *gorm.DB, pools []exchange.Pool, now time.Time) (map[string]
 // reservedNow is, per team and pool of the cluster, the units its accepted
 // reservations hold at now (requests started and not ended).
 func reservedNow(tx *gorm.DB, cluster string, now time.Time) (map[[2]string]int64, error) {
+	spans, err := reservedSpans(tx, cluster, now, now)
+	if err != nil {
+		return nil, err
+	}
+	var out map[[2]string]int64
+	for _, r := range spans {
+		if !now.Before(r.Start) && now.Before(r.End) {
+			if out == nil {
+				out = map[[2]string]int64{}
+			}
+			out[[2]string{r.Team, r.Pool}] += r.Units
+		}
+	}
+	return out, nil
+}
+
+// reservedSpan is what one request of an accepted reservation holds of a pool while
+// it runs, from Start until End (its planned end, or when it ended if earlier).
+type reservedSpan struct {
+	Team, Pool string
+	Start, End time.Time
+	Units      int64
+}
+
+// reservedSpans lists the requests of the cluster's accepted reservations that
+// started by to and had not ended at from, per pool of their configuration.
+func reservedSpans(tx *gorm.DB, cluster string, from, to time.Time) ([]reservedSpan, error) {
 	var reqs []ReservationRequest
 	err := tx.Where(`reservation_id IN (SELECT id FROM reservations WHERE status = ? AND cluster_id = ?)
-		AND start_at IS NOT NULL AND start_at <= ?`, ReservationAccepted, cluster, now).Find(&reqs).Error
+		AND start_at IS NOT NULL AND start_at <= ?`, ReservationAccepted, cluster, to).Find(&reqs).Error
 	if err != nil || len(reqs) == 0 {
 		return nil, err
 	}
@@ -57,13 +84,13 @@ func reservedNow(tx *gorm.DB, cluster string, now time.Time) (map[[2]string]int6
 	for _, r := range rs {
 		team[r.ID] = r.TeamID
 	}
-	out := map[[2]string]int64{}
+	var out []reservedSpan
 	for _, q := range reqs {
-		if !now.Before(q.End()) {
+		if !from.Before(q.End()) {
 			continue
 		}
 		for pool, units := range q.Config() {
-			out[[2]string{team[q.ReservationID], pool}] += units * q.Count
+			out = append(out, reservedSpan{Team: team[q.ReservationID], Pool: pool, Start: *q.StartAt, End: q.End(), Units: units * q.Count})
 		}
 	}
 	return out, nil

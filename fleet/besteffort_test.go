@@ -238,6 +238,6 @@ func TestCancellingAJobStopsItsTasks(t *testing.T) {
 func TestBestEffortModelsMatchSchema(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		storetest.AssertModelsMatchSchema(t, db, &fleet.Job{}, &fleet.Task{}, &fleet.IdleCluster{}, &fleet.IdlePool{},
-			&fleet.IdleUsage{}, &fleet.IdleBalance{}, &fleet.IdleTeam{}, &fleet.IdleFairness{}, &fleet.WeightFit{}, &fleet.IdleHistory{})
+			&fleet.IdleUsage{}, &fleet.IdleBalance{}, &fleet.IdleTeam{}, &fleet.IdleFairness{}, &fleet.WeightFit{}, &fleet.IdleHistory{}, &fleet.IdleUsagePoint{})
 	})
 }

@@ -146,11 +146,24 @@ func BenchmarkChooseThousandTeamsMixedPoliciesFirst(b *testing.B) {
 // A whole snapshot step: 1,000 teams holding quota in two pools, 10,000 jobs with
 // 100,000 waiting tasks, 2,000 tasks running, room for about a thousand more.
 func BenchmarkDecideThousandTeams(b *testing.B) {
+	benchmarkDecide(b, thousandTeams("", ""))
+}
+
+// The same with the two pools under different policies (cpu DirectContr ORIG, ram
+// FairShare): every start is a choice under the rule of perpool.go.
+func BenchmarkDecideThousandTeamsMixedPolicies(b *testing.B) {
+	benchmarkDecide(b, thousandTeams("direct-orig", "fairshare"))
+}
+
+// thousandTeams is the snapshot of DecideThousandTeams, its cpu and ram pools
+// following the policies given ("" follows the cluster's).
+func thousandTeams(cpuPolicy, ramPolicy string) *Snapshot {
 	rng := rand.New(rand.NewPCG(3, 4))
 	now := epoch.Add(24 * time.Hour)
 	s := &Snapshot{Now: now}
 	for _, pool := range []string{"cpu", "ram"} {
-		p := Pool{Name: pool, Capacity: 12_000, MinRuntime: 10 * time.Minute, Exposure: DefaultExposure}
+		p := Pool{Name: pool, Capacity: 12_000, MinRuntime: 10 * time.Minute, Exposure: DefaultExposure,
+			Policy: map[string]string{"cpu": cpuPolicy, "ram": ramPolicy}[pool]}
 		for t := range 1000 {
 			p.Teams = append(p.Teams, Holding{Team: fmt.Sprintf("team%04d", t), Quota: 10, Used: int64(rng.IntN(6))})
 		}
@@ -167,7 +180,11 @@ func BenchmarkDecideThousandTeams(b *testing.B) {
 			Configuration: map[string]int64{"cpu": 1, "ram": 1}, Started: now.Add(-time.Hour), Enqueued: now.Add(-2 * time.Hour),
 			Lenders: []Share{{"cpu", lender, 1}, {"ram", lender, 1}}})
 	}
-	acc := NewAccounts(now)
+	return s
+}
+
+func benchmarkDecide(b *testing.B, s *Snapshot) {
+	acc := NewAccounts(s.Now)
 	p := DirectContr{Orig}
 	starts := 0
 	for b.Loop() {

@@ -420,3 +420,40 @@ func TestDecideAcceptsAccountsStoredToTheMicrosecond(t *testing.T) {
 		t.Fatalf("advancing to the same moment: %v", err)
 	}
 }
+
+// fixedPriorities is a policy whose team priorities are given, for tests of the
+// decider's own rules.
+type fixedPriorities map[string]float64
+
+func (fixedPriorities) Name() string { return "fixed" }
+func (p fixedPriorities) Priorities(v *View, _ *Accounts, out []float64) {
+	for t, tv := range v.Teams {
+		out[t] = p[tv.Name]
+	}
+}
+func (fixedPriorities) Choose(*View, *Accounts, *rand.Rand) int { return -1 }
+func (p fixedPriorities) Victim(v *View, acc *Accounts, candidates []int, _ *rand.Rand) int {
+	return victimOfLowest(v, acc, p, candidates)
+}
+
+// Preemption chooses among the tasks past the minimum runtime: when the
+// lowest-priority team's only task is younger than that, the owner gets its units
+// back now from the next team's task that may stop, rather than waiting.
+func TestPreemptionPassesOverTasksYoungerThanTheMinimum(t *testing.T) {
+	s := &Snapshot{Now: at(3), Pools: []Pool{{Name: "cpu", Capacity: 10, MinRuntime: 30 * time.Minute,
+		Teams: []Holding{{Team: "a", Quota: 10, Used: 9}}}},
+		Running: []Task{
+			{ID: "b-young", Job: "jb", Team: "b", Configuration: map[string]int64{"cpu": 1}, Started: at(2.9), Enqueued: at(0), Lenders: []Share{{"cpu", "a", 1}}},
+			{ID: "c-old", Job: "jc", Team: "c", Configuration: map[string]int64{"cpu": 1}, Started: at(1), Enqueued: at(0), Lenders: []Share{{"cpu", "a", 1}}},
+			{ID: "b-old", Job: "jb", Team: "b", Configuration: map[string]int64{"cpu": 1}, Started: at(0.5), Enqueued: at(0), Lenders: []Share{{"cpu", "a", 1}}},
+		}}
+	// Demand 9 and three tasks on 10 units: two must stop. b (priority -1) is the
+	// lowest: its old task goes first; its young one may not stop yet, so c's goes.
+	d, err := Decide(s, NewAccounts(s.Now), fixedPriorities{"b": -1, "c": 1}, rand.New(rand.NewPCG(1, 1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(d.Preempt, []string{"b-old", "c-old"}) || len(d.Blocked) != 0 {
+		t.Fatalf("preempted %v (blocked %v); want b's old task, then c's", d.Preempt, d.Blocked)
+	}
+}

@@ -31,16 +31,17 @@ import (
 // different policies. It keeps each pool's ranking between choices and indexes the
 // waiting jobs (perpoolindex.go).
 type perPool struct {
-	pols   []Policy    // per pool of the view
-	views  []*View     // per pool: the view restricted to that pool, for its policy
-	prio   [][]float64 // per pool: the priorities of its ranking
-	spare  []float64   // the next priorities, before they replace a pool's
-	ranked []bool      // per pool: rank and order hold its ranking
-	nan    []bool      // per pool: some priority of its ranking is NaN
-	rank   [][]int     // per pool, per team
-	order  [][]int     // per pool: the teams by rank (then as listed)
-	moved  []int
-	index  *jobIndex // built at the first choice; nil beyond maxIndexedPools
+	pols    []Policy    // per pool of the view
+	views   []*View     // per pool: the view restricted to that pool, for its policy
+	prio    [][]float64 // per pool: the priorities of its ranking
+	spare   []float64   // the next priorities, before they replace a pool's
+	ranked  []bool      // per pool: rank and order hold its ranking
+	nan     []bool      // per pool: some priority of its ranking is NaN
+	rank    [][]int     // per pool, per team
+	order   [][]int     // per pool: the teams by rank (then as listed)
+	moved   []int
+	index   *jobIndex // built at the second choice; nil beyond maxIndexedPools
+	choices int
 }
 
 // policies resolves each pool's policy (sorted as the decider's pools): the pool's
@@ -140,8 +141,9 @@ func (m *perPool) choose(v *View, acc *Accounts) int {
 		return -1
 	}
 	m.rankAll(acc)
-	if m.index == nil && len(v.Pools) <= maxIndexedPools {
-		m.index = newJobIndex(v)
+	m.choices++
+	if m.index == nil && m.choices > 1 && len(v.Pools) <= maxIndexedPools {
+		m.index = newJobIndex(v) // a decision that chooses once scans once instead
 	}
 	if m.index == nil {
 		return m.chooseByScan(v)
@@ -149,8 +151,9 @@ func (m *perPool) choose(v *View, acc *Accounts) int {
 	return m.index.search(v, m.rank, m.order)
 }
 
-// chooseByScan is choose by scanning every waiting job, for more pools than an
-// index handles.
+// chooseByScan is choose by scanning every waiting job: for a decision's first
+// choice (the index costs more than a scan), and for more pools than an index
+// handles.
 func (m *perPool) chooseByScan(v *View) int {
 	best, bestWorst := -1, 0
 	for t := range v.Teams {

@@ -359,17 +359,22 @@ func (s *Server) idleCharts(ctx context.Context, team string) ([]templates.LineC
 			continue // the team never lent or borrowed there: nothing to draw
 		}
 		cu := []templates.Series{{Name: "contribution"}, {Name: "utility"}}
+		lb := []templates.Series{{Name: "lent"}, {Name: "borrowed"}}
 		p := templates.Series{Name: pool}
 		for _, pt := range hist[pool] {
 			cu[0].Points = append(cu[0].Points, templates.Point{X: x(pt.At), Y: pt.Contribution})
 			cu[1].Points = append(cu[1].Points, templates.Point{X: x(pt.At), Y: pt.Utility})
+			lb[0].Points = append(lb[0].Points, templates.Point{X: x(pt.At), Y: pt.Lent})
+			lb[1].Points = append(lb[1].Points, templates.Point{X: x(pt.At), Y: pt.Borrowed})
 			p.Points = append(p.Points, templates.Point{X: x(pt.At), Y: pt.Priority})
 		}
 		last := hist[pool][len(hist[pool])-1]
 		amount, prioUnit := idleUnits(last.Policy)
 		prioUnits[prioUnit] = true
 		out = append(out, templates.LineChart{ID: "idle-history-" + pool, Title: pool + ": contribution and utility under " + last.Policy,
-			XLabel: label, YLabel: amount, FormatX: format, Series: cu, YFromZero: true, Height: 240, Legend: true})
+			XLabel: label, YLabel: amount, FormatX: format, Series: cu, YFromZero: true, Height: 240, Legend: true},
+			templates.LineChart{ID: "idle-units-" + pool, Title: pool + ": units lent and borrowed",
+				XLabel: label, FormatX: format, Series: lb, YFromZero: true, Height: 200, Legend: true})
 		if i := slices.IndexFunc(prio.Series, func(q templates.Series) bool { return slices.Equal(q.Points, p.Points) }); i >= 0 {
 			prio.Series[i].Name += ", " + pool // one policy over a cluster's pools gives them one priority: one line
 			continue

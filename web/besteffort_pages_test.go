@@ -126,6 +126,10 @@ func TestTeamPageChartsIdleHistory(t *testing.T) {
 	if strings.Count(d, "L") != 3 {
 		t.Fatalf("utility series has not 4 points: %q", d)
 	}
+	units := doc.Find(`[data-testid="idle-units-us-east/cpu"]`)
+	if got := strings.Join(strings.Fields(units.Find("[data-testid=chart-legend]").Text()), " "); got != "lent borrowed" || units.Find("path.series").Length() != 2 {
+		t.Fatalf("lent and borrowed chart: %d series, legend %q", units.Find("path.series").Length(), got)
+	}
 	prio := doc.Find("[data-testid=idle-priority]")
 	if prio.Find("path.series").Length() != 1 || strings.TrimSpace(prio.Find("[data-testid=chart-legend]").Text()) != "us-east/cpu" {
 		t.Fatalf("priority chart: %d series, legend %q", prio.Find("path.series").Length(), prio.Find("[data-testid=chart-legend]").Text())

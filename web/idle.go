@@ -3,6 +3,7 @@ package web
 import (
 	"fmt"
 	"maps"
+	"math"
 	"net/http"
 	"slices"
 	"strconv"
@@ -83,6 +84,9 @@ func (s *Server) renderIdle(c *gin.Context, status int, failed string, errs temp
 			t := templates.FairnessTable{Title: fmt.Sprintf("%s, last %s", pf.Pool, r.Span),
 				Summary:  fmt.Sprintf("%s to %s, computed %s; coalition wait %s unit-hours; Shapley %s", fmtTime(r.From), fmtTime(r.To), fmtTime(r.ComputedAt), fmtDecimal(pf.CoalitionValue, 2), exactText(pf.Exact)),
 				Policies: slices.Sorted(maps.Keys(pf.Unfairness))}
+			if pf.OwnerLoad > 0 {
+				t.Summary += fmt.Sprintf("; owners' own demand replayed: %s unit-hours", groupDigits(int64(math.Round(pf.OwnerLoad))))
+			}
 			if pf.Scale > 1 {
 				t.Summary += fmt.Sprintf("; replayed at %d units a simulated task (the work exceeds 20,000 one-unit tasks)", pf.Scale)
 			}

@@ -78,8 +78,14 @@ lists, fixed by --seed, so owners take their idle quota back and best-effort tas
 on it are preempted. It prints the
 server's answer when a report moved reservations, put them at risk or ended them.
 
-Owners' own usage (what teams' work outside Clearhouse's plans uses of their quota,
-which best-effort tasks must give back) comes from --owner-usage FILE, re-read at every
+Without --simulate the agent confirms the best-effort starts and stops it prints; a
+task's end (done or failed) is for the cluster's own scheduler to report through
+POST /api/v1/clusters/{cluster}/updates, since the reference agent does not run tasks.
+
+Owners' own usage (everything a team's own work uses of its quota now, its
+reservations' jobs included and best-effort tasks left out: a team's demand is the
+larger of this and what its reservations hold, and best-effort tasks must give back
+what it needs) comes from --owner-usage FILE, re-read at every
 poll, or from the standard output of --owner-usage-command, run with sh -c at every
 poll (10 s at most): a JSON array [{"team":"ads","pool":"us-east/cpu","units":40}].
 Without either, a real agent reports none (idle quota is then all quota not

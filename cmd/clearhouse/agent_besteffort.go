@@ -51,10 +51,12 @@ type beTask struct {
 var simTaskRuntime = [2]time.Duration{15 * time.Minute, 3 * time.Hour}
 
 // followBestEffort starts the best-effort tasks the allocation lists that the agent
-// does not run yet and stops those in preempt, printing each. When simulating it
-// also ends tasks whose time came (done, or failed at --fail-rate) and queues the
-// events the next report sends: started, done, failed, and stopped for every
-// preempted task (which confirms the stop, so the server stops listing it).
+// does not run yet and stops those in preempt, printing each, and queues the events
+// the next report sends: started for each start, and stopped for every preempted
+// task (which confirms the stop, so the server stops listing it). When simulating it
+// also ends tasks whose time came (done, or failed at --fail-rate). A real cluster's
+// tasks end on their own: its scheduler reports done or failed through the updates
+// endpoint, which the reference agent cannot see.
 func (a *clusterAgent) followBestEffort(alloc agentAllocation, now time.Time) {
 	if a.tasks == nil {
 		a.tasks, a.stopped = map[int64]*beTask{}, map[int64]bool{}
@@ -68,11 +70,11 @@ func (a *clusterAgent) followBestEffort(alloc agentAllocation, now time.Time) {
 		bt := &beTask{task: t}
 		a.tasks[t.Task] = bt
 		fmt.Fprintf(a.out, "%s start best-effort task %d of job %d: %s (team %s)\n", clock(now), t.Task, t.Job, configText(t.Configuration), t.Team)
+		a.events = append(a.events, agentTaskEvent{Task: t.Task, Event: "started", At: now})
 		if a.sim != nil {
 			span := simTaskRuntime[1] - simTaskRuntime[0]
 			bt.endAt = now.Truncate(time.Second).Add(simTaskRuntime[0] + time.Duration(a.sim.rng.Int64N(int64(span/time.Second)))*time.Second)
 			bt.failed = a.sim.rng.Float64() < a.sim.failRate
-			a.events = append(a.events, agentTaskEvent{Task: t.Task, Event: "started", At: now})
 		}
 	}
 	for _, t := range alloc.Preempt {
@@ -81,9 +83,7 @@ func (a *clusterAgent) followBestEffort(alloc agentAllocation, now time.Time) {
 			fmt.Fprintf(a.out, "%s stop best-effort task %d of job %d (%s)\n", clock(now), t.Task, t.Job, t.Reason)
 			a.stopped[t.Task] = true
 		}
-		if a.sim != nil {
-			a.events = append(a.events, agentTaskEvent{Task: t.Task, Event: "stopped", At: now})
-		}
+		a.events = append(a.events, agentTaskEvent{Task: t.Task, Event: "stopped", At: now})
 	}
 	ids := make([]int64, 0, len(a.tasks))
 	for id := range a.tasks {

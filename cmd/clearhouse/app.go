@@ -179,7 +179,7 @@ func (a *App) Open(ctx context.Context) error {
 	if _, err := a.cron.AddFunc("@every 1h", func() { a.RunFairness(context.Background()) }); err != nil {
 		return errors.Join(err, a.DB.Close())
 	}
-	if _, err := a.cron.AddFunc(fmt.Sprintf("@every %s", fleet.HistoryInterval), func() { a.RunHistory(context.Background()) }); err != nil {
+	if _, err := a.cron.AddFunc(historySchedule, func() { a.RunHistory(context.Background()) }); err != nil {
 		return errors.Join(err, a.DB.Close())
 	}
 	if err := a.Server.Open(); err != nil {
@@ -189,6 +189,7 @@ func (a *App) Open(ctx context.Context) error {
 	go func() { // catch up at once after a restart
 		a.RunUtilization(context.Background())
 		a.RunTick(context.Background())
+		a.RunHistory(context.Background()) // the current interval's point, if no server took it yet
 	}()
 	return nil
 }

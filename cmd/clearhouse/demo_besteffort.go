@@ -10,11 +10,11 @@ import (
 	"github.com/clearhouse/clearhouse/ledger"
 )
 
-// seedDemoBestEffort replays the last day of idle capacity: it queues the demo's
-// best-effort jobs a day ago, then every history interval reports owners' simulated
-// usage and the tasks that ended, runs one decision per cluster (as an agent's poll
-// would) and records the history point. It then queues the same jobs now, runs one
-// decision per cluster, and the fairness job.
+// seedDemoBestEffort replays the last day of idle capacity: every history interval
+// from a day ago it reports owners' simulated usage and the tasks that ended, runs
+// one decision per cluster (as an agent's poll would) and records the history
+// point, having queued the demo's best-effort jobs half an hour in. It then queues
+// the same jobs now, runs one decision per cluster, and the fairness job.
 func seedDemoBestEffort(ctx context.Context, a *App, users map[string]exchange.User) error {
 	end := a.now()
 	clock := &demoClock{t: end.Add(-24 * time.Hour).Truncate(fleet.HistoryInterval)}
@@ -36,14 +36,19 @@ func seedDemoBestEffort(ctx context.Context, a *App, users map[string]exchange.U
 		}
 		return nil
 	}
-	if err := submit(be); err != nil {
-		return err
-	}
 	holdings, err := a.Market.Holdings(ctx, "")
 	if err != nil {
 		return err
 	}
+	// The jobs are queued half an hour in, so that they fall in the fairness report's
+	// last day, after owners' usage has a history.
+	queueAt := clock.t.Add(30 * time.Minute)
 	for ; !clock.t.After(end); clock.t = clock.t.Add(fleet.HistoryInterval) {
+		if clock.t.Equal(queueAt) {
+			if err := submit(be); err != nil {
+				return err
+			}
+		}
 		for _, cluster := range []string{"us-east", "eu-west", "ap-south"} {
 			if err := demoIdleStep(ctx, be, cluster, holdings, clock.t); err != nil {
 				return err

@@ -34,6 +34,12 @@ func newShareHistoryCmd() *cobra.Command {
 	return cmd
 }
 
+// historySchedule runs the history job at the start of every HistoryInterval of
+// the clock (minutes 0, 15, 30 and 45, UTC), not every interval from the server's
+// start: a point is stamped with the interval the job runs in, so a job started near
+// an interval's end and run late would have stamped the next one and left a gap.
+const historySchedule = "*/15 * * * *"
+
 // RunHistory runs the history job once. Every server may run it: a point is
 // recorded once per interval whichever server takes it first.
 func (a *App) RunHistory(ctx context.Context) {

@@ -182,11 +182,11 @@ func TestShareSimulateRefusesBadInput(t *testing.T) {
 }
 
 // `share simulate` as the paper runs it: 20 samples, 5 organizations, 5 policies
-// (3,100 simulations), on the testdata head of the HPC2N log. Goal: under 10 s.
+// (3,100 simulations), on the HPC2N log the README's tables come from. Goal: under 10 s.
 func BenchmarkShareSimulate(b *testing.B) {
 	for b.Loop() {
 		var out, errb bytes.Buffer
-		code := run(b.Context(), []string{"share", "simulate", "--workload", headSWF, "--orgs", "5", "--samples", "20", "--seed", "1", "--json"},
+		code := run(b.Context(), []string{"share", "simulate", "--workload", "testdata/hpc2n.swf", "--orgs", "5", "--samples", "20", "--seed", "1", "--json"},
 			strings.NewReader(""), &out, &errb)
 		if code != 0 {
 			b.Fatal(errb.String())
