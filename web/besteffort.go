@@ -353,6 +353,7 @@ func (s *Server) idleCharts(ctx context.Context, team string) ([]templates.LineC
 	var out []templates.LineChart
 	prio := templates.LineChart{ID: "idle-priority", Title: "Priority per pool (higher runs first)", XLabel: label, FormatX: format,
 		Height: 240, Legend: true}
+	prioUnits := map[string]bool{}
 	for _, pool := range slices.Sorted(maps.Keys(hist)) {
 		if !slices.ContainsFunc(hist[pool], func(p fleet.HistoryPoint) bool {
 			return p.Contribution != 0 || p.Utility != 0 || p.Lent != 0 || p.Borrowed != 0
@@ -370,8 +371,10 @@ func (s *Server) idleCharts(ctx context.Context, team string) ([]templates.LineC
 			p.Points = append(p.Points, templates.Point{X: x(pt.At), Y: pt.Priority})
 		}
 		last := hist[pool][len(hist[pool])-1]
+		amount, prioUnit := idleUnits(last.Policy)
+		prioUnits[prioUnit] = true
 		out = append(out, templates.LineChart{ID: "idle-history-" + pool, Title: pool + ": contribution and utility under " + last.Policy,
-			XLabel: label, FormatX: format, Series: cu, YFromZero: true, Height: 240, Legend: true},
+			XLabel: label, YLabel: amount, FormatX: format, Series: cu, YFromZero: true, Height: 240, Legend: true},
 			templates.LineChart{ID: "idle-units-" + pool, Title: pool + ": units lent and borrowed",
 				XLabel: label, FormatX: format, Series: lb, YFromZero: true, Height: 200, Legend: true})
 		if i := slices.IndexFunc(prio.Series, func(q templates.Series) bool { return slices.Equal(q.Points, p.Points) }); i >= 0 {
@@ -382,6 +385,11 @@ func (s *Server) idleCharts(ctx context.Context, team string) ([]templates.LineC
 	}
 	if len(out) == 0 {
 		return nil, nil
+	}
+	if len(prioUnits) == 1 {
+		for u := range prioUnits {
+			prio.YLabel = u // one unit for every pool drawn (none for round robin and abacus)
+		}
 	}
 	return append(out, prio), nil
 }

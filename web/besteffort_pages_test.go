@@ -134,4 +134,11 @@ func TestTeamPageChartsIdleHistory(t *testing.T) {
 	if prio.Find("path.series").Length() != 1 || strings.TrimSpace(prio.Find("[data-testid=chart-legend]").Text()) != "us-east/cpu" {
 		t.Fatalf("priority chart: %d series, legend %q", prio.Find("path.series").Length(), prio.Find("[data-testid=chart-legend]").Text())
 	}
+	// The y axes say their units: direct-orig, the default, in unit-hours × hours and h².
+	if got := ch.Find("svg > text.label").Last().Text(); got != "unit-hours × hours" {
+		t.Fatalf("the contribution chart's y unit %q", got)
+	}
+	if got := prio.Find("svg > text.label").Last().Text(); got != "h²" {
+		t.Fatalf("the priority chart's y unit %q", got)
+	}
 }

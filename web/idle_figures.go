@@ -44,8 +44,8 @@ var idlePolicyWords = map[string]string{
 // measured in under policy (package sharing, "Time and units"): the executed
 // surface in unit-hours, or under ORIG and REL unit-hours times hours; a
 // DirectContr or fairshare priority is per unit of the pool's capacity, so in hours
-// (hours squared under ORIG and REL). Round robin's and abacus's priorities are
-// orders, not measures: no unit.
+// (hours squared under ORIG and REL). Round robin's priority is an order (minus
+// the number of the team's last start) and abacus's a share: no unit here.
 func idleUnits(policy string) (amount, priority string) {
 	switch policy {
 	case "direct-orig", "direct-rel":
@@ -70,8 +70,16 @@ func idleFigure(x float64, places int, unit string) templates.Figure {
 // pool's unit ("core").
 func idleAccountRow(t fleet.TeamPool, unit string) templates.IdleAccountRow {
 	amount, prio := idleUnits(t.Policy)
-	return templates.IdleAccountRow{Pool: t.Pool, Policy: t.Policy, PolicyWords: idlePolicyWords[t.Policy], PolicyTitle: idlePolicyWords[t.Policy],
+	r := templates.IdleAccountRow{Pool: t.Pool, Policy: t.Policy, PolicyWords: idlePolicyWords[t.Policy], PolicyTitle: idlePolicyWords[t.Policy],
 		Lent: idleFigure(t.Lent, 1, unit), Borrowed: idleFigure(t.Borrowed, 0, unit),
-		Contribution: idleFigure(t.Contribution, 1, amount), Utility: idleFigure(t.Utility, 1, amount),
-		Priority: idleFigure(t.Priority, 2, prio)}
+		Contribution: idleFigure(t.Contribution, 1, amount), Utility: idleFigure(t.Utility, 1, amount)}
+	switch t.Policy {
+	case "round-robin": // minus the sequence number of the team's last start: a whole number
+		r.Priority = idleFigure(t.Priority, 0, "")
+	case fleet.PolicyAbacus: // the team's jobs' share of the units that free up
+		r.Priority = templates.Figure{Text: fmtDecimal(100*t.Priority, 1) + "% share", Exact: strconv.FormatFloat(100*t.Priority, 'f', -1, 64) + "%"}
+	default:
+		r.Priority = idleFigure(t.Priority, 2, prio)
+	}
+	return r
 }
