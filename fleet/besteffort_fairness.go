@@ -14,28 +14,33 @@ import (
 )
 
 // The fairness report (issue 13): for each pool with best-effort work over the last
-// day or week, CloudShare's coalition game replayed on that work. Organizations are
-// the teams holding quota in the pool (their quota is their processors), the
-// operator (the capacity no team holds) and the teams that submitted jobs; each job
-// is its tasks times its units in the pool one-unit tasks (when a pool's work is
-// more than maxFairnessTasks such tasks, each simulated task stands for Scale units
-// and each organization has its units / Scale processors, rounded down, so the
-// replay covers all of it; waits are scaled back to unit-hours), released when it
-// was queued, each taking its job's mean measured run time (its maximum task duration,
-// or an hour, when none ended). Each team's own demand of its quota over the span
-// (ownerLoad: its owners' usage as the usage history recorded it, or its reservations,
-// whichever was larger, never above its quota) runs as its background load
-// (sharing.BackgroundJobs): on its own processors, before any best-effort task there,
-// as the decisions lent only what owners left idle. sharing.Evaluate simulates every coalition under
-// every policy (exactly up to 12 organizations, sampled beyond) and gives each
-// team's Shapley value of the wait; the report sets beside it the wait measured in
-// the product (units times hours between a job's queueing and each task's start, or
-// now for its tasks waiting now) and each policy's simulated wait up to now (the
-// replay stops at the span's end, a task not started by then counting its wait so
-// far), with their unfairness (distance to the Shapley values). A pool's replay
-// knows only that pool: a job that needs several pools and waited for another one's
-// units shows that wait as measured but not as simulated here. It is computed by the scheduled job and `clearhouse share fairness`,
-// never in a request, and stored per cluster and span.
+// day or week, CloudShare's coalition game replayed on that work.
+//
+// Organizations are the teams holding quota in the pool (their quota is their
+// processors), the operator (the capacity no team holds) and the teams that
+// submitted jobs. Each job is its tasks times its units in the pool one-unit tasks,
+// released when it was queued, each taking its job's mean measured run time (its
+// maximum task duration, or an hour, when none ended). When a pool's work is more
+// than maxFairnessTasks such tasks, each simulated task stands for Scale units and
+// each organization has its units / Scale processors, rounded down, so the replay
+// covers all of it; waits are scaled back to unit-hours.
+//
+// Each team's own demand of its quota over the span (ownerLoad: what its own work
+// used, as the usage history recorded it, or what its reservations held, whichever
+// was larger, never above its quota) runs as its background load
+// (sharing.BackgroundJobs): on its own processors, before any best-effort task
+// there, as the decisions lent only what owners left idle.
+//
+// sharing.Evaluate simulates every coalition under every policy (exactly up to 12
+// organizations, sampled beyond) up to now, a task not started by then counting its
+// wait so far, and gives each team's Shapley value of the wait. The report sets
+// beside it the wait measured in the product (units times hours between a job's
+// queueing and each task's start, or now for its tasks waiting now) and each
+// policy's simulated wait, with their unfairness (distance to the Shapley values).
+// A pool's replay knows only that pool: a job that needs several pools and waited
+// for another one's units shows that wait as measured but not as simulated here.
+// It is computed by the scheduled job and `clearhouse share fairness`, never in a
+// request, and stored per cluster and span.
 
 // FairnessReport is one cluster's report over one span.
 type FairnessReport struct {
