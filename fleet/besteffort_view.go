@@ -99,10 +99,11 @@ func (s *BestEffort) Jobs(ctx context.Context, f JobFilter) ([]JobView, error) {
 // teams by the accounts brought up to now (equal priorities sharing a rank), a job
 // stands at its team's worst rank among the pools it needs, the best standing
 // first, then jobs by release, then by team. Either order assumes every task fits.
-// A job's position counts the waiting tasks ahead of it. The estimate spreads those
-// tasks over the best-effort tasks running in the cluster, each taking the mean run
-// time of the cluster's tasks that ended in the last week (or the job's maximum
-// task duration when none did).
+// A job's position counts the waiting tasks ahead of it. The next job's estimate is
+// now (it starts when units free up); a later job's spreads the tasks ahead over the
+// best-effort tasks running in the cluster, each taking the mean run time of the
+// cluster's tasks that ended in the last week (or the job's maximum task duration
+// when none did). With no task running there is no pace to go by, and no estimate.
 func (s *BestEffort) views(db *gorm.DB, js []Job) ([]JobView, error) {
 	out := make([]JobView, len(js))
 	clusters := map[string]*clusterQueue{}
@@ -131,9 +132,11 @@ func (s *BestEffort) views(db *gorm.DB, js []Job) ([]JobView, error) {
 		if mean == 0 && j.MaxTaskDuration > 0 {
 			mean = time.Duration(j.MaxTaskDuration) * time.Second
 		}
-		if mean > 0 {
-			waves := ahead / max(q.running, 1)
-			at := now.Add(time.Duration(waves) * mean)
+		switch {
+		case ahead == 0: // next: it starts when units free up
+			out[i].EstimatedStart = &now
+		case mean > 0 && q.running > 0:
+			at := now.Add(time.Duration(ahead/q.running) * mean)
 			out[i].EstimatedStart = &at
 		}
 	}

@@ -245,12 +245,14 @@ func bestEffortRow(j fleet.JobView, now time.Time) templates.BestEffortRow {
 	if j.Position > 0 {
 		r.Position = fmt.Sprintf("%d", j.Position)
 	}
-	if j.EstimatedStart != nil {
-		if j.EstimatedStart.After(now) {
-			r.EstimatedStart = fmtTime(*j.EstimatedStart)
-		} else {
-			r.EstimatedStart = "as soon as units free up"
-		}
+	switch {
+	case j.EstimatedStart == nil && j.Position > 1:
+		r.EstimatedStart = "not known: no task runs in the cluster now"
+	case j.EstimatedStart == nil:
+	case j.EstimatedStart.After(now):
+		r.EstimatedStart = fmtTime(*j.EstimatedStart)
+	default:
+		r.EstimatedStart = "as soon as units free up"
 	}
 	if j.Budget > 0 {
 		r.Budget, r.Charged = mon(j.Budget), mon(j.Captured)
