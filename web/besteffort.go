@@ -350,6 +350,10 @@ func (s *Server) idleCharts(ctx context.Context, team string) ([]templates.LineC
 		unit, label, format = 24, "days from now", func(x float64) string { return fmt.Sprintf("%gd", x) }
 	}
 	x := func(at time.Time) float64 { return at.Sub(now).Hours() / unit }
+	poolUnit, err := s.poolUnits(ctx)
+	if err != nil {
+		return nil, err
+	}
 	var out []templates.LineChart
 	prio := templates.LineChart{ID: "idle-priority", Title: "Priority per pool (higher runs first)", XLabel: label, FormatX: format,
 		Height: 240, Legend: true}
@@ -376,7 +380,7 @@ func (s *Server) idleCharts(ctx context.Context, team string) ([]templates.LineC
 		out = append(out, templates.LineChart{ID: "idle-history-" + pool, Title: pool + ": contribution and utility under " + last.Policy,
 			XLabel: label, YLabel: amount, FormatX: format, Series: cu, YFromZero: true, Height: 240, Legend: true},
 			templates.LineChart{ID: "idle-units-" + pool, Title: pool + ": units lent and borrowed",
-				XLabel: label, FormatX: format, Series: lb, YFromZero: true, Height: 200, Legend: true})
+				XLabel: label, YLabel: poolUnit[pool], FormatX: format, Series: lb, YFromZero: true, Height: 200, Legend: true})
 		if i := slices.IndexFunc(prio.Series, func(q templates.Series) bool { return slices.Equal(q.Points, p.Points) }); i >= 0 {
 			prio.Series[i].Name += ", " + pool // one policy over a cluster's pools gives them one priority: one line
 			continue

@@ -138,6 +138,9 @@ func TestTeamPageChartsIdleHistory(t *testing.T) {
 	if got := ch.Find("svg > text.label").Last().Text(); got != "unit-hours × hours" {
 		t.Fatalf("the contribution chart's y unit %q", got)
 	}
+	if got := units.Find("svg > text.label").Last().Text(); got != "core" {
+		t.Fatalf("the lent and borrowed chart's y unit %q", got)
+	}
 	if got := prio.Find("svg > text.label").Last().Text(); got != "h²" {
 		t.Fatalf("the priority chart's y unit %q", got)
 	}
