@@ -117,8 +117,9 @@ func (a *clusterAgent) run(ctx context.Context, ticks, stop <-chan time.Time) er
 	}
 }
 
-// poll reads the allocation, prints what changed and, when simulating, reports
-// the jobs' ends, usage and waiting tasks.
+// poll reads the allocation, prints what changed and reports early starts, the
+// best-effort starts and stops it made, owners' usage and, when simulating, the
+// jobs' ends, usage and waiting tasks.
 func (a *clusterAgent) poll(ctx context.Context) error {
 	alloc, err := a.client.Allocation(ctx)
 	if err != nil {
@@ -135,6 +136,7 @@ func (a *clusterAgent) poll(ctx context.Context) error {
 	if a.sim != nil {
 		up = a.updates(alloc)
 	}
+	up.BestEffort = a.events // best-effort starts, stops (and, simulating, ends)
 	for _, k := range sortedKeys(a.starts) {
 		up.Starts = append(up.Starts, a.starts[k])
 	}
@@ -308,7 +310,6 @@ func (a *clusterAgent) updates(alloc agentAllocation) agentUpdates {
 		}
 		up.Waiting = append(up.Waiting, agentWaiting{Reservation: j.Reservation, Request: j.Request, Tasks: j.Count})
 	}
-	up.BestEffort = a.events
 	up.BestEffortJobs = a.measured
 	up.Pools = a.poolUsage(up.Usage)
 	return up
