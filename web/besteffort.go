@@ -256,12 +256,10 @@ func bestEffortRow(j fleet.JobView, now time.Time) templates.BestEffortRow {
 	}
 	if j.Budget > 0 {
 		r.Budget, r.Charged = mon(j.Budget), mon(j.Captured)
-		var parts []string
 		shares := j.SharesByPool()
 		for _, p := range slices.Sorted(maps.Keys(shares)) {
-			parts = append(parts, fmt.Sprintf("%s %.0f%%", p, 100*shares[p]))
+			r.Shares = append(r.Shares, templates.PoolShare{Pool: p, Share: fmt.Sprintf("%.0f%%", 100*shares[p])})
 		}
-		r.Shares = strings.Join(parts, ", ")
 		from := map[string]string{"given": "yours", "equal": "no usable fit yet", "fitted": "learned"}[j.WeightsFrom]
 		r.Weights = weightsText(j.WeightsByPool(), j.Config())
 		if from != "" {

@@ -97,6 +97,11 @@ func TestAbacusSLOAndLearningThroughTheAPIAndPages(t *testing.T) {
 	if _, err := f.be.Step(ctx, "us-east"); err != nil {
 		t.Fatal(err)
 	}
+	_, doc = b.get("/best-effort")
+	sh := doc.Find("[data-testid=best-effort-jobs] tbody tr").First().Find("[data-testid=shares]")
+	if got := strings.Join(strings.Fields(sh.Text()), " "); got != "shares us-east/cpu 100%" || sh.Find(".pool-id").Text() != "us-east/cpu" {
+		t.Fatalf("job row's shares %q: each pool kept whole (%q)", got, sh.Find(".pool-id").Text())
+	}
 	op := f.browser()
 	op.login("op@x.io")
 	_, doc = op.get("/operate/idle")
