@@ -105,6 +105,22 @@ func (s *BestEffort) ComputeFairness(ctx context.Context) ([]FairnessReport, err
 	return out, nil
 }
 
+// FairnessStale reports whether some cluster with best-effort state has no stored
+// fairness report, or one computed more than maxAge ago: what a server that starts
+// checks, so reports are not an hour or more out of date until the hourly job runs.
+func (s *BestEffort) FairnessStale(ctx context.Context, maxAge time.Duration) (bool, error) {
+	db := s.db.Read.WithContext(ctx)
+	var clusters, fresh int64
+	if err := db.Model(&IdleCluster{}).Count(&clusters).Error; err != nil {
+		return false, err
+	}
+	if err := db.Model(&IdleFairness{}).Where("computed_at >= ?", s.now().Add(-maxAge)).
+		Distinct("cluster_id").Count(&fresh).Error; err != nil {
+		return false, err
+	}
+	return fresh < clusters, nil
+}
+
 // FairnessReports returns the stored reports, by cluster then span.
 func (s *BestEffort) FairnessReports(ctx context.Context) ([]FairnessReport, error) {
 	var rows []IdleFairness

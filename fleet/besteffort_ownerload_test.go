@@ -149,3 +149,38 @@ func TestUsageHistoryIntegratesReportsAndIsPruned(t *testing.T) {
 		}
 	})
 }
+
+// A cluster's fairness reports are stale with none stored or when the newest is
+// older than the age asked for; a server that starts computes them then.
+func TestFairnessStaleUntilComputedAndAfterAnHour(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		x := newIdle(t, db)
+		ctx := context.Background()
+		stale := func() bool {
+			t.Helper()
+			s, err := x.be.FairnessStale(ctx, time.Hour)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return s
+		}
+		if stale() {
+			t.Fatal("no cluster has best-effort state yet: nothing can be stale")
+		}
+		x.submit("member@search", fleet.JobSpec{Configuration: cpu(1), Tasks: 2})
+		x.step("us-east")
+		if !stale() {
+			t.Fatal("us-east has no report: stale")
+		}
+		if _, err := x.be.ComputeFairness(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if stale() {
+			t.Fatal("just computed: not stale")
+		}
+		x.Clock.Advance(61 * time.Minute)
+		if !stale() {
+			t.Fatal("computed 61 minutes ago: stale")
+		}
+	})
+}

@@ -190,6 +190,9 @@ func (a *App) Open(ctx context.Context) error {
 		a.RunUtilization(context.Background())
 		a.RunTick(context.Background())
 		a.RunHistory(context.Background()) // the current interval's point, if no server took it yet
+		if stale, err := a.Idle.FairnessStale(context.Background(), time.Hour); err == nil && stale {
+			a.RunFairness(context.Background()) // not an hour or more out of date until the hourly job
+		}
 	}()
 	return nil
 }
