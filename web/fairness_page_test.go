@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/PuerkitoBio/goquery"
-	"github.com/clearhouse/clearhouse/auction"
 	"github.com/clearhouse/clearhouse/exchange"
 	"github.com/clearhouse/clearhouse/fleet"
 	"github.com/clearhouse/clearhouse/ledger"
@@ -20,19 +19,9 @@ import (
 func TestOperatorSeesTheFairnessReportWithOwnersUsage(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
-	if _, err := f.market.SaveCurve(ctx, "standard", "Standard", auction.DefaultCurve); err != nil {
+	f.cpuPool()
+	if _, err := f.market.AddTeam(ctx, exchange.NewTeam{ID: "ads", Budget: 100 * ledger.Dollar}); err != nil {
 		t.Fatal(err)
-	}
-	if _, err := f.market.AddCluster(ctx, exchange.Cluster{ID: "us-east"}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := f.market.AddPool(ctx, exchange.PoolSpec{ClusterID: "us-east", Resource: "cpu", Unit: "core", Capacity: 100, UnitCost: int64(ledger.Dollar), Utilization: 0.8, CurveID: "standard"}); err != nil {
-		t.Fatal(err)
-	}
-	for _, team := range []string{"search", "ads"} {
-		if _, err := f.market.AddTeam(ctx, exchange.NewTeam{ID: team, Budget: 100 * ledger.Dollar}); err != nil {
-			t.Fatal(err)
-		}
 	}
 	if err := f.market.GrantQuota(ctx, "ads", "us-east/cpu", 60); err != nil {
 		t.Fatal(err)

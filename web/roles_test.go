@@ -20,8 +20,22 @@ import (
 	"github.com/clearhouse/clearhouse/web"
 )
 
-// openMarket adds a curve, a cluster with a cpu pool and an open auction.
+// openMarket adds a curve, a cluster with a cpu pool, team search and an open auction.
 func (f *fixture) openMarket() {
+	f.t.Helper()
+	ctx := context.Background()
+	f.cpuPool()
+	if _, err := f.market.ScheduleAuction(ctx, f.clock.Now(), f.clock.Now().Add(time.Hour), auction.DefaultParams); err != nil {
+		f.t.Fatal(err)
+	}
+	if _, err := f.market.OpenDue(ctx); err != nil {
+		f.t.Fatal(err)
+	}
+}
+
+// cpuPool adds a curve, cluster us-east with a pool of 100 cores, and team search
+// with $1,000.
+func (f *fixture) cpuPool() {
 	f.t.Helper()
 	ctx := context.Background()
 	if _, err := f.market.SaveCurve(ctx, "standard", "Standard", auction.DefaultCurve); err != nil {
@@ -34,12 +48,6 @@ func (f *fixture) openMarket() {
 		f.t.Fatal(err)
 	}
 	if _, err := f.market.AddTeam(ctx, exchange.NewTeam{ID: "search", Budget: 1000 * ledger.Dollar}); err != nil {
-		f.t.Fatal(err)
-	}
-	if _, err := f.market.ScheduleAuction(ctx, f.clock.Now(), f.clock.Now().Add(time.Hour), auction.DefaultParams); err != nil {
-		f.t.Fatal(err)
-	}
-	if _, err := f.market.OpenDue(ctx); err != nil {
 		f.t.Fatal(err)
 	}
 }
