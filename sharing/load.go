@@ -29,7 +29,7 @@ func BackgroundJobs(team string, steps []LoadStep, end float64) []SimJob {
 	)
 	emit := func(from, to float64, n int) {
 		if n > 0 && to > from {
-			out = append(out, SimJob{ID: fmt.Sprintf("%s#%d", team, len(out)+1), Team: team, Release: from, Tasks: n, TaskHours: to - from, Background: true})
+			out = append(out, SimJob{Team: team, Release: from, Tasks: n, TaskHours: to - from, Background: true})
 		}
 	}
 	// closeAbove ends every layer from k up at t, one job per run of equal starts
@@ -64,7 +64,7 @@ func BackgroundJobs(team string, steps []LoadStep, end float64) []SimJob {
 		closeAbove(0, max(end, steps[len(steps)-1].At))
 	}
 	slices.SortStableFunc(out, func(a, b SimJob) int { return cmpFloat(a.Release, b.Release) })
-	for i := range out {
+	for i := range out { // numbered in order of release
 		out[i].ID = fmt.Sprintf("%s#%d", team, i+1)
 	}
 	return out
