@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/clearhouse/clearhouse/agent"
+	_ "github.com/clearhouse/clearhouse/agent/simulate" // registers the simulate and print backends
 	"github.com/clearhouse/clearhouse/exchange"
 	"github.com/clearhouse/clearhouse/store"
 	"github.com/spf13/cobra"
@@ -18,7 +20,7 @@ type agentFlags struct {
 	failRate, finishEarly  float64
 	useShare               float64
 	seed                   uint64
-	ownerUsage             ownerUsageSource
+	ownerUsage             agent.OwnerUsageSource
 }
 
 // validate checks the flags and names the one at fault.
@@ -40,7 +42,7 @@ func (f agentFlags) validate(cmd *cobra.Command) error {
 		return fmt.Errorf("--finish-early %g: must be a probability from 0 to 1", f.finishEarly)
 	case f.useShare <= 0 || f.useShare > 1:
 		return fmt.Errorf("--use %g: must be a share above 0 and at most 1", f.useShare)
-	case f.ownerUsage.file != "" && f.ownerUsage.command != "":
+	case f.ownerUsage.File != "" && f.ownerUsage.Command != "":
 		return errors.New("--owner-usage and --owner-usage-command: give one source of owners' usage")
 	}
 	if !f.simulate {
@@ -104,18 +106,28 @@ and retried at the next poll (with --once they fail the command).`,
 			if err := f.validate(cmd); err != nil {
 				return &exitError{2, err}
 			}
-			client, err := newAgentClient(f.server, f.cluster, f.token)
+			client, err := agent.NewClient(f.server, f.cluster, f.token)
 			if err != nil {
 				return &exitError{2, err}
 			}
-			var sim *simulation
+			name := "print"
 			if f.simulate {
-				sim = newSimulation(f.seed, f.failRate, f.finishEarly, f.useShare)
+				name = "simulate"
 			}
-			a := newClusterAgent(client, cmd.OutOrStdout(), cmd.ErrOrStderr(), time.Now, sim)
-			a.usage = f.ownerUsage
+			kind, err := agent.Lookup(name)
+			if err != nil {
+				return &exitError{2, err}
+			}
+			backend, err := kind.Open(cmd.Context(), agent.Setup{Cluster: f.cluster, Out: cmd.OutOrStdout(),
+				Simulate: agent.Simulation{Seed: f.seed, FailRate: f.failRate, FinishEarly: f.finishEarly, Use: f.useShare}})
+			if err != nil {
+				return err
+			}
+			defer backend.Close()
+			loop := &agent.Loop{Client: client, Backend: backend, Out: cmd.OutOrStdout(), ErrOut: cmd.ErrOrStderr(),
+				Now: time.Now, OwnerUsage: f.ownerUsage, Version: version, Every: f.every, MaxBackoff: max(f.every, 5*time.Minute)}
 			if f.once {
-				return a.poll(cmd.Context())
+				return loop.Poll(cmd.Context())
 			}
 			var stop <-chan time.Time
 			if f.forDur > 0 {
@@ -123,9 +135,7 @@ and retried at the next poll (with --once they fail the command).`,
 				defer timer.Stop()
 				stop = timer.C
 			}
-			ticker := time.NewTicker(f.every)
-			defer ticker.Stop()
-			return a.run(cmd.Context(), ticker.C, stop)
+			return loop.Run(cmd.Context(), stop)
 		},
 	}
 	fl := cmd.Flags()
@@ -140,9 +150,9 @@ and retried at the next poll (with --once they fail the command).`,
 	fl.Uint64Var(&f.seed, "seed", 1, "with --simulate, the seed of the random ends")
 	fl.Float64Var(&f.useShare, "use", 1, "with --simulate, the share of its units a running job uses (below 1, the rest goes back to the plan each slot)")
 	fl.DurationVar(&f.forDur, "for", 0, "stop after this long (0: run until interrupted)")
-	fl.StringVar(&f.ownerUsage.file, "owner-usage", "", `a JSON file of owners' own usage, re-read at every poll: [{"team","pool","units"}]`)
-	fl.StringVar(&f.ownerUsage.command, "owner-usage-command", "", "a command (sh -c) printing owners' own usage as --owner-usage's JSON, run at every poll")
-	f.ownerUsage.timeout = 10 * time.Second
+	fl.StringVar(&f.ownerUsage.File, "owner-usage", "", `a JSON file of owners' own usage, re-read at every poll: [{"team","pool","units"}]`)
+	fl.StringVar(&f.ownerUsage.Command, "owner-usage-command", "", "a command (sh -c) printing owners' own usage as --owner-usage's JSON, run at every poll")
+	f.ownerUsage.Timeout = 10 * time.Second
 	cmd.AddCommand(newAgentTokenCmd())
 	return cmd
 }
