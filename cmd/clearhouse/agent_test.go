@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -222,13 +223,30 @@ func TestAgentRetriesNetworkErrorsUnlessOnce(t *testing.T) {
 }
 
 func TestAgentFlagsAreValidated(t *testing.T) {
+	dir := t.TempDir()
+	badConfig, otherConfig := filepath.Join(dir, "bad.yaml"), filepath.Join(dir, "other.yaml")
+	for path, body := range map[string]string{
+		badConfig:   "cluster: c\nteams:\n  ads: {namespace: ads}\npools:\n  c/cpu: {unit: \"1\"}\n",
+		otherConfig: "cluster: d\nteams:\n  ads: {}\npools:\n  d/cpu: {unit: \"1\"}\n",
+	} {
+		if err := os.WriteFile(path, []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
 	for _, tc := range []struct {
 		args []string
 		want string
 	}{
 		{[]string{"--server", "http://x", "--cluster", "c"}, "--token"},
 		{[]string{"--server", "x.example.com", "--cluster", "c", "--token", "t"}, "--server"},
-		{[]string{"--server", "http://x", "--cluster", "c", "--token", "t", "--fail-rate", "0.5"}, "only with --simulate"},
+		{[]string{"--server", "http://x", "--cluster", "c", "--token", "t", "--fail-rate", "0.5"}, "only with --backend simulate"},
+		{[]string{"--server", "http://x", "--cluster", "c", "--token", "t", "--backend", "print", "--seed", "2"}, "only with --backend simulate"},
+		{[]string{"--server", "http://x", "--cluster", "c", "--token", "t", "--backend", "print", "--simulate"}, "--simulate means --backend simulate"},
+		{[]string{"--server", "http://x", "--cluster", "c", "--token", "t", "--backend", "kubernetes"}, `--backend: backend "kubernetes": not known (known: print, simulate)`},
+		{[]string{"--server", "http://x", "--cluster", "c", "--token", "t", "--backend", "nope"}, `(known: print, simulate)`},
+		{[]string{"--server", "http://x", "--cluster", "c", "--token", "t", "--config", badConfig}, badConfig + ":3: teams.ads.namespace: unknown key"},
+		{[]string{"--server", "http://x", "--cluster", "c", "--token", "t", "--config", otherConfig}, otherConfig + `:1: cluster: "d" must equal --cluster "c"`},
+		{[]string{"--server", "http://x", "--cluster", "c", "--token", "t", "--config", otherConfig + ".missing"}, "--config: open"},
 		{[]string{"--server", "http://x", "--cluster", "c", "--token", "t", "--simulate", "--finish-early", "2"}, "--finish-early"},
 		{[]string{"--server", "http://x", "--cluster", "c", "--token", "t", "--every", "0s"}, "--every"},
 	} {
