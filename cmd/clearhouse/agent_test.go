@@ -161,6 +161,10 @@ func TestAgentOnceSimulatedReportsUsageAndWaitingTasks(t *testing.T) {
 	if v := m.reservation(fresh.ID).Requests[0]; v.Usage != nil || v.WaitingTasks != nil {
 		t.Fatalf("a following agent reported for reservation %d: %+v", fresh.ID, v)
 	}
+	// Each report carried the agent's status: operators see the last backend.
+	if vs, err := m.app.Plan.AgentViews(context.Background()); err != nil || len(vs) != 1 || vs[0].Backend != "print" || vs[0].Reports != 2 {
+		t.Fatalf("agent status after a simulate and a print run: %+v %v", vs, err)
+	}
 }
 
 func TestAgentLoopAnnouncesEachJobOnceAndStopsAfterFor(t *testing.T) {
