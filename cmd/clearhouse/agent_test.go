@@ -309,3 +309,13 @@ func TestAgentSimulatedEndsReachTheServer(t *testing.T) {
 		})
 	}
 }
+
+// The agent's help names its backends and points at the config file's documentation.
+func TestAgentHelpDescribesBackendsAndConfig(t *testing.T) {
+	code, out, errOut := runCLI(t, "", "agent", "--help")
+	for _, want := range []string{"--backend string", "print, simulate", "--config string", "docs/agent-config.md", "FILE:LINE: rule"} {
+		if code != 0 || !strings.Contains(out, want) {
+			t.Fatalf("agent --help: %d, missing %q\n%s%s", code, want, out, errOut)
+		}
+	}
+}
