@@ -195,8 +195,30 @@ func (g Greedy) Offer(v View, ask Ask) (Offer, bool) {
 	return offer(v, ask, func(Request) (bool, chooser) { return false, choose })
 }
 
-// OnDemand accepts only requests that can start now, at a fixed price per
-// unit-slot.
+// OnDemandFit accepts only requests whose whole run fits from now, starts them
+// now and charges a fixed price per unit-slot: it never over-commits. It is the
+// product's "ondemand" pool policy (start now or never), and a stricter
+// baseline than ERA's on-demand (OnDemand), which checks only the current slot.
+type OnDemandFit struct{ UnitPrice float64 }
+
+// Name implements Algorithm.
+func (OnDemandFit) Name() string { return "ondemand-fit" }
+
+// Offer implements Algorithm.
+func (d OnDemandFit) Offer(v View, ask Ask) (Offer, bool) {
+	choose := firstFit(d.UnitPrice)
+	return offer(v, ask, func(Request) (bool, chooser) { return true, choose })
+}
+
+// OnDemand is ERA's on-demand baseline (section 4, "Testing Azure Batch"): it
+// "accepts jobs if there are enough available resources to start and run them
+// (availability is checked only for the immediate time, ignoring the duration
+// that the resources are requested). It schedules accepted jobs to run
+// immediately and charges a fixed price". A request is accepted when its units
+// are free in the current slot, starts now and pays UnitPrice per unit-slot of
+// its whole run. The offer over-commits (Offer.Overcommit): later slots of the
+// run may hold more than the capacity, and the engine reports the reservations
+// it then cannot honour at risk at its next update (see Engine.Update).
 type OnDemand struct{ UnitPrice float64 }
 
 // Name implements Algorithm.
@@ -204,8 +226,17 @@ func (OnDemand) Name() string { return "ondemand" }
 
 // Offer implements Algorithm.
 func (d OnDemand) Offer(v View, ask Ask) (Offer, bool) {
-	choose := firstFit(d.UnitPrice)
-	return offer(v, ask, func(Request) (bool, chooser) { return true, choose })
+	choose := func(n *need, r Request, from, _ Slot) (Slot, float64, bool) {
+		for _, p := range n.pools {
+			if n.free[p][0] < n.shared(p, from) {
+				return 0, 0, false
+			}
+		}
+		return from, d.UnitPrice * n.sharedUnitSlots(r, from), true
+	}
+	o, ok := offer(v, ask, func(Request) (bool, chooser) { return true, choose })
+	o.Overcommit = ok
+	return o, ok
 }
 
 // Predictor is an inverse-demand curve: Price is the highest price per unit-slot

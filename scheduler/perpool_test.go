@@ -57,7 +57,7 @@ func TestPerPoolWithOnePolicyOffersWhatItsAlgorithmOffers(t *testing.T) {
 			case "greedy":
 				return Greedy{UnitPrice: price}, pp
 			}
-			return OnDemand{UnitPrice: price}, pp
+			return OnDemandFit{UnitPrice: price}, pp
 		}
 		base, _ := algos()
 		_, pp := algos()

@@ -20,7 +20,7 @@ import (
 )
 
 // simAlgorithms are the algorithms `simulate` knows, in the order it lists them.
-var simAlgorithms = []string{"econ", "econ-seasonal", "econ-fractional", "econ-load", "greedy", "ondemand"}
+var simAlgorithms = []string{"econ", "econ-seasonal", "econ-fractional", "econ-load", "greedy", "ondemand", "ondemand-fit"}
 
 // simOptions are the flags of `clearhouse simulate`.
 type simOptions struct {
@@ -63,8 +63,10 @@ Algorithms: econ (Basic-Econ with the default predictor, scheduler.NewDefaultPre
 the seasonal one learned online), econ-fractional (Basic-Econ with ERA's LP-based
 predictor: demand read from where the value-maximizing fractional allocation of the
 past week's requests put them), econ-load (Basic-Econ with a fixed load curve), greedy
-(first fit at --fixed-price per unit-slot) and ondemand (only what fits now, at
---fixed-price).
+(first fit at --fixed-price per unit-slot), ondemand (ERA's on-demand baseline: what
+has room in the current slot starts now at --fixed-price, ignoring the rest of its
+run, so it over-commits and the jobs the cloud then cannot hold are late) and
+ondemand-fit (starts now only what fits for its whole run, at --fixed-price).
 
 The simulated cloud (all seeded by --cloud-seed): --capacity-losses N a day, each
 taking --loss-share of the capacity for --loss-slots; --task-failures, the share of
@@ -289,6 +291,8 @@ func newAlgorithm(name string, o simOptions, capacity int64) scheduler.Algorithm
 		return o.econ(scheduler.LoadCurve{Base: 1.5, Steep: 6, Capacity: capacity})
 	case "greedy":
 		return scheduler.Greedy{UnitPrice: o.fixedPrice}
+	case "ondemand-fit":
+		return scheduler.OnDemandFit{UnitPrice: o.fixedPrice}
 	default:
 		return scheduler.OnDemand{UnitPrice: o.fixedPrice}
 	}
