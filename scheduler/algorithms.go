@@ -308,9 +308,9 @@ func (b BasicEcon) choose(now Slot) chooser {
 	}
 }
 
-// slotCost prices the units the request takes from shared capacity in slot t: each
-// block of units at the price of its middle unit, given the capacity that would be
-// left free. Units from the owner's quota cost nothing.
+// slotCost prices the units the request takes from shared capacity in slot t: the
+// sum of each unit's price (ERA Algorithm 1, line 8). Units from the owner's quota
+// cost nothing.
 func (b BasicEcon) slotCost(n *need, t, now Slot) float64 {
 	total := 0.0
 	for _, p := range n.pools {
@@ -319,19 +319,128 @@ func (b BasicEcon) slotCost(n *need, t, now Slot) float64 {
 	return total
 }
 
-// econCost prices the units the request takes from pool p's shared capacity in
-// slot t as Basic-Econ does: the block at the predicted price of its middle unit,
-// given the capacity that would be left free, and at least floor per unit. Units
-// from the owner's quota cost nothing; no units, no predictor call.
+// econCost prices the W units the request takes from pool p's shared capacity in
+// slot t as ERA's Algorithm 1 does: cost[t] = price_t(1) + ... + price_t(W), where
+// price_t(i) is "the highest price p s.t. demand_t(p) + promised[t] + i >
+// Capacity", that is, with f units free before the request, the predictor's price
+// for a demand of f - i + 1 units (Price(f) for the first unit, Price(f - W + 1)
+// for the last). Each unit's price is bounded by ceiling (when positive) and then
+// by floor. Units from the owner's quota cost nothing; no units, no predictor call.
+// A predictor that is a UnitPricer sums the units in one pass.
 func econCost(n *need, p string, t, now Slot, floor, ceiling float64, pred Predictor) float64 {
 	w := n.shared(p, t)
 	if w == 0 {
 		return 0
 	}
-	left := n.free[p][t-n.origin] - w/2
-	price := pred.Price(p, t, now, left)
+	f := n.free[p][t-n.origin]
+	return unitPriceSum(pred, p, t, now, f-w+1, f, floor, ceiling)
+}
+
+// UnitPricer is a Predictor that sums its prices over a range of demand
+// quantities faster than one Price call each.
+type UnitPricer interface {
+	// PriceSum is the sum over every quantity q in [lo, hi] of Price(pool, slot,
+	// now, q), each bounded by ceiling (when positive) and then by floor, exactly
+	// as the calls would give it (up to float rounding).
+	PriceSum(pool string, slot, now Slot, lo, hi int64, floor, ceiling float64) float64
+}
+
+// clampPrice bounds one unit's price by ceiling (when positive), then by floor.
+func clampPrice(price, floor, ceiling float64) float64 {
 	if ceiling > 0 {
 		price = min(price, ceiling)
 	}
-	return float64(w) * max(floor, price)
+	return max(floor, price)
+}
+
+// unitPriceSum is the sum over q in [lo, hi] of pred's clamped price for q:
+// one pass when pred is a UnitPricer, else a call per quantity.
+func unitPriceSum(pred Predictor, p string, t, now Slot, lo, hi int64, floor, ceiling float64) float64 {
+	if hi < lo {
+		return 0
+	}
+	if u, ok := pred.(UnitPricer); ok {
+		return u.PriceSum(p, t, now, lo, hi, floor, ceiling)
+	}
+	total := 0.0
+	for q := lo; q <= hi; q++ {
+		total += clampPrice(pred.Price(p, t, now, q), floor, ceiling)
+	}
+	return total
+}
+
+// PriceSum implements UnitPricer in closed form: the curve is geometric in the
+// quantity below Capacity and flat at Base from Capacity on; the floor and the
+// ceiling cut it where it crosses them (found by bisection: it falls as the
+// quantity grows).
+func (c LoadCurve) PriceSum(pool string, slot, now Slot, lo, hi int64, floor, ceiling float64) float64 {
+	if hi < lo {
+		return 0
+	}
+	if c.Capacity <= 0 || c.Steep <= 0 || hi-lo < 16 {
+		total := 0.0
+		for q := lo; q <= hi; q++ {
+			total += clampPrice(c.Price(pool, slot, now, q), floor, ceiling)
+		}
+		return total
+	}
+	// Quantities at or below 0 all price at Base*Steep, at or above Capacity at Base.
+	total := 0.0
+	if lo <= 0 {
+		k := min(hi, 0) - lo + 1
+		total += float64(k) * clampPrice(c.Price(pool, slot, now, 0), floor, ceiling)
+		lo = min(hi, 0) + 1
+	}
+	if hi >= c.Capacity && lo <= hi {
+		k := hi - max(lo, c.Capacity) + 1
+		total += float64(k) * clampPrice(c.Base, floor, ceiling)
+		hi = max(lo, c.Capacity) - 1
+	}
+	if lo > hi {
+		return total
+	}
+	// On [lo, hi] inside (0, Capacity) the price is Base*Steep^(1-q/C), monotone in q.
+	price := func(q int64) float64 { return c.Price(pool, slot, now, q) }
+	falls := c.Steep >= 1
+	// cut returns the first q in [lo, hi+1] at which above(q) no longer holds,
+	// for a predicate that holds on a prefix.
+	cut := func(above func(q int64) bool) int64 {
+		a, b := lo, hi+1
+		for a < b {
+			m := a + (b-a)/2
+			if above(m) {
+				a = m + 1
+			} else {
+				b = m
+			}
+		}
+		return a
+	}
+	var mid0, mid1 int64 // [mid0, mid1) is priced unclamped
+	if falls {
+		mid0 = lo
+		if ceiling > 0 {
+			mid0 = cut(func(q int64) bool { return price(q) >= ceiling })
+		}
+		mid1 = max(mid0, cut(func(q int64) bool { return price(q) > floor }))
+		total += float64(mid0-lo) * clampPrice(ceiling, floor, ceiling)
+		total += float64(hi+1-mid1) * clampPrice(price(hi), floor, ceiling)
+	} else {
+		mid0 = cut(func(q int64) bool { return price(q) <= floor })
+		mid1 = hi + 1
+		if ceiling > 0 {
+			mid1 = max(mid0, cut(func(q int64) bool { return price(q) < ceiling }))
+		}
+		total += float64(mid0-lo) * clampPrice(price(lo), floor, ceiling)
+		total += float64(hi+1-mid1) * clampPrice(ceiling, floor, ceiling)
+	}
+	if n := mid1 - mid0; n > 0 {
+		first, r := price(mid0), math.Pow(c.Steep, -1/float64(c.Capacity))
+		if r == 1 {
+			total += float64(n) * first
+		} else {
+			total += first * (1 - math.Pow(r, float64(n))) / (1 - r)
+		}
+	}
+	return total
 }
