@@ -101,26 +101,33 @@ func first(n *need, r Request, from, last Slot) (Slot, bool) {
 }
 
 // cheapest returns r's feasible start in [from, last] whose slots cost least under
-// cost (ties: the earliest), and that cost. Each slot's cost is computed once, as
-// the scan reaches it, and runs are summed with prefix sums: O(window) calls.
-func cheapest(n *need, r Request, from, last Slot, cost func(t Slot) float64) (Slot, float64, bool) {
+// cost, each start's cost multiplied by weight(start) when weight is not nil
+// (ties: the earliest), and that start's unweighted cost. Each slot's cost is
+// computed once, as the scan reaches it, and runs are summed with prefix sums:
+// O(window) calls.
+func cheapest(n *need, r Request, from, last Slot, cost func(t Slot) float64, weight func(s Slot) float64) (Slot, float64, bool) {
 	// prefix[k] is the cost of slots [from, from+k); filled lazily as the scan goes.
 	prefix := make([]float64, 1, int(last+r.Duration-from)+1)
-	best, bestCost := Slot(-1), math.Inf(1)
+	best, bestCost, bestPrice := Slot(-1), math.Inf(1), 0.0
 	feasibleStarts(n, r, from, last, func(s Slot) bool {
 		for t := from + Slot(len(prefix)-1); t < s+r.Duration; t++ {
 			prefix = append(prefix, prefix[len(prefix)-1]+cost(t))
 		}
+		price := prefix[s+r.Duration-from] - prefix[s-from]
+		c := price
+		if weight != nil {
+			c *= weight(s)
+		}
 		// A later start must be cheaper by more than the prefix sums' rounding.
-		if c := prefix[s+r.Duration-from] - prefix[s-from]; c < bestCost-1e-9*max(1, math.Abs(bestCost)) || best < 0 {
-			best, bestCost = s, c
+		if c < bestCost-1e-9*max(1, math.Abs(bestCost)) || best < 0 {
+			best, bestCost, bestPrice = s, c, price
 		}
 		return true
 	})
 	if best < 0 {
 		return 0, 0, false
 	}
-	return best, bestCost, true
+	return best, bestPrice, true
 }
 
 // earliest returns the first start at or after now at which r fits.
@@ -276,6 +283,12 @@ type BasicEcon struct {
 	// from it (ERA section 4, the Azure setting). A floor above the ceiling
 	// wins.
 	Ceiling float64
+	// LaterPenalty, when positive, is ERA section 4's "exponential penalty for
+	// later scheduling": a start s slots after the earliest one the request may
+	// take is chosen as if it cost exp(LaterPenalty x s) times its price, so econ
+	// trades a cheaper start for an earlier one. The price charged is the chosen
+	// start's own (the penalty moves the choice, never the bill).
+	LaterPenalty float64
 }
 
 // Name implements Algorithm.
@@ -304,7 +317,11 @@ func (b BasicEcon) Offer(v View, ask Ask) (Offer, bool) {
 // choose takes the cheapest feasible start at the slots' costs.
 func (b BasicEcon) choose(now Slot) chooser {
 	return func(n *need, r Request, from, last Slot) (Slot, float64, bool) {
-		return cheapest(n, r, from, last, func(t Slot) float64 { return b.slotCost(n, t, now) })
+		var weight func(s Slot) float64
+		if b.LaterPenalty > 0 {
+			weight = func(s Slot) float64 { return math.Exp(b.LaterPenalty * float64(s-from)) }
+		}
+		return cheapest(n, r, from, last, func(t Slot) float64 { return b.slotCost(n, t, now) }, weight)
 	}
 }
 

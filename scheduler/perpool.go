@@ -110,7 +110,7 @@ func (p PerPool) plan(r Request, now Slot) (bool, chooser) {
 	if econ && !onlyNow {
 		return false, func(n *need, r Request, from, last Slot) (Slot, float64, bool) {
 			pols := p.policies(n)
-			return cheapest(n, r, from, last, func(t Slot) float64 { return slotCost(n, pols, t, now) })
+			return cheapest(n, r, from, last, func(t Slot) float64 { return slotCost(n, pols, t, now) }, nil)
 		}
 	}
 	return onlyNow, func(n *need, r Request, from, last Slot) (Slot, float64, bool) {
