@@ -193,7 +193,7 @@ func TestShareSimulateRefusesBadInput(t *testing.T) {
 }
 
 // `share simulate` as the paper runs it: 20 samples, 5 organizations, 5 policies
-// (3,100 simulations), on the HPC2N log the README's tables come from. Goal: under 10 s.
+// (3,100 simulations), on the HPC2N log docs/reproductions.md's tables come from. Goal: under 10 s.
 func BenchmarkShareSimulate(b *testing.B) {
 	for b.Loop() {
 		var out, errb bytes.Buffer
