@@ -221,8 +221,8 @@ func (s *Seasonal) PriceSum(pool string, slot, now Slot, lo, hi int64, floor, ce
 	for b := densityBuckets - 1; b >= 0 && next <= hi; b-- {
 		rate := (1-wWeek)*daily[b]/elapsed + wWeek*weekly[b]/(elapsed/7)
 		cum += rate * frac
-		if cum <= 0 {
-			continue
+		if cum <= 0 || cum < float64(next) {
+			continue // no quantity left to price reaches this bucket yet
 		}
 		// Price gives bucket b to every quantity q <= cum not priced by a bucket above.
 		top := hi
