@@ -160,7 +160,8 @@ func newAbacusPolicy(a AuctionView) *abacusPolicy {
 // Name implements sharing.Policy.
 func (*abacusPolicy) Name() string { return PolicyAbacus }
 
-// weight is job j's draw weight: its mean share of the pools its task needs.
+// weight is job j's mean share of the pools its task needs: its team's priority
+// (reports, and the victim of a preemption) sums it.
 func (p *abacusPolicy) weight(v *sharing.View, j int) float64 {
 	jv := v.Jobs[j]
 	if len(jv.Units) == 0 {
@@ -181,9 +182,15 @@ func (p *abacusPolicy) Priorities(v *sharing.View, _ *sharing.Accounts, out []fl
 	}
 }
 
-// Choose implements sharing.Policy: a draw by weight among the served jobs that fit
-// or, when none does, among the others that fit (the longest waiting when every
-// weight is zero).
+// Choose implements sharing.Policy with Abacus's scheduler: one queue per pool, and
+// a freed unit of pool j goes to a job waiting for it with probability s_ij, its
+// share of the pool (abacus.DrawForResource). The freed unit is one of the units free
+// now, drawn uniformly (so a pool is drawn in proportion to its free units, among the
+// pools some job that fits is waiting for); the job drawn for it takes its task's
+// units of its other pools too. Served jobs (the SLO variant's) draw first, then the
+// others. A job whose task needs one pool gets its share of that pool in the long
+// run, exactly as the paper's; a task that needs several pools is drawn in each
+// pool's queue by that pool's share.
 func (p *abacusPolicy) Choose(v *sharing.View, _ *sharing.Accounts, rng *rand.Rand) int {
 	if j := p.draw(v, rng, true); j >= 0 {
 		return j
@@ -191,34 +198,44 @@ func (p *abacusPolicy) Choose(v *sharing.View, _ *sharing.Accounts, rng *rand.Ra
 	return p.draw(v, rng, false)
 }
 
-// draw is a draw by weight among the jobs that fit and are (or are not) served.
+// draw deals one freed unit among the jobs that fit and are (or are not) served.
 func (p *abacusPolicy) draw(v *sharing.View, rng *rand.Rand, served bool) int {
 	fits := func(j int) bool { return v.Fits(j) && p.served[v.Jobs[j].Job.ID] == served }
-	total, first := 0.0, -1
+	room := make([]float64, len(v.Pools)) // free units of the pools a fitting job waits for
+	first := -1
 	for j := range v.Jobs {
-		if fits(j) {
-			if first < 0 {
-				first = j
-			}
-			total += p.weight(v, j)
+		if !fits(j) {
+			continue
 		}
-	}
-	if first < 0 || total <= 0 {
-		return first
-	}
-	x := rng.Float64() * total
-	last := first
-	for j := range v.Jobs {
-		if fits(j) {
-			if w := p.weight(v, j); w > 0 {
-				last = j
-				if x -= w; x < 0 {
-					return j
-				}
+		if first < 0 {
+			first = j
+		}
+		for _, u := range v.Jobs[j].Units {
+			if u.Units > 0 {
+				room[u.Pool] = float64(v.Pools[u.Pool].Room)
 			}
 		}
 	}
-	return last
+	pool := abacus.DrawForResource(room, func(int) bool { return true }, rng)
+	if first < 0 || pool < 0 || room[pool] <= 0 {
+		return first // no fitting job, or none needs a unit of any pool
+	}
+	name := v.Pools[pool].Name
+	shares := make([]float64, len(v.Jobs))
+	for j := range v.Jobs {
+		shares[j] = p.share[v.Jobs[j].Job.ID][name]
+	}
+	return abacus.DrawForResource(shares, func(j int) bool { return fits(j) && needs(v, j, pool) }, rng)
+}
+
+// needs reports whether job j's task takes units of pool.
+func needs(v *sharing.View, j, pool int) bool {
+	for _, u := range v.Jobs[j].Units {
+		if u.Pool == pool && u.Units > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // Victim implements sharing.Policy: the most recently started task of the team

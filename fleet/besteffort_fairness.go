@@ -296,7 +296,7 @@ func poolFairness(p exchange.Pool, qs []quotaRow, jobs []Job, byJob map[int64][]
 		policies = append(policies, pol)
 	}
 	ev, err := sharing.Evaluate(sharing.Experiment{Orgs: orgs, Jobs: simJobs, Policies: policies, MinRuntime: st.MinRuntime.Hours(),
-		Exposure: st.Exposure, Horizon: now.Sub(from).Hours(), Seed: 1})
+		Exposure: st.Exposure, Horizon: now.Sub(from).Hours(), Seed: 1, SharedValues: true})
 	if err != nil {
 		return pf, false, err
 	}

@@ -101,26 +101,33 @@ func first(n *need, r Request, from, last Slot) (Slot, bool) {
 }
 
 // cheapest returns r's feasible start in [from, last] whose slots cost least under
-// cost (ties: the earliest), and that cost. Each slot's cost is computed once, as
-// the scan reaches it, and runs are summed with prefix sums: O(window) calls.
-func cheapest(n *need, r Request, from, last Slot, cost func(t Slot) float64) (Slot, float64, bool) {
+// cost, each start's cost multiplied by weight(start) when weight is not nil
+// (ties: the earliest), and that start's unweighted cost. Each slot's cost is
+// computed once, as the scan reaches it, and runs are summed with prefix sums:
+// O(window) calls.
+func cheapest(n *need, r Request, from, last Slot, cost func(t Slot) float64, weight func(s Slot) float64) (Slot, float64, bool) {
 	// prefix[k] is the cost of slots [from, from+k); filled lazily as the scan goes.
 	prefix := make([]float64, 1, int(last+r.Duration-from)+1)
-	best, bestCost := Slot(-1), math.Inf(1)
+	best, bestCost, bestPrice := Slot(-1), math.Inf(1), 0.0
 	feasibleStarts(n, r, from, last, func(s Slot) bool {
 		for t := from + Slot(len(prefix)-1); t < s+r.Duration; t++ {
 			prefix = append(prefix, prefix[len(prefix)-1]+cost(t))
 		}
+		price := prefix[s+r.Duration-from] - prefix[s-from]
+		c := price
+		if weight != nil {
+			c *= weight(s)
+		}
 		// A later start must be cheaper by more than the prefix sums' rounding.
-		if c := prefix[s+r.Duration-from] - prefix[s-from]; c < bestCost-1e-9*max(1, math.Abs(bestCost)) || best < 0 {
-			best, bestCost = s, c
+		if c < bestCost-1e-9*max(1, math.Abs(bestCost)) || best < 0 {
+			best, bestCost, bestPrice = s, c, price
 		}
 		return true
 	})
 	if best < 0 {
 		return 0, 0, false
 	}
-	return best, bestCost, true
+	return best, bestPrice, true
 }
 
 // earliest returns the first start at or after now at which r fits.
@@ -195,8 +202,30 @@ func (g Greedy) Offer(v View, ask Ask) (Offer, bool) {
 	return offer(v, ask, func(Request) (bool, chooser) { return false, choose })
 }
 
-// OnDemand accepts only requests that can start now, at a fixed price per
-// unit-slot.
+// OnDemandFit accepts only requests whose whole run fits from now, starts them
+// now and charges a fixed price per unit-slot: it never over-commits. It is the
+// product's "ondemand" pool policy (start now or never), and a stricter
+// baseline than ERA's on-demand (OnDemand), which checks only the current slot.
+type OnDemandFit struct{ UnitPrice float64 }
+
+// Name implements Algorithm.
+func (OnDemandFit) Name() string { return "ondemand-fit" }
+
+// Offer implements Algorithm.
+func (d OnDemandFit) Offer(v View, ask Ask) (Offer, bool) {
+	choose := firstFit(d.UnitPrice)
+	return offer(v, ask, func(Request) (bool, chooser) { return true, choose })
+}
+
+// OnDemand is ERA's on-demand baseline (section 4, "Testing Azure Batch"): it
+// "accepts jobs if there are enough available resources to start and run them
+// (availability is checked only for the immediate time, ignoring the duration
+// that the resources are requested). It schedules accepted jobs to run
+// immediately and charges a fixed price". A request is accepted when its units
+// are free in the current slot, starts now and pays UnitPrice per unit-slot of
+// its whole run. The offer over-commits (Offer.Overcommit): later slots of the
+// run may hold more than the capacity, and the engine reports the reservations
+// it then cannot honour at risk at its next update (see Engine.Update).
 type OnDemand struct{ UnitPrice float64 }
 
 // Name implements Algorithm.
@@ -204,8 +233,17 @@ func (OnDemand) Name() string { return "ondemand" }
 
 // Offer implements Algorithm.
 func (d OnDemand) Offer(v View, ask Ask) (Offer, bool) {
-	choose := firstFit(d.UnitPrice)
-	return offer(v, ask, func(Request) (bool, chooser) { return true, choose })
+	choose := func(n *need, r Request, from, _ Slot) (Slot, float64, bool) {
+		for _, p := range n.pools {
+			if n.free[p][0] < n.shared(p, from) {
+				return 0, 0, false
+			}
+		}
+		return from, d.UnitPrice * n.sharedUnitSlots(r, from), true
+	}
+	o, ok := offer(v, ask, func(Request) (bool, chooser) { return true, choose })
+	o.Overcommit = ok
+	return o, ok
 }
 
 // Predictor is an inverse-demand curve: Price is the highest price per unit-slot
@@ -245,6 +283,12 @@ type BasicEcon struct {
 	// from it (ERA section 4, the Azure setting). A floor above the ceiling
 	// wins.
 	Ceiling float64
+	// LaterPenalty, when positive, is ERA section 4's "exponential penalty for
+	// later scheduling": a start s slots after the earliest one the request may
+	// take is chosen as if it cost exp(LaterPenalty x s) times its price, so econ
+	// trades a cheaper start for an earlier one. The price charged is the chosen
+	// start's own (the penalty moves the choice, never the bill).
+	LaterPenalty float64
 }
 
 // Name implements Algorithm.
@@ -273,13 +317,17 @@ func (b BasicEcon) Offer(v View, ask Ask) (Offer, bool) {
 // choose takes the cheapest feasible start at the slots' costs.
 func (b BasicEcon) choose(now Slot) chooser {
 	return func(n *need, r Request, from, last Slot) (Slot, float64, bool) {
-		return cheapest(n, r, from, last, func(t Slot) float64 { return b.slotCost(n, t, now) })
+		var weight func(s Slot) float64
+		if b.LaterPenalty > 0 {
+			weight = func(s Slot) float64 { return math.Exp(b.LaterPenalty * float64(s-from)) }
+		}
+		return cheapest(n, r, from, last, func(t Slot) float64 { return b.slotCost(n, t, now) }, weight)
 	}
 }
 
-// slotCost prices the units the request takes from shared capacity in slot t: each
-// block of units at the price of its middle unit, given the capacity that would be
-// left free. Units from the owner's quota cost nothing.
+// slotCost prices the units the request takes from shared capacity in slot t: the
+// sum of each unit's price (ERA Algorithm 1, line 8). Units from the owner's quota
+// cost nothing.
 func (b BasicEcon) slotCost(n *need, t, now Slot) float64 {
 	total := 0.0
 	for _, p := range n.pools {
@@ -288,19 +336,128 @@ func (b BasicEcon) slotCost(n *need, t, now Slot) float64 {
 	return total
 }
 
-// econCost prices the units the request takes from pool p's shared capacity in
-// slot t as Basic-Econ does: the block at the predicted price of its middle unit,
-// given the capacity that would be left free, and at least floor per unit. Units
-// from the owner's quota cost nothing; no units, no predictor call.
+// econCost prices the W units the request takes from pool p's shared capacity in
+// slot t as ERA's Algorithm 1 does: cost[t] = price_t(1) + ... + price_t(W), where
+// price_t(i) is "the highest price p s.t. demand_t(p) + promised[t] + i >
+// Capacity", that is, with f units free before the request, the predictor's price
+// for a demand of f - i + 1 units (Price(f) for the first unit, Price(f - W + 1)
+// for the last). Each unit's price is bounded by ceiling (when positive) and then
+// by floor. Units from the owner's quota cost nothing; no units, no predictor call.
+// A predictor that is a UnitPricer sums the units in one pass.
 func econCost(n *need, p string, t, now Slot, floor, ceiling float64, pred Predictor) float64 {
 	w := n.shared(p, t)
 	if w == 0 {
 		return 0
 	}
-	left := n.free[p][t-n.origin] - w/2
-	price := pred.Price(p, t, now, left)
+	f := n.free[p][t-n.origin]
+	return unitPriceSum(pred, p, t, now, f-w+1, f, floor, ceiling)
+}
+
+// UnitPricer is a Predictor that sums its prices over a range of demand
+// quantities faster than one Price call each.
+type UnitPricer interface {
+	// PriceSum is the sum over every quantity q in [lo, hi] of Price(pool, slot,
+	// now, q), each bounded by ceiling (when positive) and then by floor, exactly
+	// as the calls would give it (up to float rounding).
+	PriceSum(pool string, slot, now Slot, lo, hi int64, floor, ceiling float64) float64
+}
+
+// clampPrice bounds one unit's price by ceiling (when positive), then by floor.
+func clampPrice(price, floor, ceiling float64) float64 {
 	if ceiling > 0 {
 		price = min(price, ceiling)
 	}
-	return float64(w) * max(floor, price)
+	return max(floor, price)
+}
+
+// unitPriceSum is the sum over q in [lo, hi] of pred's clamped price for q:
+// one pass when pred is a UnitPricer, else a call per quantity.
+func unitPriceSum(pred Predictor, p string, t, now Slot, lo, hi int64, floor, ceiling float64) float64 {
+	if hi < lo {
+		return 0
+	}
+	if u, ok := pred.(UnitPricer); ok {
+		return u.PriceSum(p, t, now, lo, hi, floor, ceiling)
+	}
+	total := 0.0
+	for q := lo; q <= hi; q++ {
+		total += clampPrice(pred.Price(p, t, now, q), floor, ceiling)
+	}
+	return total
+}
+
+// PriceSum implements UnitPricer in closed form: the curve is geometric in the
+// quantity below Capacity and flat at Base from Capacity on; the floor and the
+// ceiling cut it where it crosses them (found by bisection: it falls as the
+// quantity grows).
+func (c LoadCurve) PriceSum(pool string, slot, now Slot, lo, hi int64, floor, ceiling float64) float64 {
+	if hi < lo {
+		return 0
+	}
+	if c.Capacity <= 0 || c.Steep <= 0 || hi-lo < 16 {
+		total := 0.0
+		for q := lo; q <= hi; q++ {
+			total += clampPrice(c.Price(pool, slot, now, q), floor, ceiling)
+		}
+		return total
+	}
+	// Quantities at or below 0 all price at Base*Steep, at or above Capacity at Base.
+	total := 0.0
+	if lo <= 0 {
+		k := min(hi, 0) - lo + 1
+		total += float64(k) * clampPrice(c.Price(pool, slot, now, 0), floor, ceiling)
+		lo = min(hi, 0) + 1
+	}
+	if hi >= c.Capacity && lo <= hi {
+		k := hi - max(lo, c.Capacity) + 1
+		total += float64(k) * clampPrice(c.Base, floor, ceiling)
+		hi = max(lo, c.Capacity) - 1
+	}
+	if lo > hi {
+		return total
+	}
+	// On [lo, hi] inside (0, Capacity) the price is Base*Steep^(1-q/C), monotone in q.
+	price := func(q int64) float64 { return c.Price(pool, slot, now, q) }
+	falls := c.Steep >= 1
+	// cut returns the first q in [lo, hi+1] at which above(q) no longer holds,
+	// for a predicate that holds on a prefix.
+	cut := func(above func(q int64) bool) int64 {
+		a, b := lo, hi+1
+		for a < b {
+			m := a + (b-a)/2
+			if above(m) {
+				a = m + 1
+			} else {
+				b = m
+			}
+		}
+		return a
+	}
+	var mid0, mid1 int64 // [mid0, mid1) is priced unclamped
+	if falls {
+		mid0 = lo
+		if ceiling > 0 {
+			mid0 = cut(func(q int64) bool { return price(q) >= ceiling })
+		}
+		mid1 = max(mid0, cut(func(q int64) bool { return price(q) > floor }))
+		total += float64(mid0-lo) * clampPrice(ceiling, floor, ceiling)
+		total += float64(hi+1-mid1) * clampPrice(price(hi), floor, ceiling)
+	} else {
+		mid0 = cut(func(q int64) bool { return price(q) <= floor })
+		mid1 = hi + 1
+		if ceiling > 0 {
+			mid1 = max(mid0, cut(func(q int64) bool { return price(q) < ceiling }))
+		}
+		total += float64(mid0-lo) * clampPrice(price(lo), floor, ceiling)
+		total += float64(hi+1-mid1) * clampPrice(ceiling, floor, ceiling)
+	}
+	if n := mid1 - mid0; n > 0 {
+		first, r := price(mid0), math.Pow(c.Steep, -1/float64(c.Capacity))
+		if r == 1 {
+			total += float64(n) * first
+		} else {
+			total += first * (1 - math.Pow(r, float64(n))) / (1 - r)
+		}
+	}
+	return total
 }

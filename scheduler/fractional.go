@@ -176,6 +176,15 @@ func (f *Fractional) Price(pool string, slot, now Slot, quantity int64) float64 
 	return f.model.Price(pool, slot, now, quantity)
 }
 
+// PriceSum implements UnitPricer: the model's sum (no demand, so the floor, before
+// the first refit).
+func (f *Fractional) PriceSum(pool string, slot, now Slot, lo, hi int64, floor, ceiling float64) float64 {
+	if f.model == nil {
+		return float64(max(hi-lo+1, 0)) * clampPrice(0, floor, ceiling)
+	}
+	return f.model.PriceSum(pool, slot, now, lo, hi, floor, ceiling)
+}
+
 // Clone returns a deep copy of f, to refit off the request path: take the
 // clone under the caller's lock, Refit it without the lock, and Adopt it.
 func (f *Fractional) Clone() *Fractional {

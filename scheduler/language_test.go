@@ -15,7 +15,7 @@ func drawAlgorithm(t *rapid.T, capacity int64) Algorithm {
 	case 0:
 		return Greedy{UnitPrice: 1}
 	case 1:
-		return OnDemand{UnitPrice: 1}
+		return OnDemandFit{UnitPrice: 1}
 	case 2:
 		return BasicEcon{Predictor: wavy{LoadCurve{Base: 1, Steep: 5, Capacity: capacity}}}
 	}

@@ -52,14 +52,14 @@ func (p PoolPolicy) validate(field string) error {
 // engine serves requests spanning several pools of a cluster.
 //
 // Each request is placed by the strictest policy among its pools: with an
-// ondemand pool it may only start now (as OnDemand); else with an econ pool it
+// ondemand pool it may only start now, its whole run fitting (as OnDemandFit: the product never over-commits); else with an econ pool it
 // takes its cheapest feasible start, ties to the earliest (as BasicEcon); else its
 // earliest feasible start (as Greedy). A start costs, over its slots and pools, the
 // units taken from shared capacity at that pool's price: an econ pool's as
 // BasicEcon prices them with the policy's unit price as its floor, a greedy or
 // ondemand pool's at its unit price. Units from the owner's quota cost nothing.
 // With every pool on one policy it offers exactly what BasicEcon, Greedy or
-// OnDemand offers. A request touching a pool whose policy is not valid is refused.
+// OnDemandFit offers. A request touching a pool whose policy is not valid is refused.
 type PerPool struct {
 	Policies map[string]PoolPolicy
 	Default  PoolPolicy
@@ -110,7 +110,7 @@ func (p PerPool) plan(r Request, now Slot) (bool, chooser) {
 	if econ && !onlyNow {
 		return false, func(n *need, r Request, from, last Slot) (Slot, float64, bool) {
 			pols := p.policies(n)
-			return cheapest(n, r, from, last, func(t Slot) float64 { return slotCost(n, pols, t, now) })
+			return cheapest(n, r, from, last, func(t Slot) float64 { return slotCost(n, pols, t, now) }, nil)
 		}
 	}
 	return onlyNow, func(n *need, r Request, from, last Slot) (Slot, float64, bool) {

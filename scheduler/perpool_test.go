@@ -57,7 +57,7 @@ func TestPerPoolWithOnePolicyOffersWhatItsAlgorithmOffers(t *testing.T) {
 			case "greedy":
 				return Greedy{UnitPrice: price}, pp
 			}
-			return OnDemand{UnitPrice: price}, pp
+			return OnDemandFit{UnitPrice: price}, pp
 		}
 		base, _ := algos()
 		_, pp := algos()
@@ -135,7 +135,8 @@ func TestPerPoolMixedPoliciesTakeTheStrictestPlacementAndSumThePoolsPrices(t *te
 	// loaded slots; greedy alone would start at once.
 	both := Request{Config: Config{"c/cpu": 1, "c/ram": 2}, Count: 3, Duration: 4, Arrival: 0, Deadline: 20}
 	o, ok, _ := e.Quote(0, []Request{both})
-	if want := 4*3*unit(10-1) + 4*6*0.25; !ok || o.Starts[0] != 4 || !near(o.Price, want) {
+	// Each of the 3 cpu units at its own price (ERA Algorithm 1): demand 10, 9, 8.
+	if want := 4*(unit(10)+unit(9)+unit(8)) + 4*6*0.25; !ok || o.Starts[0] != 4 || !near(o.Price, want) {
 		t.Fatalf("econ and greedy pools: %+v %v; want a start at 4 for %v", o, ok, want)
 	}
 	ram := Request{Config: Config{"c/ram": 2}, Count: 3, Duration: 4, Arrival: 0, Deadline: 20}
@@ -198,7 +199,8 @@ func TestPerPoolOwnQuotaIsFree(t *testing.T) {
 	stranger.Count = 2
 	b, okB, _ := e.QuoteFor(0, "team", []Request{beyond})
 	s, okS, _ := e.QuoteFor(0, "", []Request{stranger})
-	if want := 4 * (2*max(0.5, curve.Price("c/cpu", 0, 0, 6-1)) + 4*0.25); !okB || !okS || b.Price != s.Price || !near(b.Price, want) || b.Starts[0] != s.Starts[0] {
+	unit := func(left int64) float64 { return max(0.5, curve.Price("c/cpu", 0, 0, left)) }
+	if want := 4 * (unit(6) + unit(5) + 4*0.25); !okB || !okS || b.Price != s.Price || !near(b.Price, want) || b.Starts[0] != s.Starts[0] {
 		t.Fatalf("beyond the quota %+v, a team with none for the same shared units %+v; want %v", b, s, want)
 	}
 }

@@ -14,6 +14,21 @@ func (e *Engine) place(r *Reservation) bool {
 	return true
 }
 
+// placeOver commits r at its starts whatever the capacity of the slots after
+// each start: an over-committing offer (Offer.Overcommit). The owner's free
+// quota is used first, as place does; the next Update re-plans the slots where
+// commitments exceed capacity.
+func (e *Engine) placeOver(r *Reservation) {
+	e.resetOwn(r)
+	for i := range r.Requests {
+		if r.Starts[i] >= r.End(i) {
+			continue
+		}
+		e.splitOwn(r, i)
+		e.applyRequest(r, i, r.Starts[i], -1)
+	}
+}
+
 // resetOwn clears r's split between the owner's quota and shared capacity,
 // before r is placed again.
 func (e *Engine) resetOwn(r *Reservation) {
@@ -21,6 +36,28 @@ func (e *Engine) resetOwn(r *Reservation) {
 	if r.Owner != "" {
 		r.Own = make([]map[string][]int64, len(r.Requests))
 	}
+}
+
+// splitOwn sets, for request i of r at its start, the units each pool takes
+// from the owner's free quota in each slot of its run (none without an owner),
+// and returns them by pool.
+func (e *Engine) splitOwn(r *Reservation, i int) map[string][]int64 {
+	if r.Owner == "" {
+		return nil
+	}
+	q := r.Requests[i]
+	s, end := r.Starts[i], r.End(i)
+	q.eachPool(func(p string, need int64) {
+		own := e.Own(r.Owner, p, s, end, nil)
+		for k, f := range own {
+			own[k] = min(need, max(f, 0))
+		}
+		if r.Own[i] == nil {
+			r.Own[i] = map[string][]int64{}
+		}
+		r.Own[i][p] = own
+	})
+	return r.Own[i]
 }
 
 // placeRequest splits request i of r at its start and commits it, or commits
@@ -35,21 +72,12 @@ func (e *Engine) placeRequest(r *Reservation, i int) bool {
 		return true
 	}
 	fits := true
+	own := e.splitOwn(r, i)
 	q.eachPool(func(p string, need int64) {
 		if !fits {
 			return
 		}
-		var own []int64
-		if r.Owner != "" {
-			own = e.Own(r.Owner, p, s, end, nil)
-			for k, f := range own {
-				own[k] = min(need, max(f, 0))
-			}
-			if r.Own[i] == nil {
-				r.Own[i] = map[string][]int64{}
-			}
-			r.Own[i][p] = own
-		}
+		own := own[p]
 		if own == nil {
 			fits = e.Free(p, s, end) >= need
 			return

@@ -192,6 +192,54 @@ func (s *Seasonal) Price(pool string, slot, now Slot, quantity int64) float64 {
 	return 0
 }
 
+// PriceSum implements UnitPricer: the inverse demand is a step function of the
+// quantity (each density bucket's floor price over the quantities its demand
+// covers), so the units of [lo, hi] are counted per step in one pass over the
+// buckets, exactly as Price prices each of them.
+func (s *Seasonal) PriceSum(pool string, slot, now Slot, lo, hi int64, floor, ceiling float64) float64 {
+	if hi < lo {
+		return 0
+	}
+	m := s.pools[pool]
+	frac := 0.0
+	if m != nil {
+		frac = s.later(slot - now)
+	}
+	if frac <= 0 {
+		return float64(hi-lo+1) * clampPrice(0, floor, ceiling)
+	}
+	elapsed := max(float64(now-s.start)/float64(s.SlotsPerDay), 1)
+	daily := &m.daily[s.dayBucket(slot)]
+	weekly := &m.weekly[s.weekBucket(slot)]
+	wWeek := 0.0
+	if elapsed >= 7 {
+		wWeek = 0.5
+	}
+	total := 0.0
+	next := lo // the smallest quantity not yet priced
+	cum := 0.0
+	for b := densityBuckets - 1; b >= 0 && next <= hi; b-- {
+		rate := (1-wWeek)*daily[b]/elapsed + wWeek*weekly[b]/(elapsed/7)
+		cum += rate * frac
+		if cum <= 0 || cum < float64(next) {
+			continue // no quantity left to price reaches this bucket yet
+		}
+		// Price gives bucket b to every quantity q <= cum not priced by a bucket above.
+		top := hi
+		if c := math.Floor(cum); c < float64(hi) {
+			top = int64(c)
+		}
+		if top >= next {
+			total += float64(top-next+1) * clampPrice(densityFloor(b), floor, ceiling)
+			next = top + 1
+		}
+	}
+	if next <= hi {
+		total += float64(hi-next+1) * clampPrice(0, floor, ceiling)
+	}
+	return total
+}
+
 // Shifted is a Predictor (and Learner when P is one) that sees slot t of the engine as slot t+Off of P.
 //
 // An engine that numbers slots from an origin it moves forward (rebuilt once a
@@ -206,6 +254,12 @@ type Shifted struct {
 // Price implements Predictor: P's price for slot+Off seen from now+Off.
 func (s *Shifted) Price(pool string, slot, now Slot, quantity int64) float64 {
 	return s.P.Price(pool, slot+s.Off, now+s.Off, quantity)
+}
+
+// PriceSum implements UnitPricer: P's sum for slot+Off seen from now+Off (a call
+// per quantity when P is not a UnitPricer).
+func (s *Shifted) PriceSum(pool string, slot, now Slot, lo, hi int64, floor, ceiling float64) float64 {
+	return unitPriceSum(s.P, pool, slot+s.Off, now+s.Off, lo, hi, floor, ceiling)
 }
 
 // Observe implements Learner: P observes a copy of d with Now, and every

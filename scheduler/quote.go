@@ -87,7 +87,8 @@ func (e *Engine) quote(now Slot, owner string, reqs []Request) (Offer, bool, err
 	// The requests are priced one after another, each on the plan with the ones
 	// before it placed: a later request sees the capacity and the owner's quota an
 	// earlier one takes, so requests of one bid are never priced twice against the
-	// same free quota, and never overbooked. The trial placements are undone.
+	// same free quota, and never overbooked (unless the algorithm over-commits,
+	// Offer.Overcommit: then only its first slots are checked). The trial placements are undone.
 	var o Offer
 	var placed []*Reservation
 	defer func() {
@@ -101,10 +102,13 @@ func (e *Engine) quote(now Slot, owner string, reqs []Request) (Offer, bool, err
 			return Offer{}, false, nil
 		}
 		trial := &Reservation{Owner: owner, Requests: reqs[i : i+1], Starts: one.Starts}
-		if !e.place(trial) {
+		if one.Overcommit {
+			e.placeOver(trial)
+		} else if !e.place(trial) {
 			return Offer{}, false, nil
 		}
 		placed = append(placed, trial)
+		o.Overcommit = o.Overcommit || one.Overcommit
 		o.Price += one.Price
 		o.Starts = append(o.Starts, one.Starts[0])
 	}

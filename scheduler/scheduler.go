@@ -4,7 +4,7 @@
 // HTTP or templates.
 //
 // An Engine keeps each pool's capacity and commitments per slot. Pricing
-// algorithms (Greedy, OnDemand, BasicEcon, and PerPool, which prices each pool by
+// algorithms (Greedy, OnDemand and OnDemandFit, BasicEcon, and PerPool, which prices each pool by
 // its own policy) see an Ask, never a bid's value; the engine compares the value
 // with their price once, so truthful bids are best. A bid's requests combine by
 // its BidLanguage (ALL, ANY, ORDER, ORDER_NO_GAP). Predictors (LoadCurve,
@@ -106,10 +106,16 @@ type Ask struct {
 // Offer is an algorithm's answer: the total price and each request's start slot.
 // For an ANY bid (Engine.QuoteBid) Starts has the chosen request's start and
 // Chosen is its index among the bid's requests; otherwise Chosen is 0.
+//
+// Overcommit is set by an algorithm that checked only the first slot of each
+// request (ERA's on-demand baseline, OnDemand): the engine then commits the
+// requests even where later slots of their runs hold more than the capacity,
+// and the next Update re-plans those slots (see Engine.Update).
 type Offer struct {
-	Price  float64
-	Starts []Slot
-	Chosen int
+	Price      float64
+	Starts     []Slot
+	Chosen     int
+	Overcommit bool
 }
 
 // Algorithm prices and places asks. It returns false when the ask cannot be placed.
@@ -327,7 +333,9 @@ func (e *Engine) MakeReservation(now Slot, bid Bid) (Reservation, bool, error) {
 	}
 	r := &Reservation{ID: bid.ID, Owner: bid.Owner, Requests: cloneRequests(reqs), Starts: o.Starts, Price: o.Price, Value: bid.Value,
 		Decided: now, Language: bid.Language, Chosen: o.Chosen}
-	if !e.place(r) {
+	if o.Overcommit {
+		e.placeOver(r)
+	} else if !e.place(r) {
 		return Reservation{}, false, nil // the quote placed it a moment ago; never happens
 	}
 	if r.ID == 0 {

@@ -63,8 +63,8 @@ func TestGreedyTakesTheEarliestSlotAndRejectsShortValues(t *testing.T) {
 	}
 }
 
-func TestOnDemandOnlyStartsNow(t *testing.T) {
-	e := NewEngine(50, map[string]int64{"c/cpu": 4}, OnDemand{UnitPrice: 2})
+func TestOnDemandFitOnlyStartsNow(t *testing.T) {
+	e := NewEngine(50, map[string]int64{"c/cpu": 4}, OnDemandFit{UnitPrice: 2})
 	if r, ok, _ := e.MakeReservation(3, Bid{Requests: []Request{req(4, 2, 0, 10)}, Value: 100}); !ok || r.Starts[0] != 3 || r.Price != 16 {
 		t.Fatalf("now: %+v %v", r, ok)
 	}
@@ -119,7 +119,7 @@ func TestPriceAndStartDoNotDependOnTheValue(t *testing.T) {
 // inside its window.
 func TestNeverOverCapacityAndAlwaysInsideTheWindow(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
-		algos := []Algorithm{Greedy{UnitPrice: 1}, OnDemand{UnitPrice: 1}, BasicEcon{Predictor: LoadCurve{Base: 1, Steep: 4, Capacity: 8}}}
+		algos := []Algorithm{Greedy{UnitPrice: 1}, OnDemandFit{UnitPrice: 1}, BasicEcon{Predictor: LoadCurve{Base: 1, Steep: 4, Capacity: 8}}}
 		e := NewEngine(40, map[string]int64{"c/cpu": 8, "c/ram": 16}, rapid.SampledFrom(algos).Draw(t, "algo"))
 		used := map[string][]int64{"c/cpu": make([]int64, 40), "c/ram": make([]int64, 40)}
 		for i := range rapid.IntRange(1, 25).Draw(t, "bids") {

@@ -201,10 +201,14 @@ func SimulateWith(jobs []Job, algo Algorithm, cfg SimConfig) (Outcome, error) {
 		}
 		s.out.Series[now] = st
 		used += float64(st.Used)
-		if len(ends) > 0 {
-			if _, err := agent.Update(now+1, Update{Ends: ends}); err != nil {
+		// An over-committing algorithm (OnDemand) may leave later slots holding
+		// more than the capacity: the update re-plans them before they run.
+		if len(ends) > 0 || (now+1 < horizon && s.e.Free(SimPool, now+1, horizon) < 0) {
+			rep, err := agent.Update(now+1, Update{Ends: ends})
+			if err != nil {
 				return Outcome{}, err
 			}
+			s.atRisk(rep)
 		}
 		for _, id := range s.e.Retire(now + 1) {
 			delete(s.unitPrice, id)

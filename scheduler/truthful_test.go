@@ -108,7 +108,7 @@ func TestStartsNeverPrecedeTheArrival(t *testing.T) {
 					decided[r.ID] = now
 				}
 			case 2:
-				from := now + Slot(rapid.IntRange(0, 10).Draw(t, "from"))
+				from := min(now+Slot(rapid.IntRange(0, 10).Draw(t, "from")), horizon-1) // a change inside the horizon
 				c := CapacityChange{Pool: rapid.SampledFrom([]string{"c/cpu", "c/ram"}).Draw(t, "pool"), From: from,
 					To: min(from+Slot(rapid.IntRange(1, 10).Draw(t, "span")), horizon), Units: rapid.Int64Range(0, 12).Draw(t, "units")}
 				if _, err := e.Update(now, Update{Capacity: []CapacityChange{c}}); err != nil {

@@ -20,7 +20,7 @@ type Utility int
 // The utility functions.
 const (
 	Orig  Utility = iota // psi_sp of Skowron and Rzadca: a part executed at tau is worth t - tau
-	Rel                  // ORIG less the time each part waited since its job's release
+	Rel                  // a part executed at tau is worth r - tau: ORIG measured from the release r, not now
 	Simpl                // the executed surface, in unit-hours
 )
 
@@ -150,8 +150,9 @@ func (a *Accounts) markServed(team int) {
 	a.served[team] = a.seq
 }
 
-// grow moves the accounts to t1 as if nothing new ran: every ORIG and REL value grows
-// by its executed surface times the elapsed hours. The parts run in [asOf, t1) must
+// grow moves the accounts to t1 as if nothing new ran: every ORIG value grows by its
+// executed surface times the elapsed hours; REL values do not change (each part is
+// measured against its job's release, not against now). The parts run in [asOf, t1) must
 // be added next with addPart or addAggregate, against the same t1.
 func (a *Accounts) grow(t1 float64) {
 	d := t1 - a.asOf
@@ -160,9 +161,7 @@ func (a *Accounts) grow(t1 float64) {
 			for p := range a.rows[t] {
 				r := &a.rows[t][p]
 				r.use.orig += r.use.surface * d
-				r.use.rel += r.use.surface * d
 				r.lent.orig += r.lent.surface * d
-				r.lent.rel += r.lent.surface * d
 			}
 		}
 	}
@@ -178,7 +177,7 @@ func (s *side) addPart(w, r, x, y, t1 float64) {
 	orig := w * ((t1-x)*(t1-x) - (t1-y)*(t1-y)) / 2
 	s.surface += w * (y - x)
 	s.orig += orig
-	s.rel += orig - w*((y-r)*(y-r)-(x-r)*(x-r))/2
+	s.rel -= w * ((y-r)*(y-r) - (x-r)*(x-r)) / 2
 }
 
 // Run is a best-effort task that ran at some moment of an accounting interval: the

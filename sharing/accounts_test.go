@@ -52,7 +52,7 @@ func bruteForce(runs []Run, until float64) map[[2]string]Balance {
 	out := map[[2]string]Balance{}
 	add := func(team, pool string, w float64, use bool, x, r float64) {
 		b := out[[2]string{team, pool}]
-		orig, rel := w*dt*(until-x), w*dt*((until-x)-(x-r))
+		orig, rel := w*dt*(until-x), w*dt*(r-x)
 		if use {
 			b.Surface, b.Orig, b.Rel = b.Surface+w*dt, b.Orig+orig, b.Rel+rel
 		} else {
@@ -144,8 +144,8 @@ func TestOrigValuesEarlierWorkMore(t *testing.T) {
 	if e.Surface != l.Surface || !(e.Orig > l.Orig) || !(e.Rel > l.Rel) {
 		t.Fatalf("early %+v, late %+v", e, l)
 	}
-	if !close(e.Orig, 4.5) || !close(l.Orig, 1.5) || !close(l.Rel, 1.5-3.5) {
-		t.Fatalf("ORIG of one unit-hour run over [0,1) valued at 5 is 4.5, got %v; over [3,4): 1.5 (REL -2), got %v, %v", e.Orig, l.Orig, l.Rel)
+	if !close(e.Orig, 4.5) || !close(l.Orig, 1.5) || !close(l.Rel, -3.5) {
+		t.Fatalf("ORIG of one unit-hour run over [0,1) valued at 5 is 4.5, got %v; over [3,4): 1.5 (REL, the integral of 0 - tau over [3,4): -3.5), got %v, %v", e.Orig, l.Orig, l.Rel)
 	}
 }
 

@@ -26,16 +26,20 @@
 //
 //	ORIG:  t - tau                    psi_sp, the strategy-resilient utility of Skowron
 //	                                  and Rzadca: a part executed earlier is worth more
-//	REL:   (t - tau) - (tau - r)      ORIG less the time the part waited since release
+//	REL:   (t - tau) - (t - r) = r - tau   each part measured against its job's release
 //	SIMPL: 1                          the executed surface
 //
 // and a team's utility is the sum over the parts of its own best-effort tasks:
 // psi(t) = sum over parts of the above (integrated continuously over each run). The
-// search tool this project uses returned only the two papers' abstracts, not their
-// bodies: ORIG is psi_sp as we know it from Skowron and Rzadca (sum over executed unit
-// parts of t - tau, unique up to affine constants among strategy-resilient utilities);
-// REL and SIMPL are our reading of the one-line descriptions the issue keeps ("adjusted
-// by release time", "executed surface"). README.md says so too.
+// paper's text (shared/papers/cloudshare.txt) lost its formulas; its words are the
+// evidence. ORIG is psi_sp of Skowron and Rzadca (sum over executed unit parts of
+// t - tau). REL is our reading of "a slightly altered utility, where the release time
+// neutralizes this effect", the effect being that under ORIG a part done at tau keeps
+// earning t - tau as t grows, so early decisions can never be made up: measuring each
+// part against its job's release instead of against now gives r - tau, which does not
+// grow with t (the priorities under REL stay put while nothing new runs:
+// TestRelPrioritiesDoNotDriftWhileNothingRuns). SIMPL is the executed surface, as the
+// paper says. docs/reproductions.md says so too.
 //
 // # Contribution and the attribution rule
 //
@@ -61,10 +65,10 @@
 // For each team and pool the accounts keep six numbers: the executed surface E and the
 // ORIG and REL utilities, and the same three for contribution. Over [t0, t1) ORIG grows
 // by E(t0) (t1 - t0) plus, for each run [a, b) in the interval, w ((t1-a)^2 - (t1-b)^2)/2;
-// REL grows by the same less w ((b-r)^2 - (a-r)^2)/2; E grows by w (b - a). These are
+// REL grows only by the runs, by -w ((b-r)^2 - (a-r)^2)/2 each; E grows by w (b - a). These are
 // exact: the summary reproduces the value the whole history would give (up to float64
 // rounding), so a policy decides the same from the summary as from the history. The
-// summary is constant in size; its values grow with time (ORIG and REL quadratically).
+// summary is constant in size; its values grow with time (ORIG quadratically).
 //
 // # Policies
 //

@@ -27,6 +27,12 @@ type Experiment struct {
 	Permutations int
 	// Workers: simulations run at once (0: GOMAXPROCS). Results do not depend on it.
 	Workers int
+	// SharedValues measures every policy against one set of Shapley values, from the
+	// coalition values v(C) = the smallest total wait any policy gives C. False (the
+	// default) is CloudShare's method (section 5.1): "for each tested algorithm we
+	// run 2^N - 1 simulations", the sum of each simulation's waits is that
+	// algorithm's v(C), and each algorithm is measured against its own Shapley values.
+	SharedValues bool
 }
 
 // Evaluation is what Evaluate finds for one sample.
@@ -39,7 +45,13 @@ type Evaluation struct {
 	Shapley []float64
 	// Wait is each policy's wait per organization in the grand coalition ([policy][org]).
 	Wait [][]float64
-	// Unfairness is each policy's distance between its waits and the Shapley values.
+	// PolicyCoalitionValue and PolicyShapley are, per policy, the grand coalition's
+	// total wait and the Shapley values of the game whose v(C) is that policy's own
+	// total wait on coalition C (CloudShare's method).
+	PolicyCoalitionValue []float64
+	PolicyShapley        [][]float64
+	// Unfairness is each policy's distance between its waits and its reference:
+	// PolicyShapley[p] by default, Shapley when the experiment's SharedValues is set.
 	Unfairness []float64
 	Exact      bool // Shapley values computed exactly (else sampled)
 	Coalitions int  // coalitions simulated
@@ -47,11 +59,13 @@ type Evaluation struct {
 
 // Evaluate simulates every policy on every coalition (exact: all 2^n - 1; sampled: the
 // prefixes of the seeded permutations) and computes the Shapley values of the wait
-// game, whose value v(C) is the smallest total wait any of the policies achieves for
-// coalition C on its own processors (with unit-size tasks and no preemption every
-// work-conserving policy gives the same total, so the choice only matters with
-// background load), and each policy's unfairness: the Euclidean distance
-// sqrt(sum over organizations (wait - Shapley)^2), in task-hours. The same experiment
+// game for each policy, whose value v_p(C) is the total wait policy p gives coalition C
+// on its own processors (CloudShare section 5.1), and of the shared game whose v(C)
+// is the smallest total wait any policy gives C (with unit-size tasks and no
+// preemption every work-conserving policy gives the same total, so the two agree
+// but for background load); and each policy's unfairness: the Euclidean distance
+// sqrt(sum over organizations (wait - Shapley)^2), in task-hours, against its own
+// Shapley values (or the shared ones, Experiment.SharedValues). The same experiment
 // gives the same evaluation, whatever the number of workers. EINVALID for no
 // organization, more than 64, no policy, or a simulation Simulate refuses.
 func Evaluate(e Experiment) (Evaluation, error) {
@@ -88,34 +102,51 @@ func Evaluate(e Experiment) (Evaluation, error) {
 	if err != nil {
 		return Evaluation{}, err
 	}
+	np := len(e.Policies)
 	value := map[Coalition]float64{}
+	own := make([]map[Coalition]float64, np)
+	for p := range own {
+		own[p] = map[Coalition]float64{}
+	}
 	var grand []SimResult
 	for i, c := range coalitions {
 		v := math.Inf(1)
-		for _, r := range results[i] {
+		for p, r := range results[i] {
 			v = min(v, r.TotalWait())
+			own[p][c] = r.TotalWait()
 		}
 		value[c] = v
 		if c == all {
 			grand = results[i]
 		}
 	}
-	ev := Evaluation{CoalitionValue: value[all], Exact: exact, Coalitions: len(coalitions)}
-	if exact {
-		values := make([]float64, 1<<n)
-		for c, v := range value {
-			values[c] = v
+	shapley := func(value map[Coalition]float64) ([]float64, error) {
+		if exact {
+			values := make([]float64, 1<<n)
+			for c, v := range value {
+				values[c] = v
+			}
+			return ShapleyExact(n, values)
 		}
-		ev.Shapley, err = ShapleyExact(n, values)
-	} else {
-		ev.Shapley, err = ShapleySampled(n, order, func(c Coalition) float64 { return value[c] })
+		return ShapleySampled(n, order, func(c Coalition) float64 { return value[c] })
 	}
-	if err != nil {
+	ev := Evaluation{CoalitionValue: value[all], Exact: exact, Coalitions: len(coalitions)}
+	if ev.Shapley, err = shapley(value); err != nil {
 		return Evaluation{}, err
 	}
-	for _, r := range grand {
+	for p, r := range grand {
+		s, err := shapley(own[p])
+		if err != nil {
+			return Evaluation{}, err
+		}
+		ev.PolicyCoalitionValue = append(ev.PolicyCoalitionValue, own[p][all])
+		ev.PolicyShapley = append(ev.PolicyShapley, s)
 		ev.Wait = append(ev.Wait, r.Wait)
-		ev.Unfairness = append(ev.Unfairness, Unfairness(r.Wait, ev.Shapley))
+		ref := s
+		if e.SharedValues {
+			ref = ev.Shapley
+		}
+		ev.Unfairness = append(ev.Unfairness, Unfairness(r.Wait, ref))
 	}
 	return ev, nil
 }
@@ -182,12 +213,14 @@ func members(orgs []Org, c Coalition) []Org {
 	return out
 }
 
-// Scores compares policies pairwise over samples, as CloudShare's Table 1 does:
-// pairwise[a][b] is the share of samples in which policy a was fairer (smaller
-// unfairness) than policy b, a tie counting half; a policy's score is its mean over
-// the other policies, in [0, 1] (0.5: as fair as the others on average).
-// unfairness is [sample][policy]; with one policy or no sample every score is 0.5.
-func Scores(unfairness [][]float64) (score []float64, pairwise [][]float64) {
+// Scores compares policies pairwise over samples, as CloudShare's Table 1 does: "the
+// score is incremented every time an algorithm is more fair than another
+// algorithm" (with unfairness 60, 80 and 60, A and C get one point each, a tie
+// scores nothing). pairwise[a][b] is the points policy a earned against policy b
+// over the samples (smaller unfairness: fairer); score[a] is the sum over b. With
+// tiesHalf a tie gives each policy half a point (the scores then sum to
+// samples x n(n-1)/2). unfairness is [sample][policy].
+func Scores(unfairness [][]float64, tiesHalf bool) (score []float64, pairwise [][]float64) {
 	np := 0
 	if len(unfairness) > 0 {
 		np = len(unfairness[0])
@@ -197,35 +230,20 @@ func Scores(unfairness [][]float64) (score []float64, pairwise [][]float64) {
 	for a := range np {
 		pairwise[a] = make([]float64, np)
 		for b := range np {
-			if a == b || len(unfairness) == 0 {
-				pairwise[a][b] = 0.5
+			if a == b {
 				continue
 			}
-			wins := 0.0
 			for _, u := range unfairness {
 				tol := 1e-9 * max(1, math.Abs(u[a]), math.Abs(u[b]))
 				switch {
 				case u[a] < u[b]-tol:
-					wins++
-				case math.Abs(u[a]-u[b]) <= tol:
-					wins += 0.5
+					pairwise[a][b]++
+				case tiesHalf && math.Abs(u[a]-u[b]) <= tol:
+					pairwise[a][b] += 0.5
 				}
 			}
-			pairwise[a][b] = wins / float64(len(unfairness))
+			score[a] += pairwise[a][b]
 		}
-	}
-	for a := range np {
-		if np == 1 {
-			score[a] = 0.5
-			continue
-		}
-		s := 0.0
-		for b := range np {
-			if b != a {
-				s += pairwise[a][b]
-			}
-		}
-		score[a] = s / float64(np-1)
 	}
 	return score, pairwise
 }

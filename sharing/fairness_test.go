@@ -59,8 +59,17 @@ func TestEvaluateIsEfficientAndIndependentOfWorkers(t *testing.T) {
 		for _, w := range one.Wait[p] {
 			total += w
 		}
-		if math.Abs(total-one.CoalitionValue) > 1e-6 || one.Unfairness[p] != Unfairness(one.Wait[p], one.Shapley) {
+		if math.Abs(total-one.CoalitionValue) > 1e-6 || one.Unfairness[p] != Unfairness(one.Wait[p], one.PolicyShapley[p]) {
 			t.Fatalf("%s: total wait %v (v(N) %v), unfairness %v", e.Policies[p].Name(), total, one.CoalitionValue, one.Unfairness[p])
+		}
+		// Each policy's own game (CloudShare: 2^N - 1 runs per algorithm) is
+		// efficient too: its Shapley values sum to its own grand-coalition wait.
+		own := 0.0
+		for _, x := range one.PolicyShapley[p] {
+			own += x
+		}
+		if math.Abs(own-one.PolicyCoalitionValue[p]) > 1e-6*max(1, own) || math.Abs(one.PolicyCoalitionValue[p]-total) > 1e-6*max(1, total) {
+			t.Fatalf("%s: own Shapley values sum to %v, its v(N) %v, its grand wait %v", e.Policies[p].Name(), own, one.PolicyCoalitionValue[p], total)
 		}
 	}
 	e.Workers = 3
@@ -123,25 +132,47 @@ func TestEvaluateRefusesBadExperiments(t *testing.T) {
 	}
 }
 
+// CloudShare section 5.1: "The score is incremented every time an algorithm is more
+// fair than another algorithm. For instance, if we test 3 algorithms A, B and C, and
+// the simulator generated three schedules with their respective unfairness of 60,
+// 80 and 60, then we assign 1 point for A and 1 point for C."
+func TestScoresAsThePaperCountsThem(t *testing.T) {
+	score, pairwise := Scores([][]float64{{60, 80, 60}}, false)
+	if score[0] != 1 || score[1] != 0 || score[2] != 1 || pairwise[0][2] != 0 || pairwise[2][0] != 0 {
+		t.Fatalf("the paper's example: scores %v, pairwise %v; want 1, 0, 1 and no point for the tie", score, pairwise)
+	}
+	// With ties counting half (the option), A and C have 1.5 each.
+	if half, _ := Scores([][]float64{{60, 80, 60}}, true); half[0] != 1.5 || half[1] != 0 || half[2] != 1.5 {
+		t.Fatalf("ties half: %v", half)
+	}
+}
+
 func TestScoresComparePoliciesPairwise(t *testing.T) {
 	unfair := [][]float64{{1, 2, 3}, {1, 3, 2}, {2, 2, 1}, {5, 4, 3}}
-	score, pairwise := Scores(unfair)
-	// policy 0 against 1: wins, wins, tie, loses: 2.5 of 4; 2 against 1: loses, then wins 3
-	if pairwise[0][1] != 0.625 || pairwise[1][0] != 0.375 || pairwise[0][2] != 0.5 || pairwise[2][1] != 0.75 {
+	score, pairwise := Scores(unfair, false)
+	// policy 0 against 1: wins, wins, tie, loses: 2 points; 2 against 1: loses, then wins 3
+	if pairwise[0][1] != 2 || pairwise[1][0] != 1 || pairwise[0][2] != 2 || pairwise[2][1] != 3 {
 		t.Fatalf("%v", pairwise)
 	}
+	half, pairHalf := Scores(unfair, true)
+	if pairHalf[0][1] != 2.5 || pairHalf[1][0] != 1.5 {
+		t.Fatalf("ties half: %v", pairHalf)
+	}
+	total := 0.0
 	for a := range score {
 		want := 0.0
 		for b := range score {
-			if a != b {
-				want += pairwise[a][b] / 2
-			}
+			want += pairwise[a][b]
 		}
 		if score[a] != want {
-			t.Fatalf("score %d = %v, want the mean of its row %v", a, score[a], want)
+			t.Fatalf("score %d = %v, want the sum of its row %v", a, score[a], want)
 		}
+		total += half[a]
 	}
-	if s, _ := Scores([][]float64{{4}}); s[0] != 0.5 {
+	if total != 4*3 { // samples x n(n-1)/2
+		t.Fatalf("with ties half the points sum to %v, want 12", total)
+	}
+	if s, _ := Scores([][]float64{{4}}, false); s[0] != 0 {
 		t.Fatalf("one policy: %v", s)
 	}
 }

@@ -241,7 +241,7 @@ func (s *side) addAggregate(w, sumWR, t0, t1 float64) {
 	}
 	s.surface += w * d
 	s.orig += w * d * d / 2
-	s.rel += w*d*d/2 - d*(w*(t1+t0)/2-sumWR)
+	s.rel += d * (sumWR - w*(t1+t0)/2)
 }
 
 // step handles the next moment something happens; false when nothing is left.

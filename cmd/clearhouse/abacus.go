@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"strconv"
@@ -21,7 +22,7 @@ func newAbacusCmd() *cobra.Command {
 		Short: "Solve Abacus auctions (budgets and utilities buy shares of idle capacity) and run the paper's experiments",
 		Args:  cobra.NoArgs,
 	}
-	cmd.AddCommand(newAbacusSolveCmd(), newAbacusSimulateCmd())
+	cmd.AddCommand(newAbacusSolveCmd(), newAbacusSimulateCmd(), newAbacusEfficiencyCmd())
 	return cmd
 }
 
@@ -54,6 +55,7 @@ printed and the message names the job and the field.`,
 	f.Float64Var(&opt.Alpha, "alpha", opt.Alpha, "exponent of the share function, in [0, 1]")
 	f.Float64Var(&opt.Epsilon, "epsilon", opt.Epsilon, "convergence threshold on sub-budgets, in dollars")
 	f.IntVar(&opt.MaxIterations, "max-iterations", opt.MaxIterations, "most rounds of the auction")
+	f.BoolVar(&opt.BestResponse, "best-response", false, "each job's turn runs Algorithm 2 to its own fixed point (its best response) instead of one step")
 	_ = cmd.MarkFlagRequired("in")
 	return cmd
 }
@@ -139,6 +141,7 @@ machine; the times are this machine's. Output: a table, or with --json one objec
 	f.StringVar(&o.utility, "utilities", "linear,log", "comma-separated utilities: linear, log")
 	f.Float64Var(&o.opt.Epsilon, "epsilon", o.opt.Epsilon, "convergence threshold on sub-budgets, in dollars")
 	f.IntVar(&o.opt.MaxIterations, "max-iterations", o.opt.MaxIterations, "most rounds per auction")
+	f.BoolVar(&o.opt.BestResponse, "best-response", false, "each job's turn runs Algorithm 2 to its own fixed point (its best response) instead of one step")
 	f.BoolVar(&o.json, "json", false, "print one JSON object and nothing else")
 	return cmd
 }
@@ -288,4 +291,88 @@ func micros(d time.Duration) string {
 		return fmt.Sprintf("%.2f ms", float64(d.Microseconds())/1e3)
 	}
 	return fmt.Sprintf("%.1f µs", float64(d.Nanoseconds())/1e3)
+}
+
+// abacusEffOptions are the flags of `clearhouse abacus efficiency`.
+type abacusEffOptions struct {
+	users                 string
+	mapSlots, reduceSlots int
+	runs                  int
+	seed                  uint64
+	json                  bool
+	opt                   abacus.Options
+}
+
+func newAbacusEfficiencyCmd() *cobra.Command {
+	o := abacusEffOptions{opt: abacus.DefaultOptions()}
+	cmd := &cobra.Command{
+		Use:   "efficiency",
+		Short: "Run the Abacus paper's system-efficiency experiment: Abacus against FIFO",
+		Long: `Reproduce section 7.1.3 of the Abacus paper on a simulated cluster: each of --users
+users submits one MapReduce job (maps uniform in [20, 100] one-slot tasks, reduces in
+[5, 30], reduces after the job's maps) on a fixed --map-slots and --reduce-slots; FIFO
+gives each free slot to the earliest job with a ready task, Abacus deals it by the
+auction's shares (linear utilities weighted by the job's task counts, budgets uniform
+in [50, 200]). Each row averages --runs draws of the time to finish all jobs (the
+makespan) and of the jobs' mean completion time. Output: a table, or with --json
+{"rows":[{"users","runs","fifo_makespan","abacus_makespan","fifo_completion",
+"abacus_completion"}]}.`,
+		Example: `  clearhouse abacus efficiency
+  clearhouse abacus efficiency --users 2,4,8 --runs 50 --json`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return runAbacusEfficiency(cmd, o) },
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.users, "users", "2,4,8,16,32", "comma-separated numbers of users")
+	f.IntVar(&o.mapSlots, "map-slots", 20, "map slots of the cluster")
+	f.IntVar(&o.reduceSlots, "reduce-slots", 10, "reduce slots of the cluster")
+	f.IntVar(&o.runs, "runs", 100, "draws per row")
+	f.Uint64Var(&o.seed, "seed", 1, "random seed")
+	f.BoolVar(&o.json, "json", false, "print one JSON object and nothing else")
+	f.BoolVar(&o.opt.BestResponse, "best-response", false, "the auction's turns run Algorithm 2 to each job's fixed point")
+	return cmd
+}
+
+type abacusEffRow struct {
+	Users            int     `json:"users"`
+	Runs             int     `json:"runs"`
+	FIFOMakespan     float64 `json:"fifo_makespan"`
+	AbacusMakespan   float64 `json:"abacus_makespan"`
+	FIFOCompletion   float64 `json:"fifo_completion"`
+	AbacusCompletion float64 `json:"abacus_completion"`
+}
+
+func runAbacusEfficiency(cmd *cobra.Command, o abacusEffOptions) error {
+	users, err := parseInts("--users", o.users)
+	if err != nil {
+		return &exitError{2, err}
+	}
+	if o.runs < 1 || o.runs > 100_000 || o.mapSlots < 1 || o.reduceSlots < 1 {
+		return &exitError{2, errors.New("--runs must be from 1 to 100,000 and --map-slots and --reduce-slots at least 1")}
+	}
+	var rows []abacusEffRow
+	for _, u := range users {
+		if u < 1 || u > 10_000 {
+			return &exitError{2, fmt.Errorf("--users: %d is not from 1 to 10,000", u)}
+		}
+		r, err := abacus.Efficiency(abacus.EfficiencyConfig{Users: u, MapSlots: o.mapSlots, ReduceSlots: o.reduceSlots,
+			Runs: o.runs, Seed: o.seed, Options: o.opt})
+		if err != nil {
+			return abacusRefused("efficiency", err)
+		}
+		rows = append(rows, abacusEffRow{Users: u, Runs: r.Runs, FIFOMakespan: round3(r.FIFOMakespan), AbacusMakespan: round3(r.AbacusMakespan),
+			FIFOCompletion: round3(r.FIFOCompletion), AbacusCompletion: round3(r.AbacusCompletion)})
+	}
+	w := cmd.OutOrStdout()
+	if o.json {
+		return json.NewEncoder(w).Encode(map[string]any{"rows": rows})
+	}
+	fmt.Fprintf(w, "Abacus, section 7.1.3: %d map and %d reduce slots, %d draws per row, seed %d\n", o.mapSlots, o.reduceSlots, o.runs, o.seed)
+	tw := newTable(w)
+	fmt.Fprintln(tw, "users\tmakespan FIFO\tmakespan Abacus\tAbacus/FIFO\tmean completion FIFO\tmean completion Abacus\tAbacus/FIFO\t")
+	for _, r := range rows {
+		fmt.Fprintf(tw, "%d\t%.2f\t%.2f\t%.3f\t%.2f\t%.2f\t%.3f\t\n", r.Users, r.FIFOMakespan, r.AbacusMakespan, r.AbacusMakespan/r.FIFOMakespan,
+			r.FIFOCompletion, r.AbacusCompletion, r.AbacusCompletion/r.FIFOCompletion)
+	}
+	return tw.Flush()
 }

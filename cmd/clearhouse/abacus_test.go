@@ -173,3 +173,34 @@ func TestAbacusIsListed(t *testing.T) {
 		t.Fatalf("--help does not list abacus: %s", out)
 	}
 }
+
+// `abacus efficiency` (section 7.1.3): one row per number of users, each
+// scheduler's makespan no shorter than the map slots allow.
+func TestAbacusEfficiencyJSON(t *testing.T) {
+	code, out, errOut := runCLI(t, "", "abacus", "efficiency", "--users", "2,8", "--runs", "10", "--json")
+	if code != 0 {
+		t.Fatalf("%d %s", code, errOut)
+	}
+	var res struct {
+		Rows []struct {
+			Users          int     `json:"users"`
+			Runs           int     `json:"runs"`
+			FIFOMakespan   float64 `json:"fifo_makespan"`
+			AbacusMakespan float64 `json:"abacus_makespan"`
+			FIFOCompl      float64 `json:"fifo_completion"`
+			AbacusCompl    float64 `json:"abacus_completion"`
+		} `json:"rows"`
+	}
+	decodeStrict(t, out, &res)
+	if len(res.Rows) != 2 || res.Rows[0].Users != 2 || res.Rows[1].Users != 8 || res.Rows[1].Runs != 10 {
+		t.Fatalf("%+v", res)
+	}
+	for _, r := range res.Rows {
+		if min(r.FIFOMakespan, r.AbacusMakespan) < float64(20*r.Users)/20+1 || r.FIFOCompl > r.FIFOMakespan || r.AbacusCompl > r.AbacusMakespan {
+			t.Fatalf("a makespan below the map slots' bound: %+v", r)
+		}
+	}
+	if code, _, errOut := runCLI(t, "", "abacus", "efficiency", "--runs", "0"); code != 2 || !strings.Contains(errOut, "--runs") {
+		t.Fatalf("zero runs: %d %s", code, errOut)
+	}
+}

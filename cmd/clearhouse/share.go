@@ -37,6 +37,10 @@ type shareOptions struct {
 	policies string
 	json     bool
 	report   string
+	// shared: one set of coalition values for all policies; tiesHalf: a tie
+	// scores half a point to each (both off: CloudShare's method).
+	shared   bool
+	tiesHalf bool
 }
 
 func newShareCmd() *cobra.Command {
@@ -61,11 +65,15 @@ at random, give the organizations the log's processors (--scenario equal: equal
 shares; zipf: Zipf-distributed shares; background: equal shares, and 30% of the users
 become local background load that runs only on its organization's processors, before
 anything else there), split every job into one-processor, one-hour tasks, and simulate
-every policy on every coalition of organizations. A coalition's value is the smallest
-total wait any policy gives it; the Shapley value of that game is each organization's
-fair wait; a policy's unfairness is the Euclidean distance between the organizations'
-waits under it and their Shapley values (task-hours); its score is the share of
-pairwise comparisons with the other policies it wins (CloudShare's Table 1).
+every policy on every coalition of organizations. As CloudShare does, a coalition's
+value under a policy is the total wait that policy gives it (2^n - 1 runs per policy);
+the Shapley values of that game are each organization's fair wait under the policy;
+the policy's unfairness is the Euclidean distance between the organizations' waits
+under it and those Shapley values (task-hours); its score is how many times, over
+the samples, it was fairer than another policy (a tie scores nothing: CloudShare's
+Table 1). --coalitions shared measures every policy against one game instead, whose
+value is the smallest total wait any policy gives the coalition; --ties half gives
+half a point to each policy of a tie.
 
 Shapley values are exact up to 12 organizations (all 2^n - 1 coalitions), sampled
 beyond (200 seeded random orders). The same seed gives the same output, byte for byte.`,
@@ -84,8 +92,37 @@ beyond (200 seeded random orders). The same seed gives the same output, byte for
 	f.StringVar(&o.policies, "policies", strings.Join(sharing.Names(), ","), "comma-separated: "+strings.Join(sharing.Names(), ", "))
 	f.BoolVar(&o.json, "json", false, "print one JSON object and nothing else")
 	f.StringVar(&o.report, "report", "", "write a self-contained HTML report with charts to this file")
+	f.Var(choiceFlag{&o.shared, "per-policy", "shared"}, "coalitions", "coalition values: per-policy (each policy's own runs, the paper's) or shared (the smallest total wait of any policy)")
+	f.Var(choiceFlag{&o.tiesHalf, "none", "half"}, "ties", "what a tie scores: none (the paper's) or half (half a point each)")
 	return cmd
 }
+
+// choiceFlag is a flag with two values, off and on, that sets a bool.
+type choiceFlag struct {
+	v       *bool
+	off, on string
+}
+
+func (c choiceFlag) String() string {
+	if c.v != nil && *c.v {
+		return c.on
+	}
+	return c.off
+}
+
+func (c choiceFlag) Set(s string) error {
+	switch s {
+	case c.off:
+		*c.v = false
+	case c.on:
+		*c.v = true
+	default:
+		return fmt.Errorf("must be %s or %s", c.off, c.on)
+	}
+	return nil
+}
+
+func (c choiceFlag) Type() string { return c.off + "|" + c.on }
 
 // shareResult is the JSON the command prints.
 type shareResult struct {
@@ -95,7 +132,8 @@ type shareResult struct {
 	orgs     []sharing.Org
 	names    []string
 	unfair   [][]float64 // [sample][policy]
-	pairwise [][]float64
+	pairwise [][]float64 // points of each policy against each other one
+	tiesHalf bool
 	exact    bool
 	sims     int
 }
@@ -111,6 +149,10 @@ type shareSample struct {
 	CoalitionValue float64                       `json:"coalition_value"`
 	Shapley        map[string]float64            `json:"shapley"`
 	Wait           map[string]map[string]float64 `json:"wait"`
+	// PolicyCoalitionValue and PolicyShapley are each policy's own game (the
+	// paper's): its grand coalition's total wait and its Shapley values.
+	PolicyCoalitionValue map[string]float64            `json:"policy_coalition_value"`
+	PolicyShapley        map[string]map[string]float64 `json:"policy_shapley"`
 }
 
 func runShareSimulate(cmd *cobra.Command, o shareOptions) error {
@@ -129,14 +171,14 @@ func runShareSimulate(cmd *cobra.Command, o shareOptions) error {
 	if err != nil {
 		return &exitError{2, err}
 	}
-	res := shareResult{orgs: orgs, title: fmt.Sprintf("%s: %d jobs, %d processors", filepath.Base(o.workload), len(log.jobs), log.procs)}
+	res := shareResult{orgs: orgs, tiesHalf: o.tiesHalf, title: fmt.Sprintf("%s: %d jobs, %d processors", filepath.Base(o.workload), len(log.jobs), log.procs)}
 	for _, p := range policies {
 		res.names = append(res.names, p.Name())
 	}
 	rng := rand.New(rand.NewPCG(o.seed, o.seed^0x5ba2e))
 	for range o.samples {
 		start, jobs := log.sample(rng, orgs, o.scenario == "background")
-		ev, err := sharing.Evaluate(sharing.Experiment{Orgs: orgs, Jobs: jobs, Policies: policies, Seed: rng.Uint64()})
+		ev, err := sharing.Evaluate(sharing.Experiment{Orgs: orgs, Jobs: jobs, Policies: policies, Seed: rng.Uint64(), SharedValues: o.shared})
 		if err != nil {
 			return err
 		}
@@ -339,14 +381,18 @@ func (l shareLog) sample(rng *rand.Rand, orgs []sharing.Org, background bool) (i
 func round3(x float64) float64 { return math.Round(x*1000) / 1000 }
 
 func (r *shareResult) addSample(start int64, ev sharing.Evaluation) {
-	s := shareSample{Start: start, CoalitionValue: round3(ev.CoalitionValue), Shapley: map[string]float64{}, Wait: map[string]map[string]float64{}}
+	s := shareSample{Start: start, CoalitionValue: round3(ev.CoalitionValue), Shapley: map[string]float64{}, Wait: map[string]map[string]float64{},
+		PolicyCoalitionValue: map[string]float64{}, PolicyShapley: map[string]map[string]float64{}}
 	for i, o := range r.orgs {
 		s.Shapley[o.Name] = round3(ev.Shapley[i])
 	}
 	for p, name := range r.names {
 		s.Wait[name] = map[string]float64{}
+		s.PolicyShapley[name] = map[string]float64{}
+		s.PolicyCoalitionValue[name] = round3(ev.PolicyCoalitionValue[p])
 		for i, o := range r.orgs {
 			s.Wait[name][o.Name] = round3(ev.Wait[p][i])
+			s.PolicyShapley[name][o.Name] = round3(ev.PolicyShapley[p][i])
 		}
 	}
 	r.Samples = append(r.Samples, s)
@@ -356,7 +402,7 @@ func (r *shareResult) addSample(start int64, ev sharing.Evaluation) {
 }
 
 func (r *shareResult) summarize() {
-	score, pairwise := sharing.Scores(r.unfair)
+	score, pairwise := sharing.Scores(r.unfair, r.tiesHalf)
 	r.pairwise = pairwise
 	for p, name := range r.names {
 		sum := 0.0
@@ -378,14 +424,18 @@ func printShareTable(w io.Writer, r shareResult, o shareOptions) {
 	}
 	fmt.Fprintf(w, "%s\nscenario %s: %d organizations with %s processors; %d samples of %d hours; seed %d\n",
 		r.title, o.scenario, len(r.orgs), strings.Join(procs, "/"), len(r.Samples), shareWindowHours, o.seed)
-	fmt.Fprintf(w, "Shapley values %s; %d simulations\n\n", how, r.sims)
+	values := "each policy's own coalition values (the paper's)"
+	if o.shared {
+		values = "shared coalition values (the smallest total wait of any policy)"
+	}
+	fmt.Fprintf(w, "Shapley values %s, from %s; %d simulations\n\n", how, values, r.sims)
 	tw := newTable(w)
 	fmt.Fprintln(tw, "policy\tscore\tmean unfairness (task-hours)\t")
 	for _, p := range r.Policies {
-		fmt.Fprintf(tw, "%s\t%.3f\t%.1f\t\n", p.Name, p.Score, p.MeanUnfairness)
+		fmt.Fprintf(tw, "%s\t%g\t%.1f\t\n", p.Name, p.Score, p.MeanUnfairness)
 	}
 	tw.Flush()
-	fmt.Fprintln(w, "\nshare of samples in which the row's policy was fairer than the column's (ties count half):")
+	fmt.Fprintf(w, "\npoints of the row's policy against the column's: samples in which it was fairer, of %d (%s):\n", len(r.Samples), tieWords(r.tiesHalf))
 	tw = newTable(w)
 	fmt.Fprintf(tw, "\t%s\t\n", strings.Join(r.names, "\t"))
 	for a, name := range r.names {
@@ -394,10 +444,18 @@ func printShareTable(w io.Writer, r shareResult, o shareOptions) {
 			if a == b {
 				fmt.Fprint(tw, "-\t")
 			} else {
-				fmt.Fprintf(tw, "%.0f%%\t", 100*r.pairwise[a][b])
+				fmt.Fprintf(tw, "%g\t", r.pairwise[a][b])
 			}
 		}
 		fmt.Fprintln(tw)
 	}
 	tw.Flush()
+}
+
+// tieWords says what a tie scores.
+func tieWords(half bool) string {
+	if half {
+		return "a tie scores half a point to each"
+	}
+	return "a tie scores nothing"
 }

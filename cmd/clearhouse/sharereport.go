@@ -24,6 +24,7 @@ type pairwiseRow struct {
 
 type shareReportView struct {
 	Title, Scenario, How, Procs string
+	Ties                        string
 	Seed                        uint64
 	Orgs                        []string
 	Names                       []string
@@ -41,7 +42,7 @@ type shareReportResult struct {
 // renderShareReport is the self-contained HTML report of `share simulate`: no
 // scripts, no external files, every chart an inline SVG.
 func renderShareReport(r shareResult, o shareOptions) ([]byte, error) {
-	v := shareReportView{Title: r.title, Scenario: o.scenario, How: "exact", Seed: o.seed, Names: r.names,
+	v := shareReportView{Title: r.title, Scenario: o.scenario, How: "exact", Seed: o.seed, Names: r.names, Ties: tieWords(r.tiesHalf),
 		Result: shareReportResult{Policies: r.Policies, Samples: r.Samples, Sims: r.sims}}
 	if !r.exact {
 		v.How = "sampled"
@@ -57,7 +58,7 @@ func renderShareReport(r shareResult, o shareOptions) ([]byte, error) {
 		for b := range r.names {
 			cell := "-"
 			if a != b {
-				cell = fmt.Sprintf("%.0f%%", 100*r.pairwise[a][b])
+				cell = fmt.Sprintf("%g of %d", r.pairwise[a][b], len(r.Samples))
 			}
 			row.Cells = append(row.Cells, cell)
 		}

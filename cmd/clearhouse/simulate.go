@@ -20,7 +20,11 @@ import (
 )
 
 // simAlgorithms are the algorithms `simulate` knows, in the order it lists them.
-var simAlgorithms = []string{"econ", "econ-seasonal", "econ-fractional", "econ-load", "greedy", "ondemand"}
+var simAlgorithms = []string{"econ", "econ-seasonal", "econ-fractional", "econ-load", "econ-linear",
+	"econ-seasonal-penalty", "econ-linear-penalty", "greedy", "ondemand", "ondemand-fit"}
+
+// simSettings are the named runs --setting knows.
+var simSettings = []string{"era-azure"}
 
 // simOptions are the flags of `clearhouse simulate`.
 type simOptions struct {
@@ -42,6 +46,42 @@ type simOptions struct {
 	startEarly  bool
 	ceiling     float64
 	maxDiscount float64
+	greedyPrice float64
+	penalty     float64
+	setting     string
+	generateFor int64 // units the generated mix is sized for (0: the capacity)
+}
+
+// applySetting sets the options of a named run. era-azure is ERA section 4's
+// "Testing Azure Batch" as far as the paper gives it: the scheduler manages 20% of
+// the cluster and other work (80% of the resources) uses the rest, changing all
+// the time; Basic-Econ's price is at most the non-pre-emptible price (here $10 a
+// unit-slot, the mix's high-value classes' value) and at most 35% off it; greedy
+// first fit charges 65% of it; on-demand charges it; Basic-Econ runs with the
+// prior-knowledge linear predictor or the one learned from past requests, each with
+// and without the exponential penalty for later scheduling. The cluster is 500
+// units (the paper's 150,000 cores are not needed: what matters is the share),
+// the background load averages 60% of it on a daily cycle (reported hourly), and
+// the MapReduce-like mix is sized for the 100 units the scheduler manages.
+func (o *simOptions) applySetting() error {
+	switch o.setting {
+	case "":
+		return nil
+	case "era-azure":
+		if o.workload == "" {
+			o.generate = "mapreduce"
+		}
+		o.capacity, o.generateFor = 500, 100
+		o.cloud.Share, o.cloud.BackgroundLoad = 0.2, 0.6
+		o.ceiling, o.maxDiscount = 10, 0.35
+		o.fixedPrice, o.greedyPrice = 10, 6.5
+		if o.penalty == 0 {
+			o.penalty = 0.01
+		}
+		o.algorithms = "econ-seasonal,econ-seasonal-penalty,econ-linear,econ-linear-penalty,greedy,ondemand"
+		return nil
+	}
+	return fmt.Errorf("--setting: unknown setting %q (known: %s)", o.setting, strings.Join(simSettings, ", "))
 }
 
 func newSimulateCmd() *cobra.Command {
@@ -63,8 +103,14 @@ Algorithms: econ (Basic-Econ with the default predictor, scheduler.NewDefaultPre
 the seasonal one learned online), econ-fractional (Basic-Econ with ERA's LP-based
 predictor: demand read from where the value-maximizing fractional allocation of the
 past week's requests put them), econ-load (Basic-Econ with a fixed load curve), greedy
-(first fit at --fixed-price per unit-slot) and ondemand (only what fits now, at
---fixed-price).
+(first fit at --fixed-price per unit-slot, or --greedy-price), econ-linear (Basic-Econ
+with ERA's prior-knowledge linear predictor: inverse demand linear between the
+workload's highest and lowest value per unit-slot over its mean demand per slot),
+econ-seasonal-penalty and econ-linear-penalty (the same with ERA's exponential penalty
+for later scheduling, --later-penalty per slot), ondemand (ERA's on-demand baseline: what
+has room in the current slot starts now at --fixed-price, ignoring the rest of its
+run, so it over-commits and the jobs the cloud then cannot hold are late) and
+ondemand-fit (starts now only what fits for its whole run, at --fixed-price).
 
 The simulated cloud (all seeded by --cloud-seed): --capacity-losses N a day, each
 taking --loss-share of the capacity for --loss-slots; --task-failures, the share of
@@ -72,7 +118,9 @@ tasks that fail partway; --finish-early, the share that end early; --start-early
 cluster starts what the engine offers as "may start now". The Azure-style setting of
 ERA section 4: --share of the cluster is the scheduler's, under --background-load;
 --price-ceiling and --max-discount bound econ's price per unit-slot. Accepted jobs that
-do not complete by their deadline are late.
+do not complete by their deadline are late. --setting era-azure is ERA's Azure Batch
+experiment as one named run (it sets the capacity, the share, the background, the
+prices and the algorithms; see docs/reproductions.md).
 
 Output: a table, with a progress bar on a terminal; --json prints one JSON object
 and nothing else; --report F.html writes a self-contained page with charts.`,
@@ -107,6 +155,9 @@ and nothing else; --report F.html writes a self-contained page with charts.`,
 	f.Float64Var(&o.cloud.BackgroundLoad, "background-load", 0, "Azure-style setting: mean share of the cluster other work uses")
 	f.Float64Var(&o.ceiling, "price-ceiling", 0, "econ's most per unit-slot, in dollars (0: none)")
 	f.Float64Var(&o.maxDiscount, "max-discount", 0, "econ's largest discount from --price-ceiling (its floor is ceiling x (1 - discount))")
+	f.Float64Var(&o.greedyPrice, "greedy-price", 0, "greedy's price per unit-slot, in dollars (0: --fixed-price)")
+	f.Float64Var(&o.penalty, "later-penalty", 0.01, "the -penalty econ variants: a start s slots later is chosen as if it cost exp(penalty x s) times its price")
+	f.StringVar(&o.setting, "setting", "", "a named run: "+strings.Join(simSettings, ", ")+" (overrides the flags it sets)")
 	return cmd
 }
 
@@ -162,6 +213,9 @@ type simCloud struct {
 }
 
 func runSimulate(cmd *cobra.Command, o simOptions) error {
+	if err := o.applySetting(); err != nil {
+		return &exitError{2, err}
+	}
 	algos, err := parseAlgorithms(o.algorithms)
 	if err != nil {
 		return &exitError{2, err}
@@ -208,7 +262,7 @@ func runSimulate(cmd *cobra.Command, o simOptions) error {
 				bar.Set(base + int(1000*int64(slot)/int64(max(horizon, 1))))
 			}
 		}
-		out, err := scheduler.SimulateWith(jobs, newAlgorithm(name, o, capacity), cfg)
+		out, err := scheduler.SimulateWith(jobs, newAlgorithm(name, o, capacity, jobs), cfg)
 		if err != nil {
 			return err
 		}
@@ -277,8 +331,18 @@ func parseAlgorithms(list string) ([]string, error) {
 	return out, nil
 }
 
-func newAlgorithm(name string, o simOptions, capacity int64) scheduler.Algorithm {
+func newAlgorithm(name string, o simOptions, capacity int64, jobs []scheduler.Job) scheduler.Algorithm {
 	switch name {
+	case "econ-linear":
+		return o.econ(scheduler.LinearFromJobs(jobs))
+	case "econ-seasonal-penalty":
+		b := o.econ(scheduler.NewSeasonal(o.slotSeconds))
+		b.LaterPenalty = o.penalty
+		return b
+	case "econ-linear-penalty":
+		b := o.econ(scheduler.LinearFromJobs(jobs))
+		b.LaterPenalty = o.penalty
+		return b
 	case "econ":
 		return o.econ(scheduler.NewDefaultPredictor(o.slotSeconds, map[string]int64{scheduler.SimPool: capacity}))
 	case "econ-seasonal":
@@ -288,7 +352,12 @@ func newAlgorithm(name string, o simOptions, capacity int64) scheduler.Algorithm
 	case "econ-load":
 		return o.econ(scheduler.LoadCurve{Base: 1.5, Steep: 6, Capacity: capacity})
 	case "greedy":
+		if o.greedyPrice > 0 {
+			return scheduler.Greedy{UnitPrice: o.greedyPrice}
+		}
 		return scheduler.Greedy{UnitPrice: o.fixedPrice}
+	case "ondemand-fit":
+		return scheduler.OnDemandFit{UnitPrice: o.fixedPrice}
 	default:
 		return scheduler.OnDemand{UnitPrice: o.fixedPrice}
 	}
@@ -314,8 +383,8 @@ func loadWorkload(cmd *cobra.Command, o simOptions) ([]scheduler.Job, int64, str
 	if o.slotSeconds <= 0 {
 		return nil, 0, "", errors.New("--slot-seconds: must be positive")
 	}
-	if o.fixedPrice < 0 {
-		return nil, 0, "", errors.New("--fixed-price: must not be negative")
+	if o.fixedPrice < 0 || o.greedyPrice < 0 || o.penalty < 0 {
+		return nil, 0, "", errors.New("--fixed-price, --greedy-price and --later-penalty must not be negative")
 	}
 	if err := o.cloud.Validate(); err != nil {
 		return nil, 0, "", fmt.Errorf("the simulated cloud: %w", err)
@@ -337,8 +406,16 @@ func loadWorkload(cmd *cobra.Command, o simOptions) ([]scheduler.Job, int64, str
 		if capacity == 0 {
 			capacity = 100
 		}
-		jobs := scheduler.GenerateMapReduce(o.jobs, o.seed, capacity)
-		return jobs, capacity, fmt.Sprintf("MapReduce-like mix: %d jobs, seed %d, %d units", o.jobs, o.seed, capacity), nil
+		sized := capacity
+		if o.generateFor > 0 {
+			sized = o.generateFor
+		}
+		jobs := scheduler.GenerateMapReduce(o.jobs, o.seed, sized)
+		title := fmt.Sprintf("MapReduce-like mix: %d jobs, seed %d, %d units", o.jobs, o.seed, capacity)
+		if sized != capacity {
+			title = fmt.Sprintf("MapReduce-like mix: %d jobs, seed %d, sized for %d of the cluster's %d units", o.jobs, o.seed, sized, capacity)
+		}
+		return jobs, capacity, title, nil
 	case o.workload == "":
 		return nil, 0, "", errors.New("give a workload: --workload FILE.csv|FILE.swf, or --generate mapreduce")
 	}

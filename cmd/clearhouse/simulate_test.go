@@ -158,3 +158,48 @@ func TestSimulateCloudSettingsJSON(t *testing.T) {
 		t.Fatalf("the table has no cloud section: %s", out)
 	}
 }
+
+// --setting era-azure is ERA's Azure Batch experiment as one run: 20% of a
+// 500-unit cluster, econ at most $10 and at most 35% off, greedy at 65% of it,
+// on-demand at it, econ with the linear and the learned predictor, each with and
+// without the penalty for later starts.
+func TestSimulateERAAzureSetting(t *testing.T) {
+	code, out, errOut := runCLI(t, "", "simulate", "--setting", "era-azure", "--jobs", "600", "--json")
+	if code != 0 {
+		t.Fatalf("%d %s", code, errOut)
+	}
+	var res struct {
+		Workload struct {
+			Capacity int64 `json:"capacity"`
+		} `json:"workload"`
+		Cloud *struct {
+			Share        float64 `json:"share"`
+			PriceCeiling float64 `json:"price_ceiling"`
+			MaxDiscount  float64 `json:"max_discount"`
+		} `json:"cloud"`
+		Algorithms []struct {
+			Name      string  `json:"name"`
+			MeanPrice float64 `json:"mean_price"`
+		} `json:"algorithms"`
+	}
+	if err := json.Unmarshal([]byte(out), &res); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	var names []string
+	for _, a := range res.Algorithms {
+		names = append(names, a.Name)
+		// Revenue over the unit-slots run: at least the 35%-off floor for the
+		// econ variants (jobs that could not be honoured ran less than they paid for).
+		if strings.HasPrefix(a.Name, "econ") && a.MeanPrice > 0 && a.MeanPrice < 6.5-1e-9 {
+			t.Errorf("%s: mean price %v below the paper's floor", a.Name, a.MeanPrice)
+		}
+	}
+	want := "econ-seasonal,econ-seasonal-penalty,econ-linear,econ-linear-penalty,greedy,ondemand"
+	if strings.Join(names, ",") != want || res.Workload.Capacity != 500 || res.Cloud == nil || res.Cloud.Share != 0.2 ||
+		res.Cloud.PriceCeiling != 10 || res.Cloud.MaxDiscount != 0.35 {
+		t.Fatalf("%+v (algorithms %v)", res, names)
+	}
+	if code, _, errOut := runCLI(t, "", "simulate", "--setting", "nope", "--generate", "mapreduce"); code != 2 || !strings.Contains(errOut, "--setting") {
+		t.Fatalf("an unknown setting: %d %s", code, errOut)
+	}
+}

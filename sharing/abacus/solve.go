@@ -17,6 +17,14 @@ type Options struct {
 	Epsilon float64
 	// MaxIterations bounds the rounds of Algorithm 1, from 1 to MaxIterationsCap.
 	MaxIterations int
+	// BestResponse makes each job's turn in a round apply Algorithm 2 until its own
+	// sub-budgets move by at most Epsilon/10 (at most 10,000 steps): the
+	// job's best response against the others' current sub-budgets (Lemma 2), our
+	// reading of Algorithm 1's "Run Algorithm 2 to find out the best sub-budget
+	// combination for job J_i". Without it (the default) a turn is one application
+	// of Algorithm 2. Both end at the same equilibrium; a round's move is the net
+	// change of the sub-budgets over the round.
+	BestResponse bool
 }
 
 // DefaultOptions returns the operator's defaults: alpha 0.5, epsilon 1e-4 dollars,
@@ -93,6 +101,9 @@ func Solve(inst Instance, opt Options) (Result, error) {
 		return Result{}, invalid("epsilon: must be at least 1e-12 of the largest budget (%g), got %v", st.maxBudget, opt.Epsilon)
 	}
 	res := Result{Outcome: OutcomeIterationLimit}
+	if opt.BestResponse {
+		st.inner = opt.Epsilon / 10
+	}
 	for res.Iterations < opt.MaxIterations {
 		res.Iterations++
 		res.LastMove = st.round()
@@ -122,6 +133,8 @@ type state struct {
 	rounds    int       // rounds run so far
 	sqrt      bool      // alpha is 0.5: pow is math.Sqrt
 	maxBudget float64
+	inner     float64   // best response: a turn repeats Algorithm 2 until it moves at most this (0: one step)
+	was       []float64 // scratch: a job's sub-budgets at the start of its turn
 }
 
 // pair is one job's bid on one resource it uses.
@@ -208,9 +221,36 @@ func (st *state) round() float64 {
 	st.rounds++
 	move := 0.0
 	for i := range st.budget {
-		if m := st.resplit(i); m > move {
+		if m := st.turn(i); m > move {
 			move = m
 		}
+	}
+	return move
+}
+
+// maxTurnSteps bounds the applications of Algorithm 2 in one best-response turn.
+const maxTurnSteps = 10_000
+
+// turn is job i's turn in a round: one application of Algorithm 2, or (best
+// response) applications until one moves at most st.inner. It returns the net
+// largest move of the job's sub-budgets.
+func (st *state) turn(i int) float64 {
+	if st.inner <= 0 {
+		return st.resplit(i)
+	}
+	bids := st.bids(i)
+	st.was = st.was[:0]
+	for _, b := range bids {
+		st.was = append(st.was, b.b)
+	}
+	for range maxTurnSteps {
+		if st.resplit(i) <= st.inner {
+			break
+		}
+	}
+	move := 0.0
+	for k, b := range bids {
+		move = max(move, math.Abs(b.b-st.was[k]))
 	}
 	return move
 }

@@ -201,3 +201,33 @@ func TestSolveRefusesBadInput(t *testing.T) {
 		})
 	}
 }
+
+// With BestResponse each turn runs Algorithm 2 to the job's own fixed point: the
+// auction ends at the same equilibrium (Lemma 2) in fewer rounds for linear
+// utilities.
+func TestBestResponseReachesTheSameEquilibriumInFewerRounds(t *testing.T) {
+	rng := rand.New(rand.NewPCG(9, 9))
+	for range 20 {
+		inst := Generate(rng, 32, 4, Linear)
+		step, err := Solve(inst, DefaultOptions())
+		if err != nil || step.Outcome != OutcomeConverged {
+			t.Fatal(err, step.Outcome)
+		}
+		opt := DefaultOptions()
+		opt.BestResponse = true
+		best, err := Solve(inst, opt)
+		if err != nil || best.Outcome != OutcomeConverged {
+			t.Fatal(err, best.Outcome)
+		}
+		if best.Iterations >= step.Iterations {
+			t.Fatalf("best response took %d rounds, one step %d", best.Iterations, step.Iterations)
+		}
+		for i := range inst.Jobs {
+			for r := range inst.Resources {
+				if d := math.Abs(best.Shares[i][r] - step.Shares[i][r]); d > 1e-5 {
+					t.Fatalf("job %d resource %d: shares %v and %v", i, r, best.Shares[i][r], step.Shares[i][r])
+				}
+			}
+		}
+	}
+}
