@@ -1,0 +1,256 @@
+package auction
+
+import (
+	"container/heap"
+	"math"
+	"slices"
+	"time"
+)
+
+// maxTableau is the largest LP tableau (rows x columns) branch and bound builds;
+// larger problems get the Lagrangian bound and the heuristics only.
+const maxTableau = 4_000_000
+
+// node is one subproblem of branch and bound: columns fixed in (ones) and out
+// (zeros), and the LP bound of its parent.
+type node struct {
+	bound float64
+	ones  []int32
+	zeros []int32
+	seq   int
+}
+
+type nodeHeap []*node
+
+func (h nodeHeap) Len() int { return len(h) }
+func (h nodeHeap) Less(i, j int) bool {
+	if h[i].bound != h[j].bound {
+		return h[i].bound > h[j].bound
+	}
+	return h[i].seq > h[j].seq // newest first: dive
+}
+func (h nodeHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
+func (h *nodeHeap) Push(x any)   { *h = append(*h, x.(*node)) }
+func (h *nodeHeap) Pop() any {
+	old := *h
+	n := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return n
+}
+
+// fitsLP reports whether the problem's root LP fits in maxTableau.
+func (p *problem) fitsLP() bool {
+	rows := len(p.supply) + p.bidders()
+	return rows*(len(p.cols)+2*rows) <= maxTableau
+}
+
+// branchAndBound searches over LP relaxations: at each node the LP with the node's
+// fixings gives a bound (the node is pruned when it cannot beat the incumbent), its
+// solution rounded greedily gives an allocation, and the fractional column with
+// the largest value splits the node in two. The search dives (the child with the
+// column in is solved next, the other queued) until a dive ends, then resumes at
+// the queued node with the best bound. It stops at the
+// deadline or when maxNodes nodes were solved (0: no limit); s.bound is then the
+// best bound of the nodes left, and s.optimal says whether none were.
+func (p *problem) branchAndBound(s *solution, deadline time.Time, maxNodes int) {
+	h := &nodeHeap{{bound: s.bound}}
+	seq, lost := 0, math.Inf(-1) // lost: bounds of nodes whose LP gave up
+	var dive *node               // the child to solve next: a dive from the node just solved
+	for dive != nil || h.Len() > 0 {
+		top := dive
+		if top == nil {
+			top = (*h)[0]
+			if top.bound <= s.value+pruneTol(s.value) {
+				heap.Pop(h)
+				continue
+			}
+		}
+		if time.Now().After(deadline) || (maxNodes > 0 && s.nodes >= maxNodes) {
+			if dive != nil {
+				heap.Push(h, dive)
+			}
+			break
+		}
+		if dive == nil {
+			heap.Pop(h)
+		}
+		dive = nil
+		s.nodes++
+		x, bound, ok := p.nodeLP(top, deadline)
+		if !ok {
+			lost = max(lost, top.bound)
+			continue
+		}
+		if x == nil || bound <= s.value+pruneTol(s.value) {
+			continue // infeasible, or cannot beat the incumbent
+		}
+		bound = min(bound, top.bound)
+		// Round: the fixed columns, then the LP's columns by value, then greedily.
+		choice := p.fixed(top.ones)
+		order := make([]int32, 0, len(x))
+		for j, v := range x {
+			if v > 1e-6 {
+				order = append(order, int32(j))
+			}
+		}
+		slices.SortStableFunc(order, func(a, b int32) int {
+			if x[a] != x[b] {
+				if x[a] > x[b] {
+					return -1
+				}
+				return 1
+			}
+			return 0
+		})
+		rounded := p.greedy(choice, order)
+		s.better(p, rounded)
+		s.better(p, p.greedy(rounded, p.orderBy(func(c *column) float64 { return c.w / max(c.size, 1e-9) })))
+		// Branch on the fractional column with the largest value.
+		br, bv := int32(-1), 0.0
+		for j, v := range x {
+			if v > 1e-6 && v < 1-1e-6 && v > bv {
+				br, bv = int32(j), v
+			}
+		}
+		if br < 0 {
+			continue // integral: the rounding above took exactly this allocation
+		}
+		seq++
+		heap.Push(h, &node{bound: bound, ones: top.ones, zeros: append(slices.Clip(top.zeros), br), seq: seq})
+		seq++
+		dive = &node{bound: bound, ones: append(slices.Clip(top.ones), br), zeros: top.zeros, seq: seq}
+	}
+	open := lost
+	for _, n := range *h {
+		if n.bound > s.value+pruneTol(s.value) {
+			open = max(open, n.bound)
+		}
+	}
+	if math.IsInf(open, -1) {
+		s.bound, s.optimal = s.value, true
+		return
+	}
+	s.bound = min(s.bound, max(open, s.value))
+}
+
+func pruneTol(v float64) float64 { return 1e-7 * max(1, math.Abs(v)) }
+
+// fixed returns the choice holding only the given columns.
+func (p *problem) fixed(ones []int32) []int32 {
+	choice := make([]int32, p.bidders())
+	for i := range choice {
+		choice[i] = -1
+	}
+	for _, j := range ones {
+		choice[p.cols[j].bidder] = j
+	}
+	return choice
+}
+
+// nodeLP solves a node's LP relaxation: max w.x over the columns not fixed, with
+// supply less the fixed columns' demand, at most one column per bidder. It
+// returns x per column (fixed-in columns at 1), the bound (fixed columns' welfare
+// plus the LP's), and ok false when the LP gave up. x is nil when the node is
+// infeasible.
+func (p *problem) nodeLP(n *node, deadline time.Time) (x []float64, bound float64, ok bool) {
+	out := make([]bool, len(p.cols))
+	busy := make([]bool, p.bidders())
+	res := slices.Clone(p.supply)
+	for _, j := range n.ones {
+		busy[p.cols[j].bidder] = true
+		take(res, p.cols[j].items)
+		bound += p.cols[j].w
+	}
+	for _, j := range n.zeros {
+		out[j] = true
+	}
+	var free []int32
+	for j := range p.cols {
+		if !out[j] && !busy[p.cols[j].bidder] {
+			free = append(free, int32(j))
+		}
+	}
+	// Rows: pools any free column uses, and bidders with free columns.
+	poolRow := make([]int32, len(res))
+	for i := range poolRow {
+		poolRow[i] = -1
+	}
+	bidRow := make([]int32, p.bidders())
+	for i := range bidRow {
+		bidRow[i] = -1
+	}
+	rows := 0
+	for _, j := range free {
+		for _, it := range p.cols[j].items {
+			if poolRow[it.pool] < 0 {
+				poolRow[it.pool] = int32(rows)
+				rows++
+			}
+		}
+	}
+	for r, v := range res {
+		if poolRow[r] < 0 && v < -feasibleTol {
+			return nil, 0, true // nothing left can make room in r
+		}
+	}
+	for _, j := range free {
+		if b := p.cols[j].bidder; bidRow[b] < 0 {
+			bidRow[b] = int32(rows)
+			rows++
+		}
+	}
+	A := make([][]float64, rows)
+	flat := make([]float64, rows*len(free))
+	for i := range A {
+		A[i] = flat[i*len(free) : (i+1)*len(free)]
+	}
+	b := make([]float64, rows)
+	c := make([]float64, len(free))
+	scale := make([]float64, rows)
+	for r, row := range poolRow {
+		if row >= 0 {
+			b[row] = res[r]
+			scale[row] = max(math.Abs(res[r]), 1)
+		}
+	}
+	for k, j := range free {
+		col := &p.cols[j]
+		c[k] = col.w
+		for _, it := range col.items {
+			row := poolRow[it.pool]
+			A[row][k] = it.q
+			scale[row] = max(scale[row], math.Abs(it.q))
+		}
+		A[bidRow[col.bidder]][k] = 1
+	}
+	for r, row := range poolRow {
+		if row >= 0 {
+			f := 1 / scale[row]
+			for k := range A[row] {
+				A[row][k] *= f
+			}
+			b[row] = res[r] * f
+		}
+	}
+	for _, row := range bidRow {
+		if row >= 0 {
+			b[row] = 1
+		}
+	}
+	xf, val, _, st := lpMax(A, b, c, deadline)
+	switch st {
+	case lpInfeasible:
+		return nil, 0, true
+	case lpOptimal:
+	default:
+		return nil, 0, false
+	}
+	x = make([]float64, len(p.cols))
+	for _, j := range n.ones {
+		x[j] = 1
+	}
+	for k, j := range free {
+		x[j] = xf[k]
+	}
+	return x, bound + val, true
+}

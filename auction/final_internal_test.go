@@ -1,0 +1,119 @@
+package auction
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"gonum.org/v1/gonum/mat"
+	"gonum.org/v1/gonum/optimize/convex/lp"
+	"pgregory.net/rapid"
+)
+
+// The payment rule: within limits, covering the reserve value whenever the limits
+// can, equal to min(limit, at prices) when that already covers it, and otherwise
+// exactly covering it with one common top-up (least squares nearest the prices).
+func TestFinalPayments(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		n := rapid.IntRange(0, 8).Draw(t, "winners")
+		at, lim := make([]float64, n), make([]float64, n)
+		sumLim := 0.0
+		for i := range n {
+			at[i] = float64(rapid.IntRange(-50, 100).Draw(t, "at"))
+			lim[i] = float64(rapid.IntRange(-50, 100).Draw(t, "limit"))
+			sumLim += lim[i]
+		}
+		R := float64(rapid.IntRange(-100, 300).Draw(t, "reserve"))
+		if R > sumLim {
+			R = sumLim // the final round's welfare is never negative: limits cover R
+		}
+		pay := finalPayments(at, lim, R)
+		total, base := 0.0, 0.0
+		for i := range pay {
+			if pay[i] > lim[i]+1e-9 {
+				t.Fatalf("winner %d pays %v beyond its limit %v", i, pay[i], lim[i])
+			}
+			total += pay[i]
+			base += min(at[i], lim[i])
+		}
+		if total < R-1e-9 {
+			t.Fatalf("payments %v cover %v of the reserve value %v", pay, total, R)
+		}
+		if base >= R {
+			for i := range pay {
+				if pay[i] != min(at[i], lim[i]) {
+					t.Fatalf("winner %d pays %v, not min(limit, at prices) = %v", i, pay[i], min(at[i], lim[i]))
+				}
+			}
+		} else if math.Abs(total-R) > 1e-9*max(1, math.Abs(R)) {
+			t.Fatalf("payments %v total %v, more than the reserve value %v they had to reach", pay, total, R)
+		}
+	})
+}
+
+// lpMax agrees with gonum's simplex on random packing LPs with mixed-sign rows.
+func TestLPMaxAgreesWithGonum(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	for trial := range 300 {
+		m, n := 1+rng.IntN(6), 1+rng.IntN(8)
+		A := make([][]float64, m)
+		b := make([]float64, m)
+		for i := range A {
+			A[i] = make([]float64, n)
+			for j := range A[i] {
+				if rng.IntN(3) > 0 {
+					A[i][j] = float64(rng.IntN(9) - 2)
+				}
+			}
+			b[i] = float64(rng.IntN(12) - 1)
+		}
+		c := make([]float64, n)
+		for j := range c {
+			c[j] = float64(rng.IntN(20) - 4)
+		}
+		// Bound every variable so the LP is never unbounded: x_j <= 3.
+		for j := range n {
+			row := make([]float64, n)
+			row[j] = 1
+			A = append(A, row)
+			b = append(b, 3)
+		}
+		x, val, _, st := lpMax(A, b, c, time.Time{})
+		// gonum: minimise -c.x subject to [A I] (x, s) = b, x, s >= 0.
+		rows := len(A)
+		G := mat.NewDense(rows, n+rows, nil)
+		for i := range A {
+			for j, a := range A[i] {
+				G.Set(i, j, a)
+			}
+			G.Set(i, n+i, 1)
+		}
+		cc := make([]float64, n+rows)
+		for j := range n {
+			cc[j] = -c[j]
+		}
+		gv, _, gerr := lp.Simplex(cc, G, b, 1e-10, nil)
+		switch {
+		case gerr == lp.ErrInfeasible:
+			if st != lpInfeasible {
+				t.Fatalf("trial %d: gonum finds it infeasible, lpMax says %v (value %v)", trial, st, val)
+			}
+		case gerr != nil:
+			continue // gonum's own failures (singular bases) prove nothing
+		default:
+			if st != lpOptimal || math.Abs(val+gv) > 1e-5*max(1, math.Abs(gv)) {
+				t.Fatalf("trial %d: lpMax %v (status %v), gonum %v", trial, val, st, -gv)
+			}
+			for i := range A {
+				s := 0.0
+				for j := range x {
+					s += A[i][j] * x[j]
+				}
+				if s > b[i]+1e-5 {
+					t.Fatalf("trial %d: row %d: %v > %v", trial, i, s, b[i])
+				}
+			}
+		}
+	}
+}
