@@ -56,6 +56,7 @@ func (p *problem) branchAndBound(s *solution, deadline time.Time, maxNodes int) 
 	h := &nodeHeap{{bound: s.bound}}
 	seq, lost := 0, math.Inf(-1) // lost: bounds of nodes whose LP gave up
 	var dive *node               // the child to solve next: a dive from the node just solved
+	var parent relaxation        // the LP of the node just solved, which the dive starts from
 	for dive != nil || h.Len() > 0 {
 		top := dive
 		if top == nil {
@@ -74,16 +75,27 @@ func (p *problem) branchAndBound(s *solution, deadline time.Time, maxNodes int) 
 		if dive == nil {
 			heap.Pop(h)
 		}
+		diving := dive
 		dive = nil
 		s.nodes++
-		x, bound, ok := p.nodeLP(top, deadline)
+		var rel relaxation
+		ok := false
+		if top == diving && parent.lp != nil {
+			rel, ok = p.diveLP(parent, top.ones, top.ones[len(top.ones)-1], deadline)
+		}
+		if !ok {
+			rel, ok = p.nodeLP(top, deadline)
+		}
+		parent = relaxation{}
 		if !ok {
 			lost = max(lost, top.bound)
 			continue
 		}
+		x, bound := rel.x, rel.bound
 		if x == nil || bound <= s.value+pruneTol(s.value) {
 			continue // infeasible, or cannot beat the incumbent
 		}
+		parent = rel
 		bound = min(bound, top.bound)
 		// Round: the fixed columns, then the LP's columns by value, then greedily.
 		choice := p.fixed(top.ones)
@@ -147,29 +159,38 @@ func (p *problem) fixed(ones []int32) []int32 {
 	return choice
 }
 
-// nodeLP solves a node's LP relaxation: max w.x over the columns not fixed, with
-// supply less the fixed columns' demand, at most one column per bidder. It
-// returns x per column (fixed-in columns at 1), the bound (fixed columns' welfare
-// plus the LP's), and ok false when the LP gave up. x is nil when the node is
-// infeasible.
-func (p *problem) nodeLP(n *node, deadline time.Time) (x []float64, bound float64, ok bool) {
+// relaxation is a node's solved LP: x per column (fixed-in columns at 1), the
+// bound (fixed columns' welfare plus the LP's value), and the tableau over the
+// node's free columns, from which a child is re-solved.
+type relaxation struct {
+	x     []float64
+	bound float64
+	lp    *lp
+	free  []int32 // LP column -> problem column
+	fixed float64 // welfare of the fixed-in columns
+}
+
+// nodeLP solves a node's LP relaxation from scratch: max w.x over the columns not
+// fixed, with supply less the fixed columns' demand, at most one column per
+// bidder. ok is false when the LP gave up; x is nil when the node is infeasible.
+func (p *problem) nodeLP(n *node, deadline time.Time) (rel relaxation, ok bool) {
 	out := make([]bool, len(p.cols))
 	busy := make([]bool, p.bidders())
 	res := slices.Clone(p.supply)
 	for _, j := range n.ones {
 		busy[p.cols[j].bidder] = true
 		take(res, p.cols[j].items)
-		bound += p.cols[j].w
+		rel.fixed += p.cols[j].w
 	}
 	for _, j := range n.zeros {
 		out[j] = true
 	}
-	var free []int32
 	for j := range p.cols {
 		if !out[j] && !busy[p.cols[j].bidder] {
-			free = append(free, int32(j))
+			rel.free = append(rel.free, int32(j))
 		}
 	}
+	free := rel.free
 	// Rows: pools any free column uses, and bidders with free columns.
 	poolRow := make([]int32, len(res))
 	for i := range poolRow {
@@ -190,7 +211,7 @@ func (p *problem) nodeLP(n *node, deadline time.Time) (x []float64, bound float6
 	}
 	for r, v := range res {
 		if poolRow[r] < 0 && v < -feasibleTol {
-			return nil, 0, true // nothing left can make room in r
+			return relaxation{}, true // nothing left can make room in r
 		}
 	}
 	for _, j := range free {
@@ -209,7 +230,6 @@ func (p *problem) nodeLP(n *node, deadline time.Time) (x []float64, bound float6
 	scale := make([]float64, rows)
 	for r, row := range poolRow {
 		if row >= 0 {
-			b[row] = res[r]
 			scale[row] = max(math.Abs(res[r]), 1)
 		}
 	}
@@ -237,20 +257,50 @@ func (p *problem) nodeLP(n *node, deadline time.Time) (x []float64, bound float6
 			b[row] = 1
 		}
 	}
-	xf, val, _, st := lpMax(A, b, c, deadline)
+	s, st := lpSolve(A, b, c, deadline)
 	switch st {
 	case lpInfeasible:
-		return nil, 0, true
+		return relaxation{}, true
 	case lpOptimal:
 	default:
-		return nil, 0, false
+		return relaxation{}, false
 	}
-	x = make([]float64, len(p.cols))
-	for _, j := range n.ones {
+	rel.lp = s
+	rel.x, rel.bound = p.expand(s, free, n.ones, rel.fixed)
+	return rel, true
+}
+
+// expand maps an LP solution over free columns back to every column.
+func (p *problem) expand(s *lp, free, ones []int32, fixed float64) ([]float64, float64) {
+	xf, val := s.solution()
+	x := make([]float64, len(p.cols))
+	for _, j := range ones {
 		x[j] = 1
 	}
 	for k, j := range free {
 		x[j] = xf[k]
 	}
-	return x, bound + val, true
+	return x, fixed + val
+}
+
+// diveLP solves the child of parent with column br fixed in, from the parent's
+// tableau: one row x_br >= 1 and a few dual simplex pivots instead of a new LP.
+// The child's LP is the parent's with that row, which is the same LP nodeLP would
+// build (the bidder's other columns and the pools' supply follow from the rows).
+func (p *problem) diveLP(parent relaxation, ones []int32, br int32, deadline time.Time) (relaxation, bool) {
+	k := slices.Index(parent.free, br)
+	if k < 0 || parent.lp == nil {
+		return relaxation{}, false
+	}
+	s, st := parent.lp.atLeast(k, 1, deadline)
+	switch st {
+	case lpInfeasible:
+		return relaxation{}, true
+	case lpOptimal:
+	default:
+		return relaxation{}, false
+	}
+	rel := relaxation{lp: s, free: parent.free, fixed: parent.fixed}
+	rel.x, rel.bound = p.expand(s, parent.free, ones, parent.fixed)
+	return rel, true
 }

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"gonum.org/v1/gonum/mat"
-	"gonum.org/v1/gonum/optimize/convex/lp"
+	gonumlp "gonum.org/v1/gonum/optimize/convex/lp"
 	"pgregory.net/rapid"
 )
 
@@ -93,9 +93,9 @@ func TestLPMaxAgreesWithGonum(t *testing.T) {
 		for j := range n {
 			cc[j] = -c[j]
 		}
-		gv, _, gerr := lp.Simplex(cc, G, b, 1e-10, nil)
+		gv, _, gerr := gonumlp.Simplex(cc, G, b, 1e-10, nil)
 		switch {
-		case gerr == lp.ErrInfeasible:
+		case gerr == gonumlp.ErrInfeasible:
 			if st != lpInfeasible {
 				t.Fatalf("trial %d: gonum finds it infeasible, lpMax says %v (value %v)", trial, st, val)
 			}
@@ -115,5 +115,58 @@ func TestLPMaxAgreesWithGonum(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// Re-solving with x_k >= 1 from an optimal tableau (the dive) gives what solving the
+// LP with that row from scratch gives.
+func TestLPAtLeastMatchesAFreshSolve(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	checked := 0
+	for trial := range 500 {
+		m, n := 1+rng.IntN(6), 1+rng.IntN(8)
+		var A [][]float64
+		var b []float64
+		for range m {
+			row := make([]float64, n)
+			for j := range row {
+				if rng.IntN(3) > 0 {
+					row[j] = float64(rng.IntN(6))
+				}
+			}
+			A, b = append(A, row), append(b, float64(rng.IntN(8)))
+		}
+		for j := range n { // x_j <= 1, as a bidder's row bounds its columns
+			row := make([]float64, n)
+			row[j] = 1
+			A, b = append(A, row), append(b, 1)
+		}
+		c := make([]float64, n)
+		for j := range c {
+			c[j] = float64(rng.IntN(20) - 4)
+		}
+		s, st := lpSolve(A, b, c, time.Time{})
+		if st != lpOptimal {
+			t.Fatalf("trial %d: a bounded feasible LP ended %v", trial, st)
+		}
+		k := rng.IntN(n)
+		warm, wst := s.atLeast(k, 1, time.Time{})
+		row := make([]float64, n)
+		row[k] = -1
+		_, fval, _, fst := lpMax(append(A, row), append(b, -1), c, time.Time{})
+		if (wst == lpOptimal) != (fst == lpOptimal) {
+			t.Fatalf("trial %d: warm %v, fresh %v", trial, wst, fst)
+		}
+		if wst != lpOptimal {
+			continue
+		}
+		checked++
+		x, val := warm.solution()
+		if math.Abs(val-fval) > 1e-5*max(1, math.Abs(fval)) || x[k] < 1-1e-6 {
+			t.Fatalf("trial %d: warm %v (x_k %v), fresh %v", trial, val, x[k], fval)
+		}
+	}
+	if checked < 100 {
+		t.Fatalf("only %d feasible children", checked)
 	}
 }
