@@ -24,13 +24,30 @@ type SettlementReport struct {
 	SellersReceived ledger.Money
 	TreasuryNet     ledger.Money
 	Rounding        float64 // dollars: settled minus unrounded payments
+	// Run is the binding run: whether a final round ran, its welfare against the
+	// clock's, its bound and whether it proved its allocation optimal.
+	Run AuctionRun
+	// Changed are the orders whose outcome the final round changed from the clock's
+	// (won a different bundle, won instead of lost, or lost instead of won), and
+	// NonUniform the winners whose payment is not their bundle at the published
+	// prices, each with both amounts. Both are complete, whatever the page.
+	Changed    []ReportLine
+	NonUniform []ReportLine
 }
 
 // ReportLine is one order's part of a settlement.
 type ReportLine struct {
 	SettlementLine
-	Bundle Bundle  // the bundle it got, nil when it lost
-	Exact  float64 // the clock's payment in dollars, before rounding
+	Bundle      Bundle  // the bundle it got, nil when it lost
+	Exact       float64 // the engine's payment in dollars, before rounding
+	AtPrices    float64 // its bundle at the published prices, in dollars
+	ClockBundle int     // the bundle the clock alone gave it, -1 for none
+}
+
+// Uniform reports whether the line's payment is its bundle at the published prices
+// (to the micro-dollar).
+func (l ReportLine) Uniform() bool {
+	return l.BundleIndex < 0 || math.Abs(l.Exact-l.AtPrices) < 5e-7
 }
 
 // SettlementReport returns the whole report of a settled auction; before
@@ -79,7 +96,32 @@ func (m *Market) SettlementPage(ctx context.Context, id, after int64, limit int)
 		lines = lines[:limit]
 		next = lines[limit-1].OrderID
 	}
-	rep.Lines, err = m.reportLines(db, id, lines)
+	if rep.Lines, err = m.reportLines(db, id, lines); err != nil {
+		return rep, 0, err
+	}
+	if err := db.Where("auction_id = ? AND binding", id).Limit(1).Find(&rep.Run).Error; err != nil {
+		return rep, 0, err
+	}
+	if rep.Run.FinalRound {
+		var special []SettlementLine
+		if err := db.Raw(`SELECT l.* FROM settlement_lines l JOIN run_outcomes o ON o.run_id = ? AND o.order_id = l.order_id
+			WHERE l.auction_id = ? AND (o.clock_bundle <> o.bundle_index OR (o.bundle_index >= 0 AND ABS(o.payment - o.at_prices) >= 0.0000005))
+			ORDER BY l.order_id`, rep.Run.ID, id).Scan(&special).Error; err != nil {
+			return rep, 0, err
+		}
+		all, err := m.reportLines(db, id, special)
+		if err != nil {
+			return rep, 0, err
+		}
+		for _, l := range all {
+			if l.ClockBundle != l.BundleIndex {
+				rep.Changed = append(rep.Changed, l)
+			}
+			if !l.Uniform() {
+				rep.NonUniform = append(rep.NonUniform, l)
+			}
+		}
+	}
 	return rep, next, err
 }
 
@@ -92,7 +134,7 @@ func (m *Market) reportLines(db *gorm.DB, auctionID int64, lines []SettlementLin
 	for i, l := range lines {
 		ids[i] = l.OrderID
 	}
-	exact := map[int64]float64{}
+	exact := map[int64]runOutcome{}
 	for part := range slices.Chunk(ids, chunkSize) {
 		var outs []runOutcome
 		if err := db.Raw(`SELECT o.* FROM run_outcomes o JOIN auction_runs r ON r.id = o.run_id
@@ -100,7 +142,7 @@ func (m *Market) reportLines(db *gorm.DB, auctionID int64, lines []SettlementLin
 			return nil, err
 		}
 		for _, o := range outs {
-			exact[o.OrderID] = o.Payment
+			exact[o.OrderID] = o
 		}
 	}
 	os, err := ordersByID(db, ids)
@@ -117,7 +159,11 @@ func (m *Market) reportLines(db *gorm.DB, auctionID int64, lines []SettlementLin
 	}
 	out := make([]ReportLine, len(lines))
 	for i, l := range lines {
-		out[i] = ReportLine{SettlementLine: l, Exact: exact[l.OrderID]}
+		o, ok := exact[l.OrderID]
+		if !ok {
+			o.ClockBundle = -1
+		}
+		out[i] = ReportLine{SettlementLine: l, Exact: o.Payment, AtPrices: o.AtPrices, ClockBundle: o.ClockBundle}
 		if l.BundleIndex >= 0 {
 			out[i].Bundle = byID[l.OrderID].Spec.Bundles[l.BundleIndex]
 		}
