@@ -326,6 +326,7 @@ func (c *clock) final(res *Result, inst Instance, fp *FinalParams, opt Options) 
 		limits = append(limits, b.limits[k])
 	}
 	pay := finalPayments(at, limits, reserveValue)
+	res.ClockWinners = res.Winners
 	res.Winners = make([]Winner, len(winners))
 	for i, bi := range winners {
 		res.Winners[i] = Winner{ID: inst.Bidders[bi].ID, BundleIndex: a.choice[bi], Payment: pay[i], AtPrices: at[i]}

@@ -235,8 +235,12 @@ type Result struct {
 	OperatorSold map[string]float64 `json:"operator_sold"`
 	ExcessDemand map[string]float64 `json:"excess_demand"`
 	FinalRound   *FinalRound        `json:"final_round,omitempty"`
-	Seconds      float64            `json:"seconds"`
-	Trajectory   []Round            `json:"trajectory,omitempty"`
+	// ClockWinners is the clock's own allocation and payments when the final round
+	// ran (nil otherwise), so pages can show who the final round changed. It is not
+	// part of the format.
+	ClockWinners []Winner `json:"-"`
+	Seconds      float64  `json:"seconds"`
+	Trajectory   []Round  `json:"trajectory,omitempty"`
 }
 
 // Encode writes the result as indented JSON.
