@@ -70,11 +70,24 @@ func TestTheBindingRunSettlesTheFinalRound(t *testing.T) {
 		if ads := byTeam["ads"]; ads.BundleIndex != -1 || ads.ClockBundle != -1 {
 			t.Fatalf("ads: %+v, want lost under both", ads)
 		}
-		if got := fmt.Sprint(orderIDs(rep.Changed)); got != fmt.Sprint([]int64{ids["search"], ids["ml"]}) {
-			t.Fatalf("changed %v, want search and ml", got)
+		changes, err := mk.M.FinalRoundChanges(ctx, rep.Run)
+		if err != nil {
+			t.Fatal(err)
 		}
-		if len(rep.NonUniform) != 1 || rep.NonUniform[0].OrderID != ids["search"] {
-			t.Fatalf("non-uniform %+v, want search", rep.NonUniform)
+		var changed, nonUniform []int64
+		for _, c := range changes {
+			if c.Changed {
+				changed = append(changed, c.OrderID)
+			}
+			if !c.Uniform {
+				nonUniform = append(nonUniform, c.OrderID)
+				if c.Payment != 900 || c.AtPrices != search.AtPrices || c.Bundle == nil {
+					t.Fatalf("non-uniform %+v, want search paying 900 against %v", c, search.AtPrices)
+				}
+			}
+		}
+		if fmt.Sprint(changed) != fmt.Sprint([]int64{ids["search"], ids["ml"]}) || fmt.Sprint(nonUniform) != fmt.Sprint([]int64{ids["search"]}) {
+			t.Fatalf("changed %v (want search and ml), non-uniform %v (want search)", changed, nonUniform)
 		}
 		if rep.BuyersPaid != 900*ledger.Dollar || rep.TreasuryNet != rep.BuyersPaid-rep.SellersReceived {
 			t.Fatalf("report totals %+v", rep)
@@ -99,12 +112,4 @@ func TestTheBindingRunSettlesTheFinalRound(t *testing.T) {
 		}
 		mk.Verify()
 	})
-}
-
-func orderIDs(ls []exchange.ReportLine) []int64 {
-	out := make([]int64, len(ls))
-	for i, l := range ls {
-		out[i] = l.OrderID
-	}
-	return out
 }

@@ -25,14 +25,9 @@ type SettlementReport struct {
 	TreasuryNet     ledger.Money
 	Rounding        float64 // dollars: settled minus unrounded payments
 	// Run is the binding run: whether a final round ran, its welfare against the
-	// clock's, its bound and whether it proved its allocation optimal.
+	// clock's, its bound and whether it proved its allocation optimal
+	// (FinalRoundChanges lists whom it changed and every non-uniform payment).
 	Run AuctionRun
-	// Changed are the orders whose outcome the final round changed from the clock's
-	// (won a different bundle, won instead of lost, or lost instead of won), and
-	// NonUniform the winners whose payment is not their bundle at the published
-	// prices, each with both amounts. Both are complete, whatever the page.
-	Changed    []ReportLine
-	NonUniform []ReportLine
 }
 
 // ReportLine is one order's part of a settlement.
@@ -101,26 +96,6 @@ func (m *Market) SettlementPage(ctx context.Context, id, after int64, limit int)
 	}
 	if err := db.Where("auction_id = ? AND binding", id).Limit(1).Find(&rep.Run).Error; err != nil {
 		return rep, 0, err
-	}
-	if rep.Run.FinalRound {
-		var special []SettlementLine
-		if err := db.Raw(`SELECT l.* FROM settlement_lines l JOIN run_outcomes o ON o.run_id = ? AND o.order_id = l.order_id
-			WHERE l.auction_id = ? AND (o.clock_bundle <> o.bundle_index OR (o.bundle_index >= 0 AND ABS(o.payment - o.at_prices) >= 0.0000005))
-			ORDER BY l.order_id`, rep.Run.ID, id).Scan(&special).Error; err != nil {
-			return rep, 0, err
-		}
-		all, err := m.reportLines(db, id, special)
-		if err != nil {
-			return rep, 0, err
-		}
-		for _, l := range all {
-			if l.ClockBundle != l.BundleIndex {
-				rep.Changed = append(rep.Changed, l)
-			}
-			if !l.Uniform() {
-				rep.NonUniform = append(rep.NonUniform, l)
-			}
-		}
 	}
 	return rep, next, err
 }
@@ -374,6 +349,64 @@ func ordersByID(db *gorm.DB, ids []int64) ([]Order, error) {
 			return nil, err
 		}
 		out = append(out, os...)
+	}
+	return out, nil
+}
+
+// RunChange is one order in a run with a final round whose outcome differs from
+// the clock's alone (Changed: won a different bundle, won instead of lost, or lost
+// instead of won), or whose payment is not its bundle at the published prices
+// (not Uniform: Payment differs from AtPrices), or both. Bundles are nil for
+// nothing.
+type RunChange struct {
+	OrderID           int64
+	TeamID            string
+	Bundle, Clock     Bundle
+	Payment, AtPrices float64 // dollars, as the engine computed them
+	Changed, Uniform  bool
+}
+
+// FinalRoundChanges returns, for a run, every order whose outcome the final round
+// changed from the clock's and every winner whose payment is not uniform, in order
+// id order. A run without a final round has none.
+func (m *Market) FinalRoundChanges(ctx context.Context, run AuctionRun) ([]RunChange, error) {
+	if !run.FinalRound {
+		return nil, nil
+	}
+	db := m.db.Read.WithContext(ctx)
+	var outs []runOutcome
+	if err := db.Raw(`SELECT * FROM run_outcomes WHERE run_id = ? AND (clock_bundle <> bundle_index
+		OR (bundle_index >= 0 AND ABS(payment - at_prices) >= 0.0000005)) ORDER BY order_id`, run.ID).Scan(&outs).Error; err != nil {
+		return nil, err
+	}
+	ids := make([]int64, len(outs))
+	for i, o := range outs {
+		ids[i] = o.OrderID
+	}
+	os, err := ordersByID(db, ids)
+	if err != nil {
+		return nil, err
+	}
+	views, err := loadViews(db, os, false)
+	if err != nil {
+		return nil, err
+	}
+	byID := make(map[int64]OrderView, len(views))
+	for _, v := range views {
+		byID[v.ID] = v
+	}
+	out := make([]RunChange, len(outs))
+	for i, o := range outs {
+		v := byID[o.OrderID]
+		c := RunChange{OrderID: o.OrderID, TeamID: v.TeamID, Payment: o.Payment, AtPrices: o.AtPrices,
+			Changed: o.ClockBundle != o.BundleIndex, Uniform: o.BundleIndex < 0 || math.Abs(o.Payment-o.AtPrices) < 5e-7}
+		if o.BundleIndex >= 0 && o.BundleIndex < len(v.Spec.Bundles) {
+			c.Bundle = v.Spec.Bundles[o.BundleIndex]
+		}
+		if o.ClockBundle >= 0 && o.ClockBundle < len(v.Spec.Bundles) {
+			c.Clock = v.Spec.Bundles[o.ClockBundle]
+		}
+		out[i] = c
 	}
 	return out, nil
 }
