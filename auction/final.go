@@ -22,6 +22,15 @@ const DefaultFinalSeconds = 10.0
 // MaxFinalSeconds is the longest time limit an instance may set.
 const MaxFinalSeconds = 3600.0
 
+// FinalRoundParams returns params.final_round for a time limit in seconds as
+// operators give it: 0 turns the final round off.
+func FinalRoundParams(seconds float64) *FinalParams {
+	if seconds == 0 {
+		return &FinalParams{Off: true}
+	}
+	return &FinalParams{Seconds: seconds}
+}
+
 // seconds returns the time limit, the default when unset.
 func (f *FinalParams) seconds() float64 {
 	if f == nil || f.Seconds == 0 {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"net/http"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -117,5 +118,42 @@ func TestFinalRoundShowsTheGapWhenNotProved(t *testing.T) {
 	gap := doc.Find("[data-testid=final-gap]").Text()
 	if !strings.Contains(gap, "5.00%") || !strings.Contains(gap, "$100.00") || doc.Find("[data-testid=final-proved]").Length() != 0 {
 		t.Fatalf("gap %q", gap)
+	}
+}
+
+// Operators set the final round's time limit when they schedule an auction; 0
+// turns it off, and a bad value is refused, naming the field, scheduling nothing.
+func TestScheduleFormSetsTheFinalRound(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	f.user("op@x.io", exchange.RoleOperator, "")
+	op := f.browser()
+	op.login("op@x.io")
+	_, doc := op.get("/operate")
+	if v, _ := doc.Find("input[name=final]").Attr("value"); v != "10" {
+		t.Fatalf("the form offers %q seconds, want the default 10", v)
+	}
+	for i, c := range []struct {
+		final, want string
+	}{{"3", `"final_round":{"seconds":3}`}, {"0", `"final_round":{"off":true}`}} {
+		tok := op.csrf("/operate")
+		opens := f.clock.Now().Add(time.Duration(i+1) * 24 * time.Hour)
+		res, _ := op.post("/operate/auctions", url.Values{"csrf_token": {tok}, "opens": {opens.Format("2006-01-02T15:04")},
+			"closes": {opens.Add(time.Hour).Format("2006-01-02T15:04")}, "final": {c.final}})
+		if res.StatusCode != http.StatusSeeOther {
+			t.Fatalf("final %s: %d", c.final, res.StatusCode)
+		}
+		a, err := f.market.Auction(ctx, int64(i+1))
+		if err != nil || !strings.Contains(a.Params, c.want) {
+			t.Fatalf("final %s: auction params %q, want %s (%v)", c.final, a.Params, c.want, err)
+		}
+	}
+	tok := op.csrf("/operate")
+	res, doc := op.post("/operate/auctions", url.Values{"csrf_token": {tok}, "opens": {"2030-01-01T09:00"}, "closes": {"2030-01-01T10:00"}, "final": {"-1"}})
+	if res.StatusCode != http.StatusUnprocessableEntity || !strings.Contains(doc.Text(), "final round's time limit") {
+		t.Fatalf("a negative limit: %d", res.StatusCode)
+	}
+	if _, err := f.market.Auction(ctx, 3); err == nil {
+		t.Fatal("a refused form scheduled an auction")
 	}
 }
