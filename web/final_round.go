@@ -29,6 +29,9 @@ func (s *Server) finalRoundView(ctx context.Context, run exchange.AuctionRun, un
 	v := &templates.FinalRoundView{Welfare: monOf(run.Welfare), ClockWelfare: monOf(run.ClockWelfare),
 		Added: monOf(run.Welfare - run.ClockWelfare), Bound: monOf(run.WelfareBound), Proved: run.Optimal,
 		Gap: fmt.Sprintf("%.2f%%", 100*run.Gap()), Seconds: fmt.Sprintf("%.2f s", run.FinalSeconds)}
+	if run.FinalSeconds < 0.005 {
+		v.Seconds = "under 0.01 s"
+	}
 	text := func(b exchange.Bundle) string {
 		if b == nil {
 			return "nothing"
