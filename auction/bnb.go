@@ -18,7 +18,12 @@ type node struct {
 	ones  []int32
 	zeros []int32
 	seq   int
+	from  relaxation // the parent's LP, to re-solve from (when the memory budget allowed)
 }
+
+// warmBudget is how many bytes of parents' tableaux queued nodes may keep, so that
+// most nodes re-solve from their parent's tableau in a few dual pivots.
+const warmBudget = 256 << 20
 
 type nodeHeap []*node
 
@@ -57,12 +62,18 @@ func (p *problem) branchAndBound(s *solution, deadline time.Time, maxNodes int) 
 	seq, lost := 0, math.Inf(-1) // lost: bounds of nodes whose LP gave up
 	var dive *node               // the child to solve next: a dive from the node just solved
 	var parent relaxation        // the LP of the node just solved, which the dive starts from
+	kept := 0                    // bytes of tableaux queued nodes keep
+	release := func(n *node) {
+		if n.from.lp != nil {
+			kept -= 8 * len(n.from.lp.t)
+		}
+	}
 	for dive != nil || h.Len() > 0 {
 		top := dive
 		if top == nil {
 			top = (*h)[0]
 			if top.bound <= s.value+pruneTol(s.value) {
-				heap.Pop(h)
+				release(heap.Pop(h).(*node))
 				continue
 			}
 		}
@@ -74,14 +85,19 @@ func (p *problem) branchAndBound(s *solution, deadline time.Time, maxNodes int) 
 		}
 		if dive == nil {
 			heap.Pop(h)
+			release(top)
 		}
 		diving := dive
 		dive = nil
 		s.nodes++
 		var rel relaxation
 		ok := false
-		if top == diving && parent.lp != nil {
-			rel, ok = p.diveLP(parent, top.ones, top.ones[len(top.ones)-1], deadline)
+		switch {
+		case top == diving && parent.lp != nil:
+			rel, ok = p.childLP(parent, top.ones, top.ones[len(top.ones)-1], true, deadline)
+		case top.from.lp != nil:
+			rel, ok = p.childLP(top.from, top.ones, top.zeros[len(top.zeros)-1], false, deadline)
+			top.from = relaxation{}
 		}
 		if !ok {
 			rel, ok = p.nodeLP(top, deadline)
@@ -128,7 +144,11 @@ func (p *problem) branchAndBound(s *solution, deadline time.Time, maxNodes int) 
 			continue // integral: the rounding above took exactly this allocation
 		}
 		seq++
-		heap.Push(h, &node{bound: bound, ones: top.ones, zeros: append(slices.Clip(top.zeros), br), seq: seq})
+		down := &node{bound: bound, ones: top.ones, zeros: append(slices.Clip(top.zeros), br), seq: seq}
+		if size := 8 * len(rel.lp.t); kept+size <= warmBudget {
+			down.from, kept = rel, kept+size
+		}
+		heap.Push(h, down)
 		seq++
 		dive = &node{bound: bound, ones: append(slices.Clip(top.ones), br), zeros: top.zeros, seq: seq}
 	}
@@ -283,16 +303,23 @@ func (p *problem) expand(s *lp, free, ones []int32, fixed float64) ([]float64, f
 	return x, fixed + val
 }
 
-// diveLP solves the child of parent with column br fixed in, from the parent's
-// tableau: one row x_br >= 1 and a few dual simplex pivots instead of a new LP.
-// The child's LP is the parent's with that row, which is the same LP nodeLP would
-// build (the bidder's other columns and the pools' supply follow from the rows).
-func (p *problem) diveLP(parent relaxation, ones []int32, br int32, deadline time.Time) (relaxation, bool) {
+// childLP solves a child of parent from the parent's tableau: with column br
+// fixed in (one row x_br >= 1) or out (x_br <= 0), and a few dual simplex pivots
+// instead of a new LP. The child's LP is the parent's with that row, the same LP
+// nodeLP would build (the bidder's other columns and the pools' supply follow from
+// the rows). ok is false when the parent has no tableau or the LP gave up.
+func (p *problem) childLP(parent relaxation, ones []int32, br int32, in bool, deadline time.Time) (relaxation, bool) {
 	k := slices.Index(parent.free, br)
 	if k < 0 || parent.lp == nil {
 		return relaxation{}, false
 	}
-	s, st := parent.lp.atLeast(k, 1, deadline)
+	var s *lp
+	var st lpStatus
+	if in {
+		s, st = parent.lp.atLeast(k, 1, deadline)
+	} else {
+		s, st = parent.lp.atMost(k, 0, deadline)
+	}
 	switch st {
 	case lpInfeasible:
 		return relaxation{}, true

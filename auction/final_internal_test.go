@@ -118,8 +118,8 @@ func TestLPMaxAgreesWithGonum(t *testing.T) {
 	}
 }
 
-// Re-solving with x_k >= 1 from an optimal tableau (the dive) gives what solving the
-// LP with that row from scratch gives.
+// Re-solving with x_k >= 1 or x_k <= 0 from an optimal tableau (a child in branch
+// and bound) gives what solving the LP with that row from scratch gives.
 func TestLPAtLeastMatchesAFreshSolve(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
 	checked := 0
@@ -150,10 +150,16 @@ func TestLPAtLeastMatchesAFreshSolve(t *testing.T) {
 			t.Fatalf("trial %d: a bounded feasible LP ended %v", trial, st)
 		}
 		k := rng.IntN(n)
+		up := trial%2 == 0 // x_k >= 1, else x_k <= 0
 		warm, wst := s.atLeast(k, 1, time.Time{})
 		row := make([]float64, n)
 		row[k] = -1
-		_, fval, _, fst := lpMax(append(A, row), append(b, -1), c, time.Time{})
+		rhs := -1.0
+		if !up {
+			warm, wst = s.atMost(k, 0, time.Time{})
+			row[k], rhs = 1, 0
+		}
+		_, fval, _, fst := lpMax(append(A, row), append(b, rhs), c, time.Time{})
 		if (wst == lpOptimal) != (fst == lpOptimal) {
 			t.Fatalf("trial %d: warm %v, fresh %v", trial, wst, fst)
 		}
@@ -162,7 +168,7 @@ func TestLPAtLeastMatchesAFreshSolve(t *testing.T) {
 		}
 		checked++
 		x, val := warm.solution()
-		if math.Abs(val-fval) > 1e-5*max(1, math.Abs(fval)) || x[k] < 1-1e-6 {
+		if math.Abs(val-fval) > 1e-5*max(1, math.Abs(fval)) || (up && x[k] < 1-1e-6) || (!up && x[k] > 1e-6) {
 			t.Fatalf("trial %d: warm %v (x_k %v), fresh %v", trial, val, x[k], fval)
 		}
 	}

@@ -238,11 +238,13 @@ func (s *lp) dual(deadline time.Time) lpStatus {
 			return s.primal(deadline) // clean up reduced costs left slightly negative
 		}
 		row := s.row(r)
-		e, ratio := -1, math.Inf(1)
+		e, ratio, pivotSize := -1, math.Inf(1), 0.0
 		for j := range w - 1 {
 			if a := row[j]; a < -lpEps && !s.blocked[j] {
-				if q := max(obj[j], 0) / -a; q < ratio {
-					e, ratio = j, q
+				// Least ratio; among ties, the largest pivot (Harris's idea, without
+				// the relaxed tolerance), which keeps degenerate dual steps stable.
+				if q := max(obj[j], 0) / -a; q < ratio-1e-12 || (q <= ratio+1e-12 && -a > pivotSize) {
+					e, ratio, pivotSize = j, min(q, ratio), -a
 				}
 			}
 		}
@@ -254,8 +256,20 @@ func (s *lp) dual(deadline time.Time) lpStatus {
 }
 
 // atLeast returns a copy of the optimal tableau s with the row x_k >= bound added,
-// re-solved with the dual simplex. s is not modified.
+// re-solved with the dual simplex; atMost the same with x_k <= bound. s is not
+// modified.
 func (s *lp) atLeast(k int, bound float64, deadline time.Time) (*lp, lpStatus) {
+	return s.withBound(k, -1, bound, deadline)
+}
+
+func (s *lp) atMost(k int, bound float64, deadline time.Time) (*lp, lpStatus) {
+	return s.withBound(k, 1, bound, deadline)
+}
+
+// withBound adds sigma x_k + slack = sigma bound (sigma -1: x_k >= bound; +1:
+// x_k <= bound) to a copy of the optimal tableau and restores feasibility with the
+// dual simplex.
+func (s *lp) withBound(k int, sigma, bound float64, deadline time.Time) (*lp, lpStatus) {
 	m, w := s.m+1, s.w+1
 	u := &lp{t: make([]float64, (m+1)*w), w: w, m: m, n: s.n, basis: make([]int, m), c: s.c}
 	u.blocked = append(append(make([]bool, 0, w-1), s.blocked...), false)
@@ -269,19 +283,20 @@ func (s *lp) atLeast(k int, bound float64, deadline time.Time) (*lp, lpStatus) {
 		row[w-1] = old[s.w-1]
 	}
 	copy(u.basis, s.basis)
-	// The new row, -x_k + slack = -bound, in terms of the non-basic variables.
+	// The new row in terms of the non-basic variables: where x_k is basic in row i
+	// (x_k + alpha . x_N = beta), substitute it.
 	nr := u.row(m - 1)
 	for i := range nr {
 		nr[i] = 0
 	}
-	nr[k], nr[w-2], nr[w-1] = -1, 1, -bound
+	nr[k], nr[w-2], nr[w-1] = sigma, 1, sigma*bound
 	for i, bj := range s.basis {
 		if bj == k {
 			src := u.row(i)
 			for j := range nr {
-				nr[j] += src[j]
+				nr[j] -= sigma * src[j]
 			}
-			nr[k] = 0
+			nr[k], nr[w-2] = 0, 1
 		}
 	}
 	u.basis[m-1] = w - 2
