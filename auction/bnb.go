@@ -131,8 +131,12 @@ func (p *problem) branchAndBound(s *solution, deadline time.Time, maxNodes int) 
 			return 0
 		})
 		rounded := p.greedy(choice, order)
+		before := s.value
 		s.better(p, rounded)
 		s.better(p, p.greedy(rounded, p.orderBy(func(c *column) float64 { return c.w / max(c.size, 1e-9) })))
+		if s.value > before {
+			p.improve(s, order, deadline) // a new incumbent: search around it
+		}
 		// Branch on the fractional column with the largest value.
 		br, bv := int32(-1), 0.0
 		for j, v := range x {
@@ -234,11 +238,28 @@ func (p *problem) nodeLP(n *node, deadline time.Time) (rel relaxation, ok bool) 
 			return relaxation{}, true // nothing left can make room in r
 		}
 	}
+	// A bidder's row (its columns sum to at most 1) is left out when it has one free
+	// column and a pool row already bounds that column by 1: a pool where it needs
+	// all that is left and no free column sells. Single-minded CATS bidders are
+	// many, and every row left out makes each pivot cheaper.
+	freeOf := make([]int32, p.bidders())
+	sold := make([]bool, len(res))
 	for _, j := range free {
-		if b := p.cols[j].bidder; bidRow[b] < 0 {
-			bidRow[b] = int32(rows)
-			rows++
+		freeOf[p.cols[j].bidder]++
+		for _, it := range p.cols[j].items {
+			sold[it.pool] = sold[it.pool] || it.q < 0
 		}
+	}
+	for _, j := range free {
+		b := p.cols[j].bidder
+		if bidRow[b] >= 0 {
+			continue
+		}
+		if freeOf[b] == 1 && boundedByPool(p.cols[j].items, res, sold) {
+			continue
+		}
+		bidRow[b] = int32(rows)
+		rows++
 	}
 	A := make([][]float64, rows)
 	flat := make([]float64, rows*len(free))
@@ -261,7 +282,9 @@ func (p *problem) nodeLP(n *node, deadline time.Time) (rel relaxation, ok bool) 
 			A[row][k] = it.q
 			scale[row] = max(scale[row], math.Abs(it.q))
 		}
-		A[bidRow[col.bidder]][k] = 1
+		if row := bidRow[col.bidder]; row >= 0 {
+			A[row][k] = 1
+		}
 	}
 	for r, row := range poolRow {
 		if row >= 0 {
@@ -330,4 +353,16 @@ func (p *problem) childLP(parent relaxation, ones []int32, br int32, in bool, de
 	rel := relaxation{lp: s, free: parent.free, fixed: parent.fixed}
 	rel.x, rel.bound = p.expand(s, parent.free, ones, parent.fixed)
 	return rel, true
+}
+
+// boundedByPool reports whether some pool row keeps a column at most 1: the column
+// needs at least all that is left of the pool (and something is left), and no
+// column sells in it, so the row's other terms are never negative.
+func boundedByPool(items []item, res []float64, sold []bool) bool {
+	for _, it := range items {
+		if it.q > 0 && !sold[it.pool] && res[it.pool] > 0 && it.q >= res[it.pool] {
+			return true
+		}
+	}
+	return false
 }
