@@ -68,7 +68,20 @@ func TestPagesShowTheFinalRound(t *testing.T) {
 	if err != nil || !run.FinalRound || run.Welfare <= run.ClockWelfare {
 		t.Fatalf("close: %+v %v", run, err)
 	}
-	f.user("fin@x.io", exchange.RoleFinance, "")
+	finUser := f.user("fin@x.io", exchange.RoleFinance, "")
+	// The API's settlement report carries the final round and each line's bundle at
+	// the published prices.
+	code, m := f.api(f.token(finUser), "GET", "/api/v1/auctions/1/settlement", "")
+	fr, _ := m["final_round"].(map[string]any)
+	if code != http.StatusOK || fr == nil || fr["optimal"] != true || fr["welfare"].(float64) <= fr["clock_welfare"].(float64) {
+		t.Fatalf("API settlement: %d final_round %v", code, m["final_round"])
+	}
+	for _, l := range m["lines"].([]any) {
+		line := l.(map[string]any)
+		if line["team"] == "search" && (line["payment"] != "900.00" || line["at_prices"].(string) <= "900") {
+			t.Fatalf("API line %v: want payment 900 against a larger at_prices", line)
+		}
+	}
 	fin, owner := f.browser(), f.browser()
 	fin.login("fin@x.io")
 	owner.login("owner@ads.io")
