@@ -19,7 +19,13 @@ func near(a, b, scale float64) bool {
 // to bundle . prices and within its limit; every bundle of every loser costs more
 // than its limit; winners' net demand in each pool is at most its supply; no price
 // is below its reserve. It returns EINVALID describing the first violation.
+//
+// A result with a final round is checked against the final round's conditions
+// instead (see checkFinal): its allocation need not be supported by the prices.
 func Check(inst Instance, res Result) error {
+	if res.FinalRound != nil {
+		return checkFinal(inst, res)
+	}
 	bad := func(format string, args ...any) error {
 		return clearhouse.Errorf(clearhouse.EINVALID, format, args...)
 	}
@@ -64,8 +70,8 @@ func Check(inst Instance, res Result) error {
 			return bad("bidder %q wins bundle %d, which it does not have", b.ID, w.BundleIndex)
 		}
 		c, scale := cost(b.Bundles[w.BundleIndex])
-		if !near(w.Payment, c, scale) {
-			return bad("bidder %q pays %v, but its bundle costs %v", b.ID, w.Payment, c)
+		if !near(w.Payment, c, scale) || !near(w.AtPrices, c, scale) {
+			return bad("bidder %q pays %v (at prices %v), but its bundle costs %v", b.ID, w.Payment, w.AtPrices, c)
 		}
 		surplus := b.LimitOf(w.BundleIndex) - c
 		if surplus < 0 && !near(b.LimitOf(w.BundleIndex), c, scale) {
@@ -118,4 +124,83 @@ func Welfare(inst Instance, res Result) float64 {
 // String summarises a result in one line.
 func (r Result) String() string {
 	return fmt.Sprintf("converged=%v rounds=%d winners=%d", r.Converged, r.Rounds, len(r.Winners))
+}
+
+// checkFinal verifies a result with a final round: every winner gets one of its own
+// bundles and pays at most that bundle's limit (a seller receives at least its
+// minimum); at_prices is the bundle at the published prices; winners' net demand
+// in each pool is at most its supply; no price is below its reserve; the winners'
+// payments (the operator's receipts) cover the reserve value of what the operator
+// sells net of what it buys; the reported welfare is the allocation's and lies
+// between the clock's and the bound.
+func checkFinal(inst Instance, res Result) error {
+	bad := func(format string, args ...any) error {
+		return clearhouse.Errorf(clearhouse.EINVALID, format, args...)
+	}
+	reserve := map[string]float64{}
+	for _, p := range inst.Pools {
+		price, ok := res.Prices[p.ID]
+		if !ok {
+			return bad("pool %q has no price", p.ID)
+		}
+		if price < p.ReservePrice && !near(price, p.ReservePrice, p.ReservePrice) {
+			return bad("pool %q: price %v is below its reserve %v", p.ID, price, p.ReservePrice)
+		}
+		reserve[p.ID] = p.ReservePrice
+	}
+	byID := make(map[string]*Bidder, len(inst.Bidders))
+	for i := range inst.Bidders {
+		byID[inst.Bidders[i].ID] = &inst.Bidders[i]
+	}
+	won := map[string]bool{}
+	net := map[string]float64{}
+	paid, reserveValue, scale := 0.0, 0.0, 0.0
+	for _, w := range res.Winners {
+		b, ok := byID[w.ID]
+		if !ok {
+			return bad("winner %q is not among the bidders", w.ID)
+		}
+		if won[w.ID] {
+			return bad("bidder %q wins twice", w.ID)
+		}
+		won[w.ID] = true
+		if w.BundleIndex < 0 || w.BundleIndex >= len(b.Bundles) {
+			return bad("bidder %q wins bundle %d, which it does not have", b.ID, w.BundleIndex)
+		}
+		c, cs := 0.0, 0.0
+		for id, q := range b.Bundles[w.BundleIndex] {
+			c += q * res.Prices[id]
+			cs += math.Abs(q * res.Prices[id])
+			reserveValue += q * reserve[id]
+			scale += math.Abs(q * reserve[id])
+			net[id] += q
+		}
+		if !near(w.AtPrices, c, cs) {
+			return bad("bidder %q: at_prices %v, but its bundle costs %v at the prices", b.ID, w.AtPrices, c)
+		}
+		if l := b.LimitOf(w.BundleIndex); w.Payment > l && !near(w.Payment, l, l) {
+			return bad("bidder %q pays %v, beyond its limit %v", b.ID, w.Payment, l)
+		}
+		paid += w.Payment
+		scale += math.Abs(w.Payment)
+	}
+	for _, p := range inst.Pools {
+		if net[p.ID] > p.Supply+Tolerance*max(1, p.Supply) {
+			return bad("pool %q: winners' net demand %v exceeds supply %v", p.ID, net[p.ID], p.Supply)
+		}
+	}
+	if paid < reserveValue && !near(paid, reserveValue, scale) {
+		return bad("the operator receives %v, less than the reserve value %v of what it sells", paid, reserveValue)
+	}
+	f := res.FinalRound
+	w := Welfare(inst, res)
+	switch {
+	case !near(f.Welfare, w, scale+math.Abs(w)):
+		return bad("final_round.welfare %v, but the allocation's welfare is %v", f.Welfare, w)
+	case f.Welfare < f.ClockWelfare && !near(f.Welfare, f.ClockWelfare, f.ClockWelfare):
+		return bad("the final round's welfare %v is below the clock's %v", f.Welfare, f.ClockWelfare)
+	case f.Bound < f.Welfare && !near(f.Bound, f.Welfare, f.Welfare):
+		return bad("final_round.bound %v is below its welfare %v", f.Bound, f.Welfare)
+	}
+	return nil
 }

@@ -60,6 +60,8 @@ type Params struct {
 	Delta     float64 `json:"delta"`
 	MinStep   float64 `json:"min_step"`
 	MaxRounds int     `json:"max_rounds"`
+	// FinalRound sets the final round after the clock; nil runs it with defaults.
+	FinalRound *FinalParams `json:"final_round,omitempty"`
 }
 
 // DefaultParams are the parameters the format document names.
@@ -127,6 +129,8 @@ func (inst Instance) Validate() error {
 		return invalid("params.min_step: must be in (0, delta], got %v", p.MinStep)
 	case p.MaxRounds < 1 || p.MaxRounds > MaxRoundsCap:
 		return invalid("params.max_rounds: must be between 1 and %d, got %d", MaxRoundsCap, p.MaxRounds)
+	case p.FinalRound != nil && (!finite(p.FinalRound.Seconds) || p.FinalRound.Seconds < 0 || p.FinalRound.Seconds > MaxFinalSeconds):
+		return invalid("params.final_round.seconds: must be from 0 (the default, %g) to %g, got %v", DefaultFinalSeconds, MaxFinalSeconds, p.FinalRound.Seconds)
 	}
 	if len(inst.Pools) == 0 {
 		return invalid("pools: at least one pool is required")
@@ -205,12 +209,14 @@ func (b Bidder) validate(pools map[string]bool) error {
 	return nil
 }
 
-// Winner is a bidder that gets one of its bundles, and what it pays for it
-// (bundle . prices; negative receives).
+// Winner is a bidder that gets one of its bundles, what it pays for it (negative
+// receives), and its bundle at the published prices (AtPrices). The two are equal
+// unless the final round could not support its allocation with uniform prices.
 type Winner struct {
 	ID          string  `json:"id"`
 	BundleIndex int     `json:"bundle_index"`
 	Payment     float64 `json:"payment"`
+	AtPrices    float64 `json:"at_prices"`
 }
 
 // Round is the prices at the end of one round of the clock.
@@ -228,8 +234,13 @@ type Result struct {
 	Winners      []Winner           `json:"winners"`
 	OperatorSold map[string]float64 `json:"operator_sold"`
 	ExcessDemand map[string]float64 `json:"excess_demand"`
-	Seconds      float64            `json:"seconds"`
-	Trajectory   []Round            `json:"trajectory,omitempty"`
+	FinalRound   *FinalRound        `json:"final_round,omitempty"`
+	// ClockWinners is the clock's own allocation and payments when the final round
+	// ran (nil otherwise), so pages can show who the final round changed. It is not
+	// part of the format.
+	ClockWinners []Winner `json:"-"`
+	Seconds      float64  `json:"seconds"`
+	Trajectory   []Round  `json:"trajectory,omitempty"`
 }
 
 // Encode writes the result as indented JSON.

@@ -13,6 +13,10 @@ import (
 type Options struct {
 	// Trajectory asks for the prices of every round, for charts.
 	Trajectory bool
+	// MaxNodes, when positive, caps the final round's branch and bound nodes per
+	// independent part, so that a search cut short stops at the same place on any
+	// machine (tests and benchmarks use it; the time limit still applies).
+	MaxNodes int
 }
 
 // item is one pool's quantity in a compiled bundle.
@@ -164,7 +168,11 @@ func (c *clock) set(bi, k int) {
 // whose price is zero rises to min_step dollars first. Only bidders with a bundle in
 // a pool whose price moved are re-evaluated. When max_rounds pass without clearing,
 // the result has Converged false and the last round's prices and excess demand.
-// Solve returns EINVALID for an invalid instance.
+// When the clock converged and params.final_round is not off, the final round then
+// replaces the clock's allocation with one of greater welfare where it finds one,
+// and sets payments by the final round's rule (see final.go and
+// docs/final-round.md); the prices stay the clock's. Solve returns EINVALID for an
+// invalid instance.
 func Solve(inst Instance, opt Options) (Result, error) {
 	if err := inst.Validate(); err != nil {
 		return Result{}, err
@@ -234,6 +242,9 @@ func Solve(inst Instance, opt Options) (Result, error) {
 		}
 	}
 	res := c.result(inst)
+	if converged && (p.FinalRound == nil || !p.FinalRound.Off) {
+		c.final(&res, inst, p.FinalRound, opt)
+	}
 	res.Converged, res.Rounds, res.Trajectory = converged, rounds, traj
 	res.Seconds = time.Since(start).Seconds()
 	return res, nil
@@ -262,7 +273,7 @@ func (c *clock) result(inst Instance) Result {
 			pay += it.q * c.price[it.pool]
 			net[it.pool] += it.q
 		}
-		res.Winners = append(res.Winners, Winner{ID: inst.Bidders[bi].ID, BundleIndex: b.choice, Payment: pay})
+		res.Winners = append(res.Winners, Winner{ID: inst.Bidders[bi].ID, BundleIndex: b.choice, Payment: pay, AtPrices: pay})
 	}
 	for r, id := range c.ids {
 		res.OperatorSold[id] = min(max(net[r], 0), c.supply[r])

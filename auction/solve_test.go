@@ -149,7 +149,7 @@ func TestTiesAndDeterminism(t *testing.T) {
 	swapped := inst
 	swapped.Pools = []auction.Pool{inst.Pools[1], inst.Pools[0]}
 	res2 := solve(t, swapped)
-	res.Seconds, res2.Seconds = 0, 0
+	zeroSeconds(&res, &res2)
 	if !reflect.DeepEqual(res, res2) {
 		t.Fatalf("pool order changed the result:\n%+v\n%+v", res, res2)
 	}

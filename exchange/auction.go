@@ -60,6 +60,24 @@ type AuctionRun struct {
 	Orders     int
 	Trajectory string // JSON: the prices of every round
 	RanAt      time.Time
+	// The final round, when one ran (FinalRound): the welfare of the run's
+	// allocation and of the clock's alone, the best proven bound on the welfare,
+	// whether the allocation is proved optimal, and the final round's own time.
+	FinalRound   bool
+	Welfare      float64
+	ClockWelfare float64
+	WelfareBound float64
+	Optimal      bool
+	FinalSeconds float64
+}
+
+// Gap is the share of the bound the run's welfare may be short of: 0 when the
+// final round did not run or proved its allocation optimal.
+func (r AuctionRun) Gap() float64 {
+	if !r.FinalRound || r.Optimal || r.WelfareBound <= 0 {
+		return 0
+	}
+	return max(0, (r.WelfareBound-r.Welfare)/r.WelfareBound)
 }
 
 // RunPrice is one pool's price and excess demand at the end of a run.
@@ -76,6 +94,8 @@ type runOutcome struct {
 	OrderID     int64
 	BundleIndex int
 	Payment     float64
+	AtPrices    float64 // the bundle at the run's prices
+	ClockBundle int     // the bundle the clock alone gave, -1 for none
 }
 
 func (runOutcome) TableName() string { return "run_outcomes" }

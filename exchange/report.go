@@ -24,13 +24,25 @@ type SettlementReport struct {
 	SellersReceived ledger.Money
 	TreasuryNet     ledger.Money
 	Rounding        float64 // dollars: settled minus unrounded payments
+	// Run is the binding run: whether a final round ran, its welfare against the
+	// clock's, its bound and whether it proved its allocation optimal
+	// (FinalRoundChanges lists whom it changed and every non-uniform payment).
+	Run AuctionRun
 }
 
 // ReportLine is one order's part of a settlement.
 type ReportLine struct {
 	SettlementLine
-	Bundle Bundle  // the bundle it got, nil when it lost
-	Exact  float64 // the clock's payment in dollars, before rounding
+	Bundle      Bundle  // the bundle it got, nil when it lost
+	Exact       float64 // the engine's payment in dollars, before rounding
+	AtPrices    float64 // its bundle at the published prices, in dollars
+	ClockBundle int     // the bundle the clock alone gave it, -1 for none
+}
+
+// Uniform reports whether the line's payment is its bundle at the published prices
+// (to the micro-dollar).
+func (l ReportLine) Uniform() bool {
+	return l.BundleIndex < 0 || math.Abs(l.Exact-l.AtPrices) < 5e-7
 }
 
 // SettlementReport returns the whole report of a settled auction; before
@@ -79,7 +91,12 @@ func (m *Market) SettlementPage(ctx context.Context, id, after int64, limit int)
 		lines = lines[:limit]
 		next = lines[limit-1].OrderID
 	}
-	rep.Lines, err = m.reportLines(db, id, lines)
+	if rep.Lines, err = m.reportLines(db, id, lines); err != nil {
+		return rep, 0, err
+	}
+	if err := db.Where("auction_id = ? AND binding", id).Limit(1).Find(&rep.Run).Error; err != nil {
+		return rep, 0, err
+	}
 	return rep, next, err
 }
 
@@ -92,7 +109,7 @@ func (m *Market) reportLines(db *gorm.DB, auctionID int64, lines []SettlementLin
 	for i, l := range lines {
 		ids[i] = l.OrderID
 	}
-	exact := map[int64]float64{}
+	exact := map[int64]runOutcome{}
 	for part := range slices.Chunk(ids, chunkSize) {
 		var outs []runOutcome
 		if err := db.Raw(`SELECT o.* FROM run_outcomes o JOIN auction_runs r ON r.id = o.run_id
@@ -100,7 +117,7 @@ func (m *Market) reportLines(db *gorm.DB, auctionID int64, lines []SettlementLin
 			return nil, err
 		}
 		for _, o := range outs {
-			exact[o.OrderID] = o.Payment
+			exact[o.OrderID] = o
 		}
 	}
 	os, err := ordersByID(db, ids)
@@ -117,7 +134,11 @@ func (m *Market) reportLines(db *gorm.DB, auctionID int64, lines []SettlementLin
 	}
 	out := make([]ReportLine, len(lines))
 	for i, l := range lines {
-		out[i] = ReportLine{SettlementLine: l, Exact: exact[l.OrderID]}
+		o, ok := exact[l.OrderID]
+		if !ok {
+			o.ClockBundle = -1
+		}
+		out[i] = ReportLine{SettlementLine: l, Exact: o.Payment, AtPrices: o.AtPrices, ClockBundle: o.ClockBundle}
 		if l.BundleIndex >= 0 {
 			out[i].Bundle = byID[l.OrderID].Spec.Bundles[l.BundleIndex]
 		}
@@ -328,6 +349,64 @@ func ordersByID(db *gorm.DB, ids []int64) ([]Order, error) {
 			return nil, err
 		}
 		out = append(out, os...)
+	}
+	return out, nil
+}
+
+// RunChange is one order in a run with a final round whose outcome differs from
+// the clock's alone (Changed: won a different bundle, won instead of lost, or lost
+// instead of won), or whose payment is not its bundle at the published prices
+// (not Uniform: Payment differs from AtPrices), or both. Bundles are nil for
+// nothing.
+type RunChange struct {
+	OrderID           int64
+	TeamID            string
+	Bundle, Clock     Bundle
+	Payment, AtPrices float64 // dollars, as the engine computed them
+	Changed, Uniform  bool
+}
+
+// FinalRoundChanges returns, for a run, every order whose outcome the final round
+// changed from the clock's and every winner whose payment is not uniform, in order
+// id order. A run without a final round has none.
+func (m *Market) FinalRoundChanges(ctx context.Context, run AuctionRun) ([]RunChange, error) {
+	if !run.FinalRound {
+		return nil, nil
+	}
+	db := m.db.Read.WithContext(ctx)
+	var outs []runOutcome
+	if err := db.Raw(`SELECT * FROM run_outcomes WHERE run_id = ? AND (clock_bundle <> bundle_index
+		OR (bundle_index >= 0 AND ABS(payment - at_prices) >= 0.0000005)) ORDER BY order_id`, run.ID).Scan(&outs).Error; err != nil {
+		return nil, err
+	}
+	ids := make([]int64, len(outs))
+	for i, o := range outs {
+		ids[i] = o.OrderID
+	}
+	os, err := ordersByID(db, ids)
+	if err != nil {
+		return nil, err
+	}
+	views, err := loadViews(db, os, false)
+	if err != nil {
+		return nil, err
+	}
+	byID := make(map[int64]OrderView, len(views))
+	for _, v := range views {
+		byID[v.ID] = v
+	}
+	out := make([]RunChange, len(outs))
+	for i, o := range outs {
+		v := byID[o.OrderID]
+		c := RunChange{OrderID: o.OrderID, TeamID: v.TeamID, Payment: o.Payment, AtPrices: o.AtPrices,
+			Changed: o.ClockBundle != o.BundleIndex, Uniform: o.BundleIndex < 0 || math.Abs(o.Payment-o.AtPrices) < 5e-7}
+		if o.BundleIndex >= 0 && o.BundleIndex < len(v.Spec.Bundles) {
+			c.Bundle = v.Spec.Bundles[o.BundleIndex]
+		}
+		if o.ClockBundle >= 0 && o.ClockBundle < len(v.Spec.Bundles) {
+			c.Clock = v.Spec.Bundles[o.ClockBundle]
+		}
+		out[i] = c
 	}
 	return out, nil
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"reflect"
 	"slices"
 	"sort"
 	"strconv"
@@ -60,15 +61,68 @@ func (m *Market) instance(ctx context.Context, tx *gorm.DB, a Auction) (auction.
 	return inst, views, nil
 }
 
-// run solves the auction's open orders and records the run with its prices and each
+// PreviewFinalSeconds is the most time a preview gives the final round: previews
+// run every few minutes inside a write transaction, so they show a quick final
+// round; the binding run gives it the auction's own limit (params.final_round,
+// default auction.DefaultFinalSeconds), outside the write transaction.
+const PreviewFinalSeconds = 1.0
+
+// solved is a result computed before the write transaction, with its instance.
+type solved struct {
+	inst auction.Instance
+	res  auction.Result
+}
+
+// solve runs the clock and the final round on inst; a preview's final round is
+// capped at PreviewFinalSeconds.
+func solve(inst auction.Instance, binding bool) (auction.Result, error) {
+	if !binding {
+		fp := auction.FinalParams{}
+		if inst.Params.FinalRound != nil {
+			fp = *inst.Params.FinalRound
+		}
+		if fp.Seconds == 0 || fp.Seconds > PreviewFinalSeconds {
+			fp.Seconds = PreviewFinalSeconds
+		}
+		inst.Params.FinalRound = &fp
+	}
+	return auction.Solve(inst, auction.Options{Trajectory: true})
+}
+
+// presolve solves a closing auction from the read pool, before the binding run's
+// write transaction: once an auction is closing no write to its orders succeeds,
+// so the instance cannot change, and the final round's time is not spent holding
+// the writer. It returns nil when anything is amiss; the binding run then solves
+// inside its transaction, and it always checks the instance is the one solved.
+func (m *Market) presolve(ctx context.Context, id int64) *solved {
+	db := m.db.Read.WithContext(ctx)
+	var a Auction
+	if err := db.Take(&a, "id = ?", id).Error; err != nil || a.Status != AuctionClosing {
+		return nil
+	}
+	inst, _, err := m.instance(ctx, db, a)
+	if err != nil {
+		return nil
+	}
+	res, err := solve(inst, true)
+	if err != nil {
+		return nil
+	}
+	return &solved{inst, res}
+}
+
+// run solves the auction's open orders (or takes pre's result when pre solved
+// exactly these) and records the run with its prices, its final round, and each
 // order's outcome, inside tx.
-func (m *Market) run(ctx context.Context, tx *gorm.DB, a Auction, binding bool) (AuctionRun, auction.Result, []OrderView, error) {
+func (m *Market) run(ctx context.Context, tx *gorm.DB, a Auction, binding bool, pre *solved) (AuctionRun, auction.Result, []OrderView, error) {
 	inst, views, err := m.instance(ctx, tx, a)
 	if err != nil {
 		return AuctionRun{}, auction.Result{}, nil, err
 	}
-	res, err := auction.Solve(inst, auction.Options{Trajectory: true})
-	if err != nil {
+	var res auction.Result
+	if pre != nil && reflect.DeepEqual(pre.inst, inst) {
+		res = pre.res
+	} else if res, err = solve(inst, binding); err != nil {
 		return AuctionRun{}, auction.Result{}, nil, fmt.Errorf("auction %d: %w", a.ID, err)
 	}
 	traj, err := json.Marshal(res.Trajectory)
@@ -77,6 +131,9 @@ func (m *Market) run(ctx context.Context, tx *gorm.DB, a Auction, binding bool) 
 	}
 	r := AuctionRun{AuctionID: a.ID, Binding: binding, Converged: res.Converged, Rounds: res.Rounds, Seconds: res.Seconds,
 		Orders: len(views), Trajectory: string(traj), RanAt: m.now()}
+	if f := res.FinalRound; f != nil {
+		r.FinalRound, r.Welfare, r.ClockWelfare, r.WelfareBound, r.Optimal, r.FinalSeconds = true, f.Welfare, f.ClockWelfare, f.Bound, f.Optimal, f.Seconds
+	}
 	if err := tx.Omit("ID").Create(&r).Error; err != nil {
 		return AuctionRun{}, auction.Result{}, nil, err
 	}
@@ -86,23 +143,30 @@ func (m *Market) run(ctx context.Context, tx *gorm.DB, a Auction, binding bool) 
 			return AuctionRun{}, auction.Result{}, nil, err
 		}
 	}
-	won := winnersOf(res)
+	won := winnersOf(res.Winners)
+	clock := won
+	if res.FinalRound != nil {
+		clock = winnersOf(res.ClockWinners)
+	}
 	outs := make([][]any, len(views))
 	for i, v := range views {
-		outs[i] = []any{r.ID, v.ID, -1, 0.0}
+		outs[i] = []any{r.ID, v.ID, -1, 0.0, 0.0, -1}
 		if w, ok := won[v.ID]; ok {
-			outs[i][2], outs[i][3] = w.BundleIndex, w.Payment
+			outs[i][2], outs[i][3], outs[i][4] = w.BundleIndex, w.Payment, w.AtPrices
+		}
+		if w, ok := clock[v.ID]; ok {
+			outs[i][5] = w.BundleIndex
 		}
 	}
-	if _, err := store.Insert(tx, "run_outcomes", []string{"run_id", "order_id", "bundle_index", "payment"}, outs, ""); err != nil {
+	if _, err := store.Insert(tx, "run_outcomes", []string{"run_id", "order_id", "bundle_index", "payment", "at_prices", "clock_bundle"}, outs, ""); err != nil {
 		return AuctionRun{}, auction.Result{}, nil, err
 	}
 	return r, res, views, nil
 }
 
-func winnersOf(res auction.Result) map[int64]auction.Winner {
+func winnersOf(winners []auction.Winner) map[int64]auction.Winner {
 	won := map[int64]auction.Winner{}
-	for _, w := range res.Winners {
+	for _, w := range winners {
 		if id, err := strconv.ParseInt(w.ID, 10, 64); err == nil {
 			won[id] = w
 		}
@@ -130,16 +194,19 @@ func (m *Market) Preview(ctx context.Context, id int64) (AuctionRun, error) {
 			return clearhouse.Errorf(clearhouse.ECONFLICT, "auction #%d is %s; only an open auction is previewed", id, a.Status)
 		}
 		var err error
-		r, _, _, err = m.run(ctx, tx, a, false)
+		r, _, _, err = m.run(ctx, tx, a, false, nil)
 		return err
 	})
 	return r, err
 }
 
-// Close runs the binding clock on an auction and settles it. It first marks the
-// auction closing in a transaction of its own, which waits for order writes in
-// flight; from then on every write to the auction's orders is refused, so the
-// binding run sees exactly the orders whose writes were confirmed. Then, in one
+// Close runs the binding clock and final round on an auction and settles it. It
+// first marks the auction closing in a transaction of its own, which waits for
+// order writes in flight; from then on every write to the auction's orders is
+// refused, so the binding run sees exactly the orders whose writes were confirmed.
+// The clock and the final round are solved from the read pool before the write
+// transaction (the final round may take its whole time limit), and the result is
+// used only if the transaction reads the very same instance. Then, in one
 // transaction: orders still awaiting approval are rejected, the clock runs, and
 // winners' holds are captured for what they pay and the rest released, sellers are
 // paid from the treasury, quota moves, losers' holds are released, and the auction
@@ -159,6 +226,7 @@ func (m *Market) Close(ctx context.Context, id int64) (AuctionRun, error) {
 	if err := m.db.Analyze(ctx, bulkTables...); err != nil {
 		return AuctionRun{}, err
 	}
+	pre := m.presolve(ctx, id)
 	err = m.db.Write.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 		a, err := lockAuction(tx, id)
 		if err != nil {
@@ -171,7 +239,7 @@ func (m *Market) Close(ctx context.Context, id int64) (AuctionRun, error) {
 		default:
 			return clearhouse.Errorf(clearhouse.EINTERNAL, "auction %d is %s after it was marked closing", id, a.Status)
 		}
-		run, err = m.bindingRun(ctx, tx, a)
+		run, err = m.bindingRun(ctx, tx, a, pre)
 		return err
 	})
 	return run, err
@@ -204,12 +272,12 @@ func (m *Market) stopBidding(ctx context.Context, id int64) (run AuctionRun, don
 
 // bindingRun runs the clock on a closing auction and settles (or fails) it, inside
 // tx, which holds the auction's row.
-func (m *Market) bindingRun(ctx context.Context, tx *gorm.DB, a Auction) (AuctionRun, error) {
+func (m *Market) bindingRun(ctx context.Context, tx *gorm.DB, a Auction, pre *solved) (AuctionRun, error) {
 	var waiting []Order
 	if err := tx.Where("auction_id = ? AND status = ?", a.ID, OrderAwaitingApproval).Order("id").Find(&waiting).Error; err != nil {
 		return AuctionRun{}, err
 	}
-	run, res, views, err := m.run(ctx, tx, a, true)
+	run, res, views, err := m.run(ctx, tx, a, true, pre)
 	if err != nil {
 		return AuctionRun{}, err
 	}
@@ -309,7 +377,7 @@ func (m *Market) settle(ctx context.Context, tx *gorm.DB, a Auction, res auction
 // workOut works out a settlement from the run's result.
 func workOut(a Auction, res auction.Result, views []OrderView, waiting []Order) (settlement, error) {
 	ref := fmt.Sprintf("auction:%d", a.ID)
-	won := winnersOf(res)
+	won := winnersOf(res.Winners)
 	st := settlement{lines: make([]SettlementLine, len(views)), holdings: map[[2]string]int64{}}
 	for _, o := range waiting {
 		st.rejected = append(st.rejected, o.ID)
@@ -335,8 +403,9 @@ func workOut(a Auction, res auction.Result, views []OrderView, waiting []Order) 
 		}
 		switch {
 		case pay > 0 && v.HoldID != nil:
-			// The proxy only demands a bundle it can afford, so the payment is within the
-			// hold; the clamp only guards the last micro-dollar of float rounding.
+			// The clock's proxy only demands a bundle it can afford and the final round
+			// never charges past a bundle's limit, so the payment is within the hold; the
+			// clamp only guards the last micro-dollar of float rounding.
 			pay = min(pay, v.Spec.MaxPayment())
 			st.batch.Captures = append(st.batch.Captures, ledger.Capture{Key: key, HoldID: *v.HoldID, Amount: pay, To: ledger.Treasury, Reason: ledger.ReasonSettlement, Ref: ref})
 			st.capturedBy = append(st.capturedBy, i)

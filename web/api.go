@@ -447,7 +447,8 @@ type apiSettlementLine struct {
 	BundleIndex  int              `json:"bundle_index"`            // deprecated: counted from 0; -1: lost
 	Bundle       map[string]int64 `json:"bundle,omitempty"`
 	Payment      string           `json:"payment"`
-	ClockPayment string           `json:"clock_payment"`
+	ClockPayment string           `json:"clock_payment"` // the engine's payment (clock and final round), unrounded
+	AtPrices     string           `json:"at_prices"`     // the bundle at the published prices
 	EntryID      *int64           `json:"entry_id,omitempty"`
 }
 
@@ -471,11 +472,15 @@ func (s *Server) apiSettlement(c *gin.Context) {
 	lines := []apiSettlementLine{}
 	for _, l := range rep.Lines {
 		lines = append(lines, apiSettlementLine{Order: l.OrderID, Team: l.TeamID, BundleNumber: l.BundleIndex + 1, BundleIndex: l.BundleIndex, Bundle: l.Bundle,
-			Payment: ledger.Money(l.Payment).Plain(), ClockPayment: apiPrice(l.Exact), EntryID: l.EntryID})
+			Payment: ledger.Money(l.Payment).Plain(), ClockPayment: apiPrice(l.Exact), AtPrices: apiPrice(l.AtPrices), EntryID: l.EntryID})
 	}
-	c.JSON(http.StatusOK, gin.H{"auction": toAPIAuction(rep.Auction), "lines": lines, "totals": gin.H{
+	body := gin.H{"auction": toAPIAuction(rep.Auction), "lines": lines, "totals": gin.H{
 		"buyers_paid": rep.BuyersPaid.Plain(), "sellers_received": rep.SellersReceived.Plain(),
-		"treasury_net": rep.TreasuryNet.Plain(), "rounding": apiPrice(rep.Rounding)}})
+		"treasury_net": rep.TreasuryNet.Plain(), "rounding": apiPrice(rep.Rounding)}}
+	if r := rep.Run; r.FinalRound {
+		body["final_round"] = gin.H{"welfare": r.Welfare, "clock_welfare": r.ClockWelfare, "bound": r.WelfareBound, "optimal": r.Optimal, "seconds": r.FinalSeconds}
+	}
+	c.JSON(http.StatusOK, body)
 }
 
 func (s *Server) apiCloseAuction(c *gin.Context) {

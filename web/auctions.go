@@ -62,6 +62,10 @@ func (s *Server) auctionPage(c *gin.Context) {
 			outcome = "prices had not settled when the round limit was reached"
 		}
 		v.Run = fmt.Sprintf("%s at %s: %d orders, %d rounds, %s.", kind, fmtTime(run.RanAt), run.Orders, run.Rounds, outcome)
+		if v.Final, err = s.finalRoundView(ctx, run, units); err != nil {
+			s.fail(c, err)
+			return
+		}
 	}
 	for _, ap := range aps {
 		row := templates.AuctionPoolRow{Pool: ap.PoolID, Supply: ap.Supply, Reserve: templates.Price{Dollars: ap.ReservePrice, Unit: units[ap.PoolID]}}

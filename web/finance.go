@@ -175,6 +175,10 @@ func (s *Server) settlementPage(c *gin.Context) {
 		s.fail(c, err)
 		return
 	}
+	if v.Final, err = s.finalRoundView(c.Request.Context(), rep.Run, units); err != nil {
+		s.fail(c, err)
+		return
+	}
 	for _, l := range rep.Lines {
 		row := templates.SettlementRow{Order: l.OrderID, Team: teamName(names, l.TeamID), Payment: mon(ledger.Money(l.Payment)), Exact: monOf(l.Exact)}
 		if l.Bundle != nil {

@@ -151,7 +151,7 @@ func FuzzOperateForms(f *testing.F) {
 		url.Values{"cluster": {"us-east"}, "resource": {"ram"}, "unit": {"GiB"}, "capacity": {"400"}, "unit_cost": {"0.01"}, "utilization": {"0.5"}, "curve": {"standard"}},
 		url.Values{"unit": {"core"}, "capacity": {"-1"}, "unit_cost": {"NaN"}, "utilization": {"1e308"}, "curve": {"standard"}},
 		url.Values{"name": {"Standard"}, "kind": {"points"}, "points": {"0 0.5\n0.8 1\n1 4"}},
-		url.Values{"opens": {"2026-03-03T09:00"}, "closes": {"2026-03-03T10:00"}},
+		url.Values{"opens": {"2026-03-03T09:00"}, "closes": {"2026-03-03T10:00"}, "final": {"10"}},
 		url.Values{"algorithm": {"greedy"}, "predictor": {"load"}, "unit_price": {"0.02"}},
 		url.Values{"kind": {"parametric"}, "k": {"Inf"}, "gamma": {"-0"}, "threshold": {"2"}},
 		url.Values{"pool": {"us-east/cpu"}})

@@ -96,6 +96,7 @@ func (s *Server) operateView(c *gin.Context, v templates.OperateView) (templates
 	if v.NewAuction.Opens == "" {
 		next := s.now().Truncate(time.Hour).Add(time.Hour)
 		v.NewAuction.Opens, v.NewAuction.Closes = next.Format("2006-01-02T15:04"), next.Add(time.Hour).Format("2006-01-02T15:04")
+		v.NewAuction.Final = strconv.FormatFloat(auction.DefaultFinalSeconds, 'g', -1, 64)
 	}
 	return v, nil
 }
@@ -434,7 +435,7 @@ func (s *Server) saveCurve(c *gin.Context) {
 }
 
 func (s *Server) scheduleAuction(c *gin.Context) {
-	f := templates.AuctionForm{Opens: c.PostForm("opens"), Closes: c.PostForm("closes"), Errors: templates.FieldErrors{}}
+	f := templates.AuctionForm{Opens: c.PostForm("opens"), Closes: c.PostForm("closes"), Final: c.PostForm("final"), Errors: templates.FieldErrors{}}
 	parse := func(name, v string) time.Time {
 		t, err := time.ParseInLocation("2006-01-02T15:04", strings.TrimSpace(v), time.UTC)
 		if err != nil {
@@ -443,8 +444,14 @@ func (s *Server) scheduleAuction(c *gin.Context) {
 		return t
 	}
 	opens, closes := parse("opens", f.Opens), parse("closes", f.Closes)
+	params := auction.DefaultParams
+	if final, err := strconv.ParseFloat(strings.TrimSpace(f.Final), 64); err != nil || !(final >= 0 && final <= auction.MaxFinalSeconds) {
+		f.Errors["final"] = fmt.Sprintf("Give the final round's time limit in seconds, from 0 (no final round) to %g.", auction.MaxFinalSeconds)
+	} else {
+		params.FinalRound = auction.FinalRoundParams(final)
+	}
 	if len(f.Errors) == 0 {
-		a, err := s.svc.Market.ScheduleAuction(c.Request.Context(), opens, closes, auction.DefaultParams)
+		a, err := s.svc.Market.ScheduleAuction(c.Request.Context(), opens, closes, params)
 		if err == nil {
 			s.redirectWithFlash(c, "/operate", "ok", fmt.Sprintf("Auction #%d scheduled.", a.ID))
 			return

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/clearhouse/clearhouse/auction"
 	"github.com/clearhouse/clearhouse/exchange"
 	"github.com/clearhouse/clearhouse/fleet"
 	"github.com/clearhouse/clearhouse/ledger"
@@ -36,6 +37,8 @@ type Config struct {
 	AuctionEvery   time.Duration // opening to opening; 0 schedules no auctions
 	AuctionWindow  time.Duration
 	PreviewEvery   time.Duration
+	FinalSeconds   float64       // the binding run's final round time limit; 0: auction.DefaultFinalSeconds
+	NoFinalRound   bool          // scheduled auctions keep the clock's allocation
 	Mail           mailer.Config // the SMTP server notifications are emailed through; empty: in-app only
 }
 
@@ -43,6 +46,7 @@ type Config struct {
 func (c Config) Cadence() exchange.Cadence {
 	cad := exchange.DefaultCadence
 	cad.Every, cad.Window, cad.PreviewEvery = c.AuctionEvery, c.AuctionWindow, c.PreviewEvery
+	cad.Params.FinalRound = &auction.FinalParams{Seconds: c.FinalSeconds, Off: c.NoFinalRound}
 	return cad
 }
 
@@ -83,6 +87,9 @@ func (c Config) Validate() error {
 	}
 	if c.PreviewEvery < time.Second {
 		return fmt.Errorf("--preview-every %s: must be at least 1s", c.PreviewEvery)
+	}
+	if !(c.FinalSeconds >= 0 && c.FinalSeconds <= auction.MaxFinalSeconds) {
+		return fmt.Errorf("--final-round-seconds %v: must be from 0 (the default, %g) to %g", c.FinalSeconds, auction.DefaultFinalSeconds, auction.MaxFinalSeconds)
 	}
 	return c.Mail.Validate()
 }

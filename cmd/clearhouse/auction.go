@@ -68,12 +68,16 @@ func readInstance(cmd *cobra.Command, path string) (auction.Instance, error) {
 
 func newAuctionSolveCmd() *cobra.Command {
 	var in, out string
-	var trajectory bool
+	var trajectory, noFinal bool
+	var finalSeconds float64
 	cmd := &cobra.Command{
 		Use:   "solve",
-		Short: "Run the ascending clock on an instance and write the result",
-		Long: `Read an auction instance (shared/formats/auction.md), run the ascending clock and
-write the result. "-" means standard input or output.
+		Short: "Run the ascending clock and the final round on an instance and write the result",
+		Long: `Read an auction instance (shared/formats/auction.md), run the ascending clock, then
+the final round (the allocation of greatest welfare among all submitted bundles,
+never worse than the clock's, within params.final_round.seconds, default 10), and
+write the result. "-" means standard input or output. --final-seconds and
+--no-final-round override the instance's params.final_round.
 
 Exit status: 0 when the clock converged; 1 when it did not within max_rounds (the
 result is still written, with the last round's prices and excess demand); 2 when
@@ -85,6 +89,17 @@ the instance is refused, in which case nothing is written.`,
 			inst, err := readInstance(cmd, in)
 			if err != nil {
 				return err
+			}
+			if noFinal || finalSeconds != 0 {
+				fp := auction.FinalParams{}
+				if inst.Params.FinalRound != nil {
+					fp = *inst.Params.FinalRound
+				}
+				fp.Off = fp.Off || noFinal
+				if finalSeconds != 0 {
+					fp.Seconds = finalSeconds
+				}
+				inst.Params.FinalRound = &fp
 			}
 			res, err := auction.Solve(inst, auction.Options{Trajectory: trajectory})
 			if err != nil {
@@ -113,6 +128,8 @@ the instance is refused, in which case nothing is written.`,
 	f.StringVar(&in, "in", "", "instance file, or - for standard input (required)")
 	f.StringVar(&out, "out", "-", "result file, or - for standard output")
 	f.BoolVar(&trajectory, "trajectory", false, "include every round's prices in the result")
+	f.Float64Var(&finalSeconds, "final-seconds", 0, "the final round's time limit in seconds (0: the instance's, else 10)")
+	f.BoolVar(&noFinal, "no-final-round", false, "keep the clock's allocation: no final round")
 	_ = cmd.MarkFlagRequired("in")
 	return cmd
 }

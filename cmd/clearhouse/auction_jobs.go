@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/clearhouse/clearhouse/auction"
 	"github.com/clearhouse/clearhouse/exchange"
 	"github.com/clearhouse/clearhouse/fleet"
 	"github.com/clearhouse/clearhouse/ledger"
@@ -126,5 +127,7 @@ func newAuctionTickCmd() *cobra.Command {
 	f.DurationVar(&cfg.AuctionEvery, "auction-every", 24*time.Hour, "time from one auction's opening to the next's (0: schedule none)")
 	f.DurationVar(&cfg.AuctionWindow, "auction-window", time.Hour, "how long each auction takes bids")
 	f.DurationVar(&cfg.PreviewEvery, "preview-every", 5*time.Minute, "refresh preliminary prices older than this")
+	f.Float64Var(&cfg.FinalSeconds, "final-round-seconds", auction.DefaultFinalSeconds, "time limit of the final round after the binding clock of each auction scheduled automatically")
+	f.BoolVar(&cfg.NoFinalRound, "no-final-round", false, "auctions scheduled automatically keep the clock's allocation: no final round")
 	return cmd
 }

@@ -7,6 +7,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/clearhouse/clearhouse/auction"
 	"github.com/clearhouse/clearhouse/store"
 	"github.com/spf13/cobra"
 )
@@ -57,6 +58,8 @@ share one database; run 'clearhouse migrate' once and start them with --migrate=
 	f.DurationVar(&cfg.AuctionEvery, "auction-every", 24*time.Hour, "time from one auction's opening to the next's (0: operators schedule auctions by hand)")
 	f.DurationVar(&cfg.AuctionWindow, "auction-window", time.Hour, "how long each auction takes bids")
 	f.DurationVar(&cfg.PreviewEvery, "preview-every", 5*time.Minute, "how often an open auction's preliminary prices are refreshed")
+	f.Float64Var(&cfg.FinalSeconds, "final-round-seconds", auction.DefaultFinalSeconds, "time limit of the final round after the binding clock of each auction scheduled automatically")
+	f.BoolVar(&cfg.NoFinalRound, "no-final-round", false, "auctions scheduled automatically keep the clock's allocation: no final round")
 	f.StringVar(&cfg.Mail.Addr, "smtp-addr", "", "host:port of the SMTP server notifications are emailed through (STARTTLS when offered); unset: notifications stay in the app")
 	f.StringVar(&cfg.Mail.From, "smtp-from", "", "the address notification emails come from, e.g. \"Clearhouse <market@example.com>\"")
 	f.StringVar(&cfg.Mail.Username, "smtp-user", "", "user name for the SMTP server (its password in CLEARHOUSE_SMTP_PASSWORD)")

@@ -1,0 +1,368 @@
+package auction
+
+import (
+	"container/heap"
+	"math"
+	"slices"
+	"time"
+)
+
+// maxTableau is the largest LP tableau (rows x columns) branch and bound builds;
+// larger problems get the Lagrangian bound and the heuristics only.
+const maxTableau = 4_000_000
+
+// node is one subproblem of branch and bound: columns fixed in (ones) and out
+// (zeros), and the LP bound of its parent.
+type node struct {
+	bound float64
+	ones  []int32
+	zeros []int32
+	seq   int
+	from  relaxation // the parent's LP, to re-solve from (when the memory budget allowed)
+}
+
+// warmBudget is how many bytes of parents' tableaux queued nodes may keep, so that
+// most nodes re-solve from their parent's tableau in a few dual pivots.
+const warmBudget = 256 << 20
+
+type nodeHeap []*node
+
+func (h nodeHeap) Len() int { return len(h) }
+func (h nodeHeap) Less(i, j int) bool {
+	if h[i].bound != h[j].bound {
+		return h[i].bound > h[j].bound
+	}
+	return h[i].seq > h[j].seq // newest first: dive
+}
+func (h nodeHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
+func (h *nodeHeap) Push(x any)   { *h = append(*h, x.(*node)) }
+func (h *nodeHeap) Pop() any {
+	old := *h
+	n := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return n
+}
+
+// fitsLP reports whether the problem's root LP fits in maxTableau.
+func (p *problem) fitsLP() bool {
+	rows := len(p.supply) + p.bidders()
+	return rows*(len(p.cols)+2*rows) <= maxTableau
+}
+
+// branchAndBound searches over LP relaxations: at each node the LP with the node's
+// fixings gives a bound (the node is pruned when it cannot beat the incumbent), its
+// solution rounded greedily gives an allocation, and the fractional column with
+// the largest value splits the node in two. The search dives (the child with the
+// column in is solved next, the other queued) until a dive ends, then resumes at
+// the queued node with the best bound. It stops at the
+// deadline or when maxNodes nodes were solved (0: no limit); s.bound is then the
+// best bound of the nodes left, and s.optimal says whether none were.
+func (p *problem) branchAndBound(s *solution, deadline time.Time, maxNodes int) {
+	h := &nodeHeap{{bound: s.bound}}
+	seq, lost := 0, math.Inf(-1) // lost: bounds of nodes whose LP gave up
+	var dive *node               // the child to solve next: a dive from the node just solved
+	var parent relaxation        // the LP of the node just solved, which the dive starts from
+	kept := 0                    // bytes of tableaux queued nodes keep
+	release := func(n *node) {
+		if n.from.lp != nil {
+			kept -= 8 * len(n.from.lp.t)
+		}
+	}
+	for dive != nil || h.Len() > 0 {
+		top := dive
+		if top == nil {
+			top = (*h)[0]
+			if top.bound <= s.value+pruneTol(s.value) {
+				release(heap.Pop(h).(*node))
+				continue
+			}
+		}
+		if time.Now().After(deadline) || (maxNodes > 0 && s.nodes >= maxNodes) {
+			if dive != nil {
+				heap.Push(h, dive)
+			}
+			break
+		}
+		if dive == nil {
+			heap.Pop(h)
+			release(top)
+		}
+		diving := dive
+		dive = nil
+		s.nodes++
+		var rel relaxation
+		ok := false
+		switch {
+		case top == diving && parent.lp != nil:
+			rel, ok = p.childLP(parent, top.ones, top.ones[len(top.ones)-1], true, deadline)
+		case top.from.lp != nil:
+			rel, ok = p.childLP(top.from, top.ones, top.zeros[len(top.zeros)-1], false, deadline)
+			top.from = relaxation{}
+		}
+		if !ok {
+			rel, ok = p.nodeLP(top, deadline)
+		}
+		parent = relaxation{}
+		if !ok {
+			lost = max(lost, top.bound)
+			continue
+		}
+		x, bound := rel.x, rel.bound
+		if x == nil || bound <= s.value+pruneTol(s.value) {
+			continue // infeasible, or cannot beat the incumbent
+		}
+		parent = rel
+		bound = min(bound, top.bound)
+		// Round: the fixed columns, then the LP's columns by value, then greedily.
+		choice := p.fixed(top.ones)
+		order := make([]int32, 0, len(x))
+		for j, v := range x {
+			if v > 1e-6 {
+				order = append(order, int32(j))
+			}
+		}
+		slices.SortStableFunc(order, func(a, b int32) int {
+			if x[a] != x[b] {
+				if x[a] > x[b] {
+					return -1
+				}
+				return 1
+			}
+			return 0
+		})
+		rounded := p.greedy(choice, order)
+		before := s.value
+		s.better(p, rounded)
+		s.better(p, p.greedy(rounded, p.orderBy(func(c *column) float64 { return c.w / max(c.size, 1e-9) })))
+		if s.value > before {
+			p.improve(s, order, deadline) // a new incumbent: search around it
+		}
+		// Branch on the fractional column with the largest value.
+		br, bv := int32(-1), 0.0
+		for j, v := range x {
+			if v > 1e-6 && v < 1-1e-6 && v > bv {
+				br, bv = int32(j), v
+			}
+		}
+		if br < 0 {
+			continue // integral: the rounding above took exactly this allocation
+		}
+		seq++
+		down := &node{bound: bound, ones: top.ones, zeros: append(slices.Clip(top.zeros), br), seq: seq}
+		if size := 8 * len(rel.lp.t); kept+size <= warmBudget {
+			down.from, kept = rel, kept+size
+		}
+		heap.Push(h, down)
+		seq++
+		dive = &node{bound: bound, ones: append(slices.Clip(top.ones), br), zeros: top.zeros, seq: seq}
+	}
+	open := lost
+	for _, n := range *h {
+		if n.bound > s.value+pruneTol(s.value) {
+			open = max(open, n.bound)
+		}
+	}
+	if math.IsInf(open, -1) {
+		s.bound, s.optimal = s.value, true
+		return
+	}
+	s.bound = min(s.bound, max(open, s.value))
+}
+
+func pruneTol(v float64) float64 { return 1e-7 * max(1, math.Abs(v)) }
+
+// fixed returns the choice holding only the given columns.
+func (p *problem) fixed(ones []int32) []int32 {
+	choice := make([]int32, p.bidders())
+	for i := range choice {
+		choice[i] = -1
+	}
+	for _, j := range ones {
+		choice[p.cols[j].bidder] = j
+	}
+	return choice
+}
+
+// relaxation is a node's solved LP: x per column (fixed-in columns at 1), the
+// bound (fixed columns' welfare plus the LP's value), and the tableau over the
+// node's free columns, from which a child is re-solved.
+type relaxation struct {
+	x     []float64
+	bound float64
+	lp    *lp
+	free  []int32 // LP column -> problem column
+	fixed float64 // welfare of the fixed-in columns
+}
+
+// nodeLP solves a node's LP relaxation from scratch: max w.x over the columns not
+// fixed, with supply less the fixed columns' demand, at most one column per
+// bidder. ok is false when the LP gave up; x is nil when the node is infeasible.
+func (p *problem) nodeLP(n *node, deadline time.Time) (rel relaxation, ok bool) {
+	out := make([]bool, len(p.cols))
+	busy := make([]bool, p.bidders())
+	res := slices.Clone(p.supply)
+	for _, j := range n.ones {
+		busy[p.cols[j].bidder] = true
+		take(res, p.cols[j].items)
+		rel.fixed += p.cols[j].w
+	}
+	for _, j := range n.zeros {
+		out[j] = true
+	}
+	for j := range p.cols {
+		if !out[j] && !busy[p.cols[j].bidder] {
+			rel.free = append(rel.free, int32(j))
+		}
+	}
+	free := rel.free
+	// Rows: pools any free column uses, and bidders with free columns.
+	poolRow := make([]int32, len(res))
+	for i := range poolRow {
+		poolRow[i] = -1
+	}
+	bidRow := make([]int32, p.bidders())
+	for i := range bidRow {
+		bidRow[i] = -1
+	}
+	rows := 0
+	for _, j := range free {
+		for _, it := range p.cols[j].items {
+			if poolRow[it.pool] < 0 {
+				poolRow[it.pool] = int32(rows)
+				rows++
+			}
+		}
+	}
+	for r, v := range res {
+		if poolRow[r] < 0 && v < -feasibleTol {
+			return relaxation{}, true // nothing left can make room in r
+		}
+	}
+	// A bidder's row (its columns sum to at most 1) is left out when it has one free
+	// column and a pool row already bounds that column by 1: a pool where it needs
+	// all that is left and no free column sells. Single-minded CATS bidders are
+	// many, and every row left out makes each pivot cheaper.
+	freeOf := make([]int32, p.bidders())
+	sold := make([]bool, len(res))
+	for _, j := range free {
+		freeOf[p.cols[j].bidder]++
+		for _, it := range p.cols[j].items {
+			sold[it.pool] = sold[it.pool] || it.q < 0
+		}
+	}
+	for _, j := range free {
+		b := p.cols[j].bidder
+		if bidRow[b] >= 0 {
+			continue
+		}
+		if freeOf[b] == 1 && boundedByPool(p.cols[j].items, res, sold) {
+			continue
+		}
+		bidRow[b] = int32(rows)
+		rows++
+	}
+	A := make([][]float64, rows)
+	flat := make([]float64, rows*len(free))
+	for i := range A {
+		A[i] = flat[i*len(free) : (i+1)*len(free)]
+	}
+	b := make([]float64, rows)
+	c := make([]float64, len(free))
+	scale := make([]float64, rows)
+	for r, row := range poolRow {
+		if row >= 0 {
+			scale[row] = max(math.Abs(res[r]), 1)
+		}
+	}
+	for k, j := range free {
+		col := &p.cols[j]
+		c[k] = col.w
+		for _, it := range col.items {
+			row := poolRow[it.pool]
+			A[row][k] = it.q
+			scale[row] = max(scale[row], math.Abs(it.q))
+		}
+		if row := bidRow[col.bidder]; row >= 0 {
+			A[row][k] = 1
+		}
+	}
+	for r, row := range poolRow {
+		if row >= 0 {
+			f := 1 / scale[row]
+			for k := range A[row] {
+				A[row][k] *= f
+			}
+			b[row] = res[r] * f
+		}
+	}
+	for _, row := range bidRow {
+		if row >= 0 {
+			b[row] = 1
+		}
+	}
+	s, st := lpSolve(A, b, c, deadline)
+	switch st {
+	case lpInfeasible:
+		return relaxation{}, true
+	case lpOptimal:
+	default:
+		return relaxation{}, false
+	}
+	rel.lp = s
+	rel.x, rel.bound = p.expand(s, free, n.ones, rel.fixed)
+	return rel, true
+}
+
+// expand maps an LP solution over free columns back to every column.
+func (p *problem) expand(s *lp, free, ones []int32, fixed float64) ([]float64, float64) {
+	xf, val := s.solution()
+	x := make([]float64, len(p.cols))
+	for _, j := range ones {
+		x[j] = 1
+	}
+	for k, j := range free {
+		x[j] = xf[k]
+	}
+	return x, fixed + val
+}
+
+// childLP solves a child of parent from the parent's tableau: with column br
+// fixed in (one row x_br >= 1) or out (x_br <= 0), and a few dual simplex pivots
+// instead of a new LP. The child's LP is the parent's with that row, the same LP
+// nodeLP would build (the bidder's other columns and the pools' supply follow from
+// the rows). ok is false when the parent has no tableau or the LP gave up.
+func (p *problem) childLP(parent relaxation, ones []int32, br int32, in bool, deadline time.Time) (relaxation, bool) {
+	k := slices.Index(parent.free, br)
+	if k < 0 || parent.lp == nil {
+		return relaxation{}, false
+	}
+	var s *lp
+	var st lpStatus
+	if in {
+		s, st = parent.lp.atLeast(k, 1, deadline)
+	} else {
+		s, st = parent.lp.atMost(k, 0, deadline)
+	}
+	switch st {
+	case lpInfeasible:
+		return relaxation{}, true
+	case lpOptimal:
+	default:
+		return relaxation{}, false
+	}
+	rel := relaxation{lp: s, free: parent.free, fixed: parent.fixed}
+	rel.x, rel.bound = p.expand(s, parent.free, ones, parent.fixed)
+	return rel, true
+}
+
+// boundedByPool reports whether some pool row keeps a column at most 1: the column
+// needs at least all that is left of the pool (and something is left), and no
+// column sells in it, so the row's other terms are never negative.
+func boundedByPool(items []item, res []float64, sold []bool) bool {
+	for _, it := range items {
+		if it.q > 0 && !sold[it.pool] && res[it.pool] > 0 && it.q >= res[it.pool] {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,352 @@
+package auction
+
+import (
+	"cmp"
+	"math"
+	"slices"
+	"sort"
+	"time"
+)
+
+// FinalParams set the final round: its time limit and whether it runs.
+type FinalParams struct {
+	Seconds float64 `json:"seconds,omitempty"`
+	Off     bool    `json:"off,omitempty"`
+}
+
+// DefaultFinalSeconds is the final round's time limit when params.final_round
+// does not set one: long enough to prove optimality on the CATS benchmarks and to
+// close most of the gap on a 10,000-order market, short against a bid window.
+const DefaultFinalSeconds = 10.0
+
+// MaxFinalSeconds is the longest time limit an instance may set.
+const MaxFinalSeconds = 3600.0
+
+// FinalRoundParams returns params.final_round for a time limit in seconds as
+// operators give it: 0 turns the final round off.
+func FinalRoundParams(seconds float64) *FinalParams {
+	if seconds == 0 {
+		return &FinalParams{Off: true}
+	}
+	return &FinalParams{Seconds: seconds}
+}
+
+// seconds returns the time limit, the default when unset.
+func (f *FinalParams) seconds() float64 {
+	if f == nil || f.Seconds == 0 {
+		return DefaultFinalSeconds
+	}
+	return f.Seconds
+}
+
+// FinalRound is what the final round did: the welfare of its allocation and of the
+// clock's, the best proven upper bound, whether the allocation is proved optimal,
+// and the time it took.
+type FinalRound struct {
+	Welfare      float64 `json:"welfare"`
+	ClockWelfare float64 `json:"clock_welfare"`
+	Bound        float64 `json:"bound"`
+	Optimal      bool    `json:"optimal"`
+	Seconds      float64 `json:"seconds"`
+}
+
+// Gap is the share of the bound the allocation may still be short of it: 0 when
+// proved optimal.
+func (f FinalRound) Gap() float64 {
+	if f.Optimal || f.Bound <= 0 {
+		return 0
+	}
+	return max(0, (f.Bound-f.Welfare)/f.Bound)
+}
+
+// allocation is the final round's outcome over the whole instance.
+type allocation struct {
+	choice  []int // per bidder: bundle index, or -1
+	welfare float64
+	bound   float64
+	optimal bool
+	nodes   int
+}
+
+// decompose splits the instance into independent problems: pools joined by any
+// bidder's bundles (all its alternatives together) form one part. Bundles that
+// cannot add welfare (they only buy and are worth less than their reserve value)
+// or can never fit are left out, except the clock's own choices.
+func (c *clock) decompose() []*problem {
+	n := len(c.ids)
+	parent := make([]int32, n)
+	for i := range parent {
+		parent[i] = int32(i)
+	}
+	find := func(x int32) int32 {
+		for parent[x] != x {
+			parent[x] = parent[parent[x]]
+			x = parent[x]
+		}
+		return x
+	}
+	keep := func(b *bidder, k int) bool {
+		if k == b.choice {
+			return true
+		}
+		w, sells := b.limits[k], false
+		for _, it := range b.bundles[k] {
+			w -= it.q * c.reserve[it.pool]
+			if it.q < 0 {
+				sells = true
+			} else if it.q > c.scale[it.pool]+feasibleTol {
+				return false
+			}
+		}
+		return w > 0 || sells
+	}
+	root := make([]int32, len(c.bidders)) // per bidder: its part's root pool, or -1
+	for bi := range c.bidders {
+		b := &c.bidders[bi]
+		root[bi] = -1
+		for k, items := range b.bundles {
+			if !keep(b, k) {
+				continue
+			}
+			for _, it := range items {
+				if root[bi] < 0 {
+					root[bi] = find(it.pool)
+				} else if a, z := find(root[bi]), find(it.pool); a != z {
+					parent[z] = a
+				}
+			}
+		}
+	}
+	parts := map[int32]*problem{}
+	local := make([]int32, n) // pool -> local index in its part
+	var order []int32
+	for bi := range c.bidders {
+		if root[bi] < 0 {
+			continue
+		}
+		r := find(root[bi])
+		p := parts[r]
+		if p == nil {
+			p = &problem{}
+			parts[r] = p
+			order = append(order, r)
+		}
+		b := &c.bidders[bi]
+		lb := int32(len(p.owner))
+		p.owner = append(p.owner, int32(bi))
+		p.first = append(p.first, int32(len(p.cols)))
+		p.clock = append(p.clock, -1)
+		for k, items := range b.bundles {
+			if !keep(b, k) {
+				continue
+			}
+			col := column{bidder: lb, bundle: int32(k), w: b.limits[k]}
+			for _, it := range items {
+				col.w -= it.q * c.reserve[it.pool]
+				if it.q > 0 {
+					col.size += it.q / max(c.scale[it.pool], 1)
+				}
+			}
+			col.items = items // pools renumbered below
+			if k == b.choice {
+				p.clock[lb] = int32(len(p.cols))
+			}
+			p.cols = append(p.cols, col)
+		}
+	}
+	for r := range local {
+		local[r] = -1
+	}
+	out := make([]*problem, 0, len(order))
+	for _, r := range order {
+		p := parts[r]
+		p.first = append(p.first, int32(len(p.cols)))
+		var pools []int32
+		for j := range p.cols {
+			items := make([]item, len(p.cols[j].items))
+			for i, it := range p.cols[j].items {
+				if local[it.pool] < 0 || int(local[it.pool]) >= len(pools) || pools[local[it.pool]] != it.pool {
+					local[it.pool] = int32(len(pools))
+					pools = append(pools, it.pool)
+				}
+				items[i] = item{local[it.pool], it.q}
+			}
+			slices.SortFunc(items, func(a, b item) int { return cmp.Compare(a.pool, b.pool) })
+			p.cols[j].items = items
+		}
+		p.supply = make([]float64, len(pools))
+		p.lambda = make([]float64, len(pools))
+		for i, g := range pools {
+			p.supply[i] = c.supply[g]
+			p.lambda[i] = max(c.price[g]-c.reserve[g], 0)
+		}
+		out = append(out, p)
+	}
+	return out
+}
+
+// finalRound chooses the allocation of greatest welfare among all submitted
+// bundles, starting from the clock's (the bidders' current choices), within the
+// time limit; maxNodes > 0 also caps branch and bound's nodes per part, which
+// makes the search reproducible whatever the machine's speed.
+func (c *clock) finalRound(limit time.Duration, maxNodes int) allocation {
+	start := time.Now()
+	deadline := start.Add(limit)
+	parts := c.decompose()
+	sort.SliceStable(parts, func(i, j int) bool { return len(parts[i].cols) < len(parts[j].cols) })
+	a := allocation{choice: make([]int, len(c.bidders)), optimal: true}
+	for bi := range a.choice {
+		a.choice[bi] = -1
+	}
+	for i, p := range parts {
+		// Each part gets an equal share of the time left; parts that finish early
+		// leave theirs to the larger ones after them.
+		share := time.Until(deadline) / time.Duration(len(parts)-i)
+		end := time.Now().Add(max(share, 0))
+		s := p.heuristics(end)
+		p.lagrangian(&s, 200, end)
+		if p.fitsLP() && s.bound > s.value+pruneTol(s.value) {
+			p.branchAndBound(&s, end, maxNodes)
+		} else if s.bound <= s.value+pruneTol(s.value) {
+			s.bound, s.optimal = s.value, true
+		} else {
+			p.lagrangian(&s, math.MaxInt32, end)
+			s.optimal = s.bound <= s.value+pruneTol(s.value)
+		}
+		a.nodes += s.nodes
+		a.welfare += s.value
+		a.bound += max(s.bound, s.value)
+		a.optimal = a.optimal && s.optimal
+		for lb, j := range s.choice {
+			if j >= 0 {
+				a.choice[p.owner[lb]] = int(p.cols[j].bundle)
+			}
+		}
+	}
+	if a.optimal {
+		a.bound = a.welfare
+	}
+	return a
+}
+
+// welfareOf is the welfare of a choice per bidder: limits less reserve value.
+func (c *clock) welfareOf(choice []int) float64 {
+	w := 0.0
+	for bi, k := range choice {
+		if k >= 0 {
+			b := &c.bidders[bi]
+			w += b.limits[k]
+			for _, it := range b.bundles[k] {
+				w -= it.q * c.reserve[it.pool]
+			}
+		}
+	}
+	return w
+}
+
+// finalPayments is the payment rule. Each winner pays its bundle at the published
+// prices (atPrices), capped at its limit; when the caps leave the operator short of
+// reserveValue (the reserve value of what it sells, net of what it buys), the
+// shortfall is spread as one equal amount t over the winners still below their
+// limits, none going past its limit: payment_i = min(limit_i, atPrices_i + t) with
+// the least t >= 0 that covers the reserve value. This is the point nearest the
+// published prices (least squares) among payments within the limits that cover the
+// operator's reserve. It exists whenever the limits cover the reserve value, which
+// the final round guarantees (its welfare is never negative).
+func finalPayments(atPrices, limits []float64, reserveValue float64) []float64 {
+	pay := make([]float64, len(atPrices))
+	total := 0.0
+	for i := range pay {
+		pay[i] = min(limits[i], atPrices[i])
+		total += pay[i]
+	}
+	if total >= reserveValue {
+		return pay
+	}
+	// Water-filling: with t, winner i pays a_i + t until t reaches its room l_i - a_i.
+	type room struct {
+		i int
+		d float64
+	}
+	var rooms []room
+	for i := range pay {
+		if d := limits[i] - atPrices[i]; d > 0 {
+			rooms = append(rooms, room{i, d})
+		}
+	}
+	slices.SortStableFunc(rooms, func(a, b room) int { return cmp.Compare(a.d, b.d) })
+	// f(t) = capped + sum over winners with room above t of (a_i + t).
+	capped, open := total, 0.0
+	for _, r := range rooms {
+		capped -= atPrices[r.i] // their term a_i + t replaces a_i
+		open += atPrices[r.i]
+	}
+	t, k := 0.0, len(rooms)
+	for _, r := range rooms {
+		// On [prev, r.d], f(t) = capped + open + k t.
+		if need := (reserveValue - capped - open) / float64(k); need <= r.d {
+			t = max(need, 0)
+			break
+		}
+		capped += limits[r.i]
+		open -= atPrices[r.i]
+		k--
+		t = r.d
+	}
+	for _, r := range rooms {
+		pay[r.i] = min(limits[r.i], atPrices[r.i]+t)
+	}
+	return pay
+}
+
+// final runs the final round on a converged clock and rewrites res's winners,
+// payments, operator sales and excess demand for its allocation. The published
+// prices stay the clock's. An allocation worth less than the clock's is never
+// taken (the search starts from it, so this only guards against float noise).
+func (c *clock) final(res *Result, inst Instance, fp *FinalParams, opt Options) {
+	start := time.Now()
+	clockChoice := make([]int, len(c.bidders))
+	for bi := range c.bidders {
+		clockChoice[bi] = c.bidders[bi].choice
+	}
+	clockWelfare := c.welfareOf(clockChoice)
+	a := c.finalRound(time.Duration(fp.seconds()*float64(time.Second)), opt.MaxNodes)
+	welfare := c.welfareOf(a.choice)
+	if welfare < clockWelfare {
+		a.choice, welfare = clockChoice, clockWelfare
+	}
+	var at, limits []float64
+	var winners []int
+	reserveValue := 0.0
+	net := make([]float64, len(c.ids))
+	for bi, k := range a.choice {
+		if k < 0 {
+			continue
+		}
+		b := &c.bidders[bi]
+		cost := 0.0
+		for _, it := range b.bundles[k] {
+			cost += it.q * c.price[it.pool]
+			reserveValue += it.q * c.reserve[it.pool]
+			net[it.pool] += it.q
+		}
+		winners = append(winners, bi)
+		at = append(at, cost)
+		limits = append(limits, b.limits[k])
+	}
+	pay := finalPayments(at, limits, reserveValue)
+	res.ClockWinners = res.Winners
+	res.Winners = make([]Winner, len(winners))
+	for i, bi := range winners {
+		res.Winners[i] = Winner{ID: inst.Bidders[bi].ID, BundleIndex: a.choice[bi], Payment: pay[i], AtPrices: at[i]}
+	}
+	for r, id := range c.ids {
+		res.OperatorSold[id] = min(max(net[r], 0), c.supply[r])
+		res.ExcessDemand[id] = net[r] - c.supply[r]
+	}
+	res.FinalRound = &FinalRound{Welfare: welfare, ClockWelfare: clockWelfare, Bound: max(a.bound, welfare),
+		Optimal: a.optimal, Seconds: time.Since(start).Seconds()}
+	if a.optimal {
+		res.FinalRound.Bound = welfare
+	}
+}

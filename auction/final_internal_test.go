@@ -1,0 +1,178 @@
+package auction
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"gonum.org/v1/gonum/mat"
+	gonumlp "gonum.org/v1/gonum/optimize/convex/lp"
+	"pgregory.net/rapid"
+)
+
+// The payment rule: within limits, covering the reserve value whenever the limits
+// can, equal to min(limit, at prices) when that already covers it, and otherwise
+// exactly covering it with one common top-up (least squares nearest the prices).
+func TestFinalPayments(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		n := rapid.IntRange(0, 8).Draw(t, "winners")
+		at, lim := make([]float64, n), make([]float64, n)
+		sumLim := 0.0
+		for i := range n {
+			at[i] = float64(rapid.IntRange(-50, 100).Draw(t, "at"))
+			lim[i] = float64(rapid.IntRange(-50, 100).Draw(t, "limit"))
+			sumLim += lim[i]
+		}
+		R := float64(rapid.IntRange(-100, 300).Draw(t, "reserve"))
+		if R > sumLim {
+			R = sumLim // the final round's welfare is never negative: limits cover R
+		}
+		pay := finalPayments(at, lim, R)
+		total, base := 0.0, 0.0
+		for i := range pay {
+			if pay[i] > lim[i]+1e-9 {
+				t.Fatalf("winner %d pays %v beyond its limit %v", i, pay[i], lim[i])
+			}
+			total += pay[i]
+			base += min(at[i], lim[i])
+		}
+		if total < R-1e-9 {
+			t.Fatalf("payments %v cover %v of the reserve value %v", pay, total, R)
+		}
+		if base >= R {
+			for i := range pay {
+				if pay[i] != min(at[i], lim[i]) {
+					t.Fatalf("winner %d pays %v, not min(limit, at prices) = %v", i, pay[i], min(at[i], lim[i]))
+				}
+			}
+		} else if math.Abs(total-R) > 1e-9*max(1, math.Abs(R)) {
+			t.Fatalf("payments %v total %v, more than the reserve value %v they had to reach", pay, total, R)
+		}
+	})
+}
+
+// lpMax agrees with gonum's simplex on random packing LPs with mixed-sign rows.
+func TestLPMaxAgreesWithGonum(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	for trial := range 300 {
+		m, n := 1+rng.IntN(6), 1+rng.IntN(8)
+		A := make([][]float64, m)
+		b := make([]float64, m)
+		for i := range A {
+			A[i] = make([]float64, n)
+			for j := range A[i] {
+				if rng.IntN(3) > 0 {
+					A[i][j] = float64(rng.IntN(9) - 2)
+				}
+			}
+			b[i] = float64(rng.IntN(12) - 1)
+		}
+		c := make([]float64, n)
+		for j := range c {
+			c[j] = float64(rng.IntN(20) - 4)
+		}
+		// Bound every variable so the LP is never unbounded: x_j <= 3.
+		for j := range n {
+			row := make([]float64, n)
+			row[j] = 1
+			A = append(A, row)
+			b = append(b, 3)
+		}
+		x, val, _, st := lpMax(A, b, c, time.Time{})
+		// gonum: minimise -c.x subject to [A I] (x, s) = b, x, s >= 0.
+		rows := len(A)
+		G := mat.NewDense(rows, n+rows, nil)
+		for i := range A {
+			for j, a := range A[i] {
+				G.Set(i, j, a)
+			}
+			G.Set(i, n+i, 1)
+		}
+		cc := make([]float64, n+rows)
+		for j := range n {
+			cc[j] = -c[j]
+		}
+		gv, _, gerr := gonumlp.Simplex(cc, G, b, 1e-10, nil)
+		switch {
+		case gerr == gonumlp.ErrInfeasible:
+			if st != lpInfeasible {
+				t.Fatalf("trial %d: gonum finds it infeasible, lpMax says %v (value %v)", trial, st, val)
+			}
+		case gerr != nil:
+			continue // gonum's own failures (singular bases) prove nothing
+		default:
+			if st != lpOptimal || math.Abs(val+gv) > 1e-5*max(1, math.Abs(gv)) {
+				t.Fatalf("trial %d: lpMax %v (status %v), gonum %v", trial, val, st, -gv)
+			}
+			for i := range A {
+				s := 0.0
+				for j := range x {
+					s += A[i][j] * x[j]
+				}
+				if s > b[i]+1e-5 {
+					t.Fatalf("trial %d: row %d: %v > %v", trial, i, s, b[i])
+				}
+			}
+		}
+	}
+}
+
+// Re-solving with x_k >= 1 or x_k <= 0 from an optimal tableau (a child in branch
+// and bound) gives what solving the LP with that row from scratch gives.
+func TestLPAtLeastMatchesAFreshSolve(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	checked := 0
+	for trial := range 500 {
+		m, n := 1+rng.IntN(6), 1+rng.IntN(8)
+		var A [][]float64
+		var b []float64
+		for range m {
+			row := make([]float64, n)
+			for j := range row {
+				if rng.IntN(3) > 0 {
+					row[j] = float64(rng.IntN(6))
+				}
+			}
+			A, b = append(A, row), append(b, float64(rng.IntN(8)))
+		}
+		for j := range n { // x_j <= 1, as a bidder's row bounds its columns
+			row := make([]float64, n)
+			row[j] = 1
+			A, b = append(A, row), append(b, 1)
+		}
+		c := make([]float64, n)
+		for j := range c {
+			c[j] = float64(rng.IntN(20) - 4)
+		}
+		s, st := lpSolve(A, b, c, time.Time{})
+		if st != lpOptimal {
+			t.Fatalf("trial %d: a bounded feasible LP ended %v", trial, st)
+		}
+		k := rng.IntN(n)
+		up := trial%2 == 0 // x_k >= 1, else x_k <= 0
+		warm, wst := s.atLeast(k, 1, time.Time{})
+		row := make([]float64, n)
+		row[k] = -1
+		rhs := -1.0
+		if !up {
+			warm, wst = s.atMost(k, 0, time.Time{})
+			row[k], rhs = 1, 0
+		}
+		_, fval, _, fst := lpMax(append(A, row), append(b, rhs), c, time.Time{})
+		if (wst == lpOptimal) != (fst == lpOptimal) {
+			t.Fatalf("trial %d: warm %v, fresh %v", trial, wst, fst)
+		}
+		if wst != lpOptimal {
+			continue
+		}
+		checked++
+		x, val := warm.solution()
+		if math.Abs(val-fval) > 1e-5*max(1, math.Abs(fval)) || (up && x[k] < 1-1e-6) || (!up && x[k] > 1e-6) {
+			t.Fatalf("trial %d: warm %v (x_k %v), fresh %v", trial, val, x[k], fval)
+		}
+	}
+	if checked < 100 {
+		t.Fatalf("only %d feasible children", checked)
+	}
+}

@@ -1,0 +1,169 @@
+package auction_test
+
+import (
+	"math"
+	"testing"
+
+	"github.com/clearhouse/clearhouse/auction"
+	"pgregory.net/rapid"
+)
+
+// bruteForce is the greatest welfare of any feasible allocation of inst, found by
+// trying every bundle (or none) for every bidder.
+func bruteForce(inst auction.Instance) float64 {
+	reserve := map[string]float64{}
+	supply := map[string]float64{}
+	for _, p := range inst.Pools {
+		reserve[p.ID], supply[p.ID] = p.ReservePrice, p.Supply
+	}
+	best := 0.0
+	net := map[string]float64{}
+	var walk func(i int, w float64)
+	walk = func(i int, w float64) {
+		if i == len(inst.Bidders) {
+			for id, q := range net {
+				if q > supply[id] {
+					return
+				}
+			}
+			best = max(best, w)
+			return
+		}
+		walk(i+1, w)
+		b := inst.Bidders[i]
+		for k, bundle := range b.Bundles {
+			v := b.LimitOf(k)
+			for id, q := range bundle {
+				net[id] += q
+				v -= q * reserve[id]
+			}
+			walk(i+1, w+v)
+			for id, q := range bundle {
+				net[id] -= q
+			}
+		}
+	}
+	walk(0, 0)
+	return best
+}
+
+// The final round's allocation is feasible and its payments keep the invariants
+// (Check), it is worth at least the clock's (whose welfare it reports), it is the
+// exact optimum found by brute force and says so, and two runs agree.
+func TestFinalRoundProperties(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		inst := genInstance(t)
+		res, err := auction.Solve(inst, auction.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !res.Converged {
+			if res.FinalRound != nil {
+				t.Fatal("a final round ran after a clock that did not converge")
+			}
+			return
+		}
+		f := res.FinalRound
+		if f == nil {
+			t.Fatal("no final round by default")
+		}
+		if err := auction.Check(inst, res); err != nil {
+			t.Fatal(err)
+		}
+		off := inst
+		off.Params.FinalRound = &auction.FinalParams{Off: true}
+		clock, _ := auction.Solve(off, auction.Options{})
+		if clock.FinalRound != nil {
+			t.Fatal("final_round.off still ran the final round")
+		}
+		if cw := auction.Welfare(inst, clock); math.Abs(cw-f.ClockWelfare) > 1e-6*max(1, math.Abs(cw)) {
+			t.Fatalf("clock_welfare %v, but the clock alone reaches %v", f.ClockWelfare, cw)
+		}
+		w := auction.Welfare(inst, res)
+		if w < f.ClockWelfare-1e-6*max(1, math.Abs(w)) {
+			t.Fatalf("final welfare %v below the clock's %v", w, f.ClockWelfare)
+		}
+		opt := bruteForce(inst)
+		if math.Abs(w-opt) > 1e-6*max(1, opt) {
+			t.Fatalf("final welfare %v, optimum %v", w, opt)
+		}
+		if !f.Optimal || math.Abs(f.Bound-w) > 1e-6*max(1, opt) {
+			t.Fatalf("optimum not proved: optimal=%v bound=%v welfare=%v", f.Optimal, f.Bound, w)
+		}
+		again, _ := auction.Solve(inst, auction.Options{})
+		if len(again.Winners) != len(res.Winners) {
+			t.Fatal("two runs of one instance differ")
+		}
+		for i := range res.Winners {
+			if again.Winners[i] != res.Winners[i] {
+				t.Fatalf("two runs differ: %+v and %+v", res.Winners[i], again.Winners[i])
+			}
+		}
+	})
+}
+
+// Where the final round keeps the clock's allocation and the clock's prices cover
+// the operator's reserve, every payment is the bundle at the prices.
+func TestFinalRoundKeepsUniformPricesWhenTheClockIsOptimal(t *testing.T) {
+	one := func(x float64) *float64 { return &x }
+	inst := auction.Instance{
+		Pools: []auction.Pool{{ID: "a", Supply: 2, ReservePrice: 1}, {ID: "b", Supply: 1, ReservePrice: 1}},
+		Bidders: []auction.Bidder{
+			{ID: "x", Limit: one(10), Bundles: []auction.Bundle{{"a": 1}}},
+			{ID: "y", Limit: one(8), Bundles: []auction.Bundle{{"a": 1, "b": 1}}},
+			{ID: "z", Limit: one(1.5), Bundles: []auction.Bundle{{"a": 1}}},
+		},
+	}
+	res, err := auction.Solve(inst, auction.Options{})
+	if err != nil || res.FinalRound == nil {
+		t.Fatal(err, res.FinalRound)
+	}
+	if !res.FinalRound.Optimal || res.FinalRound.Welfare != res.FinalRound.ClockWelfare {
+		t.Fatalf("final round %+v", res.FinalRound)
+	}
+	for _, w := range res.Winners {
+		if w.Payment != w.AtPrices {
+			t.Errorf("%s pays %v, its bundle at prices is %v", w.ID, w.Payment, w.AtPrices)
+		}
+	}
+}
+
+// A market where the clock strands supply: two small buyers each want one unit of
+// a and b respectively, and a big buyer wants both; the final round gives both
+// units to the one that values them most, and its payment is capped at its limit.
+func TestFinalRoundBeatsTheClockOnComplements(t *testing.T) {
+	one := func(x float64) *float64 { return &x }
+	inst := auction.Instance{
+		Pools: []auction.Pool{{ID: "a", Supply: 1, ReservePrice: 1}, {ID: "b", Supply: 1, ReservePrice: 1}},
+		Bidders: []auction.Bidder{
+			{ID: "small-a", Limit: one(6), Bundles: []auction.Bundle{{"a": 1}}},
+			{ID: "small-b", Limit: one(6), Bundles: []auction.Bundle{{"b": 1}}},
+			{ID: "both", Limit: one(10), Bundles: []auction.Bundle{{"a": 1, "b": 1}}},
+			{ID: "late-a", Limit: one(5), Bundles: []auction.Bundle{{"a": 1}}},
+		},
+	}
+	// The clock: a's price rises past 5 (late-a drops), b's stays at 1, so "both"
+	// pays about 7 and the small ones... whichever way it ends, the optimum is
+	// small-a + small-b (12 - 2 = 10) against both (10 - 2 = 8).
+	res, err := auction.Solve(inst, auction.Options{})
+	if err != nil || !res.Converged {
+		t.Fatal(err)
+	}
+	if err := auction.Check(inst, res); err != nil {
+		t.Fatal(err)
+	}
+	if got := auction.Welfare(inst, res); math.Abs(got-10) > 1e-9 {
+		t.Fatalf("welfare %v, want 10 (small-a and small-b); winners %+v", got, res.Winners)
+	}
+}
+
+// zeroSeconds clears the timings of results, the only fields that differ between
+// two runs of one instance.
+func zeroSeconds(rs ...*auction.Result) {
+	for _, r := range rs {
+		r.Seconds = 0
+		if r.FinalRound != nil {
+			r.FinalRound.Seconds = 0
+		}
+	}
+}

@@ -1,0 +1,115 @@
+package exchange_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	"github.com/clearhouse/clearhouse/exchange"
+	"github.com/clearhouse/clearhouse/ledger"
+	"github.com/clearhouse/clearhouse/store"
+	"github.com/clearhouse/clearhouse/store/storetest"
+)
+
+// A market where the clock strands value: search wants 100 eu-west cores together
+// with 400 us-east GiB for $900, ads 60 eu-west cores for $400, ml 300 us-east GiB
+// for $290. The clock raises both prices until ads and then search drop out, and
+// ends with ml alone (welfare $260), the eu-west cores unsold. The final round
+// gives search its bundle (welfare $760). Settlement charges the final round's
+// payment (search's limit: its bundle at the clock's prices costs more), the report
+// lists search and ml as changed and search's payment as not uniform with both
+// amounts, the ledger sums to zero, closing again changes nothing, and Verify finds
+// nothing.
+func TestTheBindingRunSettlesTheFinalRound(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		mk := newAuctionMarket(t, db)
+		ids := map[string]int64{}
+		for _, o := range []struct {
+			who  string
+			spec exchange.OrderSpec
+		}{
+			{"member@search", exchange.OrderSpec{Team: "search", Limit: money(900), Bundles: []exchange.Bundle{{"eu-west/cpu": 100, "us-east/ram": 400}}}},
+			{"member@ads", exchange.OrderSpec{Team: "ads", Limit: money(400), Bundles: []exchange.Bundle{{"eu-west/cpu": 60}}}},
+			{"member@ml", exchange.OrderSpec{Team: "ml", Limit: money(290), Bundles: []exchange.Bundle{{"us-east/ram": 300}}}},
+		} {
+			got, err := mk.Order(o.who, o.spec)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ids[o.spec.Team] = got.ID
+		}
+		run, err := mk.M.Close(ctx, mk.AuctionID)
+		if err != nil || !run.Converged {
+			t.Fatalf("close: %+v %v", run, err)
+		}
+		if !run.FinalRound || !run.Optimal || run.Welfare <= run.ClockWelfare || run.WelfareBound != run.Welfare || run.Gap() != 0 {
+			t.Fatalf("binding run %+v: want a final round proved optimal above the clock", run)
+		}
+		rep, err := mk.M.SettlementReport(ctx, mk.AuctionID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rep.Run.ID != run.ID || !rep.Run.FinalRound {
+			t.Fatalf("report run %+v", rep.Run)
+		}
+		byTeam := map[string]exchange.ReportLine{}
+		for _, l := range rep.Lines {
+			byTeam[l.TeamID] = l
+		}
+		search := byTeam["search"]
+		if search.BundleIndex != 0 || search.Payment != int64(900*ledger.Dollar) || search.ClockBundle != -1 {
+			t.Fatalf("search: %+v, want bundle 0 for its limit $900, lost under the clock", search)
+		}
+		if search.AtPrices <= 900 || search.Uniform() {
+			t.Fatalf("search's bundle at prices is %v: the clock's prices should price it above its limit", search.AtPrices)
+		}
+		if ml := byTeam["ml"]; ml.BundleIndex != -1 || ml.ClockBundle != 0 || ml.Payment != 0 {
+			t.Fatalf("ml: %+v, want lost (won under the clock)", ml)
+		}
+		if ads := byTeam["ads"]; ads.BundleIndex != -1 || ads.ClockBundle != -1 {
+			t.Fatalf("ads: %+v, want lost under both", ads)
+		}
+		changes, err := mk.M.FinalRoundChanges(ctx, rep.Run)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var changed, nonUniform []int64
+		for _, c := range changes {
+			if c.Changed {
+				changed = append(changed, c.OrderID)
+			}
+			if !c.Uniform {
+				nonUniform = append(nonUniform, c.OrderID)
+				if c.Payment != 900 || c.AtPrices != search.AtPrices || c.Bundle == nil {
+					t.Fatalf("non-uniform %+v, want search paying 900 against %v", c, search.AtPrices)
+				}
+			}
+		}
+		if fmt.Sprint(changed) != fmt.Sprint([]int64{ids["search"], ids["ml"]}) || fmt.Sprint(nonUniform) != fmt.Sprint([]int64{ids["search"]}) {
+			t.Fatalf("changed %v (want search and ml), non-uniform %v (want search)", changed, nonUniform)
+		}
+		if rep.BuyersPaid != 900*ledger.Dollar || rep.TreasuryNet != rep.BuyersPaid-rep.SellersReceived {
+			t.Fatalf("report totals %+v", rep)
+		}
+		if b := mk.Balance("search"); b.Posted != 100*ledger.Dollar || b.Held != 0 {
+			t.Fatalf("search's balance %+v, want 1000 - 900 posted and nothing held", b)
+		}
+		tb, _ := mk.L.TrialBalance(ctx)
+		var sum ledger.Money
+		for _, a := range tb {
+			sum += a.Posted
+		}
+		if sum != 0 {
+			t.Fatalf("trial balance %s", sum)
+		}
+		before := mk.snapshot()
+		if again, err := mk.M.Close(ctx, mk.AuctionID); err != nil || again.ID != run.ID {
+			t.Fatalf("close again: %+v %v", again, err)
+		}
+		if after := mk.snapshot(); fmt.Sprint(after) != fmt.Sprint(before) {
+			t.Fatal("closing a settled auction again changed state")
+		}
+		mk.Verify()
+	})
+}

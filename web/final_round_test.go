@@ -1,0 +1,172 @@
+package web_test
+
+import (
+	"bytes"
+	"context"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/PuerkitoBio/goquery"
+	"github.com/clearhouse/clearhouse/auction"
+	"github.com/clearhouse/clearhouse/exchange"
+	"github.com/clearhouse/clearhouse/ledger"
+	"github.com/clearhouse/clearhouse/templates"
+)
+
+// A market where the final round changes the clock's outcome (as in exchange's
+// TestTheBindingRunSettlesTheFinalRound): search's cores-with-RAM bundle wins for
+// its limit, ml, which the clock gave the RAM, loses. The auction page and the
+// settlement report show the final round's welfare over the clock's, that it was
+// proved optimal, both changed orders, and search's payment next to its bundle at
+// the published prices, every amount through the one money formatter.
+func TestPagesShowTheFinalRound(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, err := f.market.SaveCurve(ctx, "standard", "Standard", auction.DefaultCurve)
+	must(err)
+	_, err = f.market.AddCluster(ctx, exchange.Cluster{ID: "us-east"})
+	must(err)
+	for _, p := range []exchange.PoolSpec{
+		{ClusterID: "us-east", Resource: "cpu", Unit: "core", Capacity: 100, UnitCost: int64(ledger.Dollar), Utilization: 0.8, CurveID: "standard"},
+		{ClusterID: "us-east", Resource: "ram", Unit: "GiB", Capacity: 400, UnitCost: 100_000, Utilization: 0.8, CurveID: "standard"},
+	} {
+		_, err = f.market.AddPool(ctx, p)
+		must(err)
+	}
+	for _, id := range []string{"search", "ads", "ml"} {
+		_, err = f.market.AddTeam(ctx, exchange.NewTeam{ID: id, Budget: 1000 * ledger.Dollar})
+		must(err)
+	}
+	_, err = f.market.ScheduleAuction(ctx, f.clock.Now(), f.clock.Now().Add(time.Hour), auction.DefaultParams)
+	must(err)
+	_, err = f.market.OpenDue(ctx)
+	must(err)
+	for _, o := range []struct {
+		team   string
+		limit  ledger.Money
+		bundle exchange.Bundle
+	}{
+		{"search", 900 * ledger.Dollar, exchange.Bundle{"us-east/cpu": 100, "us-east/ram": 400}},
+		{"ads", 400 * ledger.Dollar, exchange.Bundle{"us-east/cpu": 60}},
+		{"ml", 290 * ledger.Dollar, exchange.Bundle{"us-east/ram": 300}},
+	} {
+		u := f.user("owner@"+o.team+".io", exchange.RoleOwner, o.team)
+		limit := o.limit
+		_, err := f.market.PlaceOrder(ctx, u, exchange.OrderSpec{Team: o.team, Limit: &limit, Bundles: []exchange.Bundle{o.bundle}})
+		must(err)
+	}
+	run, err := f.market.Close(ctx, 1)
+	if err != nil || !run.FinalRound || run.Welfare <= run.ClockWelfare {
+		t.Fatalf("close: %+v %v", run, err)
+	}
+	finUser := f.user("fin@x.io", exchange.RoleFinance, "")
+	// The API's settlement report carries the final round and each line's bundle at
+	// the published prices.
+	code, m := f.api(f.token(finUser), "GET", "/api/v1/auctions/1/settlement", "")
+	fr, _ := m["final_round"].(map[string]any)
+	if code != http.StatusOK || fr == nil || fr["optimal"] != true || fr["welfare"].(float64) <= fr["clock_welfare"].(float64) {
+		t.Fatalf("API settlement: %d final_round %v", code, m["final_round"])
+	}
+	for _, l := range m["lines"].([]any) {
+		line := l.(map[string]any)
+		if line["team"] == "search" && (line["payment"] != "900.00" || line["at_prices"].(string) <= "900") {
+			t.Fatalf("API line %v: want payment 900 against a larger at_prices", line)
+		}
+	}
+	fin, owner := f.browser(), f.browser()
+	fin.login("fin@x.io")
+	owner.login("owner@ads.io")
+	for _, p := range []struct {
+		b    *browser
+		path string
+	}{{owner, "/auctions/1"}, {fin, "/finance/auctions/1"}} {
+		res, doc := p.b.get(p.path)
+		if res.StatusCode != http.StatusOK {
+			t.Fatalf("%s: %d", p.path, res.StatusCode)
+		}
+		sec := doc.Find("[data-testid=final-round]")
+		if sec.Length() != 1 || sec.Find("[data-testid=final-proved]").Length() != 1 || sec.Find("[data-testid=final-gap]").Length() != 0 {
+			t.Fatalf("%s: final round section %q", p.path, sec.Text())
+		}
+		if got := sec.Find("[data-testid=final-added] .money").Text(); got != "$500.00" {
+			t.Errorf("%s: added %q, want $500.00 (760 against 260)", p.path, got)
+		}
+		changed := sec.Find("[data-testid=final-changed-line]")
+		if changed.Length() != 2 || !strings.Contains(changed.Eq(0).Text(), "nothing") || !strings.Contains(changed.Eq(1).Text(), "nothing") {
+			t.Errorf("%s: changed orders %q", p.path, changed.Text())
+		}
+		lines := sec.Find("[data-testid=final-nonuniform-line]")
+		if lines.Length() != 1 || lines.Find("[data-testid=final-payment] .money").Text() != "$900.00" {
+			t.Fatalf("%s: non-uniform payments %q", p.path, lines.Text())
+		}
+		at := lines.Find("[data-testid=final-at-prices] .money").Text()
+		if at <= "$900.00" || !strings.HasPrefix(at, "$9") {
+			t.Errorf("%s: search's bundle at prices %q, want more than its $900 limit", p.path, at)
+		}
+		checkMoney(t, p.path, doc)
+	}
+}
+
+// A final round cut short by its time limit shows its gap and bound.
+func TestFinalRoundShowsTheGapWhenNotProved(t *testing.T) {
+	var buf bytes.Buffer
+	v := templates.FinalRoundView{Welfare: 95 * templates.Money(ledger.Dollar), ClockWelfare: 60 * templates.Money(ledger.Dollar),
+		Added: 35 * templates.Money(ledger.Dollar), Bound: 100 * templates.Money(ledger.Dollar), Gap: "5.00%", Seconds: "10.00 s"}
+	if err := templates.FinalRound(v).Render(context.Background(), &buf); err != nil {
+		t.Fatal(err)
+	}
+	doc, err := goquery.NewDocumentFromReader(&buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gap := doc.Find("[data-testid=final-gap]").Text()
+	if !strings.Contains(gap, "5.00%") || !strings.Contains(gap, "$100.00") || doc.Find("[data-testid=final-proved]").Length() != 0 {
+		t.Fatalf("gap %q", gap)
+	}
+}
+
+// Operators set the final round's time limit when they schedule an auction; 0
+// turns it off, and a bad value is refused, naming the field, scheduling nothing.
+func TestScheduleFormSetsTheFinalRound(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	f.user("op@x.io", exchange.RoleOperator, "")
+	op := f.browser()
+	op.login("op@x.io")
+	_, doc := op.get("/operate")
+	if v, _ := doc.Find("input[name=final]").Attr("value"); v != "10" {
+		t.Fatalf("the form offers %q seconds, want the default 10", v)
+	}
+	for i, c := range []struct {
+		final, want string
+	}{{"3", `"final_round":{"seconds":3}`}, {"0", `"final_round":{"off":true}`}} {
+		tok := op.csrf("/operate")
+		opens := f.clock.Now().Add(time.Duration(i+1) * 24 * time.Hour)
+		res, _ := op.post("/operate/auctions", url.Values{"csrf_token": {tok}, "opens": {opens.Format("2006-01-02T15:04")},
+			"closes": {opens.Add(time.Hour).Format("2006-01-02T15:04")}, "final": {c.final}})
+		if res.StatusCode != http.StatusSeeOther {
+			t.Fatalf("final %s: %d", c.final, res.StatusCode)
+		}
+		a, err := f.market.Auction(ctx, int64(i+1))
+		if err != nil || !strings.Contains(a.Params, c.want) {
+			t.Fatalf("final %s: auction params %q, want %s (%v)", c.final, a.Params, c.want, err)
+		}
+	}
+	tok := op.csrf("/operate")
+	res, doc := op.post("/operate/auctions", url.Values{"csrf_token": {tok}, "opens": {"2030-01-01T09:00"}, "closes": {"2030-01-01T10:00"}, "final": {"-1"}})
+	if res.StatusCode != http.StatusUnprocessableEntity || !strings.Contains(doc.Text(), "final round's time limit") {
+		t.Fatalf("a negative limit: %d", res.StatusCode)
+	}
+	if _, err := f.market.Auction(ctx, 3); err == nil {
+		t.Fatal("a refused form scheduled an auction")
+	}
+}
