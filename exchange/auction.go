@@ -35,8 +35,21 @@ type Auction struct {
 	Params    string // the clock's parameters, JSON as in the auction format
 	Failure   string
 	CreatedAt time.Time
+	ClosedAt  *time.Time // when it actually stopped taking bids: ClosesAt, or earlier when an operator closed it
 	SettledAt *time.Time
 }
+
+// Closed is when the auction stopped taking bids, or its scheduled close while it
+// still takes them: the time auctions are ordered and charted by.
+func (a Auction) Closed() time.Time {
+	if a.ClosedAt != nil {
+		return *a.ClosedAt
+	}
+	return a.ClosesAt
+}
+
+// closedOrder orders auctions newest first by when they closed (or are to close).
+const closedOrder = "COALESCE(closed_at, closes_at) DESC, id DESC"
 
 // AuctionPool is a pool's reserve price and operator supply, fixed when the
 // auction's window opens.
@@ -186,10 +199,10 @@ func (m *Market) Auction(ctx context.Context, id int64) (Auction, error) {
 	return a, notFound(err, "auction: no auction %d", id)
 }
 
-// Auctions lists auctions, newest window first.
+// Auctions lists auctions, newest first by when they closed (or are to close).
 func (m *Market) Auctions(ctx context.Context, limit int) ([]Auction, error) {
 	var as []Auction
-	q := m.db.Read.WithContext(ctx).Order("opens_at DESC, id DESC")
+	q := m.db.Read.WithContext(ctx).Order(closedOrder)
 	if limit > 0 {
 		q = q.Limit(limit)
 	}
@@ -332,19 +345,20 @@ func (m *Market) OrderCounts(ctx context.Context) (map[int64]int, error) {
 // PricePoint is a pool's binding price in one settled auction.
 type PricePoint struct {
 	AuctionID int64
-	ClosesAt  time.Time
+	ClosedAt  time.Time // when the auction actually closed
 	PoolID    string
 	Price     float64
 }
 
-// PriceHistory returns the binding prices of the last n settled auctions, oldest
-// first.
+// PriceHistory returns the binding prices of the last n settled auctions to close,
+// oldest first by when each actually closed (an auction closed early and the one
+// after it chart in the order they closed, not by their scheduled windows).
 func (m *Market) PriceHistory(ctx context.Context, n int) ([]PricePoint, error) {
 	var out []PricePoint
-	err := m.db.Read.WithContext(ctx).Raw(`SELECT a.id AS auction_id, a.closes_at, p.pool_id, p.price
+	err := m.db.Read.WithContext(ctx).Raw(`SELECT a.id AS auction_id, a.closed_at, p.pool_id, p.price
 		FROM auctions a JOIN auction_runs r ON r.auction_id = a.id AND r.binding JOIN run_prices p ON p.run_id = r.id
-		WHERE a.status = ? AND a.id IN (SELECT id FROM auctions WHERE status = ? ORDER BY closes_at DESC LIMIT ?)
-		ORDER BY a.closes_at, p.pool_id`, AuctionSettled, AuctionSettled, n).Scan(&out).Error
+		WHERE a.status = ? AND a.id IN (SELECT id FROM auctions WHERE status = ? ORDER BY `+closedOrder+` LIMIT ?)
+		ORDER BY a.closed_at, a.id, p.pool_id`, AuctionSettled, AuctionSettled, n).Scan(&out).Error
 	return out, err
 }
 

@@ -77,6 +77,8 @@ type apiAuction struct {
 	Status   string           `json:"status"`
 	OpensAt  time.Time        `json:"opens_at"`
 	ClosesAt time.Time        `json:"closes_at"`
+	ClosedAt *time.Time       `json:"closed_at"`  // when it actually stopped taking bids; null while it takes them
+	Settled  *time.Time       `json:"settled_at"` // null until it settles
 	Failure  string           `json:"failure,omitempty"`
 	Pools    []apiAuctionPool `json:"pools,omitempty"`
 	Run      *apiRun          `json:"latest_run,omitempty"`
@@ -99,7 +101,7 @@ type apiRun struct {
 }
 
 func toAPIAuction(a exchange.Auction) apiAuction {
-	return apiAuction{ID: a.ID, Status: string(a.Status), OpensAt: a.OpensAt, ClosesAt: a.ClosesAt, Failure: a.Failure}
+	return apiAuction{ID: a.ID, Status: string(a.Status), OpensAt: a.OpensAt, ClosesAt: a.ClosesAt, ClosedAt: a.ClosedAt, Settled: a.SettledAt, Failure: a.Failure}
 }
 
 func (s *Server) apiMarket(c *gin.Context) {

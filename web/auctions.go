@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/clearhouse/clearhouse/auction"
 	"github.com/clearhouse/clearhouse/exchange"
@@ -26,7 +27,10 @@ func (s *Server) auctionPage(c *gin.Context) {
 		s.fail(c, err)
 		return
 	}
-	v := templates.AuctionView{ID: a.ID, Status: string(a.Status), Opens: fmtTime(a.OpensAt), Closes: fmtTime(a.ClosesAt), Failure: a.Failure}
+	v := templates.AuctionView{ID: a.ID, Status: string(a.Status), Window: auctionWindow(a), Failure: a.Failure}
+	if a.SettledAt != nil {
+		v.Settled = fmtTime(*a.SettledAt)
+	}
 	if a.Status == exchange.AuctionOpen {
 		v.Left = fmtDuration(a.ClosesAt.Sub(s.now()))
 	}
@@ -144,7 +148,7 @@ func (s *Server) auctionsPage(c *gin.Context) {
 	}
 	var v templates.AuctionsView
 	for _, a := range as {
-		v.Auctions = append(v.Auctions, templates.AuctionLink{ID: a.ID, Status: string(a.Status), Window: fmtTime(a.OpensAt) + " – " + fmtTime(a.ClosesAt)})
+		v.Auctions = append(v.Auctions, templates.AuctionLink{ID: a.ID, Status: string(a.Status), Window: auctionWindow(a)})
 	}
 	hist, err := s.svc.Market.PriceHistory(ctx, 60)
 	if err != nil {
@@ -155,10 +159,50 @@ func (s *Server) auctionsPage(c *gin.Context) {
 	s.render(c, http.StatusOK, templates.AuctionsPage(s.page(c, "Auctions and price history", "market"), v))
 }
 
-// historyCharts draws one step chart per cluster of binding prices by auction.
+// auctionWindow says when an auction takes or took bids: its window while it is to
+// come or open, then when it actually closed, with the scheduled close beside it
+// when an operator closed it early.
+func auctionWindow(a exchange.Auction) string {
+	if a.ClosedAt == nil {
+		return fmtTime(a.OpensAt) + " – " + fmtTime(a.ClosesAt)
+	}
+	w := fmtTime(a.OpensAt) + " – closed " + fmtTime(*a.ClosedAt)
+	if a.ClosedAt.Before(a.ClosesAt.Add(-time.Minute)) {
+		w += " (early; scheduled " + fmtTime(a.ClosesAt) + ")"
+	}
+	return w
+}
+
+// closesText is an auction's close for a table column: when it actually closed, or
+// its scheduled close while it has not.
+func closesText(a exchange.Auction) string {
+	if a.ClosedAt == nil {
+		return fmtTime(a.ClosesAt)
+	}
+	return "closed " + fmtTime(*a.ClosedAt)
+}
+
+// historyCharts draws one step chart per cluster of binding prices by auction, the
+// auctions in the order they closed (hist's order): the x axis counts them, each
+// labelled with its number, so an auction closed early and one added after it
+// chart in the order they settled.
 func historyCharts(hist []exchange.PricePoint) []templates.LineChart {
 	series := map[string]map[string]*templates.Series{}
 	var clusters []string
+	position := map[int64]int{} // auction -> its place in closing order
+	var order []int64
+	for _, p := range hist {
+		if _, ok := position[p.AuctionID]; !ok {
+			position[p.AuctionID] = len(order)
+			order = append(order, p.AuctionID)
+		}
+	}
+	label := func(x float64) string {
+		if i := int(x); float64(i) == x && i >= 0 && i < len(order) {
+			return fmt.Sprintf("#%d", order[i])
+		}
+		return ""
+	}
 	for _, p := range hist {
 		cl, _, _ := strings.Cut(p.PoolID, "/")
 		if series[cl] == nil {
@@ -170,14 +214,14 @@ func historyCharts(hist []exchange.PricePoint) []templates.LineChart {
 			sr = &templates.Series{Name: p.PoolID, Step: true}
 			series[cl][p.PoolID] = sr
 		}
-		sr.Points = append(sr.Points, templates.Point{X: float64(p.AuctionID), Y: p.Price})
+		sr.Points = append(sr.Points, templates.Point{X: float64(position[p.AuctionID]), Y: p.Price})
 	}
 	sort.Strings(clusters)
 	var out []templates.LineChart
 	for _, cl := range clusters {
 		ch := templates.LineChart{ID: "history-" + cl, Title: "Binding prices in " + cl + " (log scale: cheap and dear pools both show their moves)",
 			XLabel: "auction", YLabel: "$ per unit", LogY: true, FormatY: func(y float64) string { return "$" + compactPrice(y) },
-			FormatX: func(x float64) string { return fmt.Sprintf("#%.0f", x) }}
+			FormatX: label}
 		var pools []string
 		for p := range series[cl] {
 			pools = append(pools, p)

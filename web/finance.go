@@ -48,7 +48,7 @@ func (s *Server) financeView(c *gin.Context, grant templates.GrantForm) (templat
 	}
 	for _, a := range as {
 		if a.Status == exchange.AuctionSettled || a.Status == exchange.AuctionFailed {
-			v.Auctions = append(v.Auctions, templates.AuctionLink{ID: a.ID, Status: string(a.Status), Window: fmtTime(a.OpensAt) + " – " + fmtTime(a.ClosesAt)})
+			v.Auctions = append(v.Auctions, templates.AuctionLink{ID: a.ID, Status: string(a.Status), Window: auctionWindow(a)})
 		}
 	}
 	return v, nil
@@ -157,7 +157,7 @@ func (s *Server) settlementPage(c *gin.Context) {
 		return
 	}
 	v := templates.SettlementView{AuctionID: id, Status: string(rep.Auction.Status),
-		Window:     fmtTime(rep.Auction.OpensAt) + " – " + fmtTime(rep.Auction.ClosesAt),
+		Window:     auctionWindow(rep.Auction),
 		BuyersPaid: mon(rep.BuyersPaid), SellersReceived: mon(rep.SellersReceived), TreasuryNet: mon(rep.TreasuryNet),
 		Rounding: monOf(rep.Rounding), Balanced: rep.BuyersPaid == rep.SellersReceived+rep.TreasuryNet,
 		CSV: fmt.Sprintf("/finance/auctions/%d/settlement.csv", id)}

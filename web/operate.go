@@ -79,7 +79,7 @@ func (s *Server) operateView(c *gin.Context, v templates.OperateView) (templates
 	}
 	v.Auctions = nil
 	for _, a := range as {
-		v.Auctions = append(v.Auctions, templates.AuctionAdminRow{ID: a.ID, Status: string(a.Status), Opens: fmtTime(a.OpensAt), Closes: fmtTime(a.ClosesAt),
+		v.Auctions = append(v.Auctions, templates.AuctionAdminRow{ID: a.ID, Status: string(a.Status), Opens: fmtTime(a.OpensAt), Closes: closesText(a),
 			Failure: a.Failure, Orders: counts[a.ID], CanPreview: a.Status == exchange.AuctionOpen, CanClose: a.Status == exchange.AuctionOpen || a.Status == exchange.AuctionClosing,
 			CanCancel: a.Status == exchange.AuctionScheduled})
 	}
@@ -584,7 +584,7 @@ func (s *Server) statsPage(c *gin.Context) {
 	}
 	var rows []templates.StatsRow
 	for _, st := range stats {
-		r := templates.StatsRow{ID: st.Auction.ID, Closed: fmtTime(st.Auction.ClosesAt),
+		r := templates.StatsRow{ID: st.Auction.ID, Closed: fmtTime(st.Auction.Closed()),
 			Settled:       fmt.Sprintf("%d of %d (%.0f%%)", st.Won, st.Orders, 100*st.ShareSettled),
 			PremiumMedian: pct(st.PremiumMedian), PremiumMean: pct(st.PremiumMean)}
 		for _, pool := range sortedKeys(st.PriceChange) {
