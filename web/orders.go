@@ -55,13 +55,16 @@ func orderRows(u exchange.User, vs []exchange.OrderView, biddingOpen bool, units
 			}
 			r.Bundles = append(r.Bundles, br)
 		}
+		text, left := outcomeWithout(v.Status)
 		switch {
+		case left:
+			r.Provisional.Text = text
 		case v.Provisional == nil && v.Status == exchange.OrderOpen:
 			r.Provisional.Text = "no preliminary run yet"
 		case v.Provisional == nil:
 		case v.Provisional.BundleIndex < 0:
 			r.Provisional.Text = "loses at current prices"
-			if !v.Status.Live() {
+			if v.Status == exchange.OrderLost {
 				r.Provisional.Text = "lost"
 			}
 		default:
@@ -112,7 +115,12 @@ func (s *Server) ordersPage(c *gin.Context) {
 		s.fail(c, err)
 		return
 	}
-	v := templates.OrdersView{Team: u.TeamID, Orders: orderRows(u, vs, open, units), Drafts: draftRows(drafts, open, units), CanOrder: open, Notice: notice, Pager: pg}
+	rows := orderRows(u, vs, open, units)
+	if err := s.explainOutcomes(c.Request.Context(), vs, rows); err != nil {
+		s.fail(c, err)
+		return
+	}
+	v := templates.OrdersView{Team: u.TeamID, Orders: rows, Drafts: draftRows(drafts, open, units), CanOrder: open, Notice: notice, Pager: pg}
 	s.render(c, http.StatusOK, templates.OrdersPage(s.page(c, "Orders of team "+u.TeamID, "orders"), v))
 }
 
