@@ -82,6 +82,7 @@ type RunPrice struct {
 	Price        float64
 	ExcessDemand float64
 	OperatorSold float64
+	TradedUnits  int64 `gorm:"-"` // units the run's winners buy in the pool; 0: the price is indicative only
 }
 
 type runOutcome struct {
@@ -238,7 +239,13 @@ func (m *Market) LatestRun(ctx context.Context, id int64) (AuctionRun, []RunPric
 		return AuctionRun{}, nil, false, err
 	}
 	var ps []RunPrice
-	err = m.db.Read.WithContext(ctx).Where("run_id = ?", r.ID).Order("pool_id").Find(&ps).Error
+	if err := m.db.Read.WithContext(ctx).Where("run_id = ?", r.ID).Order("pool_id").Find(&ps).Error; err != nil {
+		return r, nil, true, err
+	}
+	traded, err := tradedUnits(m.db.Read.WithContext(ctx), []int64{r.ID})
+	for i := range ps {
+		ps[i].TradedUnits = traded[r.ID][ps[i].PoolID]
+	}
 	return r, ps, true, err
 }
 
@@ -344,21 +351,38 @@ func (m *Market) OrderCounts(ctx context.Context) (map[int64]int, error) {
 
 // PricePoint is a pool's binding price in one settled auction.
 type PricePoint struct {
-	AuctionID int64
-	ClosedAt  time.Time // when the auction actually closed
-	PoolID    string
-	Price     float64
+	AuctionID   int64
+	RunID       int64     // the binding run
+	ClosedAt    time.Time // when the auction actually closed
+	PoolID      string
+	Price       float64
+	TradedUnits int64 // units bought at the price; 0: indicative only, nobody paid it
 }
 
 // PriceHistory returns the binding prices of the last n settled auctions to close,
+// each with the units bought at it (none: the price is indicative only),
 // oldest first by when each actually closed (an auction closed early and the one
 // after it chart in the order they closed, not by their scheduled windows).
 func (m *Market) PriceHistory(ctx context.Context, n int) ([]PricePoint, error) {
 	var out []PricePoint
-	err := m.db.Read.WithContext(ctx).Raw(`SELECT a.id AS auction_id, a.closed_at, p.pool_id, p.price
+	db := m.db.Read.WithContext(ctx)
+	err := db.Raw(`SELECT a.id AS auction_id, r.id AS run_id, a.closed_at, p.pool_id, p.price
 		FROM auctions a JOIN auction_runs r ON r.auction_id = a.id AND r.binding JOIN run_prices p ON p.run_id = r.id
 		WHERE a.status = ? AND a.id IN (SELECT id FROM auctions WHERE status = ? ORDER BY `+closedOrder+` LIMIT ?)
 		ORDER BY a.closed_at, a.id, p.pool_id`, AuctionSettled, AuctionSettled, n).Scan(&out).Error
+	if err != nil {
+		return nil, err
+	}
+	var runs []int64
+	for i, p := range out {
+		if i == 0 || p.RunID != out[i-1].RunID {
+			runs = append(runs, p.RunID)
+		}
+	}
+	traded, err := tradedUnits(db, runs)
+	for i := range out {
+		out[i].TradedUnits = traded[out[i].RunID][out[i].PoolID]
+	}
 	return out, err
 }
 

@@ -2,9 +2,11 @@ package exchange_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/clearhouse/clearhouse"
 	"github.com/clearhouse/clearhouse/auction"
 	"github.com/clearhouse/clearhouse/exchange"
 	"github.com/clearhouse/clearhouse/store"
@@ -74,6 +76,25 @@ func TestAuctionsAreOrderedByWhenTheyClosed(t *testing.T) {
 		as, err := mk.M.Auctions(ctx, 10)
 		if err != nil || len(as) != 2 || as[0].ID != second.ID {
 			t.Errorf("auctions newest first: %v, %v", as, err)
+		}
+	})
+}
+
+// A bid for more units than a pool has is refused, naming the pool's capacity, and
+// holds nothing; a bid for the whole pool is accepted.
+func TestABidNoPoolCouldSupplyIsRefused(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		mk := newAuctionMarket(t, db)
+		before := mk.Balance("search")
+		_, err := mk.Order("member@search", exchange.OrderSpec{Team: "search", Bundles: []exchange.Bundle{{"us-east/ram": 1}, {"us-east/cpu": 1_000_000_000_000}}, Limit: money(500)})
+		if clearhouse.ErrorCode(err) != clearhouse.EINVALID || !strings.Contains(clearhouse.ErrorMessage(err), "1,000,000,000,000 core is more than the pool's whole capacity of 100 core") {
+			t.Fatalf("a bid for 10^12 cores of a 100-core pool: %v", err)
+		}
+		if mk.Balance("search") != before {
+			t.Fatal("the refused bid changed the budget")
+		}
+		if _, err := mk.Order("member@search", exchange.OrderSpec{Team: "search", Bundles: []exchange.Bundle{{"us-east/cpu": 100}}, Limit: money(500)}); err != nil {
+			t.Fatalf("a bid for the whole pool: %v", err)
 		}
 	})
 }

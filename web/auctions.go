@@ -70,11 +70,17 @@ func (s *Server) auctionPage(c *gin.Context) {
 	for _, ap := range aps {
 		row := templates.AuctionPoolRow{Pool: ap.PoolID, Supply: ap.Supply, Reserve: templates.Price{Dollars: ap.ReservePrice, Unit: units[ap.PoolID]}}
 		if p, ok := byPool[ap.PoolID]; ok {
-			row.Price = &templates.Price{Dollars: p.Price, Unit: units[ap.PoolID]}
+			row.Price = &templates.Price{Dollars: p.Price, Unit: units[ap.PoolID], Indicative: !p.Traded()}
 			row.Balance = demandBalance(p.ExcessDemand)
+			if ap.Supply == 0 && !p.Traded() && math.Round(p.ExcessDemand) == 0 {
+				row.Balance = "no supply, no trades"
+			}
 			row.Sold = fmt.Sprintf("%.0f", p.OperatorSold)
 			if ap.ReservePrice > 0 {
 				row.Change = fmt.Sprintf("%+.1f%%", 100*(p.Price/ap.ReservePrice-1))
+				if !p.Traded() {
+					row.Change += " (indicative)"
+				}
 				if unsold := -math.Round(p.ExcessDemand); unsold > 0 && p.Price > ap.ReservePrice*1.0001 {
 					v.PriceNotes = append(v.PriceNotes, unsoldAboveReserve(ap.PoolID, row.Change, unsold, units[ap.PoolID]))
 				}
@@ -183,7 +189,8 @@ func closesText(a exchange.Auction) string {
 }
 
 // historyCharts draws one step chart per cluster of binding prices by auction, the
-// auctions in the order they closed (hist's order): the x axis counts them, each
+// auctions in the order they closed (hist's order), of prices at which units traded
+// (a price where nothing traded is indicative only, and not charted): the x axis counts them, each
 // labelled with its number, so an auction closed early and one added after it
 // chart in the order they settled.
 func historyCharts(hist []exchange.PricePoint) []templates.LineChart {
@@ -204,6 +211,9 @@ func historyCharts(hist []exchange.PricePoint) []templates.LineChart {
 		return ""
 	}
 	for _, p := range hist {
+		if !p.Traded() { // a price nobody paid is not charted as one
+			continue
+		}
 		cl, _, _ := strings.Cut(p.PoolID, "/")
 		if series[cl] == nil {
 			series[cl] = map[string]*templates.Series{}
@@ -219,7 +229,7 @@ func historyCharts(hist []exchange.PricePoint) []templates.LineChart {
 	sort.Strings(clusters)
 	var out []templates.LineChart
 	for _, cl := range clusters {
-		ch := templates.LineChart{ID: "history-" + cl, Title: "Binding prices in " + cl + " (log scale: cheap and dear pools both show their moves)",
+		ch := templates.LineChart{ID: "history-" + cl, Title: "Prices paid in " + cl + " (auctions where units of the pool traded; log scale)",
 			XLabel: "auction", YLabel: "$ per unit", LogY: true, FormatY: func(y float64) string { return "$" + compactPrice(y) },
 			FormatX: label}
 		var pools []string

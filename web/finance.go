@@ -1,7 +1,9 @@
 package web
 
 import (
+	"crypto/rand"
 	"encoding/csv"
+	"encoding/hex"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -23,6 +25,7 @@ func (s *Server) financeView(c *gin.Context, grant templates.GrantForm) (templat
 	}
 	l := s.svc.Market.Ledger()
 	v := templates.FinanceView{Grant: grant, JournalCSV: "/finance/journal.csv", TeamNames: map[string]string{}}
+	v.Grant.Token = newFormToken() // every rendering is a new grant
 	for _, t := range teams {
 		b, err := l.Balance(ctx, ledger.TeamAccount(t.ID))
 		if err != nil {
@@ -63,6 +66,36 @@ func (s *Server) financePage(c *gin.Context) {
 	s.render(c, http.StatusOK, templates.FinancePage(s.page(c, "Finance", "finance"), v))
 }
 
+// newFormToken is a fresh random token for one rendering of a form.
+func newFormToken() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// validFormToken reports whether t is a token newFormToken could have made.
+func validFormToken(t string) bool {
+	if len(t) != 32 {
+		return false
+	}
+	_, err := hex.DecodeString(t)
+	return err == nil
+}
+
+// entryAmountText is what a grant or take-back entry moved for team, "$500.00 to
+// search" or "$20.00 from search".
+func entryAmountText(e ledger.Entry, team string) string {
+	for _, p := range e.Postings {
+		if p.Account == ledger.TeamAccount(team) {
+			if p.Amount < 0 {
+				return moneyfmt.Cents(int64(-p.Amount)) + " from " + team
+			}
+			return moneyfmt.Cents(int64(p.Amount)) + " to " + team
+		}
+	}
+	return "for another team"
+}
+
 // grant funds a team's budget; the form's token makes a double submission a no-op.
 func (s *Server) grant(c *gin.Context) {
 	f := templates.GrantForm{Team: c.PostForm("team"), Action: c.DefaultPostForm("action", "grant"), Amount: c.PostForm("amount"),
@@ -79,11 +112,27 @@ func (s *Server) grant(c *gin.Context) {
 	default:
 		f.Errors["action"] = "Choose grant or take back."
 	}
+	token := c.PostForm("form_token")
+	if len(f.Errors) == 0 && !validFormToken(token) {
+		s.redirectWithFlash(c, "/finance", "error", "That grant form was out of date (opened before an update): nothing was granted. Enter the grant again.")
+		return
+	}
 	if len(f.Errors) == 0 {
-		// A double submission of the same grant by the same person within a minute is
-		// one grant.
-		key := fmt.Sprintf("%s/%d/%s/%s/%d", f.Action, userOf(c).ID, f.Team, amount.Plain(), s.now().Unix()/60)
-		_, err := move(c.Request.Context(), key, f.Team, amount, f.Memo)
+		// A duplicate is the same rendering of the form submitted again (a double
+		// click, a reload, the back button): its token is the ledger entry's key, so
+		// it is granted once, and the second submission says so instead of "Granted".
+		// Another grant, even of the same amount to the same team, is a new form.
+		key := fmt.Sprintf("%s/%d/%s", f.Action, userOf(c).ID, token)
+		ctx := c.Request.Context()
+		if prior, err := s.svc.Market.Ledger().EntryByKey(ctx, key); err == nil {
+			s.redirectWithFlash(c, "/finance", "info", fmt.Sprintf("This form was already submitted: entry #%d at %s (%s). Nothing more was granted; use the fresh form for another grant.",
+				prior.ID, fmtTime(prior.At), entryAmountText(prior, f.Team)))
+			return
+		} else if clearhouse.ErrorCode(err) != clearhouse.ENOTFOUND {
+			s.fail(c, err)
+			return
+		}
+		_, err := move(ctx, key, f.Team, amount, f.Memo)
 		if err == nil {
 			s.redirectWithFlash(c, "/finance", "ok", fmt.Sprintf(done, moneyfmt.Cents(int64(amount)), f.Team))
 			return
@@ -93,9 +142,16 @@ func (s *Server) grant(c *gin.Context) {
 			return
 		}
 		f.Errors = formErrors(err, "amount")
-		if m, ok := f.Errors["account"]; ok {
-			delete(f.Errors, "account")
-			f.Errors["team"] = m
+		for field, m := range f.Errors { // every message beside a field the form shows
+			switch field {
+			case "team", "action", "amount", "memo":
+			case "account":
+				delete(f.Errors, field)
+				f.Errors["team"] = m
+			default:
+				delete(f.Errors, field)
+				f.Errors["amount"] = m
+			}
 		}
 	}
 	v, err := s.financeView(c, f)

@@ -10,6 +10,7 @@ import (
 	"github.com/clearhouse/clearhouse"
 	"github.com/clearhouse/clearhouse/exchange"
 	"github.com/clearhouse/clearhouse/ledger"
+	"github.com/clearhouse/clearhouse/moneyfmt"
 	"github.com/clearhouse/clearhouse/templates"
 	"github.com/gin-gonic/gin"
 )
@@ -65,14 +66,7 @@ func parseWhole(raw string, lo, hi int64) (int64, error) {
 
 // groupDigits writes n with thousands separators (2,147,483,648), as people
 // read large numbers.
-func groupDigits(n int64) string {
-	s := strconv.FormatInt(n, 10)
-	sign := ""
-	if n < 0 {
-		sign, s = "-", s[1:]
-	}
-	return sign + groupString(s)
-}
+func groupDigits(n int64) string { return moneyfmt.Count(n) }
 
 // groupString puts thousands separators in a string of digits.
 func groupString(s string) string {
