@@ -2,6 +2,7 @@ package templates
 
 import (
 	"fmt"
+	"github.com/clearhouse/clearhouse/moneyfmt"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -126,3 +127,6 @@ func teamLabel(names map[string]string, id string) string {
 	}
 	return id
 }
+
+// count is a quantity or count with thousands separators: "4,000".
+func count(n int64) string { return moneyfmt.Count(n) }

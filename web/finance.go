@@ -231,10 +231,21 @@ func (s *Server) settlementPage(c *gin.Context) {
 		s.fail(c, err)
 		return
 	}
+	prices, err := s.bindingPrices(c.Request.Context(), id)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	v.Prices = priceRows(prices, units)
+	byPool := map[string]float64{}
+	for _, p := range prices {
+		byPool[p.PoolID] = p.Price
+	}
 	for _, l := range rep.Lines {
 		row := templates.SettlementRow{Order: l.OrderID, Team: teamName(names, l.TeamID), Payment: mon(ledger.Money(l.Payment)), Exact: monOf(l.Exact)}
 		if l.Bundle != nil {
 			row.Bundle = bundleText(l.Bundle, units)
+			row.Derivation = derivation(l.Bundle, byPool, units)
 		}
 		v.Lines = append(v.Lines, row)
 	}
@@ -251,7 +262,9 @@ func (s *Server) settlementPage(c *gin.Context) {
 // SettlementCSVHeader is the stable header of settlement report downloads. Money
 // columns have six decimals on every row; bundles are numbered from 1, as on pages;
 // the text cells (team, bundle) go through clearhouse.CSVText.
-var SettlementCSVHeader = []string{"auction_id", "order_id", "team", "bundle_number", "bundle", "clock_payment", "settled_payment", "entry_id"}
+// unit_prices are the binding prices per unit of the bundle's pools, to the
+// micro-dollar: the bundle's quantities times them give clock_payment.
+var SettlementCSVHeader = []string{"auction_id", "order_id", "team", "bundle_number", "bundle", "clock_payment", "settled_payment", "entry_id", "unit_prices"}
 
 func (s *Server) settlementCSV(c *gin.Context) {
 	id, err := auctionID(c)
@@ -264,6 +277,15 @@ func (s *Server) settlementCSV(c *gin.Context) {
 		s.fail(c, err)
 		return
 	}
+	prices, err := s.bindingPrices(c.Request.Context(), id)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	byPool := map[string]float64{}
+	for _, p := range prices {
+		byPool[p.PoolID] = p.Price
+	}
 	c.Header("Content-Type", "text/csv; charset=utf-8")
 	c.Header("Content-Disposition", fmt.Sprintf(`attachment; filename="settlement-%d.csv"`, id))
 	w := csv.NewWriter(c.Writer)
@@ -273,16 +295,17 @@ func (s *Server) settlementCSV(c *gin.Context) {
 		if l.EntryID != nil {
 			entry = strconv.FormatInt(*l.EntryID, 10)
 		}
-		bundle := ""
+		bundle, unitPrices := "", ""
 		if l.Bundle != nil {
 			bundle = strings.ReplaceAll(l.Bundle.String(), ", ", ";")
+			unitPrices = csvUnitPrices(l.Bundle, byPool)
 		}
 		number := "" // counted from 1, as pages count bundles
 		if l.BundleIndex >= 0 {
 			number = strconv.Itoa(l.BundleIndex + 1)
 		}
 		_ = w.Write([]string{strconv.FormatInt(id, 10), strconv.FormatInt(l.OrderID, 10), clearhouse.CSVText(l.TeamID), number, clearhouse.CSVText(bundle),
-			ledger.Money(monOf(l.Exact)).CSV(), ledger.Money(l.Payment).CSV(), entry})
+			ledger.Money(monOf(l.Exact)).CSV(), ledger.Money(l.Payment).CSV(), entry, unitPrices})
 	}
 	w.Flush()
 }
