@@ -333,18 +333,37 @@ func (m *Market) fixReserves(tx *gorm.DB, auctionID int64) error {
 	return nil
 }
 
-// OrderCounts returns how many orders each auction has had.
-func (m *Market) OrderCounts(ctx context.Context) (map[int64]int, error) {
+// OrderCount is how many orders an auction has had: TakingPart (open, then won or
+// lost: the orders a close would clear, as the close confirmation counts them),
+// Waiting (awaiting an owner's approval: they take part once approved) and Left
+// (withdrawn or rejected: they take no part).
+type OrderCount struct {
+	TakingPart, Waiting, Left int
+}
+
+// OrderCounts returns each auction's order count.
+func (m *Market) OrderCounts(ctx context.Context) (map[int64]OrderCount, error) {
 	var rows []struct {
 		AuctionID int64
+		Status    OrderStatus
 		N         int
 	}
-	if err := m.db.Read.WithContext(ctx).Table("orders").Select("auction_id, COUNT(*) AS n").Where("auction_id IS NOT NULL").Group("auction_id").Scan(&rows).Error; err != nil {
+	if err := m.db.Read.WithContext(ctx).Table("orders").Select("auction_id, status, COUNT(*) AS n").Where("auction_id IS NOT NULL").
+		Group("auction_id, status").Scan(&rows).Error; err != nil {
 		return nil, err
 	}
-	out := map[int64]int{}
+	out := map[int64]OrderCount{}
 	for _, r := range rows {
-		out[r.AuctionID] = r.N
+		c := out[r.AuctionID]
+		switch r.Status {
+		case OrderWithdrawn, OrderRejected:
+			c.Left += r.N
+		case OrderAwaitingApproval:
+			c.Waiting += r.N
+		default:
+			c.TakingPart += r.N
+		}
+		out[r.AuctionID] = c
 	}
 	return out, nil
 }

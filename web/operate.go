@@ -80,7 +80,7 @@ func (s *Server) operateView(c *gin.Context, v templates.OperateView) (templates
 	v.Auctions = nil
 	for _, a := range as {
 		v.Auctions = append(v.Auctions, templates.AuctionAdminRow{ID: a.ID, Status: string(a.Status), Opens: fmtTime(a.OpensAt), Closes: closesText(a),
-			Failure: a.Failure, Orders: counts[a.ID], CanPreview: a.Status == exchange.AuctionOpen, CanClose: a.Status == exchange.AuctionOpen || a.Status == exchange.AuctionClosing,
+			Failure: a.Failure, Orders: counts[a.ID].TakingPart, Waiting: counts[a.ID].Waiting, Left: counts[a.ID].Left, CanPreview: a.Status == exchange.AuctionOpen, CanClose: a.Status == exchange.AuctionOpen || a.Status == exchange.AuctionClosing,
 			CanCancel: a.Status == exchange.AuctionScheduled})
 	}
 	if v.Limits.OpenOrders == "" {
