@@ -78,11 +78,11 @@ func (s *Server) auctionPage(c *gin.Context) {
 			row.Sold = fmt.Sprintf("%.0f", p.OperatorSold)
 			if ap.ReservePrice > 0 {
 				row.Change = fmt.Sprintf("%+.1f%%", 100*(p.Price/ap.ReservePrice-1))
-				if !p.Traded() {
-					row.Change += " (indicative)"
-				}
 				if unsold := -math.Round(p.ExcessDemand); unsold > 0 && p.Price > ap.ReservePrice*1.0001 {
 					v.PriceNotes = append(v.PriceNotes, unsoldAboveReserve(ap.PoolID, row.Change, unsold, units[ap.PoolID]))
+				}
+				if !p.Traded() {
+					row.Change += " (indicative)"
 				}
 			}
 		}
@@ -103,10 +103,10 @@ func (s *Server) auctionPage(c *gin.Context) {
 // unsold: bids for more than it supplied raised its price, and each bid takes its
 // whole bundle or nothing, so they moved to other clusters or dropped out.
 func unsoldAboveReserve(pool, change string, unsold float64, unit string) string {
-	return fmt.Sprintf("Why is %s %s over reserve with %.0f %s unsold? Bids asked for more of it than was on offer, so its price rose round by round. "+
+	return fmt.Sprintf("Why is %s %s over reserve with %s %s unsold? Bids asked for more of it than was on offer, so its price rose round by round. "+
 		"Each bid gets all of its bundle or nothing: as the price rose, they chose another cluster or dropped out, "+
 		"and none was left that the units on offer could fill. The price shows where the last of them left; nobody pays it for units not sold.",
-		pool, change, unsold, unit)
+		pool, change, groupDigits(int64(unsold)), unit)
 }
 
 // trajectorySeries draws every pool's price round by round as a multiple of its

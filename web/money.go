@@ -106,9 +106,9 @@ func demandBalance(excess float64) string {
 	n := math.Round(excess)
 	switch {
 	case n > 0:
-		return fmt.Sprintf("%.0f short", n)
+		return groupDigits(int64(n)) + " short"
 	case n < 0:
-		return fmt.Sprintf("%.0f unsold", -n)
+		return groupDigits(int64(-n)) + " unsold"
 	}
 	return "balanced"
 }
