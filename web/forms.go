@@ -1,6 +1,7 @@
 package web
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strconv"
@@ -99,4 +100,19 @@ func fmtDuration(d time.Duration) string {
 		return fmt.Sprintf("%dh %dm", h, m)
 	}
 	return fmt.Sprintf("%dm", max(m, 1))
+}
+
+// withAvailable adds to an insufficient-funds error what the team has available
+// now, so the message says how much could be spent; other errors pass unchanged.
+func (s *Server) withAvailable(ctx context.Context, team string, err error) error {
+	msg := clearhouse.ErrorMessage(err)
+	if clearhouse.ErrorCode(err) != clearhouse.EUNPROCESSABLE || !strings.Contains(msg, "insufficient funds") || team == "" {
+		return err
+	}
+	b, berr := s.svc.Market.Ledger().Balance(ctx, ledger.TeamAccount(team))
+	if berr != nil {
+		return err
+	}
+	return clearhouse.Errorf(clearhouse.EUNPROCESSABLE, "%s. Available now: %s (budget %s less %s held).",
+		strings.TrimSuffix(msg, "."), moneyfmt.Cents(int64(b.Available)), moneyfmt.Cents(int64(b.Posted)), moneyfmt.Cents(int64(b.Held)))
 }

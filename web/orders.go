@@ -445,7 +445,7 @@ func (s *Server) placeBid(c *gin.Context) {
 			s.fail(c, err)
 			return
 		}
-		f.Errors = formErrors(err, "limit")
+		f.Errors = formErrors(s.withAvailable(c.Request.Context(), u.TeamID, err), "limit")
 		if _, ok := f.Errors["bundles"]; ok {
 			f.Errors["limit"] = f.Errors["bundles"]
 		}

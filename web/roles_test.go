@@ -241,8 +241,8 @@ func TestBidFormKeepsWhatWasTypedAndSavesNothingWhenRefused(t *testing.T) {
 	if res.StatusCode != http.StatusUnprocessableEntity {
 		t.Fatalf("over-budget bid: %d", res.StatusCode)
 	}
-	if msg := doc.Find("[data-testid=error-limit]").Text(); !strings.Contains(msg, "insufficient funds") {
-		t.Fatalf("limit error %q", msg)
+	if msg := doc.Find("[data-testid=error-limit]").Text(); !strings.Contains(msg, "insufficient funds") || !strings.Contains(msg, "Available now: $1,000.00") {
+		t.Fatalf("limit error %q: want how much is available", msg)
 	}
 	if v, _ := doc.Find(`input[name=limit]`).Attr("value"); v != "2,000" {
 		t.Fatalf("the form lost the limit: %q", v)
