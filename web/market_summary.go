@@ -77,6 +77,11 @@ func (s *Server) marketSummary(c *gin.Context) {
 		s.fail(c, err)
 		return
 	}
+	basis, err := s.psiBases(ctx)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
 	trend, err := s.trends(ctx)
 	if err != nil {
 		s.fail(c, err)
@@ -92,7 +97,7 @@ func (s *Server) marketSummary(c *gin.Context) {
 			pv := templates.PoolView{
 				ID: p.ID, Resource: p.Resource, Unit: p.Unit, Capacity: p.Capacity, Held: held[p.ID],
 				UnitCost: unitCost(p), Utilization: fmt.Sprintf("%.0f%%", psi[p.ID]*100),
-				PsiSource: source[p.ID], Trend: trend[p.ID],
+				PsiSource: source[p.ID], PsiBasis: basis[p.ID], Trend: trend[p.ID],
 				Bids: interest[p.ID].Bids, Offers: interest[p.ID].Offers,
 			}
 			if r, ok := reserve[p.ID]; ok {
