@@ -190,6 +190,15 @@ var JournalCSVHeader = []string{"entry_id", "posted_at", "key", "reason", "refer
 // posting order. Amounts are plain dollars; the text cells (key, reason, reference,
 // memo, account) go through clearhouse.CSVText.
 func (l *Ledger) WriteJournalCSV(ctx context.Context, w io.Writer, from, to time.Time) error {
+	return l.WriteJournalCSVWords(ctx, w, from, to, nil)
+}
+
+// MemoWords turns an entry's stored reference and memo into the memo people read
+// on pages, so an export can say the same; nil keeps the stored memo.
+type MemoWords func(ref, memo string) string
+
+// WriteJournalCSVWords is WriteJournalCSV with each memo as words gives it.
+func (l *Ledger) WriteJournalCSVWords(ctx context.Context, w io.Writer, from, to time.Time, words MemoWords) error {
 	rows, err := l.read(ctx).Raw(`SELECT e.id, e.posted_at, e.idem_key, e.reason, e.ref, e.memo, e.reverses, p.account_id, p.amount
 		FROM ledger_entries e JOIN ledger_postings p ON p.entry_id = e.id
 		WHERE e.posted_at >= ? AND e.posted_at < ? ORDER BY e.posted_at, e.id, p.account_id`, bound(from), bound(to)).Rows()
@@ -217,6 +226,9 @@ func (l *Ledger) WriteJournalCSV(ctx context.Context, w io.Writer, from, to time
 		rev := ""
 		if reverses != nil {
 			rev = strconv.FormatInt(*reverses, 10)
+		}
+		if words != nil {
+			memo = words(ref, memo)
 		}
 		_ = cw.Write([]string{strconv.FormatInt(id, 10), clearhouse.CSVTime(at), clearhouse.CSVText(key), clearhouse.CSVText(reason),
 			clearhouse.CSVText(ref), clearhouse.CSVText(memo), rev, clearhouse.CSVText(acct), Money(amount).CSV()})

@@ -181,7 +181,7 @@ func (s *Server) journalCSV(c *gin.Context) {
 	}
 	c.Header("Content-Type", "text/csv; charset=utf-8")
 	c.Header("Content-Disposition", fmt.Sprintf(`attachment; filename="journal-%s.csv"`, from.Format("20060102")))
-	if err := s.svc.Market.Ledger().WriteJournalCSV(c.Request.Context(), c.Writer, from, to); err != nil {
+	if err := s.svc.Market.Ledger().WriteJournalCSVWords(c.Request.Context(), c.Writer, from, to, memoWords); err != nil {
 		s.log.Error("writing journal", "request_id", requestID(c), "err", clip(err.Error(), maxLoggedError))
 	}
 }

@@ -184,6 +184,9 @@ func (s *Server) statementCSV(c *gin.Context, team string) {
 	}
 	c.Header("Content-Type", "text/csv; charset=utf-8")
 	c.Header("Content-Disposition", fmt.Sprintf(`attachment; filename="statement-%s-%s.csv"`, team, from.Format("20060102")))
+	for i, l := range st.Lines { // the memos the page shows
+		st.Lines[i].Memo = memoWords(l.Ref, l.Memo)
+	}
 	if err := ledger.WriteStatementCSV(c.Writer, st); err != nil {
 		s.log.Error("writing statement", "request_id", requestID(c), "err", clip(err.Error(), maxLoggedError))
 	}
