@@ -32,6 +32,16 @@ func (s *Server) financeView(c *gin.Context, grant templates.GrantForm) (templat
 			return v, err
 		}
 		v.Budgets = append(v.Budgets, templates.BudgetRow{Team: t.ID, Name: t.Name, Posted: mon(b.Posted), Held: mon(b.Held), Available: mon(b.Available)})
+		for _, sum := range []struct {
+			to *templates.Money
+			m  ledger.Money
+		}{{&v.BudgetTotal.Posted, b.Posted}, {&v.BudgetTotal.Held, b.Held}, {&v.BudgetTotal.Available, b.Available}} {
+			total, err := ledger.Money(*sum.to).Add(sum.m)
+			if err != nil {
+				return v, err
+			}
+			*sum.to = mon(total)
+		}
 		v.Grant.Teams = append(v.Grant.Teams, t.ID)
 		v.TeamNames[t.ID] = t.Name
 	}

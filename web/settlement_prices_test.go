@@ -150,3 +150,24 @@ func TestSettlementUnitPricesReproduceThePayments(t *testing.T) {
 		}
 	}
 }
+
+// The finance page's budget table ends with a totals row summing its columns.
+func TestBudgetTableHasTotals(t *testing.T) {
+	f := newFixture(t)
+	f.openMarket()
+	ctx := context.Background()
+	if _, err := f.market.AddTeam(ctx, exchange.NewTeam{ID: "ads", Budget: 250 * ledger.Dollar}); err != nil {
+		t.Fatal(err)
+	}
+	f.user("fin@x.io", exchange.RoleFinance, "")
+	b := f.browser()
+	b.login("fin@x.io")
+	_, doc := b.get("/finance")
+	row := doc.Find("[data-testid=budget-totals]")
+	if got := strings.TrimSpace(row.Find("td[data-label=Balance]").Text()); got != "$1,250.00" {
+		t.Errorf("total balance %q, want $1,250.00", got)
+	}
+	if got := strings.TrimSpace(row.Find("th").Text()); got != "Every team (2)" {
+		t.Errorf("totals label %q", got)
+	}
+}
