@@ -35,8 +35,21 @@ type Auction struct {
 	Params    string // the clock's parameters, JSON as in the auction format
 	Failure   string
 	CreatedAt time.Time
+	ClosedAt  *time.Time // when it actually stopped taking bids: ClosesAt, or earlier when an operator closed it
 	SettledAt *time.Time
 }
+
+// Closed is when the auction stopped taking bids, or its scheduled close while it
+// still takes them: the time auctions are ordered and charted by.
+func (a Auction) Closed() time.Time {
+	if a.ClosedAt != nil {
+		return *a.ClosedAt
+	}
+	return a.ClosesAt
+}
+
+// closedOrder orders auctions newest first by when they closed (or are to close).
+const closedOrder = "COALESCE(closed_at, closes_at) DESC, id DESC"
 
 // AuctionPool is a pool's reserve price and operator supply, fixed when the
 // auction's window opens.
@@ -87,6 +100,7 @@ type RunPrice struct {
 	Price        float64
 	ExcessDemand float64
 	OperatorSold float64
+	TradedUnits  int64 `gorm:"-"` // units the run's winners buy in the pool; 0: the price is indicative only
 }
 
 type runOutcome struct {
@@ -206,10 +220,10 @@ func (m *Market) Auction(ctx context.Context, id int64) (Auction, error) {
 	return a, notFound(err, "auction: no auction %d", id)
 }
 
-// Auctions lists auctions, newest window first.
+// Auctions lists auctions, newest first by when they closed (or are to close).
 func (m *Market) Auctions(ctx context.Context, limit int) ([]Auction, error) {
 	var as []Auction
-	q := m.db.Read.WithContext(ctx).Order("opens_at DESC, id DESC")
+	q := m.db.Read.WithContext(ctx).Order(closedOrder)
 	if limit > 0 {
 		q = q.Limit(limit)
 	}
@@ -245,7 +259,13 @@ func (m *Market) LatestRun(ctx context.Context, id int64) (AuctionRun, []RunPric
 		return AuctionRun{}, nil, false, err
 	}
 	var ps []RunPrice
-	err = m.db.Read.WithContext(ctx).Where("run_id = ?", r.ID).Order("pool_id").Find(&ps).Error
+	if err := m.db.Read.WithContext(ctx).Where("run_id = ?", r.ID).Order("pool_id").Find(&ps).Error; err != nil {
+		return r, nil, true, err
+	}
+	traded, err := tradedUnits(m.db.Read.WithContext(ctx), []int64{r.ID})
+	for i := range ps {
+		ps[i].TradedUnits = traded[r.ID][ps[i].PoolID]
+	}
 	return r, ps, true, err
 }
 
@@ -333,38 +353,75 @@ func (m *Market) fixReserves(tx *gorm.DB, auctionID int64) error {
 	return nil
 }
 
-// OrderCounts returns how many orders each auction has had.
-func (m *Market) OrderCounts(ctx context.Context) (map[int64]int, error) {
+// OrderCount is how many orders an auction has had: TakingPart (open, then won or
+// lost: the orders a close would clear, as the close confirmation counts them),
+// Waiting (awaiting an owner's approval: they take part once approved) and Left
+// (withdrawn or rejected: they take no part).
+type OrderCount struct {
+	TakingPart, Waiting, Left int
+}
+
+// OrderCounts returns each auction's order count.
+func (m *Market) OrderCounts(ctx context.Context) (map[int64]OrderCount, error) {
 	var rows []struct {
 		AuctionID int64
+		Status    OrderStatus
 		N         int
 	}
-	if err := m.db.Read.WithContext(ctx).Table("orders").Select("auction_id, COUNT(*) AS n").Where("auction_id IS NOT NULL").Group("auction_id").Scan(&rows).Error; err != nil {
+	if err := m.db.Read.WithContext(ctx).Table("orders").Select("auction_id, status, COUNT(*) AS n").Where("auction_id IS NOT NULL").
+		Group("auction_id, status").Scan(&rows).Error; err != nil {
 		return nil, err
 	}
-	out := map[int64]int{}
+	out := map[int64]OrderCount{}
 	for _, r := range rows {
-		out[r.AuctionID] = r.N
+		c := out[r.AuctionID]
+		switch r.Status {
+		case OrderWithdrawn, OrderRejected:
+			c.Left += r.N
+		case OrderAwaitingApproval:
+			c.Waiting += r.N
+		default:
+			c.TakingPart += r.N
+		}
+		out[r.AuctionID] = c
 	}
 	return out, nil
 }
 
 // PricePoint is a pool's binding price in one settled auction.
 type PricePoint struct {
-	AuctionID int64
-	ClosesAt  time.Time
-	PoolID    string
-	Price     float64
+	AuctionID   int64
+	RunID       int64     // the binding run
+	ClosedAt    time.Time // when the auction actually closed
+	PoolID      string
+	Price       float64
+	TradedUnits int64 // units bought at the price; 0: indicative only, nobody paid it
 }
 
-// PriceHistory returns the binding prices of the last n settled auctions, oldest
-// first.
+// PriceHistory returns the binding prices of the last n settled auctions to close,
+// each with the units bought at it (none: the price is indicative only),
+// oldest first by when each actually closed (an auction closed early and the one
+// after it chart in the order they closed, not by their scheduled windows).
 func (m *Market) PriceHistory(ctx context.Context, n int) ([]PricePoint, error) {
 	var out []PricePoint
-	err := m.db.Read.WithContext(ctx).Raw(`SELECT a.id AS auction_id, a.closes_at, p.pool_id, p.price
+	db := m.db.Read.WithContext(ctx)
+	err := db.Raw(`SELECT a.id AS auction_id, r.id AS run_id, a.closed_at, p.pool_id, p.price
 		FROM auctions a JOIN auction_runs r ON r.auction_id = a.id AND r.binding JOIN run_prices p ON p.run_id = r.id
-		WHERE a.status = ? AND a.id IN (SELECT id FROM auctions WHERE status = ? ORDER BY closes_at DESC LIMIT ?)
-		ORDER BY a.closes_at, p.pool_id`, AuctionSettled, AuctionSettled, n).Scan(&out).Error
+		WHERE a.status = ? AND a.id IN (SELECT id FROM auctions WHERE status = ? ORDER BY `+closedOrder+` LIMIT ?)
+		ORDER BY a.closed_at, a.id, p.pool_id`, AuctionSettled, AuctionSettled, n).Scan(&out).Error
+	if err != nil {
+		return nil, err
+	}
+	var runs []int64
+	for i, p := range out {
+		if i == 0 || p.RunID != out[i-1].RunID {
+			runs = append(runs, p.RunID)
+		}
+	}
+	traded, err := tradedUnits(db, runs)
+	for i := range out {
+		out[i].TradedUnits = traded[out[i].RunID][out[i].PoolID]
+	}
 	return out, err
 }
 

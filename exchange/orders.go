@@ -12,6 +12,7 @@ import (
 
 	"github.com/clearhouse/clearhouse"
 	"github.com/clearhouse/clearhouse/ledger"
+	"github.com/clearhouse/clearhouse/moneyfmt"
 	"github.com/clearhouse/clearhouse/store"
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
@@ -273,6 +274,9 @@ func (m *Market) holdQuota(tx *gorm.DB, o Order, spec OrderSpec) error {
 	return nil
 }
 
+// poolsExist returns ENOTFOUND for a bundle naming a pool that does not exist,
+// and EINVALID, naming the pool's capacity, for a bundle buying more units than
+// the pool has: no auction could ever supply them.
 func poolsExist(tx *gorm.DB, spec OrderSpec) error {
 	want := map[string]bool{}
 	for _, b := range spec.Bundles {
@@ -285,17 +289,29 @@ func poolsExist(tx *gorm.DB, spec OrderSpec) error {
 		ids = append(ids, p)
 	}
 	sort.Strings(ids)
-	var found []string
-	if err := tx.Table("pools").Where("id IN ?", ids).Pluck("id", &found).Error; err != nil {
+	var found []struct {
+		ID       string
+		Unit     string
+		Capacity int64
+	}
+	if err := tx.Table("pools").Select("id, unit, capacity").Where("id IN ?", ids).Scan(&found).Error; err != nil {
 		return err
 	}
-	have := map[string]bool{}
-	for _, p := range found {
-		have[p] = true
+	have := map[string]int{}
+	for i, p := range found {
+		have[p.ID] = i
 	}
 	for _, p := range ids {
-		if !have[p] {
+		if _, ok := have[p]; !ok {
 			return clearhouse.Errorf(clearhouse.ENOTFOUND, "bundles: no pool %q", p)
+		}
+	}
+	for i, b := range spec.Bundles {
+		for _, p := range slices.Sorted(maps.Keys(b)) {
+			if pool := found[have[p]]; b[p] > pool.Capacity {
+				return clearhouse.Errorf(clearhouse.EINVALID, "bundles[%d][%s]: %s %s is more than the pool's whole capacity of %s %s; no auction could supply it",
+					i, p, moneyfmt.Count(b[p]), pool.Unit, moneyfmt.Count(pool.Capacity), pool.Unit)
+			}
 		}
 	}
 	return nil

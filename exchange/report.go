@@ -234,7 +234,7 @@ func recordFigures(tx *gorm.DB, a Auction, views []OrderView, lines []Settlement
 func (m *Market) Stats(ctx context.Context, n int) ([]AuctionStats, error) {
 	db := m.db.Read.WithContext(ctx)
 	var as []Auction
-	if err := db.Where("status = ?", AuctionSettled).Order("closes_at DESC").Limit(n + 1).Find(&as).Error; err != nil {
+	if err := db.Where("status = ?", AuctionSettled).Order(closedOrder).Limit(n + 1).Find(&as).Error; err != nil {
 		return nil, err
 	}
 	prices := func(id int64) (map[string]float64, error) {

@@ -263,7 +263,8 @@ func (m *Market) stopBidding(ctx context.Context, id int64) (run AuctionRun, don
 		case AuctionScheduled:
 			return clearhouse.Errorf(clearhouse.ECONFLICT, "auction %d has not opened yet", id)
 		case AuctionOpen:
-			return tx.Model(&Auction{}).Where("id = ? AND status = ?", id, AuctionOpen).Update("status", AuctionClosing).Error
+			return tx.Model(&Auction{}).Where("id = ? AND status = ?", id, AuctionOpen).
+				Updates(map[string]any{"status": AuctionClosing, "closed_at": m.now()}).Error
 		}
 		return nil // closing: an earlier close stopped bidding
 	})

@@ -110,7 +110,7 @@ type TradeUtilization struct {
 func (m *Market) TradeUtilizations(ctx context.Context, n int) ([]TradeUtilization, error) {
 	var out []TradeUtilization
 	err := m.db.Read.WithContext(ctx).Raw(`SELECT auction_id, resource, side, utilization FROM trade_utilization
-		WHERE auction_id IN (SELECT id FROM auctions WHERE status = ? ORDER BY closes_at DESC LIMIT ?)
+		WHERE auction_id IN (SELECT id FROM auctions WHERE status = ? ORDER BY `+closedOrder+` LIMIT ?)
 		ORDER BY resource, side, utilization`, AuctionSettled, n).Scan(&out).Error
 	return out, err
 }

@@ -378,6 +378,18 @@ func (l *Ledger) load(tx *gorm.DB, r entryRow) (Entry, error) {
 	return e, nil
 }
 
+// EntryByKey returns the entry posted with idempotency key key, or ENOTFOUND.
+func (l *Ledger) EntryByKey(ctx context.Context, key string) (Entry, error) {
+	var r entryRow
+	db := l.read(ctx)
+	if err := db.Take(&r, "idem_key = ?", key).Error; errors.Is(err, gorm.ErrRecordNotFound) {
+		return Entry{}, clearhouse.Errorf(clearhouse.ENOTFOUND, "entry: no entry with key %q", key)
+	} else if err != nil {
+		return Entry{}, err
+	}
+	return l.load(db, r)
+}
+
 // Entry returns one entry or ENOTFOUND.
 func (l *Ledger) Entry(ctx context.Context, id int64) (Entry, error) {
 	var r entryRow

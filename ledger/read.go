@@ -35,6 +35,30 @@ func (l *Ledger) BalanceAt(ctx context.Context, acct AccountID, t time.Time) (Mo
 	return sumBefore(l.read(ctx), acct, t.UTC(), true)
 }
 
+// Latest is the last instant a query bound may name: the end of year 9999, the
+// last year a date form accepts and RFC 3339 can write. SQLite keeps times as text,
+// where "10000-01-01" sorts before "2026-01-01", so a later bound (the exclusive end
+// of a period ending 9999-12-31) would find nothing; every bound goes through
+// bound, which clamps it here, and PostgreSQL gives the same rows.
+var Latest = time.Date(9999, 12, 31, 23, 59, 59, 999999999, time.UTC)
+
+// bound is t in UTC, no later than Latest.
+func bound(t time.Time) time.Time {
+	if t = t.UTC(); t.After(Latest) {
+		return Latest
+	}
+	return t
+}
+
+// lastInstant is a period's exclusive end as a closing balance's date: the end
+// itself, or Latest when the end lies past what RFC 3339 can write.
+func lastInstant(end time.Time) time.Time {
+	if end.After(Latest) {
+		return Latest
+	}
+	return end
+}
+
 func sumBefore(db *gorm.DB, acct AccountID, t time.Time, inclusive bool) (Money, error) {
 	op := "<"
 	if inclusive {
@@ -42,7 +66,7 @@ func sumBefore(db *gorm.DB, acct AccountID, t time.Time, inclusive bool) (Money,
 	}
 	var sum int64
 	err := db.Raw(`SELECT COALESCE(SUM(p.amount), 0) FROM ledger_postings p JOIN ledger_entries e ON e.id = p.entry_id
-		WHERE p.account_id = ? AND e.posted_at `+op+` ?`, acct, t).Scan(&sum).Error
+		WHERE p.account_id = ? AND e.posted_at `+op+` ?`, acct, bound(t)).Scan(&sum).Error
 	return Money(sum), err
 }
 
@@ -95,7 +119,7 @@ func (l *Ledger) Statement(ctx context.Context, acct AccountID, from, to time.Ti
 	}
 	err = db.Raw(`SELECT e.id AS entry_id, e.posted_at, e.reason, e.ref, e.memo, e.reverses, p.amount
 		FROM ledger_postings p JOIN ledger_entries e ON e.id = p.entry_id
-		WHERE p.account_id = ? AND e.posted_at >= ? AND e.posted_at < ? ORDER BY e.posted_at, e.id`, acct, from, to).Scan(&rows).Error
+		WHERE p.account_id = ? AND e.posted_at >= ? AND e.posted_at < ? ORDER BY e.posted_at, e.id`, acct, bound(from), bound(to)).Scan(&rows).Error
 	if err != nil {
 		return Statement{}, err
 	}
@@ -144,16 +168,16 @@ var StatementCSVHeader = []string{"entry_id", "posted_at", "reason", "reference"
 func WriteStatementCSV(w io.Writer, s Statement) error {
 	cw := csv.NewWriter(w)
 	_ = cw.Write(StatementCSVHeader)
-	_ = cw.Write([]string{"", s.From.Format(time.RFC3339), "opening", clearhouse.CSVText(string(s.Account)), "", "", s.Opening.CSV(), ""})
+	_ = cw.Write([]string{"", clearhouse.CSVTime(s.From), "opening", clearhouse.CSVText(string(s.Account)), "", "", s.Opening.CSV(), ""})
 	for _, l := range s.Lines {
 		rev := ""
 		if l.Reverses != 0 {
 			rev = strconv.FormatInt(l.Reverses, 10)
 		}
-		_ = cw.Write([]string{strconv.FormatInt(l.EntryID, 10), l.At.Format(time.RFC3339Nano), clearhouse.CSVText(string(l.Reason)),
+		_ = cw.Write([]string{strconv.FormatInt(l.EntryID, 10), clearhouse.CSVTime(l.At), clearhouse.CSVText(string(l.Reason)),
 			clearhouse.CSVText(l.Ref), clearhouse.CSVText(l.Memo), l.Amount.CSV(), l.Running.CSV(), rev})
 	}
-	_ = cw.Write([]string{"", s.To.Format(time.RFC3339), "closing", clearhouse.CSVText(string(s.Account)), "", "", s.Closing.CSV(), ""})
+	_ = cw.Write([]string{"", clearhouse.CSVTime(lastInstant(s.To)), "closing", clearhouse.CSVText(string(s.Account)), "", "", s.Closing.CSV(), ""})
 	cw.Flush()
 	return cw.Error()
 }
@@ -166,9 +190,18 @@ var JournalCSVHeader = []string{"entry_id", "posted_at", "key", "reason", "refer
 // posting order. Amounts are plain dollars; the text cells (key, reason, reference,
 // memo, account) go through clearhouse.CSVText.
 func (l *Ledger) WriteJournalCSV(ctx context.Context, w io.Writer, from, to time.Time) error {
+	return l.WriteJournalCSVWords(ctx, w, from, to, nil)
+}
+
+// MemoWords turns an entry's stored reference and memo into the memo people read
+// on pages, so an export can say the same; nil keeps the stored memo.
+type MemoWords func(ref, memo string) string
+
+// WriteJournalCSVWords is WriteJournalCSV with each memo as words gives it.
+func (l *Ledger) WriteJournalCSVWords(ctx context.Context, w io.Writer, from, to time.Time, words MemoWords) error {
 	rows, err := l.read(ctx).Raw(`SELECT e.id, e.posted_at, e.idem_key, e.reason, e.ref, e.memo, e.reverses, p.account_id, p.amount
 		FROM ledger_entries e JOIN ledger_postings p ON p.entry_id = e.id
-		WHERE e.posted_at >= ? AND e.posted_at < ? ORDER BY e.posted_at, e.id, p.account_id`, from.UTC(), to.UTC()).Rows()
+		WHERE e.posted_at >= ? AND e.posted_at < ? ORDER BY e.posted_at, e.id, p.account_id`, bound(from), bound(to)).Rows()
 	if err != nil {
 		return err
 	}
@@ -194,7 +227,10 @@ func (l *Ledger) WriteJournalCSV(ctx context.Context, w io.Writer, from, to time
 		if reverses != nil {
 			rev = strconv.FormatInt(*reverses, 10)
 		}
-		_ = cw.Write([]string{strconv.FormatInt(id, 10), at.UTC().Format(time.RFC3339Nano), clearhouse.CSVText(key), clearhouse.CSVText(reason),
+		if words != nil {
+			memo = words(ref, memo)
+		}
+		_ = cw.Write([]string{strconv.FormatInt(id, 10), clearhouse.CSVTime(at), clearhouse.CSVText(key), clearhouse.CSVText(reason),
 			clearhouse.CSVText(ref), clearhouse.CSVText(memo), rev, clearhouse.CSVText(acct), Money(amount).CSV()})
 	}
 	if err := rows.Err(); err != nil {

@@ -138,3 +138,12 @@ func group(v uint64) string {
 	}
 	return b.String()
 }
+
+// Count writes a whole number with thousands separators, as people read counts and
+// quantities: "4,000", "-1,000,000,000,000".
+func Count(n int64) string {
+	if n < 0 {
+		return "-" + group(uint64(-(n+1))+1)
+	}
+	return group(uint64(n))
+}

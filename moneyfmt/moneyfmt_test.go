@@ -106,3 +106,12 @@ func TestFromDollars(t *testing.T) {
 		t.Error("FromDollars(+Inf) ok")
 	}
 }
+
+func TestCount(t *testing.T) {
+	for n, want := range map[int64]string{0: "0", 999: "999", 4000: "4,000", -1234567: "-1,234,567",
+		1_000_000_000_000: "1,000,000,000,000", math.MinInt64: "-9,223,372,036,854,775,808"} {
+		if got := Count(n); got != want {
+			t.Errorf("Count(%d) = %q, want %q", n, got, want)
+		}
+	}
+}

@@ -99,9 +99,9 @@ func CloseConfirmPage(p Page, v CloseConfirm) templ.Component {
 			}
 			if v.Awaiting > 0 {
 				var templ_7745c5c3_Var6 string
-				templ_7745c5c3_Var6, templ_7745c5c3_Err = templ.JoinStringErrs(" " + itoa(v.Awaiting) + " orders still waiting for an owner's approval do not, and their holds are released.")
+				templ_7745c5c3_Var6, templ_7745c5c3_Err = templ.JoinStringErrs(" " + plural(v.Awaiting, "order", "orders") + " still waiting for an owner's approval " + doesOrDo(v.Awaiting) + " not, and " + itsOrTheir(v.Awaiting) + " holds are released.")
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `templates/close.templ`, Line: 25, Col: 118}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `templates/close.templ`, Line: 25, Col: 183}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var6))
 				if templ_7745c5c3_Err != nil {
@@ -118,9 +118,9 @@ func CloseConfirmPage(p Page, v CloseConfirm) templ.Component {
 					return templ_7745c5c3_Err
 				}
 				var templ_7745c5c3_Var7 string
-				templ_7745c5c3_Var7, templ_7745c5c3_Err = templ.JoinStringErrs("At the latest preliminary prices " + itoa(v.Winners) + " orders would win: buyers would pay ")
+				templ_7745c5c3_Var7, templ_7745c5c3_Err = templ.JoinStringErrs("At the latest preliminary prices " + plural(v.Winners, "order", "orders") + " would win: buyers would pay ")
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `templates/close.templ`, Line: 30, Col: 102}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `templates/close.templ`, Line: 30, Col: 116}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var7))
 				if templ_7745c5c3_Err != nil {

@@ -2,6 +2,7 @@ package templates
 
 import (
 	"fmt"
+	"github.com/clearhouse/clearhouse/moneyfmt"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -108,6 +109,9 @@ func closeOrdersText(v CloseConfirm) string {
 	if v.More {
 		more = " or more"
 	}
+	if v.Open == 1 && !v.More {
+		return "1 order takes part."
+	}
 	return itoa(v.Open) + more + " orders take part."
 }
 
@@ -125,4 +129,30 @@ func teamLabel(names map[string]string, id string) string {
 		return n + " (" + id + ")"
 	}
 	return id
+}
+
+// count is a quantity or count with thousands separators: "4,000".
+func count(n int64) string { return moneyfmt.Count(n) }
+
+// plural is a count with its noun in the right number: "1 order", "12 orders",
+// "1,200 orders".
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return moneyfmt.Count(int64(n)) + " " + many
+}
+
+func doesOrDo(n int) string {
+	if n == 1 {
+		return "does"
+	}
+	return "do"
+}
+
+func itsOrTheir(n int) string {
+	if n == 1 {
+		return "its"
+	}
+	return "their"
 }

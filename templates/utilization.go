@@ -10,6 +10,7 @@ import (
 type Sparkline struct {
 	Values []float64
 	Label  string // accessible description, e.g. "7-day trend: 31% to 58%"
+	Now    string // the latest hourly mean, "25%", shown under the line
 }
 
 const sparkW, sparkH = 96.0, 22.0

@@ -68,6 +68,7 @@ type apiPool struct {
 	UtilizationSource string  `json:"utilization_source,omitempty"`
 	ReservePrice      *string `json:"reserve_price"`
 	Price             *string `json:"price"`
+	PriceBasis        string  `json:"price_basis,omitempty"` // "traded" or "indicative" (nothing traded at it)
 	Bids              int     `json:"open_bids"`
 	Offers            int     `json:"open_offers"`
 }
@@ -77,6 +78,8 @@ type apiAuction struct {
 	Status   string           `json:"status"`
 	OpensAt  time.Time        `json:"opens_at"`
 	ClosesAt time.Time        `json:"closes_at"`
+	ClosedAt *time.Time       `json:"closed_at"`  // when it actually stopped taking bids; null while it takes them
+	Settled  *time.Time       `json:"settled_at"` // null until it settles
 	Failure  string           `json:"failure,omitempty"`
 	Pools    []apiAuctionPool `json:"pools,omitempty"`
 	Run      *apiRun          `json:"latest_run,omitempty"`
@@ -87,6 +90,8 @@ type apiAuctionPool struct {
 	ReservePrice string   `json:"reserve_price"`
 	Supply       int64    `json:"supply"`
 	Price        *string  `json:"price"`
+	PriceBasis   string   `json:"price_basis,omitempty"` // "traded" or "indicative" (nothing traded at it)
+	TradedUnits  int64    `json:"traded_units"`          // units bought at the price
 	ExcessDemand *float64 `json:"excess_demand"`
 }
 
@@ -98,8 +103,17 @@ type apiRun struct {
 	RanAt     time.Time `json:"ran_at"`
 }
 
+// priceBasis says what an auction price is: "traded" when units changed hands at
+// it, "indicative" when nothing did (where the clock stopped; nobody paid it).
+func priceBasis(traded bool) string {
+	if traded {
+		return "traded"
+	}
+	return "indicative"
+}
+
 func toAPIAuction(a exchange.Auction) apiAuction {
-	return apiAuction{ID: a.ID, Status: string(a.Status), OpensAt: a.OpensAt, ClosesAt: a.ClosesAt, Failure: a.Failure}
+	return apiAuction{ID: a.ID, Status: string(a.Status), OpensAt: a.OpensAt, ClosesAt: a.ClosesAt, ClosedAt: a.ClosedAt, Settled: a.SettledAt, Failure: a.Failure}
 }
 
 func (s *Server) apiMarket(c *gin.Context) {
@@ -128,6 +142,7 @@ func (s *Server) apiMarket(c *gin.Context) {
 		Pools   []apiPool   `json:"pools"`
 	}{Pools: []apiPool{}}
 	current := map[string]float64{}
+	traded := map[string]bool{}
 	interest := map[string]exchange.Interest{}
 	if a, ok, err := s.svc.Market.CurrentAuction(ctx); err != nil {
 		s.fail(c, err)
@@ -142,7 +157,7 @@ func (s *Server) apiMarket(c *gin.Context) {
 		}
 		if _, prices, ok, err := s.svc.Market.LatestRun(ctx, a.ID); err == nil && ok {
 			for _, p := range prices {
-				current[p.PoolID] = p.Price
+				current[p.PoolID], traded[p.PoolID] = p.Price, p.Traded()
 			}
 		}
 		if interest, err = s.svc.Market.OpenInterest(ctx, a.ID); err != nil {
@@ -157,7 +172,7 @@ func (s *Server) apiMarket(c *gin.Context) {
 			return
 		}
 		for _, p := range hist {
-			current[p.PoolID] = p.Price
+			current[p.PoolID], traded[p.PoolID] = p.Price, p.Traded()
 		}
 	}
 	psi, source, err := s.psiOf(ctx, pools)
@@ -174,7 +189,7 @@ func (s *Server) apiMarket(c *gin.Context) {
 		}
 		if cp, ok := current[p.ID]; ok {
 			cs := apiPrice(cp)
-			ap.Price = &cs
+			ap.Price, ap.PriceBasis = &cs, priceBasis(traded[p.ID])
 		}
 		out.Pools = append(out.Pools, ap)
 	}
@@ -228,7 +243,7 @@ func (s *Server) apiAuction(c *gin.Context) {
 		row := apiAuctionPool{Pool: ap.PoolID, ReservePrice: apiPrice(ap.ReservePrice), Supply: ap.Supply}
 		if p, ok := byPool[ap.PoolID]; ok {
 			ps := apiPrice(p.Price)
-			row.Price, row.ExcessDemand = &ps, &p.ExcessDemand
+			row.Price, row.ExcessDemand, row.PriceBasis, row.TradedUnits = &ps, &p.ExcessDemand, priceBasis(p.Traded()), p.TradedUnits
 		}
 		out.Pools = append(out.Pools, row)
 	}

@@ -7,7 +7,9 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/clearhouse/clearhouse/auction"
 	"github.com/clearhouse/clearhouse/exchange"
 	"github.com/clearhouse/clearhouse/ledger"
 )
@@ -99,14 +101,28 @@ func TestAPIWarnsOfALimitBelowReserve(t *testing.T) {
 }
 
 // A pool that ends above reserve with units unsold (a bid larger than its supply
-// raised the price and then dropped out) is explained on the auction page.
+// raised the price and then dropped out) is explained on the auction page. Team
+// ads holds 40 of the pool's 100 cores, so 60 are on offer and a bid for 90 (which
+// the pool could supply, so it is accepted) is larger than the supply.
 func TestAuctionPageExplainsAPoolUnsoldAboveReserve(t *testing.T) {
 	f := newFixture(t)
-	f.openMarket()
+	f.cpuPool()
 	ctx := context.Background()
+	if _, err := f.market.AddTeam(ctx, exchange.NewTeam{ID: "ads"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.market.GrantQuota(ctx, "ads", "us-east/cpu", 40); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.market.ScheduleAuction(ctx, f.clock.Now(), f.clock.Now().Add(time.Hour), auction.DefaultParams); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.market.OpenDue(ctx); err != nil {
+		t.Fatal(err)
+	}
 	mia := f.user("mia@x.io", exchange.RoleMember, "search")
-	limit := 300 * ledger.Dollar // 150 cores, of the 100 on offer, for at most $2 each
-	if _, err := f.market.PlaceOrder(ctx, mia, exchange.OrderSpec{Team: "search", Bundles: []exchange.Bundle{{"us-east/cpu": 150}}, Limit: &limit}); err != nil {
+	limit := 180 * ledger.Dollar // 90 cores, of the 60 on offer, for at most $2 each
+	if _, err := f.market.PlaceOrder(ctx, mia, exchange.OrderSpec{Team: "search", Bundles: []exchange.Bundle{{"us-east/cpu": 90}}, Limit: &limit}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := f.market.Preview(ctx, 1); err != nil {
@@ -115,7 +131,7 @@ func TestAuctionPageExplainsAPoolUnsoldAboveReserve(t *testing.T) {
 	b := f.browser()
 	b.login("mia@x.io")
 	_, doc := b.get("/auctions/1")
-	if s := doc.Find("[data-testid=price-notes]").Text(); !strings.Contains(s, "Why is us-east/cpu") || !strings.Contains(s, "100 core unsold") {
+	if s := doc.Find("[data-testid=price-notes]").Text(); !strings.Contains(s, "Why is us-east/cpu") || !strings.Contains(s, "60 core unsold") {
 		t.Errorf("price notes: %q", s)
 	}
 }

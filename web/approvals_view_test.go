@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/PuerkitoBio/goquery"
 	"github.com/clearhouse/clearhouse/exchange"
 	"github.com/clearhouse/clearhouse/ledger"
 )
@@ -42,5 +43,38 @@ func TestApprovalsShowWhatAnOwnerNeeds(t *testing.T) {
 	}
 	if s := doc.Find("[data-testid=approval-rule]").Text(); !strings.Contains(s, "$10.00") {
 		t.Errorf("approval rule %q", s)
+	}
+}
+
+// An order with a limit per cluster shows each bundle's limit to the owner who
+// approves it (not templ source), and the limit column says each has its own.
+func TestApprovalsShowEachBundlesOwnLimit(t *testing.T) {
+	f := newFixture(t)
+	f.openMarket()
+	ctx := context.Background()
+	if err := f.market.SetApprovalThreshold(ctx, "search", int64(10*ledger.Dollar)); err != nil {
+		t.Fatal(err)
+	}
+	member := f.user("mia@x.io", exchange.RoleMember, "search")
+	f.user("sam@x.io", exchange.RoleOwner, "search")
+	if _, err := f.market.PlaceOrder(ctx, member, exchange.OrderSpec{Team: "search", Limits: []ledger.Money{40 * ledger.Dollar, 25 * ledger.Dollar},
+		Bundles: []exchange.Bundle{{"us-east/cpu": 5}, {"us-east/cpu": 3}}}); err != nil {
+		t.Fatal(err)
+	}
+	owner := f.browser()
+	owner.login("sam@x.io")
+	for _, path := range []string{"/approvals", "/orders"} {
+		_, doc := owner.get(path)
+		row := doc.Find("[data-testid=orders] tbody tr").First()
+		var limits []string
+		row.Find("[data-testid=bundle-limit]").Each(func(_ int, s *goquery.Selection) {
+			limits = append(limits, strings.Join(strings.Fields(s.Text()), " "))
+		})
+		if strings.Join(limits, "|") != "· pay at most $40.00|· pay at most $25.00" {
+			t.Errorf("%s: bundle limits %q", path, limits)
+		}
+		if s := row.Find("[data-testid=limit-each]").Text(); s == "" {
+			t.Errorf("%s: the limit column is empty for an order with a limit per bundle", path)
+		}
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/clearhouse/clearhouse/auction"
 	"github.com/clearhouse/clearhouse/exchange"
@@ -26,7 +27,10 @@ func (s *Server) auctionPage(c *gin.Context) {
 		s.fail(c, err)
 		return
 	}
-	v := templates.AuctionView{ID: a.ID, Status: string(a.Status), Opens: fmtTime(a.OpensAt), Closes: fmtTime(a.ClosesAt), Failure: a.Failure}
+	v := templates.AuctionView{ID: a.ID, Status: string(a.Status), Window: auctionWindow(a), Failure: a.Failure}
+	if a.SettledAt != nil {
+		v.Settled = fmtTime(*a.SettledAt)
+	}
 	if a.Status == exchange.AuctionOpen {
 		v.Left = fmtDuration(a.ClosesAt.Sub(s.now()))
 	}
@@ -70,13 +74,19 @@ func (s *Server) auctionPage(c *gin.Context) {
 	for _, ap := range aps {
 		row := templates.AuctionPoolRow{Pool: ap.PoolID, Supply: ap.Supply, Reserve: templates.Price{Dollars: ap.ReservePrice, Unit: units[ap.PoolID]}}
 		if p, ok := byPool[ap.PoolID]; ok {
-			row.Price = &templates.Price{Dollars: p.Price, Unit: units[ap.PoolID]}
+			row.Price = &templates.Price{Dollars: p.Price, Unit: units[ap.PoolID], Indicative: !p.Traded()}
 			row.Balance = demandBalance(p.ExcessDemand)
+			if ap.Supply == 0 && !p.Traded() && math.Round(p.ExcessDemand) == 0 {
+				row.Balance = "no supply, no trades"
+			}
 			row.Sold = fmt.Sprintf("%.0f", p.OperatorSold)
 			if ap.ReservePrice > 0 {
 				row.Change = fmt.Sprintf("%+.1f%%", 100*(p.Price/ap.ReservePrice-1))
 				if unsold := -math.Round(p.ExcessDemand); unsold > 0 && p.Price > ap.ReservePrice*1.0001 {
 					v.PriceNotes = append(v.PriceNotes, unsoldAboveReserve(ap.PoolID, row.Change, unsold, units[ap.PoolID]))
+				}
+				if !p.Traded() {
+					row.Change += " (indicative)"
 				}
 			}
 		}
@@ -97,10 +107,10 @@ func (s *Server) auctionPage(c *gin.Context) {
 // unsold: bids for more than it supplied raised its price, and each bid takes its
 // whole bundle or nothing, so they moved to other clusters or dropped out.
 func unsoldAboveReserve(pool, change string, unsold float64, unit string) string {
-	return fmt.Sprintf("Why is %s %s over reserve with %.0f %s unsold? Bids asked for more of it than was on offer, so its price rose round by round. "+
+	return fmt.Sprintf("Why is %s %s over reserve with %s %s unsold? Bids asked for more of it than was on offer, so its price rose round by round. "+
 		"Each bid gets all of its bundle or nothing: as the price rose, they chose another cluster or dropped out, "+
 		"and none was left that the units on offer could fill. The price shows where the last of them left; nobody pays it for units not sold.",
-		pool, change, unsold, unit)
+		pool, change, groupDigits(int64(unsold)), unit)
 }
 
 // trajectorySeries draws every pool's price round by round as a multiple of its
@@ -148,7 +158,7 @@ func (s *Server) auctionsPage(c *gin.Context) {
 	}
 	var v templates.AuctionsView
 	for _, a := range as {
-		v.Auctions = append(v.Auctions, templates.AuctionLink{ID: a.ID, Status: string(a.Status), Window: fmtTime(a.OpensAt) + " – " + fmtTime(a.ClosesAt)})
+		v.Auctions = append(v.Auctions, templates.AuctionLink{ID: a.ID, Status: string(a.Status), Window: auctionWindow(a)})
 	}
 	hist, err := s.svc.Market.PriceHistory(ctx, 60)
 	if err != nil {
@@ -159,11 +169,55 @@ func (s *Server) auctionsPage(c *gin.Context) {
 	s.render(c, http.StatusOK, templates.AuctionsPage(s.page(c, "Auctions and price history", "market"), v))
 }
 
-// historyCharts draws one step chart per cluster of binding prices by auction.
+// auctionWindow says when an auction takes or took bids: its window while it is to
+// come or open, then when it actually closed, with the scheduled close beside it
+// when an operator closed it early.
+func auctionWindow(a exchange.Auction) string {
+	if a.ClosedAt == nil {
+		return fmtTime(a.OpensAt) + " – " + fmtTime(a.ClosesAt)
+	}
+	w := fmtTime(a.OpensAt) + " – closed " + fmtTime(*a.ClosedAt)
+	if a.ClosedAt.Before(a.ClosesAt.Add(-time.Minute)) {
+		w += " (early; scheduled " + fmtTime(a.ClosesAt) + ")"
+	}
+	return w
+}
+
+// closesText is an auction's close for a table column: when it actually closed, or
+// its scheduled close while it has not.
+func closesText(a exchange.Auction) string {
+	if a.ClosedAt == nil {
+		return fmtTime(a.ClosesAt)
+	}
+	return "closed " + fmtTime(*a.ClosedAt)
+}
+
+// historyCharts draws one step chart per cluster of binding prices by auction, the
+// auctions in the order they closed (hist's order), of prices at which units traded
+// (a price where nothing traded is indicative only, and not charted): the x axis counts them, each
+// labelled with its number, so an auction closed early and one added after it
+// chart in the order they settled.
 func historyCharts(hist []exchange.PricePoint) []templates.LineChart {
 	series := map[string]map[string]*templates.Series{}
 	var clusters []string
+	position := map[int64]int{} // auction -> its place in closing order
+	var order []int64
 	for _, p := range hist {
+		if _, ok := position[p.AuctionID]; !ok {
+			position[p.AuctionID] = len(order)
+			order = append(order, p.AuctionID)
+		}
+	}
+	label := func(x float64) string {
+		if i := int(x); float64(i) == x && i >= 0 && i < len(order) {
+			return fmt.Sprintf("#%d", order[i])
+		}
+		return ""
+	}
+	for _, p := range hist {
+		if !p.Traded() { // a price nobody paid is not charted as one
+			continue
+		}
 		cl, _, _ := strings.Cut(p.PoolID, "/")
 		if series[cl] == nil {
 			series[cl] = map[string]*templates.Series{}
@@ -174,14 +228,14 @@ func historyCharts(hist []exchange.PricePoint) []templates.LineChart {
 			sr = &templates.Series{Name: p.PoolID, Step: true}
 			series[cl][p.PoolID] = sr
 		}
-		sr.Points = append(sr.Points, templates.Point{X: float64(p.AuctionID), Y: p.Price})
+		sr.Points = append(sr.Points, templates.Point{X: float64(position[p.AuctionID]), Y: p.Price})
 	}
 	sort.Strings(clusters)
 	var out []templates.LineChart
 	for _, cl := range clusters {
-		ch := templates.LineChart{ID: "history-" + cl, Title: "Binding prices in " + cl + " (log scale: cheap and dear pools both show their moves)",
+		ch := templates.LineChart{ID: "history-" + cl, Title: "Prices paid in " + cl + " (auctions where units of the pool traded; log scale)",
 			XLabel: "auction", YLabel: "$ per unit", LogY: true, FormatY: func(y float64) string { return "$" + compactPrice(y) },
-			FormatX: func(x float64) string { return fmt.Sprintf("#%.0f", x) }}
+			FormatX: label}
 		var pools []string
 		for p := range series[cl] {
 			pools = append(pools, p)

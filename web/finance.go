@@ -1,7 +1,9 @@
 package web
 
 import (
+	"crypto/rand"
 	"encoding/csv"
+	"encoding/hex"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -23,12 +25,23 @@ func (s *Server) financeView(c *gin.Context, grant templates.GrantForm) (templat
 	}
 	l := s.svc.Market.Ledger()
 	v := templates.FinanceView{Grant: grant, JournalCSV: "/finance/journal.csv", TeamNames: map[string]string{}}
+	v.Grant.Token = newFormToken() // every rendering is a new grant
 	for _, t := range teams {
 		b, err := l.Balance(ctx, ledger.TeamAccount(t.ID))
 		if err != nil {
 			return v, err
 		}
 		v.Budgets = append(v.Budgets, templates.BudgetRow{Team: t.ID, Name: t.Name, Posted: mon(b.Posted), Held: mon(b.Held), Available: mon(b.Available)})
+		for _, sum := range []struct {
+			to *templates.Money
+			m  ledger.Money
+		}{{&v.BudgetTotal.Posted, b.Posted}, {&v.BudgetTotal.Held, b.Held}, {&v.BudgetTotal.Available, b.Available}} {
+			total, err := ledger.Money(*sum.to).Add(sum.m)
+			if err != nil {
+				return v, err
+			}
+			*sum.to = mon(total)
+		}
 		v.Grant.Teams = append(v.Grant.Teams, t.ID)
 		v.TeamNames[t.ID] = t.Name
 	}
@@ -48,7 +61,7 @@ func (s *Server) financeView(c *gin.Context, grant templates.GrantForm) (templat
 	}
 	for _, a := range as {
 		if a.Status == exchange.AuctionSettled || a.Status == exchange.AuctionFailed {
-			v.Auctions = append(v.Auctions, templates.AuctionLink{ID: a.ID, Status: string(a.Status), Window: fmtTime(a.OpensAt) + " – " + fmtTime(a.ClosesAt)})
+			v.Auctions = append(v.Auctions, templates.AuctionLink{ID: a.ID, Status: string(a.Status), Window: auctionWindow(a)})
 		}
 	}
 	return v, nil
@@ -61,6 +74,36 @@ func (s *Server) financePage(c *gin.Context) {
 		return
 	}
 	s.render(c, http.StatusOK, templates.FinancePage(s.page(c, "Finance", "finance"), v))
+}
+
+// newFormToken is a fresh random token for one rendering of a form.
+func newFormToken() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// validFormToken reports whether t is a token newFormToken could have made.
+func validFormToken(t string) bool {
+	if len(t) != 32 {
+		return false
+	}
+	_, err := hex.DecodeString(t)
+	return err == nil
+}
+
+// entryAmountText is what a grant or take-back entry moved for team, "$500.00 to
+// search" or "$20.00 from search".
+func entryAmountText(e ledger.Entry, team string) string {
+	for _, p := range e.Postings {
+		if p.Account == ledger.TeamAccount(team) {
+			if p.Amount < 0 {
+				return moneyfmt.Cents(int64(-p.Amount)) + " from " + team
+			}
+			return moneyfmt.Cents(int64(p.Amount)) + " to " + team
+		}
+	}
+	return "for another team"
 }
 
 // grant funds a team's budget; the form's token makes a double submission a no-op.
@@ -79,11 +122,27 @@ func (s *Server) grant(c *gin.Context) {
 	default:
 		f.Errors["action"] = "Choose grant or take back."
 	}
+	token := c.PostForm("form_token")
+	if len(f.Errors) == 0 && !validFormToken(token) {
+		s.redirectWithFlash(c, "/finance", "error", "That grant form was out of date (opened before an update): nothing was granted. Enter the grant again.")
+		return
+	}
 	if len(f.Errors) == 0 {
-		// A double submission of the same grant by the same person within a minute is
-		// one grant.
-		key := fmt.Sprintf("%s/%d/%s/%s/%d", f.Action, userOf(c).ID, f.Team, amount.Plain(), s.now().Unix()/60)
-		_, err := move(c.Request.Context(), key, f.Team, amount, f.Memo)
+		// A duplicate is the same rendering of the form submitted again (a double
+		// click, a reload, the back button): its token is the ledger entry's key, so
+		// it is granted once, and the second submission says so instead of "Granted".
+		// Another grant, even of the same amount to the same team, is a new form.
+		key := fmt.Sprintf("%s/%d/%s", f.Action, userOf(c).ID, token)
+		ctx := c.Request.Context()
+		if prior, err := s.svc.Market.Ledger().EntryByKey(ctx, key); err == nil {
+			s.redirectWithFlash(c, "/finance", "info", fmt.Sprintf("This form was already submitted: entry #%d at %s (%s). Nothing more was granted; use the fresh form for another grant.",
+				prior.ID, fmtTime(prior.At), entryAmountText(prior, f.Team)))
+			return
+		} else if clearhouse.ErrorCode(err) != clearhouse.ENOTFOUND {
+			s.fail(c, err)
+			return
+		}
+		_, err := move(ctx, key, f.Team, amount, f.Memo)
 		if err == nil {
 			s.redirectWithFlash(c, "/finance", "ok", fmt.Sprintf(done, moneyfmt.Cents(int64(amount)), f.Team))
 			return
@@ -93,9 +152,16 @@ func (s *Server) grant(c *gin.Context) {
 			return
 		}
 		f.Errors = formErrors(err, "amount")
-		if m, ok := f.Errors["account"]; ok {
-			delete(f.Errors, "account")
-			f.Errors["team"] = m
+		for field, m := range f.Errors { // every message beside a field the form shows
+			switch field {
+			case "team", "action", "amount", "memo":
+			case "account":
+				delete(f.Errors, field)
+				f.Errors["team"] = m
+			default:
+				delete(f.Errors, field)
+				f.Errors["amount"] = m
+			}
 		}
 	}
 	v, err := s.financeView(c, f)
@@ -125,7 +191,7 @@ func (s *Server) journalCSV(c *gin.Context) {
 	}
 	c.Header("Content-Type", "text/csv; charset=utf-8")
 	c.Header("Content-Disposition", fmt.Sprintf(`attachment; filename="journal-%s.csv"`, from.Format("20060102")))
-	if err := s.svc.Market.Ledger().WriteJournalCSV(c.Request.Context(), c.Writer, from, to); err != nil {
+	if err := s.svc.Market.Ledger().WriteJournalCSVWords(c.Request.Context(), c.Writer, from, to, memoWords); err != nil {
 		s.log.Error("writing journal", "request_id", requestID(c), "err", clip(err.Error(), maxLoggedError))
 	}
 }
@@ -157,7 +223,7 @@ func (s *Server) settlementPage(c *gin.Context) {
 		return
 	}
 	v := templates.SettlementView{AuctionID: id, Status: string(rep.Auction.Status),
-		Window:     fmtTime(rep.Auction.OpensAt) + " – " + fmtTime(rep.Auction.ClosesAt),
+		Window:     auctionWindow(rep.Auction),
 		BuyersPaid: mon(rep.BuyersPaid), SellersReceived: mon(rep.SellersReceived), TreasuryNet: mon(rep.TreasuryNet),
 		Rounding: monOf(rep.Rounding), Balanced: rep.BuyersPaid == rep.SellersReceived+rep.TreasuryNet,
 		CSV: fmt.Sprintf("/finance/auctions/%d/settlement.csv", id)}
@@ -179,10 +245,25 @@ func (s *Server) settlementPage(c *gin.Context) {
 		s.fail(c, err)
 		return
 	}
+	prices, err := s.bindingPrices(c.Request.Context(), id)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	v.Prices = priceRows(prices, units)
+	byPool := map[string]float64{}
+	for _, p := range prices {
+		byPool[p.PoolID] = p.Price
+	}
 	for _, l := range rep.Lines {
 		row := templates.SettlementRow{Order: l.OrderID, Team: teamName(names, l.TeamID), Payment: mon(ledger.Money(l.Payment)), Exact: monOf(l.Exact)}
 		if l.Bundle != nil {
 			row.Bundle = bundleText(l.Bundle, units)
+			if l.Uniform() {
+				// A final-round payment that differs from the bundle at the prices is
+				// listed with both amounts in the final round's section instead.
+				row.Derivation = derivation(l.Bundle, byPool, units)
+			}
 		}
 		v.Lines = append(v.Lines, row)
 	}
@@ -199,7 +280,9 @@ func (s *Server) settlementPage(c *gin.Context) {
 // SettlementCSVHeader is the stable header of settlement report downloads. Money
 // columns have six decimals on every row; bundles are numbered from 1, as on pages;
 // the text cells (team, bundle) go through clearhouse.CSVText.
-var SettlementCSVHeader = []string{"auction_id", "order_id", "team", "bundle_number", "bundle", "clock_payment", "settled_payment", "entry_id"}
+// unit_prices are the binding prices per unit of the bundle's pools, to the
+// micro-dollar: the bundle's quantities times them give clock_payment.
+var SettlementCSVHeader = []string{"auction_id", "order_id", "team", "bundle_number", "bundle", "clock_payment", "settled_payment", "entry_id", "unit_prices"}
 
 func (s *Server) settlementCSV(c *gin.Context) {
 	id, err := auctionID(c)
@@ -212,6 +295,15 @@ func (s *Server) settlementCSV(c *gin.Context) {
 		s.fail(c, err)
 		return
 	}
+	prices, err := s.bindingPrices(c.Request.Context(), id)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	byPool := map[string]float64{}
+	for _, p := range prices {
+		byPool[p.PoolID] = p.Price
+	}
 	c.Header("Content-Type", "text/csv; charset=utf-8")
 	c.Header("Content-Disposition", fmt.Sprintf(`attachment; filename="settlement-%d.csv"`, id))
 	w := csv.NewWriter(c.Writer)
@@ -221,16 +313,17 @@ func (s *Server) settlementCSV(c *gin.Context) {
 		if l.EntryID != nil {
 			entry = strconv.FormatInt(*l.EntryID, 10)
 		}
-		bundle := ""
+		bundle, unitPrices := "", ""
 		if l.Bundle != nil {
 			bundle = strings.ReplaceAll(l.Bundle.String(), ", ", ";")
+			unitPrices = csvUnitPrices(l.Bundle, byPool)
 		}
 		number := "" // counted from 1, as pages count bundles
 		if l.BundleIndex >= 0 {
 			number = strconv.Itoa(l.BundleIndex + 1)
 		}
 		_ = w.Write([]string{strconv.FormatInt(id, 10), strconv.FormatInt(l.OrderID, 10), clearhouse.CSVText(l.TeamID), number, clearhouse.CSVText(bundle),
-			ledger.Money(monOf(l.Exact)).CSV(), ledger.Money(l.Payment).CSV(), entry})
+			ledger.Money(monOf(l.Exact)).CSV(), ledger.Money(l.Payment).CSV(), entry, unitPrices})
 	}
 	w.Flush()
 }

@@ -1,6 +1,7 @@
 package web
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strconv"
@@ -10,6 +11,7 @@ import (
 	"github.com/clearhouse/clearhouse"
 	"github.com/clearhouse/clearhouse/exchange"
 	"github.com/clearhouse/clearhouse/ledger"
+	"github.com/clearhouse/clearhouse/moneyfmt"
 	"github.com/clearhouse/clearhouse/templates"
 	"github.com/gin-gonic/gin"
 )
@@ -65,14 +67,7 @@ func parseWhole(raw string, lo, hi int64) (int64, error) {
 
 // groupDigits writes n with thousands separators (2,147,483,648), as people
 // read large numbers.
-func groupDigits(n int64) string {
-	s := strconv.FormatInt(n, 10)
-	sign := ""
-	if n < 0 {
-		sign, s = "-", s[1:]
-	}
-	return sign + groupString(s)
-}
+func groupDigits(n int64) string { return moneyfmt.Count(n) }
 
 // groupString puts thousands separators in a string of digits.
 func groupString(s string) string {
@@ -105,4 +100,19 @@ func fmtDuration(d time.Duration) string {
 		return fmt.Sprintf("%dh %dm", h, m)
 	}
 	return fmt.Sprintf("%dm", max(m, 1))
+}
+
+// withAvailable adds to an insufficient-funds error what the team has available
+// now, so the message says how much could be spent; other errors pass unchanged.
+func (s *Server) withAvailable(ctx context.Context, team string, err error) error {
+	msg := clearhouse.ErrorMessage(err)
+	if clearhouse.ErrorCode(err) != clearhouse.EUNPROCESSABLE || !strings.Contains(msg, "insufficient funds") || team == "" {
+		return err
+	}
+	b, berr := s.svc.Market.Ledger().Balance(ctx, ledger.TeamAccount(team))
+	if berr != nil {
+		return err
+	}
+	return clearhouse.Errorf(clearhouse.EUNPROCESSABLE, "%s. Available now: %s (budget %s less %s held).",
+		strings.TrimSuffix(msg, "."), moneyfmt.Cents(int64(b.Available)), moneyfmt.Cents(int64(b.Posted)), moneyfmt.Cents(int64(b.Held)))
 }

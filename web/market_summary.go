@@ -38,6 +38,7 @@ func (s *Server) marketSummary(c *gin.Context) {
 	}
 	var v templates.MarketView
 	current := map[string]float64{}
+	indicative := map[string]bool{} // pools where nothing traded at the current price
 	interest := map[string]exchange.Interest{}
 	if a, ok, err := s.svc.Market.CurrentAuction(ctx); err != nil {
 		s.fail(c, err)
@@ -61,6 +62,9 @@ func (s *Server) marketSummary(c *gin.Context) {
 		} else if ok {
 			for _, p := range prices {
 				current[p.PoolID] = p.Price
+				if !p.Traded() {
+					indicative[p.PoolID] = true
+				}
 			}
 		}
 		if interest, err = s.svc.Market.OpenInterest(ctx, a.ID); err != nil {
@@ -69,6 +73,11 @@ func (s *Server) marketSummary(c *gin.Context) {
 		}
 	}
 	psi, source, err := s.psiOf(ctx, pools)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	basis, err := s.psiBases(ctx)
 	if err != nil {
 		s.fail(c, err)
 		return
@@ -88,14 +97,14 @@ func (s *Server) marketSummary(c *gin.Context) {
 			pv := templates.PoolView{
 				ID: p.ID, Resource: p.Resource, Unit: p.Unit, Capacity: p.Capacity, Held: held[p.ID],
 				UnitCost: unitCost(p), Utilization: fmt.Sprintf("%.0f%%", psi[p.ID]*100),
-				PsiSource: source[p.ID], Trend: trend[p.ID],
+				PsiSource: source[p.ID], PsiBasis: basis[p.ID], Trend: trend[p.ID],
 				Bids: interest[p.ID].Bids, Offers: interest[p.ID].Offers,
 			}
 			if r, ok := reserve[p.ID]; ok {
 				pv.Reserve = &templates.Price{Dollars: r, Unit: p.Unit}
 			}
 			if cp, ok := current[p.ID]; ok {
-				pv.Price = &templates.Price{Dollars: cp, Unit: p.Unit}
+				pv.Price = &templates.Price{Dollars: cp, Unit: p.Unit, Indicative: indicative[p.ID]}
 			}
 			cv.Pools = append(cv.Pools, pv)
 		}

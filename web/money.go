@@ -37,6 +37,12 @@ var (
 // "auction:7" becomes "Auction #7" with a link to it, "capture of hold 48
 // (order:62)" becomes "Payment for order #62". forFinance picks the links finance
 // can open (settlement reports) over the team's own pages.
+// memoWords is an entry's memo as pages show it, for the CSV exports.
+func memoWords(ref, memo string) string {
+	_, _, words := describeEntry(ref, memo, false)
+	return words
+}
+
 func describeEntry(ref, memo string, forFinance bool) (text, url, words string) {
 	text, words = ref, memo
 	if m := refPattern.FindStringSubmatch(ref); m != nil {
@@ -106,9 +112,9 @@ func demandBalance(excess float64) string {
 	n := math.Round(excess)
 	switch {
 	case n > 0:
-		return fmt.Sprintf("%.0f short", n)
+		return groupDigits(int64(n)) + " short"
 	case n < 0:
-		return fmt.Sprintf("%.0f unsold", -n)
+		return groupDigits(int64(-n)) + " unsold"
 	}
 	return "balanced"
 }

@@ -82,8 +82,8 @@ func (s *Server) operateView(c *gin.Context, v templates.OperateView) (templates
 	}
 	v.Auctions = nil
 	for _, a := range as {
-		v.Auctions = append(v.Auctions, templates.AuctionAdminRow{ID: a.ID, Status: string(a.Status), Opens: fmtTime(a.OpensAt), Closes: fmtTime(a.ClosesAt),
-			Failure: a.Failure, Orders: counts[a.ID], CanPreview: a.Status == exchange.AuctionOpen, CanClose: a.Status == exchange.AuctionOpen || a.Status == exchange.AuctionClosing,
+		v.Auctions = append(v.Auctions, templates.AuctionAdminRow{ID: a.ID, Status: string(a.Status), Opens: fmtTime(a.OpensAt), Closes: closesText(a),
+			Failure: a.Failure, Orders: counts[a.ID].TakingPart, Waiting: counts[a.ID].Waiting, Left: counts[a.ID].Left, CanPreview: a.Status == exchange.AuctionOpen, CanClose: a.Status == exchange.AuctionOpen || a.Status == exchange.AuctionClosing,
 			CanCancel: a.Status == exchange.AuctionScheduled})
 	}
 	if v.Limits.OpenOrders == "" {
@@ -359,17 +359,41 @@ func (s *Server) curveForm(c *gin.Context, id string, spec auction.CurveSpec, f 
 	}
 	f.Plot.Series = []templates.Series{series}
 	f.Plot.Markers = []float64{built.Threshold()}
-	pools, err := s.svc.Market.Pools(c.Request.Context())
+	ctx := c.Request.Context()
+	pools, err := s.svc.Market.Pools(ctx)
 	if err != nil {
+		return f, err
+	}
+	psi, _, err := s.psiOf(ctx, pools) // each pool's own utilization, as the market uses it
+	if err != nil {
+		return f, err
+	}
+	var saved *auction.Curve // the curve as stored, for the reserves now
+	if cv, err := s.svc.Market.Curve(ctx, id); err == nil {
+		if spec, err := cv.CurveSpec(); err == nil {
+			if b, err := spec.Build(); err == nil {
+				saved = &b
+			}
+		}
+	} else if clearhouse.ErrorCode(err) != clearhouse.ENOTFOUND {
 		return f, err
 	}
 	for _, p := range pools {
 		if p.CurveID != id {
 			continue
 		}
-		r, _ := auction.ReservePrice(built, p.Utilization, float64(p.UnitCost)/1e6)
-		f.Implied = append(f.Implied, templates.ImpliedReserve{Pool: p.ID, Utilization: fmt.Sprintf("%.1f%%", p.Utilization*100),
-			UnitCost: unitCost(p), Phi: fmt.Sprintf("%.4f", built.Phi(p.Utilization)), Reserve: templates.Price{Dollars: r, Unit: p.Unit}})
+		u, ok := psi[p.ID]
+		if !ok {
+			u = p.Utilization
+		}
+		r, _ := auction.ReservePrice(built, u, float64(p.UnitCost)/1e6)
+		row := templates.ImpliedReserve{Pool: p.ID, Utilization: fmt.Sprintf("%.1f%%", u*100),
+			UnitCost: unitCost(p), Phi: fmt.Sprintf("%.4f", built.Phi(u)), Reserve: templates.Price{Dollars: r, Unit: p.Unit}}
+		if saved != nil {
+			b, _ := auction.ReservePrice(*saved, u, float64(p.UnitCost)/1e6)
+			row.Before = &templates.Price{Dollars: b, Unit: p.Unit}
+		}
+		f.Implied = append(f.Implied, row)
 	}
 	sort.Slice(f.Implied, func(i, j int) bool { return f.Implied[i].Pool < f.Implied[j].Pool })
 	return f, nil
@@ -594,7 +618,7 @@ func (s *Server) statsPage(c *gin.Context) {
 	}
 	var rows []templates.StatsRow
 	for _, st := range stats {
-		r := templates.StatsRow{ID: st.Auction.ID, Closed: fmtTime(st.Auction.ClosesAt),
+		r := templates.StatsRow{ID: st.Auction.ID, Closed: fmtTime(st.Auction.Closed()),
 			Settled:       fmt.Sprintf("%d of %d (%.0f%%)", st.Won, st.Orders, 100*st.ShareSettled),
 			PremiumMedian: pct(st.PremiumMedian), PremiumMean: pct(st.PremiumMean)}
 		for _, pool := range sortedKeys(st.PriceChange) {

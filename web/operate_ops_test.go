@@ -23,6 +23,13 @@ func TestCloseAuctionAsksForConfirmation(t *testing.T) {
 	if _, err := f.market.PlaceOrder(ctx, owner, exchange.OrderSpec{Team: "search", Limit: &limit, Bundles: []exchange.Bundle{{"us-east/cpu": 10}}}); err != nil {
 		t.Fatal(err)
 	}
+	gone, err := f.market.PlaceOrder(ctx, owner, exchange.OrderSpec{Team: "search", Limit: &limit, Bundles: []exchange.Bundle{{"us-east/cpu": 5}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.market.WithdrawOrder(ctx, owner, gone.ID); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := f.market.Preview(ctx, 1); err != nil {
 		t.Fatal(err)
 	}
@@ -30,6 +37,11 @@ func TestCloseAuctionAsksForConfirmation(t *testing.T) {
 	op := f.browser()
 	op.login("op@x.io")
 	_, doc := op.get("/operate")
+	// One count of orders: the table counts those taking part, as the confirmation
+	// does, and names the withdrawn one apart.
+	if s := strings.Join(strings.Fields(doc.Find("[data-testid=auction-1] [data-testid=order-count]").Text()), " "); s != "1 + 1 withdrawn or rejected" {
+		t.Errorf("operators' order count %q", s)
+	}
 	if doc.Find("[data-testid=auction-1] form[action='/operate/auctions/1/close']").Length() != 0 {
 		t.Fatal("the operator page still closes an auction in one click")
 	}
@@ -40,7 +52,7 @@ func TestCloseAuctionAsksForConfirmation(t *testing.T) {
 	if res.StatusCode != http.StatusOK {
 		t.Fatalf("confirmation page: %d", res.StatusCode)
 	}
-	if s := doc.Find("[data-testid=close-orders]").Text(); !strings.Contains(s, "1 orders take part") {
+	if s := doc.Find("[data-testid=close-orders]").Text(); !strings.Contains(s, "1 order takes part") {
 		t.Errorf("confirmation does not count the orders: %q", s)
 	}
 	if s := strings.Join(strings.Fields(doc.Find("[data-testid=close-money]").Text()), " "); !strings.Contains(s, "buyers would pay $") {

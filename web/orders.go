@@ -55,13 +55,16 @@ func orderRows(u exchange.User, vs []exchange.OrderView, biddingOpen bool, units
 			}
 			r.Bundles = append(r.Bundles, br)
 		}
+		text, left := outcomeWithout(v.Status)
 		switch {
+		case left:
+			r.Provisional.Text = text
 		case v.Provisional == nil && v.Status == exchange.OrderOpen:
 			r.Provisional.Text = "no preliminary run yet"
 		case v.Provisional == nil:
 		case v.Provisional.BundleIndex < 0:
 			r.Provisional.Text = "loses at current prices"
-			if !v.Status.Live() {
+			if v.Status == exchange.OrderLost {
 				r.Provisional.Text = "lost"
 			}
 		default:
@@ -112,7 +115,12 @@ func (s *Server) ordersPage(c *gin.Context) {
 		s.fail(c, err)
 		return
 	}
-	v := templates.OrdersView{Team: u.TeamID, Orders: orderRows(u, vs, open, units), Drafts: draftRows(drafts, open, units), CanOrder: open, Notice: notice, Pager: pg}
+	rows := orderRows(u, vs, open, units)
+	if err := s.explainOutcomes(c.Request.Context(), vs, rows); err != nil {
+		s.fail(c, err)
+		return
+	}
+	v := templates.OrdersView{Team: u.TeamID, Orders: rows, Drafts: draftRows(drafts, open, units), CanOrder: open, Notice: notice, Pager: pg}
 	s.render(c, http.StatusOK, templates.OrdersPage(s.page(c, "Orders of team "+u.TeamID, "orders"), v))
 }
 
@@ -124,6 +132,8 @@ type bidContext struct {
 	reserve   map[string]float64
 	current   map[string]float64
 	shapes    []exchange.Shape
+	free      map[string]int64 // units of each pool no team holds
+	supply    map[string]int64 // units the operator offers in the open auction, by pool; nil when none is open
 }
 
 // units maps each pool to its unit ("core").
@@ -164,6 +174,17 @@ func (s *Server) loadBidContext(c *gin.Context) (bidContext, error) {
 	if bc.reserve, err = s.svc.Market.ReservePrices(ctx); err != nil {
 		return bc, err
 	}
+	holdings, err := s.svc.Market.Holdings(ctx, "")
+	if err != nil {
+		return bc, err
+	}
+	bc.free = map[string]int64{}
+	for _, p := range pools {
+		bc.free[p.ID] = p.Capacity
+	}
+	for _, h := range holdings {
+		bc.free[h.PoolID] -= h.Quantity
+	}
 	if bc.shapes, err = s.svc.Market.Shapes(ctx); err != nil {
 		return bc, err
 	}
@@ -178,8 +199,10 @@ func (s *Server) loadBidContext(c *gin.Context) (bidContext, error) {
 			}
 		}
 		if aps, err := s.svc.Market.AuctionPools(ctx, a.ID); err == nil {
+			bc.supply = map[string]int64{}
 			for _, ap := range aps {
 				bc.reserve[ap.PoolID] = ap.ReservePrice
+				bc.supply[ap.PoolID] = ap.Supply
 			}
 		}
 	}
@@ -254,7 +277,7 @@ func checkSupply(bc bidContext, need map[string]int64, bundles map[string]exchan
 		if len(bundles) > 0 && q > most {
 			field := "q." + r
 			if _, typed := errs[field]; !typed {
-				errs[field] = fmt.Sprintf("%s: %d %s is more than any cluster you chose could ever supply (the largest has %d %s in all).", r, q, unit, most, unit)
+				errs[field] = fmt.Sprintf("%s: %s %s is more than any cluster you chose could ever supply (the largest has %s %s in all).", r, groupDigits(q), unit, groupDigits(most), unit)
 			}
 		}
 	}
@@ -265,6 +288,33 @@ func firstResource(bc bidContext) string {
 		return "resource"
 	}
 	return bc.resources[0].Name
+}
+
+// availability says, for each pool a bundle buys from, how many units the auction
+// offers and how many no team holds ("us-east/cpu: 40 core offered, 40 of 100
+// free"); short is true when some pool offers fewer units than the bundle needs,
+// so the bundle can win only if other teams sell.
+func availability(bc bidContext, b exchange.Bundle) (text string, short bool) {
+	var parts []string
+	for _, pool := range slices.Sorted(maps.Keys(b)) {
+		q := b[pool]
+		if q <= 0 {
+			continue
+		}
+		p := bc.pools[pool]
+		part := fmt.Sprintf("%s: %s of %s %s free", pool, groupDigits(max(bc.free[pool], 0)), groupDigits(p.Capacity), p.Unit)
+		if bc.supply != nil {
+			offered := bc.supply[pool]
+			part = fmt.Sprintf("%s: %s %s offered, %s of %s free", pool, groupDigits(offered), p.Unit, groupDigits(max(bc.free[pool], 0)), groupDigits(p.Capacity))
+			if offered < q {
+				short = true
+			}
+		} else if bc.free[pool] < q {
+			short = true
+		}
+		parts = append(parts, part)
+	}
+	return strings.Join(parts, "; "), short
 }
 
 // bundleChoices prices the covering bundles for step 2.
@@ -281,6 +331,7 @@ func bundleChoices(bc bidContext, f *templates.BidForm, bundles map[string]excha
 			atCurrent += float64(q) * bc.current[pool]
 		}
 		bcho := templates.BundleChoice{Cluster: cl.ID, Items: bundleText(b, bc.units()), AtReserve: monOf(atReserve), Limit: limits[cl.ID]}
+		bcho.Availability, bcho.Short = availability(bc, b)
 		if current {
 			m := monOf(atCurrent)
 			bcho.AtCurrent = &m
@@ -394,7 +445,7 @@ func (s *Server) placeBid(c *gin.Context) {
 			s.fail(c, err)
 			return
 		}
-		f.Errors = formErrors(err, "limit")
+		f.Errors = formErrors(s.withAvailable(c.Request.Context(), u.TeamID, err), "limit")
 		if _, ok := f.Errors["bundles"]; ok {
 			f.Errors["limit"] = f.Errors["bundles"]
 		}

@@ -253,7 +253,7 @@ func (s *Server) quoteReservation(c *gin.Context, d fleet.Definition, f template
 func (s *Server) formFailure(c *gin.Context, err error, f templates.ReservationForm) {
 	switch clearhouse.ErrorCode(err) {
 	case clearhouse.EINVALID, clearhouse.EUNPROCESSABLE, clearhouse.ECONFLICT:
-		reservationFieldErrors(err, &f)
+		reservationFieldErrors(s.withAvailable(c.Request.Context(), userOf(c).TeamID, err), &f)
 		s.renderReservations(c, http.StatusUnprocessableEntity, f, nil)
 	default:
 		s.fail(c, err)

@@ -241,8 +241,8 @@ func TestBidFormKeepsWhatWasTypedAndSavesNothingWhenRefused(t *testing.T) {
 	if res.StatusCode != http.StatusUnprocessableEntity {
 		t.Fatalf("over-budget bid: %d", res.StatusCode)
 	}
-	if msg := doc.Find("[data-testid=error-limit]").Text(); !strings.Contains(msg, "insufficient funds") {
-		t.Fatalf("limit error %q", msg)
+	if msg := doc.Find("[data-testid=error-limit]").Text(); !strings.Contains(msg, "insufficient funds") || !strings.Contains(msg, "Available now: $1,000.00") {
+		t.Fatalf("limit error %q: want how much is available", msg)
 	}
 	if v, _ := doc.Find(`input[name=limit]`).Attr("value"); v != "2,000" {
 		t.Fatalf("the form lost the limit: %q", v)
@@ -383,30 +383,55 @@ func TestGrantsFromTheFinanceForm(t *testing.T) {
 	b := f.browser()
 	b.login("fin@x.io")
 	tok := b.csrf("/finance")
-	for range 2 { // a double submission grants once
-		res, _ := b.post("/finance/grants", url.Values{"csrf_token": {tok}, "team": {"search"}, "amount": {"2,500"}, "memo": {"Q3"}})
+	formToken := func() string {
+		t.Helper()
+		_, doc := b.get("/finance")
+		v, ok := doc.Find(`[data-testid=grant-form] input[name=form_token]`).Attr("value")
+		if !ok || v == "" {
+			t.Fatal("the grant form has no form token")
+		}
+		return v
+	}
+	form := formToken()
+	var flashes []string
+	for range 2 { // a double submission of one form grants once, and says so the second time
+		res, _ := b.post("/finance/grants", url.Values{"csrf_token": {tok}, "form_token": {form}, "team": {"search"}, "amount": {"2,500"}, "memo": {"Q3"}})
 		if res.StatusCode != http.StatusSeeOther {
 			t.Fatalf("grant: %d", res.StatusCode)
 		}
+		_, doc := b.get("/finance")
+		flashes = append(flashes, doc.Find("[data-testid=flash]").Text())
+	}
+	if !strings.HasPrefix(flashes[0], "Granted $2,500.00") || strings.Contains(flashes[1], "Granted") || !strings.Contains(flashes[1], "already submitted") {
+		t.Errorf("flashes after submitting one form twice: %q", flashes)
 	}
 	bal, _ := f.market.Ledger().Balance(context.Background(), ledger.TeamAccount("search"))
 	if bal.Posted != 3500*ledger.Dollar {
 		t.Fatalf("search has %s after granting 2,500 twice in a row, want 3,500.00", bal.Posted)
 	}
-	res, doc := b.post("/finance/grants", url.Values{"csrf_token": {tok}, "team": {"search"}, "amount": {"-100"}})
+	// The same amount to the same team from a fresh form, with another memo, in the
+	// same minute, is another grant.
+	res, _ := b.post("/finance/grants", url.Values{"csrf_token": {tok}, "form_token": {formToken()}, "team": {"search"}, "amount": {"2,500"}, "memo": {"Q4"}})
+	if res.StatusCode != http.StatusSeeOther {
+		t.Fatalf("a second grant from a fresh form: %d", res.StatusCode)
+	}
+	if bal, _ = f.market.Ledger().Balance(context.Background(), ledger.TeamAccount("search")); bal.Posted != 6000*ledger.Dollar {
+		t.Fatalf("search has %s after a second grant of 2,500, want 6,000.00", bal.Posted)
+	}
+	res, doc := b.post("/finance/grants", url.Values{"csrf_token": {tok}, "form_token": {formToken()}, "team": {"search"}, "amount": {"-100"}})
 	if res.StatusCode != http.StatusUnprocessableEntity || doc.Find("[data-testid=error-amount]").Length() != 1 {
 		t.Fatalf("a negative grant: %d", res.StatusCode)
 	}
-	res, doc = b.post("/finance/grants", url.Values{"csrf_token": {tok}, "team": {"search"}, "action": {"take-back"}, "amount": {"99,999"}})
+	res, doc = b.post("/finance/grants", url.Values{"csrf_token": {tok}, "team": {"search"}, "form_token": {formToken()}, "action": {"take-back"}, "amount": {"99,999"}})
 	if res.StatusCode != http.StatusUnprocessableEntity || doc.Find("[data-testid=error-amount]").Length() != 1 {
 		t.Fatalf("a take-back beyond the budget: %d", res.StatusCode)
 	}
-	res, _ = b.post("/finance/grants", url.Values{"csrf_token": {tok}, "team": {"search"}, "action": {"take-back"}, "amount": {"500"}})
+	res, _ = b.post("/finance/grants", url.Values{"csrf_token": {tok}, "team": {"search"}, "form_token": {formToken()}, "action": {"take-back"}, "amount": {"500"}})
 	if res.StatusCode != http.StatusSeeOther {
 		t.Fatalf("take-back: %d", res.StatusCode)
 	}
 	bal, _ = f.market.Ledger().Balance(context.Background(), ledger.TeamAccount("search"))
-	if bal.Posted != 3000*ledger.Dollar {
-		t.Fatalf("search has %s after taking back 500, want 3,000.00", bal.Posted)
+	if bal.Posted != 5500*ledger.Dollar {
+		t.Fatalf("search has %s after taking back 500, want 5,500.00", bal.Posted)
 	}
 }

@@ -3,6 +3,7 @@ package web
 import (
 	"fmt"
 	"net/http"
+	"net/url"
 	"strings"
 	"time"
 
@@ -17,15 +18,21 @@ import (
 // period reads ?from=YYYY-MM-DD&to=YYYY-MM-DD (to inclusive), defaulting to the
 // last 30 days.
 func (s *Server) period(c *gin.Context) (from, to time.Time, err error) {
+	return s.periodOf(c.Request.URL.Query())
+}
+
+// periodOf is the period that from and to name (to inclusive), each defaulting to
+// the last 30 days, or EINVALID naming the date at fault.
+func (s *Server) periodOf(q url.Values) (from, to time.Time, err error) {
 	now := s.now().UTC()
 	to = time.Date(now.Year(), now.Month(), now.Day(), 0, 0, 0, 0, time.UTC).AddDate(0, 0, 1)
 	from = to.AddDate(0, 0, -30)
-	if v := c.Query("from"); v != "" {
+	if v := q.Get("from"); v != "" {
 		if from, err = time.Parse(time.DateOnly, v); err != nil {
 			return from, to, clearhouse.Errorf(clearhouse.EINVALID, "from: give a date as YYYY-MM-DD")
 		}
 	}
-	if v := c.Query("to"); v != "" {
+	if v := q.Get("to"); v != "" {
 		t, err := time.Parse(time.DateOnly, v)
 		if err != nil {
 			return from, to, clearhouse.Errorf(clearhouse.EINVALID, "to: give a date as YYYY-MM-DD")
@@ -33,7 +40,7 @@ func (s *Server) period(c *gin.Context) (from, to time.Time, err error) {
 		to = t.AddDate(0, 0, 1)
 	}
 	if !to.After(from) {
-		return from, to, clearhouse.Errorf(clearhouse.EINVALID, "to: the period must end after it starts")
+		return from, to, clearhouse.Errorf(clearhouse.EINVALID, "to: the period ends on or after the day it starts; this end date is before the start date")
 	}
 	return from, to, nil
 }
@@ -69,7 +76,15 @@ func (s *Server) teamView(c *gin.Context, team string, csvPath string) (template
 		s.fail(c, err)
 		return templates.TeamView{}, false
 	}
+	entered := c.Request.URL.Query()
 	from, to, err := s.period(c)
+	var periodErrors templates.FieldErrors
+	if clearhouse.ErrorCode(err) == clearhouse.EINVALID {
+		// A period typed wrongly is the form's error: the page shows the default
+		// period, with the dates as entered and the one at fault marked.
+		periodErrors = formErrors(err, "to")
+		from, to, err = s.periodOf(nil)
+	}
 	if err != nil {
 		s.fail(c, err)
 		return templates.TeamView{}, false
@@ -113,6 +128,9 @@ func (s *Server) teamView(c *gin.Context, team string, csvPath string) (template
 	v := templates.TeamView{ID: t.ID, Name: t.Name, Posted: mon(b.Posted), Held: mon(b.Held), Available: mon(b.Available),
 		ApprovalThreshold: ledger.Money(t.ApprovalThreshold).Plain(), Threshold: mon(ledger.Money(t.ApprovalThreshold)),
 		Statement: statementView(st, csvPath, strings.HasPrefix(csvPath, "/finance/"))}
+	if periodErrors != nil {
+		v.Statement.Errors, v.Statement.From, v.Statement.To = periodErrors, entered.Get("from"), entered.Get("to")
+	}
 	for _, h := range hs {
 		v.Holdings = append(v.Holdings, templates.HoldingRow{Pool: h.PoolID, Unit: unit[h.PoolID], Quantity: h.Quantity, Offered: offered[h.PoolID]})
 	}
@@ -166,6 +184,9 @@ func (s *Server) statementCSV(c *gin.Context, team string) {
 	}
 	c.Header("Content-Type", "text/csv; charset=utf-8")
 	c.Header("Content-Disposition", fmt.Sprintf(`attachment; filename="statement-%s-%s.csv"`, team, from.Format("20060102")))
+	for i, l := range st.Lines { // the memos the page shows
+		st.Lines[i].Memo = memoWords(l.Ref, l.Memo)
+	}
 	if err := ledger.WriteStatementCSV(c.Writer, st); err != nil {
 		s.log.Error("writing statement", "request_id", requestID(c), "err", clip(err.Error(), maxLoggedError))
 	}

@@ -145,7 +145,7 @@ func (s *Server) placeOffer(c *gin.Context) {
 			s.fail(c, err)
 			return
 		}
-		f.Errors = formErrors(err, "pools")
+		f.Errors = formErrors(s.withAvailable(c.Request.Context(), userOf(c).TeamID, err), "pools")
 		if m, ok := f.Errors["bundles"]; ok {
 			delete(f.Errors, "bundles")
 			f.Errors["pools"] = m

@@ -38,6 +38,26 @@ func (s *Server) psiOf(ctx context.Context, pools []exchange.Pool) (map[string]f
 	return psi, source, nil
 }
 
+// psiBases says which figure each pool's utilization is, beside the sparkline's
+// hourly means: "p95 of 7 days" when measured; nothing for an override or the held
+// fallback, which their badges name.
+func (s *Server) psiBases(ctx context.Context) (map[string]string, error) {
+	out := map[string]string{}
+	if s.svc.Utilization == nil {
+		return out, nil
+	}
+	ps, err := s.svc.Utilization.Pools(ctx)
+	if err != nil {
+		return nil, err
+	}
+	for _, p := range ps {
+		if p.Source == fleet.PsiMeasured {
+			out[p.Pool] = fmt.Sprintf("p%d of %d days", p.Percentile, p.WindowDays)
+		}
+	}
+	return out, nil
+}
+
 // trends returns each pool's sparkline of hourly mean utilization over the last
 // 7 days.
 func (s *Server) trends(ctx context.Context) (map[string]templates.Sparkline, error) {
@@ -51,7 +71,7 @@ func (s *Server) trends(ctx context.Context) (map[string]templates.Sparkline, er
 	}
 	for pool, vs := range ts {
 		lo, hi := slices.Min(vs), slices.Max(vs)
-		out[pool] = templates.Sparkline{Values: vs, Label: fmt.Sprintf("%s, hourly mean over 7 days: %.0f%% to %.0f%%, now %.0f%%", pool, 100*lo, 100*hi, 100*vs[len(vs)-1])}
+		out[pool] = templates.Sparkline{Values: vs, Now: fmt.Sprintf("%.0f%%", 100*vs[len(vs)-1]), Label: fmt.Sprintf("%s, hourly mean over 7 days: %.0f%% to %.0f%%, now %.0f%%", pool, 100*lo, 100*hi, 100*vs[len(vs)-1])}
 	}
 	return out, nil
 }

@@ -74,6 +74,13 @@ func TestUtilizationPages(t *testing.T) {
 	if doc.Find(`[data-testid="pool-us-east/cpu"] [data-testid=sparkline] polyline`).Length() != 1 {
 		t.Error("market summary has no sparkline for us-east/cpu")
 	}
+	// Each figure says which it is: the psi in effect, and the sparkline's latest mean.
+	if got := text(doc, `[data-testid="pool-us-east/cpu"] [data-testid=psi-basis]`); got != "p95 of 7 days" {
+		t.Errorf("utilization basis %q, want p95 of 7 days", got)
+	}
+	if got := text(doc, `[data-testid="pool-us-east/cpu"] [data-testid=trend-now]`); !strings.HasPrefix(got, "hourly mean now ") {
+		t.Errorf("sparkline's latest value %q", got)
+	}
 
 	page := "/operate/pools/us-east/cpu"
 	_, doc = b.get(page)

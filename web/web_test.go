@@ -1,6 +1,7 @@
 package web_test
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -19,6 +20,7 @@ import (
 	"github.com/clearhouse/clearhouse/ledger"
 	"github.com/clearhouse/clearhouse/store"
 	"github.com/clearhouse/clearhouse/store/storetest"
+	"github.com/clearhouse/clearhouse/templates"
 	"github.com/clearhouse/clearhouse/web"
 	"golang.org/x/crypto/bcrypt"
 )
@@ -96,11 +98,25 @@ func (b *browser) get(path string) (*http.Response, *goquery.Document) {
 		b.f.t.Fatal(err)
 	}
 	defer res.Body.Close()
-	doc, err := goquery.NewDocumentFromReader(res.Body)
+	return res, b.page(path, res.Body)
+}
+
+// page parses a response body, failing the test on templ source printed as text:
+// every page a test fetches is checked.
+func (b *browser) page(path string, body io.Reader) *goquery.Document {
+	b.f.t.Helper()
+	raw, err := io.ReadAll(body)
 	if err != nil {
 		b.f.t.Fatal(err)
 	}
-	return res, doc
+	if leaks := templates.LeakedTemplateSource(string(raw)); len(leaks) > 0 {
+		b.f.t.Errorf("%s prints templ source as text: %q", path, leaks)
+	}
+	doc, err := goquery.NewDocumentFromReader(bytes.NewReader(raw))
+	if err != nil {
+		b.f.t.Fatal(err)
+	}
+	return doc
 }
 
 // csrf reads the CSRF token from the first form of the page at path.
@@ -123,8 +139,7 @@ func (b *browser) post(path string, form url.Values) (*http.Response, *goquery.D
 		b.f.t.Fatal(err)
 	}
 	defer res.Body.Close()
-	doc, _ := goquery.NewDocumentFromReader(res.Body)
-	return res, doc
+	return res, b.page(path, res.Body)
 }
 
 // login signs the browser in and fails the test if it cannot.

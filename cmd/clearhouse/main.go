@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -47,13 +48,32 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		if errors.As(err, &ee) {
 			if ee.err != nil && ee.err.Error() != "" {
 				fmt.Fprintln(stderr, "clearhouse:", ee.err)
+				if h := hint(ee.err); h != "" {
+					fmt.Fprintln(stderr, h)
+				}
 			}
 			return ee.code
 		}
 		fmt.Fprintln(stderr, "clearhouse:", err)
+		if h := hint(err); h != "" {
+			fmt.Fprintln(stderr, h)
+		}
 		return 1
 	}
 	return 0
+}
+
+// hint is what to do about a failed command, for the errors a newcomer meets first:
+// a mistyped command or flag, and a port another program holds.
+func hint(err error) string {
+	msg := err.Error()
+	switch {
+	case errors.Is(err, syscall.EADDRINUSE):
+		return "Another program is listening on that address: stop it, or choose another with --addr (for example --addr 127.0.0.1:8081)."
+	case strings.HasPrefix(msg, "unknown command"), strings.HasPrefix(msg, "unknown flag"), strings.HasPrefix(msg, "unknown shorthand flag"):
+		return "Run 'clearhouse --help' for the commands, or 'clearhouse COMMAND --help' for a command's flags."
+	}
+	return ""
 }
 
 func newRootCmd() *cobra.Command {

@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"context"
+	"net"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -26,8 +28,21 @@ func TestHelpListsTheBinary(t *testing.T) {
 
 func TestUnknownCommandFails(t *testing.T) {
 	code, _, errOut := runCLI(t, "", "no-such-verb")
-	if code == 0 || !strings.Contains(errOut, "unknown command") {
-		t.Fatalf("unknown verb: code %d, stderr %q", code, errOut)
+	if code == 0 || !strings.Contains(errOut, "unknown command") || !strings.Contains(errOut, "clearhouse --help") {
+		t.Fatalf("unknown verb: code %d, stderr %q (want a pointer to --help)", code, errOut)
+	}
+}
+
+// A port another program holds fails with a pointer to --addr.
+func TestServeOnATakenPortSuggestsAddr(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	code, _, errOut := runCLI(t, "", "serve", "--addr", l.Addr().String(), "--db", filepath.Join(t.TempDir(), "x.db"), "--auction-every", "0")
+	if code == 0 || !strings.Contains(errOut, "address already in use") || !strings.Contains(errOut, "--addr") {
+		t.Fatalf("serve on a taken port: code %d, stderr %q (want a pointer to --addr)", code, errOut)
 	}
 }
 

@@ -12,6 +12,7 @@ import (
 	"github.com/clearhouse/clearhouse/mailer"
 	"github.com/clearhouse/clearhouse/mailer/mailertest"
 	"github.com/clearhouse/clearhouse/store/storetest"
+	"github.com/clearhouse/clearhouse/templates"
 	"strings"
 	"testing"
 
@@ -228,6 +229,13 @@ func pagesFitScreens(t *testing.T, logins []pagesOf, tables bool) {
 				err := chromedp.Do(ctx, chromedp.EmulateViewport(width, 900), chromedp.Navigate(base+page), chromedp.WaitVisible(chromedp.CSS(`main h1`)))
 				if err != nil {
 					t.Fatalf("%s as %s: %v", page, who.email, err)
+				}
+				html, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.documentElement.outerHTML`))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if leaks := templates.LeakedTemplateSource(html); len(leaks) > 0 && width == 1400 {
+					t.Errorf("%s as %s prints templ source as text: %q", page, who.email, leaks)
 				}
 				over, err := chromedp.Run(ctx, chromedp.Evaluate[int](`document.documentElement.scrollWidth - window.innerWidth`))
 				if err != nil {

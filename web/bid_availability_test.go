@@ -1,0 +1,53 @@
+package web_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/clearhouse/clearhouse/auction"
+	"github.com/clearhouse/clearhouse/exchange"
+)
+
+// The bid form shows, beside each bundle's cost, the units the auction offers and
+// those no team holds, warns when fewer are offered than the bundle needs, says
+// what a price buys, and refuses more than the pool's whole capacity naming it.
+func TestBidFormShowsWhatIsOnOffer(t *testing.T) {
+	f := newFixture(t)
+	f.cpuPool()
+	ctx := context.Background()
+	if _, err := f.market.AddTeam(ctx, exchange.NewTeam{ID: "ads"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.market.GrantQuota(ctx, "ads", "us-east/cpu", 40); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.market.ScheduleAuction(ctx, f.clock.Now(), f.clock.Now().Add(time.Hour), auction.DefaultParams); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.market.OpenDue(ctx); err != nil {
+		t.Fatal(err)
+	}
+	f.user("mia@x.io", exchange.RoleMember, "search")
+	b := f.browser()
+	b.login("mia@x.io")
+	_, doc := b.get("/orders/new?step=2&q.cpu=10&cluster=us-east")
+	if s := strings.Join(strings.Fields(doc.Find("[data-testid=availability]").Text()), " "); s != "us-east/cpu: 60 core offered, 60 of 100 free" {
+		t.Errorf("availability %q", s)
+	}
+	if doc.Find("[data-testid=short]").Length() != 0 {
+		t.Error("10 cores of 60 offered is called short")
+	}
+	if s := doc.Find("[data-testid=what-a-price-buys]").Text(); !strings.Contains(s, "per unit") || !strings.Contains(s, "until it sells") {
+		t.Errorf("the form does not say what a price buys: %q", s)
+	}
+	_, doc = b.get("/orders/new?step=2&q.cpu=80&cluster=us-east")
+	if doc.Find("[data-testid=short]").Length() != 1 {
+		t.Error("80 cores of 60 offered is not called short")
+	}
+	_, doc = b.get("/orders/new?step=2&q.cpu=1000000&cluster=us-east")
+	if s := doc.Find("#f-q\\.cpu").Closest(".field").Text(); !strings.Contains(s, "1,000,000 core is more than") || !strings.Contains(s, "100 core in all") {
+		t.Errorf("a million cores of a 100-core pool: %q", strings.Join(strings.Fields(s), " "))
+	}
+}
