@@ -28,7 +28,8 @@ func SQLitePath(dsn string) (string, bool) {
 
 // Backup writes a consistent copy of a live SQLite database to dest with VACUUM
 // INTO: one read transaction, so the copy is the database as of one commit, while
-// other connections keep writing (WAL). dest must not exist. Returns EINVALID on
+// other processes keep writing (WAL). It occupies db's writer connection while it
+// copies: call it on a DB of its own (as `clearhouse backup` does), not a server's. dest must not exist. Returns EINVALID on
 // PostgreSQL (use pg_dump) and ECONFLICT when dest exists.
 func Backup(ctx context.Context, db *DB, dest string) error {
 	if db.Dialect != SQLite {
@@ -39,7 +40,9 @@ func Backup(ctx context.Context, db *DB, dest string) error {
 	} else if !errors.Is(err, os.ErrNotExist) {
 		return err
 	}
-	if err := db.Read.WithContext(ctx).Exec("VACUUM INTO ?", dest).Error; err != nil {
+	// The writer's connection, as the read pool is query-only; VACUUM INTO takes only
+	// a read transaction on the source, so other processes' writers go on (WAL).
+	if err := db.Write.WithContext(ctx).Exec("VACUUM INTO ?", dest).Error; err != nil {
 		return fmt.Errorf("backup to %s: %w", dest, err)
 	}
 	return nil

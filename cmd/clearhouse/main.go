@@ -104,6 +104,9 @@ as underscores (--db becomes CLEARHOUSE_DB). A flag on the command line wins.`,
 		newShareCmd(),
 		newUtilizationCmd(),
 		newNotifyCmd(),
+		newHealthCmd(),
+		newBackupCmd(),
+		newRestoreCmd(),
 	)
 	return root
 }
