@@ -9,6 +9,7 @@ package metrics
 import (
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/clearhouse/clearhouse/exchange"
@@ -23,6 +24,7 @@ const ns = "clearhouse"
 // Metrics is one server's registry and the series it records.
 type Metrics struct {
 	reg *prometheus.Registry
+	all []prometheus.Collector // every registered collector, for Names
 
 	httpDuration *prometheus.HistogramVec
 	agentReports *prometheus.CounterVec
@@ -49,7 +51,10 @@ type Metrics struct {
 // the database figures are read against (ages of agents, overdue auctions).
 func New(db *store.DB, version string, now func() time.Time) *Metrics {
 	m := &Metrics{reg: prometheus.NewRegistry()}
-	f := func(c prometheus.Collector) { m.reg.MustRegister(c) }
+	f := func(c prometheus.Collector) {
+		m.reg.MustRegister(c)
+		m.all = append(m.all, c)
+	}
 	f(collectors.NewGoCollector())
 	f(collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	f(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: ns, Name: "build_info",
@@ -81,15 +86,16 @@ func New(db *store.DB, version string, now func() time.Time) *Metrics {
 	m.paid = prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Subsystem: "settlement", Name: "paid_dollars_total",
 		Help: "Dollars winners paid in settled auctions (sellers are paid from it; the treasury keeps the rest)."})
 	m.jobRuns = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: "job", Name: "runs_total",
-		Help: "Runs of each scheduled job on this server."}, []string{"job"})
+		Help: "Runs of each scheduled job on this server."}, []string{"name"})
 	m.jobFailures = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: "job", Name: "failures_total",
-		Help: "Runs of each scheduled job that failed (or panicked) on this server."}, []string{"job"})
+		Help: "Runs of each scheduled job that failed (or panicked) on this server."}, []string{"name"})
 	m.jobSkipped = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: "job", Name: "skipped_total",
-		Help: "Runs of each scheduled job left to another replica that held its lock."}, []string{"job"})
+		Help: "Runs of each scheduled job left to another replica that held its lock."}, []string{"name"})
 	m.jobDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: ns, Subsystem: "job", Name: "duration_seconds",
-		Help: "Time each scheduled job's run took.", Buckets: prometheus.ExponentialBuckets(0.005, 4, 10)}, []string{"job"})
+		Help: "Time each scheduled job's run took.", Buckets: prometheus.ExponentialBuckets(0.005, 4, 10)}, []string{"name"})
+	// The job's label is "name": "job" is the label Prometheus gives every target.
 	m.jobSuccess = prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: ns, Subsystem: "job", Name: "last_success_timestamp_seconds",
-		Help: "Unix time of each scheduled job's last successful run on this server."}, []string{"job"})
+		Help: "Unix time of each scheduled job's last successful run on this server."}, []string{"name"})
 	m.planUpdates = prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: ns, Subsystem: "plan", Name: "update_duration_seconds",
 		Help:    "Time of each update of the reservation plan; rebuilt is true when the whole plan was rebuilt from the database first.",
 		Buckets: prometheus.ExponentialBuckets(0.001, 3, 10)}, []string{"rebuilt"})
@@ -170,3 +176,25 @@ func (m *Metrics) JobRan(job string, ran bool, took time.Duration, err error, at
 
 // Verified records what the scheduled verify found.
 func (m *Metrics) Verified(violations int) { m.violations.Set(float64(violations)) }
+
+// Names lists the name of every series family the registry can serve, whether or
+// not it has a sample yet (dashboards and alert rules are checked against it).
+func (m *Metrics) Names() []string {
+	ch := make(chan *prometheus.Desc, 64)
+	go func() {
+		for _, c := range m.all {
+			c.Describe(ch)
+		}
+		close(ch)
+	}()
+	var names []string
+	for d := range ch {
+		// A Desc shows its name only in its String: Desc{fqName: "name", ...}.
+		s := d.String()
+		if i := strings.Index(s, `fqName: "`); i >= 0 {
+			rest := s[i+len(`fqName: "`):]
+			names = append(names, rest[:strings.IndexByte(rest, '"')])
+		}
+	}
+	return names
+}

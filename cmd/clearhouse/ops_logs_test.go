@@ -126,7 +126,7 @@ func TestJobPanicIsLoggedWithItsStack(t *testing.T) {
 	if !strings.Contains(logs, `"msg":"job panicked","job":"panicky","panic":"boom","stack":"goroutine`) || !strings.Contains(logs, "TestJobPanicIsLoggedWithItsStack") {
 		t.Fatalf("no stack in the logs:\n%s", logs)
 	}
-	if v, ok := value(m.scrape(), "clearhouse_job_failures_total", map[string]string{"job": "panicky"}); !ok || v != 1 {
+	if v, ok := value(m.scrape(), "clearhouse_job_failures_total", map[string]string{"name": "panicky"}); !ok || v != 1 {
 		t.Fatalf("failures %v %v", v, ok)
 	}
 }

@@ -210,8 +210,8 @@ func TestMetricsFollowACloseASettlementAFailingJobAndAnAgentReport(t *testing.T)
 	m.want(after, "clearhouse_settlement_paid_dollars_total", nil, float64(paid)/1e6)
 	m.want(after, "clearhouse_open_orders", map[string]string{"status": "open"}, 0)
 	m.want(after, "clearhouse_auction_last_settled_timestamp_seconds", nil, float64(m.clock.Now().Unix()))
-	m.want(after, "clearhouse_job_runs_total", map[string]string{"job": jobTick}, 2) // the start-up catch-up and this one
-	m.want(after, "clearhouse_job_last_success_timestamp_seconds", map[string]string{"job": jobTick}, float64(m.clock.Now().Unix()))
+	m.want(after, "clearhouse_job_runs_total", map[string]string{"name": jobTick}, 2) // the start-up catch-up and this one
+	m.want(after, "clearhouse_job_last_success_timestamp_seconds", map[string]string{"name": jobTick}, float64(m.clock.Now().Unix()))
 	if _, ok := value(after, "clearhouse_plan_update_duration_seconds", map[string]string{"rebuilt": "true"}); !ok {
 		t.Error("no plan update recorded after a settlement moved quota")
 	}
@@ -223,9 +223,9 @@ func TestMetricsFollowACloseASettlementAFailingJobAndAnAgentReport(t *testing.T)
 		t.Fatal("a tick on an ended context succeeded")
 	}
 	failed := m.scrape()
-	m.want(failed, "clearhouse_job_failures_total", map[string]string{"job": jobTick}, 1)
-	m.want(failed, "clearhouse_job_runs_total", map[string]string{"job": jobTick}, 3)
-	m.want(failed, "clearhouse_job_last_success_timestamp_seconds", map[string]string{"job": jobTick}, float64(m.clock.Now().Unix()))
+	m.want(failed, "clearhouse_job_failures_total", map[string]string{"name": jobTick}, 1)
+	m.want(failed, "clearhouse_job_runs_total", map[string]string{"name": jobTick}, 3)
+	m.want(failed, "clearhouse_job_last_success_timestamp_seconds", map[string]string{"name": jobTick}, float64(m.clock.Now().Unix()))
 	if !strings.Contains(m.logs.String(), `"msg":"job failed","job":"market_tick"`) {
 		t.Errorf("the failure is not logged:\n%s", m.logs.String())
 	}
