@@ -1,7 +1,15 @@
 # syntax=docker/dockerfile:1
 # Multi-stage build of the one clearhouse binary. cgo is on: the embedded store is
 # SQLite through mattn/go-sqlite3, so builder and runtime share Debian bookworm's glibc.
-FROM golang:1.26-bookworm AS build
+#
+# Base images: pin them by digest for reproducible builds. The defaults are tags
+# because no registry was reachable where this file was written; `make docker`
+# passes GO_IMAGE and RUNTIME_IMAGE, and docs/operating.md ("Docker") says how to
+# look up the digests and pin them (image@sha256:...).
+ARG GO_IMAGE=golang:1.26-bookworm
+ARG RUNTIME_IMAGE=debian:bookworm-slim
+
+FROM ${GO_IMAGE} AS build
 WORKDIR /src
 COPY go.mod go.sum ./
 RUN --mount=type=cache,target=/root/go/pkg/mod go mod download
@@ -11,7 +19,9 @@ RUN --mount=type=cache,target=/root/go/pkg/mod --mount=type=cache,target=/root/.
     CGO_ENABLED=1 go build -trimpath -ldflags "-s -w -X main.version=${VERSION}" \
       -o /out/clearhouse ./cmd/clearhouse
 
-FROM debian:bookworm-slim
+FROM ${RUNTIME_IMAGE}
+ARG VERSION=docker
+LABEL org.opencontainers.image.title="clearhouse" org.opencontainers.image.version="${VERSION}"
 RUN apt-get update && apt-get install -y --no-install-recommends ca-certificates tzdata \
     && rm -rf /var/lib/apt/lists/* \
     && groupadd --system --gid 10001 clearhouse \
@@ -23,5 +33,9 @@ WORKDIR /var/lib/clearhouse
 VOLUME /var/lib/clearhouse
 ENV CLEARHOUSE_ADDR=0.0.0.0:8080
 EXPOSE 8080
+# /readyz through the binary itself (the image has no curl): the database answers,
+# the schema is this binary's, the scheduler runs. health reads CLEARHOUSE_ADDR.
+HEALTHCHECK --interval=30s --timeout=10s --start-period=60s --retries=3 \
+    CMD ["/usr/local/bin/clearhouse", "health", "--timeout", "5s"]
 ENTRYPOINT ["/usr/local/bin/clearhouse"]
 CMD ["serve"]

@@ -5,8 +5,12 @@ VERSION  ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 PKGS     ?= ./...
 BENCH    ?= .
 BENCHTIME ?= 1s
+# Base images of the Docker build; pin by digest (docs/operating.md, "Docker").
+GO_IMAGE      ?= golang:1.26-bookworm
+RUNTIME_IMAGE ?= debian:bookworm-slim
+IMAGE         ?= clearhouse:$(VERSION)
 
-.PHONY: all build test test-short bench run generate check-generated lint fmt clean
+.PHONY: all build test test-short bench run generate check-generated lint fmt clean docker check-deploy
 
 all: build
 
@@ -46,6 +50,17 @@ lint:
 	  if [ -n "$$unformatted" ]; then echo "gofmt would change: $$unformatted" >&2; exit 1; fi
 	$(GO) vet $(PKGS)
 	$(GO) tool staticcheck $(PKGS)
+
+## docker: the image, with the version and base images passed as build arguments.
+docker:
+	docker build --build-arg VERSION=$(VERSION) --build-arg GO_IMAGE=$(GO_IMAGE) \
+	  --build-arg RUNTIME_IMAGE=$(RUNTIME_IMAGE) -t $(IMAGE) .
+
+## check-deploy: the Prometheus alert rules and their unit tests, and the dashboard's JSON.
+check-deploy:
+	promtool check rules deploy/prometheus/clearhouse-alerts.yml
+	promtool test rules deploy/prometheus/clearhouse-alerts.test.yml
+	$(GO) test -count=1 -run 'TestDeploy' ./metrics
 
 fmt:
 	gofmt -w $$(git ls-files '*.go' | grep -v '_templ.go$$')

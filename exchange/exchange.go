@@ -26,6 +26,7 @@ type Market struct {
 	measured  MeasuredUtilization // each pool's psi; nil: the pool's stored utilization
 	interest  interestCache       // the last count of open interest
 	email     bool                // queue an email for every notification
+	closes    CloseObserver       // told of every binding close; nil: nobody
 }
 
 // NewMarket returns the market service on db, keeping budgets in l, with the clock

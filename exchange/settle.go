@@ -9,6 +9,7 @@ import (
 	"slices"
 	"sort"
 	"strconv"
+	"time"
 
 	"github.com/clearhouse/clearhouse"
 	"github.com/clearhouse/clearhouse/auction"
@@ -219,6 +220,7 @@ func (m *Market) Preview(ctx context.Context, id int64) (AuctionRun, error) {
 // an auction not yet open, ENOTFOUND for an unknown one.
 func (m *Market) Close(ctx context.Context, id int64) (AuctionRun, error) {
 	defer m.interestChanged()
+	start := time.Now()
 	run, done, err := m.stopBidding(ctx, id)
 	if err != nil || done {
 		return run, err
@@ -227,6 +229,8 @@ func (m *Market) Close(ctx context.Context, id int64) (AuctionRun, error) {
 		return AuctionRun{}, err
 	}
 	pre := m.presolve(ctx, id)
+	var bound bool // this call ran the binding clock
+	settling := time.Now()
 	err = m.db.Write.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 		a, err := lockAuction(tx, id)
 		if err != nil {
@@ -240,8 +244,12 @@ func (m *Market) Close(ctx context.Context, id int64) (AuctionRun, error) {
 			return clearhouse.Errorf(clearhouse.EINTERNAL, "auction %d is %s after it was marked closing", id, a.Status)
 		}
 		run, err = m.bindingRun(ctx, tx, a, pre)
+		bound = err == nil
 		return err
 	})
+	if err == nil && bound {
+		m.observeClose(ctx, run, time.Since(start), time.Since(settling))
+	}
 	return run, err
 }
 

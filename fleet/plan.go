@@ -55,6 +55,7 @@ type Reservations struct {
 	learn      *learned           // the learned predictors as of the database's log (predictors.go)
 	seasonal   *scheduler.Shifted // the plan's views of them, in its slots
 	fractional *scheduler.Shifted
+	observer   PlanObserver // told of every plan update; nil: nobody
 }
 
 // NewReservations returns the reservation service on db, charging through l.
@@ -134,6 +135,7 @@ func (s *Reservations) transact(ctx context.Context, bump bool, fn func(tx *gorm
 	defer s.mu.Unlock()
 	now := s.now()
 	var version int64
+	start, rebuilt := time.Now(), false
 	err := s.db.Write.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 		// The row lock serializes the plan's writers across servers.
 		lock := "UPDATE plan_state SET version = version WHERE id = 1"
@@ -154,7 +156,7 @@ func (s *Reservations) transact(ctx context.Context, bump bool, fn func(tx *gorm
 			return err
 		}
 		if s.stale(seen, now) {
-			s.plan = nil
+			s.plan, rebuilt = nil, true
 			p, changed, err := s.load(ctx, tx, now)
 			if err != nil {
 				return err
@@ -181,6 +183,9 @@ func (s *Reservations) transact(ctx context.Context, bump bool, fn func(tx *gorm
 	}
 	if s.plan != nil {
 		s.plan.version = version
+	}
+	if s.observer != nil {
+		s.observer.PlanUpdated(rebuilt, time.Since(start))
 	}
 	return nil
 }

@@ -99,3 +99,52 @@ func CheckCurrent(ctx context.Context, db *DB) error {
 	}
 	return nil
 }
+
+// CheckNotNewer returns ECONFLICT, naming both versions, when the database's schema
+// is newer than every migration this binary knows: a binary rolled back to an older
+// release must not start on the schema a newer one left (goose itself would ignore
+// the versions it does not know).
+func CheckNotNewer(ctx context.Context, db *DB) error {
+	p, err := provider(db)
+	if err != nil {
+		return err
+	}
+	known := p.ListSources()
+	if len(known) == 0 {
+		return nil
+	}
+	newest := known[len(known)-1].Version
+	current, err := p.GetDBVersion(ctx) // creates goose's table on an empty database, as Migrate would
+	if err != nil {
+		return fmt.Errorf("migrate: %w", err)
+	}
+	if current > newest {
+		return clearhouse.Errorf(clearhouse.ECONFLICT,
+			"the database schema is at version %d, newer than this binary's %d (the newest migration it knows): run the release that migrated it, or restore a backup taken before the upgrade", current, newest)
+	}
+	return nil
+}
+
+// CheckSchema is CheckCurrent for frequent callers (readiness probes): it reads the
+// newest applied version through the read pool, taking no lock and not waiting
+// for the writer, and returns ECONFLICT naming both versions unless it is the
+// newest this binary knows.
+func CheckSchema(ctx context.Context, db *DB) error {
+	p, err := provider(db)
+	if err != nil {
+		return err
+	}
+	known := p.ListSources()
+	if len(known) == 0 {
+		return nil
+	}
+	newest := known[len(known)-1].Version
+	var current int64
+	if err := db.Read.WithContext(ctx).Raw("SELECT COALESCE(MAX(version_id), 0) FROM goose_db_version WHERE is_applied").Scan(&current).Error; err != nil {
+		return fmt.Errorf("schema version: %w", err)
+	}
+	if current != newest {
+		return clearhouse.Errorf(clearhouse.ECONFLICT, "the database schema is at version %d; this binary's is %d", current, newest)
+	}
+	return nil
+}

@@ -24,7 +24,7 @@ const (
 func (s *Server) withIdentity() gin.HandlerFunc {
 	return func(c *gin.Context) {
 		ctx := c.Request.Context()
-		if c.FullPath() == healthPath { // answers whoever asks, whatever credentials they carry
+		if isProbe(c.FullPath()) { // answers whoever asks, whatever credentials they carry
 			c.Next()
 			return
 		}

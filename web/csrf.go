@@ -25,7 +25,7 @@ var crossOrigin = http.NewCrossOriginProtection()
 // token (double submit). Bearer-token requests carry no ambient credential and pass.
 func (s *Server) withCSRF() gin.HandlerFunc {
 	return func(c *gin.Context) {
-		if _, bearer := c.Get(ctxToken); bearer || c.FullPath() == healthPath {
+		if _, bearer := c.Get(ctxToken); bearer || isProbe(c.FullPath()) {
 			c.Next()
 			return
 		}

@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"net/http"
+	"runtime/debug"
 	"time"
 
 	"github.com/clearhouse/clearhouse"
@@ -34,6 +35,9 @@ func (s *Server) withAccessLog() gin.HandlerFunc {
 	return func(c *gin.Context) {
 		start := time.Now()
 		c.Next()
+		if isProbe(c.FullPath()) && c.Writer.Status() < 500 {
+			return // probes and scrapes come every few seconds: log only their failures
+		}
 		attrs := append(logAttrs(c), "status", c.Writer.Status(), "duration", time.Since(start))
 		if u := viewerFrom(c); u != nil {
 			attrs = append(attrs, "user", u.Email)
@@ -50,6 +54,7 @@ func (s *Server) withRecovery() gin.HandlerFunc {
 				if r == http.ErrAbortHandler {
 					panic(r)
 				}
+				s.log.Error("panic", append(logAttrs(c), "panic", fmt.Sprint(r), "stack", string(debug.Stack()))...)
 				s.fail(c, fmt.Errorf("panic: %v", r))
 			}
 		}()

@@ -1,6 +1,8 @@
 package web
 
 import (
+	"context"
+	"errors"
 	"io"
 	"log/slog"
 	"net/http"
@@ -12,7 +14,7 @@ import (
 
 // publicRoutes answer without signing in.
 var publicRoutes = map[string]bool{
-	"GET /healthz": true, "GET /login": true, "POST /login": true, "POST /logout": true,
+	"GET /healthz": true, "GET /livez": true, "GET /readyz": true, "GET /login": true, "POST /login": true, "POST /logout": true,
 	"GET /static/*filepath": true, "HEAD /static/*filepath": true, "GET /api/v1/openapi.json": true,
 }
 
@@ -58,5 +60,40 @@ func TestEveryRouteRefusesAnonymousClients(t *testing.T) {
 		default:
 			t.Errorf("%s: an anonymous client gets %d", key, code)
 		}
+	}
+}
+
+// The probes answer anyone, whatever credentials they carry, and are not logged
+// per request; /readyz reports the readiness check's failure as 503.
+func TestProbesAnswerAnyoneUnlogged(t *testing.T) {
+	var logs strings.Builder
+	notReady := errors.New("database unreachable")
+	var ready error
+	s := NewServer(Config{LoginRate: 5, PublicURL: "http://127.0.0.1", Ready: func(context.Context) error { return ready }},
+		Services{}, slog.New(slog.NewTextHandler(&logs, nil)), time.Now)
+	probe := func(path string) int {
+		req := httptest.NewRequest(http.MethodGet, path, nil)
+		req.Header.Set("Authorization", "Bearer stale-token") // never resolved for a probe
+		rec := httptest.NewRecorder()
+		s.engine.ServeHTTP(rec, req)
+		return rec.Code
+	}
+	for _, path := range []string{"/livez", "/readyz", "/healthz"} {
+		if code := probe(path); code != http.StatusOK {
+			t.Errorf("%s: %d", path, code)
+		}
+	}
+	if logs.Len() != 0 {
+		t.Errorf("probes logged:\n%s", logs.String())
+	}
+	ready = notReady
+	if code := probe("/readyz"); code != http.StatusServiceUnavailable {
+		t.Errorf("/readyz while not ready: %d", code)
+	}
+	if code := probe("/livez"); code != http.StatusOK {
+		t.Errorf("/livez while not ready: %d", code)
+	}
+	if !strings.Contains(logs.String(), "/readyz") || !strings.Contains(logs.String(), "status=503") {
+		t.Errorf("a failing probe is not logged:\n%s", logs.String())
 	}
 }

@@ -36,6 +36,14 @@ type Config struct {
 	// https://clearhouse.example.com). Its scheme decides whether cookies are Secure;
 	// without it, they are unless Addr is a loopback address.
 	PublicURL string
+	// Observer, when set, records every request (metrics).
+	Observer Observer
+	// Metrics serves /metrics to requests bearing MetricsToken; without both the
+	// route does not exist on this address.
+	Metrics      http.Handler
+	MetricsToken string
+	// Ready is /readyz's check: nil when the server can take traffic.
+	Ready func(context.Context) error
 }
 
 // Services are the domain services the handlers call.
@@ -57,7 +65,8 @@ type Server struct {
 	http    *http.Server
 	ln      net.Listener
 	limiter *loginLimiter
-	secure  bool // cookies are Secure
+	secure  bool       // cookies are Secure
+	failed  chan error // Serve's error when it stops on its own
 }
 
 // NewServer wires the routes.
@@ -74,7 +83,7 @@ func NewServer(cfg Config, svc Services, log *slog.Logger, now func() time.Time)
 	e.HandleMethodNotAllowed = true
 	e.ContextWithFallback = true
 	_ = e.SetTrustedProxies(nil)
-	e.Use(withRequestID(), s.withAccessLog(), s.withRecovery(), withSecurityHeaders(), s.withCleanInput(), s.withIdentity(), s.withCSRF())
+	e.Use(withRequestID(), s.withMetrics(), s.withAccessLog(), s.withRecovery(), withSecurityHeaders(), s.withCleanInput(), s.withIdentity(), s.withCSRF())
 	e.NoRoute(s.notFound)
 	e.NoMethod(func(c *gin.Context) {
 		s.abort(c, http.StatusMethodNotAllowed, "method_not_allowed", "That method is not allowed here.")
@@ -82,6 +91,7 @@ func NewServer(cfg Config, svc Services, log *slog.Logger, now func() time.Time)
 	sub, _ := fs.Sub(static.FS, ".")
 	e.StaticFS("/static", http.FS(sub))
 	s.routes(e)
+	s.probeRoutes(e)
 	s.engine = e
 	return s
 }
@@ -100,13 +110,20 @@ func (s *Server) Open() error {
 	}
 	s.ln = ln
 	s.http = &http.Server{Handler: s.engine, ReadHeaderTimeout: 10 * time.Second, MaxHeaderBytes: maxHeaderBytes, ReadTimeout: 30 * time.Second, WriteTimeout: 60 * time.Second, IdleTimeout: 2 * time.Minute}
+	s.failed = make(chan error, 1)
 	go func() {
 		if err := s.http.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			s.log.Error("http server stopped", "err", err)
+			s.failed <- err
 		}
+		close(s.failed)
 	}()
 	return nil
 }
+
+// Failed delivers the error that stopped the server serving, or is closed when
+// Close stopped it.
+func (s *Server) Failed() <-chan error { return s.failed }
 
 // URL is the address the server listens on, as a URL.
 func (s *Server) URL() string {

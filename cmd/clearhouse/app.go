@@ -7,9 +7,12 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/http"
 	"net/url"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/clearhouse/clearhouse/auction"
@@ -17,6 +20,7 @@ import (
 	"github.com/clearhouse/clearhouse/fleet"
 	"github.com/clearhouse/clearhouse/ledger"
 	"github.com/clearhouse/clearhouse/mailer"
+	"github.com/clearhouse/clearhouse/metrics"
 	"github.com/clearhouse/clearhouse/store"
 	"github.com/clearhouse/clearhouse/web"
 	"github.com/robfig/cron/v3"
@@ -40,6 +44,9 @@ type Config struct {
 	FinalSeconds   float64       // the binding run's final round time limit; 0: auction.DefaultFinalSeconds
 	NoFinalRound   bool          // scheduled auctions keep the clock's allocation
 	Mail           mailer.Config // the SMTP server notifications are emailed through; empty: in-app only
+	MetricsAddr    string        // a separate address serving /metrics without auth; empty: none
+	MetricsToken   string        // the bearer token that reads /metrics on Addr; empty: /metrics not served there
+	VerifyEvery    time.Duration // how often the scheduled verify checks the invariants
 }
 
 // Cadence is the market's auction cadence from the configuration.
@@ -91,6 +98,17 @@ func (c Config) Validate() error {
 	if !(c.FinalSeconds >= 0 && c.FinalSeconds <= auction.MaxFinalSeconds) {
 		return fmt.Errorf("--final-round-seconds %v: must be from 0 (the default, %g) to %g", c.FinalSeconds, auction.DefaultFinalSeconds, auction.MaxFinalSeconds)
 	}
+	if c.MetricsAddr != "" {
+		if _, _, err := net.SplitHostPort(c.MetricsAddr); err != nil {
+			return fmt.Errorf("--metrics-addr %q: must be host:port: %v", c.MetricsAddr, err)
+		}
+	}
+	if c.MetricsToken != "" && len(c.MetricsToken) < 16 {
+		return errors.New("CLEARHOUSE_METRICS_TOKEN: must be at least 16 characters (e.g. openssl rand -hex 24)")
+	}
+	if c.VerifyEvery != 0 && c.VerifyEvery < time.Minute {
+		return fmt.Errorf("--verify-every %s: must be 0 (no scheduled verify) or at least 1m", c.VerifyEvery)
+	}
 	return c.Mail.Validate()
 }
 
@@ -134,6 +152,15 @@ type App struct {
 	Util     *fleet.Utilization
 	Idle     *fleet.BestEffort
 	Server   *web.Server
+
+	metrics    *metrics.Metrics
+	metricsSrv *http.Server
+	metricsLn  net.Listener
+	jobs       context.Context // scheduled jobs run on it; Close cancels it
+	stopJobs   context.CancelFunc
+	running    sync.WaitGroup // goroutines Close waits for (the start-up catch-up)
+	scheduling atomic.Bool    // the scheduler runs
+	failed     chan error     // a listener that stopped serving
 }
 
 // NewApp returns an unopened App.
@@ -160,10 +187,14 @@ func (a *App) Open(ctx context.Context) error {
 	a.Util = fleet.NewUtilization(db, a.now, fleet.DefaultUtilizationConfig)
 	a.Market.UseMeasuredUtilization(a.Util)
 	a.Idle = fleet.NewBestEffort(db, a.Ledger, a.now, fleet.DefaultBestEffortConfig)
+	a.metrics = metrics.New(db, version, a.now)
+	a.Market.ObserveCloses(a.metrics)
+	a.Plan.ObservePlan(a.metrics)
+	a.failed = make(chan error, 2)
 	proxies, _ := parseCIDRs(a.cfg.TrustedProxies)
 	a.Server = web.NewServer(web.Config{
 		Addr: a.cfg.Addr, ProxyHeader: a.cfg.ProxyHeader, TrustedProxies: proxies, LoginRate: a.cfg.LoginRate, LoginRatePerAddress: a.cfg.LoginRateAddr,
-		PublicURL: a.cfg.PublicURL,
+		PublicURL: a.cfg.PublicURL, Observer: a.metrics, Metrics: a.metrics.Handler(), MetricsToken: a.cfg.MetricsToken, Ready: a.Ready,
 	}, web.Services{Identity: a.Identity, Market: a.Market, Reservations: a.Plan, BestEffort: a.Idle, Utilization: a.Util}, a.log, a.now)
 	if a.cfg.Demo {
 		if err := seedDemo(ctx, a, a.demoOut); err != nil {
@@ -171,36 +202,35 @@ func (a *App) Open(ctx context.Context) error {
 		}
 	}
 	a.Market.UseEmail(a.cfg.Mail.Enabled())
+	a.jobs, a.stopJobs = context.WithCancel(context.WithoutCancel(ctx))
 	a.cron = cron.New(cron.WithLocation(time.UTC), cron.WithChain(cron.Recover(cronLogger{a.log}), cron.SkipIfStillRunning(cronLogger{a.log})))
-	if _, err := a.cron.AddFunc(fmt.Sprintf("@every %s", a.cfg.Tick), func() { a.RunTick(context.Background()) }); err != nil {
-		return errors.Join(err, a.DB.Close())
-	}
-	if _, err := a.cron.AddFunc(fmt.Sprintf("@every %s", a.Util.Config().Slot), func() { a.RunUtilization(context.Background()) }); err != nil {
-		return errors.Join(err, a.DB.Close())
-	}
-	if a.cfg.Mail.Enabled() {
-		if _, err := a.cron.AddFunc(fmt.Sprintf("@every %s", a.cfg.Tick), func() { a.SendEmails(context.Background()) }); err != nil {
-			return errors.Join(err, a.DB.Close())
-		}
-	}
-	if _, err := a.cron.AddFunc("@every 1h", func() { a.RunFairness(context.Background()) }); err != nil {
-		return errors.Join(err, a.DB.Close())
-	}
-	if _, err := a.cron.AddFunc(historySchedule, func() { a.RunHistory(context.Background()) }); err != nil {
+	if err := a.scheduleJobs(); err != nil {
+		a.stopJobs()
 		return errors.Join(err, a.DB.Close())
 	}
 	if err := a.Server.Open(); err != nil {
+		a.stopJobs()
 		return errors.Join(err, a.DB.Close())
 	}
-	a.cron.Start()
-	go func() { // catch up at once after a restart
-		a.RunUtilization(context.Background())
-		a.RunTick(context.Background())
-		a.RunHistory(context.Background()) // the current interval's point, if no server took it yet
-		if stale, err := a.Idle.FairnessStale(context.Background(), time.Hour); err == nil && stale {
-			a.RunFairness(context.Background()) // not an hour or more out of date until the hourly job
+	if err := a.openMetrics(); err != nil {
+		a.stopJobs()
+		return errors.Join(err, a.Server.Close(ctx), a.DB.Close())
+	}
+	go func() { // a listener that stops serving stops the process (serve returns non-zero)
+		if err := <-a.Server.Failed(); err != nil {
+			a.failed <- fmt.Errorf("http server on %s: %w", a.cfg.Addr, err)
 		}
 	}()
+	a.cron.Start()
+	a.scheduling.Store(true)
+	a.goJob(func(ctx context.Context) { // catch up at once after a restart
+		_ = a.RunUtilization(ctx)
+		_ = a.RunTick(ctx)
+		_ = a.RunHistory(ctx) // the current interval's point, if no server took it yet
+		if stale, err := a.Idle.FairnessStale(ctx, time.Hour); err == nil && stale {
+			_ = a.RunFairness(ctx) // not an hour or more out of date until the hourly job
+		}
+	})
 	return nil
 }
 
@@ -210,19 +240,21 @@ const utilizationLock = 0x75746c7a // "utlz"
 
 // RunUtilization runs the utilization job once (fill, downsample, prune, measure),
 // on one replica at a time, and logs what it did.
-func (a *App) RunUtilization(ctx context.Context) {
+func (a *App) RunUtilization(ctx context.Context) error {
+	return a.runJob(ctx, jobUtilization, a.utilization)
+}
+
+func (a *App) utilization(ctx context.Context) (bool, error) {
 	var rep fleet.RefreshReport
 	ran, err := a.DB.Exclusive(ctx, utilizationLock, func() error {
 		var err error
 		rep, err = a.Util.Refresh(ctx)
 		return err
 	})
-	switch {
-	case err != nil:
-		a.log.Error("utilization job failed", "err", err)
-	case ran:
-		a.log.Debug("utilization job", "plan_samples", rep.PlanSamples, "hours", rep.Hours, "measured", rep.Measured, "no_data", len(rep.NoData))
+	if ran && err == nil {
+		a.log.Info("utilization job", "plan_samples", rep.PlanSamples, "hours", rep.Hours, "measured", rep.Measured, "no_data", len(rep.NoData))
 	}
+	return ran, err
 }
 
 // tickLock names the advisory lock that keeps the market's job on one replica.
@@ -231,7 +263,11 @@ const tickLock = 0x636c6561 // "clea"
 // RunTick runs the market's scheduled job once, on one replica at a time, and
 // logs what it did: the auction cadence, then the reservation plan (charges for
 // slots that passed, reservations that ended, a rebuild after a settlement).
-func (a *App) RunTick(ctx context.Context) {
+func (a *App) RunTick(ctx context.Context) error {
+	return a.runJob(ctx, jobTick, a.tick)
+}
+
+func (a *App) tick(ctx context.Context) (bool, error) {
 	var rep exchange.TickReport
 	var plan fleet.PlanTick
 	ran, err := a.DB.Exclusive(ctx, tickLock, func() error {
@@ -249,7 +285,7 @@ func (a *App) RunTick(ctx context.Context) {
 	}
 	switch {
 	case err != nil:
-		a.log.Error("market tick failed", "err", err)
+		return ran, fmt.Errorf("market tick: %w", err)
 	case !ran:
 		a.log.Debug("market tick skipped: another replica runs it")
 	case len(rep.Opened)+len(rep.Closed)+len(rep.Previewed) > 0 || rep.Scheduled != nil:
@@ -259,6 +295,7 @@ func (a *App) RunTick(ctx context.Context) {
 		}
 		a.log.Info("market tick", attrs...)
 	}
+	return ran, nil
 }
 
 // cronLogger adapts slog to cron's logger.
@@ -269,17 +306,31 @@ func (c cronLogger) Error(err error, msg string, kv ...any) {
 	c.l.Error("cron: "+msg, append(kv, "err", err)...)
 }
 
-// Close stops the HTTP server, then the background jobs, then closes the database.
+// Close stops the HTTP servers, then cancels the scheduled jobs and the start-up
+// catch-up and waits for them, then closes the database, last. When ctx ends before
+// the jobs return, the database is left open (the process is about to exit) rather
+// than closed under them.
 func (a *App) Close(ctx context.Context) error {
 	var errs []error
 	if a.Server != nil {
 		errs = append(errs, a.Server.Close(ctx))
 	}
-	if a.cron != nil {
-		select { // wait for a running job before closing the database
-		case <-a.cron.Stop().Done():
+	if a.metricsSrv != nil {
+		errs = append(errs, a.metricsSrv.Shutdown(ctx))
+	}
+	if a.stopJobs != nil {
+		a.scheduling.Store(false)
+		a.stopJobs()
+		stopped := make(chan struct{}, 1)
+		go func() {
+			<-a.cron.Stop().Done()
+			a.running.Wait()
+			stopped <- struct{}{} // close is shadowed in this package
+		}()
+		select {
+		case <-stopped:
 		case <-ctx.Done():
-			errs = append(errs, ctx.Err())
+			return errors.Join(append(errs, fmt.Errorf("jobs still running at shutdown: %w", ctx.Err()))...)
 		}
 	}
 	if a.DB != nil {
@@ -288,18 +339,39 @@ func (a *App) Close(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
-// openMigrated opens the database and makes sure its schema is current: it applies
-// pending migrations when migrate is true and refuses to go on otherwise.
+// Failed delivers the error of a listener that stopped serving.
+func (a *App) Failed() <-chan error { return a.failed }
+
+// openMigrated opens the database and makes sure its schema is current. A schema
+// newer than this binary knows is refused whatever migrate says (after a rollback,
+// an older binary must not write to a newer schema). Otherwise it applies pending
+// migrations when migrate is true, first copying a SQLite file that holds data to
+// a backup beside it, and refuses an old schema when migrate is false. On
+// PostgreSQL a session advisory lock makes replicas that start at once migrate once.
 func openMigrated(ctx context.Context, dsn string, migrate bool, log *slog.Logger) (*store.DB, error) {
 	db, err := store.Open(ctx, dsn)
 	if err != nil {
 		return nil, err
 	}
-	if migrate {
-		if err := store.Migrate(ctx, db); err != nil {
+	if err := store.CheckNotNewer(ctx, db); err != nil {
+		return nil, errors.Join(err, db.Close())
+	}
+	if !migrate {
+		if err := store.CheckCurrent(ctx, db); err != nil {
 			return nil, errors.Join(err, db.Close())
 		}
-	} else if err := store.CheckCurrent(ctx, db); err != nil {
+		return db, nil
+	}
+	if path, ok := store.SQLitePath(dsn); ok {
+		backup, err := store.BackupBeforeMigrate(ctx, db, path)
+		if err != nil {
+			return nil, errors.Join(fmt.Errorf("backup before migrating: %w", err), db.Close())
+		}
+		if backup != "" {
+			log.Info("database backed up before migrating", "backup", backup)
+		}
+	}
+	if err := store.Migrate(ctx, db); err != nil {
 		return nil, errors.Join(err, db.Close())
 	}
 	return db, nil

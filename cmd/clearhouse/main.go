@@ -30,9 +30,23 @@ func (e *exitError) Unwrap() error { return e.err }
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	again := make(chan os.Signal, 1)
+	go exitOnSecondSignal(ctx, stop, again, os.Stderr, os.Exit)
 	code := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
 	stop()
 	os.Exit(code)
+}
+
+// exitOnSecondSignal waits for the first interrupt (ctx ends: a graceful shutdown
+// begins), then exits at once with status 130 on a second one, however long the
+// shutdown would still take.
+func exitOnSecondSignal(ctx context.Context, stop context.CancelFunc, again chan os.Signal, stderr io.Writer, exit func(int)) {
+	<-ctx.Done()
+	signal.Notify(again, os.Interrupt, syscall.SIGTERM) // before stop, so no signal falls back to the default action unseen
+	stop()
+	<-again
+	fmt.Fprintln(stderr, "clearhouse: second interrupt: exiting at once")
+	exit(130)
 }
 
 // run executes the command line args and returns the process exit code. Tests call it
@@ -110,6 +124,9 @@ as underscores (--db becomes CLEARHOUSE_DB). A flag on the command line wins.`,
 		newShareCmd(),
 		newUtilizationCmd(),
 		newNotifyCmd(),
+		newHealthCmd(),
+		newBackupCmd(),
+		newRestoreCmd(),
 	)
 	return root
 }

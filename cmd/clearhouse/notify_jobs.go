@@ -21,10 +21,19 @@ const emailLease = 5 * time.Minute
 // failure is recorded on the email and retried later, backing off to once an hour;
 // it never touches the market. It returns how many went out.
 func (a *App) SendEmails(ctx context.Context) int {
-	es, err := a.Market.ClaimEmails(ctx, 100, emailLease)
+	sent, err := a.sendEmails(ctx)
 	if err != nil {
 		a.log.Error("email outbox", "err", err)
-		return 0
+	}
+	return sent
+}
+
+// sendEmails is SendEmails returning the outbox's failure (a failure to send one
+// email is not one: it is retried later).
+func (a *App) sendEmails(ctx context.Context) (int, error) {
+	es, err := a.Market.ClaimEmails(ctx, 100, emailLease)
+	if err != nil {
+		return 0, err
 	}
 	sent := 0
 	for _, e := range es {
@@ -46,7 +55,7 @@ func (a *App) SendEmails(ctx context.Context) int {
 	if sent > 0 {
 		a.log.Info("emails sent", "count", sent)
 	}
-	return sent
+	return sent, nil
 }
 
 // emailFooter ends every notification email: where to read notifications, and

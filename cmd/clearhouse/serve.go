@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -17,6 +18,7 @@ const defaultDB = "clearhouse.db"
 
 func newServeCmd() *cobra.Command {
 	var cfg Config
+	var logs logFlags
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Run the web application and the scheduled auction jobs",
@@ -31,17 +33,18 @@ share one database; run 'clearhouse migrate' once and start them with --migrate=
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg.Mail.Password = os.Getenv("CLEARHOUSE_SMTP_PASSWORD") // not a flag: command lines are visible to every user
-			log := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: slog.LevelInfo}))
+			cfg.MetricsToken = os.Getenv("CLEARHOUSE_METRICS_TOKEN")
+			log, err := logs.logger(cmd.ErrOrStderr())
+			if err != nil {
+				return &exitError{2, err}
+			}
 			app := NewApp(cfg, log, time.Now)
 			app.demoOut = cmd.OutOrStdout()
 			if err := app.Open(cmd.Context()); err != nil {
 				return err
 			}
 			fmt.Fprintln(cmd.OutOrStdout(), servingMessage(app.Server.URL(), cfg.DB))
-			<-cmd.Context().Done()
-			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-			defer cancel()
-			return app.Close(ctx)
+			return serveUntilDone(cmd.Context(), app, log)
 		},
 	}
 	f := cmd.Flags()
@@ -64,7 +67,32 @@ share one database; run 'clearhouse migrate' once and start them with --migrate=
 	f.StringVar(&cfg.Mail.From, "smtp-from", "", "the address notification emails come from, e.g. \"Clearhouse <market@example.com>\"")
 	f.StringVar(&cfg.Mail.Username, "smtp-user", "", "user name for the SMTP server (its password in CLEARHOUSE_SMTP_PASSWORD)")
 	f.DurationVar(&cfg.Mail.Timeout, "smtp-timeout", 30*time.Second, "the longest one email may take to send")
+	f.StringVar(&cfg.MetricsAddr, "metrics-addr", "", "also serve /metrics, without authentication, on this host:port (e.g. 0.0.0.0:9090); on --addr /metrics needs CLEARHOUSE_METRICS_TOKEN")
+	f.DurationVar(&cfg.VerifyEvery, "verify-every", time.Hour, "how often a scheduled verify checks the invariants (clearhouse_verify_violations); 0: never")
+	logs.register(f)
 	return cmd
+}
+
+// shutdownTimeout bounds a graceful shutdown: requests in flight and running jobs.
+const shutdownTimeout = 30 * time.Second
+
+// serveUntilDone waits until ctx ends (an interrupt) or a listener fails, then
+// closes the app. A failed listener makes the process exit non-zero.
+func serveUntilDone(ctx context.Context, app *App, log *slog.Logger) error {
+	var failure error
+	select {
+	case <-ctx.Done():
+		log.Info("shutting down")
+	case failure = <-app.Failed():
+		log.Error("a listener failed; shutting down", "err", failure)
+	}
+	closing, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
+	defer cancel()
+	err := app.Close(closing)
+	if failure != nil {
+		return &exitError{1, errors.Join(failure, err)}
+	}
+	return err
 }
 
 // servingMessage is the line serve prints once it listens; the database's password,

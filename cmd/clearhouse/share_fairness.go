@@ -70,17 +70,19 @@ func printFairness(w io.Writer, reports []fleet.FairnessReport) {
 const fairnessLock = 0x69646c65 // "idle"
 
 // RunFairness runs the fairness job once, on one replica at a time.
-func (a *App) RunFairness(ctx context.Context) {
+func (a *App) RunFairness(ctx context.Context) error {
+	return a.runJob(ctx, jobFairness, a.fairness)
+}
+
+func (a *App) fairness(ctx context.Context) (bool, error) {
 	var n int
 	ran, err := a.DB.Exclusive(ctx, fairnessLock, func() error {
 		reports, err := a.Idle.ComputeFairness(ctx)
 		n = len(reports)
 		return err
 	})
-	switch {
-	case err != nil:
-		a.log.Error("fairness job failed", "err", err)
-	case ran:
-		a.log.Debug("fairness reports computed", "reports", n)
+	if ran && err == nil {
+		a.log.Info("fairness reports computed", "reports", n)
 	}
+	return ran, err
 }

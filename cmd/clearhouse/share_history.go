@@ -42,11 +42,15 @@ const historySchedule = "*/15 * * * *"
 
 // RunHistory runs the history job once. Every server may run it: a point is
 // recorded once per interval whichever server takes it first.
-func (a *App) RunHistory(ctx context.Context) {
+func (a *App) RunHistory(ctx context.Context) error {
+	return a.runJob(ctx, jobHistory, a.history)
+}
+
+func (a *App) history(ctx context.Context) (bool, error) {
 	rep, err := a.Idle.RecordHistory(ctx)
 	if err != nil {
-		a.log.Error("idle history job failed", "err", err)
-		return
+		return true, err
 	}
-	a.log.Debug("idle history recorded", "at", rep.At, "points", rep.Recorded, "pruned", rep.Pruned)
+	a.log.Info("idle history recorded", "at", rep.At, "points", rep.Recorded, "pruned", rep.Pruned)
+	return true, nil
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"time"
@@ -34,7 +35,7 @@ check), 2 when the database cannot be read.`,
 			var found []ledger.Violation
 			err := withDB(cmd, dsn, func(db *store.DB) error {
 				var err error
-				found, err = verifyAll(cmd, db)
+				found, err = verifyAll(cmd.Context(), db)
 				return err
 			})
 			if err != nil {
@@ -57,8 +58,7 @@ check), 2 when the database cannot be read.`,
 }
 
 // verifyAll runs every package's checks.
-func verifyAll(cmd *cobra.Command, db *store.DB) ([]ledger.Violation, error) {
-	ctx := cmd.Context()
+func verifyAll(ctx context.Context, db *store.DB) ([]ledger.Violation, error) {
 	l := ledger.New(db, time.Now)
 	var all []ledger.Violation
 	for _, check := range []func() ([]ledger.Violation, error){

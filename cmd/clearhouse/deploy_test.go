@@ -1,0 +1,96 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+// The Dockerfile's commands exist: the binary built as its build stage builds it
+// (same flags, version passed in) answers the image's CMD, its HEALTHCHECK
+// command (against nothing listening: exit 1, not a usage error) and --version;
+// the ENTRYPOINT is where the binary is copied; the base images are build
+// arguments make passes.
+func TestDeployDockerfileCommandsExist(t *testing.T) {
+	b, err := os.ReadFile("../../Dockerfile")
+	if err != nil {
+		t.Fatal(err)
+	}
+	df := strings.ReplaceAll(string(b), "\\\n", " ")
+	build := regexp.MustCompile(`go build (-trimpath -ldflags "([^"]*)") +-o (\S+) (\S+)`).FindStringSubmatch(df)
+	if build == nil {
+		t.Fatal("no go build in the Dockerfile")
+	}
+	ldflags := strings.ReplaceAll(build[2], "${VERSION}", "9.9.9-test")
+	bin := filepath.Join(t.TempDir(), "clearhouse")
+	cmd := exec.Command("go", "build", "-trimpath", "-ldflags", ldflags, "-o", bin, "../../"+strings.TrimPrefix(build[4], "./"))
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=1")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build as the Dockerfile does: %v\n%s", err, out)
+	}
+	if !strings.Contains(df, "COPY --from=build "+build[3]+" /usr/local/bin/clearhouse") {
+		t.Errorf("the built %s is not copied to /usr/local/bin/clearhouse", build[3])
+	}
+	jsonArgs := func(instr string) []string {
+		m := regexp.MustCompile(`(?m)^` + instr + ` (\[.*\])`).FindStringSubmatch(df)
+		if m == nil {
+			t.Fatalf("no %s [...] in the Dockerfile", instr)
+		}
+		var args []string
+		if err := json.Unmarshal([]byte(m[1]), &args); err != nil {
+			t.Fatalf("%s: %v", instr, err)
+		}
+		return args
+	}
+	entry, cmdArgs := jsonArgs("ENTRYPOINT"), jsonArgs("CMD")
+	if len(entry) != 1 || entry[0] != "/usr/local/bin/clearhouse" {
+		t.Fatalf("ENTRYPOINT %v", entry)
+	}
+	health := regexp.MustCompile(`HEALTHCHECK [^\n]*CMD (\[.*\])`).FindStringSubmatch(df)
+	if health == nil {
+		t.Fatal("no HEALTHCHECK ... CMD [...]")
+	}
+	var healthArgs []string
+	if err := json.Unmarshal([]byte(health[1]), &healthArgs); err != nil || len(healthArgs) < 2 || healthArgs[0] != entry[0] {
+		t.Fatalf("HEALTHCHECK %v, %v", healthArgs, err)
+	}
+	runBin := func(args ...string) (int, string) {
+		c := exec.Command(bin, args...)
+		c.Env = append(os.Environ(), "CLEARHOUSE_ADDR=0.0.0.0:1") // as the image sets it, with nothing listening
+		out, err := c.CombinedOutput()
+		if ee, ok := err.(*exec.ExitError); ok {
+			return ee.ExitCode(), string(out)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		return 0, string(out)
+	}
+	if code, out := runBin(append(cmdArgs, "--help")...); code != 0 || !strings.Contains(out, "--metrics-addr") {
+		t.Errorf("CMD %v --help: %d %s", cmdArgs, code, out)
+	}
+	if code, out := runBin(append(healthArgs[1:], "--help")...); code != 0 {
+		t.Errorf("HEALTHCHECK %v --help: %d %s", healthArgs, code, out)
+	}
+	if code, out := runBin(healthArgs[1:]...); code != 1 || !strings.Contains(out, "127.0.0.1:1/readyz") {
+		t.Errorf("HEALTHCHECK %v with no server: %d %s (want 1, asking 127.0.0.1:1/readyz)", healthArgs, code, out)
+	}
+	if code, out := runBin("--version"); code != 0 || !strings.Contains(out, "9.9.9-test") {
+		t.Errorf("--version: %d %s", code, out)
+	}
+	for _, arg := range []string{"ARG GO_IMAGE=", "ARG RUNTIME_IMAGE=", "FROM ${GO_IMAGE} AS build", "FROM ${RUNTIME_IMAGE}", "ARG VERSION"} {
+		if !strings.Contains(df, arg) {
+			t.Errorf("the Dockerfile lacks %q", arg)
+		}
+	}
+	mk, _ := os.ReadFile("../../Makefile")
+	for _, arg := range []string{"--build-arg VERSION=$(VERSION)", "--build-arg GO_IMAGE=$(GO_IMAGE)", "--build-arg RUNTIME_IMAGE=$(RUNTIME_IMAGE)"} {
+		if !strings.Contains(string(mk), arg) {
+			t.Errorf("make docker does not pass %s", arg)
+		}
+	}
+}

@@ -1,0 +1,116 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/clearhouse/clearhouse/store"
+)
+
+// scheduleJobs adds every scheduled job to the app's cron.
+func (a *App) scheduleJobs() error {
+	jobs := []struct {
+		spec, name string
+		fn         func(context.Context) (bool, error)
+	}{
+		{fmt.Sprintf("@every %s", a.cfg.Tick), jobTick, a.tick},
+		{fmt.Sprintf("@every %s", a.Util.Config().Slot), jobUtilization, a.utilization},
+		{"@every 1h", jobFairness, a.fairness},
+		{historySchedule, jobHistory, a.history},
+	}
+	if a.cfg.Mail.Enabled() {
+		jobs = append(jobs, struct {
+			spec, name string
+			fn         func(context.Context) (bool, error)
+		}{fmt.Sprintf("@every %s", a.cfg.Tick), jobEmail, a.emails})
+	}
+	if a.cfg.VerifyEvery > 0 {
+		jobs = append(jobs, struct {
+			spec, name string
+			fn         func(context.Context) (bool, error)
+		}{fmt.Sprintf("@every %s", a.cfg.VerifyEvery), jobVerify, a.verify})
+	}
+	for _, j := range jobs {
+		if err := a.schedule(j.spec, j.name, j.fn); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// openMetrics serves /metrics without authentication on --metrics-addr, if set.
+func (a *App) openMetrics() error {
+	if a.cfg.MetricsAddr == "" {
+		return nil
+	}
+	ln, err := net.Listen("tcp", a.cfg.MetricsAddr)
+	if err != nil {
+		return fmt.Errorf("--metrics-addr: %w", err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", a.metrics.Handler())
+	a.metricsLn = ln
+	a.metricsSrv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, WriteTimeout: 30 * time.Second}
+	go func() {
+		if err := a.metricsSrv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			a.failed <- fmt.Errorf("metrics server on %s: %w", a.cfg.MetricsAddr, err)
+		}
+	}()
+	return nil
+}
+
+// MetricsURL is where --metrics-addr serves /metrics ("" when it is not set).
+func (a *App) MetricsURL() string {
+	if a.metricsLn == nil {
+		return ""
+	}
+	return "http://" + a.metricsLn.Addr().String() + "/metrics"
+}
+
+// Ready is /readyz's check: the database answers, its schema is the one this
+// binary was built for, and the scheduler runs.
+func (a *App) Ready(ctx context.Context) error {
+	// The read pool: on SQLite the one writer connection may be busy with a long
+	// settlement, which does not make the server unready.
+	if err := a.DB.Read.WithContext(ctx).Exec("SELECT 1").Error; err != nil {
+		return fmt.Errorf("database unreachable: %w", err)
+	}
+	if err := store.CheckSchema(ctx, a.DB); err != nil {
+		return err
+	}
+	if !a.scheduling.Load() {
+		return errors.New("the scheduler is not running")
+	}
+	return nil
+}
+
+// emails is the e-mail job: one run of the outbox.
+func (a *App) emails(ctx context.Context) (bool, error) {
+	_, err := a.sendEmails(ctx)
+	return true, err
+}
+
+// verifyLock names the advisory lock that keeps the scheduled verify on one replica.
+const verifyLock = 0x76726679 // "vrfy"
+
+// verify is the scheduled verify: every invariant `clearhouse verify` checks,
+// recorded in clearhouse_verify_violations and logged when any is broken.
+func (a *App) verify(ctx context.Context) (bool, error) {
+	return a.DB.Exclusive(ctx, verifyLock, func() error {
+		found, err := verifyAll(ctx, a.DB)
+		if err != nil {
+			return err
+		}
+		a.metrics.Verified(len(found))
+		if len(found) > 0 {
+			a.log.Error("verify found violations", "count", len(found), "first", found[0].String())
+			return nil
+		}
+		a.log.Info("verify: every invariant holds")
+		return nil
+	})
+}

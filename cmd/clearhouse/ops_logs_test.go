@@ -1,0 +1,132 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/clearhouse/clearhouse/exchange"
+	"github.com/clearhouse/clearhouse/store"
+	"github.com/clearhouse/clearhouse/store/storetest"
+)
+
+// A server run with secrets everywhere (a PostgreSQL DSN with a password when
+// CLEARHOUSE_TEST_POSTGRES is set, an SMTP password, a metrics token, an agent's
+// token, a user's password at sign-in) logs none of them, at debug level in JSON,
+// and every line is a JSON object; nor does a start that fails on a DSN with a
+// password.
+func TestLogsHoldNoSecret(t *testing.T) {
+	const dbPassword, smtpPassword, userPassword = "pg-Secret-Pass-42", "smtp-Secret-Pass-42", "user-Secret-Pass-42"
+	dsn := filepath.Join(t.TempDir(), "logs.db")
+	if base := os.Getenv(storetest.PostgresEnv); base != "" {
+		u, _ := url.Parse(freshPostgresSchema(t, base))
+		u.User = url.UserPassword(u.User.Username(), dbPassword) // the test server trusts local connections
+		dsn = u.String()
+	}
+	t.Setenv("CLEARHOUSE_SMTP_PASSWORD", smtpPassword)
+	t.Setenv("CLEARHOUSE_METRICS_TOKEN", testMetricsToken)
+	ctx, stop := context.WithCancel(context.Background())
+	var out, errOut syncBuffer
+	done := make(chan int, 1)
+	go func() {
+		done <- run(ctx, []string{"serve", "--addr", "127.0.0.1:0", "--db", dsn, "--log-format", "json", "--log-level", "debug",
+			"--smtp-addr", "127.0.0.1:1", "--smtp-from", "market@example.com", "--smtp-user", "market", "--tick", "1s"}, strings.NewReader(""), &out, &errOut)
+	}()
+	base := waitServing(t, &out, done)
+
+	db, err := store.Open(context.Background(), dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	market := exchange.NewMarket(db, nil, time.Now)
+	if _, err := market.AddCluster(context.Background(), exchange.Cluster{ID: "us-east"}); err != nil {
+		t.Fatal(err)
+	}
+	agentToken, _, err := exchange.NewIdentity(db, time.Now, 0).IssueAgentToken(context.Background(), "us-east", "agent")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, token := range []string{agentToken, testMetricsToken} {
+		for _, path := range []string{"/api/v1/clusters/us-east/allocation", "/metrics", "/api/v1/market"} {
+			get(t, base+path, token)
+		}
+	}
+	res, err := http.PostForm(base+"/login", url.Values{"email": {"nobody@example.com"}, "password": {userPassword}})
+	if err == nil {
+		res.Body.Close()
+	}
+	time.Sleep(1500 * time.Millisecond) // a tick runs: a job's summary at Info
+	stop()
+	if code := <-done; code != 0 {
+		t.Fatalf("serve exited %d: %s", code, errOut.String())
+	}
+
+	logs := errOut.String()
+	for _, secret := range []string{dbPassword, smtpPassword, userPassword, testMetricsToken, agentToken, agentToken[:12]} {
+		if strings.Contains(logs, secret) || strings.Contains(out.String(), secret) {
+			t.Errorf("a secret (%.6s...) is in the output", secret)
+		}
+	}
+	lines := strings.Split(strings.TrimSpace(logs), "\n")
+	for _, l := range lines {
+		var v map[string]any
+		if err := json.Unmarshal([]byte(l), &v); err != nil {
+			t.Errorf("not a JSON log line: %q", l)
+		}
+	}
+	for _, want := range []string{`"msg":"request"`, `"msg":"market tick`, `"msg":"shutting down"`} {
+		if !strings.Contains(logs, want) {
+			t.Errorf("no %s in the logs:\n%s", want, logs)
+		}
+	}
+
+	// A start that fails names the database without its password.
+	code, stdout, stderr := runCLI(t, "", "serve", "--addr", "127.0.0.1:0", "--db", "postgres://clearhouse:"+dbPassword+"@127.0.0.1:1/clearhouse?sslmode=disable")
+	if code == 0 || strings.Contains(stderr+stdout, dbPassword) || !strings.Contains(stderr, "127.0.0.1") {
+		t.Errorf("a failed start: %d %q", code, stderr)
+	}
+}
+
+var servingLine = regexp.MustCompile(`serving on (http://\S+)`)
+
+// waitServing waits for serve's "serving on" line and returns the URL.
+func waitServing(t *testing.T, out *syncBuffer, done chan int) string {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for time.Now().Before(deadline) {
+		if m := servingLine.FindStringSubmatch(out.String()); m != nil {
+			return m[1]
+		}
+		select {
+		case code := <-done:
+			t.Fatalf("serve exited %d before serving", code)
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	t.Fatal("serve did not start")
+	return ""
+}
+
+// A job that panics fails (counted and logged) with its stack, and the server goes on.
+func TestJobPanicIsLoggedWithItsStack(t *testing.T) {
+	m := newOpsMarket(t, nil)
+	err := m.app.runJob(context.Background(), "panicky", func(context.Context) (bool, error) { panic("boom") })
+	if err == nil || !strings.Contains(err.Error(), "boom") {
+		t.Fatalf("runJob: %v", err)
+	}
+	logs := m.logs.String()
+	if !strings.Contains(logs, `"msg":"job panicked","job":"panicky","panic":"boom","stack":"goroutine`) || !strings.Contains(logs, "TestJobPanicIsLoggedWithItsStack") {
+		t.Fatalf("no stack in the logs:\n%s", logs)
+	}
+	if v, ok := value(m.scrape(), "clearhouse_job_failures_total", map[string]string{"name": "panicky"}); !ok || v != 1 {
+		t.Fatalf("failures %v %v", v, ok)
+	}
+}
