@@ -10,7 +10,7 @@ GO_IMAGE      ?= golang:1.26-bookworm
 RUNTIME_IMAGE ?= debian:bookworm-slim
 IMAGE         ?= clearhouse:$(VERSION)
 
-.PHONY: all build test test-short bench run generate check-generated lint fmt clean docker check-deploy
+.PHONY: all build test test-short bench run generate check-generated lint fmt clean docker check-deploy kube-build kube-up kube-down
 
 all: build
 
@@ -61,6 +61,19 @@ check-deploy:
 	promtool check rules deploy/prometheus/clearhouse-alerts.yml
 	promtool test rules deploy/prometheus/clearhouse-alerts.test.yml
 	$(GO) test -count=1 -run 'TestDeploy' ./metrics
+
+## kube-build: the test control plane's binaries (tools/kube), cached; ~12 min cold.
+kube-build:
+	./scripts/kube-build.sh
+
+## kube-up: a Kubernetes control plane on loopback for the tests and docs/kubernetes.md
+## (KUBE_UP_FLAGS=--no-kueue to leave out Kueue's CRDs); prints the kubeconfig to export.
+kube-up:
+	./scripts/kube-up.sh $(KUBE_UP_FLAGS)
+
+## kube-down: stop that control plane and remove its state.
+kube-down:
+	./scripts/kube-down.sh
 
 fmt:
 	gofmt -w $$(git ls-files '*.go' | grep -v '_templ.go$$')
