@@ -20,7 +20,7 @@ build: generate
 ## test: every test, with the race detector. Set CLEARHOUSE_TEST_POSTGRES to a
 ## PostgreSQL URL to run the store tests on PostgreSQL as well.
 test:
-	$(GO) test -race -count=1 -timeout 30m $(PKGS)
+	$(GO) test -race -count=1 -timeout 60m $(PKGS)
 
 ## test-short: the quick loop while developing.
 test-short:
