@@ -181,3 +181,6 @@ func (b *Backend) teamOfNamespace() (map[string]string, error) {
 
 // allPods lists every pod the informer holds.
 func (b *Backend) allPods() ([]*corev1.Pod, error) { return b.pods.List(labels.Everything()) }
+
+// Now is the backend's clock (the wall clock; tests read it).
+func (b *Backend) Now() time.Time { return b.now() }
