@@ -25,9 +25,9 @@ import (
 // control plane, for cluster us-east of an agentMarket whose team search owns a fresh
 // namespace.
 type kubeAgent struct {
-	m    *agentMarket
-	ns   string
-	cfg  *agent.Config
+	m     *agentMarket
+	ns    string
+	cfg   *agent.Config
 	loop  *agent.Loop
 	token string
 }
@@ -37,7 +37,9 @@ func newKubeAgent(t *testing.T, m *agentMarket) *kubeAgent {
 	cs := kubetest.Client(t)
 	ns := kubetest.Namespace(t, cs)
 	class := "ch-e2e-" + ns[len(ns)-5:]
-	t.Cleanup(func() { _ = cs.SchedulingV1().PriorityClasses().Delete(context.Background(), class, metav1.DeleteOptions{}) })
+	t.Cleanup(func() {
+		_ = cs.SchedulingV1().PriorityClasses().Delete(context.Background(), class, metav1.DeleteOptions{})
+	})
 	cfg, err := agent.ParseConfig("us-east.yaml", fmt.Appendf(nil, "cluster: us-east\nteams:\n  search: {namespaces: [%s]}\npools:\n  us-east/cpu: {resource: cpu, unit: \"1\"}\nkubernetes: {priority_class: %s, kueue: \"off\"}\n", ns, class))
 	if err != nil {
 		t.Fatal(err)
