@@ -19,6 +19,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 // kubeAgent is the real agent loop, on the kubernetes backend against the test
@@ -212,4 +213,55 @@ type testWriter struct{ t *testing.T }
 func (w testWriter) Write(p []byte) (int, error) {
 	w.t.Log(strings.TrimSpace(string(p)))
 	return len(p), nil
+}
+
+// A reservation running now raises its team's quota by its units; its pods, found by
+// their labels, end it: the end (at the pod's finish) reaches the reservation, and the
+// quota goes back down.
+func TestKubernetesReservationRaisesTheQuotaAndItsPodsEndIt(t *testing.T) {
+	m := newAgentMarket(t)
+	k := newKubeAgent(t, m)
+	ctx := context.Background()
+	cs := kubetest.Client(t)
+	m.clock.Set(time.Now().UTC().Truncate(5 * time.Minute))
+	job := m.reserve(40, time.Hour, 0, time.Hour)
+	k.poll()
+	q, err := cs.CoreV1().ResourceQuotas(k.ns).Get(ctx, kubernetes.QuotaName, metav1.GetOptions{})
+	if h := q.Spec.Hard[corev1.ResourceRequestsCPU]; err != nil || h.String() != "40" {
+		t.Fatalf("quota while the reservation runs: %v %v", q.Spec.Hard, err)
+	}
+	pod := cpuPod("train-0", "2")
+	pod.Labels = map[string]string{kubernetes.LabelReservation: fmt.Sprint(job.ID), kubernetes.LabelRequest: "0"}
+	if _, err := cs.CoreV1().Pods(k.ns).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	kubetest.WaitForPodPhase(t, cs, k.ns, "train-0", corev1.PodRunning)
+	k.poll()
+	if v := m.reservation(job.ID); v.Status == fleet.ReservationDone {
+		t.Fatal("the reservation ended while its pod runs")
+	}
+	exit := []byte(`{"metadata": {"annotations": {"clearhouse.io/kwok-exit": "0"}}}`)
+	if _, err := cs.CoreV1().Pods(k.ns).Patch(ctx, "train-0", types.MergePatchType, exit, metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	done := kubetest.WaitForPodPhase(t, cs, k.ns, "train-0", corev1.PodSucceeded)
+	var finished time.Time
+	for _, c := range done.Status.ContainerStatuses {
+		if c.State.Terminated != nil {
+			finished = c.State.Terminated.FinishedAt.Time
+		}
+	}
+	kubetest.Eventually(t, "the reservation ended", func() (bool, error) {
+		k.poll()
+		return m.reservation(job.ID).Status == fleet.ReservationDone, nil
+	})
+	v := m.reservation(job.ID)
+	if v.Requests[0].EndedAt == nil || !v.Requests[0].EndedAt.Equal(finished.UTC()) {
+		t.Fatalf("ended at %v, the pod finished at %v", v.Requests[0].EndedAt, finished)
+	}
+	k.poll()
+	q, err = cs.CoreV1().ResourceQuotas(k.ns).Get(ctx, kubernetes.QuotaName, metav1.GetOptions{})
+	if h := q.Spec.Hard[corev1.ResourceRequestsCPU]; err != nil || h.String() != "0" {
+		t.Fatalf("quota after the reservation ended: %v %v", q.Spec.Hard, err)
+	}
 }
