@@ -42,7 +42,8 @@ type Backend struct {
 	reported map[int64]string   // task -> the last event reported by this process
 	started  map[int64]struct{} // tasks this process created a pod for
 	jobs     map[agent.JobKey]jobSeen
-	classOK  bool // the PriorityClass exists
+	applied  map[string]map[string]string // namespace -> the hard limits this process last applied
+	classOK  bool                         // the PriorityClass exists
 	closed   bool
 	informed []cache.InformerSynced
 }
@@ -104,7 +105,7 @@ func newBackend(ctx context.Context, cs kubernetes.Interface, m mapping, out io.
 		out = io.Discard
 	}
 	b := &Backend{cs: cs, m: m, out: out, now: time.Now, stop: make(chan struct{}),
-		reported: map[int64]string{}, started: map[int64]struct{}{}, jobs: map[agent.JobKey]jobSeen{}}
+		reported: map[int64]string{}, started: map[int64]struct{}{}, jobs: map[agent.JobKey]jobSeen{}, applied: map[string]map[string]string{}}
 	all := informers.NewSharedInformerFactory(cs, 0)
 	own := informers.NewSharedInformerFactoryWithOptions(cs, 0, informers.WithTweakListOptions(func(o *metav1ListOptions) {
 		o.FieldSelector = fields.OneTermEqualSelector("metadata.name", QuotaName).String()
@@ -184,3 +185,5 @@ func (b *Backend) allPods() ([]*corev1.Pod, error) { return b.pods.List(labels.E
 
 // Now is the backend's clock (the wall clock; tests read it).
 func (b *Backend) Now() time.Time { return b.now() }
+
+func everything() labels.Selector { return labels.Everything() }

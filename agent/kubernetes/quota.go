@@ -108,7 +108,12 @@ func (b *Backend) applyQuota(ctx context.Context, team, ns string, hard map[stri
 				corrections = append(corrections, agent.Correction{Team: team, Pool: b.poolOfKey(key), Object: "ResourceQuota " + ns + "/" + QuotaName, Was: was, Now: v})
 			}
 		}
-		if same && equalHard(applied, hard) {
+		// The informer may not have seen this process's last apply yet: skip only when
+		// that apply, too, wrote what is wanted now.
+		b.mu.Lock()
+		mine, ok := b.applied[ns]
+		b.mu.Unlock()
+		if same && equalHard(applied, hard) && (!ok || equalHard(mine, hard)) {
 			return nil, nil
 		}
 	}
@@ -126,6 +131,9 @@ func (b *Backend) applyQuota(ctx context.Context, team, ns string, hard map[stri
 	if _, err := b.cs.CoreV1().ResourceQuotas(ns).Apply(ctx, ac, metav1.ApplyOptions{FieldManager: FieldManager, Force: true}); err != nil {
 		return nil, fmt.Errorf("ResourceQuota %s/%s: %w", ns, QuotaName, err)
 	}
+	b.mu.Lock()
+	b.applied[ns] = hard
+	b.mu.Unlock()
 	return corrections, nil
 }
 
