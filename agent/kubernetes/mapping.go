@@ -114,7 +114,8 @@ func (m mapping) team(name string) (team, bool) {
 // validate checks the kubernetes backend's part of a config file: each team has
 // namespaces (valid names) or a selector (a valid label selector), not both; each
 // pool has a resource (a valid resource name) and a unit that is a positive quantity;
-// the section's priority_class is a valid name and kueue is auto, on or off.
+// the section's priority_class is a valid name and kueue is auto or off (on: not
+// supported yet).
 func validate(c *agent.Config) error {
 	_, err := newMapping(c)
 	return err
@@ -171,8 +172,10 @@ func newMapping(c *agent.Config) (mapping, error) {
 		}
 		switch k.Kueue {
 		case "":
-		case "auto", "on", "off":
+		case "auto", "off":
 			m.kueue = k.Kueue
+		case "on":
+			errs = append(errs, c.Errorf("kubernetes.kueue", "kubernetes.kueue: on is not supported yet: this version writes no Kueue queues (give auto or off)"))
 		default:
 			errs = append(errs, c.Errorf("kubernetes.kueue", "kubernetes.kueue: %q is not auto, on or off", k.Kueue))
 		}
