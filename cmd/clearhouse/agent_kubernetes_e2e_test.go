@@ -265,3 +265,53 @@ func TestKubernetesReservationRaisesTheQuotaAndItsPodsEndIt(t *testing.T) {
 		t.Fatalf("quota after the reservation ended: %v %v", q.Spec.Hard, err)
 	}
 }
+
+// Pods' requests are the pool's measured usage: the agent's report records them in the
+// current slot, and the utilization job then measures a higher psi, which raises the
+// pool's reserve price for the next auction.
+func TestKubernetesPodsRequestsMoveTheReservePrice(t *testing.T) {
+	m := newAgentMarket(t)
+	k := newKubeAgent(t, m)
+	ctx := context.Background()
+	cs := kubetest.Client(t)
+	m.clock.Set(time.Now().UTC())
+	m.buy(40)
+	k.poll()
+	m.app.RunUtilization(ctx)
+	before, err := m.app.Util.Pool(ctx, "us-east/cpu")
+	if err != nil {
+		t.Fatal(err)
+	}
+	priceBefore, err := m.app.Market.ReservePrices(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		if _, err := cs.CoreV1().Pods(k.ns).Create(ctx, cpuPod(fmt.Sprintf("w%d", i), "10"), metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range 3 {
+		kubetest.WaitForPodPhase(t, cs, k.ns, fmt.Sprintf("w%d", i), corev1.PodRunning)
+	}
+	k.poll()
+	var sample struct{ Used int64 }
+	if err := m.app.DB.Read.Raw("SELECT used FROM usage_samples WHERE pool_id = ? ORDER BY slot_at DESC LIMIT 1", "us-east/cpu").Scan(&sample).Error; err != nil {
+		t.Fatal(err)
+	}
+	if sample.Used < 30 {
+		t.Fatalf("the slot's measured usage is %d cores; the team's pods request 30", sample.Used)
+	}
+	m.app.RunUtilization(ctx)
+	after, err := m.app.Util.Pool(ctx, "us-east/cpu")
+	if err != nil {
+		t.Fatal(err)
+	}
+	priceAfter, err := m.app.Market.ReservePrices(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after.Source != fleet.PsiMeasured || !(after.Psi > before.Psi) || !(priceAfter["us-east/cpu"] > priceBefore["us-east/cpu"]) {
+		t.Fatalf("psi %v (%s) -> %v (%s), reserve %v -> %v", before.Psi, before.Source, after.Psi, after.Source, priceBefore["us-east/cpu"], priceAfter["us-east/cpu"])
+	}
+}
