@@ -29,7 +29,9 @@ func PodName(task int64) string { return "clearhouse-task-" + strconv.FormatInt(
 // and runs nothing. It deletes the pod of each task in stop (and of any task the
 // server lists in neither) and reports it stopped. Events come from the pods
 // themselves: started (Running, at its start time), done (Succeeded) or failed
-// (Failed), at the time its container finished. Each is returned once per process; a
+// (Failed), at the time its container finished; stopped when the pod of a task seen
+// running is gone while the task should run (deleted by someone else, preempted by
+// the scheduler): the server puts it back in the queue. Each is returned once per process; a
 // restarted agent returns them again and the server ignores what it has.
 func (b *Backend) SyncTasks(ctx context.Context, run, stop []agent.Task) ([]agent.TaskEvent, error) {
 	var errs []error
@@ -66,6 +68,15 @@ func (b *Backend) SyncTasks(ctx context.Context, run, stop []agent.Task) ([]agen
 		listed[t.ID] = true
 		pod := byTask[t.ID]
 		if pod == nil {
+			b.mu.Lock()
+			gone := b.reported[t.ID] == agent.TaskStarted
+			b.mu.Unlock()
+			if gone {
+				// It ran and its pod is gone (deleted by someone, preempted by the
+				// scheduler, its node lost): stopped, not started again.
+				emit(t.ID, agent.TaskStopped, now, false)
+				continue
+			}
 			if !b.classOK {
 				continue // no pod outside the quota without its PriorityClass
 			}

@@ -33,7 +33,10 @@ type kubeAgent struct {
 	token string
 }
 
-func newKubeAgent(t *testing.T, m *agentMarket) *kubeAgent {
+func newKubeAgent(t *testing.T, m *agentMarket) *kubeAgent { return newKubeAgentWith(t, m, nil) }
+
+// newKubeAgentWith also maps the other teams given to their namespaces.
+func newKubeAgentWith(t *testing.T, m *agentMarket, others map[string]string) *kubeAgent {
 	t.Helper()
 	cs := kubetest.Client(t)
 	ns := kubetest.Namespace(t, cs)
@@ -41,7 +44,11 @@ func newKubeAgent(t *testing.T, m *agentMarket) *kubeAgent {
 	t.Cleanup(func() {
 		_ = cs.SchedulingV1().PriorityClasses().Delete(context.Background(), class, metav1.DeleteOptions{})
 	})
-	cfg, err := agent.ParseConfig("us-east.yaml", fmt.Appendf(nil, "cluster: us-east\nteams:\n  search: {namespaces: [%s]}\npools:\n  us-east/cpu: {resource: cpu, unit: \"1\"}\nkubernetes: {priority_class: %s, kueue: \"off\"}\n", ns, class))
+	teams := fmt.Sprintf("  search: {namespaces: [%s]}\n", ns)
+	for team, n := range others {
+		teams += fmt.Sprintf("  %s: {namespaces: [%s]}\n", team, n)
+	}
+	cfg, err := agent.ParseConfig("us-east.yaml", fmt.Appendf(nil, "cluster: us-east\nteams:\n%spools:\n  us-east/cpu: {resource: cpu, unit: \"1\"}\nkubernetes: {priority_class: %s, kueue: \"off\"}\n", teams, class))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -313,5 +320,84 @@ func TestKubernetesPodsRequestsMoveTheReservePrice(t *testing.T) {
 	}
 	if after.Source != fleet.PsiMeasured || !(after.Psi > before.Psi) || !(priceAfter["us-east/cpu"] > priceBefore["us-east/cpu"]) {
 		t.Fatalf("psi %v (%s) -> %v (%s), reserve %v -> %v", before.Psi, before.Source, after.Psi, after.Source, priceBefore["us-east/cpu"], priceAfter["us-east/cpu"])
+	}
+}
+
+// A best-effort task runs as a pod on another team's idle quota and is preempted when
+// that team's own pods need it: the server lists it to stop, the agent deletes its pod
+// and the stop is confirmed; the job shows the preemption.
+func TestKubernetesBestEffortPodIsPreemptedWhenTheOwnerNeedsItsQuota(t *testing.T) {
+	m := newAgentMarket(t)
+	ctx := context.Background()
+	if _, err := m.app.Market.AddTeam(ctx, exchange.NewTeam{ID: "ads", Budget: 100 * ledger.Dollar}); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.app.Market.GrantQuota(ctx, "ads", "us-east/cpu", 60); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.app.Idle.SetSettings(ctx, fleet.IdleSettings{Pool: "us-east/cpu", Policy: "direct-orig", Alpha: 0.5, MinRuntime: 10 * time.Minute, Exposure: 0.3}); err != nil {
+		t.Fatal(err)
+	}
+	cs := kubetest.Client(t)
+	adsNS := kubetest.Namespace(t, cs)
+	k := newKubeAgentWith(t, m, map[string]string{"ads": adsNS})
+	m.clock.Set(time.Now().UTC())
+	job, err := m.app.Idle.Submit(ctx, m.member, fleet.JobSpec{Configuration: map[string]int64{"us-east/cpu": 2}, Tasks: 40,
+		Workload: &fleet.Workload{Kubernetes: &fleet.KubernetesWorkload{Image: "busybox:1.36", Command: []string{"sleep", "3600"}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	running := func() int {
+		pods, err := cs.CoreV1().Pods(k.ns).List(ctx, metav1.ListOptions{LabelSelector: kubernetes.LabelTask})
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		for _, p := range pods.Items {
+			if p.Status.Phase == corev1.PodRunning && p.DeletionTimestamp == nil {
+				n++
+			}
+		}
+		return n
+	}
+	var started int
+	kubetest.Eventually(t, "the tasks' pods running and confirmed", func() (bool, error) {
+		k.poll()
+		v, err := m.app.Idle.Job(ctx, job.ID)
+		started = int(v.Running)
+		return err == nil && started > 0 && running() == started, err
+	})
+	// An hour later ads runs 60 cores of its own in its namespace, within its quota.
+	m.clock.Advance(time.Hour)
+	k.poll()
+	for i := range 6 {
+		if _, err := cs.CoreV1().Pods(adsNS).Create(ctx, cpuPod(fmt.Sprintf("own-%d", i), "10"), metav1.CreateOptions{}); err != nil {
+			t.Fatalf("ads's own pod %d within its 60-core quota: %v", i, err)
+		}
+	}
+	for i := range 6 {
+		kubetest.WaitForPodPhase(t, cs, adsNS, fmt.Sprintf("own-%d", i), corev1.PodRunning)
+	}
+	kubetest.Eventually(t, "best-effort pods preempted", func() (bool, error) {
+		k.poll()
+		v, err := m.app.Idle.Job(ctx, job.ID)
+		return err == nil && v.Preempted > 0 && running() == int(v.Running), err
+	})
+	v, _ := m.app.Idle.Job(ctx, job.ID)
+	if int(v.Running) >= started {
+		t.Fatalf("%d tasks ran before ads's pods, %d after", started, v.Running)
+	}
+	kubetest.Eventually(t, "every stop confirmed", func() (bool, error) {
+		k.poll()
+		v, err := m.app.Idle.Job(ctx, job.ID)
+		for _, r := range v.Runs {
+			if r.Status == fleet.TaskPreempted && r.StopAckedAt == nil {
+				return false, err
+			}
+		}
+		return err == nil, err
+	})
+	if code, out, errOut := runCLI(t, "", "verify", "--db", m.dsn); code != 0 {
+		t.Fatalf("verify: %d %s %s", code, out, errOut)
 	}
 }
