@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/clientcmd"
+	kueuecs "sigs.k8s.io/kueue/client-go/clientset/versioned"
 )
 
 func init() {
@@ -43,9 +44,14 @@ type Backend struct {
 	started  map[int64]struct{} // tasks this process created a pod for
 	jobs     map[agent.JobKey]jobSeen
 	applied  map[string]map[string]string // namespace -> the hard limits this process last applied
-	classOK  bool                         // the PriorityClass exists
-	closed   bool
-	informed []cache.InformerSynced
+
+	kq           kueuecs.Interface // nil: no Kueue
+	kueueServed  bool
+	flavorOK     bool
+	kueueApplied map[string]string // ClusterQueue -> what this process last wrote
+	classOK      bool              // the PriorityClass exists
+	closed       bool
+	informed     []cache.InformerSynced
 }
 
 // jobSeen is what this process saw of a reservation's job: whether it reported its
@@ -97,15 +103,19 @@ func New(ctx context.Context, cfg *rest.Config, c *agent.Config, out io.Writer) 
 	if err != nil {
 		return nil, fmt.Errorf("kubernetes: %w", err)
 	}
-	return newBackend(ctx, cs, m, out)
+	kq, err := kueuecs.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("kubernetes: %w", err)
+	}
+	return newBackend(ctx, cs, kq, m, out)
 }
 
-func newBackend(ctx context.Context, cs kubernetes.Interface, m mapping, out io.Writer) (*Backend, error) {
+func newBackend(ctx context.Context, cs kubernetes.Interface, kq kueuecs.Interface, m mapping, out io.Writer) (*Backend, error) {
 	if out == nil {
 		out = io.Discard
 	}
 	b := &Backend{cs: cs, m: m, out: out, now: time.Now, stop: make(chan struct{}),
-		reported: map[int64]string{}, started: map[int64]struct{}{}, jobs: map[agent.JobKey]jobSeen{}, applied: map[string]map[string]string{}}
+		reported: map[int64]string{}, started: map[int64]struct{}{}, jobs: map[agent.JobKey]jobSeen{}, applied: map[string]map[string]string{}, kueueApplied: map[string]string{}, kq: kq}
 	all := informers.NewSharedInformerFactory(cs, 0)
 	own := informers.NewSharedInformerFactoryWithOptions(cs, 0, informers.WithTweakListOptions(func(o *metav1ListOptions) {
 		o.FieldSelector = fields.OneTermEqualSelector("metadata.name", QuotaName).String()

@@ -52,7 +52,7 @@ func BenchmarkPoll(b *testing.B) {
 	}
 	cs := fake.NewClientset(objs...)
 	ctx := context.Background()
-	be, err := newBackend(ctx, cs, m, nil)
+	be, err := newBackend(ctx, cs, nil, m, nil)
 	if err != nil {
 		b.Fatal(err)
 	}

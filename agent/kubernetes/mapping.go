@@ -88,6 +88,7 @@ type team struct {
 
 // mapping is a config file's teams and pools, checked.
 type mapping struct {
+	cluster       string
 	teams         []team
 	pools         []pool // sorted by name
 	priorityClass string
@@ -114,8 +115,7 @@ func (m mapping) team(name string) (team, bool) {
 // validate checks the kubernetes backend's part of a config file: each team has
 // namespaces (valid names) or a selector (a valid label selector), not both; each
 // pool has a resource (a valid resource name) and a unit that is a positive quantity;
-// the section's priority_class is a valid name and kueue is auto or off (on: not
-// supported yet).
+// the section's priority_class is a valid name and kueue is auto, on or off.
 func validate(c *agent.Config) error {
 	_, err := newMapping(c)
 	return err
@@ -123,7 +123,7 @@ func validate(c *agent.Config) error {
 
 func newMapping(c *agent.Config) (mapping, error) {
 	var errs []error
-	m := mapping{priorityClass: DefaultPriorityClass, kueue: "auto"}
+	m := mapping{cluster: c.Cluster, priorityClass: DefaultPriorityClass, kueue: "auto"}
 	for _, name := range slices.Sorted(maps.Keys(c.Teams)) {
 		t, path := c.Teams[name], "teams."+name
 		tm := team{name: name, namespaces: t.Namespaces}
@@ -172,10 +172,8 @@ func newMapping(c *agent.Config) (mapping, error) {
 		}
 		switch k.Kueue {
 		case "":
-		case "auto", "off":
+		case "auto", "on", "off":
 			m.kueue = k.Kueue
-		case "on":
-			errs = append(errs, c.Errorf("kubernetes.kueue", "kubernetes.kueue: on is not supported yet: this version writes no Kueue queues (give auto or off)"))
 		default:
 			errs = append(errs, c.Errorf("kubernetes.kueue", "kubernetes.kueue: %q is not auto, on or off", k.Kueue))
 		}

@@ -19,7 +19,7 @@ pools:
   c/cpu: {unit: "1"}
   c/ram: {resource: requests.memory, unit: "1Gi"}
   c/gpu: {resource: nvidia.com/gpu, unit: "-1"}
-kubernetes: {priority_class: "Bad Class", kueue: on}
+kubernetes: {priority_class: "Bad Class", kueue: yes}
 `
 	cfg, err := agent.ParseConfig("x.yaml", []byte(file))
 	if err != nil {
@@ -38,7 +38,7 @@ kubernetes: {priority_class: "Bad Class", kueue: on}
 		`x.yaml:9: pools.c/ram.resource: "requests.memory" is not a resource name`,
 		`x.yaml:10: pools.c/gpu.unit: "-1" is not a positive quantity`,
 		`x.yaml:11: kubernetes.priority_class: "Bad Class"`,
-		"x.yaml:11: kubernetes.kueue: on is not supported yet",
+		`x.yaml:11: kubernetes.kueue: "yes" is not auto, on or off`,
 	} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("missing %q in\n%v", want, err)

@@ -77,13 +77,24 @@ func (b *Backend) ApplyQuotas(ctx context.Context, want []agent.Quota) ([]agent.
 			}
 		}
 	}
+	if err := b.applyKueue(ctx, byTeam); err != nil {
+		errs = append(errs, err)
+	}
 	return corrections, errors.Join(errs...)
 }
 
 // applyQuota brings one namespace's quota to hard (resource key -> quantity).
 func (b *Backend) applyQuota(ctx context.Context, team, ns string, hard map[string]string) ([]agent.Correction, error) {
 	cur, err := b.quotas.ResourceQuotas(ns).Get(QuotaName)
-	if err != nil && !apierrors.IsNotFound(err) {
+	if apierrors.IsNotFound(err) {
+		// The informer may lag: ask the API server before writing what may be someone
+		// else's quota.
+		cur, err = b.cs.CoreV1().ResourceQuotas(ns).Get(ctx, QuotaName, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			cur, err = nil, nil
+		}
+	}
+	if err != nil {
 		return nil, err
 	}
 	var corrections []agent.Correction
