@@ -67,8 +67,15 @@ func open(ctx context.Context, s agent.Setup) (agent.Backend, error) {
 	if err != nil {
 		return nil, err
 	}
+	// An API server that does not answer at start is an error after a minute (the
+	// command exits; its supervisor restarts it), not a silent wait.
+	ctx, cancel := context.WithTimeout(ctx, OpenTimeout)
+	defer cancel()
 	return New(ctx, cfg, s.Config, s.Out)
 }
+
+// OpenTimeout bounds the wait for the informers' first lists when the agent starts.
+const OpenTimeout = time.Minute
 
 // restConfig reads a kubeconfig file, or the in-cluster config when path is empty.
 func restConfig(path string) (*rest.Config, error) {
