@@ -182,8 +182,8 @@ func (l *Loop) quotas(alloc Allocation, now time.Time) []Quota {
 		sum[[2]string{q.Team, q.Pool}] += q.Units
 	}
 	for _, j := range alloc.Running {
-		if j.Units <= 0 {
-			continue
+		if j.Units <= 0 || !j.End.IsZero() && !j.End.After(now) {
+			continue // the server lists a job that ended early until its slot ends
 		}
 		for p, n := range j.Configuration {
 			sum[[2]string{j.Team, p}] += j.Units * n

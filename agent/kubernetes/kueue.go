@@ -1,0 +1,133 @@
+package kubernetes
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
+	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+	kueueac "sigs.k8s.io/kueue/client-go/applyconfiguration/kueue/v1beta2"
+)
+
+// kueueGroupVersion is the Kueue API the backend writes.
+var kueueGroupVersion = kueue.GroupVersion.String()
+
+// KueueNames are the names of the Kueue objects of a cluster: one ResourceFlavor and
+// one cohort for the cluster, a ClusterQueue per team, and a LocalQueue named
+// "clearhouse" in each team namespace.
+func KueueNames(cluster, team string) (flavor, cohort, clusterQueue string) {
+	base := "clearhouse-" + labelSafe(cluster)
+	return base, base, base + "-" + labelSafe(team)
+}
+
+// LocalQueueName is the LocalQueue the backend writes in each team namespace.
+const LocalQueueName = "clearhouse"
+
+// kueueOn reports whether to write Kueue queues: kueue auto or on, and the API server
+// serves Kueue's API (discovery, asked until it answers yes). Under kueue on, an API
+// server without it is an error.
+func (b *Backend) kueueOn() (bool, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.kueueServed {
+		return true, nil
+	}
+	if b.m.kueue == "off" || b.kq == nil {
+		return false, nil
+	}
+	if _, err := b.cs.Discovery().ServerResourcesForGroupVersion(kueueGroupVersion); err != nil {
+		if b.m.kueue == "on" {
+			return false, fmt.Errorf("kueue: on, but the API server does not serve %s: %w", kueueGroupVersion, err)
+		}
+		return false, nil
+	}
+	b.kueueServed = true
+	return true, nil
+}
+
+// applyKueue writes, by server-side apply with field manager "clearhouse", the
+// cluster's ResourceFlavor, a ClusterQueue per team in the cluster's cohort with a
+// nominalQuota of each pool's resource equal to the team's limit (times the unit),
+// admitting workloads of the team's namespaces, and a LocalQueue in each of them.
+// The queues lend all their idle quota to the cohort and borrow without limit: the
+// allocation says nothing of the pools' idle-sharing settings yet (see
+// docs/kubernetes-backend.md). A queue is written again only when what it should hold
+// changed since this process last wrote it.
+func (b *Backend) applyKueue(ctx context.Context, byTeam map[string]map[string]int64) error {
+	if on, err := b.kueueOn(); !on {
+		return err
+	}
+	opts := metav1.ApplyOptions{FieldManager: FieldManager, Force: true}
+	managed := map[string]string{ManagedBy: FieldManager}
+	flavor, cohort, _ := KueueNames(b.m.cluster, "")
+	api := b.kq.KueueV1beta2()
+	if !b.flavorOK {
+		if _, err := api.ResourceFlavors().Apply(ctx, kueueac.ResourceFlavor(flavor).WithLabels(managed), opts); err != nil {
+			return fmt.Errorf("ResourceFlavor %s: %w", flavor, err)
+		}
+		b.flavorOK = true
+	}
+	var covered []corev1.ResourceName
+	for _, p := range b.m.pools {
+		if !slices.Contains(covered, p.resource) {
+			covered = append(covered, p.resource)
+		}
+	}
+	var errs []error
+	for _, t := range b.m.teams {
+		units, ok := byTeam[t.name]
+		if !ok {
+			continue
+		}
+		nss, err := b.namespacesOf(t)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		_, _, name := KueueNames(b.m.cluster, t.name)
+		nominal := map[corev1.ResourceName]resource.Quantity{}
+		for _, p := range b.m.pools {
+			q := nominal[p.resource]
+			q.Add(p.quantity(units[p.name]))
+			nominal[p.resource] = q
+		}
+		var quotas []*kueueac.ResourceQuotaApplyConfiguration
+		for _, r := range covered {
+			quotas = append(quotas, kueueac.ResourceQuota().WithName(r).WithNominalQuota(nominal[r]))
+		}
+		cq := kueueac.ClusterQueue(name).WithLabels(map[string]string{ManagedBy: FieldManager, LabelTeam: labelSafe(t.name)}).
+			WithSpec(kueueac.ClusterQueueSpec().
+				WithCohortName(kueue.CohortReference(cohort)).
+				WithNamespaceSelector(metav1ac.LabelSelector().WithMatchExpressions(metav1ac.LabelSelectorRequirement().
+					WithKey(corev1.LabelMetadataName).WithOperator(metav1.LabelSelectorOpIn).WithValues(append([]string{}, nss...)...))).
+				WithResourceGroups(kueueac.ResourceGroup().WithCoveredResources(covered...).
+					WithFlavors(kueueac.FlavorQuotas().WithName(kueue.ResourceFlavorReference(flavor)).WithResources(quotas...))))
+		memo := fmt.Sprint(nominal, nss)
+		b.mu.Lock()
+		same := b.kueueApplied[name] == memo
+		b.mu.Unlock()
+		if same {
+			continue
+		}
+		if _, err := api.ClusterQueues().Apply(ctx, cq, opts); err != nil {
+			errs = append(errs, fmt.Errorf("ClusterQueue %s: %w", name, err))
+			continue
+		}
+		for _, ns := range nss {
+			lq := kueueac.LocalQueue(LocalQueueName, ns).WithLabels(managed).WithSpec(kueueac.LocalQueueSpec().WithClusterQueue(kueue.ClusterQueueReference(name)))
+			if _, err := api.LocalQueues(ns).Apply(ctx, lq, opts); err != nil {
+				errs = append(errs, fmt.Errorf("LocalQueue %s/%s: %w", ns, LocalQueueName, err))
+				memo = ""
+			}
+		}
+		b.mu.Lock()
+		b.kueueApplied[name] = memo
+		b.mu.Unlock()
+	}
+	return errors.Join(errs...)
+}

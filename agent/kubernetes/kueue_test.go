@@ -1,0 +1,90 @@
+package kubernetes_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/clearhouse/clearhouse/agent"
+	"github.com/clearhouse/clearhouse/agent/kubernetes"
+	"github.com/clearhouse/clearhouse/agent/kubernetes/kubetest"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	kueuecs "sigs.k8s.io/kueue/client-go/clientset/versioned"
+)
+
+// Where Kueue's CRDs are installed (kueue: auto), ApplyQuotas also writes a
+// ClusterQueue per team in the cluster's cohort, with the team's limits as nominal
+// quotas, a ResourceFlavor, and a LocalQueue in each team namespace; the API server's
+// validation of Kueue's schema accepts them, and a new limit reaches the queue.
+func TestKueueQueuesAreWrittenAndAccepted(t *testing.T) {
+	cs := kubetest.Client(t)
+	if _, err := cs.Discovery().ServerResourcesForGroupVersion("kueue.x-k8s.io/v1beta2"); err != nil {
+		t.Skipf("the control plane has no Kueue CRDs (make kube-up installs them): %v", err)
+	}
+	kq, err := kueuecs.NewForConfig(kubetest.Config(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ns1, ns2 := kubetest.Namespace(t, cs), kubetest.Namespace(t, cs)
+	cluster := "kq-" + ns1[len(ns1)-5:]
+	cfg, err := agent.ParseConfig("kq.yaml", fmt.Appendf(nil, `cluster: %s
+teams:
+  ads: {namespaces: [%s, %s]}
+pools:
+  %s/cpu: {resource: cpu, unit: "1"}
+  %s/ram: {resource: memory, unit: 1Gi}
+`, cluster, ns1, ns2, cluster, cluster))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	b, err := kubernetes.New(ctx, kubetest.Config(t), cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	flavor, cohort, name := kubernetes.KueueNames(cluster, "ads")
+	t.Cleanup(func() {
+		_ = kq.KueueV1beta2().ClusterQueues().Delete(context.Background(), name, metav1.DeleteOptions{})
+		_ = kq.KueueV1beta2().ResourceFlavors().Delete(context.Background(), flavor, metav1.DeleteOptions{})
+	})
+	apply := func(cores int64) {
+		t.Helper()
+		if _, err := b.ApplyQuotas(ctx, []agent.Quota{{Team: "ads", Pool: cluster + "/cpu", Units: cores}, {Team: "ads", Pool: cluster + "/ram", Units: 64}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	apply(10)
+	cq, err := kq.KueueV1beta2().ClusterQueues().Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rg := cq.Spec.ResourceGroups
+	if string(cq.Spec.CohortName) != cohort || len(rg) != 1 || len(rg[0].Flavors) != 1 || string(rg[0].Flavors[0].Name) != flavor {
+		t.Fatalf("ClusterQueue %s: cohort %q, groups %+v", name, cq.Spec.CohortName, rg)
+	}
+	nominal := map[corev1.ResourceName]string{}
+	for _, r := range rg[0].Flavors[0].Resources {
+		nominal[r.Name] = r.NominalQuota.String()
+	}
+	if nominal[corev1.ResourceCPU] != "10" || nominal[corev1.ResourceMemory] != "64Gi" {
+		t.Fatalf("nominal quotas %v", nominal)
+	}
+	for _, ns := range []string{ns1, ns2} {
+		lq, err := kq.KueueV1beta2().LocalQueues(ns).Get(ctx, kubernetes.LocalQueueName, metav1.GetOptions{})
+		if err != nil || string(lq.Spec.ClusterQueue) != name {
+			t.Fatalf("LocalQueue in %s: %+v %v", ns, lq, err)
+		}
+	}
+	apply(12)
+	cq, err = kq.KueueV1beta2().ClusterQueues().Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := cq.Spec.ResourceGroups[0].Flavors[0].Resources[0].NominalQuota; got.String() != "12" {
+		t.Fatalf("after a new limit the nominal cpu quota is %s", got.String())
+	}
+}
