@@ -303,3 +303,11 @@ func Lookup(name string) (Kind, error) {
 	}
 	return k, nil
 }
+
+// clipped is the correction with each text cut to what a report may carry.
+func (c Correction) clipped() Correction {
+	for _, s := range []*string{&c.Team, &c.Pool, &c.Object, &c.Was, &c.Now} {
+		*s = clipText(*s, maxStatusText)
+	}
+	return c
+}

@@ -15,6 +15,14 @@ import (
 // maxErrors bounds the errors one report carries (the latest are kept).
 const maxErrors = 20
 
+// maxCorrections bounds the drift corrections one report carries (the latest are
+// kept), and maxStatusText each text of the status: the server refuses a report past
+// either (100 corrections; 500 characters, of which clipText's ellipsis is one).
+const (
+	maxCorrections = 100
+	maxStatusText  = 480
+)
+
 // Loop follows one cluster's allocation: each poll reads it from the server, drives
 // the backend to match it and reports what the cluster did. Set the exported fields
 // before Run or Poll; a Loop is not safe for concurrent use.
@@ -114,7 +122,12 @@ func (l *Loop) Poll(ctx context.Context) error {
 	b := l.Backend
 	corrections, err := b.ApplyQuotas(ctx, l.quotas(alloc, now))
 	l.note(now, "apply quotas", err)
-	l.corrections = append(l.corrections, corrections...)
+	for _, c := range corrections {
+		l.corrections = append(l.corrections, c.clipped())
+	}
+	if len(l.corrections) > maxCorrections {
+		l.corrections = slices.Delete(l.corrections, 0, len(l.corrections)-maxCorrections)
+	}
 	for _, c := range corrections {
 		fmt.Fprintf(l.Out, "%s corrected %s\n", Clock(now), c)
 	}
@@ -164,7 +177,7 @@ func (l *Loop) note(now time.Time, what string, err error) {
 	if err == nil {
 		return
 	}
-	msg := what + ": " + clipText(err.Error(), 500)
+	msg := clipText(what+": "+err.Error(), maxStatusText)
 	fmt.Fprintf(l.ErrOut, "%s %s\n", Clock(now), msg)
 	l.errs = append(l.errs, msg)
 	if len(l.errs) > maxErrors {

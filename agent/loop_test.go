@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -13,6 +14,7 @@ import (
 	"sync"
 	"testing"
 	"time"
+	"unicode/utf8"
 )
 
 var epoch = time.Date(2026, 3, 2, 9, 0, 0, 0, time.UTC)
@@ -215,5 +217,37 @@ func TestBackoffDoublesUpToTheLimitWithJitter(t *testing.T) {
 	}
 	if got := Backoff(every, every/2, 3, 0); got != every {
 		t.Errorf("a limit below every: %s, want every", got)
+	}
+}
+
+// A backend's long error and a flood of corrections still make a report the server
+// takes: each text at most 500 characters, at most 100 corrections (the latest).
+func TestLoopClipsTheStatusToWhatTheServerTakes(t *testing.T) {
+	f := &fakeServer{alloc: Allocation{Cluster: "us-east", Now: epoch}}
+	long := strings.Repeat("é", 700) // two bytes a character: clipping counts both
+	var many []Correction
+	for i := range 150 {
+		many = append(many, Correction{Team: "ads", Pool: "us-east/cpu", Object: fmt.Sprintf("quota %d %s", i, long), Was: long, Now: "46"})
+	}
+	b := &fakeBackend{corrections: many, err: errors.New("task 1: " + long)}
+	l, _ := newTestLoop(t, f, b)
+	if err := l.Poll(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	st := f.reports[0].Agent
+	if len(st.Corrections) != 100 || !strings.HasPrefix(st.Corrections[99].Object, "quota 149 ") {
+		t.Fatalf("the report carries %d corrections, the last %.20q; want the latest 100", len(st.Corrections), st.Corrections[len(st.Corrections)-1].Object)
+	}
+	texts := append([]string{}, st.Errors...)
+	for _, c := range st.Corrections {
+		texts = append(texts, c.Team, c.Pool, c.Object, c.Was, c.Now)
+	}
+	for _, s := range texts {
+		if n := utf8.RuneCountInString(s); n > 500 || !utf8.ValidString(s) {
+			t.Fatalf("a status text of %d characters (valid UTF-8: %v): the server refuses it", n, utf8.ValidString(s))
+		}
+	}
+	if len(st.Errors) != 1 || !strings.HasPrefix(st.Errors[0], "apply quotas: task 1: é") {
+		t.Fatalf("errors %q", st.Errors)
 	}
 }
