@@ -1,0 +1,301 @@
+// Package agent is Clearhouse's cluster agent as a library: a poll loop that reads one
+// cluster's allocation from the server's JSON API, drives a Backend (one cluster manager:
+// a simulation, Kubernetes, Slurm) to match it, and reports what the cluster did through
+// POST /api/v1/clusters/{cluster}/updates.
+//
+// The package speaks only the JSON API: it imports none of the server's packages
+// (exchange, fleet, web, store, ledger), as any agent written by a platform team would
+// not. Backends live in subpackages (agent/simulate, agent/kubernetes, agent/slurm) and
+// register themselves with Register, so the command line only names them.
+package agent
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Backend is one cluster manager as the agent's loop drives it. The loop calls the
+// methods once per poll, in this order: Measure, ApplyQuotas, FollowReservations,
+// SyncTasks; never two at once. Every method is level-triggered and idempotent: it is
+// given the whole desired state, compares it with what the cluster holds, corrects the
+// difference and says what it did. A restart of the agent (with the same config) must
+// not duplicate anything in the cluster nor lose an event: events are derived from the
+// cluster's own state, and the server ignores repeats.
+//
+// An error from a method is reported to operators (the report's agent.errors) and the
+// loop goes on with the other methods: a cluster whose quotas cannot be written still
+// reports its tasks. A method returns what it managed to do alongside its error.
+type Backend interface {
+	// Name is the backend's registered name: "simulate", "kubernetes", "slurm", "print".
+	Name() string
+	// Measure reads what runs now: each pool's used units and capacity, and each team's
+	// own usage per pool (best-effort tasks left out: they borrow idle quota). Pools and
+	// teams not in the config are left out.
+	Measure(ctx context.Context, now time.Time) (Measurement, error)
+	// ApplyQuotas makes each team's limit in the cluster equal to want (the team's
+	// holdings plus its reservations running now, per pool, computed by the loop). Teams
+	// or pools not in the config are skipped (the loop reports that once as an error).
+	// It returns each value it set that differed from what the cluster held, with what
+	// was there: drift someone else made, or the first write of a limit (Was "").
+	ApplyQuotas(ctx context.Context, want []Quota) ([]Correction, error)
+	// FollowReservations makes the cluster's reservations follow the plan (Slurm:
+	// advanced reservations; Kubernetes: nothing beyond the quota) and reports what the
+	// reservations' jobs did since the last call: starts (early ones included), ends,
+	// usage per request and pool, and tasks waiting. A job in plan.Refused was started
+	// early and the server refused the start: the backend stops it.
+	FollowReservations(ctx context.Context, plan Plan) (JobReport, error)
+	// SyncTasks starts each best-effort task in run that is not running yet
+	// (deterministic names: a task is never started twice), stops each task in stop, and
+	// returns the task events observed since the last call: started, done, failed,
+	// stopped, each with the time the cluster recorded. A task in stop that the cluster
+	// does not run is reported stopped, so the server stops listing it.
+	SyncTasks(ctx context.Context, run, stop []Task) ([]TaskEvent, error)
+	// Close releases the backend's connections. The loop calls it once, when it ends.
+	Close() error
+}
+
+// Quota is a team's limit of one pool: units of the pool (cores, GiB, GPUs), as the
+// pool counts them.
+type Quota struct {
+	Team  string `json:"team"`
+	Pool  string `json:"pool"`
+	Units int64  `json:"units"`
+}
+
+// Correction is one value a backend set that differed from what the cluster held.
+// Object names the cluster's object ("ResourceQuota ads/clearhouse", "assoc ads
+// GrpTRES"); Was and Now are the values as the cluster writes them (Was "" when the
+// backend created the object).
+type Correction struct {
+	Team   string `json:"team"`
+	Pool   string `json:"pool"`
+	Object string `json:"object"`
+	Was    string `json:"was"`
+	Now    string `json:"now"`
+}
+
+func (c Correction) String() string {
+	return fmt.Sprintf("%s (team %s, pool %s): %q -> %q", c.Object, c.Team, c.Pool, c.Was, c.Now)
+}
+
+// Measurement is what a cluster runs now.
+type Measurement struct {
+	Pools  []PoolMeasure
+	Owners []OwnerUsage
+}
+
+// PoolMeasure is one pool's units in use now (all work: reservations, owners' own,
+// best-effort) and its capacity (0: not measured; the server keeps its own).
+type PoolMeasure struct {
+	Pool     string `json:"pool"`
+	Used     int64  `json:"used"`
+	Capacity int64  `json:"-"`
+}
+
+// OwnerUsage is what a team's own (not best-effort) work uses of a pool now. Rising
+// usage takes idle quota back from best-effort tasks at the server's next decision.
+type OwnerUsage struct {
+	Team  string `json:"team"`
+	Pool  string `json:"pool"`
+	Units int64  `json:"units"`
+}
+
+// JobKey names a job: one request of a reservation.
+type JobKey struct {
+	Reservation int64 `json:"reservation"`
+	Request     int   `json:"request"`
+}
+
+func (k JobKey) String() string {
+	return fmt.Sprintf("reservation %d request %d", k.Reservation, k.Request)
+}
+
+// Job is one request of a reservation in a cluster's allocation: Count tasks of
+// Configuration (pool -> units each), Units of which the plan runs now, from Start to
+// End. A waiting job with MayStartNow fits from now for its whole duration: starting
+// it early frees its planned slots.
+type Job struct {
+	Reservation   int64            `json:"reservation"`
+	Request       int              `json:"request"`
+	Team          string           `json:"team"`
+	Configuration map[string]int64 `json:"configuration"`
+	Count         int64            `json:"count"`
+	Units         int64            `json:"units"`
+	Start         time.Time        `json:"start"`
+	End           time.Time        `json:"end"`
+	Arrival       time.Time        `json:"arrival"`
+	Deadline      time.Time        `json:"deadline"`
+	MayStartNow   bool             `json:"may_start_now,omitempty"`
+}
+
+// Key is the job's name.
+func (j Job) Key() JobKey { return JobKey{j.Reservation, j.Request} }
+
+// Plan is the reservations' part of the allocation at Now: the jobs that run in the
+// slot ending at SlotEnds, and the jobs waiting in their window. Refused lists the
+// early starts the server refused since the last call.
+type Plan struct {
+	Cluster  string
+	Now      time.Time
+	SlotEnds time.Time
+	Running  []Job
+	Waiting  []Job
+	Refused  []JobKey
+}
+
+// JobReport is what the reservations' jobs did, as the updates endpoint takes it.
+type JobReport struct {
+	Starts  []JobStart
+	Ends    []JobEnd
+	Usage   []JobUsage
+	Waiting []JobWaiting
+}
+
+// JobStart is a job that started (early, before its planned start) at At.
+type JobStart struct {
+	Reservation int64     `json:"reservation"`
+	Request     int       `json:"request"`
+	At          time.Time `json:"at"`
+}
+
+// JobEnd is a job that ended before its planned end: finished, or Failed.
+type JobEnd struct {
+	Reservation int64     `json:"reservation"`
+	Request     int       `json:"request"`
+	At          time.Time `json:"at"`
+	Failed      bool      `json:"failed,omitempty"`
+}
+
+// JobUsage is what a running job uses of one pool now.
+type JobUsage struct {
+	Reservation int64  `json:"reservation"`
+	Request     int    `json:"request"`
+	Pool        string `json:"pool"`
+	Units       int64  `json:"units"`
+}
+
+// JobWaiting is how many of a job's tasks wait in the cluster's queue.
+type JobWaiting struct {
+	Reservation int64 `json:"reservation"`
+	Request     int   `json:"request"`
+	Tasks       int64 `json:"tasks"`
+}
+
+// Task is a best-effort task on idle quota, as the allocation lists it: in run (start
+// it) or stop (preempted, cancelled or past its job's maximum duration: Reason says).
+// It requests its job's Configuration (pool -> units) and runs as Team's task; Workload
+// says what it runs, one member per backend kind.
+type Task struct {
+	ID              int64            `json:"task"`
+	Job             int64            `json:"job"`
+	Team            string           `json:"team"`
+	Configuration   map[string]int64 `json:"configuration"`
+	Started         time.Time        `json:"started"`
+	MaxTaskDuration string           `json:"max_task_duration,omitempty"`
+	Reason          string           `json:"reason,omitempty"`
+	JobWaiting      int64            `json:"job_waiting"`
+	Abacus          bool             `json:"abacus,omitempty"`
+	Workload        *Workload        `json:"workload,omitempty"`
+}
+
+// Workload is what a best-effort job's tasks run, one member per backend kind; a
+// backend whose member is missing runs nothing and reports the task failed.
+type Workload struct {
+	Kubernetes *KubernetesWorkload `json:"kubernetes,omitempty"`
+	Slurm      *SlurmWorkload      `json:"slurm,omitempty"`
+}
+
+// KubernetesWorkload is a pod's container: its image, command, arguments and
+// environment. Resources come from the task's configuration, never from here.
+type KubernetesWorkload struct {
+	Image   string            `json:"image"`
+	Command []string          `json:"command,omitempty"`
+	Args    []string          `json:"args,omitempty"`
+	Env     map[string]string `json:"env,omitempty"`
+}
+
+// SlurmWorkload is a batch job: exactly one of Script (starting "#!") or Command.
+type SlurmWorkload struct {
+	Script  string `json:"script,omitempty"`
+	Command string `json:"command,omitempty"`
+}
+
+// The events of a best-effort task.
+const (
+	TaskStarted = "started"
+	TaskDone    = "done"
+	TaskFailed  = "failed"
+	TaskStopped = "stopped"
+)
+
+// TaskEvent is a best-effort task started, done, failed or stopped at At (the time the
+// cluster recorded).
+type TaskEvent struct {
+	Task  int64     `json:"task"`
+	Event string    `json:"event"`
+	At    time.Time `json:"at"`
+}
+
+// Setup is what opening a backend is given: the cluster, its config file (nil when
+// the command was given none: only the simulate and print backends run without one),
+// where to print what it does, and the simulation's knobs (the simulate backend's
+// alone; the others ignore them).
+type Setup struct {
+	Cluster  string
+	Config   *Config
+	Out      io.Writer
+	Simulate Simulation
+}
+
+// Simulation is how the simulate backend plays the cluster: the seed of every random
+// draw (the same seed gives the same run), the probability that a job or task fails,
+// that a job finishes before its planned end, and the share of its units a running
+// job uses.
+type Simulation struct {
+	Seed        uint64
+	FailRate    float64
+	FinishEarly float64
+	Use         float64
+}
+
+// Kind is a registered backend: its name, how to open it, and how it checks its own
+// part of a config file (its section and the teams' and pools' fields it reads).
+// Validate returns *ConfigError values (joined with errors.Join when several), made
+// with Config.Errorf so they name the file and line; it is nil when the backend reads
+// no config. NeedsConfig says the backend refuses to run without a config file.
+type Kind struct {
+	Name        string
+	Open        func(ctx context.Context, s Setup) (Backend, error)
+	Validate    func(c *Config) error
+	NeedsConfig bool
+}
+
+var kinds = map[string]Kind{}
+
+// Register makes a backend kind known by its name; a backend package calls it from
+// init, and the command imports the package for that effect. It panics on a second
+// kind of the same name (a programming error).
+func Register(k Kind) {
+	if _, dup := kinds[k.Name]; dup || k.Name == "" || k.Open == nil {
+		panic("agent: Register: empty, incomplete or duplicate backend " + strconv.Quote(k.Name))
+	}
+	kinds[k.Name] = k
+}
+
+// Kinds returns the names of the registered backends, sorted.
+func Kinds() []string { return slices.Sorted(maps.Keys(kinds)) }
+
+// Lookup returns the registered kind of that name, or an error naming the known ones.
+func Lookup(name string) (Kind, error) {
+	k, ok := kinds[name]
+	if !ok {
+		return Kind{}, fmt.Errorf("backend %q: not known (known: %s)", name, strings.Join(Kinds(), ", "))
+	}
+	return k, nil
+}
