@@ -11,12 +11,16 @@ import (
 // make a cycle of responsibilities even where Go would still compile it.
 func TestDependenciesPointOneWay(t *testing.T) {
 	const mod = "github.com/clearhouse/clearhouse/"
+	server := []string{"exchange", "fleet", "web", "templates", "store", "ledger", "auction", "scheduler", "sharing", "mailer", "moneyfmt", "cmd/"}
 	forbidden := map[string][]string{
 		"exchange": {"fleet", "web", "templates", "cmd/"},
 		"fleet":    {"web", "templates", "cmd/"},
 		"ledger":   {"exchange", "fleet", "web", "templates"},
 		"store":    {"ledger", "exchange", "fleet", "web", "templates"},
 		"mailer":   {"store", "ledger", "exchange", "fleet", "web", "templates"},
+		// The cluster agent speaks only the JSON API, as any other agent would.
+		"agent":          server,
+		"agent/simulate": server,
 	}
 	for pkg, above := range forbidden {
 		out, err := exec.Command("go", "list", "-deps", mod+pkg).Output()
@@ -24,6 +28,11 @@ func TestDependenciesPointOneWay(t *testing.T) {
 			t.Fatalf("go list %s: %v", pkg, err)
 		}
 		for _, dep := range strings.Fields(string(out)) {
+			if pkg == "agent" || strings.HasPrefix(pkg, "agent/") {
+				if dep == strings.TrimSuffix(mod, "/") {
+					t.Errorf("%s depends on the server's root package", pkg)
+				}
+			}
 			for _, a := range above {
 				if strings.HasPrefix(dep, mod+a) {
 					t.Errorf("%s depends on %s", pkg, dep)

@@ -21,8 +21,9 @@ import (
 )
 
 // Backend is one cluster manager as the agent's loop drives it. The loop calls the
-// methods once per poll, in this order: Measure, ApplyQuotas, FollowReservations,
-// SyncTasks; never two at once. Every method is level-triggered and idempotent: it is
+// methods once per poll, in this order: ApplyQuotas, FollowReservations, SyncTasks,
+// Measure (last, so that the report describes the cluster as the poll leaves it);
+// never two at once. Every method is level-triggered and idempotent: it is
 // given the whole desired state, compares it with what the cluster holds, corrects the
 // difference and says what it did. A restart of the agent (with the same config) must
 // not duplicate anything in the cluster nor lose an event: events are derived from the
@@ -39,10 +40,12 @@ type Backend interface {
 	// teams not in the config are left out.
 	Measure(ctx context.Context, now time.Time) (Measurement, error)
 	// ApplyQuotas makes each team's limit in the cluster equal to want (the team's
-	// holdings plus its reservations running now, per pool, computed by the loop). Teams
-	// or pools not in the config are skipped (the loop reports that once as an error).
-	// It returns each value it set that differed from what the cluster held, with what
-	// was there: drift someone else made, or the first write of a limit (Was "").
+	// holdings plus its reservations running now, per pool, computed by the loop). With
+	// a config the loop lists every team and pool it maps (0 where the team holds
+	// nothing) and leaves out the others (reporting that once as an error). It returns
+	// the drift it corrected: each value someone else changed from what the backend had
+	// set, with what was there. A first write, or a change because want changed, is not
+	// a correction.
 	ApplyQuotas(ctx context.Context, want []Quota) ([]Correction, error)
 	// FollowReservations makes the cluster's reservations follow the plan (Slurm:
 	// advanced reservations; Kubernetes: nothing beyond the quota) and reports what the
@@ -56,7 +59,8 @@ type Backend interface {
 	// stopped, each with the time the cluster recorded. A task in stop that the cluster
 	// does not run is reported stopped, so the server stops listing it.
 	SyncTasks(ctx context.Context, run, stop []Task) ([]TaskEvent, error)
-	// Close releases the backend's connections. The loop calls it once, when it ends.
+	// Close releases the backend's connections. Whoever opened the backend calls it
+	// once, after the loop ends.
 	Close() error
 }
 

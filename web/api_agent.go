@@ -169,6 +169,23 @@ type APIUpdates struct {
 		Utility *float64           `json:"utility"`
 		Shares  map[string]float64 `json:"shares,omitempty"`
 	} `json:"best_effort_jobs,omitempty"`
+	// Agent is the agent's status (optional): its backend and version, the drift it
+	// corrected and the errors it met since its last report.
+	Agent *APIAgentStatus `json:"agent,omitempty"`
+}
+
+// APIAgentStatus is what an agent says of itself in a report.
+type APIAgentStatus struct {
+	Backend     string `json:"backend"`
+	Version     string `json:"version,omitempty"`
+	Corrections []struct {
+		Team   string `json:"team"`
+		Pool   string `json:"pool"`
+		Object string `json:"object"`
+		Was    string `json:"was"`
+		Now    string `json:"now"`
+	} `json:"corrections,omitempty"`
+	Errors []string `json:"errors,omitempty"`
 }
 
 func (s *Server) apiClusterUpdates(c *gin.Context) {

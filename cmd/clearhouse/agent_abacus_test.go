@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/clearhouse/clearhouse/agent"
 	"github.com/clearhouse/clearhouse/fleet"
 	"github.com/clearhouse/clearhouse/ledger"
 )
@@ -26,15 +27,11 @@ func TestAgentMeasuresFinishedAbacusJobs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	client, err := newAgentClient(m.app.Server.URL(), "us-east", m.token("us-east"))
-	if err != nil {
-		t.Fatal(err)
-	}
 	var out, errOut bytes.Buffer
-	a := newClusterAgent(client, &out, &errOut, m.clock.Now, newSimulation(3, 0, 0, 1))
+	a, _ := m.loop(m.token("us-east"), &agent.Simulation{Seed: 3, Use: 1}, &out, &errOut)
 	start := m.clock.Now()
 	for range 30 { // every 10 minutes for 5 hours: every simulated task ends within 3
-		if err := a.poll(ctx); err != nil {
+		if err := a.Poll(ctx); err != nil {
 			t.Fatal(err)
 		}
 		m.clock.Advance(10 * time.Minute)

@@ -16,12 +16,8 @@ import (
 func TestRealAgentConfirmsBestEffortStartsAndStops(t *testing.T) {
 	m, tok, _, job := lendingMarket(t)
 	ctx := context.Background()
-	client, err := newAgentClient(m.app.Server.URL(), "us-east", tok)
-	if err != nil {
-		t.Fatal(err)
-	}
 	var out, errOut bytes.Buffer
-	a := newClusterAgent(client, &out, &errOut, m.clock.Now, nil)
+	a, _ := m.loop(tok, nil, &out, &errOut)
 	tasks := func(status fleet.TaskStatus) []fleet.Task {
 		t.Helper()
 		var ts []fleet.Task
@@ -30,7 +26,7 @@ func TestRealAgentConfirmsBestEffortStartsAndStops(t *testing.T) {
 		}
 		return ts
 	}
-	if err := a.poll(ctx); err != nil {
+	if err := a.Poll(ctx); err != nil {
 		t.Fatal(err)
 	}
 	started := tasks(fleet.TaskRunning)
@@ -48,7 +44,7 @@ func TestRealAgentConfirmsBestEffortStartsAndStops(t *testing.T) {
 		t.Fatal(err)
 	}
 	out.Reset()
-	if err := a.poll(ctx); err != nil {
+	if err := a.Poll(ctx); err != nil {
 		t.Fatal(err)
 	}
 	stopped := tasks(fleet.TaskPreempted)

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/clearhouse/clearhouse/agent/simulate"
 	"github.com/clearhouse/clearhouse/fleet"
 )
 
@@ -87,7 +88,7 @@ func TestSimulatingAgentsRisingOwnerUsagePreemptsBestEffortTasks(t *testing.T) {
 	m, tok, ads, job := lendingMarket(t)
 	id := job.ID
 	const seed = 3
-	usage := func(at time.Time) int64 { return simulatedOwnerUsage(seed, "search", "us-east/cpu", 60, at) }
+	usage := func(at time.Time) int64 { return simulate.OwnerUsage(seed, "search", "us-east/cpu", 60, at) }
 	// Find, in the day ahead, a quarter hour when search uses at most 15 cores and
 	// one 12 hours later when it uses at least 45.
 	now := m.clock.Now()

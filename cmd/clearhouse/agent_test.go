@@ -7,12 +7,14 @@ import (
 	"io"
 	"log/slog"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/clearhouse/clearhouse/agent"
+	"github.com/clearhouse/clearhouse/agent/simulate"
 	"github.com/clearhouse/clearhouse/auction"
 	"github.com/clearhouse/clearhouse/exchange"
 	"github.com/clearhouse/clearhouse/fleet"
@@ -98,6 +100,19 @@ func (m *agentMarket) token(cluster string) string {
 		m.t.Fatalf("agent token --cluster %s: %d %q %q", cluster, code, out, errOut)
 	}
 	return lines[len(lines)-1]
+}
+
+// loop is the agent's loop against the app for cluster us-east with the token, on the
+// simulate backend (the print backend when sim is nil), stamping lines with the
+// market's clock.
+func (m *agentMarket) loop(token string, sim *agent.Simulation, out, errOut io.Writer) (*agent.Loop, *simulate.Cluster) {
+	m.t.Helper()
+	client, err := agent.NewClient(m.app.Server.URL(), "us-east", token)
+	if err != nil {
+		m.t.Fatal(err)
+	}
+	cluster := simulate.New(out, sim)
+	return &agent.Loop{Client: client, Backend: cluster, Out: out, ErrOut: errOut, Now: m.clock.Now, Every: time.Second}, cluster
 }
 
 // agent runs `clearhouse agent` against the app for cluster with the token and the
@@ -208,13 +223,30 @@ func TestAgentRetriesNetworkErrorsUnlessOnce(t *testing.T) {
 }
 
 func TestAgentFlagsAreValidated(t *testing.T) {
+	dir := t.TempDir()
+	badConfig, otherConfig := filepath.Join(dir, "bad.yaml"), filepath.Join(dir, "other.yaml")
+	for path, body := range map[string]string{
+		badConfig:   "cluster: c\nteams:\n  ads: {namespace: ads}\npools:\n  c/cpu: {unit: \"1\"}\n",
+		otherConfig: "cluster: d\nteams:\n  ads: {}\npools:\n  d/cpu: {unit: \"1\"}\n",
+	} {
+		if err := os.WriteFile(path, []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
 	for _, tc := range []struct {
 		args []string
 		want string
 	}{
 		{[]string{"--server", "http://x", "--cluster", "c"}, "--token"},
 		{[]string{"--server", "x.example.com", "--cluster", "c", "--token", "t"}, "--server"},
-		{[]string{"--server", "http://x", "--cluster", "c", "--token", "t", "--fail-rate", "0.5"}, "only with --simulate"},
+		{[]string{"--server", "http://x", "--cluster", "c", "--token", "t", "--fail-rate", "0.5"}, "only with --backend simulate"},
+		{[]string{"--server", "http://x", "--cluster", "c", "--token", "t", "--backend", "print", "--seed", "2"}, "only with --backend simulate"},
+		{[]string{"--server", "http://x", "--cluster", "c", "--token", "t", "--backend", "print", "--simulate"}, "--simulate means --backend simulate"},
+		{[]string{"--server", "http://x", "--cluster", "c", "--token", "t", "--backend", "kubernetes"}, `--backend: backend "kubernetes": not known (known: print, simulate)`},
+		{[]string{"--server", "http://x", "--cluster", "c", "--token", "t", "--backend", "nope"}, `(known: print, simulate)`},
+		{[]string{"--server", "http://x", "--cluster", "c", "--token", "t", "--config", badConfig}, badConfig + ":3: teams.ads.namespace: unknown key"},
+		{[]string{"--server", "http://x", "--cluster", "c", "--token", "t", "--config", otherConfig}, otherConfig + `:1: cluster: "d" must equal --cluster "c"`},
+		{[]string{"--server", "http://x", "--cluster", "c", "--token", "t", "--config", otherConfig + ".missing"}, "--config: open"},
 		{[]string{"--server", "http://x", "--cluster", "c", "--token", "t", "--simulate", "--finish-early", "2"}, "--finish-early"},
 		{[]string{"--server", "http://x", "--cluster", "c", "--token", "t", "--every", "0s"}, "--every"},
 	} {
@@ -240,30 +272,26 @@ func TestAgentSimulatedEndsReachTheServer(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			m := newAgentMarket(t)
 			job := m.reserve(40, time.Hour, 0, time.Hour)
-			client, err := newAgentClient(m.app.Server.URL(), "us-east", m.token("us-east"))
-			if err != nil {
-				t.Fatal(err)
-			}
 			var out, errOut bytes.Buffer
-			a := newClusterAgent(client, &out, &errOut, m.clock.Now, newSimulation(7, tc.failRate, tc.finishEarly, 1))
+			a, cluster := m.loop(m.token("us-east"), &agent.Simulation{Seed: 7, FailRate: tc.failRate, FinishEarly: tc.finishEarly, Use: 1}, &out, &errOut)
 			ctx := context.Background()
-			if err := a.poll(ctx); err != nil {
+			if err := a.Poll(ctx); err != nil {
 				t.Fatal(err)
 			}
-			endAt := a.running[jobKey{job.ID, 0}].endAt
+			endAt := cluster.EndOf(agent.JobKey{Reservation: job.ID})
 			if endAt.IsZero() || !endAt.After(m.clock.Now()) || !endAt.Before(m.clock.Now().Add(time.Hour)) {
 				t.Fatalf("the simulated end %v is not inside the job's hour", endAt)
 			}
 			m.clock.Advance(59*time.Minute + 59*time.Second)
-			if err := a.poll(ctx); err != nil {
+			if err := a.Poll(ctx); err != nil {
 				t.Fatal(err)
 			}
 			m.clock.Advance(time.Second) // the job's planned end: it leaves the plan, with no stop line
-			if err := a.poll(ctx); err != nil {
+			if err := a.Poll(ctx); err != nil {
 				t.Fatal(err)
 			}
 			want := fmt.Sprintf("09:59:59 end reservation %d request 0: %s at %s, planned until 10:00\n09:59:59 server: ended reservation %d\n",
-				job.ID, tc.how, clock(endAt), job.ID)
+				job.ID, tc.how, agent.Clock(endAt), job.ID)
 			if !strings.Contains(out.String(), want) || strings.Contains(out.String(), "stop") || errOut.Len() > 0 {
 				t.Fatalf("output\n%s%s\nwant\n%s", out.String(), errOut.String(), want)
 			}
@@ -275,50 +303,5 @@ func TestAgentSimulatedEndsReachTheServer(t *testing.T) {
 				t.Fatalf("note %q after a simulated %s", v.Note, tc.how)
 			}
 		})
-	}
-}
-
-// TestAgentFollowsAMovedJob drives the agent's view of the plan with allocations
-// made by hand: a running job the plan moves later is stopped and waits again.
-func TestAgentFollowsAMovedJob(t *testing.T) {
-	now := storetest.Epoch
-	job := agentJob{Reservation: 3, Request: 1, Team: "ads", Configuration: map[string]int64{"us-east/cpu": 2, "us-east/ram": 8},
-		Count: 5, Units: 5, Start: now, End: now.Add(time.Hour)}
-	moved := job
-	moved.Units, moved.Start, moved.End = 0, now.Add(2*time.Hour), now.Add(3*time.Hour)
-	var out bytes.Buffer
-	a := newClusterAgent(nil, &out, io.Discard, nil, nil)
-	a.follow(agentAllocation{Now: now, Running: []agentJob{job}}, now)
-	a.follow(agentAllocation{Now: now.Add(5 * time.Minute), Running: []agentJob{job}}, now.Add(5*time.Minute))
-	a.follow(agentAllocation{Now: now.Add(10 * time.Minute), Waiting: []agentJob{moved}}, now.Add(10*time.Minute))
-	a.follow(agentAllocation{Now: now.Add(15 * time.Minute), Waiting: []agentJob{moved}}, now.Add(15*time.Minute))
-	want := `09:00:00 start reservation 3 request 1: 5 x {"us-east/cpu":2,"us-east/ram":8} until 10:00 (team ads)
-09:10:00 stop reservation 3 request 1 (moved, now planned 11:00)
-09:10:00 waiting: reservation 3 request 1 planned 11:00 (team ads)
-`
-	if out.String() != want {
-		t.Fatalf("output\n%s\nwant\n%s", out.String(), want)
-	}
-	if up := a.updates(agentAllocation{Waiting: []agentJob{moved}}); len(up.Waiting) != 1 || up.Waiting[0].Tasks != 5 || len(up.Usage) != 0 {
-		t.Fatalf("updates for a waiting job: %+v", up)
-	}
-}
-
-// The simulating agent reports what each pool has in use: its running
-// reservations' usage (at the share they use) and its best-effort tasks.
-func TestAgentReportsEachPoolsUsage(t *testing.T) {
-	now := storetest.Epoch
-	a := newClusterAgent(nil, io.Discard, io.Discard, nil, newSimulation(1, 0, 0, 0.5))
-	job := agentJob{Reservation: 3, Request: 1, Team: "ads", Configuration: map[string]int64{"us-east/cpu": 2, "us-east/ram": 8},
-		Count: 5, Units: 5, Start: now, End: now.Add(time.Hour)}
-	a.running[keyOf(job)] = &runningJob{job: job, endAt: job.End}
-	a.followBestEffort(agentAllocation{Now: now, BestEffort: []agentTask{
-		{Task: 7, Job: 2, Team: "search", Configuration: map[string]int64{"us-east/cpu": 4}},
-		{Task: 8, Job: 2, Team: "search", Configuration: map[string]int64{"us-east/cpu": 4}},
-	}}, now)
-	up := a.updates(agentAllocation{Now: now})
-	want := []agentPoolUsage{{Pool: "us-east/cpu", Used: 5 + 8}, {Pool: "us-east/ram", Used: 20}}
-	if !slices.Equal(up.Pools, want) {
-		t.Fatalf("pools %+v, want %+v (half of 10 cores and 40 GiB reserved, two 4-core tasks)", up.Pools, want)
 	}
 }

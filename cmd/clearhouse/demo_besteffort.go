@@ -5,6 +5,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/clearhouse/clearhouse/agent/simulate"
 	"github.com/clearhouse/clearhouse/exchange"
 	"github.com/clearhouse/clearhouse/fleet"
 	"github.com/clearhouse/clearhouse/ledger"
@@ -90,7 +91,7 @@ func demoIdleStep(ctx context.Context, be *fleet.BestEffort, cluster string, hol
 	var rep fleet.BestEffortReport
 	for _, h := range holdings {
 		if strings.HasPrefix(h.PoolID, cluster+"/") {
-			rep.Usage = append(rep.Usage, fleet.OwnerUsage{Team: h.TeamID, Pool: h.PoolID, Units: simulatedOwnerUsage(1, h.TeamID, h.PoolID, h.Quantity, now)})
+			rep.Usage = append(rep.Usage, fleet.OwnerUsage{Team: h.TeamID, Pool: h.PoolID, Units: simulate.OwnerUsage(1, h.TeamID, h.PoolID, h.Quantity, now)})
 		}
 	}
 	alloc, err := be.Allocation(ctx, cluster)

@@ -1,4 +1,4 @@
-package main
+package simulate
 
 import (
 	"hash/fnv"
@@ -6,11 +6,11 @@ import (
 	"time"
 )
 
-// simulatedOwnerUsage is the units a team's own work uses of its quota in a pool
-// at t, in the demo and the agent's --simulate mode: a daily wave between 10% and
+// OwnerUsage is the units a team's own work uses of its quota in a pool at t, in the
+// demo and the simulate backend: a daily wave between 10% and
 // 90% of the quota, whose phase and a small hourly jitter are fixed by the seed, the
 // team and the pool (so a seed gives the same usage every run).
-func simulatedOwnerUsage(seed uint64, team, pool string, quota int64, t time.Time) int64 {
+func OwnerUsage(seed uint64, team, pool string, quota int64, t time.Time) int64 {
 	if quota <= 0 {
 		return 0
 	}

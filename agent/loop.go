@@ -1,0 +1,236 @@
+package agent
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"math/rand/v2"
+	"slices"
+	"time"
+)
+
+// maxErrors bounds the errors one report carries (the latest are kept).
+const maxErrors = 20
+
+// Loop follows one cluster's allocation: each poll reads it from the server, drives
+// the backend to match it and reports what the cluster did. Set the exported fields
+// before Run or Poll; a Loop is not safe for concurrent use.
+type Loop struct {
+	Client  *Client
+	Backend Backend
+	// Config is the cluster's config file: with one, every team and pool it maps gets a
+	// quota each poll (0 when the team holds none), and the allocation's teams and
+	// pools it does not map are left out and reported once as an error. Nil: the
+	// allocation's teams and pools pass as they are.
+	Config     *Config
+	Out        io.Writer        // the server's answers and what the agent measured
+	ErrOut     io.Writer        // errors, which the next poll retries
+	Now        func() time.Time // stamps lines written without an answer from the server
+	OwnerUsage OwnerUsageSource // where owners' usage is read (unset: what the backend measures)
+	Version    string           // the agent's version, reported to operators
+	// Every is the time between polls; after a poll that failed the loop waits longer
+	// (exponential backoff with jitter, from Every up to MaxBackoff).
+	Every, MaxBackoff time.Duration
+
+	// Reported once the server accepts them; kept for the next poll when a report
+	// fails on the way, dropped when the server refuses it.
+	starts      []JobStart
+	ends        []JobEnd
+	events      []TaskEvent
+	measured    []JobMeasurement
+	corrections []Correction
+	errs        []string
+
+	refused []JobKey        // early starts the server refused: the next plan says so
+	unknown map[string]bool // teams and pools outside the config, reported once
+	abacus  abacusMeter
+}
+
+// Run polls at once and then every Every until ctx ends or stop fires (a nil stop
+// never does), which is not an error; a poll under way when stop fires finishes first.
+// A poll that fails is printed and retried after a backoff that doubles with each
+// failure in a row (from Every, at most MaxBackoff, with jitter so that many agents
+// do not retry in step), unless the server refused the token: that error is returned
+// at once.
+func (l *Loop) Run(ctx context.Context, stop <-chan time.Time) error {
+	failures := 0
+	for {
+		wait := l.Every
+		if err := l.Poll(ctx); err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			if Refused(err) {
+				return err
+			}
+			failures++
+			wait = Backoff(l.Every, l.MaxBackoff, failures, rand.Float64())
+			fmt.Fprintf(l.ErrOut, "%s error: %v (retrying at the next poll, in %s)\n", Clock(l.now()), err, wait.Round(time.Millisecond))
+		} else {
+			failures = 0
+		}
+		timer := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			timer.Stop()
+			return nil
+		case <-stop:
+			timer.Stop()
+			return nil
+		case <-timer.C:
+		}
+	}
+}
+
+// Backoff is the wait after the n-th failed poll in a row (n >= 1): every times 2^n,
+// at most limit (when limit > 0), scaled by a jitter from one half to one (j in
+// [0, 1)); never below every.
+func Backoff(every, limit time.Duration, n int, j float64) time.Duration {
+	d := every
+	for range min(n, 30) {
+		d *= 2
+		if limit > 0 && d >= limit {
+			d = limit
+			break
+		}
+	}
+	return max(time.Duration(float64(d)*(0.5+j/2)), every)
+}
+
+// Poll reads the allocation, drives the backend (ApplyQuotas, FollowReservations,
+// SyncTasks, Measure) and reports the early starts, ends, usage, waiting tasks,
+// best-effort events, pools' and owners' usage, measured abacus jobs and the agent's
+// status. An error of the backend is printed and reported; it does not fail the poll.
+// The allocation's or the report's error is returned.
+func (l *Loop) Poll(ctx context.Context) error {
+	alloc, err := l.Client.Allocation(ctx)
+	if err != nil {
+		return err
+	}
+	now := alloc.Now.UTC()
+	b := l.Backend
+	corrections, err := b.ApplyQuotas(ctx, l.quotas(alloc, now))
+	l.note(now, "apply quotas", err)
+	l.corrections = append(l.corrections, corrections...)
+	for _, c := range corrections {
+		fmt.Fprintf(l.Out, "%s corrected %s\n", Clock(now), c)
+	}
+	jobs, err := b.FollowReservations(ctx, Plan{Cluster: alloc.Cluster, Now: now, SlotEnds: alloc.SlotEnds,
+		Running: alloc.Running, Waiting: alloc.Waiting, Refused: l.refused})
+	l.note(now, "follow reservations", err)
+	l.refused = nil
+	l.starts, l.ends = append(l.starts, jobs.Starts...), append(l.ends, jobs.Ends...)
+	events, err := b.SyncTasks(ctx, alloc.BestEffort, alloc.Preempt)
+	l.note(now, "sync tasks", err)
+	l.events = append(l.events, events...)
+	l.measured = append(l.measured, l.abacus.observe(alloc.BestEffort, events, now, l.Out)...)
+	m, err := b.Measure(ctx, now)
+	l.note(now, "measure", err)
+
+	up := Updates{Ends: l.ends, Starts: l.starts, Usage: jobs.Usage, Waiting: jobs.Waiting, BestEffort: l.events,
+		Pools: m.Pools, OwnerUsage: l.ownerUsage(ctx, alloc.Cluster, m.Owners, now), BestEffortJobs: l.measured,
+		Agent: &Status{Backend: b.Name(), Version: l.Version, Corrections: l.corrections, Errors: l.errs}}
+	ans, err := l.Client.Report(ctx, up)
+	if err != nil {
+		if Rejected(err) {
+			// The server refused this report; sending it again will not help. The early
+			// starts in it did not happen: the backend stops them at the next poll.
+			for _, s := range l.starts {
+				l.refused = append(l.refused, JobKey{s.Reservation, s.Request})
+			}
+			l.sent()
+		}
+		return err
+	}
+	l.sent()
+	l.refused = ans.RefusedStarts
+	if len(ans.Moved)+len(ans.AtRisk)+len(ans.Ended)+len(ans.RefusedStarts) > 0 {
+		fmt.Fprintf(l.Out, "%s server: %s\n", Clock(now), answerText(ans))
+	}
+	return nil
+}
+
+// sent forgets what the last report carried.
+func (l *Loop) sent() {
+	l.starts, l.ends, l.events, l.measured, l.corrections, l.errs = nil, nil, nil, nil, nil, nil
+}
+
+// note prints a backend's error and keeps it for the next report (the latest
+// maxErrors).
+func (l *Loop) note(now time.Time, what string, err error) {
+	if err == nil {
+		return
+	}
+	msg := what + ": " + clipText(err.Error(), 500)
+	fmt.Fprintf(l.ErrOut, "%s %s\n", Clock(now), msg)
+	l.errs = append(l.errs, msg)
+	if len(l.errs) > maxErrors {
+		l.errs = slices.Delete(l.errs, 0, len(l.errs)-maxErrors)
+	}
+}
+
+// quotas is each team's quota of each pool now: its holdings (the allocation's
+// quotas) plus its reservations running now (units times configuration). With a
+// config, every team and pool it maps is listed (0 where the team has nothing), so a
+// limit a team sold goes back to 0; the others are left out and noted once.
+func (l *Loop) quotas(alloc Allocation, now time.Time) []Quota {
+	sum := map[[2]string]int64{}
+	for _, q := range alloc.Quotas {
+		sum[[2]string{q.Team, q.Pool}] += q.Units
+	}
+	for _, j := range alloc.Running {
+		if j.Units <= 0 {
+			continue
+		}
+		for p, n := range j.Configuration {
+			sum[[2]string{j.Team, p}] += j.Units * n
+		}
+	}
+	if l.Config != nil {
+		var errs []error
+		for k := range sum {
+			_, team := l.Config.Teams[k[0]]
+			_, pool := l.Config.Pools[k[1]]
+			if team && pool {
+				continue
+			}
+			delete(sum, k)
+			what := "team " + k[0]
+			if team {
+				what = "pool " + k[1]
+			}
+			if l.unknown == nil {
+				l.unknown = map[string]bool{}
+			}
+			if !l.unknown[what] {
+				l.unknown[what] = true
+				errs = append(errs, fmt.Errorf("%s is not in %s: its quota is not applied", what, l.Config.File))
+			}
+		}
+		slices.SortFunc(errs, func(a, b error) int { return cmp.Compare(a.Error(), b.Error()) })
+		l.note(now, "config", errors.Join(errs...))
+		for team := range l.Config.Teams {
+			for pool := range l.Config.Pools {
+				if k := [2]string{team, pool}; sum[k] == 0 {
+					sum[k] = 0 // listed, so that a limit the team no longer holds goes back to 0
+				}
+			}
+		}
+	}
+	keys := slices.SortedFunc(maps.Keys(sum), func(x, y [2]string) int { return cmp.Or(cmp.Compare(x[0], y[0]), cmp.Compare(x[1], y[1])) })
+	out := make([]Quota, 0, len(keys))
+	for _, k := range keys {
+		out = append(out, Quota{Team: k[0], Pool: k[1], Units: sum[k]})
+	}
+	return out
+}
+
+func (l *Loop) now() time.Time {
+	if l.Now == nil {
+		return time.Now()
+	}
+	return l.Now()
+}

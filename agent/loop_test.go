@@ -1,0 +1,219 @@
+package agent
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+var epoch = time.Date(2026, 3, 2, 9, 0, 0, 0, time.UTC)
+
+// fakeServer answers the agent API with the allocation it holds, keeps the reports it
+// takes, and answers each report with the next status in statuses (200 when none).
+type fakeServer struct {
+	mu       sync.Mutex
+	alloc    Allocation
+	reports  []Updates
+	statuses []int
+	answer   Answer
+	allocErr int // the status of GET allocation (0: 200)
+}
+
+func (f *fakeServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	fail := func(status int) {
+		w.WriteHeader(status)
+		_, _ = io.WriteString(w, `{"error":{"code":"x","message":"no way"}}`)
+	}
+	switch {
+	case r.Method == http.MethodGet && strings.HasSuffix(r.URL.Path, "/allocation"):
+		if f.allocErr != 0 {
+			fail(f.allocErr)
+			return
+		}
+		_ = json.NewEncoder(w).Encode(f.alloc)
+	case r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "/updates"):
+		var u Updates
+		if err := json.NewDecoder(r.Body).Decode(&u); err != nil {
+			fail(400)
+			return
+		}
+		f.reports = append(f.reports, u)
+		if len(f.statuses) > 0 {
+			status := f.statuses[0]
+			f.statuses = f.statuses[1:]
+			if status != 200 {
+				fail(status)
+				return
+			}
+		}
+		_ = json.NewEncoder(w).Encode(f.answer)
+	default:
+		fail(404)
+	}
+}
+
+// fakeBackend records what the loop asked and returns what the test set.
+type fakeBackend struct {
+	quotas      [][]Quota
+	plans       []Plan
+	corrections []Correction
+	starts      []JobStart
+	events      []TaskEvent
+	err         error
+}
+
+func (b *fakeBackend) Name() string { return "fake" }
+func (b *fakeBackend) ApplyQuotas(_ context.Context, want []Quota) ([]Correction, error) {
+	b.quotas = append(b.quotas, want)
+	c := b.corrections
+	b.corrections = nil
+	return c, b.err
+}
+func (b *fakeBackend) FollowReservations(_ context.Context, p Plan) (JobReport, error) {
+	b.plans = append(b.plans, p)
+	s := b.starts
+	b.starts = nil
+	return JobReport{Starts: s}, nil
+}
+func (b *fakeBackend) SyncTasks(_ context.Context, run, stop []Task) ([]TaskEvent, error) {
+	e := b.events
+	b.events = nil
+	return e, nil
+}
+func (b *fakeBackend) Measure(context.Context, time.Time) (Measurement, error) {
+	return Measurement{}, nil
+}
+func (b *fakeBackend) Close() error { return nil }
+
+func newTestLoop(t *testing.T, f *fakeServer, b Backend) (*Loop, *bytes.Buffer) {
+	t.Helper()
+	srv := httptest.NewServer(f)
+	t.Cleanup(srv.Close)
+	c, err := NewClient(srv.URL, "us-east", "cha_x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var errOut bytes.Buffer
+	return &Loop{Client: c, Backend: b, Out: io.Discard, ErrOut: &errOut, Every: time.Millisecond, MaxBackoff: 4 * time.Millisecond}, &errOut
+}
+
+// Each team's quota is its holdings plus its reservations running now; with a config,
+// every team and pool it maps is listed (0 where nothing is held) and a team it does
+// not map is left out and reported once, in the report's agent errors.
+func TestLoopAppliesHoldingsPlusRunningReservations(t *testing.T) {
+	f := &fakeServer{alloc: Allocation{Cluster: "us-east", Now: epoch,
+		Quotas: []Quota{{"ads", "us-east/cpu", 40}, {"ghost", "us-east/cpu", 5}},
+		Running: []Job{{Reservation: 1, Team: "ads", Configuration: map[string]int64{"us-east/cpu": 2, "us-east/ram": 8}, Units: 3},
+			{Reservation: 2, Team: "search", Configuration: map[string]int64{"us-east/cpu": 1}, Units: 0}}}}
+	b := &fakeBackend{}
+	l, _ := newTestLoop(t, f, b)
+	l.Config = &Config{File: "us-east.yaml", Cluster: "us-east",
+		Teams: map[string]Team{"ads": {}, "search": {}}, Pools: map[string]Pool{"us-east/cpu": {Unit: "1"}, "us-east/ram": {Unit: "1Gi"}}}
+	for range 2 {
+		if err := l.Poll(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := []Quota{{"ads", "us-east/cpu", 40 + 6}, {"ads", "us-east/ram", 24}, {"search", "us-east/cpu", 0}, {"search", "us-east/ram", 0}}
+	if !slices.Equal(b.quotas[0], want) || !slices.Equal(b.quotas[1], want) {
+		t.Fatalf("quotas %+v, want %+v", b.quotas, want)
+	}
+	if got := f.reports[0].Agent; got == nil || got.Backend != "fake" || len(got.Errors) != 1 || !strings.Contains(got.Errors[0], "team ghost is not in us-east.yaml") {
+		t.Fatalf("first report's agent status %+v", got)
+	}
+	if got := f.reports[1].Agent; got == nil || len(got.Errors) != 0 {
+		t.Fatalf("second report's agent status %+v: the unknown team is reported once", got)
+	}
+}
+
+// Corrections and errors ride the next report; a report that fails on the way keeps
+// them (and the early starts and task events) for the next poll, and a report the
+// server refuses drops them and tells the backend its early starts did not happen.
+func TestLoopResendsAfterAFailedReportAndDropsARefusedOne(t *testing.T) {
+	f := &fakeServer{alloc: Allocation{Cluster: "us-east", Now: epoch}, statuses: []int{503, 200, 422, 200}}
+	b := &fakeBackend{corrections: []Correction{{Team: "ads", Pool: "us-east/cpu", Object: "ResourceQuota ads/clearhouse", Was: "10", Now: "46"}},
+		starts: []JobStart{{Reservation: 4, At: epoch}}, events: []TaskEvent{{Task: 9, Event: TaskStarted, At: epoch}}, err: errors.New("quota API down")}
+	l, errOut := newTestLoop(t, f, b)
+	ctx := context.Background()
+	if err := l.Poll(ctx); err == nil {
+		t.Fatal("a 503 answer did not fail the poll")
+	}
+	b.err = nil
+	if err := l.Poll(ctx); err != nil {
+		t.Fatal(err)
+	}
+	first, second := f.reports[0], f.reports[1]
+	if !slices.Equal(second.Starts, first.Starts) || !slices.Equal(second.BestEffort, first.BestEffort) ||
+		len(second.Agent.Corrections) != 1 || second.Agent.Corrections[0].Now != "46" || len(second.Agent.Errors) != 1 {
+		t.Fatalf("after a 503 the next report carries %+v, want the first's %+v", second, first)
+	}
+	if !strings.Contains(errOut.String(), "apply quotas: quota API down") {
+		t.Fatalf("the backend's error was not printed: %q", errOut.String())
+	}
+	b.starts = []JobStart{{Reservation: 5, At: epoch}}
+	if err := l.Poll(ctx); err == nil || !Rejected(err) {
+		t.Fatalf("a 422 answer: %v", err)
+	}
+	if err := l.Poll(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if last := f.reports[3]; len(last.Starts)+len(last.BestEffort) != 0 || len(last.Agent.Corrections) != 0 {
+		t.Fatalf("after a refused report the next carries %+v", last)
+	}
+	if got := b.plans[3].Refused; !slices.Equal(got, []JobKey{{Reservation: 5}}) {
+		t.Fatalf("the plan after a refused report says refused %v, want reservation 5", got)
+	}
+}
+
+// A refused token stops the loop at once; other errors are retried after a backoff.
+func TestLoopStopsOnARefusedTokenAndRetriesOtherErrors(t *testing.T) {
+	f := &fakeServer{allocErr: 401}
+	l, _ := newTestLoop(t, f, &fakeBackend{})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := l.Run(ctx, nil); !Refused(err) || ctx.Err() != nil {
+		t.Fatalf("a 401: %v (context %v)", err, ctx.Err())
+	}
+	f.allocErr = 503
+	stop := make(chan time.Time)
+	go func() { time.Sleep(50 * time.Millisecond); close(stop) }()
+	var errOut bytes.Buffer
+	l.ErrOut = &errOut
+	if err := l.Run(ctx, stop); err != nil {
+		t.Fatalf("503s: %v", err)
+	}
+	if n := strings.Count(errOut.String(), "retrying"); n < 2 {
+		t.Fatalf("retried %d times in 50ms at a 1-4ms backoff:\n%s", n, errOut.String())
+	}
+}
+
+func TestBackoffDoublesUpToTheLimitWithJitter(t *testing.T) {
+	const every, limit = time.Second, 30 * time.Second
+	for _, tc := range []struct {
+		n      int
+		j      float64
+		lo, hi time.Duration
+	}{
+		{1, 0, every, every}, {1, 0.999, every, 2 * every},
+		{2, 0, 2 * every, 2 * every}, {3, 0.5, 6 * every, 6 * every},
+		{10, 0, limit / 2, limit / 2}, {10, 0.9999, limit - 2*time.Millisecond, limit}, {1000, 0.5, limit * 3 / 4, limit * 3 / 4},
+	} {
+		if got := Backoff(every, limit, tc.n, tc.j); got < tc.lo || got > tc.hi {
+			t.Errorf("Backoff(%s, %s, %d, %g) = %s, want %s to %s", every, limit, tc.n, tc.j, got, tc.lo, tc.hi)
+		}
+	}
+	if got := Backoff(every, every/2, 3, 0); got != every {
+		t.Errorf("a limit below every: %s, want every", got)
+	}
+}

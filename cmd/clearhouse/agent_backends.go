@@ -1,0 +1,7 @@
+package main
+
+// The agent's backends, each registered by its package's init (agent.Register). A new
+// backend is one import line here.
+import (
+	_ "github.com/clearhouse/clearhouse/agent/simulate" // simulate and print
+)
