@@ -4,4 +4,5 @@ package main
 // backend is one import line here.
 import (
 	_ "github.com/clearhouse/clearhouse/agent/simulate" // simulate and print
+	_ "github.com/clearhouse/clearhouse/agent/slurm"    // slurm
 )
