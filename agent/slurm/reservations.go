@@ -82,7 +82,7 @@ func (b *Backend) FollowReservations(ctx context.Context, plan agent.Plan) (agen
 	}
 	want := map[string]wantReservation{}
 	for _, j := range plan.Running {
-		if j.Units > 0 {
+		if j.Units > 0 && j.End.After(now) { // an ended job stays listed until its slot ends
 			w := b.wanted(j, j.Units, true)
 			w.Start = earliest(w.Start, now)
 			want[w.Name] = w
