@@ -259,4 +259,3 @@ func (m *slurmMarket) reserveOn(pool string, cores int64, dur time.Duration) fle
 	}
 	return v
 }
-
