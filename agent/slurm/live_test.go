@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/clearhouse/clearhouse/agent"
+	"github.com/clearhouse/clearhouse/agent/slurm/slurmtest"
 )
 
 // The tests in this file run against real Slurm daemons (scripts/slurm-up.sh, which
@@ -30,9 +31,7 @@ type liveCluster struct {
 
 func newLiveCluster(t *testing.T) *liveCluster {
 	t.Helper()
-	if os.Getenv("CLEARHOUSE_TEST_SLURM") == "" {
-		t.Skip("CLEARHOUSE_TEST_SLURM is not set (run scripts/slurm-up.sh and eval its output)")
-	}
+	slurmtest.Require(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	t.Cleanup(cancel)
 	suffix := fmt.Sprintf("%x", time.Now().UnixNano()%(1<<30))
@@ -78,12 +77,7 @@ func (c *liveCluster) open() *Backend {
 	return b
 }
 
-func liveSlurmCluster(t *testing.T) string {
-	if name := os.Getenv("CLEARHOUSE_SLURM_CLUSTER"); name != "" {
-		return name
-	}
-	return "clearhouse"
-}
+func liveSlurmCluster(*testing.T) string { return slurmtest.Cluster() }
 
 func (c *liveCluster) sh(name string, args ...string) string {
 	c.t.Helper()

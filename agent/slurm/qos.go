@@ -22,7 +22,9 @@ const unlimited = 1_000_000_000
 //   - every configured account's association may use it (QOS+=);
 //   - every other QOS those associations use may preempt it (Preempt+=), so an owner's
 //     job that finds the nodes full makes Slurm cancel best-effort jobs at once.
-func (b *Backend) ensureQOS(ctx context.Context) error {
+//
+// rows are the configured accounts' associations as just read (nil: read them).
+func (b *Backend) ensureQOS(ctx context.Context, rows []association) error {
 	all, err := b.listQOS(ctx)
 	if err != nil {
 		return err
@@ -45,9 +47,10 @@ func (b *Backend) ensureQOS(ctx context.Context) error {
 			return err
 		}
 	}
-	rows, err := b.associations(ctx)
-	if err != nil {
-		return err
+	if rows == nil {
+		if rows, err = b.associations(ctx); err != nil {
+			return err
+		}
 	}
 	owners, allowed := map[string]bool{}, map[string]bool{}
 	for _, r := range rows {

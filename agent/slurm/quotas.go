@@ -21,12 +21,18 @@ import (
 // configured pools are written; the association's other TRES stay as found. Each
 // value changed is returned with what it was.
 func (b *Backend) ApplyQuotas(ctx context.Context, want []agent.Quota) ([]agent.Correction, error) {
-	if err := b.ensureQOS(ctx); err != nil {
-		return nil, err
-	}
-	limits, err := b.grpTRES(ctx)
+	rows, err := b.associations(ctx) // one read: with 1,000 accounts it is most of a poll
 	if err != nil {
 		return nil, err
+	}
+	if err := b.ensureQOS(ctx, rows); err != nil {
+		return nil, err
+	}
+	limits := map[string]tres{} // lower-case account -> its association's GrpTRES
+	for _, r := range rows {
+		if r.user == "" {
+			limits[strings.ToLower(r.account)] = r.grpTRES
+		}
 	}
 	running, err := b.queue(ctx, "RUNNING", "--qos="+b.qos)
 	if err != nil {
@@ -91,22 +97,6 @@ func (b *Backend) ApplyQuotas(ctx context.Context, want []agent.Quota) ([]agent.
 		fixes = append(fixes, changed...)
 	}
 	return fixes, errors.Join(errs...)
-}
-
-// grpTRES reads the GrpTRES of the configured accounts' associations (account level:
-// no user) in the cluster, by lower-case account.
-func (b *Backend) grpTRES(ctx context.Context) (map[string]tres, error) {
-	rows, err := b.associations(ctx)
-	if err != nil {
-		return nil, err
-	}
-	out := map[string]tres{}
-	for _, r := range rows {
-		if r.user == "" {
-			out[strings.ToLower(r.account)] = r.grpTRES
-		}
-	}
-	return out, nil
 }
 
 // association is one row of sacctmgr show associations.

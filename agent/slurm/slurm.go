@@ -146,7 +146,7 @@ func Open(ctx context.Context, c *agent.Config, r Runner, out io.Writer, now fun
 		}
 		b.cluster = name
 	}
-	if err := b.ensureQOS(ctx); err != nil {
+	if err := b.ensureQOS(ctx, nil); err != nil {
 		return nil, err
 	}
 	return b, nil

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/clearhouse/clearhouse/agent/slurm/slurmtest"
 	"github.com/clearhouse/clearhouse/auction"
 	"github.com/clearhouse/clearhouse/exchange"
 	"github.com/clearhouse/clearhouse/fleet"
@@ -30,9 +31,7 @@ type slurmMarket struct {
 
 func newSlurmMarket(t *testing.T) *slurmMarket {
 	t.Helper()
-	if os.Getenv("CLEARHOUSE_TEST_SLURM") == "" {
-		t.Skip("CLEARHOUSE_TEST_SLURM is not set (run scripts/slurm-up.sh and eval its output)")
-	}
+	slurmtest.Require(t)
 	dir := t.TempDir()
 	dsn := filepath.Join(dir, "slurm.db")
 	clock := storetest.NewClock(time.Now().UTC().Truncate(time.Second))
@@ -63,10 +62,7 @@ func newSlurmMarket(t *testing.T) *slurmMarket {
 	must(member, err)
 	m := &slurmMarket{agentMarket: &agentMarket{t: t, app: app, clock: clock, dsn: dsn, member: member}, accounts: map[string]string{}}
 
-	cluster := os.Getenv("CLEARHOUSE_SLURM_CLUSTER")
-	if cluster == "" {
-		cluster = "clearhouse"
-	}
+	cluster := slurmtest.Cluster()
 	suffix := fmt.Sprintf("%x", time.Now().UnixNano()%(1<<30))
 	for _, team := range []string{"search", "ads"} {
 		acct := "e2e" + team + suffix
