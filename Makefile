@@ -6,7 +6,7 @@ PKGS     ?= ./...
 BENCH    ?= .
 BENCHTIME ?= 1s
 
-.PHONY: all build test test-short bench run generate check-generated lint fmt clean
+.PHONY: all build test test-short bench run generate check-generated lint fmt clean kube-build kube-up kube-down
 
 all: build
 
@@ -46,6 +46,19 @@ lint:
 	  if [ -n "$$unformatted" ]; then echo "gofmt would change: $$unformatted" >&2; exit 1; fi
 	$(GO) vet $(PKGS)
 	$(GO) tool staticcheck $(PKGS)
+
+## kube-build: the test control plane's binaries (tools/kube), cached; ~12 min cold.
+kube-build:
+	./scripts/kube-build.sh
+
+## kube-up: a Kubernetes control plane on loopback for the tests and docs/kubernetes.md
+## (KUBE_UP_FLAGS=--no-kueue to leave out Kueue's CRDs); prints the kubeconfig to export.
+kube-up:
+	./scripts/kube-up.sh $(KUBE_UP_FLAGS)
+
+## kube-down: stop that control plane and remove its state.
+kube-down:
+	./scripts/kube-down.sh
 
 fmt:
 	gofmt -w $$(git ls-files '*.go' | grep -v '_templ.go$$')

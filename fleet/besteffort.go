@@ -79,6 +79,7 @@ type Job struct {
 	WeightsFrom     string   // "", given, equal or fitted
 	MeasuredUtility *float64 // what its agent measured once it was done
 	MeasuredShares  string   // JSON: pool -> its average share, as measured
+	Workload        string   // JSON of its Workload (migration 00024), "" for none
 	EnqueuedAt      time.Time
 	CreatedAt       time.Time
 	UpdatedAt       time.Time

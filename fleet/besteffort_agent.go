@@ -21,8 +21,9 @@ type BestEffortTask struct {
 	Started         time.Time
 	MaxTaskDuration time.Duration
 	Reason          string
-	JobWaiting      int64 // the job's tasks waiting now: with none and no task left running, the job is done
-	Abacus          bool  // the job has a budget: its agent may report its measured utility once it is done
+	JobWaiting      int64     // the job's tasks waiting now: with none and no task left running, the job is done
+	Abacus          bool      // the job has a budget: its agent may report its measured utility once it is done
+	Workload        *Workload // what the task runs (nil: the job has none)
 }
 
 // BestEffortAllocation is the best-effort part of a cluster's allocation: every
@@ -69,7 +70,7 @@ func (s *BestEffort) Allocation(ctx context.Context, cluster string) (BestEffort
 	for _, t := range ts {
 		j := jobs[t.JobID]
 		bt := BestEffortTask{Task: t.ID, Job: t.JobID, Team: t.TeamID, Configuration: j.Config(), Started: t.StartedAt,
-			MaxTaskDuration: time.Duration(j.MaxTaskDuration) * time.Second, Reason: t.Reason, JobWaiting: j.Queued, Abacus: j.Budget > 0}
+			MaxTaskDuration: time.Duration(j.MaxTaskDuration) * time.Second, Reason: t.Reason, JobWaiting: j.Queued, Abacus: j.Budget > 0, Workload: j.WorkloadSpec()}
 		if t.Status == TaskRunning {
 			out.Run = append(out.Run, bt)
 		} else {

@@ -34,7 +34,10 @@ type JobSpec struct {
 	// none. With weights w over the pools of its configuration, a linear utility is
 	// sum w_j s_j (from 0 to sum w_j) and a log one sum w_j log s_j (at most 0).
 	MinUtility *float64
-	Key        string // the client's Idempotency-Key, optional
+	// Workload is what its tasks run on a real cluster manager (nil: none; the
+	// agent then only counts its tasks).
+	Workload *Workload
+	Key      string // the client's Idempotency-Key, optional
 }
 
 // Validate checks what the spec says of itself. EINVALID names the field and rule.
@@ -57,6 +60,14 @@ func (s JobSpec) Validate() error {
 		return bad("idempotency key: at most 200 characters")
 	case s.MinUtility != nil && (math.IsNaN(*s.MinUtility) || math.IsInf(*s.MinUtility, 0)):
 		return bad("min_utility: must be a number")
+	}
+	if s.Workload != nil {
+		if err := s.Workload.Validate(); err != nil {
+			return err
+		}
+		if len(workloadJSON(s.Workload)) > MaxWorkloadBytes {
+			return bad("workload: at most %d bytes of JSON", MaxWorkloadBytes)
+		}
 	}
 	for _, pool := range sortedPools(s.Configuration) {
 		if u := s.Configuration[pool]; u < 1 || u > 1_000_000 {
@@ -93,8 +104,9 @@ func (s JobSpec) digest() string {
 		B ledger.Money
 		U string
 		W map[string]float64
-		M *float64 `json:",omitempty"`
-	}{s.Team, s.Configuration, s.Tasks, s.MaxTaskDuration, s.Budget, s.Utility, s.Weights, s.MinUtility})
+		M *float64  `json:",omitempty"`
+		L *Workload `json:",omitempty"`
+	}{s.Team, s.Configuration, s.Tasks, s.MaxTaskDuration, s.Budget, s.Utility, s.Weights, s.MinUtility, s.Workload})
 	h := sha256.Sum256(b)
 	return hex.EncodeToString(h[:])
 }
@@ -174,7 +186,7 @@ func (s *BestEffort) Submit(ctx context.Context, by exchange.User, spec JobSpec)
 		}
 		j := Job{TeamID: spec.Team, ClusterID: cluster, CreatedBy: &by.ID, Configuration: configJSON(spec.Configuration),
 			Tasks: spec.Tasks, MaxTaskDuration: int64(spec.MaxTaskDuration / time.Second), Status: JobQueued, Queued: spec.Tasks,
-			Digest: digest, Budget: spec.Budget, Utility: spec.Utility, MinUtility: spec.MinUtility, EnqueuedAt: now, CreatedAt: now, UpdatedAt: now}
+			Digest: digest, Budget: spec.Budget, Utility: spec.Utility, MinUtility: spec.MinUtility, Workload: workloadJSON(spec.Workload), EnqueuedAt: now, CreatedAt: now, UpdatedAt: now}
 		if spec.Key != "" {
 			k := scopedJobKey(spec.Team, spec.Key)
 			j.IdemKey = &k

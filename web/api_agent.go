@@ -227,6 +227,11 @@ func (s *Server) apiClusterUpdates(c *gin.Context) {
 		}
 		be.Measured = append(be.Measured, fleet.JobMeasurement{Job: x.Job, Utility: *x.Utility, Shares: x.Shares})
 	}
+	status, err := agentStatusOf(body.Agent)
+	if err != nil { // refuse the whole report before any part applies
+		s.fail(c, err)
+		return
+	}
 	ctx, cluster := c.Request.Context(), c.Param("cluster")
 	if !be.Empty() {
 		if s.svc.BestEffort == nil {
@@ -249,6 +254,11 @@ func (s *Server) apiClusterUpdates(c *gin.Context) {
 			return
 		}
 	}
+	// The report applied: an agent status that cannot be kept is logged, not answered
+	// as a failure that would make the agent send the report again.
+	if err := s.svc.Reservations.RecordAgentStatus(ctx, cluster, status); err != nil {
+		s.log.ErrorContext(ctx, "agent status not kept", "cluster", cluster, "err", err)
+	}
 	nonNil := func(xs []int64) []int64 {
 		if xs == nil {
 			return []int64{}
@@ -268,4 +278,17 @@ func (s *Server) apiClusterUpdates(c *gin.Context) {
 	}
 	c.JSON(http.StatusOK, gin.H{"moved": nonNil(res.Moved), "at_risk": nonNil(res.AtRisk), "ended": nonNil(res.Ended),
 		"started": jobs(res.Started), "refused_starts": jobs(res.Refused)})
+}
+
+// agentStatusOf is a report's agent status as the domain takes it, validated (nil
+// when the agent sent none).
+func agentStatusOf(a *APIAgentStatus) (*fleet.AgentStatus, error) {
+	if a == nil {
+		return nil, nil
+	}
+	st := &fleet.AgentStatus{Backend: a.Backend, Version: a.Version, Errors: a.Errors}
+	for _, x := range a.Corrections {
+		st.Corrections = append(st.Corrections, fleet.Correction{Team: x.Team, Pool: x.Pool, Object: x.Object, Was: x.Was, Now: x.Now})
+	}
+	return st, st.Validate()
 }

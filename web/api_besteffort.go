@@ -24,10 +24,16 @@ type apiJobInput struct {
 	Utility         string             `json:"utility,omitempty"`
 	Weights         map[string]float64 `json:"weights,omitempty"`
 	MinUtility      *float64           `json:"min_utility,omitempty"`
+	Workload        json.RawMessage    `json:"workload,omitempty"`
 }
 
 func (b apiJobInput) spec(key string) (fleet.JobSpec, error) {
 	spec := fleet.JobSpec{Team: b.Team, Configuration: b.Configuration, Tasks: b.Tasks, Utility: b.Utility, Weights: b.Weights, MinUtility: b.MinUtility, Key: key}
+	w, err := fleet.ParseWorkload(b.Workload)
+	if err != nil {
+		return spec, err
+	}
+	spec.Workload = w
 	if b.MaxTaskDuration != "" {
 		d, err := time.ParseDuration(b.MaxTaskDuration)
 		if err != nil {
@@ -81,6 +87,7 @@ type apiJob struct {
 	SLO             string             `json:"slo,omitempty"`
 	WeightsFrom     string             `json:"weights_from,omitempty"`
 	MeasuredUtility *float64           `json:"measured_utility,omitempty"`
+	Workload        *fleet.Workload    `json:"workload,omitempty"`
 	Enqueued        time.Time          `json:"enqueued"`
 	Ended           *time.Time         `json:"ended,omitempty"`
 }
@@ -90,7 +97,7 @@ func toAPIJob(v fleet.JobView) apiJob {
 		Queued: v.Queued, Running: v.Running, Done: v.Done, Failed: v.Failed, Cancelled: v.Cancelled, Preempted: v.Preempted,
 		EstimatedStart: v.EstimatedStart, Policy: v.Policy, PoolPolicies: v.PoolPolicies, Utility: v.Utility, Weights: v.WeightsByPool(), Shares: v.SharesByPool(),
 		MeanShares: v.MeanShares(), Auctions: v.Auctions, MinUtility: v.MinUtility, SLO: v.SLO, WeightsFrom: v.WeightsFrom,
-		MeasuredUtility: v.MeasuredUtility, Enqueued: v.EnqueuedAt, Ended: v.EndedAt}
+		MeasuredUtility: v.MeasuredUtility, Workload: v.WorkloadSpec(), Enqueued: v.EnqueuedAt, Ended: v.EndedAt}
 	if v.Position > 0 {
 		p := v.Position
 		a.Position = &p
@@ -210,13 +217,14 @@ type apiBestEffortTask struct {
 	Reason          string           `json:"reason,omitempty"`
 	JobWaiting      int64            `json:"job_waiting"`
 	Abacus          bool             `json:"abacus,omitempty"`
+	Workload        *fleet.Workload  `json:"workload,omitempty"`
 }
 
 func toAPIBestEffortTasks(ts []fleet.BestEffortTask) []apiBestEffortTask {
 	out := make([]apiBestEffortTask, len(ts))
 	for i, t := range ts {
 		out[i] = apiBestEffortTask{Task: t.Task, Job: t.Job, Team: t.Team, Configuration: t.Configuration, Started: t.Started, Reason: t.Reason,
-			JobWaiting: t.JobWaiting, Abacus: t.Abacus}
+			JobWaiting: t.JobWaiting, Abacus: t.Abacus, Workload: t.Workload}
 		if t.MaxTaskDuration > 0 {
 			out[i].MaxTaskDuration = t.MaxTaskDuration.String()
 		}

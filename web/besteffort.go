@@ -60,6 +60,12 @@ func jobSpecFromForm(c *gin.Context, f *templates.BestEffortForm) fleet.JobSpec 
 	f.Cluster, f.Tasks = c.PostForm("cluster"), c.PostForm("tasks")
 	f.MaxDuration, f.Budget, f.Utility = strings.TrimSpace(c.PostForm("max_task_duration")), strings.TrimSpace(c.PostForm("budget")), c.PostForm("utility")
 	spec := fleet.JobSpec{Configuration: map[string]int64{}}
+	f.Workload = strings.TrimSpace(c.PostForm("workload"))
+	if w, err := fleet.ParseWorkload([]byte(f.Workload)); err != nil {
+		f.Errors["workload"] = clearhouse.ErrorMessage(err)
+	} else {
+		spec.Workload = w
+	}
 	for i, r := range f.Resources {
 		raw := strings.TrimSpace(c.PostForm("u." + r.Name))
 		f.Resources[i].Value = raw
@@ -184,7 +190,7 @@ func (s *Server) bestEffortFailure(c *gin.Context, err error, f templates.BestEf
 	case clearhouse.EINVALID, clearhouse.EUNPROCESSABLE, clearhouse.ECONFLICT:
 		field, msg := fieldOf(err)
 		switch field {
-		case "tasks", "max_task_duration", "budget", "utility", "min_utility":
+		case "tasks", "max_task_duration", "budget", "utility", "min_utility", "workload":
 		default:
 			field, msg = "cluster", clearhouse.ErrorMessage(err)
 		}
@@ -238,7 +244,7 @@ func (s *Server) renderBestEffort(c *gin.Context, status int, f templates.BestEf
 func bestEffortRow(j fleet.JobView, now time.Time) templates.BestEffortRow {
 	r := templates.BestEffortRow{ID: j.ID, Team: j.TeamID, Configuration: configText(j.Config(), j.Tasks), Status: string(j.Status),
 		Queued: j.Queued, Running: j.Running, Done: j.Done, Failed: j.Failed, Preempted: j.Preempted,
-		CanCancel: j.Status == fleet.JobQueued || j.Status == fleet.JobRunning}
+		CanCancel: j.Status == fleet.JobQueued || j.Status == fleet.JobRunning, Workload: workloadLines(j.WorkloadSpec())}
 	if j.MaxTaskDuration > 0 {
 		r.Configuration += ", at most " + fmtDuration(time.Duration(j.MaxTaskDuration)*time.Second) + " a task"
 	}
@@ -435,4 +441,46 @@ func (s *Server) fitRows(ctx context.Context, team string) ([]templates.FitRow, 
 		}
 	}
 	return out, nil
+}
+
+// workloadLines says what a job's tasks run, one line per kind of cluster.
+func workloadLines(w *fleet.Workload) []string {
+	if w == nil {
+		return nil
+	}
+	var out []string
+	if k := w.Kubernetes; k != nil {
+		line := "kubernetes: " + k.Image
+		if words := append(slices.Clone(k.Command), k.Args...); len(words) > 0 {
+			line += " " + strings.Join(quoteWords(words), " ")
+		}
+		if len(k.Env) > 0 {
+			line += fmt.Sprintf(" (%d environment variables)", len(k.Env))
+		}
+		out = append(out, line)
+	}
+	if s := w.Slurm; s != nil {
+		if s.Script != "" {
+			out = append(out, fmt.Sprintf("slurm: script %q", firstLine(s.Script))+fmt.Sprintf(", %d lines", strings.Count(strings.TrimRight(s.Script, "\n"), "\n")+1))
+		} else {
+			out = append(out, "slurm: "+s.Command)
+		}
+	}
+	return out
+}
+
+func quoteWords(ws []string) []string {
+	out := make([]string, len(ws))
+	for i, w := range ws {
+		out[i] = w
+		if w == "" || strings.ContainsAny(w, " \t\n'\"") {
+			out[i] = strconv.Quote(w)
+		}
+	}
+	return out
+}
+
+func firstLine(s string) string {
+	line, _, _ := strings.Cut(s, "\n")
+	return line
 }

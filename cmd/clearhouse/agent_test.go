@@ -161,6 +161,10 @@ func TestAgentOnceSimulatedReportsUsageAndWaitingTasks(t *testing.T) {
 	if v := m.reservation(fresh.ID).Requests[0]; v.Usage != nil || v.WaitingTasks != nil {
 		t.Fatalf("a following agent reported for reservation %d: %+v", fresh.ID, v)
 	}
+	// Each report carried the agent's status: operators see the last backend.
+	if vs, err := m.app.Plan.AgentViews(context.Background()); err != nil || len(vs) != 1 || vs[0].Backend != "print" || vs[0].Reports != 2 {
+		t.Fatalf("agent status after a simulate and a print run: %+v %v", vs, err)
+	}
 }
 
 func TestAgentLoopAnnouncesEachJobOnceAndStopsAfterFor(t *testing.T) {
@@ -303,5 +307,15 @@ func TestAgentSimulatedEndsReachTheServer(t *testing.T) {
 				t.Fatalf("note %q after a simulated %s", v.Note, tc.how)
 			}
 		})
+	}
+}
+
+// The agent's help names its backends and points at the config file's documentation.
+func TestAgentHelpDescribesBackendsAndConfig(t *testing.T) {
+	code, out, errOut := runCLI(t, "", "agent", "--help")
+	for _, want := range []string{"--backend string", "print, simulate", "--config string", "docs/agent-config.md", "FILE:LINE: rule"} {
+		if code != 0 || !strings.Contains(out, want) {
+			t.Fatalf("agent --help: %d, missing %q\n%s%s", code, want, out, errOut)
+		}
 	}
 }

@@ -1,0 +1,186 @@
+package kubernetes
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/clearhouse/clearhouse/agent"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	listerscorev1 "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/clientcmd"
+)
+
+func init() {
+	agent.Register(agent.Kind{Name: "kubernetes", Open: open, Validate: validate, NeedsConfig: true})
+}
+
+// Backend is a Kubernetes cluster as the agent's loop drives it. The loop calls one
+// method at a time; the informers run in their own goroutines.
+type Backend struct {
+	cs   kubernetes.Interface
+	m    mapping
+	out  io.Writer
+	now  func() time.Time
+	stop chan struct{}
+
+	namespaces listerscorev1.NamespaceLister
+	pods       listerscorev1.PodLister
+	nodes      listerscorev1.NodeLister
+	quotas     listerscorev1.ResourceQuotaLister
+
+	mu       sync.Mutex
+	reported map[int64]string   // task -> the last event reported by this process
+	started  map[int64]struct{} // tasks this process created a pod for
+	jobs     map[agent.JobKey]jobSeen
+	classOK  bool // the PriorityClass exists
+	closed   bool
+	informed []cache.InformerSynced
+}
+
+// jobSeen is what this process saw of a reservation's job: whether it reported its
+// start and its end.
+type jobSeen struct{ started, ended bool }
+
+func open(ctx context.Context, s agent.Setup) (agent.Backend, error) {
+	kubeconfig := ""
+	if s.Config.Kubernetes != nil {
+		kubeconfig = s.Config.Kubernetes.Kubeconfig
+	}
+	cfg, err := restConfig(kubeconfig)
+	if err != nil {
+		return nil, err
+	}
+	return New(ctx, cfg, s.Config, s.Out)
+}
+
+// restConfig reads a kubeconfig file, or the in-cluster config when path is empty.
+func restConfig(path string) (*rest.Config, error) {
+	if path == "" {
+		cfg, err := rest.InClusterConfig()
+		if err != nil {
+			return nil, fmt.Errorf("kubernetes: no kubeconfig in the config file and not in a cluster: %w", err)
+		}
+		return cfg, nil
+	}
+	cfg, err := clientcmd.BuildConfigFromFlags("", path)
+	if err != nil {
+		return nil, fmt.Errorf("kubernetes: kubeconfig %s: %w", path, err)
+	}
+	return cfg, nil
+}
+
+// New opens the backend on a cluster: it checks the config's kubernetes part, starts
+// the informers and waits (until ctx ends) for their first lists. An API server that
+// cannot be reached makes it return ctx's error with the last one.
+func New(ctx context.Context, cfg *rest.Config, c *agent.Config, out io.Writer) (*Backend, error) {
+	m, err := newMapping(c)
+	if err != nil {
+		return nil, err
+	}
+	cfg = rest.CopyConfig(cfg)
+	cfg.UserAgent = "clearhouse-agent"
+	if cfg.QPS == 0 {
+		cfg.QPS, cfg.Burst = 50, 100
+	}
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("kubernetes: %w", err)
+	}
+	return newBackend(ctx, cs, m, out)
+}
+
+func newBackend(ctx context.Context, cs kubernetes.Interface, m mapping, out io.Writer) (*Backend, error) {
+	if out == nil {
+		out = io.Discard
+	}
+	b := &Backend{cs: cs, m: m, out: out, now: time.Now, stop: make(chan struct{}),
+		reported: map[int64]string{}, started: map[int64]struct{}{}, jobs: map[agent.JobKey]jobSeen{}}
+	all := informers.NewSharedInformerFactory(cs, 0)
+	own := informers.NewSharedInformerFactoryWithOptions(cs, 0, informers.WithTweakListOptions(func(o *metav1ListOptions) {
+		o.FieldSelector = fields.OneTermEqualSelector("metadata.name", QuotaName).String()
+	}))
+	b.namespaces = all.Core().V1().Namespaces().Lister()
+	b.pods = all.Core().V1().Pods().Lister()
+	b.nodes = all.Core().V1().Nodes().Lister()
+	b.quotas = own.Core().V1().ResourceQuotas().Lister()
+	b.informed = []cache.InformerSynced{all.Core().V1().Namespaces().Informer().HasSynced, all.Core().V1().Pods().Informer().HasSynced,
+		all.Core().V1().Nodes().Informer().HasSynced, own.Core().V1().ResourceQuotas().Informer().HasSynced}
+	all.Start(b.stop)
+	own.Start(b.stop)
+	if !cache.WaitForCacheSync(ctx.Done(), b.informed...) {
+		close(b.stop)
+		return nil, fmt.Errorf("kubernetes: the informers' first lists did not complete: %w", ctx.Err())
+	}
+	return b, nil
+}
+
+// Name is "kubernetes".
+func (b *Backend) Name() string { return "kubernetes" }
+
+// Close stops the informers.
+func (b *Backend) Close() error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if !b.closed {
+		b.closed = true
+		close(b.stop)
+	}
+	return nil
+}
+
+// namespacesOf returns the team's namespaces that exist, in the config's order (a
+// selector's sorted by name). The first is where its best-effort pods run.
+func (b *Backend) namespacesOf(t team) ([]string, error) {
+	if t.selector != nil {
+		nss, err := b.namespaces.List(t.selector)
+		if err != nil {
+			return nil, err
+		}
+		out := make([]string, 0, len(nss))
+		for _, ns := range nss {
+			if ns.DeletionTimestamp == nil {
+				out = append(out, ns.Name)
+			}
+		}
+		slices.Sort(out)
+		return out, nil
+	}
+	out := make([]string, 0, len(t.namespaces))
+	for _, name := range t.namespaces {
+		if ns, err := b.namespaces.Get(name); err == nil && ns.DeletionTimestamp == nil {
+			out = append(out, name)
+		}
+	}
+	return out, nil
+}
+
+// teamOfNamespace maps each namespace of a configured team to the team.
+func (b *Backend) teamOfNamespace() (map[string]string, error) {
+	out := map[string]string{}
+	for _, t := range b.m.teams {
+		nss, err := b.namespacesOf(t)
+		if err != nil {
+			return nil, err
+		}
+		for _, ns := range nss {
+			out[ns] = t.name
+		}
+	}
+	return out, nil
+}
+
+// allPods lists every pod the informer holds.
+func (b *Backend) allPods() ([]*corev1.Pod, error) { return b.pods.List(labels.Everything()) }
+
+// Now is the backend's clock (the wall clock; tests read it).
+func (b *Backend) Now() time.Time { return b.now() }

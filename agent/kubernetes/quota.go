@@ -1,0 +1,192 @@
+package kubernetes
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/clearhouse/clearhouse/agent"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
+)
+
+type metav1ListOptions = metav1.ListOptions
+
+// ApplyQuotas makes the ResourceQuota "clearhouse" of each team namespace hold the
+// team's limits: requests.<resource> of each pool, the pool's units times its unit,
+// scoped to pods outside the best-effort PriorityClass (so best-effort pods never
+// count against, nor are refused by, a team's quota). A team with several namespaces
+// has its units split evenly among them, the first ones taking the remainder (see
+// docs/kubernetes-backend.md). It writes by server-side apply with field manager
+// "clearhouse", forcing its own fields back, and only where the quota differs from
+// what it wants. A value that differs from what it last applied (the quota's
+// AnnotationHard) was changed by someone else: it is put back and returned as a
+// Correction. A ResourceQuota named "clearhouse" that the backend does not own
+// (no managed-by label) is left alone and named in the error. Teams and pools not in
+// the config are skipped.
+func (b *Backend) ApplyQuotas(ctx context.Context, want []agent.Quota) ([]agent.Correction, error) {
+	byTeam := map[string]map[string]int64{}
+	for _, q := range want {
+		if _, ok := b.m.team(q.Team); !ok {
+			continue
+		}
+		if _, ok := b.m.pool(q.Pool); !ok {
+			continue
+		}
+		if byTeam[q.Team] == nil {
+			byTeam[q.Team] = map[string]int64{}
+		}
+		byTeam[q.Team][q.Pool] = q.Units
+	}
+	var corrections []agent.Correction
+	var errs []error
+	for _, t := range b.m.teams {
+		units, ok := byTeam[t.name]
+		if !ok {
+			continue
+		}
+		nss, err := b.namespacesOf(t)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if len(nss) == 0 {
+			errs = append(errs, fmt.Errorf("team %s: none of its namespaces exists: its quota is not applied", t.name))
+			continue
+		}
+		for i, ns := range nss {
+			hard := map[string]string{}
+			for poolName, n := range units {
+				p, _ := b.m.pool(poolName)
+				share := n / int64(len(nss))
+				if int64(i) < n%int64(len(nss)) {
+					share++
+				}
+				q := p.quantity(share)
+				hard[string(p.quotaKey())] = q.String()
+			}
+			cs, err := b.applyQuota(ctx, t.name, ns, hard)
+			corrections = append(corrections, cs...)
+			if err != nil {
+				errs = append(errs, err)
+			}
+		}
+	}
+	return corrections, errors.Join(errs...)
+}
+
+// applyQuota brings one namespace's quota to hard (resource key -> quantity).
+func (b *Backend) applyQuota(ctx context.Context, team, ns string, hard map[string]string) ([]agent.Correction, error) {
+	cur, err := b.quotas.ResourceQuotas(ns).Get(QuotaName)
+	if err != nil && !apierrors.IsNotFound(err) {
+		return nil, err
+	}
+	var corrections []agent.Correction
+	if cur != nil {
+		if cur.Labels[ManagedBy] != FieldManager {
+			return nil, fmt.Errorf("ResourceQuota %s/%s exists and is not Clearhouse's (no %s=%s label): left alone; rename or delete it", ns, QuotaName, ManagedBy, FieldManager)
+		}
+		applied := map[string]string{}
+		_ = json.Unmarshal([]byte(cur.Annotations[AnnotationHard]), &applied)
+		same := b.scoped(cur) && len(cur.Spec.Hard) == len(hard)
+		for key, v := range hard {
+			q, ok := cur.Spec.Hard[corev1.ResourceName(key)]
+			now := resource.MustParse(v)
+			if !ok || q.Cmp(now) != 0 {
+				same = false
+			}
+			was := ""
+			if ok {
+				was = q.String()
+			}
+			if last, ok := applied[key]; ok && was != "" && !equalQuantity(was, last) && !equalQuantity(was, v) {
+				corrections = append(corrections, agent.Correction{Team: team, Pool: b.poolOfKey(key), Object: "ResourceQuota " + ns + "/" + QuotaName, Was: was, Now: v})
+			}
+		}
+		if same && equalHard(applied, hard) {
+			return nil, nil
+		}
+	}
+	note, _ := json.Marshal(hard)
+	rl := corev1.ResourceList{}
+	for k, v := range hard {
+		rl[corev1.ResourceName(k)] = resource.MustParse(v)
+	}
+	ac := corev1ac.ResourceQuota(QuotaName, ns).
+		WithLabels(map[string]string{ManagedBy: FieldManager, LabelTeam: labelSafe(team)}).
+		WithAnnotations(map[string]string{AnnotationHard: string(note)}).
+		WithSpec(corev1ac.ResourceQuotaSpec().WithHard(rl).WithScopeSelector(corev1ac.ScopeSelector().WithMatchExpressions(
+			corev1ac.ScopedResourceSelectorRequirement().WithScopeName(corev1.ResourceQuotaScopePriorityClass).
+				WithOperator(corev1.ScopeSelectorOpNotIn).WithValues(b.m.priorityClass))))
+	if _, err := b.cs.CoreV1().ResourceQuotas(ns).Apply(ctx, ac, metav1.ApplyOptions{FieldManager: FieldManager, Force: true}); err != nil {
+		return nil, fmt.Errorf("ResourceQuota %s/%s: %w", ns, QuotaName, err)
+	}
+	return corrections, nil
+}
+
+// scoped reports whether the quota leaves the best-effort PriorityClass out, as the
+// backend writes it.
+func (b *Backend) scoped(q *corev1.ResourceQuota) bool {
+	s := q.Spec.ScopeSelector
+	if s == nil || len(s.MatchExpressions) != 1 || len(q.Spec.Scopes) != 0 {
+		return false
+	}
+	e := s.MatchExpressions[0]
+	return e.ScopeName == corev1.ResourceQuotaScopePriorityClass && e.Operator == corev1.ScopeSelectorOpNotIn && slices.Equal(e.Values, []string{b.m.priorityClass})
+}
+
+func (b *Backend) poolOfKey(key string) string {
+	for _, p := range b.m.pools {
+		if string(p.quotaKey()) == key {
+			return p.name
+		}
+	}
+	return ""
+}
+
+func equalQuantity(a, b string) bool {
+	x, err1 := resource.ParseQuantity(a)
+	y, err2 := resource.ParseQuantity(b)
+	return err1 == nil && err2 == nil && x.Cmp(y) == 0
+}
+
+func equalHard(a, b map[string]string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if w, ok := b[k]; !ok || !equalQuantity(v, w) {
+			return false
+		}
+	}
+	return true
+}
+
+// labelSafe is s as a label value (at most 63 characters of [-A-Za-z0-9_.]).
+func labelSafe(s string) string {
+	out := []byte{}
+	for i := 0; i < len(s) && len(out) < 63; i++ {
+		c := s[i]
+		if c == '-' || c == '_' || c == '.' || c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' {
+			out = append(out, c)
+		} else {
+			out = append(out, '_')
+		}
+	}
+	for len(out) > 0 && !isAlnum(out[0]) {
+		out = out[1:]
+	}
+	for len(out) > 0 && !isAlnum(out[len(out)-1]) {
+		out = out[:len(out)-1]
+	}
+	return string(out)
+}
+
+func isAlnum(c byte) bool {
+	return c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z'
+}

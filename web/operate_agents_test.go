@@ -1,0 +1,84 @@
+package web_test
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/clearhouse/clearhouse/exchange"
+)
+
+// Each report's agent status reaches /operate: the backend, how long ago the last
+// report came, the drift corrected (count and latest) and the last errors, escaped;
+// a cluster whose agent never reported says so; a bad status is refused whole; the
+// page is the operator's alone.
+func TestOperateShowsEachClustersAgent(t *testing.T) {
+	f := newFixture(t)
+	f.openMarket()
+	ctx := context.Background()
+	if _, err := f.market.AddCluster(ctx, exchange.Cluster{ID: "eu-west"}); err != nil {
+		t.Fatal(err)
+	}
+	agent, _, err := f.id.IssueAgentToken(ctx, "us-east", "agent")
+	if err != nil {
+		t.Fatal(err)
+	}
+	report := `{"agent": {"backend": "kubernetes", "version": "v1.2",
+		"corrections": [{"team": "search", "pool": "us-east/cpu", "object": "ResourceQuota search/clearhouse", "was": "10", "now": "40"}],
+		"errors": ["measure: <b>nodes</b> forbidden"]}}`
+	if code, body := f.api(agent, "POST", "/api/v1/clusters/us-east/updates", report); code != http.StatusOK {
+		t.Fatalf("report: %d %v", code, body)
+	}
+	// A bad status is refused and changes nothing, not even the report's time.
+	f.clock.Advance(time.Minute)
+	if code, _ := f.api(agent, "POST", "/api/v1/clusters/us-east/updates", `{"agent": {"backend": ""}}`); code != http.StatusBadRequest {
+		t.Fatalf("a status without a backend: %d, want 400", code)
+	}
+	f.clock.Advance(2 * time.Minute)
+
+	f.user("op@x.io", exchange.RoleOperator, "")
+	op := f.browser()
+	op.login("op@x.io")
+	res, doc := op.get("/operate")
+	if res.StatusCode != http.StatusOK {
+		t.Fatalf("GET /operate: %d", res.StatusCode)
+	}
+	row := doc.Find("[data-testid=agent-us-east]")
+	text := func(id string) string {
+		return strings.Join(strings.Fields(row.Find("[data-testid="+id+"]").Text()), " ")
+	}
+	if got := text("agent-backend"); got != "kubernetes v1.2" {
+		t.Errorf("backend %q", got)
+	}
+	if got := text("agent-last-report"); got != "3m ago" {
+		t.Errorf("last report %q, want 3m ago", got)
+	}
+	if got := text("agent-latest-correction"); got != "latest: ResourceQuota search/clearhouse 10 → 40" {
+		t.Errorf("latest correction %q", got)
+	}
+	if got := text("agent-corrections"); !strings.HasPrefix(got, "1 ") {
+		t.Errorf("corrections %q, want a count of 1", got)
+	}
+	if got := text("agent-errors"); !strings.Contains(got, "measure: <b>nodes</b> forbidden") || row.Find("[data-testid=agent-errors] b").Length() != 0 {
+		t.Errorf("errors %q (not escaped?)", got)
+	}
+	if got := strings.Join(strings.Fields(doc.Find("[data-testid=agent-eu-west] [data-testid=agent-last-report]").Text()), " "); got != "never" {
+		t.Errorf("eu-west's agent never reported; the page says %q", got)
+	}
+	if row.Find("[data-testid=agent-late]").Length() != 0 {
+		t.Error("an agent 3 minutes quiet is shown late")
+	}
+	f.clock.Advance(10 * time.Minute)
+	if _, doc = op.get("/operate"); doc.Find("[data-testid=agent-us-east] [data-testid=agent-late]").Length() != 1 {
+		t.Error("an agent 13 minutes quiet is not shown late")
+	}
+
+	member := f.browser()
+	f.user("mem@x.io", exchange.RoleMember, "search")
+	member.login("mem@x.io")
+	if res, _ := member.get("/operate"); res.StatusCode != http.StatusForbidden {
+		t.Errorf("a member reads /operate: %d", res.StatusCode)
+	}
+}
