@@ -324,3 +324,50 @@ func TestSyncTasksOnCapturedCluster(t *testing.T) {
 		t.Errorf("events repeated within a process: %v", ev)
 	}
 }
+
+// FollowReservations on the captured cluster: reservations that match the plan are
+// left alone, a moved one is updated, a dropped one deleted (someone else's never);
+// usage comes from the jobs running in a reservation, waiting tasks from those queued.
+func TestFollowReservationsOnCapturedCluster(t *testing.T) {
+	b, f := openFake(t)
+	f.changes = nil
+	at := func(clock string) time.Time {
+		tm, err := time.ParseInLocation(slurmTime, "2026-11-26T"+clock, time.Local)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tm.UTC()
+	}
+	running := agent.Job{Reservation: 41, Request: 0, Team: "ads", Configuration: map[string]int64{"hpc/cpu": 1, "hpc/gpu": 1}, Count: 2, Units: 2,
+		Start: at("19:50:00"), End: at("20:22:19")}
+	waiting := agent.Job{Reservation: 42, Request: 1, Team: "ml", Configuration: map[string]int64{"hpc/cpu": 1}, Count: 1,
+		Start: at("21:52:20"), End: at("22:52:20")}
+	plan := agent.Plan{Now: at("19:53:00"), Running: []agent.Job{running}, Waiting: []agent.Job{waiting}}
+	report, err := b.FollowReservations(context.Background(), plan)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(f.changes) != 0 {
+		t.Errorf("commands %q: the reservations match the plan, want none", f.changes)
+	}
+	wantUsage := []agent.JobUsage{{Reservation: 41, Pool: "hpc/cpu", Units: 1}, {Reservation: 41, Pool: "hpc/gpu", Units: 1}}
+	if !slices.Equal(report.Usage, wantUsage) {
+		t.Errorf("usage %+v, want %+v", report.Usage, wantUsage)
+	}
+	if want := []agent.JobWaiting{{Reservation: 42, Request: 1, Tasks: 1}}; !slices.Equal(report.Waiting, want) {
+		t.Errorf("waiting %+v, want %+v", report.Waiting, want)
+	}
+	if len(report.Starts)+len(report.Ends) != 0 {
+		t.Errorf("starts %v, ends %v: want none", report.Starts, report.Ends)
+	}
+
+	// The plan moves the running one's end and drops the waiting one.
+	running.End = at("20:30:00")
+	if _, err := b.FollowReservations(context.Background(), agent.Plan{Now: at("19:53:00"), Running: []agent.Job{running}}); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"scontrol update ReservationName=clearhouse-r41-0 EndTime=2026-11-26T20:30:00", "scontrol delete ReservationName=clearhouse-r42-1"}
+	if !slices.Equal(f.changes, want) {
+		t.Errorf("commands %q, want %q", f.changes, want)
+	}
+}
