@@ -8,9 +8,10 @@ dir=${CLEARHOUSE_SLURM_DIR:-/tmp/clearhouse-slurm}
 db=${CLEARHOUSE_SLURM_DB:-clearhouse_slurm_acct}
 for d in slurmd slurmctld slurmdbd; do
   pid="$dir/run/$d.pid"
-  if [ -f "$pid" ] && kill -0 "$(cat "$pid")" 2>/dev/null; then
-    kill "$(cat "$pid")"
-    for _ in $(seq 40); do kill -0 "$(cat "$pid")" 2>/dev/null || break; sleep 0.25; done
+  p=$(cat "$pid" 2>/dev/null || true)
+  if [ -n "$p" ] && kill -0 "$p" 2>/dev/null; then
+    kill "$p"
+    for _ in $(seq 40); do kill -0 "$p" 2>/dev/null || break; sleep 0.25; done
     echo "slurm-down: stopped $d" >&2
   fi
   rm -f "$pid"
