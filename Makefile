@@ -80,3 +80,10 @@ fmt:
 
 clean:
 	rm -rf bin
+
+# A real single-machine Slurm for agent/slurm's tests (docs/slurm.md): eval "$(make -s slurm-up)".
+.PHONY: slurm-up slurm-down
+slurm-up:
+	@scripts/slurm-up.sh
+slurm-down:
+	@scripts/slurm-down.sh

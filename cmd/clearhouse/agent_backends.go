@@ -5,4 +5,5 @@ package main
 import (
 	_ "github.com/clearhouse/clearhouse/agent/kubernetes" // kubernetes
 	_ "github.com/clearhouse/clearhouse/agent/simulate"   // simulate and print
+	_ "github.com/clearhouse/clearhouse/agent/slurm"      // slurm
 )

@@ -1,0 +1,133 @@
+package slurm
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/clearhouse/clearhouse/agent"
+	"github.com/clearhouse/clearhouse/agent/slurm/slurmtest"
+)
+
+// The tests in this file run against real Slurm daemons (scripts/slurm-up.sh, which
+// prints the environment): they are skipped unless CLEARHOUSE_TEST_SLURM is set.
+// Each test makes its own accounts, so tests and runs do not meet.
+
+// liveCluster is a test's view of the real cluster: two fresh accounts for teams ads
+// and ml, and a backend configured for them.
+type liveCluster struct {
+	t        *testing.T
+	ctx      context.Context
+	ads, ml  string // the accounts
+	cfg      *agent.Config
+	backend  *Backend
+	out      strings.Builder
+	runner   ExecRunner
+	accounts []string
+}
+
+func newLiveCluster(t *testing.T) *liveCluster {
+	t.Helper()
+	slurmtest.Require(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	t.Cleanup(cancel)
+	suffix := fmt.Sprintf("%x", time.Now().UnixNano()%(1<<30))
+	c := &liveCluster{t: t, ctx: ctx, ads: "ads" + suffix, ml: "ml" + suffix}
+	for _, a := range []string{c.ads, c.ml} {
+		c.sh("sacctmgr", "--immediate", "add", "account", a, "cluster="+liveSlurmCluster(t))
+		c.sh("sacctmgr", "--immediate", "add", "user", "root", "account="+a, "cluster="+liveSlurmCluster(t))
+		c.accounts = append(c.accounts, a)
+	}
+	t.Cleanup(c.cleanup)
+	yaml := fmt.Sprintf(`cluster: hpc
+teams:
+  ads: {account: %s}
+  ml: {account: %s}
+pools:
+  hpc/cpu: {tres: cpu, unit: "1"}
+  hpc/ram: {tres: mem, unit: "1G"}
+  hpc/gpu: {tres: gres/gpu, unit: "1"}
+slurm: {cluster: %s}
+`, c.ads, c.ml, liveSlurmCluster(t))
+	cfg, err := agent.ParseConfig("hpc.yaml", []byte(yaml))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cfg.Validate("hpc"); err != nil {
+		t.Fatal(err)
+	}
+	if err := Validate(cfg); err != nil {
+		t.Fatal(err)
+	}
+	c.cfg = cfg
+	c.backend = c.open()
+	return c
+}
+
+// open opens a backend on the cluster, as an agent's start does.
+func (c *liveCluster) open() *Backend {
+	c.t.Helper()
+	b, err := Open(c.ctx, c.cfg, c.runner, &c.out, time.Now)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	return b
+}
+
+func liveSlurmCluster(*testing.T) string { return slurmtest.Cluster() }
+
+func (c *liveCluster) sh(name string, args ...string) string {
+	c.t.Helper()
+	out, err := c.runner.Run(c.ctx, "", name, args...)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	return strings.TrimSpace(out)
+}
+
+// sbatch submits a job and returns its id.
+func (c *liveCluster) sbatch(args ...string) string {
+	c.t.Helper()
+	return c.sh("sbatch", append([]string{"--parsable", "--chdir=" + os.TempDir(), "--output=/dev/null"}, args...)...)
+}
+
+// jobState is a job's state and reason, as squeue shows them ("" when gone).
+func (c *liveCluster) jobState(id string) (state, reason string) {
+	out, _ := c.runner.Run(c.ctx, "", "squeue", "--noheader", "--states=all", "--jobs="+id, "--Format=State:|,Reason:")
+	state, reason, _ = strings.Cut(strings.TrimSpace(out), "|")
+	return state, reason
+}
+
+// eventually polls cond every half second for up to a minute: Slurm's scheduler runs
+// every few seconds.
+func (c *liveCluster) eventually(what string, cond func() bool) {
+	c.t.Helper()
+	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(500 * time.Millisecond) {
+		if cond() {
+			return
+		}
+	}
+	c.t.Fatalf("after a minute: not %s\nbackend said:\n%s", what, c.out.String())
+}
+
+func (c *liveCluster) cleanup() {
+	ctx := context.Background()
+	for _, a := range c.accounts {
+		_, _ = c.runner.Run(ctx, "", "scancel", "--account="+a)
+	}
+	if res, err := c.backend.reservations(ctx); err == nil {
+		for name, r := range res {
+			if strings.EqualFold(r.Accounts, c.ads) || strings.EqualFold(r.Accounts, c.ml) {
+				_, _ = c.runner.Run(ctx, "", "scontrol", "delete", "ReservationName="+name)
+			}
+		}
+	}
+	time.Sleep(time.Second)
+	for _, a := range c.accounts {
+		_, _ = c.runner.Run(ctx, "", "sacctmgr", "--immediate", "delete", "user", "root", "account="+a)
+		_, _ = c.runner.Run(ctx, "", "sacctmgr", "--immediate", "delete", "account", a)
+	}
+}

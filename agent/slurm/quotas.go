@@ -1,0 +1,147 @@
+package slurm
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/clearhouse/clearhouse/agent"
+)
+
+// ApplyQuotas implements agent.Backend: each configured team's account association in
+// the cluster gets GrpTRES = want (holdings plus running reservations, converted from
+// pool units to TRES) plus what the account's best-effort jobs run now. Best-effort
+// jobs count toward their account's association usage in Slurm although their QOS
+// lifts the limit for them (ensureQOS), so without the addition a team's borrowed work
+// would eat its own quota. A (team, pool) missing from want is 0. Only the TRES of
+// configured pools are written; the association's other TRES stay as found. Each
+// value changed is returned with what it was.
+func (b *Backend) ApplyQuotas(ctx context.Context, want []agent.Quota) ([]agent.Correction, error) {
+	rows, err := b.associations(ctx) // one read: with 1,000 accounts it is most of a poll
+	if err != nil {
+		return nil, err
+	}
+	if err := b.ensureQOS(ctx, rows); err != nil {
+		return nil, err
+	}
+	limits := map[string]tres{} // lower-case account -> its association's GrpTRES
+	for _, r := range rows {
+		if r.user == "" {
+			limits[strings.ToLower(r.account)] = r.grpTRES
+		}
+	}
+	running, err := b.queue(ctx, "RUNNING", "--qos="+b.qos)
+	if err != nil {
+		return nil, err
+	}
+	borrowed := map[string]tres{} // team -> TRES of its best-effort jobs
+	for _, j := range running {
+		if team := b.team(j.Account); team != "" && j.QOS == b.qos {
+			if borrowed[team] == nil {
+				borrowed[team] = tres{}
+			}
+			borrowed[team].add(j.TRES)
+		}
+	}
+	desired := map[string]tres{} // team -> TRES
+	for team := range b.accounts {
+		desired[team] = tres{}
+		for _, p := range b.pools {
+			desired[team][p.tres] = borrowed[team][p.tres]
+		}
+	}
+	for _, q := range want {
+		p, ok := b.pools[q.Pool]
+		if _, known := b.accounts[q.Team]; !ok || !known {
+			continue
+		}
+		desired[q.Team][p.tres] += q.Units * p.unit
+	}
+	var fixes []agent.Correction
+	var errs []error
+	for _, team := range slices.Sorted(maps.Keys(desired)) {
+		acct := b.accounts[team]
+		have, ok := limits[strings.ToLower(acct)]
+		if !ok {
+			errs = append(errs, fmt.Errorf("slurm: team %s: account %s has no association in cluster %s (create it: sacctmgr add account %s cluster=%s)", team, acct, b.cluster, acct, b.cluster))
+			continue
+		}
+		set := tres{}
+		var changed []agent.Correction
+		for _, name := range slices.Sorted(maps.Keys(b.pools)) {
+			p := b.pools[name]
+			now := desired[team][p.tres]
+			was, had := have[p.tres]
+			if had && was == now {
+				continue
+			}
+			set[p.tres] = now
+			c := agent.Correction{Team: team, Pool: name, Object: "assoc " + acct + " GrpTRES", Now: p.tres + "=" + strconv.FormatInt(now, 10)}
+			if had {
+				c.Was = p.tres + "=" + strconv.FormatInt(was, 10)
+			}
+			changed = append(changed, c)
+		}
+		if len(set) == 0 {
+			continue
+		}
+		if _, err := b.run.Run(ctx, "", "sacctmgr", "--immediate", "modify", "account", "where", "name="+acct,
+			"cluster="+b.cluster, "set", "GrpTRES="+set.String()); err != nil {
+			errs = append(errs, fmt.Errorf("slurm: team %s: %w", team, err))
+			continue
+		}
+		fixes = append(fixes, changed...)
+	}
+	return fixes, errors.Join(errs...)
+}
+
+// association is one row of sacctmgr show associations.
+type association struct {
+	account, user string
+	grpTRES       tres
+	qos           []string
+}
+
+const assocFormat = "Account,User,GrpTRES,QOS"
+
+// associations lists the configured accounts' associations in the cluster.
+func (b *Backend) associations(ctx context.Context) ([]association, error) {
+	accts := slices.Sorted(maps.Values(b.accounts))
+	out, err := b.run.Run(ctx, "", "sacctmgr", "--noheader", "--parsable2", "show", "associations", "where",
+		"cluster="+b.cluster, "account="+strings.Join(accts, ","), "format="+assocFormat)
+	if err != nil {
+		return nil, err
+	}
+	return parseAssociations(out)
+}
+
+// parseAssociations reads sacctmgr's output in assocFormat.
+func parseAssociations(out string) ([]association, error) {
+	var rows []association
+	for _, line := range strings.Split(strings.TrimRight(out, "\n"), "\n") {
+		if strings.TrimSpace(line) == "" {
+			continue
+		}
+		f := strings.Split(line, "|")
+		if len(f) != 4 {
+			return nil, fmt.Errorf("sacctmgr show associations: line %q: want 4 fields", line)
+		}
+		t, err := parseTRES(f[2])
+		if err != nil {
+			return nil, fmt.Errorf("sacctmgr show associations: account %s: %w", f[0], err)
+		}
+		rows = append(rows, association{account: f[0], user: f[1], grpTRES: t, qos: splitList(f[3])})
+	}
+	return rows, nil
+}
+
+func splitList(s string) []string {
+	if s == "" {
+		return nil
+	}
+	return strings.Split(s, ",")
+}

@@ -1,0 +1,320 @@
+package slurm
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/clearhouse/clearhouse/agent"
+)
+
+// reservationPrefix starts the name of every Slurm reservation Clearhouse owns; the
+// backend deletes no other.
+const reservationPrefix = "clearhouse-r"
+
+// ReservationName is the Slurm advanced reservation of one request of a Clearhouse
+// reservation: users submit its jobs with sbatch --reservation=NAME.
+func ReservationName(k agent.JobKey) string {
+	return fmt.Sprintf("%s%d-%d", reservationPrefix, k.Reservation, k.Request)
+}
+
+// slurmReservation is a reservation as scontrol shows it.
+type slurmReservation struct {
+	Name       string
+	Start, End time.Time
+	Accounts   string
+	CPUs       int64
+}
+
+// wantReservation is a reservation as the plan wants it.
+type wantReservation struct {
+	slurmReservation
+	job     agent.Job
+	running bool // the plan runs it now (not waiting in its window)
+}
+
+// FollowReservations implements agent.Backend. Each request the plan runs now, and
+// each one waiting in its window, is a Slurm advanced reservation named
+// ReservationName for the team's account, from its start to its end, of its tasks'
+// CPUs (Slurm 22.05 reserves cores, not memory nor GPUs: those stay bounded by the
+// account's GrpTRES, which counts running reservations). A waiting request the plan
+// says may start now and whose reservation has jobs queued starts early: its
+// reservation moves to now and the start is reported. A reservation is moved when the
+// plan moves, recreated when its size changes (Slurm cannot resize a core
+// reservation) and deleted when the plan drops it. The report has the TRES of the
+// jobs running in each reservation (usage), the jobs queued in it (waiting), and for
+// a running request whose jobs all ended, its end: the last job's end, failed when
+// any job failed.
+func (b *Backend) FollowReservations(ctx context.Context, plan agent.Plan) (agent.JobReport, error) {
+	now := plan.Now
+	if now.IsZero() {
+		now = b.now()
+	}
+	var report agent.JobReport
+	var errs []error
+	have, err := b.reservations(ctx)
+	if err != nil {
+		return report, err
+	}
+	jobs, err := b.queue(ctx, "PENDING,RUNNING,CONFIGURING,COMPLETING")
+	if err != nil {
+		return report, err
+	}
+	inRes := map[string][]job{}
+	for _, j := range jobs {
+		if strings.HasPrefix(j.Reservation, reservationPrefix) {
+			inRes[j.Reservation] = append(inRes[j.Reservation], j)
+		}
+	}
+	for _, k := range plan.Refused {
+		name := ReservationName(k)
+		for _, j := range inRes[name] {
+			if err := b.cancel(ctx, j.ID); err != nil {
+				errs = append(errs, err)
+			}
+		}
+		delete(inRes, name)
+		fmt.Fprintf(b.out, "slurm: %s: early start refused, its jobs cancelled\n", name)
+	}
+	want := map[string]wantReservation{}
+	for _, j := range plan.Running {
+		if j.Units > 0 && j.End.After(now) { // an ended job stays listed until its slot ends
+			w := b.wanted(j, j.Units, true)
+			w.Start = earliest(w.Start, now)
+			want[w.Name] = w
+		}
+	}
+	for _, j := range plan.Waiting {
+		w := b.wanted(j, j.Count, false)
+		if h, ok := have[w.Name]; ok && !h.Start.After(now) && !slices.Contains(plan.Refused, j.Key()) {
+			// Started early at an earlier poll (or before a restart): keep it running.
+			w.Start, w.End = h.Start, h.Start.Add(j.End.Sub(j.Start))
+		} else if j.MayStartNow && queued(inRes[w.Name]) > 0 {
+			w.Start, w.End = now, now.Add(j.End.Sub(j.Start))
+			report.Starts = append(report.Starts, agent.JobStart{Reservation: j.Reservation, Request: j.Request, At: now})
+		}
+		want[w.Name] = w
+	}
+	for _, name := range slices.Sorted(maps.Keys(want)) {
+		w := want[name]
+		if w.CPUs <= 0 || w.Accounts == "" {
+			continue // no cores to reserve, or a team without an account: its quota is all Slurm knows
+		}
+		if err := b.follow(ctx, w.slurmReservation, have, now); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(have)) {
+		if _, ok := want[name]; !ok {
+			if _, err := b.run.Run(ctx, "", "scontrol", "delete", "ReservationName="+name); err != nil {
+				errs = append(errs, err)
+			} else {
+				fmt.Fprintf(b.out, "slurm: deleted reservation %s (no longer planned)\n", name)
+			}
+		}
+	}
+	ended, err := b.reportJobs(ctx, &report, want, inRes, now)
+	if err != nil {
+		errs = append(errs, err)
+	}
+	report.Ends = append(report.Ends, ended...)
+	return report, errors.Join(errs...)
+}
+
+// wanted is the reservation a planned request needs: tasks tasks of its configuration.
+func (b *Backend) wanted(j agent.Job, tasks int64, running bool) wantReservation {
+	var cpus int64
+	for pool, units := range j.Configuration {
+		if p, ok := b.pools[pool]; ok && p.tres == "cpu" {
+			cpus += tasks * units * p.unit
+		}
+	}
+	return wantReservation{slurmReservation{Name: ReservationName(j.Key()), Start: j.Start.UTC().Truncate(time.Second),
+		End: j.End.UTC().Truncate(time.Second), Accounts: b.accounts[j.Team], CPUs: cpus}, j, running}
+}
+
+// follow creates, moves or recreates one reservation.
+func (b *Backend) follow(ctx context.Context, w slurmReservation, have map[string]slurmReservation, now time.Time) error {
+	h, ok := have[w.Name]
+	if ok && h.CPUs == w.CPUs && strings.EqualFold(h.Accounts, w.Accounts) {
+		if h.End.Equal(w.End) && (h.Start.Equal(w.Start) || (!h.Start.After(now) && !w.Start.After(now))) {
+			return nil
+		}
+		args := []string{"update", "ReservationName=" + w.Name, "EndTime=" + slurmClock(w.End)}
+		if h.Start.After(now) || w.Start.After(now) {
+			args = append(args, "StartTime="+startTime(w.Start, now))
+		}
+		if _, err := b.run.Run(ctx, "", "scontrol", args...); err != nil {
+			return err
+		}
+		fmt.Fprintf(b.out, "slurm: moved reservation %s to %s-%s\n", w.Name, slurmClock(w.Start), slurmClock(w.End))
+		return nil
+	}
+	if ok {
+		if _, err := b.run.Run(ctx, "", "scontrol", "delete", "ReservationName="+w.Name); err != nil {
+			return fmt.Errorf("slurm: resizing reservation %s: %w", w.Name, err)
+		}
+	}
+	args := []string{"create", "reservation", "ReservationName=" + w.Name, "StartTime=" + startTime(w.Start, now),
+		"EndTime=" + slurmClock(w.End), "Accounts=" + w.Accounts, fmt.Sprintf("TRES=cpu=%d", w.CPUs)}
+	if b.partition != "" {
+		args = append(args, "PartitionName="+b.partition)
+	}
+	if _, err := b.run.Run(ctx, "", "scontrol", args...); err != nil {
+		return err
+	}
+	fmt.Fprintf(b.out, "slurm: reservation %s: %d CPUs for account %s, %s-%s\n", w.Name, w.CPUs, w.Accounts, slurmClock(w.Start), slurmClock(w.End))
+	return nil
+}
+
+// reportJobs fills the report's usage and waiting from the jobs in the reservations,
+// and returns the ends of running requests whose jobs all ended (from accounting).
+func (b *Backend) reportJobs(ctx context.Context, report *agent.JobReport, want map[string]wantReservation, inRes map[string][]job, now time.Time) ([]agent.JobEnd, error) {
+	var idle []wantReservation
+	for _, name := range slices.Sorted(maps.Keys(want)) {
+		w := want[name]
+		use := tres{}
+		for _, j := range inRes[name] {
+			if j.State != "PENDING" {
+				use.add(j.TRES)
+			}
+		}
+		for _, pool := range slices.Sorted(maps.Keys(w.job.Configuration)) {
+			if p, ok := b.pools[pool]; ok && use[p.tres] > 0 {
+				report.Usage = append(report.Usage, agent.JobUsage{Reservation: w.job.Reservation, Request: w.job.Request, Pool: pool, Units: p.units(use[p.tres])})
+			}
+		}
+		if n := queued(inRes[name]); n > 0 {
+			report.Waiting = append(report.Waiting, agent.JobWaiting{Reservation: w.job.Reservation, Request: w.job.Request, Tasks: n})
+		}
+		if w.running && len(inRes[name]) == 0 && !b.reported["end "+name] {
+			idle = append(idle, w)
+		}
+	}
+	if len(idle) == 0 {
+		return nil, nil
+	}
+	since := now
+	accts := map[string]bool{}
+	for _, w := range idle {
+		since = earliest(since, w.Start)
+		accts[w.Accounts] = true
+	}
+	done, err := b.accounting(ctx, since.Add(-time.Minute), "--accounts="+strings.Join(slices.Sorted(maps.Keys(accts)), ","))
+	if err != nil {
+		return nil, err
+	}
+	var ends []agent.JobEnd
+	for _, w := range idle {
+		var end agent.JobEnd
+		ran := false
+		for _, j := range done {
+			if j.Reservation != w.Name || j.Start.IsZero() || j.End.IsZero() {
+				continue
+			}
+			ran = true
+			if j.End.After(end.At) {
+				end.At = j.End
+			}
+			end.Failed = end.Failed || failed(j.State)
+		}
+		if ran && b.once("end "+w.Name) {
+			end.Reservation, end.Request = w.job.Reservation, w.job.Request
+			ends = append(ends, end)
+		}
+	}
+	return ends, nil
+}
+
+// queued counts the pending jobs among jobs.
+func queued(jobs []job) int64 {
+	var n int64
+	for _, j := range jobs {
+		if j.State == "PENDING" {
+			n++
+		}
+	}
+	return n
+}
+
+// failed says whether a final job state is a failure (not a completion, a cancel or a
+// preemption).
+func failed(state string) bool {
+	switch state {
+	case "FAILED", "NODE_FAIL", "TIMEOUT", "OUT_OF_MEMORY", "BOOT_FAIL", "DEADLINE":
+		return true
+	}
+	return false
+}
+
+// reservations lists the Slurm reservations Clearhouse owns, by name.
+func (b *Backend) reservations(ctx context.Context) (map[string]slurmReservation, error) {
+	out, err := b.run.Run(ctx, "", "scontrol", "--oneliner", "show", "reservations")
+	if err != nil {
+		return nil, err
+	}
+	return parseReservations(out)
+}
+
+// parseReservations reads scontrol --oneliner show reservations, keeping Clearhouse's.
+func parseReservations(out string) (map[string]slurmReservation, error) {
+	have := map[string]slurmReservation{}
+	for _, line := range strings.Split(out, "\n") {
+		if !strings.HasPrefix(line, "ReservationName=") {
+			continue
+		}
+		var r slurmReservation
+		for _, field := range strings.Fields(line) {
+			k, v, _ := strings.Cut(field, "=")
+			switch k {
+			case "ReservationName":
+				r.Name = v
+			case "StartTime":
+				r.Start = parseTime(v)
+			case "EndTime":
+				r.End = parseTime(v)
+			case "Accounts":
+				r.Accounts = nullable(v)
+			case "TRES":
+				t, err := parseTRES(v)
+				if err != nil {
+					return nil, fmt.Errorf("scontrol show reservations: %s: %w", r.Name, err)
+				}
+				r.CPUs = t["cpu"]
+			}
+		}
+		if strings.HasPrefix(r.Name, reservationPrefix) {
+			have[r.Name] = r
+		}
+	}
+	return have, nil
+}
+
+// slurmClock writes a time as Slurm's tools read it (the machine's zone).
+func slurmClock(t time.Time) string { return t.Local().Format(slurmTime) }
+
+func earliest(a, b time.Time) time.Time {
+	if b.Before(a) {
+		return b
+	}
+	return a
+}
+
+// startTime is a reservation's StartTime: t, or "now" when t has come (Slurm makes
+// no reservation in the past).
+func startTime(t, now time.Time) string {
+	if !t.After(now) {
+		return "now"
+	}
+	return slurmClock(t)
+}
+
+// cancel cancels one job.
+func (b *Backend) cancel(ctx context.Context, id int64) error {
+	_, err := b.run.Run(ctx, "", "scancel", fmt.Sprint(id))
+	return err
+}

@@ -1,0 +1,189 @@
+// Package slurm is the cluster agent's Slurm backend: Clearhouse teams are Slurm
+// accounts and pools are TRES of one Slurm cluster. Quotas become the accounts'
+// association GrpTRES, usage and capacity are read from running jobs and nodes,
+// reservations become Slurm advanced reservations, and best-effort tasks are batch
+// jobs in a preemptible QOS that Clearhouse owns. It speaks to Slurm only through its
+// command-line tools (sacctmgr, scontrol, squeue, sacct, sbatch, scancel) with
+// machine-readable output, behind a Runner. docs/slurm.md walks through it.
+package slurm
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/clearhouse/clearhouse/agent"
+)
+
+// DefaultQOS is the QOS of best-effort jobs when the config names none.
+const DefaultQOS = "clearhouse-best-effort"
+
+func init() {
+	agent.Register(agent.Kind{
+		Name:        "slurm",
+		NeedsConfig: true,
+		Validate:    Validate,
+		Open: func(ctx context.Context, s agent.Setup) (agent.Backend, error) {
+			return Open(ctx, s.Config, ExecRunner{}, s.Out, time.Now)
+		},
+	})
+}
+
+var slurmName = regexp.MustCompile(`^[A-Za-z0-9_.-]+$`)
+
+// Validate checks the Slurm backend's part of a config file: every team names an
+// account (and no two the same one), every pool names a TRES with a unit Slurm counts
+// in, and the slurm section's names are Slurm names.
+func Validate(c *agent.Config) error {
+	var errs []error
+	owner := map[string]string{}
+	for _, team := range slices.Sorted(maps.Keys(c.Teams)) {
+		acct := c.Teams[team].Account
+		switch {
+		case acct == "":
+			errs = append(errs, c.Errorf("teams."+team, "teams.%s.account: required (the team's Slurm account)", team))
+		case !slurmName.MatchString(acct):
+			errs = append(errs, c.Errorf("teams."+team+".account", "teams.%s.account %q: not a Slurm account name", team, acct))
+		case owner[strings.ToLower(acct)] != "":
+			errs = append(errs, c.Errorf("teams."+team+".account", "teams.%s.account %q: already team %s's account", team, acct, owner[strings.ToLower(acct)]))
+		default:
+			owner[strings.ToLower(acct)] = team
+		}
+	}
+	for _, pool := range slices.Sorted(maps.Keys(c.Pools)) {
+		p := c.Pools[pool]
+		switch {
+		case p.TRES == "":
+			errs = append(errs, c.Errorf("pools."+pool, "pools.%s.tres: required (the Slurm TRES: cpu, mem, gres/gpu, ...)", pool))
+		case !tresName.MatchString(p.TRES):
+			errs = append(errs, c.Errorf("pools."+pool+".tres", "pools.%s.tres %q: not a TRES name (cpu, mem, gres/gpu, license/x)", pool, p.TRES))
+		default:
+			if _, err := parseUnit(p.TRES, p.Unit); err != nil && p.Unit != "" {
+				errs = append(errs, c.Errorf("pools."+pool+".unit", "pools.%s.%v", pool, err))
+			}
+		}
+	}
+	if s := c.Slurm; s != nil {
+		for key, v := range map[string]string{"cluster": s.Cluster, "qos": s.QOS, "partition": s.Partition} {
+			if v != "" && !slurmName.MatchString(v) {
+				errs = append(errs, c.Errorf("slurm."+key, "slurm.%s %q: not a Slurm name", key, v))
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+var tresName = regexp.MustCompile(`^[a-z]+(/[A-Za-z0-9_.:-]+)?$`)
+
+// pool is a Clearhouse pool as the backend counts it: its TRES and how many of the
+// TRES one unit of the pool is.
+type pool struct {
+	name, tres string
+	unit       int64
+}
+
+// Backend is the Slurm backend. Its only state across polls is what it reported
+// already (so it reports each event once per process; a restarted agent reports
+// again what Slurm still shows, and the server ignores repeats): everything else is
+// read from Slurm at every poll.
+type Backend struct {
+	run       Runner
+	out       io.Writer
+	now       func() time.Time
+	cluster   string // the Slurm cluster (sacctmgr's cluster=)
+	qos       string
+	partition string
+	accounts  map[string]string // team -> account
+	teams     map[string]string // lower-case account -> team
+	pools     map[string]pool   // Clearhouse pool -> TRES
+	tresPools map[string][]pool // TRES -> the pools counting it
+	since     time.Time         // how far back accounting is read: the oldest thing still followed
+
+	reported map[string]bool // "task 7 started", "end r3-0": events sent by this process
+}
+
+// Open checks that Slurm answers, reads the cluster name from scontrol when the config
+// names none, and makes sure the best-effort QOS exists as Clearhouse needs it
+// (ensureQOS). now is the clock events and reservations are stamped with.
+func Open(ctx context.Context, c *agent.Config, r Runner, out io.Writer, now func() time.Time) (*Backend, error) {
+	if c == nil {
+		return nil, errors.New("slurm: a config file is required (--config)")
+	}
+	if out == nil {
+		out = io.Discard
+	}
+	b := &Backend{run: r, out: out, now: now, qos: DefaultQOS, accounts: map[string]string{}, teams: map[string]string{},
+		pools: map[string]pool{}, tresPools: map[string][]pool{}, reported: map[string]bool{}, since: now().Add(-24 * time.Hour)}
+	if s := c.Slurm; s != nil {
+		b.cluster, b.partition = s.Cluster, s.Partition
+		if s.QOS != "" {
+			b.qos = s.QOS
+		}
+	}
+	for team, t := range c.Teams {
+		b.accounts[team] = t.Account
+		b.teams[strings.ToLower(t.Account)] = team
+	}
+	for name, p := range c.Pools {
+		u, err := parseUnit(p.TRES, p.Unit)
+		if err != nil {
+			return nil, fmt.Errorf("slurm: pool %s: %w", name, err)
+		}
+		pl := pool{name: name, tres: p.TRES, unit: u}
+		b.pools[name] = pl
+		b.tresPools[p.TRES] = append(b.tresPools[p.TRES], pl)
+	}
+	if b.cluster == "" {
+		name, err := b.clusterName(ctx)
+		if err != nil {
+			return nil, err
+		}
+		b.cluster = name
+	}
+	if err := b.ensureQOS(ctx, nil); err != nil {
+		return nil, err
+	}
+	return b, nil
+}
+
+// Name implements agent.Backend.
+func (b *Backend) Name() string { return "slurm" }
+
+// Close implements agent.Backend: the backend holds no connection.
+func (b *Backend) Close() error { return nil }
+
+// clusterName is the ClusterName of the slurm.conf the tools read.
+func (b *Backend) clusterName(ctx context.Context) (string, error) {
+	out, err := b.run.Run(ctx, "", "scontrol", "show", "config")
+	if err != nil {
+		return "", fmt.Errorf("slurm: reading the cluster name: %w", err)
+	}
+	for _, line := range strings.Split(out, "\n") {
+		if k, v, ok := strings.Cut(line, "="); ok && strings.TrimSpace(k) == "ClusterName" {
+			return strings.TrimSpace(v), nil
+		}
+	}
+	return "", errors.New("slurm: scontrol show config names no ClusterName")
+}
+
+// team returns the Clearhouse team of a Slurm account ("" when none is configured).
+func (b *Backend) team(account string) string { return b.teams[strings.ToLower(account)] }
+
+// units converts TRES counts into a pool's units, rounding up (a job using part of a
+// unit uses the unit).
+func (p pool) units(count int64) int64 { return (count + p.unit - 1) / p.unit }
+
+// once says whether the event key is new to this process, and remembers it.
+func (b *Backend) once(key string) bool {
+	if b.reported[key] {
+		return false
+	}
+	b.reported[key] = true
+	return true
+}

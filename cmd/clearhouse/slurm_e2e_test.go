@@ -1,0 +1,257 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/clearhouse/clearhouse/agent/slurm/slurmtest"
+	"github.com/clearhouse/clearhouse/auction"
+	"github.com/clearhouse/clearhouse/exchange"
+	"github.com/clearhouse/clearhouse/fleet"
+	"github.com/clearhouse/clearhouse/ledger"
+	"github.com/clearhouse/clearhouse/store/storetest"
+)
+
+// slurmMarket is the production wiring with clock at the real time (Slurm runs on it)
+// for a cluster "hpc" of 16 cores that a real Slurm cluster (scripts/slurm-up.sh)
+// runs: teams search and ads, each a fresh Slurm account, and the agent's config.
+type slurmMarket struct {
+	*agentMarket
+	accounts map[string]string // team -> Slurm account
+	config   string
+}
+
+func newSlurmMarket(t *testing.T) *slurmMarket {
+	t.Helper()
+	slurmtest.Require(t)
+	dir := t.TempDir()
+	dsn := filepath.Join(dir, "slurm.db")
+	clock := storetest.NewClock(time.Now().UTC().Truncate(time.Second))
+	app := NewApp(Config{Addr: "127.0.0.1:0", DB: dsn, Migrate: true, LoginRate: 100, Tick: time.Hour, PreviewEvery: time.Minute},
+		slog.New(slog.NewTextHandler(io.Discard, nil)), clock.Now)
+	ctx := context.Background()
+	if err := app.Open(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		app.Close(ctx)
+	})
+	must := func(_ any, err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(app.Market.SaveCurve(ctx, "standard", "Standard", auction.DefaultCurve))
+	must(app.Market.AddCluster(ctx, exchange.Cluster{ID: "hpc"}))
+	must(app.Market.AddPool(ctx, exchange.PoolSpec{ClusterID: "hpc", Resource: "cpu", Unit: "core", Capacity: 16,
+		UnitCost: int64(ledger.Dollar), Utilization: 0.8, CurveID: "standard"}))
+	must(app.Market.AddTeam(ctx, exchange.NewTeam{ID: "search", Budget: 1000 * ledger.Dollar}))
+	must(app.Market.AddTeam(ctx, exchange.NewTeam{ID: "ads", Budget: 1000 * ledger.Dollar}))
+	member, err := app.Identity.AddUser(ctx, exchange.NewUser{Email: "member@search.io", Role: exchange.RoleMember, TeamID: "search"})
+	must(member, err)
+	m := &slurmMarket{agentMarket: &agentMarket{t: t, app: app, clock: clock, dsn: dsn, member: member}, accounts: map[string]string{}}
+
+	cluster := slurmtest.Cluster()
+	suffix := fmt.Sprintf("%x", time.Now().UnixNano()%(1<<30))
+	for _, team := range []string{"search", "ads"} {
+		acct := "e2e" + team + suffix
+		m.slurm("sacctmgr", "--immediate", "add", "account", acct, "cluster="+cluster)
+		m.slurm("sacctmgr", "--immediate", "add", "user", "root", "account="+acct, "cluster="+cluster)
+		m.accounts[team] = acct
+	}
+	t.Cleanup(func() {
+		for _, acct := range m.accounts {
+			_ = exec.Command("scancel", "--account="+acct).Run()
+		}
+		out, _ := exec.Command("scontrol", "--oneliner", "show", "reservations").Output()
+		for _, line := range strings.Split(string(out), "\n") {
+			name, _, _ := strings.Cut(strings.TrimPrefix(line, "ReservationName="), " ")
+			if strings.Contains(line, "Accounts="+m.accounts["search"]) || strings.Contains(line, "Accounts="+m.accounts["ads"]) {
+				_ = exec.Command("scontrol", "delete", "ReservationName="+name).Run()
+			}
+		}
+		time.Sleep(time.Second)
+		for _, acct := range m.accounts {
+			_ = exec.Command("sacctmgr", "--immediate", "delete", "user", "root", "account="+acct).Run()
+			_ = exec.Command("sacctmgr", "--immediate", "delete", "account", acct).Run()
+		}
+	})
+	m.config = filepath.Join(dir, "hpc.yaml")
+	yaml := fmt.Sprintf("cluster: hpc\nteams:\n  search: {account: %s}\n  ads: {account: %s}\npools:\n  hpc/cpu: {tres: cpu, unit: \"1\"}\nslurm: {cluster: %s}\n",
+		m.accounts["search"], m.accounts["ads"], cluster)
+	if err := os.WriteFile(m.config, []byte(yaml), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+func (m *slurmMarket) slurm(name string, args ...string) string {
+	m.t.Helper()
+	out, err := exec.Command(name, args...).CombinedOutput()
+	if err != nil {
+		m.t.Fatalf("%s %v: %v: %s", name, args, err, out)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// agentOnce runs `clearhouse agent --backend slurm --config FILE --once`: a fresh
+// agent each time, as after a restart, with nothing of the last run's memory.
+func (m *slurmMarket) agentOnce(token string) string {
+	m.t.Helper()
+	if d := time.Now().Sub(m.clock.Now()); d > 0 {
+		m.clock.Advance(d.Truncate(time.Second)) // the server's clock follows Slurm's
+	}
+	code, out, errOut := m.agent("hpc", token, "--backend", "slurm", "--config", m.config, "--once")
+	if code != 0 || errOut != "" {
+		m.t.Fatalf("agent --backend slurm --once: exit %d\n%s%s", code, out, errOut)
+	}
+	return out
+}
+
+// win runs an auction in which team wins cores of hpc/cpu.
+func (m *slurmMarket) win(team string, cores int64) {
+	m.t.Helper()
+	ctx := context.Background()
+	a, err := m.app.Market.ScheduleAuction(ctx, m.clock.Now(), m.clock.Now().Add(time.Hour), auction.DefaultParams)
+	if err != nil {
+		m.t.Fatal(err)
+	}
+	if _, err := m.app.Market.OpenDue(ctx); err != nil {
+		m.t.Fatal(err)
+	}
+	limit := 500 * ledger.Dollar
+	if _, err := m.app.Market.PlaceOrder(ctx, m.member, exchange.OrderSpec{Team: team, Bundles: []exchange.Bundle{{"hpc/cpu": cores}}, Limit: &limit}); err != nil {
+		m.t.Fatal(err)
+	}
+	if _, err := m.app.Market.Close(ctx, a.ID); err != nil {
+		m.t.Fatal(err)
+	}
+}
+
+func (m *slurmMarket) grpTRES(team string) string {
+	return m.slurm("sacctmgr", "--noheader", "--parsable2", "show", "assoc", "where", "account="+m.accounts[team], "user=", "format=GrpTRES")
+}
+
+func (m *slurmMarket) jobState(id string) string {
+	return m.slurm("squeue", "--noheader", "--states=all", "--jobs="+id, "--Format=State:|,Reason:")
+}
+
+func (m *slurmMarket) eventually(what string, cond func() bool) {
+	m.t.Helper()
+	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(500 * time.Millisecond) {
+		if cond() {
+			return
+		}
+	}
+	m.t.Fatalf("after a minute: not %s", what)
+}
+
+// The real server, the real agent (`clearhouse agent --backend slurm`) and real Slurm
+// daemons: a settlement sets the account's GrpTRES within one poll; a job beyond the
+// team's quota waits for that reason and starts after the team buys more; running
+// jobs' TRES are the measured utilization and owners' usage; a reservation becomes a
+// Slurm reservation whose job runs in it and whose end the server hears; every agent
+// run is a fresh agent (a restart) and creates nothing twice; `clearhouse verify`
+// finds nothing wrong.
+func TestSlurmAgentEndToEnd(t *testing.T) {
+	m := newSlurmMarket(t)
+	ctx := context.Background()
+	token := m.token("hpc")
+
+	m.win("search", 2)
+	out := m.agentOnce(token)
+	if got := m.grpTRES("search"); got != "cpu=2" {
+		t.Fatalf("search's GrpTRES after the settlement and one poll %q, want cpu=2\n%s", got, out)
+	}
+	if got := m.grpTRES("ads"); got != "cpu=0" {
+		t.Errorf("ads holds nothing: GrpTRES %q, want cpu=0", got)
+	}
+
+	sbatch := func(args ...string) string {
+		return m.slurm("sbatch", append([]string{"--parsable", "--chdir=" + os.TempDir(), "--output=/dev/null", "--mem=100M"}, args...)...)
+	}
+	first := sbatch("--account="+m.accounts["search"], "--cpus-per-task=2", "--wrap=sleep 300")
+	m.eventually("the first job running", func() bool { return m.jobState(first) == "RUNNING|None" })
+	second := sbatch("--account="+m.accounts["search"], "--cpus-per-task=1", "--wrap=sleep 300")
+	m.eventually("the second job waiting for search's CPU limit", func() bool { return m.jobState(second) == "PENDING|AssocGrpCpuLimit" })
+
+	m.agentOnce(token)
+	var usage []fleet.IdleUsage
+	if err := m.app.DB.Read.Where("pool_id = ?", "hpc/cpu").Order("team_id").Find(&usage).Error; err != nil {
+		t.Fatal(err)
+	}
+	if len(usage) != 2 || usage[0].TeamID != "ads" || usage[0].Units != 0 || usage[1].TeamID != "search" || usage[1].Units != 2 {
+		t.Errorf("owners' usage on the server %+v: want ads 0, search 2", usage)
+	}
+	if u, err := m.app.Market.Utilization(ctx); err != nil || u["hpc/cpu"] <= 0 || u["hpc/cpu"] == 0.8 {
+		t.Errorf("measured utilization of hpc/cpu %v (%v): want what runs, not the stored 0.8", u, err)
+	}
+
+	m.win("search", 1)
+	m.agentOnce(token)
+	if got := m.grpTRES("search"); got != "cpu=3" {
+		t.Fatalf("search's GrpTRES after buying a third core %q, want cpu=3", got)
+	}
+	m.eventually("the second job running after search bought more", func() bool { return m.jobState(second) == "RUNNING|None" })
+	m.slurm("scancel", first, second)
+
+	// A reservation of 2 cores for 30 minutes, now.
+	res := m.reserveOn("hpc/cpu", 2, 30*time.Minute)
+	out = m.agentOnce(token)
+	name := fmt.Sprintf("clearhouse-r%d-0", res.ID)
+	show := m.slurm("scontrol", "--oneliner", "show", "reservation", name)
+	if !strings.Contains(show, "TRES=cpu=2") || !strings.Contains(show, "Accounts="+m.accounts["search"]) {
+		t.Fatalf("Slurm reservation %s: %s\nagent:\n%s", name, show, out)
+	}
+	if got := m.grpTRES("search"); got != "cpu=5" {
+		t.Errorf("GrpTRES with the reservation running %q, want cpu=5 (3 held + 2 reserved)", got)
+	}
+	inRes := sbatch("--account="+m.accounts["search"], "--reservation="+name, "--cpus-per-task=2", "--wrap=sleep 5")
+	m.eventually("the job running in its reservation", func() bool { return m.jobState(inRes) == "RUNNING|None" })
+	m.agentOnce(token)
+	if u := m.reservation(res.ID).Requests[0].UsageByPool(); u["hpc/cpu"] != 2 {
+		t.Errorf("the reservation's usage on the server %v, want 2 cores", u)
+	}
+	m.eventually("the reservation's job ended", func() bool { return strings.HasPrefix(m.jobState(inRes), "COMPLETED") || m.jobState(inRes) == "" })
+	m.agentOnce(token)
+	if v := m.reservation(res.ID); v.Status != fleet.ReservationDone {
+		t.Errorf("reservation %d after its job ended: %s, want done (its end reported)", res.ID, v.Status)
+	}
+	m.agentOnce(token) // the plan no longer has it: the Slurm reservation goes
+	if out, _ := exec.Command("scontrol", "--oneliner", "show", "reservation", name).CombinedOutput(); !strings.Contains(string(out), "not found") {
+		t.Errorf("Slurm reservation %s after the end: %s", name, out)
+	}
+
+	if code, out, errOut := runCLI(t, "", "verify", "--db", m.dsn); code != 0 {
+		t.Fatalf("clearhouse verify: exit %d\n%s%s", code, out, errOut)
+	}
+}
+
+// reserveOn submits a reservation of cores of pool for dur, starting in the slot that
+// runs now.
+func (m *slurmMarket) reserveOn(pool string, cores int64, dur time.Duration) fleet.ReservationView {
+	m.t.Helper()
+	m.clock.Set(time.Now().UTC().Truncate(5 * time.Minute)) // at the slot's start, so the plan runs it now
+	ctx, now := context.Background(), m.clock.Now()
+	id, err := m.app.Plan.NewReservation(ctx, m.member)
+	if err != nil {
+		m.t.Fatal(err)
+	}
+	v, err := m.app.Plan.Submit(ctx, m.member, id, fleet.Definition{Value: 100 * ledger.Dollar, Requests: []fleet.RequestSpec{{
+		Configuration: map[string]int64{pool: 1}, Count: cores, Duration: dur, Arrival: now, Deadline: now.Add(2 * dur)}}})
+	if err != nil || v.Status != fleet.ReservationAccepted {
+		m.t.Fatalf("reservation of %d cores: %+v, %v", cores, v.Reservation, err)
+	}
+	return v
+}
