@@ -255,3 +255,75 @@ func (m *slurmMarket) reserveOn(pool string, cores int64, dur time.Duration) fle
 	}
 	return v
 }
+
+// A best-effort task of team ads (which holds nothing) runs as a Slurm job under ads's
+// account in Clearhouse's QOS; its start reaches the server; the agent restarted three
+// times leaves one job and the first start; search, which holds the cores, runs a job
+// that needs them: Slurm preempts the task and the server hears it stopped; clearhouse
+// verify is clean.
+func TestSlurmBestEffortTaskRunsAsAJobAcrossRestarts(t *testing.T) {
+	m := newSlurmMarket(t)
+	ctx := context.Background()
+	token := m.token("hpc")
+	m.win("search", 13)
+	adsUser, err := m.app.Identity.AddUser(ctx, exchange.NewUser{Email: "member@ads.io", Role: exchange.RoleMember, TeamID: "ads"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	job, err := m.app.Idle.Submit(ctx, adsUser, fleet.JobSpec{Configuration: map[string]int64{"hpc/cpu": 6}, Tasks: 1,
+		Workload: &fleet.Workload{Slurm: &fleet.SlurmWorkload{Command: "sleep 600"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	view := func() fleet.JobView {
+		v, err := m.app.Idle.Job(ctx, job.ID)
+		if err != nil || len(v.Runs) != 1 {
+			t.Fatalf("job: %d runs, %v", len(v.Runs), err)
+		}
+		return v
+	}
+	m.eventually("the task started on the server", func() bool {
+		m.agentOnce(token)
+		v, err := m.app.Idle.Job(ctx, job.ID)
+		return err == nil && len(v.Runs) == 1
+	})
+	name := fmt.Sprintf("clearhouse-task-%d", view().Runs[0].ID)
+	jobs := func() []string {
+		return strings.Fields(m.slurm("squeue", "--noheader", "--states=all", "--name="+name, "--Format=JobID:|,Account:|,QOS:|,State:"))
+	}
+	m.eventually("the task's job running in Slurm and its start confirmed", func() bool {
+		m.agentOnce(token)
+		return view().Runs[0].ConfirmedAt != nil
+	})
+	if got := jobs(); len(got) != 1 || !strings.HasSuffix(got[0], "|"+m.accounts["ads"]+"|clearhouse-best-effort|RUNNING") {
+		t.Fatalf("Slurm jobs named %s: %v, want one running under %s in clearhouse-best-effort", name, got, m.accounts["ads"])
+	}
+	confirmed := *view().Runs[0].ConfirmedAt
+	for range 3 { // three fresh agents: a kill and restart each
+		m.agentOnce(token)
+	}
+	if got := jobs(); len(got) != 1 {
+		t.Fatalf("Slurm jobs named %s after restarts: %v, want one", name, got)
+	}
+	if v := view(); v.Runs[0].Status != fleet.TaskRunning || !v.Runs[0].ConfirmedAt.Equal(confirmed) || v.Tasks != 1 {
+		t.Fatalf("after restarts: task %s confirmed %v (first %v), %d tasks", v.Runs[0].Status, v.Runs[0].ConfirmedAt, confirmed, v.Tasks)
+	}
+
+	// search needs its 13 cores; 10 are free: Slurm preempts the task.
+	owner := m.slurm("sbatch", "--parsable", "--chdir="+os.TempDir(), "--output=/dev/null", "--mem=100M",
+		"--account="+m.accounts["search"], "--cpus-per-task=13", "--wrap=sleep 300")
+	m.eventually("search's job running", func() bool { return m.jobState(owner) == "RUNNING|None" })
+	if got := jobs(); len(got) != 1 || !strings.HasSuffix(got[0], "|PREEMPTED") {
+		t.Fatalf("Slurm jobs named %s after search's job started: %v, want the one PREEMPTED", name, got)
+	}
+	m.eventually("the server hearing the task stopped", func() bool {
+		m.agentOnce(token)
+		return view().Runs[0].Status != fleet.TaskRunning
+	})
+	if got := jobs(); len(got) != 1 {
+		t.Errorf("Slurm jobs named %s after the preemption: %v, want still one (nothing resubmitted)", name, got)
+	}
+	if code, out, errOut := runCLI(t, "", "verify", "--db", m.dsn); code != 0 {
+		t.Fatalf("clearhouse verify: exit %d\n%s%s", code, out, errOut)
+	}
+}
