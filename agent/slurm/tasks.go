@@ -54,7 +54,7 @@ func (b *Backend) SyncTasks(ctx context.Context, run, stop []agent.Task) ([]agen
 		}
 	}
 	for _, t := range run {
-		j, ok := jobs[t.ID]
+		j, ok := jobs[b.taskKey(t)]
 		if !ok {
 			if err := b.submit(ctx, t); err != nil {
 				errs = append(errs, err)
@@ -67,7 +67,7 @@ func (b *Backend) SyncTasks(ctx context.Context, run, stop []agent.Task) ([]agen
 		b.events(j, emit)
 	}
 	for _, t := range stop {
-		j, ok := jobs[t.ID]
+		j, ok := jobs[b.taskKey(t)]
 		switch {
 		case !ok:
 			emit(t.ID, agent.TaskStopped, now)
@@ -113,9 +113,23 @@ func live(state string) bool {
 	return false
 }
 
-// taskJobs is the newest Slurm job of each task in the best-effort QOS: accounting
-// (sacct) since b.since, overlaid by the queue (squeue), which is newer.
-func (b *Backend) taskJobs(ctx context.Context) (map[int64]job, error) {
+// taskKey names a task's Slurm job: its job name under its team's account. The
+// account is part of it so that a job of the same name under another account (another
+// Clearhouse server's task, or one from before a database was restored, whose task
+// numbers start again) is never taken for this task's.
+type taskKey struct {
+	task    int64
+	account string
+}
+
+func (b *Backend) taskKey(t agent.Task) taskKey {
+	return taskKey{t.ID, strings.ToLower(b.accounts[t.Team])}
+}
+
+// taskJobs is the newest Slurm job of each task in the best-effort QOS, by task and
+// account: accounting (sacct) since b.since, overlaid by the queue (squeue), which is
+// newer.
+func (b *Backend) taskJobs(ctx context.Context) (map[taskKey]job, error) {
 	done, err := b.accounting(ctx, b.since, "--qos="+b.qos)
 	if err != nil {
 		return nil, err
@@ -124,14 +138,15 @@ func (b *Backend) taskJobs(ctx context.Context) (map[int64]job, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := map[int64]job{}
+	out := map[taskKey]job{}
 	for _, j := range append(done, queued...) {
 		task, ok := taskOf(j.Name)
 		if !ok {
 			continue
 		}
-		if have, seen := out[task]; !seen || j.ID >= have.ID { // the queue comes last: it is the fresher
-			out[task] = j
+		k := taskKey{task, strings.ToLower(j.Account)}
+		if have, seen := out[k]; !seen || j.ID >= have.ID { // the queue comes last: it is the fresher
+			out[k] = j
 		}
 	}
 	return out, nil
