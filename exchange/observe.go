@@ -17,6 +17,10 @@ type CloseStats struct {
 	Paid      int64 // micro-dollars winners paid (sellers were paid from it; the treasury kept the rest)
 	Close     time.Duration
 	Settle    time.Duration // the binding transaction: the clock's run and the settlement
+	// FinalRound says whether the final round ran; FinalGap is the share of its proven
+	// bound the allocation may be short of (0: proved optimal).
+	FinalRound bool
+	FinalGap   float64
 }
 
 // CloseObserver is told of every binding close after it commits.
@@ -33,7 +37,8 @@ func (m *Market) observeClose(ctx context.Context, run AuctionRun, closing, sett
 	if m.closes == nil {
 		return
 	}
-	st := CloseStats{AuctionID: run.AuctionID, Settled: run.Converged, Rounds: run.Rounds, Close: closing, Settle: settling}
+	st := CloseStats{AuctionID: run.AuctionID, Settled: run.Converged, Rounds: run.Rounds, Close: closing, Settle: settling,
+		FinalRound: run.FinalRound, FinalGap: run.Gap()}
 	db := m.db.Read.WithContext(ctx)
 	if run.Converged {
 		var pools int64

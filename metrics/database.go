@@ -15,7 +15,7 @@ type databaseCollector struct {
 	db  *store.DB
 	now func() time.Time
 
-	openOrders, outbox, outboxRetrying, agentAge, tasks, preempted, waiting, overdue, lastSettled *prometheus.Desc
+	openOrders, outbox, outboxRetrying, agentAge, agentCorrections, agentErrorAt, tasks, preempted, waiting, overdue, lastSettled *prometheus.Desc
 }
 
 func newDatabaseCollector(db *store.DB, now func() time.Time) *databaseCollector {
@@ -23,20 +23,22 @@ func newDatabaseCollector(db *store.DB, now func() time.Time) *databaseCollector
 		return prometheus.NewDesc(prometheus.BuildFQName(ns, "", name), help, labels, nil)
 	}
 	return &databaseCollector{db: db, now: now,
-		openOrders:     d("open_orders", "Orders in open auctions, by status (open, awaiting_approval).", "status"),
-		outbox:         d("email_outbox_pending", "Notification e-mails waiting in the outbox to be sent."),
-		outboxRetrying: d("email_outbox_retrying", "Outbox e-mails that failed at least once and wait for a retry."),
-		agentAge:       d("agent_last_seen_age_seconds", "Seconds since a cluster's agent last authenticated (token use is recorded at most once a minute).", "cluster"),
-		tasks:          d("best_effort_tasks_running", "Best-effort tasks running on idle capacity, by cluster.", "cluster"),
-		preempted:      d("best_effort_tasks_preempted_total", "Best-effort tasks preempted so far, by cluster.", "cluster"),
-		waiting:        d("best_effort_jobs_waiting", "Best-effort jobs queued and waiting for idle capacity, by cluster.", "cluster"),
-		overdue:        d("auctions_overdue", "Auctions whose bid window ended but that are not yet settled or failed."),
-		lastSettled:    d("auction_last_settled_timestamp_seconds", "Unix time the most recently settled auction settled."),
+		openOrders:       d("open_orders", "Orders in open auctions, by status (open, awaiting_approval).", "status"),
+		outbox:           d("email_outbox_pending", "Notification e-mails waiting in the outbox to be sent."),
+		outboxRetrying:   d("email_outbox_retrying", "Outbox e-mails that failed at least once and wait for a retry."),
+		agentAge:         d("agent_last_seen_age_seconds", "Seconds since a cluster's agent last authenticated (token use is recorded at most once a minute).", "cluster"),
+		agentCorrections: d("agent_drift_corrections_total", "Drift corrections a cluster's agent reported in all: limits in the cluster that someone else changed and the agent set back.", "cluster"),
+		agentErrorAt:     d("agent_last_error_timestamp_seconds", "Unix time of the last agent report that carried errors, by cluster (see /operate for the errors).", "cluster"),
+		tasks:            d("best_effort_tasks_running", "Best-effort tasks running on idle capacity, by cluster.", "cluster"),
+		preempted:        d("best_effort_tasks_preempted_total", "Best-effort tasks preempted so far, by cluster.", "cluster"),
+		waiting:          d("best_effort_jobs_waiting", "Best-effort jobs queued and waiting for idle capacity, by cluster.", "cluster"),
+		overdue:          d("auctions_overdue", "Auctions whose bid window ended but that are not yet settled or failed."),
+		lastSettled:      d("auction_last_settled_timestamp_seconds", "Unix time the most recently settled auction settled."),
 	}
 }
 
 func (c *databaseCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.openOrders, c.outbox, c.outboxRetrying, c.agentAge, c.tasks, c.preempted, c.waiting, c.overdue, c.lastSettled} {
+	for _, d := range []*prometheus.Desc{c.openOrders, c.outbox, c.outboxRetrying, c.agentAge, c.agentCorrections, c.agentErrorAt, c.tasks, c.preempted, c.waiting, c.overdue, c.lastSettled} {
 		ch <- d
 	}
 }
@@ -106,6 +108,21 @@ func (c *databaseCollector) Collect(ch chan<- prometheus.Metric) {
 		}
 		for cluster, at := range last {
 			ch <- prometheus.MustNewConstMetric(c.agentAge, prometheus.GaugeValue, max(now.Sub(at).Seconds(), 0), cluster)
+		}
+	}
+	var statuses []struct {
+		ClusterID   string
+		Corrections int64
+		ErrorsAt    *time.Time
+	}
+	if err := db.Raw(`SELECT cluster_id, corrections, errors_at FROM agent_statuses`).Scan(&statuses).Error; err != nil {
+		ch <- prometheus.NewInvalidMetric(c.agentCorrections, err)
+	} else {
+		for _, st := range statuses {
+			ch <- prometheus.MustNewConstMetric(c.agentCorrections, prometheus.CounterValue, float64(st.Corrections), st.ClusterID)
+			if st.ErrorsAt != nil {
+				ch <- prometheus.MustNewConstMetric(c.agentErrorAt, prometheus.GaugeValue, float64(st.ErrorsAt.Unix()), st.ClusterID)
+			}
 		}
 	}
 	var settled []time.Time

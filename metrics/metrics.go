@@ -31,6 +31,7 @@ type Metrics struct {
 
 	closes       *prometheus.CounterVec
 	closeRounds  prometheus.Histogram
+	finalGap     prometheus.Histogram
 	closeSeconds prometheus.Histogram
 	poolsCleared prometheus.Counter
 	settleTime   prometheus.Histogram
@@ -73,6 +74,9 @@ func New(db *store.DB, version string, now func() time.Time) *Metrics {
 		[]string{"cluster", "outcome"})
 	m.closes = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: "auction", Name: "closes_total",
 		Help: "Binding auction closes this server ran, by outcome (settled, failed)."}, []string{"outcome"})
+	m.finalGap = prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: ns, Subsystem: "auction", Name: "final_round_gap_ratio",
+		Help:    "Each binding close's final round: the share of its proven welfare bound the allocation may be short of (0: proved optimal).",
+		Buckets: []float64{0, 0.001, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5}})
 	m.closeRounds = prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: ns, Subsystem: "auction", Name: "close_rounds",
 		Help: "Clock rounds of each binding close.", Buckets: []float64{1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 5000}})
 	m.closeSeconds = prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: ns, Subsystem: "auction", Name: "close_duration_seconds",
@@ -101,7 +105,7 @@ func New(db *store.DB, version string, now func() time.Time) *Metrics {
 		Buckets: prometheus.ExponentialBuckets(0.001, 3, 10)}, []string{"rebuilt"})
 	m.violations = prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Subsystem: "verify", Name: "violations",
 		Help: "Invariant violations the last scheduled verify found (0: clean)."})
-	for _, c := range []prometheus.Collector{m.httpDuration, m.agentReports, m.closes, m.closeRounds, m.closeSeconds, m.poolsCleared,
+	for _, c := range []prometheus.Collector{m.httpDuration, m.agentReports, m.closes, m.finalGap, m.closeRounds, m.closeSeconds, m.poolsCleared,
 		m.settleTime, m.winners, m.paid, m.jobRuns, m.jobFailures, m.jobSkipped, m.jobDuration, m.jobSuccess, m.planUpdates, m.violations} {
 		f(c)
 	}
@@ -151,6 +155,9 @@ func (m *Metrics) AuctionClosed(st exchange.CloseStats) {
 	m.poolsCleared.Add(float64(st.Pools))
 	m.winners.Add(float64(st.Winners))
 	m.paid.Add(float64(st.Paid) / 1e6)
+	if st.FinalRound {
+		m.finalGap.Observe(st.FinalGap)
+	}
 }
 
 // PlanUpdated records one update of the reservation plan (fleet.PlanObserver).

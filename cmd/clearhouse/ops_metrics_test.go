@@ -203,6 +203,7 @@ func TestMetricsFollowACloseASettlementAFailingJobAndAnAgentReport(t *testing.T)
 	after := m.scrape()
 	m.want(after, "clearhouse_auction_closes_total", map[string]string{"outcome": "settled"}, 1)
 	m.want(after, "clearhouse_auction_close_rounds", nil, 1)
+	m.want(after, "clearhouse_auction_final_round_gap_ratio", nil, 1) // the final round runs by default
 	m.want(after, "clearhouse_auction_close_duration_seconds", nil, 1)
 	m.want(after, "clearhouse_auction_pools_cleared_total", nil, 1)
 	m.want(after, "clearhouse_settlement_duration_seconds", nil, 1)
@@ -235,7 +236,8 @@ func TestMetricsFollowACloseASettlementAFailingJobAndAnAgentReport(t *testing.T)
 	if err != nil {
 		t.Fatal(err)
 	}
-	req, _ := http.NewRequest(http.MethodPost, m.app.Server.URL()+"/api/v1/clusters/us-east/updates", strings.NewReader(`{"pools":[{"pool":"us-east/cpu","used":40}]}`))
+	req, _ := http.NewRequest(http.MethodPost, m.app.Server.URL()+"/api/v1/clusters/us-east/updates", strings.NewReader(`{"pools":[{"pool":"us-east/cpu","used":40}],
+		"agent":{"backend":"kubernetes","corrections":[{"object":"ResourceQuota ads/clearhouse","was":"1","now":"2"}],"errors":["apply quotas: boom"]}}`))
 	req.Header.Set("Authorization", "Bearer "+token)
 	req.Header.Set("Content-Type", "application/json")
 	res, err := http.DefaultClient.Do(req)
@@ -243,8 +245,11 @@ func TestMetricsFollowACloseASettlementAFailingJobAndAnAgentReport(t *testing.T)
 		t.Fatalf("agent report: %v %v", res, err)
 	}
 	res.Body.Close()
+	reportedAt := m.clock.Now()
 	m.clock.Advance(90 * time.Second)
 	reported := m.scrape()
+	m.want(reported, "clearhouse_agent_drift_corrections_total", map[string]string{"cluster": "us-east"}, 1)
+	m.want(reported, "clearhouse_agent_last_error_timestamp_seconds", map[string]string{"cluster": "us-east"}, float64(reportedAt.Unix()))
 	m.want(reported, "clearhouse_agent_reports_total", map[string]string{"cluster": "us-east", "outcome": "ok"}, 1)
 	m.want(reported, "clearhouse_agent_last_seen_age_seconds", map[string]string{"cluster": "us-east"}, 90)
 	m.want(reported, "clearhouse_http_request_duration_seconds",
