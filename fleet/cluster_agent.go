@@ -299,16 +299,13 @@ func (s *Reservations) Report(ctx context.Context, cluster string, rep AgentRepo
 			return err
 		}
 		var up scheduler.Update
-		horizon := p.eng.Horizon()
+		capacity := make([]CapacityReport, 0, len(rep.Capacity))
 		for _, c := range rep.Capacity {
 			row := CapacityChange{PoolID: c.Pool, FromAt: c.From.UTC(), ToAt: c.To.UTC(), Units: c.Units, ReportedAt: now}
 			if err := tx.Omit("ID").Create(&row).Error; err != nil {
 				return err
 			}
-			from, to := max(p.slot(c.From), 0), min(p.ceil(c.To), horizon)
-			if from < to {
-				up.Capacity = append(up.Capacity, scheduler.CapacityChange{Pool: c.Pool, From: from, To: to, Units: c.Units})
-			}
+			capacity = append(capacity, CapacityReport{Pool: c.Pool, From: row.FromAt, To: row.ToAt, Units: c.Units})
 		}
 		touched := map[int64]bool{}
 		for _, e := range rep.Ends {
@@ -373,7 +370,7 @@ func (s *Reservations) Report(ctx context.Context, cluster string, rep AgentRepo
 				return err
 			}
 		}
-		out, err := p.eng.Update(p.slot(now), up)
+		out, err := p.update(p.slot(now), up, capacity)
 		if err != nil {
 			return err
 		}
