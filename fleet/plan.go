@@ -134,10 +134,16 @@ func (s *Reservations) refresh(ctx context.Context, fn func(tx *gorm.DB, p *plan
 }
 
 func (s *Reservations) transact(ctx context.Context, bump bool, fn func(tx *gorm.DB, p *plan, now time.Time) error) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	now := s.now()
 	var version int64
+	// The server's lock is taken after the plan's row lock, so this server's
+	// readers never wait for another server's write to reach the row.
+	locked := false
+	defer func() {
+		if locked {
+			s.mu.Unlock()
+		}
+	}()
 	err := s.db.Write.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 		// The row lock serializes the plan's writers across servers.
 		lock := "UPDATE plan_state SET version = version WHERE id = 1"
@@ -147,6 +153,8 @@ func (s *Reservations) transact(ctx context.Context, bump bool, fn func(tx *gorm
 		if err := tx.Exec(lock).Error; err != nil {
 			return err
 		}
+		s.mu.Lock()
+		locked = true
 		if err := tx.Raw("SELECT version FROM plan_state WHERE id = 1").Scan(&version).Error; err != nil {
 			return err
 		}
@@ -204,6 +212,10 @@ func (s *Reservations) transact(ctx context.Context, bump bool, fn func(tx *gorm
 		}
 		return s.flushLearned(tx)
 	})
+	if !locked {
+		s.mu.Lock()
+		locked = true
+	}
 	if err != nil {
 		s.plan, s.learn = nil, nil
 		return err
@@ -227,7 +239,18 @@ func (s *Reservations) read(ctx context.Context, fn func(p *plan, now time.Time)
 		return err
 	}
 	s.mu.Lock()
-	stale := s.stale(version, s.now()) || s.learn == nil || s.learn.upto != learnt
+	now := s.now()
+	if s.plan != nil && s.plan.version < version && !s.rebaseDue(now) {
+		// Other servers' writes, replayed from what they recorded: no lock on the
+		// plan's row is needed to read committed versions.
+		if err := catchUp(db, s.plan, version); err != nil {
+			s.plan = nil
+		} else {
+			s.updates.Replayed++
+		}
+	}
+	// A plan ahead of version is newer than what was read: up to date.
+	stale := s.plan == nil || s.plan.version < version || s.rebaseDue(now) || s.learn == nil || s.learn.upto != learnt
 	s.mu.Unlock()
 	if stale {
 		if err := s.refresh(ctx, func(*gorm.DB, *plan, time.Time) error { return nil }); err != nil {
