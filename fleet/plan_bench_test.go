@@ -176,17 +176,35 @@ func agentReport(b *testing.B, r *fleet.Reservations, clock *storetest.Clock, i 
 
 // BenchmarkReportApplied is one agent report with 10,000 reservations planned:
 // taken by the server it reached (writer), and then applied by another server
-// that had the plan before it (replica: its next allocation, replaying the
-// report; compare BenchmarkPlanRebuild, what that cost before plan changes were
-// replayed). allocation is the replica's allocation when nothing changed: the
-// replay costs replica less allocation.
+// that had the plan before it (replica: its next read of the plan, one pool's
+// load in one slot, replaying the report; compare BenchmarkPlanRebuild, what
+// that cost before plan changes were replayed). unchanged is the same read with
+// nothing to apply: the replay costs replica less unchanged.
+// On PostgreSQL too when CLEARHOUSE_TEST_POSTGRES is set (the replica with its
+// own connection pool).
 func BenchmarkReportApplied(b *testing.B) {
-	db, _, a, _, clock := busyPlanOn(b, 10000)
-	ctx := context.Background()
-	replica := fleet.NewReservations(db, ledger.New(db, clock.Now), clock.Now, fleet.DefaultPlanConfig)
-	if _, err := replica.Allocation(ctx, "big"); err != nil {
-		b.Fatal(err)
+	b.Run("sqlite", func(b *testing.B) {
+		db, _, a, _, clock := busyPlanOn(b, 10000)
+		reportApplied(b, a, fleet.NewReservations(db, ledger.New(db, clock.Now), clock.Now, fleet.DefaultPlanConfig), clock)
+	})
+	if pg, ok := storetest.NewPostgres(b); ok {
+		b.Run("postgres", func(b *testing.B) {
+			db, _, a, _, clock := busyPlanIn(b, pg, 10000)
+			other := storetest.Another(b, db)
+			reportApplied(b, a, fleet.NewReservations(other, ledger.New(other, clock.Now), clock.Now, fleet.DefaultPlanConfig), clock)
+		})
 	}
+}
+
+func reportApplied(b *testing.B, a, replica *fleet.Reservations, clock *storetest.Clock) {
+	ctx := context.Background()
+	look := func() {
+		now := clock.Now()
+		if _, err := replica.PoolLoad(ctx, "big/r0", now, now.Add(fleet.DefaultPlanConfig.Slot), fleet.DefaultPlanConfig.Slot); err != nil {
+			b.Fatal(err)
+		}
+	}
+	look()
 	b.Run("writer", func(b *testing.B) {
 		for i := range b.N {
 			b.StopTimer()
@@ -198,13 +216,12 @@ func BenchmarkReportApplied(b *testing.B) {
 		}
 		b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N)/1000, "ms/report")
 	})
-	b.Run("allocation", func(b *testing.B) { // the replica's allocation with nothing to apply: subtract it
+	look()
+	b.Run("unchanged", func(b *testing.B) {
 		for range b.N {
-			if _, err := replica.Allocation(ctx, "big"); err != nil {
-				b.Fatal(err)
-			}
+			look()
 		}
-		b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N)/1000, "ms/allocation")
+		b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N)/1000, "ms/read")
 	})
 	b.Run("replica", func(b *testing.B) {
 		before := replica.Updates()
@@ -214,9 +231,7 @@ func BenchmarkReportApplied(b *testing.B) {
 				b.Fatal(err)
 			}
 			b.StartTimer()
-			if _, err := replica.Allocation(ctx, "big"); err != nil {
-				b.Fatal(err)
-			}
+			look()
 		}
 		after := replica.Updates()
 		if after.Rebuilt != before.Rebuilt || after.Replayed-before.Replayed != int64(b.N) {
