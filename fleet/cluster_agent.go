@@ -345,12 +345,6 @@ func (s *Reservations) Report(ctx context.Context, cluster string, rep AgentRepo
 			}
 			usage[k][u.Pool] = u.Units
 		}
-		for k, m := range usage {
-			if err := tx.Model(&ReservationRequest{}).Where("reservation_id = ? AND idx = ?", k[0], k[1]).
-				Updates(map[string]any{"usage": configJSON(m), "reported_at": now}).Error; err != nil {
-				return err
-			}
-		}
 		for _, u := range rep.Usage {
 			if _, planned := p.eng.Reservation(u.Reservation); planned && byID[u.Reservation].Status == ReservationAccepted {
 				up.Usage = append(up.Usage, scheduler.Usage{Reservation: u.Reservation, Request: u.Request, Pool: u.Pool, Units: u.Units})
@@ -374,7 +368,7 @@ func (s *Reservations) Report(ctx context.Context, cluster string, rep AgentRepo
 		if err != nil {
 			return err
 		}
-		if err := s.applyUse(tx, p, up, out, byID, &res); err != nil {
+		if err := s.applyUse(tx, p, up, out, byID, usage, now, &res); err != nil {
 			return err
 		}
 		if err := s.applyReport(ctx, tx, p, out, now, "capacity in its cluster fell below what was promised"); err != nil {
@@ -437,20 +431,18 @@ func (s *Reservations) applyReport(ctx context.Context, tx *gorm.DB, p *plan, re
 	return nil
 }
 
-// applyUse records what usage and early starts did to the plan: the unit-slots each
-// request has not used so far (what the learned predictors are told when it leaves
-// the plan), and the new starts of requests started early.
-func (s *Reservations) applyUse(tx *gorm.DB, p *plan, up scheduler.Update, out scheduler.Report, byID map[int64]ReservationView, res *AgentResult) error {
-	seen := map[JobRef]bool{}
-	for _, u := range up.Usage {
-		k := JobRef{u.Reservation, u.Request}
-		r, ok := p.eng.Reservation(u.Reservation)
-		if seen[k] || !ok || r.Unused == nil {
-			continue
+// applyUse records what usage and early starts did to the plan: each reported
+// request's usage with, when the plan holds it, the unit-slots it has not used
+// so far (what the learned predictors are told when it leaves the plan), in one
+// statement per request; and the new starts of requests started early.
+func (s *Reservations) applyUse(tx *gorm.DB, p *plan, up scheduler.Update, out scheduler.Report, byID map[int64]ReservationView,
+	usage map[[2]int64]map[string]int64, now time.Time, res *AgentResult) error {
+	for k, m := range usage {
+		set := map[string]any{"usage": configJSON(m), "reported_at": now}
+		if r, ok := p.eng.Reservation(k[0]); ok && r.Unused != nil && int(k[1]) < len(r.Unused) {
+			set["unused"] = max(r.Unused[k[1]], 0)
 		}
-		seen[k] = true
-		if err := tx.Model(&ReservationRequest{}).Where("reservation_id = ? AND idx = ?", k.Reservation, k.Request).
-			Update("unused", max(r.Unused[k.Request], 0)).Error; err != nil {
+		if err := tx.Model(&ReservationRequest{}).Where("reservation_id = ? AND idx = ?", k[0], k[1]).Updates(set).Error; err != nil {
 			return err
 		}
 	}
