@@ -299,16 +299,13 @@ func (s *Reservations) Report(ctx context.Context, cluster string, rep AgentRepo
 			return err
 		}
 		var up scheduler.Update
-		horizon := p.eng.Horizon()
+		capacity := make([]CapacityReport, 0, len(rep.Capacity))
 		for _, c := range rep.Capacity {
 			row := CapacityChange{PoolID: c.Pool, FromAt: c.From.UTC(), ToAt: c.To.UTC(), Units: c.Units, ReportedAt: now}
 			if err := tx.Omit("ID").Create(&row).Error; err != nil {
 				return err
 			}
-			from, to := max(p.slot(c.From), 0), min(p.ceil(c.To), horizon)
-			if from < to {
-				up.Capacity = append(up.Capacity, scheduler.CapacityChange{Pool: c.Pool, From: from, To: to, Units: c.Units})
-			}
+			capacity = append(capacity, CapacityReport{Pool: c.Pool, From: row.FromAt, To: row.ToAt, Units: c.Units})
 		}
 		touched := map[int64]bool{}
 		for _, e := range rep.Ends {
@@ -348,12 +345,6 @@ func (s *Reservations) Report(ctx context.Context, cluster string, rep AgentRepo
 			}
 			usage[k][u.Pool] = u.Units
 		}
-		for k, m := range usage {
-			if err := tx.Model(&ReservationRequest{}).Where("reservation_id = ? AND idx = ?", k[0], k[1]).
-				Updates(map[string]any{"usage": configJSON(m), "reported_at": now}).Error; err != nil {
-				return err
-			}
-		}
 		for _, u := range rep.Usage {
 			if _, planned := p.eng.Reservation(u.Reservation); planned && byID[u.Reservation].Status == ReservationAccepted {
 				up.Usage = append(up.Usage, scheduler.Usage{Reservation: u.Reservation, Request: u.Request, Pool: u.Pool, Units: u.Units})
@@ -373,11 +364,11 @@ func (s *Reservations) Report(ctx context.Context, cluster string, rep AgentRepo
 				return err
 			}
 		}
-		out, err := p.eng.Update(p.slot(now), up)
+		out, err := p.update(p.slot(now), up, capacity)
 		if err != nil {
 			return err
 		}
-		if err := s.applyUse(tx, p, up, out, byID, &res); err != nil {
+		if err := s.applyUse(tx, p, up, out, byID, usage, now, &res); err != nil {
 			return err
 		}
 		if err := s.applyReport(ctx, tx, p, out, now, "capacity in its cluster fell below what was promised"); err != nil {
@@ -440,20 +431,18 @@ func (s *Reservations) applyReport(ctx context.Context, tx *gorm.DB, p *plan, re
 	return nil
 }
 
-// applyUse records what usage and early starts did to the plan: the unit-slots each
-// request has not used so far (what the learned predictors are told when it leaves
-// the plan), and the new starts of requests started early.
-func (s *Reservations) applyUse(tx *gorm.DB, p *plan, up scheduler.Update, out scheduler.Report, byID map[int64]ReservationView, res *AgentResult) error {
-	seen := map[JobRef]bool{}
-	for _, u := range up.Usage {
-		k := JobRef{u.Reservation, u.Request}
-		r, ok := p.eng.Reservation(u.Reservation)
-		if seen[k] || !ok || r.Unused == nil {
-			continue
+// applyUse records what usage and early starts did to the plan: each reported
+// request's usage with, when the plan holds it, the unit-slots it has not used
+// so far (what the learned predictors are told when it leaves the plan), in one
+// statement per request; and the new starts of requests started early.
+func (s *Reservations) applyUse(tx *gorm.DB, p *plan, up scheduler.Update, out scheduler.Report, byID map[int64]ReservationView,
+	usage map[[2]int64]map[string]int64, now time.Time, res *AgentResult) error {
+	for k, m := range usage {
+		set := map[string]any{"usage": configJSON(m), "reported_at": now}
+		if r, ok := p.eng.Reservation(k[0]); ok && r.Unused != nil && int(k[1]) < len(r.Unused) {
+			set["unused"] = max(r.Unused[k[1]], 0)
 		}
-		seen[k] = true
-		if err := tx.Model(&ReservationRequest{}).Where("reservation_id = ? AND idx = ?", k.Reservation, k.Request).
-			Update("unused", max(r.Unused[k.Request], 0)).Error; err != nil {
+		if err := tx.Model(&ReservationRequest{}).Where("reservation_id = ? AND idx = ?", k[0], k[1]).Updates(set).Error; err != nil {
 			return err
 		}
 	}

@@ -38,9 +38,10 @@ const rebaseEvery = 24 * time.Hour
 var slotEpoch = time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)
 
 // Reservations is the service for short-term reservations. The database is the
-// source of truth; the scheduler engine in memory is a cache of it, rebuilt
-// whenever the plan's version in the database moved (a write by another server,
-// a settlement, an offer that sets quota aside) and once a day. Every write runs in
+// source of truth; the scheduler engine in memory is a cache of it, brought up to
+// date whenever the plan's version in the database moved: by replaying what
+// another server's write did (plan_changes.go), or by a rebuild after a
+// settlement, an offer that sets quota aside, and once a day. Every write runs in
 // one transaction that bumps the version, so writers are serialized across servers
 // and a failed write leaves nothing behind: the engine is rebuilt from what
 // committed.
@@ -52,6 +53,7 @@ type Reservations struct {
 
 	mu         sync.Mutex
 	plan       *plan
+	updates    PlanUpdates        // how this server's plan was brought up to date
 	learn      *learned           // the learned predictors as of the database's log (predictors.go)
 	seasonal   *scheduler.Shifted // the plan's views of them, in its slots
 	fractional *scheduler.Shifted
@@ -82,6 +84,7 @@ type plan struct {
 	slotLen time.Duration
 	version int64
 	pools   map[string]exchange.Pool
+	ops     []planOp // what the current write did to eng, for the other servers (plan_changes.go)
 }
 
 // slot is the slot holding t (floor).
@@ -116,7 +119,8 @@ func (p *plan) slots(seconds int64) scheduler.Slot {
 func bumpPlan(tx *gorm.DB) error { return exchange.MarkPlanChanged(tx) }
 
 // write runs fn in one transaction with an engine that matches the database, and
-// moves the plan's version so that every other server rebuilds. A failed fn rolls
+// moves the plan's version, recording what fn did to the engine so that every
+// other server replays it (plan_changes.go). A failed fn rolls
 // back and drops the engine (it may hold fn's uncommitted changes); the next call
 // rebuilds it.
 func (s *Reservations) write(ctx context.Context, fn func(tx *gorm.DB, p *plan, now time.Time) error) error {
@@ -131,11 +135,17 @@ func (s *Reservations) refresh(ctx context.Context, fn func(tx *gorm.DB, p *plan
 }
 
 func (s *Reservations) transact(ctx context.Context, bump bool, fn func(tx *gorm.DB, p *plan, now time.Time) error) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	now := s.now()
 	var version int64
-	start, rebuilt := time.Now(), false
+	start, reloaded := time.Now(), false // for the observer: whether the plan was rebuilt from the database
+	// The server's lock is taken after the plan's row lock, so this server's
+	// readers never wait for another server's write to reach the row.
+	locked := false
+	defer func() {
+		if locked {
+			s.mu.Unlock()
+		}
+	}()
 	err := s.db.Write.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 		// The row lock serializes the plan's writers across servers.
 		lock := "UPDATE plan_state SET version = version WHERE id = 1"
@@ -145,6 +155,8 @@ func (s *Reservations) transact(ctx context.Context, bump bool, fn func(tx *gorm
 		if err := tx.Exec(lock).Error; err != nil {
 			return err
 		}
+		s.mu.Lock()
+		locked = true
 		if err := tx.Raw("SELECT version FROM plan_state WHERE id = 1").Scan(&version).Error; err != nil {
 			return err
 		}
@@ -155,28 +167,57 @@ func (s *Reservations) transact(ctx context.Context, bump bool, fn func(tx *gorm
 		if err := s.syncLearned(tx, now); err != nil {
 			return err
 		}
+		if s.plan != nil && s.plan.version != seen && !s.rebaseDue(now) {
+			if err := catchUp(tx, s.plan, seen); err != nil {
+				// Too far behind, or a change replay cannot follow; a database error
+				// surfaces again in the rebuild.
+				s.plan = nil // half replayed: rebuilt below
+			} else {
+				s.updates.Replayed++
+			}
+		}
+		rebuilt := false
 		if s.stale(seen, now) {
-			s.plan, rebuilt = nil, true
+			s.plan, reloaded = nil, true
 			p, changed, err := s.load(ctx, tx, now)
 			if err != nil {
 				return err
 			}
 			s.plan = p
-			if changed && !bump {
-				version++
-				if err := bumpPlan(tx); err != nil {
-					return err
+			s.updates.Rebuilt++
+			if changed {
+				rebuilt = true // other servers must rebuild too: no operations to replay
+				if !bump {
+					version++
+					if err := bumpPlan(tx); err != nil {
+						return err
+					}
 				}
 			}
 		}
+		s.plan.ops = nil
 		if err := fn(tx, s.plan, now); err != nil {
 			return err
+		}
+		// A write that dropped the plan (a pricing policy changed what it is built
+		// from) leaves no operations: the other servers rebuild too.
+		if s.plan != nil && bump && !rebuilt {
+			if err := recordChange(tx, s.plan, version, now); err != nil {
+				return err
+			}
+		}
+		if s.plan != nil {
+			s.plan.ops = nil
 		}
 		if err := s.storeLost(tx, s.plan, now); err != nil {
 			return err
 		}
 		return s.flushLearned(tx)
 	})
+	if !locked {
+		s.mu.Lock()
+		locked = true
+	}
 	if err != nil {
 		s.plan, s.learn = nil, nil
 		return err
@@ -185,7 +226,7 @@ func (s *Reservations) transact(ctx context.Context, bump bool, fn func(tx *gorm
 		s.plan.version = version
 	}
 	if s.observer != nil {
-		s.observer.PlanUpdated(rebuilt, time.Since(start))
+		s.observer.PlanUpdated(reloaded, time.Since(start))
 	}
 	return nil
 }
@@ -203,7 +244,18 @@ func (s *Reservations) read(ctx context.Context, fn func(p *plan, now time.Time)
 		return err
 	}
 	s.mu.Lock()
-	stale := s.stale(version, s.now()) || s.learn == nil || s.learn.upto != learnt
+	now := s.now()
+	if s.plan != nil && s.plan.version < version && !s.rebaseDue(now) {
+		// Other servers' writes, replayed from what they recorded: no lock on the
+		// plan's row is needed to read committed versions.
+		if err := catchUp(db, s.plan, version); err != nil {
+			s.plan = nil
+		} else {
+			s.updates.Replayed++
+		}
+	}
+	// A plan ahead of version is newer than what was read: up to date.
+	stale := s.plan == nil || s.plan.version < version || s.rebaseDue(now) || s.learn == nil || s.learn.upto != learnt
 	s.mu.Unlock()
 	if stale {
 		if err := s.refresh(ctx, func(*gorm.DB, *plan, time.Time) error { return nil }); err != nil {
@@ -219,7 +271,13 @@ func (s *Reservations) read(ctx context.Context, fn func(p *plan, now time.Time)
 }
 
 func (s *Reservations) stale(version int64, now time.Time) bool {
-	return s.plan == nil || s.plan.version != version || now.Sub(s.plan.origin) >= rebaseEvery || now.Before(s.plan.origin)
+	return s.plan == nil || s.plan.version != version || s.rebaseDue(now)
+}
+
+// rebaseDue reports whether the plan's origin must move: it is a day old, or
+// after now (the clock went back).
+func (s *Reservations) rebaseDue(now time.Time) bool {
+	return s.plan == nil || now.Sub(s.plan.origin) >= rebaseEvery || now.Before(s.plan.origin)
 }
 
 // quotaRow is a team's quota of a pool for the scheduler: what it holds less what
@@ -329,6 +387,28 @@ func (s *Reservations) load(ctx context.Context, tx *gorm.DB, now time.Time) (*p
 				return nil, false, err
 			}
 			changed = true
+		}
+	}
+	// A reservation cancelled, or ended early, in the current slot is charged to
+	// the slot's end and holds it, as the server that cancelled it or took the
+	// end left it: one that ended stays in the plan until the tick retires it, a
+	// cancelled one leaves it, so no agent is told to run it.
+	over, err := s.views(tx, tx.Where("status IN ? AND updated_at >= ?",
+		[]ReservationStatus{ReservationCancelled, ReservationDone}, p.at(nowSlot)), now)
+	if err != nil {
+		return nil, false, err
+	}
+	for _, v := range over {
+		er := p.engineReservation(v)
+		use := p.currentUsage(v, &er, nowSlot)
+		if err := p.eng.Restore(er); err != nil {
+			continue // the slot is nearly over: not worth failing the rebuild for
+		}
+		if len(use) > 0 {
+			_, _ = p.eng.Update(nowSlot, scheduler.Update{Usage: use})
+		}
+		if v.Status == ReservationCancelled {
+			_ = p.eng.Cancel(p.ceil(now), v.ID)
 		}
 	}
 	// Under-use reported in the current slot goes back to the plan here too.

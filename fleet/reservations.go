@@ -109,7 +109,7 @@ func (s *Reservations) Update(ctx context.Context, by exchange.User, id int64, d
 			out = v
 			return nil
 		}
-		if err := p.eng.Cancel(p.ceil(now), id); err != nil {
+		if err := p.cancel(p.ceil(now), id); err != nil {
 			return err
 		}
 		prev := int64(0)
@@ -157,7 +157,7 @@ func (s *Reservations) place(ctx context.Context, tx *gorm.DB, p *plan, now time
 	reqs := p.requests(d, now)
 	lang := scheduler.BidLanguage(d.language())
 	bid := scheduler.Bid{ID: v.ID, Owner: v.TeamID, Requests: reqs, Value: d.Value.Dollars(), Language: lang}
-	er, accepted, err := p.eng.MakeReservation(p.slot(now), bid)
+	er, accepted, err := p.makeReservation(p.slot(now), bid)
 	if err != nil {
 		return err
 	}
@@ -235,7 +235,7 @@ func (s *Reservations) Cancel(ctx context.Context, by exchange.User, id int64) e
 		case ReservationNew:
 			return tx.Model(&Reservation{}).Where("id = ?", id).Updates(map[string]any{"status": ReservationCancelled, "updated_at": now}).Error
 		case ReservationAccepted:
-			if err := p.eng.Cancel(p.ceil(now), id); err != nil && clearhouse.ErrorCode(err) != clearhouse.ENOTFOUND {
+			if err := p.cancel(p.ceil(now), id); err != nil && clearhouse.ErrorCode(err) != clearhouse.ENOTFOUND {
 				return err
 			}
 			return s.finish(ctx, tx, &v, now, ReservationCancelled, "cancelled by "+by.Email)
@@ -378,7 +378,7 @@ func (s *Reservations) Tick(ctx context.Context) (PlanTick, error) {
 			}
 		}
 		p.eng.Retire(p.slot(now))
-		return nil
+		return pruneChanges(tx)
 	})
 	return rep, err
 }
