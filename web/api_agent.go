@@ -150,6 +150,8 @@ type APIUpdates struct {
 	Pools []struct {
 		Pool string `json:"pool"`
 		Used int64  `json:"used"`
+		// Capacity is the pool's capacity as the agent measured it (optional).
+		Capacity *int64 `json:"capacity,omitempty"`
 	} `json:"pools,omitempty"`
 	// BestEffort reports best-effort tasks: started, done, failed, or stopped.
 	BestEffort []struct {
@@ -211,7 +213,7 @@ func (s *Server) apiClusterUpdates(c *gin.Context) {
 		rep.Waiting = append(rep.Waiting, fleet.WaitingReport{Reservation: x.Reservation, Request: x.Request, Tasks: x.Tasks})
 	}
 	for _, x := range body.Pools {
-		rep.Pools = append(rep.Pools, fleet.PoolUsageReport{Pool: x.Pool, Used: x.Used})
+		rep.Pools = append(rep.Pools, fleet.PoolUsageReport{Pool: x.Pool, Used: x.Used, Capacity: x.Capacity})
 	}
 	var be fleet.BestEffortReport
 	for _, x := range body.BestEffort {
