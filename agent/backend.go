@@ -312,3 +312,10 @@ func (c Correction) clipped() Correction {
 	}
 	return c
 }
+
+// SharingAware is a backend that maps the pools' idle-sharing settings onto the
+// cluster's own sharing (Kubernetes: Kueue's lending limits). The loop hands it the
+// allocation's pools before each ApplyQuotas.
+type SharingAware interface {
+	SetPoolSharing([]PoolSharing)
+}

@@ -278,3 +278,26 @@ func TestLoopSendsMeasuredCapacity(t *testing.T) {
 		t.Fatalf("an unmeasured capacity was sent: %v", body.Pools[1])
 	}
 }
+
+// sharingBackend is a fakeBackend that takes the pools' sharing settings.
+type sharingBackend struct {
+	fakeBackend
+	got [][]PoolSharing
+}
+
+func (b *sharingBackend) SetPoolSharing(ps []PoolSharing) { b.got = append(b.got, ps) }
+
+// A backend that maps idle-sharing settings gets the allocation's pools before it
+// applies the quotas.
+func TestLoopHandsThePoolsSharingToTheBackend(t *testing.T) {
+	want := []PoolSharing{{Pool: "us-east/cpu", Policy: "fairshare", MinRuntimeSeconds: 600, Exposure: 0.25}}
+	f := &fakeServer{alloc: Allocation{Cluster: "us-east", Now: epoch, Pools: want}}
+	b := &sharingBackend{}
+	l, _ := newTestLoop(t, f, b)
+	if err := l.Poll(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if len(b.got) != 1 || !slices.Equal(b.got[0], want) || len(b.quotas) != 1 {
+		t.Fatalf("sharing %+v, quotas applied %d times", b.got, len(b.quotas))
+	}
+}
