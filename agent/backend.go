@@ -95,11 +95,12 @@ type Measurement struct {
 }
 
 // PoolMeasure is one pool's units in use now (all work: reservations, owners' own,
-// best-effort) and its capacity (0: not measured; the server keeps its own).
+// best-effort) and its capacity (0: not measured, not sent). The server records the
+// measured capacity and shows it to operators; it keeps pricing with its configured one.
 type PoolMeasure struct {
 	Pool     string `json:"pool"`
 	Used     int64  `json:"used"`
-	Capacity int64  `json:"-"`
+	Capacity int64  `json:"capacity,omitempty"`
 }
 
 // OwnerUsage is what a team's own (not best-effort) work uses of a pool now. Rising
@@ -310,4 +311,11 @@ func (c Correction) clipped() Correction {
 		*s = clipText(*s, maxStatusText)
 	}
 	return c
+}
+
+// SharingAware is a backend that maps the pools' idle-sharing settings onto the
+// cluster's own sharing (Kubernetes: Kueue's lending limits). The loop hands it the
+// allocation's pools before each ApplyQuotas.
+type SharingAware interface {
+	SetPoolSharing([]PoolSharing)
 }

@@ -30,6 +30,17 @@ type Allocation struct {
 	Preempt    []Task `json:"preempt"`
 	// Quotas is each team's holdings of each pool: what owner_usage reports against.
 	Quotas []Quota `json:"quotas"`
+	// Pools is each pool of the cluster with its idle-sharing settings.
+	Pools []PoolSharing `json:"pools"`
+}
+
+// PoolSharing is how a pool shares its idle capacity, as operators set it.
+type PoolSharing struct {
+	Pool              string  `json:"pool"`
+	Policy            string  `json:"policy"`
+	Alpha             float64 `json:"alpha"`
+	MinRuntimeSeconds int64   `json:"min_runtime_seconds"`
+	Exposure          float64 `json:"exposure"` // the share of the pool kept free of best-effort work
 }
 
 // Updates is the body of POST /api/v1/clusters/{cluster}/updates (without capacity

@@ -120,6 +120,9 @@ func (l *Loop) Poll(ctx context.Context) error {
 	}
 	now := alloc.Now.UTC()
 	b := l.Backend
+	if sa, ok := b.(SharingAware); ok {
+		sa.SetPoolSharing(alloc.Pools)
+	}
 	corrections, err := b.ApplyQuotas(ctx, l.quotas(alloc, now))
 	l.note(now, "apply quotas", err)
 	for _, c := range corrections {

@@ -25,6 +25,7 @@ type fakeServer struct {
 	mu       sync.Mutex
 	alloc    Allocation
 	reports  []Updates
+	raw      []string // the reports' bodies as sent
 	statuses []int
 	answer   Answer
 	allocErr int // the status of GET allocation (0: 200)
@@ -46,7 +47,9 @@ func (f *fakeServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		_ = json.NewEncoder(w).Encode(f.alloc)
 	case r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "/updates"):
 		var u Updates
-		if err := json.NewDecoder(r.Body).Decode(&u); err != nil {
+		body, _ := io.ReadAll(r.Body)
+		f.raw = append(f.raw, string(body))
+		if err := json.Unmarshal(body, &u); err != nil {
 			fail(400)
 			return
 		}
@@ -72,6 +75,7 @@ type fakeBackend struct {
 	corrections []Correction
 	starts      []JobStart
 	events      []TaskEvent
+	measure     Measurement
 	err         error
 }
 
@@ -94,7 +98,7 @@ func (b *fakeBackend) SyncTasks(_ context.Context, run, stop []Task) ([]TaskEven
 	return e, nil
 }
 func (b *fakeBackend) Measure(context.Context, time.Time) (Measurement, error) {
-	return Measurement{}, nil
+	return b.measure, nil
 }
 func (b *fakeBackend) Close() error { return nil }
 
@@ -249,5 +253,51 @@ func TestLoopClipsTheStatusToWhatTheServerTakes(t *testing.T) {
 	}
 	if len(st.Errors) != 1 || !strings.HasPrefix(st.Errors[0], "apply quotas: task 1: é") {
 		t.Fatalf("errors %q", st.Errors)
+	}
+}
+
+// The report carries each pool's measured capacity (pools[].capacity) beside its usage,
+// and leaves it out for a pool whose capacity the backend did not measure.
+func TestLoopSendsMeasuredCapacity(t *testing.T) {
+	f := &fakeServer{alloc: Allocation{Cluster: "us-east", Now: epoch}}
+	b := &fakeBackend{measure: Measurement{Pools: []PoolMeasure{{Pool: "us-east/cpu", Used: 7, Capacity: 128}, {Pool: "us-east/gpu", Used: 1}}}}
+	l, _ := newTestLoop(t, f, b)
+	if err := l.Poll(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	var body struct {
+		Pools []map[string]any `json:"pools"`
+	}
+	if len(f.raw) != 1 || json.Unmarshal([]byte(f.raw[0]), &body) != nil {
+		t.Fatalf("reports %q", f.raw)
+	}
+	if len(body.Pools) != 2 || body.Pools[0]["capacity"] != 128.0 || body.Pools[0]["used"] != 7.0 {
+		t.Fatalf("pools sent %v, want us-east/cpu with capacity 128", body.Pools)
+	}
+	if _, sent := body.Pools[1]["capacity"]; sent {
+		t.Fatalf("an unmeasured capacity was sent: %v", body.Pools[1])
+	}
+}
+
+// sharingBackend is a fakeBackend that takes the pools' sharing settings.
+type sharingBackend struct {
+	fakeBackend
+	got [][]PoolSharing
+}
+
+func (b *sharingBackend) SetPoolSharing(ps []PoolSharing) { b.got = append(b.got, ps) }
+
+// A backend that maps idle-sharing settings gets the allocation's pools before it
+// applies the quotas.
+func TestLoopHandsThePoolsSharingToTheBackend(t *testing.T) {
+	want := []PoolSharing{{Pool: "us-east/cpu", Policy: "fairshare", MinRuntimeSeconds: 600, Exposure: 0.25}}
+	f := &fakeServer{alloc: Allocation{Cluster: "us-east", Now: epoch, Pools: want}}
+	b := &sharingBackend{}
+	l, _ := newTestLoop(t, f, b)
+	if err := l.Poll(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if len(b.got) != 1 || !slices.Equal(b.got[0], want) || len(b.quotas) != 1 {
+		t.Fatalf("sharing %+v, quotas applied %d times", b.got, len(b.quotas))
 	}
 }

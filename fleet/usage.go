@@ -41,7 +41,19 @@ func (UsageHour) TableName() string { return "usage_hourly" }
 type PoolUsageReport struct {
 	Pool string
 	Used int64
+	// Capacity is the pool's capacity as the agent measured it (nil: not measured).
+	// It is kept and shown to operators only: prices and supply use the configured one.
+	Capacity *int64
 }
+
+// MeasuredCapacity is a pool's last capacity as its agent measured it, and when.
+type MeasuredCapacity struct {
+	PoolID     string `gorm:"primaryKey"`
+	Capacity   int64
+	MeasuredAt time.Time
+}
+
+func (MeasuredCapacity) TableName() string { return "pool_measured_capacity" }
 
 // Sample sources.
 const (
@@ -58,6 +70,7 @@ func (s *Reservations) recordPoolUsage(tx *gorm.DB, p *plan, cluster string, rep
 	}
 	seen := map[string]bool{}
 	rows := make([][]any, 0, len(reps))
+	var measured [][]any
 	slotAt := now.Truncate(s.cfg.Slot)
 	for i, r := range reps {
 		pl, ok := p.pools[r.Pool]
@@ -71,12 +84,34 @@ func (s *Reservations) recordPoolUsage(tx *gorm.DB, p *plan, cluster string, rep
 		case r.Used > MaxCapacityFactor*max(pl.Capacity, 1):
 			return clearhouse.Errorf(clearhouse.EINVALID, "pools[%d]: used: %d is more than %d times the pool's configured capacity of %d",
 				i, r.Used, MaxCapacityFactor, pl.Capacity)
+		case r.Capacity != nil && *r.Capacity < 0:
+			return clearhouse.Errorf(clearhouse.EINVALID, "pools[%d]: capacity must not be negative", i)
+		}
+		if r.Capacity != nil {
+			measured = append(measured, []any{r.Pool, *r.Capacity, now.UTC()})
 		}
 		seen[r.Pool] = true
 		capacity := p.eng.Capacity(r.Pool, p.slot(now)) // with the capacity changes agents reported
 		rows = append(rows, []any{r.Pool, slotAt, r.Used, capacity, SourceAgent})
 	}
+	if len(measured) > 0 {
+		if err := insertMany(tx, "INSERT INTO pool_measured_capacity (pool_id, capacity, measured_at) VALUES ", 3, measured,
+			" ON CONFLICT (pool_id) DO UPDATE SET capacity = excluded.capacity, measured_at = excluded.measured_at"); err != nil {
+			return err
+		}
+	}
 	return upsertSamples(tx, rows, true)
+}
+
+// MeasuredCapacity returns a pool's last measured capacity; ok is false when no
+// agent has measured it.
+func (u *Utilization) MeasuredCapacity(ctx context.Context, pool string) (m MeasuredCapacity, ok bool, err error) {
+	var rows []MeasuredCapacity
+	if err := u.db.Read.WithContext(ctx).Where("pool_id = ?", pool).Limit(1).Find(&rows).Error; err != nil || len(rows) == 0 {
+		return MeasuredCapacity{}, false, err
+	}
+	rows[0].MeasuredAt = rows[0].MeasuredAt.UTC()
+	return rows[0], true, nil
 }
 
 // upsertSamples writes usage samples (pool, slot, used, capacity, source). An

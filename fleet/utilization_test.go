@@ -290,6 +290,9 @@ func TestBadInputIsRefusedAndChangesNothing(t *testing.T) {
 			"negative used":       x.report(fleet.PoolUsageReport{Pool: "us-east/cpu", Used: -1}),
 			"absurd used":         x.report(fleet.PoolUsageReport{Pool: "us-east/cpu", Used: 1_000_000}),
 			"pool reported twice": x.report(fleet.PoolUsageReport{Pool: "us-east/cpu", Used: 1}, fleet.PoolUsageReport{Pool: "us-east/cpu", Used: 2}),
+			"negative capacity":   x.report(fleet.PoolUsageReport{Pool: "us-east/cpu", Used: 1, Capacity: i64(-1)}),
+			"other cluster capacity": x.report(fleet.PoolUsageReport{Pool: "us-east/cpu", Used: 1, Capacity: i64(5)},
+				fleet.PoolUsageReport{Pool: "eu-west/cpu", Used: 1, Capacity: i64(5)}),
 		} {
 			if clearhouse.ErrorCode(err) != clearhouse.EINVALID {
 				t.Errorf("%s: %v, want EINVALID", name, err)
@@ -298,10 +301,11 @@ func TestBadInputIsRefusedAndChangesNothing(t *testing.T) {
 		if err := x.u.SetPolicy(ctx, "us-east/gpu", 95, 7); clearhouse.ErrorCode(err) != clearhouse.ENOTFOUND {
 			t.Errorf("unknown pool: %v", err)
 		}
-		var samples, settings int64
+		var samples, settings, measured int64
 		db.Read.Table("usage_samples").Count(&samples)
 		db.Read.Table("pool_utilization").Count(&settings)
-		if samples != 0 || settings != 0 {
+		db.Read.Table("pool_measured_capacity").Count(&measured)
+		if samples != 0 || settings != 0 || measured != 0 {
 			t.Fatalf("bad input saved %d samples and %d settings", samples, settings)
 		}
 	})
@@ -384,3 +388,41 @@ func TestUtilizationModelsMatchSchema(t *testing.T) {
 		storetest.AssertModelsMatchSchema(t, db, &fleet.UsageSample{}, &fleet.UsageHour{}, &fleet.PoolSetting{})
 	})
 }
+
+// An agent's measured capacity is kept, the latest replacing the earlier, with its
+// time; the configured capacity (what the market prices with) does not change.
+func TestMeasuredCapacityIsKept(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		x := newUsaged(t, db)
+		ctx := context.Background()
+		if _, ok, err := x.u.MeasuredCapacity(ctx, "us-east/cpu"); ok || err != nil {
+			t.Fatalf("before any report: ok %v, %v", ok, err)
+		}
+		if err := x.report(fleet.PoolUsageReport{Pool: "us-east/cpu", Used: 10, Capacity: i64(120)}); err != nil {
+			t.Fatal(err)
+		}
+		first := x.Clock.Now().UTC()
+		x.Clock.Advance(10 * time.Minute)
+		if err := x.report(fleet.PoolUsageReport{Pool: "us-east/cpu", Used: 10, Capacity: i64(80)}); err != nil {
+			t.Fatal(err)
+		}
+		m, ok, err := x.u.MeasuredCapacity(ctx, "us-east/cpu")
+		if err != nil || !ok || m.Capacity != 80 || !m.MeasuredAt.Equal(first.Add(10*time.Minute)) {
+			t.Fatalf("measured %+v ok %v %v, want 80 at %v", m, ok, err, first.Add(10*time.Minute))
+		}
+		// A report without a capacity keeps the last measured one.
+		x.Clock.Advance(10 * time.Minute)
+		if err := x.report(fleet.PoolUsageReport{Pool: "us-east/cpu", Used: 10}); err != nil {
+			t.Fatal(err)
+		}
+		if m2, _, _ := x.u.MeasuredCapacity(ctx, "us-east/cpu"); m2 != m {
+			t.Fatalf("a report without capacity changed it: %+v, was %+v", m2, m)
+		}
+		var configured int64
+		db.Read.Table("pools").Where("id = ?", "us-east/cpu").Pluck("capacity", &configured)
+		if configured != 100 {
+			t.Fatalf("configured capacity changed to %d", configured)
+		}
+	})
+}
+func i64(v int64) *int64 { return &v }

@@ -2,6 +2,7 @@ package web
 
 import (
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/clearhouse/clearhouse"
@@ -67,6 +68,17 @@ type APIAllocation struct {
 	Preempt    []apiBestEffortTask `json:"preempt"`
 	// Quotas is each team's quota of each pool: owner_usage reports against it.
 	Quotas []apiQuota `json:"quotas"`
+	// Pools is each pool of the cluster with its idle-sharing settings, for backends
+	// that map them onto the cluster's own sharing (e.g. Kueue's lending limits).
+	Pools []apiPoolSharing `json:"pools"`
+}
+
+type apiPoolSharing struct {
+	Pool              string  `json:"pool"`
+	Policy            string  `json:"policy"`
+	Alpha             float64 `json:"alpha"`
+	MinRuntimeSeconds int64   `json:"min_runtime_seconds"`
+	Exposure          float64 `json:"exposure"`
 }
 
 type apiQuota struct {
@@ -95,7 +107,7 @@ func (s *Server) apiAllocation(c *gin.Context) {
 		return
 	}
 	out := APIAllocation{Cluster: a.Cluster, Now: a.Now, SlotEnds: a.SlotEnds,
-		Running: toAPIAssignments(a.Running), Waiting: toAPIAssignments(a.Waiting), BestEffort: []apiBestEffortTask{}, Preempt: []apiBestEffortTask{}, Quotas: []apiQuota{}}
+		Running: toAPIAssignments(a.Running), Waiting: toAPIAssignments(a.Waiting), BestEffort: []apiBestEffortTask{}, Preempt: []apiBestEffortTask{}, Quotas: []apiQuota{}, Pools: []apiPoolSharing{}}
 	if s.svc.BestEffort != nil {
 		if isAgent(c) {
 			if _, err := s.svc.BestEffort.Step(ctx, cluster); err != nil {
@@ -111,6 +123,17 @@ func (s *Server) apiAllocation(c *gin.Context) {
 		out.BestEffort, out.Preempt = toAPIBestEffortTasks(be.Run), toAPIBestEffortTasks(be.Stop)
 		for _, q := range be.Quotas {
 			out.Quotas = append(out.Quotas, apiQuota{Team: q.Team, Pool: q.Pool, Units: q.Units})
+		}
+		settings, err := s.svc.BestEffort.Settings(ctx)
+		if err != nil {
+			s.fail(c, err)
+			return
+		}
+		for _, st := range settings {
+			if strings.HasPrefix(st.Pool, cluster+"/") { // pool ids are cluster/resource
+				out.Pools = append(out.Pools, apiPoolSharing{Pool: st.Pool, Policy: st.Policy, Alpha: st.Alpha,
+					MinRuntimeSeconds: int64(st.MinRuntime / time.Second), Exposure: st.Exposure})
+			}
 		}
 	}
 	c.JSON(http.StatusOK, out)
@@ -150,6 +173,8 @@ type APIUpdates struct {
 	Pools []struct {
 		Pool string `json:"pool"`
 		Used int64  `json:"used"`
+		// Capacity is the pool's capacity as the agent measured it (optional).
+		Capacity *int64 `json:"capacity,omitempty"`
 	} `json:"pools,omitempty"`
 	// BestEffort reports best-effort tasks: started, done, failed, or stopped.
 	BestEffort []struct {
@@ -211,7 +236,7 @@ func (s *Server) apiClusterUpdates(c *gin.Context) {
 		rep.Waiting = append(rep.Waiting, fleet.WaitingReport{Reservation: x.Reservation, Request: x.Request, Tasks: x.Tasks})
 	}
 	for _, x := range body.Pools {
-		rep.Pools = append(rep.Pools, fleet.PoolUsageReport{Pool: x.Pool, Used: x.Used})
+		rep.Pools = append(rep.Pools, fleet.PoolUsageReport{Pool: x.Pool, Used: x.Used, Capacity: x.Capacity})
 	}
 	var be fleet.BestEffortReport
 	for _, x := range body.BestEffort {

@@ -88,6 +88,20 @@ func TestBestEffortAPI(t *testing.T) {
 	if code != http.StatusOK || len(run) != 35 {
 		t.Fatalf("allocation: %d, %d best-effort tasks", code, len(run))
 	}
+	// Each pool of the cluster, and only those, with its sharing settings.
+	pools, _ := alloc["pools"].([]any)
+	if len(pools) == 0 {
+		t.Fatalf("allocation's pools: %v", alloc["pools"])
+	}
+	for _, p := range pools {
+		p := p.(map[string]any)
+		if id, _ := p["pool"].(string); !strings.HasPrefix(id, "us-east/") || p["policy"] != fleet.DefaultPolicy {
+			t.Errorf("allocation's pool %v", p)
+		}
+		if id := p["pool"]; id == "us-east/cpu" && p["exposure"] != 0.3 {
+			t.Errorf("us-east/cpu's exposure %v, want 0.3 (30 cores kept free)", p["exposure"])
+		}
+	}
 	task := int64(run[0].(map[string]any)["task"].(float64))
 	upd := fmt.Sprintf(`{"best_effort": [{"task": %d, "event": "done", "at": %q}], "owner_usage": [{"team": "search", "pool": "us-east/cpu", "units": 0}]}`,
 		task, f.clock.Now().Format("2006-01-02T15:04:05Z"))

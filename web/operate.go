@@ -238,6 +238,10 @@ func (s *Server) editPoolPage(c *gin.Context) {
 		s.fail(c, err)
 		return
 	}
+	if f.Measured, err = s.measuredCapacity(c, p); err != nil {
+		s.fail(c, err)
+		return
+	}
 	refs, err := s.svc.Market.ReferencePrices(c.Request.Context())
 	if err != nil {
 		s.fail(c, err)
@@ -277,6 +281,10 @@ func (s *Server) updatePool(c *gin.Context) {
 	}
 	if p, err := s.svc.Market.Pool(c.Request.Context(), id); err == nil {
 		if f.Util, err = s.poolUtilization(c, p, nil); err != nil {
+			s.fail(c, err)
+			return
+		}
+		if f.Measured, err = s.measuredCapacity(c, p); err != nil {
 			s.fail(c, err)
 			return
 		}
@@ -668,4 +676,18 @@ func curveErrorText(errs templates.FieldErrors) string {
 		return name + ": " + msg
 	}
 	return "its parameters are not valid."
+}
+
+// measuredCapacity is the pool's last capacity its agent measured, beside the
+// configured one; nil when none was measured.
+func (s *Server) measuredCapacity(c *gin.Context, p exchange.Pool) (*templates.MeasuredCapacityView, error) {
+	if s.svc.Utilization == nil {
+		return nil, nil
+	}
+	m, ok, err := s.svc.Utilization.MeasuredCapacity(c.Request.Context(), p.ID)
+	if err != nil || !ok {
+		return nil, err
+	}
+	return &templates.MeasuredCapacityView{Configured: strconv.FormatInt(p.Capacity, 10), Measured: strconv.FormatInt(m.Capacity, 10),
+		At: fmtTime(m.MeasuredAt), Below: m.Capacity < p.Capacity}, nil
 }

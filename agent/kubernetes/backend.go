@@ -48,8 +48,9 @@ type Backend struct {
 	kq           kueuecs.Interface // nil: no Kueue
 	kueueServed  bool
 	flavorOK     bool
-	kueueApplied map[string]string // ClusterQueue -> what this process last wrote
-	classOK      bool              // the PriorityClass exists
+	kueueApplied map[string]string            // ClusterQueue -> what this process last wrote
+	sharing      map[string]agent.PoolSharing // pool -> its idle-sharing settings, from the allocation
+	classOK      bool                         // the PriorityClass exists
 	closed       bool
 	informed     []cache.InformerSynced
 }
@@ -204,3 +205,14 @@ func (b *Backend) allPods() ([]*corev1.Pod, error) { return b.pods.List(labels.E
 func (b *Backend) Now() time.Time { return b.now() }
 
 func everything() labels.Selector { return labels.Everything() }
+
+// SetPoolSharing keeps the pools' idle-sharing settings for the Kueue queues' limits.
+func (b *Backend) SetPoolSharing(ps []agent.PoolSharing) {
+	m := make(map[string]agent.PoolSharing, len(ps))
+	for _, p := range ps {
+		m[p.Pool] = p
+	}
+	b.mu.Lock()
+	b.sharing = m
+	b.mu.Unlock()
+}

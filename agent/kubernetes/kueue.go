@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
@@ -54,9 +55,12 @@ func (b *Backend) kueueOn() (bool, error) {
 // cluster's ResourceFlavor, a ClusterQueue per team in the cluster's cohort with a
 // nominalQuota of each pool's resource equal to the team's limit (times the unit),
 // admitting workloads of the team's namespaces, and a LocalQueue in each of them.
-// The queues lend all their idle quota to the cohort and borrow without limit: the
-// allocation says nothing of the pools' idle-sharing settings yet (see
-// docs/kubernetes-backend.md). A queue is written again only when what it should hold
+// Each queue has a borrowingLimit of 0: a team's own work never runs beyond the quota
+// it holds (its ResourceQuota would refuse the pods anyway; idle quota reaches others
+// as Clearhouse's best-effort tasks). Its lendingLimit, when the allocation gave the
+// settings of every pool of the resource, is the quota less the pool's exposure share
+// (kept for the owner, as best-effort work keeps it free), rounded down to whole units.
+// See docs/kubernetes-backend.md. A queue is written again only when what it should hold
 // changed since this process last wrote it.
 func (b *Backend) applyKueue(ctx context.Context, byTeam map[string]map[string]int64) error {
 	if on, err := b.kueueOn(); !on {
@@ -91,14 +95,33 @@ func (b *Backend) applyKueue(ctx context.Context, byTeam map[string]map[string]i
 		}
 		_, _, name := KueueNames(b.m.cluster, t.name)
 		nominal := map[corev1.ResourceName]resource.Quantity{}
+		lending := map[corev1.ResourceName]resource.Quantity{}
+		unknown := map[corev1.ResourceName]bool{} // a pool of the resource without settings
+		b.mu.Lock()
 		for _, p := range b.m.pools {
 			q := nominal[p.resource]
 			q.Add(p.quantity(units[p.name]))
 			nominal[p.resource] = q
+			st, ok := b.sharing[p.name]
+			if !ok {
+				unknown[p.resource] = true
+				continue
+			}
+			l := lending[p.resource]
+			l.Add(p.quantity(int64(math.Floor(float64(units[p.name]) * (1 - st.Exposure)))))
+			lending[p.resource] = l
 		}
+		b.mu.Unlock()
 		var quotas []*kueueac.ResourceQuotaApplyConfiguration
+		zero := resource.MustParse("0")
 		for _, r := range covered {
-			quotas = append(quotas, kueueac.ResourceQuota().WithName(r).WithNominalQuota(nominal[r]))
+			rq := kueueac.ResourceQuota().WithName(r).WithNominalQuota(nominal[r]).WithBorrowingLimit(zero)
+			if !unknown[r] {
+				rq = rq.WithLendingLimit(lending[r])
+			} else {
+				delete(lending, r)
+			}
+			quotas = append(quotas, rq)
 		}
 		cq := kueueac.ClusterQueue(name).WithLabels(map[string]string{ManagedBy: FieldManager, LabelTeam: labelSafe(t.name)}).
 			WithSpec(kueueac.ClusterQueueSpec().
@@ -107,7 +130,7 @@ func (b *Backend) applyKueue(ctx context.Context, byTeam map[string]map[string]i
 					WithKey(corev1.LabelMetadataName).WithOperator(metav1.LabelSelectorOpIn).WithValues(append([]string{}, nss...)...))).
 				WithResourceGroups(kueueac.ResourceGroup().WithCoveredResources(covered...).
 					WithFlavors(kueueac.FlavorQuotas().WithName(kueue.ResourceFlavorReference(flavor)).WithResources(quotas...))))
-		memo := fmt.Sprint(nominal, nss)
+		memo := fmt.Sprint(nominal, lending, nss)
 		b.mu.Lock()
 		same := b.kueueApplied[name] == memo
 		b.mu.Unlock()

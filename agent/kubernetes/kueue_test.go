@@ -87,4 +87,29 @@ pools:
 	if got := cq.Spec.ResourceGroups[0].Flavors[0].Resources[0].NominalQuota; got.String() != "12" {
 		t.Fatalf("after a new limit the nominal cpu quota is %s", got.String())
 	}
+	// Without sharing settings: no lending limit; borrowing is always 0.
+	for _, r := range cq.Spec.ResourceGroups[0].Flavors[0].Resources {
+		if r.LendingLimit != nil || r.BorrowingLimit == nil || !r.BorrowingLimit.IsZero() {
+			t.Fatalf("%s: lending %v, borrowing %v; want none and 0", r.Name, r.LendingLimit, r.BorrowingLimit)
+		}
+	}
+	// With the cpu pool's settings (30% kept free): cpu lends 70% of 12 rounded down, 8;
+	// memory, whose pool has no settings, still has no lending limit. The API server's
+	// validation accepts the queue.
+	b.SetPoolSharing([]agent.PoolSharing{{Pool: cluster + "/cpu", Policy: "fairshare", Exposure: 0.3}})
+	apply(12)
+	cq, err = kq.KueueV1beta2().ClusterQueues().Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range cq.Spec.ResourceGroups[0].Flavors[0].Resources {
+		lend := "none"
+		if r.LendingLimit != nil {
+			lend = r.LendingLimit.String()
+		}
+		want := map[corev1.ResourceName]string{corev1.ResourceCPU: "8", corev1.ResourceMemory: "none"}[r.Name]
+		if lend != want || r.BorrowingLimit == nil || !r.BorrowingLimit.IsZero() {
+			t.Fatalf("%s: lending %s, want %s; borrowing %v, want 0", r.Name, lend, want, r.BorrowingLimit)
+		}
+	}
 }

@@ -180,6 +180,10 @@ func TestManifestsApplyAndAgentRBACIsLeastPrivilege(t *testing.T) {
 		{"patch", "", "resourcequotas", team}, {"create", "", "resourcequotas", team},
 		{"create", "", "pods", team}, {"delete", "", "pods", team}, {"get", "", "pods", team},
 		{"get", "scheduling.k8s.io", "priorityclasses", ""}, {"create", "scheduling.k8s.io", "priorityclasses", ""},
+		// rbac-kueue.yaml (optional): the Kueue queues the backend applies.
+		{"patch", "kueue.x-k8s.io", "clusterqueues", ""}, {"create", "kueue.x-k8s.io", "clusterqueues", ""},
+		{"patch", "kueue.x-k8s.io", "resourceflavors", ""}, {"create", "kueue.x-k8s.io", "resourceflavors", ""},
+		{"patch", "kueue.x-k8s.io", "localqueues", team}, {"create", "kueue.x-k8s.io", "localqueues", team},
 	}
 	denied := []access{
 		{"delete", "", "namespaces", ""}, {"create", "", "namespaces", ""},
@@ -190,7 +194,10 @@ func TestManifestsApplyAndAgentRBACIsLeastPrivilege(t *testing.T) {
 		{"create", "", "pods/exec", team}, {"update", "", "nodes", ""}, {"delete", "", "nodes", ""},
 		{"update", "scheduling.k8s.io", "priorityclasses", ""}, {"delete", "scheduling.k8s.io", "priorityclasses", ""},
 		{"patch", "rbac.authorization.k8s.io", "clusterroles", ""}, {"create", "rbac.authorization.k8s.io", "rolebindings", team},
-		{"patch", "kueue.x-k8s.io", "clusterqueues", ""}, {"create", "", "serviceaccounts/token", home},
+		{"delete", "kueue.x-k8s.io", "clusterqueues", ""}, {"update", "kueue.x-k8s.io", "clusterqueues", ""},
+		{"patch", "kueue.x-k8s.io", "cohorts", ""}, {"patch", "kueue.x-k8s.io", "workloads", team},
+		{"patch", "kueue.x-k8s.io", "localqueues", "kube-system"}, {"delete", "kueue.x-k8s.io", "localqueues", team},
+		{"create", "", "serviceaccounts/token", home},
 		{"update", "", "resourcequotas", team}, {"list", "scheduling.k8s.io", "priorityclasses", ""},
 	}
 	can := func(a access) bool {
