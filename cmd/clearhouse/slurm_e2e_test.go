@@ -109,7 +109,7 @@ func (m *slurmMarket) slurm(name string, args ...string) string {
 // agent each time, as after a restart, with nothing of the last run's memory.
 func (m *slurmMarket) agentOnce(token string) string {
 	m.t.Helper()
-	if d := time.Now().Sub(m.clock.Now()); d > 0 {
+	if d := time.Since(m.clock.Now()); d > 0 {
 		m.clock.Advance(d.Truncate(time.Second)) // the server's clock follows Slurm's
 	}
 	code, out, errOut := m.agent("hpc", token, "--backend", "slurm", "--config", m.config, "--once")
