@@ -130,9 +130,15 @@ func TestQuotaIsEnforcedByAdmissionAndDriftIsCorrected(t *testing.T) {
 		t.Fatalf("a change of want reported as drift: %v", cs)
 	}
 	f.waitHard("8")
-	if _, err := f.cs.CoreV1().Pods(f.ns).Create(ctx, ownerPod("big", "5"), metav1.CreateOptions{}); err != nil {
-		t.Fatalf("the 5-core pod under an 8-core quota: %v", err)
-	}
+	// The quota admission reads quotas through its own informer, which may lag the
+	// written object by a moment: a refusal citing the old limit is retried.
+	kubetest.Eventually(t, "the 5-core pod admitted under an 8-core quota", func() (bool, error) {
+		_, err := f.cs.CoreV1().Pods(f.ns).Create(ctx, ownerPod("big", "5"), metav1.CreateOptions{})
+		if apierrors.IsForbidden(err) && strings.Contains(err.Error(), "limited: requests.cpu=4") {
+			return false, nil
+		}
+		return err == nil, err
+	})
 	// Someone edits our limit.
 	q = f.waitHard("8")
 	q.Spec.Hard[corev1.ResourceRequestsCPU] = resource.MustParse("100")

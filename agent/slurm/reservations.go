@@ -68,6 +68,10 @@ func (b *Backend) FollowReservations(ctx context.Context, plan agent.Plan) (agen
 	for _, j := range jobs {
 		if strings.HasPrefix(j.Reservation, reservationPrefix) {
 			inRes[j.Reservation] = append(inRes[j.Reservation], j)
+			if b.ranIn[j.Reservation] == nil {
+				b.ranIn[j.Reservation] = map[int64]bool{}
+			}
+			b.ranIn[j.Reservation][j.ID] = true
 		}
 	}
 	for _, k := range plan.Refused {
@@ -213,7 +217,7 @@ func (b *Backend) reportJobs(ctx context.Context, report *agent.JobReport, want 
 		var end agent.JobEnd
 		ran := false
 		for _, j := range done {
-			if j.Reservation != w.Name || j.Start.IsZero() || j.End.IsZero() {
+			if (j.Reservation != w.Name && !b.ranIn[w.Name][j.ID]) || j.Start.IsZero() || j.End.IsZero() {
 				continue
 			}
 			ran = true
@@ -223,6 +227,7 @@ func (b *Backend) reportJobs(ctx context.Context, report *agent.JobReport, want 
 			end.Failed = end.Failed || failed(j.State)
 		}
 		if ran && b.once("end "+w.Name) {
+			delete(b.ranIn, w.Name) // its end is told: nothing more to find by its jobs
 			end.Reservation, end.Request = w.job.Reservation, w.job.Request
 			ends = append(ends, end)
 		}

@@ -106,6 +106,11 @@ type Backend struct {
 	since     time.Time         // how far back accounting is read: the oldest thing still followed
 
 	reported map[string]bool // "task 7 started", "end r3-0": events sent by this process
+	// ranIn is the jobs this process saw queued or running in each of Clearhouse's
+	// reservations. Accounting does not always name a job's reservation (seen with
+	// Slurm 22.05: sacct's Reservation column empty for a job squeue showed in one),
+	// so a reservation's end is also found by these job ids.
+	ranIn map[string]map[int64]bool
 }
 
 // Open checks that Slurm answers, reads the cluster name from scontrol when the config
@@ -119,7 +124,7 @@ func Open(ctx context.Context, c *agent.Config, r Runner, out io.Writer, now fun
 		out = io.Discard
 	}
 	b := &Backend{run: r, out: out, now: now, qos: DefaultQOS, accounts: map[string]string{}, teams: map[string]string{},
-		pools: map[string]pool{}, tresPools: map[string][]pool{}, reported: map[string]bool{}, since: now().Add(-24 * time.Hour)}
+		pools: map[string]pool{}, tresPools: map[string][]pool{}, reported: map[string]bool{}, ranIn: map[string]map[int64]bool{}, since: now().Add(-24 * time.Hour)}
 	if s := c.Slurm; s != nil {
 		b.cluster, b.partition = s.Cluster, s.Partition
 		if s.QOS != "" {
