@@ -247,7 +247,7 @@ func TestAgentFlagsAreValidated(t *testing.T) {
 		{[]string{"--server", "http://x", "--cluster", "c", "--token", "t", "--backend", "print", "--seed", "2"}, "only with --backend simulate"},
 		{[]string{"--server", "http://x", "--cluster", "c", "--token", "t", "--backend", "print", "--simulate"}, "--simulate means --backend simulate"},
 		{[]string{"--server", "http://x", "--cluster", "c", "--token", "t", "--backend", "kubernetes"}, "--config: required by --backend kubernetes"},
-		{[]string{"--server", "http://x", "--cluster", "c", "--token", "t", "--backend", "nope"}, `(known: kubernetes, print, simulate)`},
+		{[]string{"--server", "http://x", "--cluster", "c", "--token", "t", "--backend", "nope"}, `(known: kubernetes, print, simulate, slurm)`},
 		{[]string{"--server", "http://x", "--cluster", "c", "--token", "t", "--config", badConfig}, badConfig + ":3: teams.ads.namespace: unknown key"},
 		{[]string{"--server", "http://x", "--cluster", "c", "--token", "t", "--config", otherConfig}, otherConfig + `:1: cluster: "d" must equal --cluster "c"`},
 		{[]string{"--server", "http://x", "--cluster", "c", "--token", "t", "--config", otherConfig + ".missing"}, "--config: open"},
