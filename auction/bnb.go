@@ -130,8 +130,18 @@ func (p *problem) branchAndBound(s *solution, deadline time.Time, maxNodes int) 
 			}
 			return 0
 		})
-		rounded := p.greedy(choice, order)
 		before := s.value
+		// The columns at one are an allocation of their own: when x is integral it is
+		// the node's optimum, which may hold columns of negative welfare (a seller
+		// whose sale lets a buyer fit) that greedy rounding never adds.
+		whole := slices.Clone(choice)
+		for j, v := range x {
+			if v > 1-1e-6 {
+				whole[p.cols[j].bidder] = int32(j)
+			}
+		}
+		s.better(p, whole)
+		rounded := p.greedy(choice, order)
 		s.better(p, rounded)
 		s.better(p, p.greedy(rounded, p.orderBy(func(c *column) float64 { return c.w / max(c.size, 1e-9) })))
 		if s.value > before {
@@ -145,7 +155,7 @@ func (p *problem) branchAndBound(s *solution, deadline time.Time, maxNodes int) 
 			}
 		}
 		if br < 0 {
-			continue // integral: the rounding above took exactly this allocation
+			continue // integral: whole above is exactly this allocation
 		}
 		seq++
 		down := &node{bound: bound, ones: top.ones, zeros: append(slices.Clip(top.zeros), br), seq: seq}

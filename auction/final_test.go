@@ -1,6 +1,7 @@
 package auction_test
 
 import (
+	"encoding/json"
 	"math"
 	"testing"
 
@@ -165,5 +166,32 @@ func zeroSeconds(rs ...*auction.Result) {
 		if r.FinalRound != nil {
 			r.FinalRound.Seconds = 0
 		}
+	}
+}
+
+// A seller whose sale is worth less than its reserve value on its own (negative
+// welfare) can still be in the optimum, because its sale lets a buyer's bundle
+// fit: here b0 sells the one unit of p1 that b1's bundle needs beyond supply.
+// Greedy rounding never adds a column of negative welfare, so the optimum is only
+// found by taking the LP's integral solution as it is (found by TestFinalRoundProperties).
+func TestFinalRoundTakesASellerWhoseSaleLetsABuyerFit(t *testing.T) {
+	var inst auction.Instance
+	if err := json.Unmarshal([]byte(`{"pools":[{"id":"p0","supply":20,"reserve_price":0.3},
+		{"id":"p1","supply":2,"reserve_price":4},{"id":"p2","supply":17,"reserve_price":0},
+		{"id":"p3","supply":12,"reserve_price":0.3},{"id":"p4","supply":10,"reserve_price":3.2}],
+		"bidders":[{"id":"b0","limit":-72,"bundles":[{"p1":-1,"p3":3,"p4":7}]},
+		{"id":"b1","limits":[-4,-54,193],"bundles":[{"p0":-2,"p2":-3,"p4":3},{"p0":6,"p2":3,"p4":2},{"p0":1,"p1":3,"p4":2}]}]}`), &inst); err != nil {
+		t.Fatal(err)
+	}
+	res, err := auction.Solve(inst, auction.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// b0: -72 - (-4 + 0.9 + 22.4) = -91.3; b1's third bundle: 193 - (0.3 + 12 + 6.4) = 174.3.
+	if w := auction.Welfare(inst, res); math.Abs(w-83) > 1e-6 || !res.FinalRound.Optimal {
+		t.Fatalf("welfare %v (optimal %v), want 83 proved optimal", w, res.FinalRound.Optimal)
+	}
+	if err := auction.Check(inst, res); err != nil {
+		t.Fatal(err)
 	}
 }
