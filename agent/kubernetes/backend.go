@@ -19,6 +19,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/clientcmd"
 	kueuecs "sigs.k8s.io/kueue/client-go/clientset/versioned"
+	kueuelisters "sigs.k8s.io/kueue/client-go/listers/kueue/v1beta2"
 )
 
 func init() {
@@ -45,14 +46,16 @@ type Backend struct {
 	jobs     map[agent.JobKey]jobSeen
 	applied  map[string]map[string]string // namespace -> the hard limits this process last applied
 
-	kq           kueuecs.Interface // nil: no Kueue
-	kueueServed  bool
-	flavorOK     bool
-	kueueApplied map[string]string            // ClusterQueue -> what this process last wrote
-	sharing      map[string]agent.PoolSharing // pool -> its idle-sharing settings, from the allocation
-	classOK      bool                         // the PriorityClass exists
-	closed       bool
-	informed     []cache.InformerSynced
+	kq            kueuecs.Interface // nil: no Kueue
+	kueueServed   bool
+	flavorOK      bool
+	kueueApplied  map[string]string               // ClusterQueue -> what this process last wrote
+	clusterQueues kueuelisters.ClusterQueueLister // the ClusterQueues it owns; nil until Kueue is found
+	queuesSynced  cache.InformerSynced
+	sharing       map[string]agent.PoolSharing // pool -> its idle-sharing settings, from the allocation
+	classOK       bool                         // the PriorityClass exists
+	closed        bool
+	informed      []cache.InformerSynced
 }
 
 // jobSeen is what this process saw of a reservation's job: whether it reported its

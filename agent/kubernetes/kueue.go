@@ -2,17 +2,23 @@ package kubernetes
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
 	"slices"
+	"strings"
+
+	"github.com/clearhouse/clearhouse/agent"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
+	"k8s.io/client-go/tools/cache"
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 	kueueac "sigs.k8s.io/kueue/client-go/applyconfiguration/kueue/v1beta2"
+	kueueinformers "sigs.k8s.io/kueue/client-go/informers/externalversions"
 )
 
 // kueueGroupVersion is the Kueue API the backend writes.
@@ -31,8 +37,9 @@ const LocalQueueName = "clearhouse"
 
 // kueueOn reports whether to write Kueue queues: kueue auto or on, and the API server
 // serves Kueue's API (discovery, asked until it answers yes). Under kueue on, an API
-// server without it is an error.
-func (b *Backend) kueueOn() (bool, error) {
+// server without it is an error. The first yes starts an informer of the
+// ClusterQueues the backend owns (label managed-by), from which drift is found.
+func (b *Backend) kueueOn(ctx context.Context) (bool, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.kueueServed {
@@ -46,6 +53,21 @@ func (b *Backend) kueueOn() (bool, error) {
 			return false, fmt.Errorf("kueue: on, but the API server does not serve %s: %w", kueueGroupVersion, err)
 		}
 		return false, nil
+	}
+	if b.queuesSynced == nil {
+		f := kueueinformers.NewSharedInformerFactoryWithOptions(b.kq, 0, kueueinformers.WithTweakListOptions(func(o *metav1.ListOptions) {
+			o.LabelSelector = ManagedBy + "=" + FieldManager
+		}))
+		inf := f.Kueue().V1beta2().ClusterQueues()
+		b.clusterQueues, b.queuesSynced = inf.Lister(), inf.Informer().HasSynced
+		f.Start(b.stop)
+	}
+	synced := b.queuesSynced
+	b.mu.Unlock()
+	ok := cache.WaitForCacheSync(ctx.Done(), synced)
+	b.mu.Lock()
+	if !ok {
+		return false, fmt.Errorf("kueue: the ClusterQueues' first list did not complete: %w", ctx.Err())
 	}
 	b.kueueServed = true
 	return true, nil
@@ -62,9 +84,9 @@ func (b *Backend) kueueOn() (bool, error) {
 // (kept for the owner, as best-effort work keeps it free), rounded down to whole units.
 // See docs/kubernetes-backend.md. A queue is written again only when what it should hold
 // changed since this process last wrote it.
-func (b *Backend) applyKueue(ctx context.Context, byTeam map[string]map[string]int64) error {
-	if on, err := b.kueueOn(); !on {
-		return err
+func (b *Backend) applyKueue(ctx context.Context, byTeam map[string]map[string]int64) ([]agent.Correction, error) {
+	if on, err := b.kueueOn(ctx); !on {
+		return nil, err
 	}
 	opts := metav1.ApplyOptions{FieldManager: FieldManager, Force: true}
 	managed := map[string]string{ManagedBy: FieldManager}
@@ -72,7 +94,7 @@ func (b *Backend) applyKueue(ctx context.Context, byTeam map[string]map[string]i
 	api := b.kq.KueueV1beta2()
 	if !b.flavorOK {
 		if _, err := api.ResourceFlavors().Apply(ctx, kueueac.ResourceFlavor(flavor).WithLabels(managed), opts); err != nil {
-			return fmt.Errorf("ResourceFlavor %s: %w", flavor, err)
+			return nil, fmt.Errorf("ResourceFlavor %s: %w", flavor, err)
 		}
 		b.flavorOK = true
 	}
@@ -83,6 +105,7 @@ func (b *Backend) applyKueue(ctx context.Context, byTeam map[string]map[string]i
 		}
 	}
 	var errs []error
+	var corrections []agent.Correction
 	for _, t := range b.m.teams {
 		units, ok := byTeam[t.name]
 		if !ok {
@@ -130,11 +153,16 @@ func (b *Backend) applyKueue(ctx context.Context, byTeam map[string]map[string]i
 					WithKey(corev1.LabelMetadataName).WithOperator(metav1.LabelSelectorOpIn).WithValues(append([]string{}, nss...)...))).
 				WithResourceGroups(kueueac.ResourceGroup().WithCoveredResources(covered...).
 					WithFlavors(kueueac.FlavorQuotas().WithName(kueue.ResourceFlavorReference(flavor)).WithResources(quotas...))))
+		want := queueLimits(nominal, lending, covered)
+		note, _ := json.Marshal(want)
+		cq = cq.WithAnnotations(map[string]string{AnnotationQueue: string(note)})
 		memo := fmt.Sprint(nominal, lending, nss)
+		drift, current := b.queueDrift(t.name, name, want)
 		b.mu.Lock()
 		same := b.kueueApplied[name] == memo
 		b.mu.Unlock()
-		if same {
+		corrections = append(corrections, drift...)
+		if same && current {
 			continue
 		}
 		if _, err := api.ClusterQueues().Apply(ctx, cq, opts); err != nil {
@@ -152,5 +180,78 @@ func (b *Backend) applyKueue(ctx context.Context, byTeam map[string]map[string]i
 		b.kueueApplied[name] = memo
 		b.mu.Unlock()
 	}
-	return errors.Join(errs...)
+	return corrections, errors.Join(errs...)
+}
+
+// queueLimits are a ClusterQueue's limits as the backend writes them, keyed
+// "<field> <resource>" (nominalQuota, lendingLimit, borrowingLimit).
+func queueLimits(nominal, lending map[corev1.ResourceName]resource.Quantity, covered []corev1.ResourceName) map[string]string {
+	out := map[string]string{}
+	for _, r := range covered {
+		q := nominal[r]
+		out["nominalQuota "+string(r)] = q.String()
+		out["borrowingLimit "+string(r)] = "0"
+		if l, ok := lending[r]; ok {
+			out["lendingLimit "+string(r)] = l.String()
+		}
+	}
+	return out
+}
+
+// queueDrift compares the ClusterQueue the informer holds with want. A limit that
+// differs from what the backend last applied (the queue's AnnotationQueue) was changed
+// by someone else: it is returned as a Correction to want. current is false when the
+// queue is missing or holds other limits than want (it must be written). An informer
+// that has not seen the backend's last apply holds the old limits beside the old
+// annotation, so it never reports drift, only current false.
+func (b *Backend) queueDrift(team, name string, want map[string]string) (drift []agent.Correction, current bool) {
+	if b.clusterQueues == nil {
+		return nil, false
+	}
+	cq, err := b.clusterQueues.Get(name)
+	if err != nil {
+		return nil, false
+	}
+	have := map[string]string{}
+	for _, rg := range cq.Spec.ResourceGroups {
+		for _, f := range rg.Flavors {
+			for _, r := range f.Resources {
+				have["nominalQuota "+string(r.Name)] = r.NominalQuota.String()
+				if r.BorrowingLimit != nil {
+					have["borrowingLimit "+string(r.Name)] = r.BorrowingLimit.String()
+				}
+				if r.LendingLimit != nil {
+					have["lendingLimit "+string(r.Name)] = r.LendingLimit.String()
+				}
+			}
+		}
+	}
+	applied := map[string]string{}
+	_ = json.Unmarshal([]byte(cq.Annotations[AnnotationQueue]), &applied)
+	keys := make([]string, 0, len(want))
+	for k := range want {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		was, ok := have[k]
+		if last, known := applied[k]; ok && known && !equalQuantity(was, last) && !equalQuantity(was, want[k]) {
+			field, res, _ := strings.Cut(k, " ")
+			drift = append(drift, agent.Correction{Team: team, Pool: b.poolOfResource(corev1.ResourceName(res)),
+				Object: "ClusterQueue " + name + " " + field, Was: was, Now: want[k]})
+		}
+	}
+	return drift, equalHard(have, want)
+}
+
+// poolOfResource names the configured pools of a resource, joined by "+" (a
+// ClusterQueue's limit of a resource covers all of them).
+func (b *Backend) poolOfResource(r corev1.ResourceName) string {
+	var names []string
+	for _, p := range b.m.pools {
+		if p.resource == r {
+			names = append(names, p.name)
+		}
+	}
+	return strings.Join(names, "+")
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/clearhouse/clearhouse/agent/kubernetes"
 	"github.com/clearhouse/clearhouse/agent/kubernetes/kubetest"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	kueuecs "sigs.k8s.io/kueue/client-go/clientset/versioned"
 )
@@ -111,5 +112,38 @@ pools:
 		if lend != want || r.BorrowingLimit == nil || !r.BorrowingLimit.IsZero() {
 			t.Fatalf("%s: lending %s, want %s; borrowing %v, want 0", r.Name, lend, want, r.BorrowingLimit)
 		}
+	}
+	// Drift: someone else raises the queue's nominal cpu quota to 99 (an update by
+	// another client, as kubectl edit would). The next apply of the same limits puts
+	// 12 back and reports the correction; the one after reports nothing.
+	cq.Spec.ResourceGroups[0].Flavors[0].Resources[0].NominalQuota = resource.MustParse("99")
+	if _, err := kq.KueueV1beta2().ClusterQueues().Update(ctx, cq, metav1.UpdateOptions{FieldManager: "someone"}); err != nil {
+		t.Fatal(err)
+	}
+	var corrections []agent.Correction
+	deadline := time.Now().Add(30 * time.Second)
+	for len(corrections) == 0 && time.Now().Before(deadline) {
+		// The backend's informer sees the edit a moment later.
+		time.Sleep(50 * time.Millisecond)
+		corrections, err = b.ApplyQuotas(ctx, []agent.Quota{{Team: "ads", Pool: cluster + "/cpu", Units: 12}, {Team: "ads", Pool: cluster + "/ram", Units: 64}})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := agent.Correction{Team: "ads", Pool: cluster + "/cpu", Object: "ClusterQueue " + name + " nominalQuota", Was: "99", Now: "12"}
+	if len(corrections) != 1 || corrections[0] != want {
+		t.Fatalf("corrections %+v, want [%+v]", corrections, want)
+	}
+	cq, err = kq.KueueV1beta2().ClusterQueues().Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := cq.Spec.ResourceGroups[0].Flavors[0].Resources[0].NominalQuota; got.String() != "12" {
+		t.Fatalf("after the correction the nominal cpu quota is %s", got.String())
+	}
+	time.Sleep(500 * time.Millisecond) // the informer sees the corrected queue
+	again, err := b.ApplyQuotas(ctx, []agent.Quota{{Team: "ads", Pool: cluster + "/cpu", Units: 12}, {Team: "ads", Pool: cluster + "/ram", Units: 64}})
+	if err != nil || len(again) != 0 {
+		t.Fatalf("a second apply reported %+v (%v), want nothing", again, err)
 	}
 }

@@ -34,6 +34,9 @@ const (
 	// AnnotationHard is the JSON of the hard limits the backend last applied to a
 	// ResourceQuota: a value that differs from it was changed by someone else (drift).
 	AnnotationHard = "clearhouse.io/hard"
+	// AnnotationQueue is the JSON of the limits the backend last applied to a Kueue
+	// ClusterQueue ("nominalQuota cpu" -> "10"): as AnnotationHard, for drift.
+	AnnotationQueue = "clearhouse.io/queue"
 	// bestEffortPriority is the value of the PriorityClass the backend creates.
 	bestEffortPriority = -100
 )

@@ -77,7 +77,9 @@ func (b *Backend) ApplyQuotas(ctx context.Context, want []agent.Quota) ([]agent.
 			}
 		}
 	}
-	if err := b.applyKueue(ctx, byTeam); err != nil {
+	cs, err := b.applyKueue(ctx, byTeam)
+	corrections = append(corrections, cs...)
+	if err != nil {
 		errs = append(errs, err)
 	}
 	return corrections, errors.Join(errs...)
