@@ -14,9 +14,10 @@ import (
 // an earlier step of the same document creates (a config file whose content the page
 // shows, written by the reader before the command that reads it).
 var createdByTheDoc = map[string][]string{
-	"docs/agent-config.md": {"us-east.yaml"},
-	"docs/kubernetes.md":   {"us-east.yaml"},
-	"docs/slurm.md":        {"hpc.yaml"},
+	"docs/agent-config.md":       {"us-east.yaml"},
+	"docs/kubernetes.md":         {"us-east.yaml"},
+	"docs/kubernetes-backend.md": {"us-east.yaml"},
+	"docs/slurm.md":              {"hpc.yaml"},
 }
 
 // docFiles returns README.md and every Markdown file under docs/.
@@ -151,30 +152,42 @@ func TestDocsCommandsNameFilesInTheRepository(t *testing.T) {
 		for _, p := range createdByTheDoc[file] {
 			created[p] = true
 		}
-		code, _ := fencedLines(t, file)
-		for n, line := range code {
-			paths, outside := pathsIn(line, rootDirs)
-			for _, p := range outside {
-				t.Errorf("%s:%d: %s is outside the repository; put the data in the repository (testdata/ or docs/data/) and name it there", file, n, p)
+		code, prose := fencedLines(t, file)
+		// Commands quoted inline in the prose (`go test ... ./fleet`) count too.
+		for n, line := range prose {
+			for _, m := range inlineCommand.FindAllStringSubmatch(line, -1) {
+				code[n] += "\n" + m[1]
 			}
-			for _, p := range paths {
-				if strings.Contains(line, "shared/data/") || strings.Contains(line, "shared/papers/") {
-					t.Errorf("%s:%d: names the project's shared workspace, not a file of the repository", file, n)
+		}
+		for n, text := range code {
+			for _, line := range strings.Split(text, "\n") {
+				paths, outside := pathsIn(line, rootDirs)
+				for _, p := range outside {
+					t.Errorf("%s:%d: %s is outside the repository; put the data in the repository (testdata/ or docs/data/) and name it there", file, n, p)
 				}
-				if created[p] {
-					continue
-				}
-				checked++
-				if _, err := os.Stat(p); err != nil {
-					t.Errorf("%s:%d: %s does not exist in the repository (a file an earlier step of the page creates goes in createdByTheDoc)", file, n, p)
+				for _, p := range paths {
+					if strings.Contains(line, "shared/data/") || strings.Contains(line, "shared/papers/") {
+						t.Errorf("%s:%d: names the project's shared workspace, not a file of the repository", file, n)
+					}
+					if created[p] {
+						continue
+					}
+					checked++
+					if _, err := os.Stat(p); err != nil {
+						t.Errorf("%s:%d: %s does not exist in the repository (a file an earlier step of the page creates goes in createdByTheDoc)", file, n, p)
+					}
 				}
 			}
 		}
 	}
+	t.Logf("checked %d paths named by the docs' commands", checked)
 	if checked < 10 {
 		t.Errorf("checked %d paths in the docs' commands; the extraction is likely broken", checked)
 	}
 }
+
+// inlineCommand is a command quoted in prose: `clearhouse ...`, `go test ...`.
+var inlineCommand = regexp.MustCompile("`((?:clearhouse|go|make|kubectl|\\./bin/clearhouse|time clearhouse) [^`]+)`")
 
 var (
 	mdLink  = regexp.MustCompile(`\]\(([^)\s]+)\)`)
@@ -244,6 +257,7 @@ func TestDocsLinksLeadSomewhere(t *testing.T) {
 			}
 		}
 	}
+	t.Logf("checked %d relative links", links)
 	if links < 20 {
 		t.Errorf("found %d relative links in the docs; the extraction is likely broken", links)
 	}
@@ -273,6 +287,10 @@ func TestDocsPathExtraction(t *testing.T) {
 		if strings.Join(got, " ") != c.want || strings.Join(outside, " ") != c.outside {
 			t.Errorf("pathsIn(%q) = %q, outside %q; want %q, outside %q", c.line, got, outside, c.want, c.outside)
 		}
+	}
+	inline := inlineCommand.FindAllStringSubmatch("run `go test ./fleet -run X` and `fleet.Plan`, then `clearhouse share simulate --workload a.swf`", -1)
+	if len(inline) != 2 || inline[0][1] != "go test ./fleet -run X" || inline[1][1] != "clearhouse share simulate --workload a.swf" {
+		t.Errorf("inline commands found: %q; want the go test and the clearhouse command", inline)
 	}
 	for h, want := range map[string]string{
 		"Auction engine": "auction-engine",
