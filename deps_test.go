@@ -90,8 +90,10 @@ var depRules = map[string]depRule{
 	"exchange":              {deny: join([]string{"fleet", "besteffort", "metrics"}, above)},
 	"exchange/exchangetest": {deny: join([]string{"fleet", "besteffort", "metrics"}, above)},
 
-	// The cluster-facing services, built on the market, side by side.
-	"fleet":      {deny: join([]string{"metrics"}, above)},
+	// The cluster-facing services, built on the market, side by side. Best-effort
+	// jobs read the reservation plan, so besteffort may import fleet, never the
+	// other way.
+	"fleet":      {deny: join([]string{"besteffort", "metrics"}, above)},
 	"besteffort": {deny: join([]string{"metrics"}, above)},
 
 	// Instrumentation reads the services; only the web layer and the binary use it.
@@ -163,8 +165,8 @@ func violations(pkg string, deps []string, rule depRule) []string {
 	return bad
 }
 
-// Dependencies point one way (DESIGN.md, "Shape of the code"): web -> fleet and
-// besteffort -> exchange -> ledger -> store, any of them -> the engines and identity;
+// Dependencies point one way (DESIGN.md, "Shape of the code"): web -> besteffort ->
+// fleet -> exchange -> ledger -> store, any of them -> the engines and identity;
 // the engines import no framework and no server package; the agent imports none of
 // the server. Every package of the module must have a rule in depRules, so a new
 // package is placed on purpose.
@@ -207,6 +209,8 @@ func TestDependencyRulesMatch(t *testing.T) {
 		{"", []string{module, module + "/moneyfmt"}, leaf, []string{module + "/moneyfmt"}},
 		{"exchange", []string{module + "/exchangex", module + "/fleet/plan", module + "/ledger"}, depRules["exchange"], []string{module + "/fleet/plan"}},
 		{"identity", []string{module + "/exchange", module + "/store"}, depRules["identity"], []string{module + "/exchange"}},
+		{"fleet", []string{module + "/besteffort", module + "/exchange"}, depRules["fleet"], []string{module + "/besteffort"}},
+		{"besteffort", []string{module + "/fleet", module + "/web"}, depRules["besteffort"], []string{module + "/web"}},
 		{"templates", []string{"gorm.io/gorm", module + "/moneyfmt"}, depRules["templates"], []string{"gorm.io/gorm"}},
 	}
 	for _, c := range cases {
