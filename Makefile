@@ -10,7 +10,7 @@ GO_IMAGE      ?= golang:1.26-bookworm
 RUNTIME_IMAGE ?= debian:bookworm-slim
 IMAGE         ?= clearhouse:$(VERSION)
 
-.PHONY: all build test test-short bench run generate check-generated lint fmt clean docker check-deploy kube-build kube-up kube-down
+.PHONY: all build test test-short bench run generate check-generated check-tidy lint fmt clean docker check-deploy kube-build kube-up kube-down
 
 all: build
 
@@ -43,6 +43,12 @@ check-generated: generate
 	@git diff --exit-code --stat -- '*_templ.go' || (echo "generated templ files are out of date: run 'make generate' and commit" >&2; exit 1)
 	@untracked=$$(git ls-files --others --exclude-standard -- '*_templ.go'); \
 	  if [ -n "$$untracked" ]; then echo "uncommitted generated files: $$untracked" >&2; exit 1; fi
+
+## check-tidy: fail when `go mod tidy` would change go.mod or go.sum, of the product's
+## module and of tools/kube's (the test control plane's own module). Prints the diff.
+check-tidy:
+	@$(GO) mod tidy -diff || (echo "go.mod/go.sum are not tidy: run 'go mod tidy' and commit" >&2; exit 1)
+	@cd tools/kube && $(GO) mod tidy -diff || (echo "tools/kube/go.mod/go.sum are not tidy: run 'cd tools/kube && go mod tidy' and commit" >&2; exit 1)
 
 ## lint: formatting, vet and staticcheck (pinned in go.mod as a tool).
 lint:

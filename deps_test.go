@@ -2,42 +2,223 @@ package clearhouse_test
 
 import (
 	"os/exec"
+	"sort"
 	"strings"
 	"testing"
 )
 
-// Dependencies point one way (DESIGN.md, "Shape of the code"): web -> exchange and
-// fleet -> the engines, ledger and store. A package importing one above it would
-// make a cycle of responsibilities even where Go would still compile it.
-func TestDependenciesPointOneWay(t *testing.T) {
-	const mod = "github.com/clearhouse/clearhouse/"
-	server := []string{"exchange", "fleet", "web", "templates", "store", "ledger", "auction", "scheduler", "sharing", "mailer", "moneyfmt", "cmd/"}
-	forbidden := map[string][]string{
-		"exchange": {"fleet", "web", "templates", "cmd/"},
-		"fleet":    {"web", "templates", "cmd/"},
-		"ledger":   {"exchange", "fleet", "web", "templates"},
-		"store":    {"ledger", "exchange", "fleet", "web", "templates"},
-		"mailer":   {"store", "ledger", "exchange", "fleet", "web", "templates"},
-		// The cluster agent speaks only the JSON API, as any other agent would.
-		"agent":          server,
-		"agent/simulate": server,
+// module is the module path every package of the repository lives under.
+const module = "github.com/clearhouse/clearhouse"
+
+// depRule is where one package stands in the import graph: the packages it must not
+// depend on, directly or through another package.
+type depRule struct {
+	// deny lists what the package must not depend on. An entry is a package of the
+	// module relative to its root ("exchange" covers exchange/... too), "*" for every
+	// package of the module (the root package included), or an import path outside the
+	// module ("gorm.io" covers gorm.io/...).
+	deny []string
+	// allow lists packages of the module a "*" in deny leaves reachable.
+	allow []string
+}
+
+// Groups the rules are written from (DESIGN.md, "Shape of the code").
+var (
+	// frameworks are what an engine or a template never sees: the database mapper,
+	// the HTTP router and, for the engines, the template engine.
+	frameworks = []string{"gorm.io", "github.com/gin-gonic", "github.com/a-h/templ"}
+	// above lists the packages above a domain service: the HTTP layer, the pages, the
+	// binary, the demo seed and the cluster agent, which speaks only the JSON API.
+	above = []string{"web", "templates", "cmd", "demo", "agent"}
+	// server lists every package the server is made of, below the binary.
+	server = []string{"store", "ledger", "mailer", "identity", "exchange", "fleet", "besteffort", "metrics", "demo", "web", "templates", "static", "migrations", "cmd"}
+)
+
+func join(groups ...[]string) []string {
+	var all []string
+	for _, g := range groups {
+		all = append(all, g...)
 	}
-	for pkg, above := range forbidden {
-		out, err := exec.Command("go", "list", "-deps", mod+pkg).Output()
-		if err != nil {
-			t.Fatalf("go list %s: %v", pkg, err)
+	return all
+}
+
+// engine is the rule of the pure engines: value types in, value types out, no
+// framework and no package of the server, so they are tested, benchmarked and
+// simulated alone.
+var engine = depRule{deny: join(frameworks, server)}
+
+// agentRule: the cluster agent and its backends import only the agent's own packages;
+// they speak the JSON API as any other agent would.
+var agentRule = depRule{deny: []string{"*"}, allow: []string{"agent"}}
+
+// leaf: a package that imports nothing of the module.
+var leaf = depRule{deny: []string{"*"}}
+
+// depRules holds a rule for every package of the module, by path relative to the
+// module's root ("" is the root package). A rule for a package that does not exist is
+// harmless; a package without a rule fails TestDependenciesPointOneWay.
+var depRules = map[string]depRule{
+	// The root package: the domain error codes and the CSV writer every package shares.
+	"": leaf,
+
+	// Leaves: formatting, embedded files.
+	"moneyfmt":   leaf,
+	"migrations": leaf,
+	"static":     leaf,
+
+	// The engines.
+	"auction":        engine,
+	"scheduler":      engine,
+	"sharing":        engine,
+	"sharing/abacus": engine,
+
+	// Storage and money: store -> migrations; ledger -> store.
+	"store":           {deny: join([]string{"ledger", "mailer", "identity", "exchange", "fleet", "besteffort", "metrics"}, above)},
+	"store/storetest": {deny: join([]string{"ledger", "mailer", "identity", "exchange", "fleet", "besteffort", "metrics"}, above)},
+	"ledger":          {deny: join([]string{"mailer", "identity", "exchange", "fleet", "besteffort", "metrics"}, above)},
+
+	// Sending e-mail knows nothing of the market.
+	"mailer":            {deny: join([]string{"store", "ledger", "identity", "exchange", "fleet", "besteffort", "metrics"}, above)},
+	"mailer/mailertest": {deny: join([]string{"store", "ledger", "identity", "exchange", "fleet", "besteffort", "metrics"}, above)},
+
+	// Identity (people, passwords, sessions, tokens) sits below the market: any
+	// service may ask who someone is, and identity asks none of them.
+	"identity":              {deny: join([]string{"exchange", "fleet", "besteffort", "metrics"}, above)},
+	"identity/identitytest": {deny: join([]string{"exchange", "fleet", "besteffort", "metrics"}, above)},
+
+	// The market.
+	"exchange":              {deny: join([]string{"fleet", "besteffort", "metrics"}, above)},
+	"exchange/exchangetest": {deny: join([]string{"fleet", "besteffort", "metrics"}, above)},
+
+	// The cluster-facing services, built on the market, side by side. Best-effort
+	// jobs read the reservation plan, so besteffort may import fleet, never the
+	// other way.
+	"fleet":      {deny: join([]string{"besteffort", "metrics"}, above)},
+	"besteffort": {deny: join([]string{"metrics"}, above)},
+
+	// Instrumentation reads the services; only the web layer and the binary use it.
+	"metrics": {deny: above},
+
+	// The demo seed fills a database through the services, as a user would.
+	"demo": {deny: []string{"web", "templates", "cmd", "agent", "metrics"}},
+
+	// Pages take view models built in web: no database row reaches a template.
+	"templates": {deny: join([]string{"gorm.io", "github.com/gin-gonic"}, []string{"store", "ledger", "mailer", "identity", "exchange", "fleet", "besteffort", "metrics", "demo", "web", "cmd", "agent"})},
+
+	// HTTP: routes, handlers, auth, the JSON API.
+	"web": {deny: []string{"cmd", "demo", "agent"}},
+
+	// The binary wires everything.
+	"cmd/clearhouse": {},
+
+	// The cluster agent and its backends.
+	"agent":                     agentRule,
+	"agent/simulate":            agentRule,
+	"agent/kubernetes":          agentRule,
+	"agent/kubernetes/kubetest": agentRule,
+	"agent/slurm":               agentRule,
+	"agent/slurm/slurmtest":     agentRule,
+	"deploy/kubernetes":         agentRule, // only tests: the manifests against an API server
+}
+
+// matches reports whether dep (relative to the module, or an outside import path when
+// inModule is false) is covered by entry.
+func matches(entry, dep string, inModule bool) bool {
+	if entry == "*" {
+		return inModule
+	}
+	if inModule != !strings.Contains(strings.SplitN(entry, "/", 2)[0], ".") {
+		return false
+	}
+	return dep == entry || strings.HasPrefix(dep, entry+"/")
+}
+
+// violations lists the dependencies of pkg (relative to the module) that rule denies.
+func violations(pkg string, deps []string, rule depRule) []string {
+	var bad []string
+	for _, dep := range deps {
+		rel, inModule := dep, false
+		if dep == module {
+			rel, inModule = "", true
+		} else if strings.HasPrefix(dep, module+"/") {
+			rel, inModule = strings.TrimPrefix(dep, module+"/"), true
 		}
-		for _, dep := range strings.Fields(string(out)) {
-			if pkg == "agent" || strings.HasPrefix(pkg, "agent/") {
-				if dep == strings.TrimSuffix(mod, "/") {
-					t.Errorf("%s depends on the server's root package", pkg)
-				}
+		if inModule && rel == pkg {
+			continue
+		}
+		denied := false
+		for _, d := range rule.deny {
+			if matches(d, rel, inModule) {
+				denied = true
+				break
 			}
-			for _, a := range above {
-				if strings.HasPrefix(dep, mod+a) {
-					t.Errorf("%s depends on %s", pkg, dep)
-				}
+		}
+		for _, a := range rule.allow {
+			if inModule && matches(a, rel, true) {
+				denied = false
 			}
+		}
+		if denied {
+			bad = append(bad, dep)
+		}
+	}
+	return bad
+}
+
+// Dependencies point one way (DESIGN.md, "Shape of the code"): web -> besteffort ->
+// fleet -> exchange -> ledger -> store, any of them -> the engines and identity;
+// the engines import no framework and no server package; the agent imports none of
+// the server. Every package of the module must have a rule in depRules, so a new
+// package is placed on purpose.
+func TestDependenciesPointOneWay(t *testing.T) {
+	out, err := exec.Command("go", "list", "-f", `{{.ImportPath}} {{join .Deps " "}}`, "./...").Output()
+	if err != nil {
+		t.Fatalf("go list ./...: %v", err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	if len(lines) < 20 {
+		t.Fatalf("go list ./... listed %d packages; want every package of the module", len(lines))
+	}
+	for _, line := range lines {
+		fields := strings.Fields(line)
+		pkg := strings.TrimPrefix(strings.TrimPrefix(fields[0], module), "/")
+		rule, ok := depRules[pkg]
+		if !ok {
+			t.Errorf("package %s has no rule in depRules (deps_test.go): add a rule for it, saying what it must not import", fields[0])
+			continue
+		}
+		for _, dep := range violations(pkg, fields[1:], rule) {
+			t.Errorf("%s depends on %s", fields[0], dep)
+		}
+	}
+}
+
+// The rules' matching itself, on made-up dependency lists, so a mistake in it cannot
+// make the test above pass vacuously.
+func TestDependencyRulesMatch(t *testing.T) {
+	cases := []struct {
+		pkg  string
+		deps []string
+		rule depRule
+		want []string
+	}{
+		{"auction", []string{"sort", module, "gorm.io/gorm", module + "/store"}, engine, []string{"gorm.io/gorm", module + "/store"}},
+		{"auction", []string{"github.com/a-h/templ/runtime", module + "/moneyfmt"}, engine, []string{"github.com/a-h/templ/runtime"}},
+		{"agent/slurm", []string{module + "/agent", module + "/agent/slurm", module}, agentRule, []string{module}},
+		{"agent", []string{module + "/agentx"}, agentRule, []string{module + "/agentx"}},
+		{"", []string{module, module + "/moneyfmt"}, leaf, []string{module + "/moneyfmt"}},
+		{"exchange", []string{module + "/exchangex", module + "/fleet/plan", module + "/ledger"}, depRules["exchange"], []string{module + "/fleet/plan"}},
+		{"identity", []string{module + "/exchange", module + "/store"}, depRules["identity"], []string{module + "/exchange"}},
+		{"fleet", []string{module + "/besteffort", module + "/exchange"}, depRules["fleet"], []string{module + "/besteffort"}},
+		{"besteffort", []string{module + "/fleet", module + "/web"}, depRules["besteffort"], []string{module + "/web"}},
+		{"templates", []string{"gorm.io/gorm", module + "/moneyfmt"}, depRules["templates"], []string{"gorm.io/gorm"}},
+	}
+	for _, c := range cases {
+		got := violations(c.pkg, c.deps, c.rule)
+		sort.Strings(got)
+		sort.Strings(c.want)
+		if strings.Join(got, " ") != strings.Join(c.want, " ") {
+			t.Errorf("violations(%q, %v) = %v, want %v", c.pkg, c.deps, got, c.want)
 		}
 	}
 }
