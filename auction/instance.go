@@ -2,7 +2,7 @@
 // offers in, uniform linear prices and allocations out. It is pure computation: no
 // database, HTTP or templates, so the web application, the command line and the
 // benchmarks run the very same code. Instances and results follow
-// shared/formats/auction.md.
+// docs/formats/auction.md.
 package auction
 
 import (

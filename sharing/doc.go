@@ -31,7 +31,7 @@
 //
 // and a team's utility is the sum over the parts of its own best-effort tasks:
 // psi(t) = sum over parts of the above (integrated continuously over each run). The
-// paper's text (shared/papers/cloudshare.txt) lost its formulas; its words are the
+// paper's text (Pacholczyk and Rzadca, CloudShare) lost its formulas; its words are the
 // evidence. ORIG is psi_sp of Skowron and Rzadca (sum over executed unit parts of
 // t - tau). REL is our reading of "a slightly altered utility, where the release time
 // neutralizes this effect", the effect being that under ORIG a part done at tau keeps

@@ -73,7 +73,7 @@ func newAuctionSolveCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "solve",
 		Short: "Run the ascending clock and the final round on an instance and write the result",
-		Long: `Read an auction instance (shared/formats/auction.md), run the ascending clock, then
+		Long: `Read an auction instance (docs/formats/auction.md), run the ascending clock, then
 the final round (the allocation of greatest welfare among all submitted bundles,
 never worse than the clock's, within params.final_round.seconds, default 10), and
 write the result. "-" means standard input or output. --final-seconds and

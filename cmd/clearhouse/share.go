@@ -77,7 +77,7 @@ half a point to each policy of a tie.
 
 Shapley values are exact up to 12 organizations (all 2^n - 1 coalitions), sampled
 beyond (200 seeded random orders). The same seed gives the same output, byte for byte.`,
-		Example: `  clearhouse share simulate --workload shared/data/hpc2n.swf --orgs 5 --samples 20 --seed 1 --scenario equal
+		Example: `  clearhouse share simulate --workload cmd/clearhouse/testdata/hpc2n.swf --orgs 5 --samples 20 --seed 1 --scenario equal
   clearhouse share simulate --workload log.swf --scenario zipf --policies direct-orig,fairshare --json
   clearhouse share simulate --workload log.swf --scenario background --report share.html`,
 		Args: cobra.NoArgs,

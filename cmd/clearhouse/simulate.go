@@ -94,7 +94,7 @@ simulated cluster of --capacity units, once per algorithm, and report what each
 achieved against the offline upper bound (the value-maximizing fractional
 allocation of the whole workload, computed exactly).
 
-Workloads (shared/formats/workload.md): a CSV file, an SWF log (the Parallel
+Workloads (docs/formats/workload.md): a CSV file, an SWF log (the Parallel
 Workloads Archive's format; values and deadlines come from a seeded model set by
 --slack, --value-median and --value-spread), or a seeded MapReduce-like mix
 (--generate mapreduce --jobs N --seed S).
@@ -125,7 +125,7 @@ prices and the algorithms; see docs/reproductions.md).
 Output: a table, with a progress bar on a terminal; --json prints one JSON object
 and nothing else; --report F.html writes a self-contained page with charts.`,
 		Example: `  clearhouse simulate --generate mapreduce --jobs 10000 --seed 1 --capacity 100
-  clearhouse simulate --workload shared/data/hpc2n.swf --capacity 240 --json
+  clearhouse simulate --workload cmd/clearhouse/testdata/hpc2n.swf --capacity 240 --json
   clearhouse simulate --workload jobs.csv --capacity 50 --algorithms econ,greedy --report sim.html`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runSimulate(cmd, o) },
@@ -142,7 +142,7 @@ and nothing else; --report F.html writes a self-contained page with charts.`,
 	f.Float64Var(&o.slack, "slack", scheduler.DefaultSWFModel.Slack, "SWF: a deadline is arrival + duration x (1 + slack x U[0,1))")
 	f.Float64Var(&o.valueMedian, "value-median", scheduler.DefaultSWFModel.ValueMedian, "SWF: median value per unit-slot, in dollars")
 	f.Float64Var(&o.valueSpread, "value-spread", scheduler.DefaultSWFModel.ValueSpread, "SWF: spread of the log-normal value per unit-slot")
-	f.BoolVar(&o.json, "json", false, "print one JSON object (shared/formats/workload.md) and nothing else")
+	f.BoolVar(&o.json, "json", false, "print one JSON object (docs/formats/workload.md) and nothing else")
 	f.StringVar(&o.report, "report", "", "write a self-contained HTML report with charts to this file")
 	f.Uint64Var(&o.cloudSeed, "cloud-seed", 1, "seed of the simulated cloud's losses, failures, early finishes and background load")
 	f.Float64Var(&o.cloud.LossesPerDay, "capacity-losses", 0, "capacity losses a day")
@@ -161,7 +161,7 @@ and nothing else; --report F.html writes a self-contained page with charts.`,
 	return cmd
 }
 
-// simResult is the JSON the command prints (shared/formats/workload.md), plus the
+// simResult is the JSON the command prints (docs/formats/workload.md), plus the
 // share of the upper bound and the acceptance by class.
 type simResult struct {
 	Workload struct {
