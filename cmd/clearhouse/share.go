@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"text/tabwriter"
 
 	"github.com/clearhouse/clearhouse/scheduler"
 	"github.com/clearhouse/clearhouse/sharing"
@@ -186,7 +187,7 @@ func runShareSimulate(cmd *cobra.Command, o shareOptions) error {
 	}
 	res.summarize()
 	if o.report != "" {
-		page, err := renderShareReport(res, o)
+		page, err := RenderShare(res.report(o))
 		if err != nil {
 			return err
 		}
@@ -450,6 +451,23 @@ func printShareTable(w io.Writer, r shareResult, o shareOptions) {
 		fmt.Fprintln(tw)
 	}
 	tw.Flush()
+}
+
+// report is what the HTML report shows of the result.
+func (r shareResult) report(o shareOptions) Share {
+	s := Share{Title: r.title, Scenario: o.scenario, Seed: o.seed, Exact: r.exact, Simulations: r.sims, Ties: tieWords(r.tiesHalf),
+		Orgs: r.orgs, Unfairness: r.unfair, Pairwise: r.pairwise}
+	for _, p := range r.Policies {
+		s.Policies = append(s.Policies, SharePolicy(p))
+	}
+	for _, sample := range r.Samples {
+		s.Samples = append(s.Samples, ShareSample{Shapley: sample.Shapley, Wait: sample.Wait})
+	}
+	return s
+}
+
+func newTable(w io.Writer) *tabwriter.Writer {
+	return tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 }
 
 // tieWords says what a tie scores.

@@ -2,157 +2,137 @@ package main
 
 import (
 	"bytes"
-	_ "embed"
+	"context"
 	"fmt"
-	"html/template"
-	"io"
-	"math"
 	"strconv"
 	"strings"
-	"text/tabwriter"
+
+	"github.com/clearhouse/clearhouse/sharing"
+	"github.com/clearhouse/clearhouse/templates"
 )
 
-//go:embed sharereport.html
-var shareReportHTML string
-
-var shareReportTmpl = template.Must(template.New("share").Parse(shareReportHTML))
-
-type pairwiseRow struct {
-	Name  string
-	Cells []string
+// Share is what the report of `clearhouse share simulate` shows.
+type Share struct {
+	Title, Scenario string
+	Seed            uint64
+	Exact           bool   // Shapley values computed exactly, not sampled
+	Simulations     int    // simulations run
+	Ties            string // what a tie scores, in words
+	Orgs            []sharing.Org
+	Policies        []SharePolicy
+	Samples         []ShareSample
+	Unfairness      [][]float64 // [sample][policy]
+	Pairwise        [][]float64 // [row policy][column policy]: the row's points
 }
 
-type shareReportView struct {
-	Title, Scenario, How, Procs string
-	Ties                        string
-	Seed                        uint64
-	Orgs                        []string
-	Names                       []string
-	Result                      shareReportResult
-	Pairwise                    []pairwiseRow
-	Charts                      []svgChart
+// SharePolicy is a policy's line of the report's first table.
+type SharePolicy struct {
+	Name           string
+	Score          float64
+	MeanUnfairness float64 // task-hours
 }
 
-type shareReportResult struct {
-	Policies []sharePolicy
-	Samples  []shareSample
-	Sims     int
+// ShareSample is one sample's Shapley values and waits (task-hours) by
+// organization name, the waits also by policy name.
+type ShareSample struct {
+	Shapley map[string]float64
+	Wait    map[string]map[string]float64
 }
 
-// renderShareReport is the self-contained HTML report of `share simulate`: no
-// scripts, no external files, every chart an inline SVG.
-func renderShareReport(r shareResult, o shareOptions) ([]byte, error) {
-	v := shareReportView{Title: r.title, Scenario: o.scenario, How: "exact", Seed: o.seed, Names: r.names, Ties: tieWords(r.tiesHalf),
-		Result: shareReportResult{Policies: r.Policies, Samples: r.Samples, Sims: r.sims}}
-	if !r.exact {
+type shareView struct {
+	Share
+	How, Procs string
+	Names      []string
+	Pairwise   [][]string
+	Charts     []templates.BarChart
+}
+
+// RenderShare is the self-contained HTML report of `share simulate`: no scripts,
+// no external files, every chart an inline SVG drawn by the pages' chart components.
+func RenderShare(s Share) ([]byte, error) {
+	v := shareView{Share: s, How: "exact"}
+	if !s.Exact {
 		v.How = "sampled"
 	}
 	var procs []string
-	for _, org := range r.orgs {
-		v.Orgs = append(v.Orgs, org.Name)
+	for _, org := range s.Orgs {
 		procs = append(procs, strconv.FormatInt(org.Processors, 10))
 	}
 	v.Procs = strings.Join(procs, "/")
-	for a, name := range r.names {
-		row := pairwiseRow{Name: name}
-		for b := range r.names {
-			cell := "-"
+	for _, p := range s.Policies {
+		v.Names = append(v.Names, p.Name)
+	}
+	for a := range v.Names {
+		row := make([]string, len(v.Names))
+		for b := range v.Names {
+			row[b] = "-"
 			if a != b {
-				cell = fmt.Sprintf("%g of %d", r.pairwise[a][b], len(r.Samples))
+				row[b] = fmt.Sprintf("%g of %d", s.Pairwise[a][b], len(s.Samples))
 			}
-			row.Cells = append(row.Cells, cell)
 		}
 		v.Pairwise = append(v.Pairwise, row)
 	}
-	v.Charts = []svgChart{unfairnessChart(r), fairWaitChart(r)}
+	v.Charts = []templates.BarChart{unfairnessChart(s, v.Names), fairWaitChart(s, v.Names)}
 	var buf bytes.Buffer
-	if err := shareReportTmpl.Execute(&buf, v); err != nil {
+	if err := shareReport(v).Render(context.Background(), &buf); err != nil {
 		return nil, err
 	}
 	return buf.Bytes(), nil
 }
 
-// groupedBars lays out groups of bars (values[group][bar]) on a scale from the
-// smallest value (or zero) to the largest, with a line at zero.
-func groupedBars(c *svgChart, groups []string, values [][]float64, names []string, colors []string, title func(g, b int) string) {
-	lo, hi := 0.0, 0.0
-	for _, g := range values {
-		for _, x := range g {
-			lo, hi = min(lo, x), max(hi, x)
-		}
-	}
-	hi = niceMax(hi)
-	if lo < 0 {
-		lo = -niceMax(-lo)
-	}
-	y := func(x float64) float64 { return chartTop + plotH*(hi-x)/(hi-lo) }
-	group := plotW / float64(max(len(groups), 1))
-	barW := group * 0.8 / float64(max(len(names), 1))
-	for g, label := range groups {
-		c.XTicks = append(c.XTicks, svgTick{Pos: chartLeft + group*(float64(g)+0.5), Label: label, Anchor: "middle"})
-		for b, x := range values[g] {
-			top, bottom := y(max(x, 0)), y(min(x, 0))
-			c.Bars = append(c.Bars, svgBar{X: chartLeft + group*float64(g) + group*0.1 + barW*float64(b), Y: top, W: barW,
-				H: bottom - top, Color: colors[b%len(colors)], Title: title(g, b)})
-		}
-	}
-	for i := 0; i <= 4; i++ {
-		x := lo + (hi-lo)*float64(i)/4
-		c.YTicks = append(c.YTicks, svgTick{Pos: y(x), Label: tickLabel(x)})
-	}
-	if lo < 0 {
-		c.YTicks = append(c.YTicks, svgTick{Pos: y(0), Label: "0"})
-	}
-	for b, name := range names {
-		c.Legend = append(c.Legend, svgLine{Name: name, Color: colors[b%len(colors)]})
-	}
+// lead is the sentence under the title: the workload, the scenario and how the
+// Shapley values were found.
+func (v shareView) lead() string {
+	return fmt.Sprintf("%s. Scenario %s: %d organizations (%s processors); %d samples of 24 hours, seed %d; Shapley values %s, %d simulations.",
+		v.Title, v.Scenario, len(v.Orgs), v.Procs, len(v.Samples), v.Seed, v.How, v.Simulations)
 }
 
 // unfairnessChart: each sample's unfairness under each policy.
-func unfairnessChart(r shareResult) svgChart {
-	c := newChart("Unfairness per sample and policy", "task-hours")
-	var groups []string
-	for s := range r.unfair {
-		groups = append(groups, strconv.Itoa(s+1))
+func unfairnessChart(s Share, names []string) templates.BarChart {
+	c := templates.BarChart{ID: "share-unfairness", Title: "Unfairness per sample and policy", YLabel: "task-hours"}
+	for k := range s.Unfairness {
+		c.Groups = append(c.Groups, strconv.Itoa(k+1))
 	}
-	groupedBars(&c, groups, r.unfair, r.names, seriesColors, func(g, b int) string {
-		return fmt.Sprintf("sample %d, %s: %.1f task-hours", g+1, r.names[b], r.unfair[g][b])
-	})
+	for p, name := range names {
+		bs := templates.BarSeries{Name: name, Color: templates.SeriesColor(p)}
+		for k, u := range s.Unfairness {
+			addBar(&bs, u[p], fmt.Sprintf("sample %d, %s: %.1f task-hours", k+1, name, u[p]))
+		}
+		c.Series = append(c.Series, bs)
+	}
 	return c
 }
 
 // fairWaitChart: per organization, the mean Shapley value and each policy's mean wait.
-func fairWaitChart(r shareResult) svgChart {
-	c := newChart("Wait per organization against its Shapley value (mean over samples)", "task-hours")
-	names := append([]string{"Shapley value"}, r.names...)
-	colors := append([]string{"#57606a"}, seriesColors...)
-	var groups []string
-	values := make([][]float64, len(r.orgs))
-	n := float64(len(r.Samples))
-	for i, org := range r.orgs {
-		groups = append(groups, org.Name)
-		values[i] = make([]float64, len(names))
-		for _, s := range r.Samples {
-			values[i][0] += s.Shapley[org.Name] / n
-			for p, name := range r.names {
-				values[i][p+1] += s.Wait[name][org.Name] / n
+func fairWaitChart(s Share, names []string) templates.BarChart {
+	c := templates.BarChart{ID: "share-fair-wait", Title: "Wait per organization against its Shapley value (mean over samples)", YLabel: "task-hours"}
+	n := float64(len(s.Samples))
+	shapley := templates.BarSeries{Name: "Shapley value", Color: templates.NeutralColor}
+	waits := make([]templates.BarSeries, len(names))
+	for p, name := range names {
+		waits[p] = templates.BarSeries{Name: name, Color: templates.SeriesColor(p)}
+	}
+	for _, org := range s.Orgs {
+		c.Groups = append(c.Groups, org.Name)
+		mean := 0.0
+		for _, sample := range s.Samples {
+			mean += sample.Shapley[org.Name] / n
+		}
+		addBar(&shapley, mean, fmt.Sprintf("%s, %s: %.1f task-hours", org.Name, shapley.Name, mean))
+		for p, name := range names {
+			mean := 0.0
+			for _, sample := range s.Samples {
+				mean += sample.Wait[name][org.Name] / n
 			}
+			addBar(&waits[p], mean, fmt.Sprintf("%s, %s: %.1f task-hours", org.Name, name, mean))
 		}
 	}
-	groupedBars(&c, groups, values, names, colors, func(g, b int) string {
-		return fmt.Sprintf("%s, %s: %.1f task-hours", groups[g], names[b], values[g][b])
-	})
+	c.Series = append([]templates.BarSeries{shapley}, waits...)
 	return c
 }
 
-// tickLabel writes an axis value: whole numbers in full, small ones to 3 digits.
-func tickLabel(x float64) string {
-	if math.Abs(x) >= 10 {
-		return strconv.FormatFloat(x, 'f', 0, 64)
-	}
-	return strconv.FormatFloat(x, 'g', 3, 64)
-}
-
-func newTable(w io.Writer) *tabwriter.Writer {
-	return tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+// addBar adds a bar, with its hover text, to a series.
+func addBar(s *templates.BarSeries, value float64, title string) {
+	s.Values = append(s.Values, value)
+	s.Titles = append(s.Titles, title)
 }

@@ -2,212 +2,136 @@ package main
 
 import (
 	"bytes"
-	_ "embed"
+	"context"
 	"fmt"
-	"html/template"
 	"math"
 	"strconv"
-	"strings"
 
+	"github.com/clearhouse/clearhouse/moneyfmt"
 	"github.com/clearhouse/clearhouse/scheduler"
+	"github.com/clearhouse/clearhouse/templates"
 )
 
-//go:embed simreport.html
-var simReportHTML string
-
-var simReportTmpl = template.Must(template.New("report").Funcs(template.FuncMap{
-	"pct":     func(x float64) float64 { return 100 * x },
-	"dollars": dollars,
-}).Parse(simReportHTML))
-
-// Chart geometry, in SVG user units.
-const (
-	chartW, chartH      = 760, 240
-	chartLeft, chartTop = 56, 16
-	plotW, plotH        = chartW - chartLeft - 16, chartH - chartTop - 36
-)
-
-var seriesColors = []string{"#1f6feb", "#d1242f", "#1a7f37", "#9a6700", "#8250df", "#57606a"}
-
-type svgLine struct {
-	Name, Color, Points string
+// Simulation is what the report of `clearhouse simulate` shows.
+type Simulation struct {
+	Title           string
+	Jobs, Slots     int
+	Capacity        int64
+	RequestedValue  float64 // dollars, as every value here
+	UpperBoundValue float64 // the offline upper bound: the best fractional allocation
+	Algorithms      []SimAlgorithm
+	Classes         []string // the job classes (or teams) the acceptance chart shows
 }
 
-type svgTick struct {
-	Pos    float64
-	Label  string
-	Anchor string // text-anchor: start, middle or end
+// SimAlgorithm is one algorithm's run.
+type SimAlgorithm struct {
+	Name                        string
+	AcceptedJobs                int
+	AcceptedValue, Revenue      float64
+	ValueShare, UpperBoundShare float64           // of the requested value and of the upper bound, 0 to 1
+	Utilization                 float64           // 0 to 1
+	MeanPrice                   float64           // dollars per unit-slot
+	Classes                     map[string][2]int // per class: accepted and submitted jobs
+	Series                      []scheduler.SlotStat
 }
 
-type svgBar struct {
-	X, Y, W, H float64
-	Color      string
-	Title      string
-}
-
-type svgChart struct {
-	Title, YLabel  string
-	W, H           int
-	Left, Top      int
-	PlotW, PlotH   int
-	Lines          []svgLine
-	Bars           []svgBar
-	XTicks, YTicks []svgTick
-	Legend         []svgLine
-}
-
-type simReportView struct {
-	Title    string
-	Result   simResult
-	Charts   []svgChart
+type simView struct {
+	Simulation
 	BoundPct float64
+	Lines    []templates.LineChart
+	Bars     []templates.BarChart
 }
 
-// renderSimReport is the self-contained HTML report of a simulation: no scripts,
-// no external files, every chart an inline SVG.
-func renderSimReport(res simResult) ([]byte, error) {
-	v := simReportView{Title: res.title, Result: res}
-	if res.Workload.RequestedValue > 0 {
-		v.BoundPct = 100 * res.UpperBoundValue / res.Workload.RequestedValue
+// RenderSimulation is the self-contained HTML report of a simulation: no scripts,
+// no external files, every chart an inline SVG drawn by the pages' chart components.
+func RenderSimulation(s Simulation) ([]byte, error) {
+	v := simView{Simulation: s}
+	if s.RequestedValue > 0 {
+		v.BoundPct = 100 * s.UpperBoundValue / s.RequestedValue
 	}
-	v.Charts = append(v.Charts,
-		seriesChart(res, "Utilization over time", "% of capacity", func(s scheduler.SlotStat) float64 {
-			return 100 * float64(s.Used) / float64(res.Workload.Capacity)
+	v.Lines = []templates.LineChart{
+		seriesChart(s, "sim-utilization", "Utilization over time", "% of capacity", func(st scheduler.SlotStat) float64 {
+			return 100 * float64(st.Used) / float64(s.Capacity)
 		}),
-		seriesChart(res, "Price over time", "$ per unit-slot", func(s scheduler.SlotStat) float64 { return s.Price }),
-		classChart(res),
-		valueChart(res))
+		seriesChart(s, "sim-price", "Price over time", "$ per unit-slot", func(st scheduler.SlotStat) float64 { return st.Price }),
+	}
+	v.Bars = []templates.BarChart{classChart(s), valueChart(s)}
 	var buf bytes.Buffer
-	if err := simReportTmpl.Execute(&buf, v); err != nil {
+	if err := simReport(v).Render(context.Background(), &buf); err != nil {
 		return nil, err
 	}
 	return buf.Bytes(), nil
 }
 
-func newChart(title, ylabel string) svgChart {
-	return svgChart{Title: title, YLabel: ylabel, W: chartW, H: chartH, Left: chartLeft, Top: chartTop, PlotW: plotW, PlotH: plotH}
-}
-
-// niceMax rounds up to 1, 2 or 5 times a power of ten.
-func niceMax(x float64) float64 {
-	if x <= 0 {
-		return 1
-	}
-	p := math.Pow(10, math.Floor(math.Log10(x)))
-	for _, m := range []float64{1, 2, 5, 10} {
-		if x <= m*p {
-			return m * p
-		}
-	}
-	return 10 * p
-}
-
-func yTicks(top float64, format string) []svgTick {
-	var out []svgTick
-	for i := 0; i <= 4; i++ {
-		v := top * float64(i) / 4
-		out = append(out, svgTick{Pos: chartTop + plotH - plotH*float64(i)/4, Label: fmt.Sprintf(format, v)})
-	}
-	return out
+// lead is the sentence under the title: the workload and its upper bound.
+func (v simView) lead() string {
+	return fmt.Sprintf("%s: %d jobs over %d slots on %d units. Requested value $%s; the offline upper bound (the best fractional allocation) reaches $%s, %.1f%% of it.",
+		v.Title, v.Jobs, v.Slots, v.Capacity, wholeDollars(v.RequestedValue), wholeDollars(v.UpperBoundValue), v.BoundPct)
 }
 
 // seriesChart plots one value per slot for every algorithm, averaged into at most
 // 300 points.
-func seriesChart(res simResult, title, ylabel string, value func(scheduler.SlotStat) float64) svgChart {
-	c := newChart(title, ylabel)
-	slots := res.Workload.Slots
-	points := min(slots, 300)
-	top := 0.0
-	avgs := make([][]float64, len(res.outcomes))
-	for i, o := range res.outcomes {
-		avgs[i] = make([]float64, points)
+func seriesChart(s Simulation, id, title, ylabel string, value func(scheduler.SlotStat) float64) templates.LineChart {
+	c := templates.LineChart{ID: id, Title: title, YLabel: ylabel, XLabel: "slot", YFromZero: true, Width: 720, Height: 280}
+	points := min(s.Slots, 300)
+	for _, a := range s.Algorithms {
+		line := templates.Series{Name: a.Name}
 		for p := range points {
-			from, to := p*slots/points, (p+1)*slots/points
+			from, to := p*s.Slots/points, (p+1)*s.Slots/points
 			sum := 0.0
-			for _, s := range o.Series[from:to] {
-				sum += value(s)
+			for _, st := range a.Series[from:to] {
+				sum += value(st)
 			}
-			avgs[i][p] = sum / float64(max(to-from, 1))
-			top = max(top, avgs[i][p])
+			x := float64(s.Slots) * (float64(p) + 0.5) / float64(points)
+			line.Points = append(line.Points, templates.Point{X: x, Y: sum / float64(max(to-from, 1))})
 		}
-	}
-	top = niceMax(top)
-	for i := range res.outcomes {
-		var b strings.Builder
-		for p, y := range avgs[i] {
-			x := chartLeft + plotW*(float64(p)+0.5)/float64(points)
-			fmt.Fprintf(&b, "%.1f,%.1f ", x, chartTop+plotH-plotH*y/top)
-		}
-		l := svgLine{Name: res.Algorithms[i].Name, Color: seriesColors[i%len(seriesColors)], Points: b.String()}
-		c.Lines = append(c.Lines, l)
-		c.Legend = append(c.Legend, l)
-	}
-	c.YTicks = yTicks(top, "%.3g")
-	for i := 0; i <= 4; i++ {
-		anchor := []string{"start", "middle", "middle", "middle", "end"}[i]
-		c.XTicks = append(c.XTicks, svgTick{Pos: chartLeft + plotW*float64(i)/4, Label: fmt.Sprintf("slot %d", slots*i/4), Anchor: anchor})
+		c.Series = append(c.Series, line)
 	}
 	return c
 }
 
 // classChart shows, per class, the share of its jobs each algorithm accepted.
-func classChart(res simResult) svgChart {
-	c := newChart("Accepted jobs by class", "% of the class's jobs")
-	n := len(res.classes)
-	group := plotW / float64(max(n, 1))
-	barW := group * 0.8 / float64(max(len(res.Algorithms), 1))
-	for k, class := range res.classes {
-		c.XTicks = append(c.XTicks, svgTick{Pos: chartLeft + group*(float64(k)+0.5), Label: class, Anchor: "middle"})
-		for i, a := range res.Algorithms {
+func classChart(s Simulation) templates.BarChart {
+	c := templates.BarChart{ID: "sim-classes", Title: "Accepted jobs by class", YLabel: "% of the class's jobs", Groups: s.Classes, YMax: 100,
+		FormatY: func(v float64) string { return fmt.Sprintf("%.0f%%", v) }}
+	for i, a := range s.Algorithms {
+		bs := templates.BarSeries{Name: a.Name, Color: templates.SeriesColor(i)}
+		for _, class := range s.Classes {
 			got := a.Classes[class]
 			pct := 0.0
 			if got[1] > 0 {
 				pct = 100 * float64(got[0]) / float64(got[1])
 			}
-			h := plotH * pct / 100
-			c.Bars = append(c.Bars, svgBar{X: chartLeft + group*float64(k) + group*0.1 + barW*float64(i), Y: chartTop + plotH - h,
-				W: barW, H: h, Color: seriesColors[i%len(seriesColors)],
-				Title: fmt.Sprintf("%s, %s: %d of %d (%.1f%%)", a.Name, class, got[0], got[1], pct)})
+			addBar(&bs, pct, fmt.Sprintf("%s, %s: %d of %d (%.1f%%)", a.Name, class, got[0], got[1], pct))
 		}
+		c.Series = append(c.Series, bs)
 	}
-	for i, a := range res.Algorithms {
-		c.Legend = append(c.Legend, svgLine{Name: a.Name, Color: seriesColors[i%len(seriesColors)]})
-	}
-	c.YTicks = yTicks(100, "%.0f%%")
 	return c
 }
 
 // valueChart sets each algorithm's accepted value against the upper bound and the
 // requested value.
-func valueChart(res simResult) svgChart {
-	c := newChart("Value accepted against the upper bound", "value")
-	type bar struct {
-		name  string
-		value float64
-		color string
-	}
-	bars := []bar{{"requested", res.Workload.RequestedValue, "#afb8c1"}, {"upper bound", res.UpperBoundValue, "#57606a"}}
-	for i, a := range res.Algorithms {
-		bars = append(bars, bar{a.Name, a.AcceptedValue, seriesColors[i%len(seriesColors)]})
-	}
-	top := niceMax(res.Workload.RequestedValue)
-	slot := plotW / float64(len(bars))
-	for k, b := range bars {
-		h := plotH * b.value / top
-		title := fmt.Sprintf("%s: $%s", b.name, dollars(b.value))
-		if k >= 2 && res.UpperBoundValue > 0 {
-			title += fmt.Sprintf(" (%.1f%% of the upper bound)", 100*b.value/res.UpperBoundValue)
+func valueChart(s Simulation) templates.BarChart {
+	c := templates.BarChart{ID: "sim-value", Title: "Value accepted against the upper bound", YLabel: "value", FormatY: shortDollars,
+		Groups: []string{"requested", "upper bound"}}
+	bs := templates.BarSeries{Name: "value", Colors: []string{"#c9ced8", templates.NeutralColor}}
+	addBar(&bs, s.RequestedValue, "requested: $"+wholeDollars(s.RequestedValue))
+	addBar(&bs, s.UpperBoundValue, "upper bound: $"+wholeDollars(s.UpperBoundValue))
+	for i, a := range s.Algorithms {
+		title := fmt.Sprintf("%s: $%s", a.Name, wholeDollars(a.AcceptedValue))
+		if s.UpperBoundValue > 0 {
+			title += fmt.Sprintf(" (%.1f%% of the upper bound)", 100*a.AcceptedValue/s.UpperBoundValue)
 		}
-		c.Bars = append(c.Bars, svgBar{X: chartLeft + slot*float64(k) + slot*0.2, Y: chartTop + plotH - h, W: slot * 0.6, H: h,
-			Color: b.color, Title: title})
-		c.XTicks = append(c.XTicks, svgTick{Pos: chartLeft + slot*(float64(k)+0.5), Label: b.name, Anchor: "middle"})
+		c.Groups = append(c.Groups, a.Name)
+		bs.Colors = append(bs.Colors, templates.SeriesColor(i))
+		addBar(&bs, a.AcceptedValue, title)
 	}
-	c.YTicks = yTicks(top, "")
-	for i := range c.YTicks {
-		c.YTicks[i].Label = shortDollars(top * float64(i) / 4)
-	}
+	c.Series = []templates.BarSeries{bs}
 	return c
 }
+
+// wholeDollars writes dollars rounded to the dollar with thousands separators: 12,345.
+func wholeDollars(x float64) string { return moneyfmt.Count(int64(math.Round(x))) }
 
 // shortDollars writes an axis label: $750, $12k, $2.5M.
 func shortDollars(x float64) string {
@@ -219,3 +143,6 @@ func shortDollars(x float64) string {
 	}
 	return "$" + strconv.FormatFloat(x, 'g', 3, 64)
 }
+
+// percent writes a share (0 to 1) in percent to a tenth: 12.3%.
+func percent(share float64) string { return fmt.Sprintf("%.1f%%", 100*share) }

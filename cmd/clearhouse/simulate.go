@@ -288,7 +288,7 @@ func runSimulate(cmd *cobra.Command, o simOptions) error {
 	res.UpperBoundValue = round2(res.UpperBoundValue)
 
 	if o.report != "" {
-		page, err := renderSimReport(res)
+		page, err := RenderSimulation(res.report())
 		if err != nil {
 			return err
 		}
@@ -306,6 +306,18 @@ func runSimulate(cmd *cobra.Command, o simOptions) error {
 		fmt.Fprintf(cmd.OutOrStdout(), "\nreport: %s\n", o.report)
 	}
 	return nil
+}
+
+// report is what the HTML report shows of the result.
+func (r simResult) report() Simulation {
+	s := Simulation{Title: r.title, Jobs: r.Workload.Jobs, Slots: r.Workload.Slots, Capacity: r.Workload.Capacity,
+		RequestedValue: r.Workload.RequestedValue, UpperBoundValue: r.UpperBoundValue, Classes: r.classes}
+	for i, a := range r.Algorithms {
+		s.Algorithms = append(s.Algorithms, SimAlgorithm{Name: a.Name, AcceptedJobs: a.AcceptedJobs, AcceptedValue: a.AcceptedValue,
+			Revenue: a.Revenue, ValueShare: a.ValueShare, UpperBoundShare: a.UpperBoundShare, Utilization: a.Utilization,
+			MeanPrice: a.MeanPrice, Classes: a.Classes, Series: r.outcomes[i].Series})
+	}
+	return s
 }
 
 func round2(x float64) float64 { return float64(int64(x*100+0.5)) / 100 }
