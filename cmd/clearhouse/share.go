@@ -16,6 +16,7 @@ import (
 
 	"github.com/clearhouse/clearhouse/scheduler"
 	"github.com/clearhouse/clearhouse/sharing"
+	"github.com/clearhouse/clearhouse/templates/reports"
 	"github.com/spf13/cobra"
 )
 
@@ -187,7 +188,7 @@ func runShareSimulate(cmd *cobra.Command, o shareOptions) error {
 	}
 	res.summarize()
 	if o.report != "" {
-		page, err := RenderShare(res.report(o))
+		page, err := reports.RenderShare(res.report(o))
 		if err != nil {
 			return err
 		}
@@ -454,14 +455,14 @@ func printShareTable(w io.Writer, r shareResult, o shareOptions) {
 }
 
 // report is what the HTML report shows of the result.
-func (r shareResult) report(o shareOptions) Share {
-	s := Share{Title: r.title, Scenario: o.scenario, Seed: o.seed, Exact: r.exact, Simulations: r.sims, Ties: tieWords(r.tiesHalf),
+func (r shareResult) report(o shareOptions) reports.Share {
+	s := reports.Share{Title: r.title, Scenario: o.scenario, Seed: o.seed, Exact: r.exact, Simulations: r.sims, Ties: tieWords(r.tiesHalf),
 		Orgs: r.orgs, Unfairness: r.unfair, Pairwise: r.pairwise}
 	for _, p := range r.Policies {
-		s.Policies = append(s.Policies, SharePolicy(p))
+		s.Policies = append(s.Policies, reports.SharePolicy(p))
 	}
 	for _, sample := range r.Samples {
-		s.Samples = append(s.Samples, ShareSample{Shapley: sample.Shapley, Wait: sample.Wait})
+		s.Samples = append(s.Samples, reports.ShareSample{Shapley: sample.Shapley, Wait: sample.Wait})
 	}
 	return s
 }
