@@ -1,4 +1,11 @@
-package main
+// Package demo fills an empty database with the demonstration market that
+// `clearhouse serve --demo` shows: three clusters with their pools, twelve teams
+// with budgets and quota, the demo logins, a week of daily auctions replayed on a
+// settable clock (the last one open), two weeks of measured usage, short-term
+// reservations and a day of best-effort jobs on idle capacity. It works through the
+// application's services, which the caller passes in Services, so what it writes
+// is what those services would have written.
+package demo
 
 import (
 	"context"
@@ -14,31 +21,45 @@ import (
 	"github.com/clearhouse/clearhouse/exchange"
 	"github.com/clearhouse/clearhouse/fleet"
 	"github.com/clearhouse/clearhouse/ledger"
+	"github.com/clearhouse/clearhouse/store"
 )
 
-// demoClock is a settable clock for replaying the demo market's history.
-type demoClock struct{ t time.Time }
+// Services are the running application's services the seed works through, and
+// the settings it needs.
+type Services struct {
+	DB            *store.DB
+	Ledger        *ledger.Ledger
+	Market        *exchange.Market
+	Identity      *exchange.Identity
+	BestEffort    *fleet.BestEffort
+	Now           func() time.Time
+	AuctionWindow time.Duration // how long an auction stays open
+	DBName        string        // the --db the server runs on, named in the sign-in help (a URL never is)
+}
 
-func (c *demoClock) now() time.Time { return c.t }
+// replayClock is a settable clock for replaying the demo market's history.
+type replayClock struct{ t time.Time }
 
-// seedDemo fills an empty database with a small market: three clusters, four teams
+func (c *replayClock) now() time.Time { return c.t }
+
+// Seed fills an empty database with a small market: three clusters, four teams
 // with budgets and quota, a week of settled auctions, and an open auction with
 // orders in it. It prints the demo logins (with fresh passwords) to out. A database
 // that already has teams is left alone.
-func seedDemo(ctx context.Context, a *App, out io.Writer) error {
-	teams, err := a.Market.Teams(ctx)
+func Seed(ctx context.Context, s Services, out io.Writer) error {
+	teams, err := s.Market.Teams(ctx)
 	if err != nil {
 		return err
 	}
 	if len(teams) > 0 {
 		fmt.Fprintln(out, "The database already has a market; the demo data was not added.")
-		return demoSignInHelp(ctx, a, out)
+		return signInHelp(ctx, s, out)
 	}
-	now := a.now().UTC().Truncate(time.Minute)
-	clock := &demoClock{t: now.Add(-7 * 24 * time.Hour)}
-	l := ledger.New(a.DB, clock.now)
-	m := exchange.NewMarket(a.DB, l, clock.now)
-	m.UseQuotaCommitments(fleet.NewReservations(a.DB, l, clock.now, fleet.DefaultPlanConfig))
+	now := s.Now().UTC().Truncate(time.Minute)
+	clock := &replayClock{t: now.Add(-7 * 24 * time.Hour)}
+	l := ledger.New(s.DB, clock.now)
+	m := exchange.NewMarket(s.DB, l, clock.now)
+	m.UseQuotaCommitments(fleet.NewReservations(s.DB, l, clock.now, fleet.DefaultPlanConfig))
 	if _, err := m.SaveCurve(ctx, "standard", "Standard", auction.DefaultCurve); err != nil {
 		return err
 	}
@@ -100,10 +121,10 @@ func seedDemo(ctx context.Context, a *App, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if err := seedDemoUsage(ctx, a.DB, pools, now); err != nil {
+	if err := seedUsage(ctx, s.DB, pools, now); err != nil {
 		return err
 	}
-	util := fleet.NewUtilization(a.DB, clock.now, fleet.DefaultUtilizationConfig)
+	util := fleet.NewUtilization(s.DB, clock.now, fleet.DefaultUtilizationConfig)
 	m.UseMeasuredUtilization(util) // reserve prices and settled trades use measured psi
 	for _, sh := range []exchange.Shape{
 		{ID: "storage-server", Name: "storage server", Description: "a storage node of the distributed file system", Items: map[string]int64{"cpu": 4, "ram": 16, "disk": 2}},
@@ -119,8 +140,8 @@ func seedDemo(ctx context.Context, a *App, out io.Writer) error {
 		_, _ = crand.Read(b[:])
 		return base64.RawURLEncoding.EncodeToString(b[:])
 	}
-	logins := demoLogins()
-	id := exchange.NewIdentity(a.DB, clock.now, 0)
+	logins := Logins()
+	id := exchange.NewIdentity(s.DB, clock.now, 0)
 	users := map[string]exchange.User{}
 	for i := range logins {
 		logins[i].Password = pw()
@@ -134,7 +155,7 @@ func seedDemo(ctx context.Context, a *App, out io.Writer) error {
 	// A week of daily auctions, then the one open now.
 	for day := 7; day >= 0; day-- {
 		clock.t = now.Add(-time.Duration(day) * 24 * time.Hour)
-		au, err := m.ScheduleAuction(ctx, clock.t, clock.t.Add(a.cfg.AuctionWindow), auction.DefaultParams)
+		au, err := m.ScheduleAuction(ctx, clock.t, clock.t.Add(s.AuctionWindow), auction.DefaultParams)
 		if err != nil {
 			return err
 		}
@@ -144,7 +165,7 @@ func seedDemo(ctx context.Context, a *App, out io.Writer) error {
 		if _, err := m.OpenDue(ctx); err != nil {
 			return err
 		}
-		if err := demoOrders(ctx, m, users, rng); err != nil {
+		if err := placeOrders(ctx, m, users, rng); err != nil {
 			return err
 		}
 		if day == 0 {
@@ -158,10 +179,10 @@ func seedDemo(ctx context.Context, a *App, out io.Writer) error {
 			return err
 		}
 	}
-	if err := seedDemoReservations(ctx, a, users, now); err != nil {
+	if err := seedReservations(ctx, s, users, now); err != nil {
 		return err
 	}
-	if err := seedDemoBestEffort(ctx, a, users); err != nil {
+	if err := seedBestEffort(ctx, s, users); err != nil {
 		return err
 	}
 	fmt.Fprintln(out, "Demo market ready. Sign in as any of these (passwords are new each time the demo is made):")
@@ -175,8 +196,8 @@ func seedDemo(ctx context.Context, a *App, out io.Writer) error {
 	return nil
 }
 
-// demoOrders places a day's worth of bids and offers.
-func demoOrders(ctx context.Context, m *exchange.Market, users map[string]exchange.User, rng *rand.Rand) error {
+// placeOrders places a day's worth of bids and offers.
+func placeOrders(ctx context.Context, m *exchange.Market, users map[string]exchange.User, rng *rand.Rand) error {
 	jitter := func(base float64) *ledger.Money {
 		v, _ := ledger.FromDollars(base * (0.8 + 0.5*rng.Float64()))
 		return &v
