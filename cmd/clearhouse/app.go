@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/clearhouse/clearhouse/auction"
+	"github.com/clearhouse/clearhouse/demo"
 	"github.com/clearhouse/clearhouse/exchange"
 	"github.com/clearhouse/clearhouse/fleet"
 	"github.com/clearhouse/clearhouse/ledger"
@@ -197,7 +198,9 @@ func (a *App) Open(ctx context.Context) error {
 		PublicURL: a.cfg.PublicURL, Observer: a.metrics, Metrics: a.metrics.Handler(), MetricsToken: a.cfg.MetricsToken, Ready: a.Ready,
 	}, web.Services{Identity: a.Identity, Market: a.Market, Reservations: a.Plan, BestEffort: a.Idle, Utilization: a.Util}, a.log, a.now)
 	if a.cfg.Demo {
-		if err := seedDemo(ctx, a, a.demoOut); err != nil {
+		services := demo.Services{DB: a.DB, Ledger: a.Ledger, Market: a.Market, Identity: a.Identity, BestEffort: a.Idle,
+			Now: a.now, AuctionWindow: a.cfg.AuctionWindow, DBName: a.cfg.DB}
+		if err := demo.Seed(ctx, services, a.demoOut); err != nil {
 			return errors.Join(fmt.Errorf("demo data: %w", err), a.DB.Close())
 		}
 	}

@@ -12,9 +12,11 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"text/tabwriter"
 
 	"github.com/clearhouse/clearhouse/scheduler"
 	"github.com/clearhouse/clearhouse/sharing"
+	"github.com/clearhouse/clearhouse/templates/reports"
 	"github.com/spf13/cobra"
 )
 
@@ -186,7 +188,7 @@ func runShareSimulate(cmd *cobra.Command, o shareOptions) error {
 	}
 	res.summarize()
 	if o.report != "" {
-		page, err := renderShareReport(res, o)
+		page, err := reports.RenderShare(res.report(o))
 		if err != nil {
 			return err
 		}
@@ -450,6 +452,23 @@ func printShareTable(w io.Writer, r shareResult, o shareOptions) {
 		fmt.Fprintln(tw)
 	}
 	tw.Flush()
+}
+
+// report is what the HTML report shows of the result.
+func (r shareResult) report(o shareOptions) reports.Share {
+	s := reports.Share{Title: r.title, Scenario: o.scenario, Seed: o.seed, Exact: r.exact, Simulations: r.sims, Ties: tieWords(r.tiesHalf),
+		Orgs: r.orgs, Unfairness: r.unfair, Pairwise: r.pairwise}
+	for _, p := range r.Policies {
+		s.Policies = append(s.Policies, reports.SharePolicy(p))
+	}
+	for _, sample := range r.Samples {
+		s.Samples = append(s.Samples, reports.ShareSample{Shapley: sample.Shapley, Wait: sample.Wait})
+	}
+	return s
+}
+
+func newTable(w io.Writer) *tabwriter.Writer {
+	return tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 }
 
 // tieWords says what a tie scores.

@@ -138,7 +138,7 @@ func TestShareSimulateTableAndReport(t *testing.T) {
 		t.Fatal(err)
 	}
 	html := string(page)
-	if strings.Count(html, "<svg") != 2 || strings.Contains(html, "<script") || strings.Contains(html, "http://") && !strings.Contains(html, "http://www.w3.org") {
+	if strings.Count(html, `<svg class="chart"`) != 2 || strings.Contains(html, "<script") || strings.Contains(html, "http://") && !strings.Contains(html, "http://www.w3.org") {
 		t.Fatal("the report is not two inline SVG charts and nothing external")
 	}
 	for _, want := range []string{"Unfairness per sample and policy", "against its Shapley value", `data-testid="share-policies"`, `data-testid="share-pairwise"`, "<rect"} {

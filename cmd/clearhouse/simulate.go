@@ -14,6 +14,7 @@ import (
 	"strings"
 
 	"github.com/clearhouse/clearhouse/scheduler"
+	"github.com/clearhouse/clearhouse/templates/reports"
 	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
@@ -288,7 +289,7 @@ func runSimulate(cmd *cobra.Command, o simOptions) error {
 	res.UpperBoundValue = round2(res.UpperBoundValue)
 
 	if o.report != "" {
-		page, err := renderSimReport(res)
+		page, err := reports.RenderSimulation(res.report())
 		if err != nil {
 			return err
 		}
@@ -306,6 +307,18 @@ func runSimulate(cmd *cobra.Command, o simOptions) error {
 		fmt.Fprintf(cmd.OutOrStdout(), "\nreport: %s\n", o.report)
 	}
 	return nil
+}
+
+// report is what the HTML report shows of the result.
+func (r simResult) report() reports.Simulation {
+	s := reports.Simulation{Title: r.title, Jobs: r.Workload.Jobs, Slots: r.Workload.Slots, Capacity: r.Workload.Capacity,
+		RequestedValue: r.Workload.RequestedValue, UpperBoundValue: r.UpperBoundValue, Classes: r.classes}
+	for i, a := range r.Algorithms {
+		s.Algorithms = append(s.Algorithms, reports.SimAlgorithm{Name: a.Name, AcceptedJobs: a.AcceptedJobs, AcceptedValue: a.AcceptedValue,
+			Revenue: a.Revenue, ValueShare: a.ValueShare, UpperBoundShare: a.UpperBoundShare, Utilization: a.Utilization,
+			MeanPrice: a.MeanPrice, Classes: a.Classes, Series: r.outcomes[i].Series})
+	}
+	return s
 }
 
 func round2(x float64) float64 { return float64(int64(x*100+0.5)) / 100 }

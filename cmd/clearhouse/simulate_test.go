@@ -75,10 +75,10 @@ func TestSimulateTableAndReport(t *testing.T) {
 		t.Fatal(err)
 	}
 	html := string(page)
-	if strings.Count(html, "<svg") != 4 || strings.Contains(html, "<script") || strings.Contains(html, "http://") && !strings.Contains(html, "http://www.w3.org") {
+	if strings.Count(html, `<svg class="chart"`) != 4 || strings.Contains(html, "<script") || strings.Contains(html, "http://") && !strings.Contains(html, "http://www.w3.org") {
 		t.Fatalf("the report is not four inline SVG charts and nothing external")
 	}
-	for _, want := range []string{"Utilization over time", "Price over time", "Accepted jobs by class", "Value accepted against the upper bound", "<polyline", "<rect"} {
+	for _, want := range []string{"Utilization over time", "Price over time", "Accepted jobs by class", "Value accepted against the upper bound", `<path class="series"`, `<rect class="bar"`} {
 		if !strings.Contains(html, want) {
 			t.Errorf("the report lacks %q", want)
 		}

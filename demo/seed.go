@@ -1,4 +1,11 @@
-package main
+// Package demo fills an empty database with the demonstration market that
+// `clearhouse serve --demo` shows: three clusters with their pools, twelve teams
+// with budgets and quota, the demo logins, a week of daily auctions replayed on a
+// settable clock (the last one open), two weeks of measured usage, short-term
+// reservations and a day of best-effort jobs on idle capacity. It works through the
+// application's services, which the caller passes in Services, so what it writes
+// is what those services would have written.
+package demo
 
 import (
 	"context"
@@ -14,31 +21,83 @@ import (
 	"github.com/clearhouse/clearhouse/exchange"
 	"github.com/clearhouse/clearhouse/fleet"
 	"github.com/clearhouse/clearhouse/ledger"
+	"github.com/clearhouse/clearhouse/store"
 )
 
-// demoClock is a settable clock for replaying the demo market's history.
-type demoClock struct{ t time.Time }
+// Services are the running application's services the seed works through, and
+// the settings it needs.
+type Services struct {
+	DB            *store.DB
+	Ledger        *ledger.Ledger
+	Market        *exchange.Market
+	Identity      *exchange.Identity
+	BestEffort    *fleet.BestEffort
+	Now           func() time.Time
+	AuctionWindow time.Duration // how long an auction stays open
+	DBName        string        // the --db the server runs on, named in the sign-in help (a URL never is)
+}
 
-func (c *demoClock) now() time.Time { return c.t }
+// replayClock is a settable clock for replaying the demo market's history.
+type replayClock struct{ t time.Time }
 
-// seedDemo fills an empty database with a small market: three clusters, four teams
+func (c *replayClock) now() time.Time { return c.t }
+
+// Seed fills an empty database with a small market: three clusters, twelve teams
 // with budgets and quota, a week of settled auctions, and an open auction with
 // orders in it. It prints the demo logins (with fresh passwords) to out. A database
 // that already has teams is left alone.
-func seedDemo(ctx context.Context, a *App, out io.Writer) error {
-	teams, err := a.Market.Teams(ctx)
+func Seed(ctx context.Context, s Services, out io.Writer) error {
+	teams, err := s.Market.Teams(ctx)
 	if err != nil {
 		return err
 	}
 	if len(teams) > 0 {
 		fmt.Fprintln(out, "The database already has a market; the demo data was not added.")
-		return demoSignInHelp(ctx, a, out)
+		return signInHelp(ctx, s, out)
 	}
-	now := a.now().UTC().Truncate(time.Minute)
-	clock := &demoClock{t: now.Add(-7 * 24 * time.Hour)}
-	l := ledger.New(a.DB, clock.now)
-	m := exchange.NewMarket(a.DB, l, clock.now)
-	m.UseQuotaCommitments(fleet.NewReservations(a.DB, l, clock.now, fleet.DefaultPlanConfig))
+	now := s.Now().UTC().Truncate(time.Minute)
+	clock := &replayClock{t: now.Add(-7 * 24 * time.Hour)}
+	l := ledger.New(s.DB, clock.now)
+	m := exchange.NewMarket(s.DB, l, clock.now)
+	m.UseQuotaCommitments(fleet.NewReservations(s.DB, l, clock.now, fleet.DefaultPlanConfig))
+	if err := addPools(ctx, m); err != nil {
+		return err
+	}
+	if err := addTeams(ctx, m); err != nil {
+		return err
+	}
+	pools, err := m.Pools(ctx)
+	if err != nil {
+		return err
+	}
+	if err := seedUsage(ctx, s.DB, pools, now); err != nil {
+		return err
+	}
+	util := fleet.NewUtilization(s.DB, clock.now, fleet.DefaultUtilizationConfig)
+	m.UseMeasuredUtilization(util) // reserve prices and settled trades use measured psi
+	if err := addShapes(ctx, m); err != nil {
+		return err
+	}
+	logins, users, err := addUsers(ctx, s.DB, clock.now)
+	if err != nil {
+		return err
+	}
+	if err := replayAuctions(ctx, m, util, clock, now, s.AuctionWindow, users); err != nil {
+		return err
+	}
+	if err := seedReservations(ctx, s, users, now); err != nil {
+		return err
+	}
+	if err := seedBestEffort(ctx, s, users); err != nil {
+		return err
+	}
+	printLogins(out, logins)
+	return nil
+}
+
+// addPools adds the pricing curves, the three clusters and their four pools each,
+// with the fixed reference price the statistics compare auction prices with.
+func addPools(ctx context.Context, m *exchange.Market) error {
 	if _, err := m.SaveCurve(ctx, "standard", "Standard", auction.DefaultCurve); err != nil {
 		return err
 	}
@@ -69,6 +128,12 @@ func seedDemo(ctx context.Context, a *App, out io.Writer) error {
 			}
 		}
 	}
+	return nil
+}
+
+// addTeams adds the twelve teams with their budgets (ML training's orders above
+// $20,000 need its owner's approval) and grants some of them quota.
+func addTeams(ctx context.Context, m *exchange.Market) error {
 	budgets := map[string]ledger.Money{"search": 250_000 * ledger.Dollar, "ads": 120_000 * ledger.Dollar, "ml": 400_000 * ledger.Dollar,
 		"infra": 80_000 * ledger.Dollar, "maps": 90_000 * ledger.Dollar, "mail": 60_000 * ledger.Dollar, "video": 180_000 * ledger.Dollar,
 		"payments": 70_000 * ledger.Dollar, "identity": 40_000 * ledger.Dollar, "storage": 150_000 * ledger.Dollar,
@@ -96,15 +161,11 @@ func seedDemo(ctx context.Context, a *App, out io.Writer) error {
 			return err
 		}
 	}
-	pools, err := m.Pools(ctx)
-	if err != nil {
-		return err
-	}
-	if err := seedDemoUsage(ctx, a.DB, pools, now); err != nil {
-		return err
-	}
-	util := fleet.NewUtilization(a.DB, clock.now, fleet.DefaultUtilizationConfig)
-	m.UseMeasuredUtilization(util) // reserve prices and settled trades use measured psi
+	return nil
+}
+
+// addShapes saves the named shapes (bundles of resources) orders can be written in.
+func addShapes(ctx context.Context, m *exchange.Market) error {
 	for _, sh := range []exchange.Shape{
 		{ID: "storage-server", Name: "storage server", Description: "a storage node of the distributed file system", Items: map[string]int64{"cpu": 4, "ram": 16, "disk": 2}},
 		{ID: "web-server", Name: "web server", Description: "a front-end serving replica", Items: map[string]int64{"cpu": 8, "ram": 32}},
@@ -114,27 +175,40 @@ func seedDemo(ctx context.Context, a *App, out io.Writer) error {
 			return err
 		}
 	}
+	return nil
+}
+
+// addUsers adds the demo logins with fresh random passwords. It returns the logins
+// (with their passwords, to print) and the users by "team/role".
+func addUsers(ctx context.Context, db *store.DB, now func() time.Time) ([]exchange.NewUser, map[string]exchange.User, error) {
 	pw := func() string {
 		var b [12]byte
 		_, _ = crand.Read(b[:])
 		return base64.RawURLEncoding.EncodeToString(b[:])
 	}
-	logins := demoLogins()
-	id := exchange.NewIdentity(a.DB, clock.now, 0)
+	logins := Logins()
+	id := exchange.NewIdentity(db, now, 0)
 	users := map[string]exchange.User{}
 	for i := range logins {
 		logins[i].Password = pw()
 		u, err := id.AddUser(ctx, logins[i])
 		if err != nil {
-			return err
+			return nil, nil, err
 		}
 		users[u.TeamID+"/"+string(u.Role)] = u
 	}
+	return logins, users, nil
+}
+
+// replayAuctions runs a week of daily auctions on the replay clock, each with a
+// day's orders, closed and settled; then opens today's, with its orders and a
+// preview. The clock ends at the last auction's opening, now.
+func replayAuctions(ctx context.Context, m *exchange.Market, util *fleet.Utilization, clock *replayClock, now time.Time,
+	window time.Duration, users map[string]exchange.User) error {
 	rng := rand.New(rand.NewPCG(7, 11))
-	// A week of daily auctions, then the one open now.
 	for day := 7; day >= 0; day-- {
 		clock.t = now.Add(-time.Duration(day) * 24 * time.Hour)
-		au, err := m.ScheduleAuction(ctx, clock.t, clock.t.Add(a.cfg.AuctionWindow), auction.DefaultParams)
+		au, err := m.ScheduleAuction(ctx, clock.t, clock.t.Add(window), auction.DefaultParams)
 		if err != nil {
 			return err
 		}
@@ -144,26 +218,23 @@ func seedDemo(ctx context.Context, a *App, out io.Writer) error {
 		if _, err := m.OpenDue(ctx); err != nil {
 			return err
 		}
-		if err := demoOrders(ctx, m, users, rng); err != nil {
+		if err := placeOrders(ctx, m, users, rng); err != nil {
 			return err
 		}
 		if day == 0 {
-			if _, err := m.Preview(ctx, au.ID); err != nil {
-				return err
-			}
-			break
+			_, err := m.Preview(ctx, au.ID)
+			return err
 		}
 		clock.t = au.ClosesAt
 		if _, err := m.Close(ctx, au.ID); err != nil {
 			return err
 		}
 	}
-	if err := seedDemoReservations(ctx, a, users, now); err != nil {
-		return err
-	}
-	if err := seedDemoBestEffort(ctx, a, users); err != nil {
-		return err
-	}
+	return nil
+}
+
+// printLogins tells how to sign in: every demo login with its fresh password.
+func printLogins(out io.Writer, logins []exchange.NewUser) {
 	fmt.Fprintln(out, "Demo market ready. Sign in as any of these (passwords are new each time the demo is made):")
 	for _, u := range logins {
 		team := ""
@@ -172,11 +243,10 @@ func seedDemo(ctx context.Context, a *App, out io.Writer) error {
 		}
 		fmt.Fprintf(out, "  %-28s %-24s %s%s\n", u.Email, u.Password, u.Role, team)
 	}
-	return nil
 }
 
-// demoOrders places a day's worth of bids and offers.
-func demoOrders(ctx context.Context, m *exchange.Market, users map[string]exchange.User, rng *rand.Rand) error {
+// placeOrders places a day's worth of bids and offers.
+func placeOrders(ctx context.Context, m *exchange.Market, users map[string]exchange.User, rng *rand.Rand) error {
 	jitter := func(base float64) *ledger.Money {
 		v, _ := ledger.FromDollars(base * (0.8 + 0.5*rng.Float64()))
 		return &v

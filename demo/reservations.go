@@ -1,4 +1,4 @@
-package main
+package demo
 
 import (
 	"context"
@@ -10,13 +10,13 @@ import (
 	"github.com/clearhouse/clearhouse/ledger"
 )
 
-// seedDemoReservations gives the demo market short-term reservations: some that
+// seedReservations gives the demo market short-term reservations: some that
 // ran earlier today (charged, so statements show reservation charges), some
 // running now and some scheduled later, inside the teams' quota and beyond it, and
 // a few pools with other pricing policies.
-func seedDemoReservations(ctx context.Context, a *App, users map[string]exchange.User, now time.Time) error {
-	clock := &demoClock{t: now.Add(-6 * time.Hour)}
-	plan := fleet.NewReservations(a.DB, ledger.New(a.DB, clock.now), clock.now, fleet.DefaultPlanConfig)
+func seedReservations(ctx context.Context, s Services, users map[string]exchange.User, now time.Time) error {
+	clock := &replayClock{t: now.Add(-6 * time.Hour)}
+	plan := fleet.NewReservations(s.DB, ledger.New(s.DB, clock.now), clock.now, fleet.DefaultPlanConfig)
 	for _, p := range []fleet.PricingPolicy{
 		{PoolID: "us-east/gpu", Algorithm: "econ", Predictor: "load", UnitPrice: 400_000},
 		{PoolID: "ap-south/cpu", Algorithm: "greedy", Predictor: "seasonal", UnitPrice: 5_000},

@@ -1,4 +1,4 @@
-package main
+package demo
 
 import (
 	"context"
@@ -10,11 +10,11 @@ import (
 	"github.com/clearhouse/clearhouse/store"
 )
 
-// seedDemoUsage writes 14 days of 5-minute usage samples, as cluster agents would
+// seedUsage writes 14 days of 5-minute usage samples, as cluster agents would
 // have reported them, for every demo pool but ap-south/gpu (left without data, so
 // the demo shows the held/capacity fallback): a daily cycle around each cluster's
 // level, busier on weekdays, with noise.
-func seedDemoUsage(ctx context.Context, db *store.DB, pools []exchange.Pool, now time.Time) error {
+func seedUsage(ctx context.Context, db *store.DB, pools []exchange.Pool, now time.Time) error {
 	level := map[string]float64{"us-east": 0.86, "eu-west": 0.62, "ap-south": 0.34}
 	swing := map[string]float64{"cpu": 0.10, "ram": 0.06, "disk": 0.02, "gpu": 0.12}
 	rng := rand.New(rand.NewPCG(3, 5))

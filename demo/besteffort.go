@@ -1,4 +1,4 @@
-package main
+package demo
 
 import (
 	"context"
@@ -11,33 +11,33 @@ import (
 	"github.com/clearhouse/clearhouse/ledger"
 )
 
-// seedDemoBestEffort replays the last day of idle capacity: every history interval
+// seedBestEffort replays the last day of idle capacity: every history interval
 // from a day ago it reports owners' simulated usage and the tasks that ended, runs
 // one decision per cluster (as an agent's poll would) and records the history
 // point, having queued the demo's best-effort jobs half an hour in. It then queues
 // the same jobs now, runs one decision per cluster, and the fairness job.
-func seedDemoBestEffort(ctx context.Context, a *App, users map[string]exchange.User) error {
-	end := a.now()
-	clock := &demoClock{t: end.Add(-24 * time.Hour).Truncate(fleet.HistoryInterval)}
-	be := fleet.NewBestEffort(a.DB, a.Ledger, clock.now, fleet.DefaultBestEffortConfig)
+func seedBestEffort(ctx context.Context, s Services, users map[string]exchange.User) error {
+	end := s.Now()
+	clock := &replayClock{t: end.Add(-24 * time.Hour).Truncate(fleet.HistoryInterval)}
+	be := fleet.NewBestEffort(s.DB, s.Ledger, clock.now, fleet.DefaultBestEffortConfig)
 	for _, p := range []string{"ap-south/cpu", "ap-south/ram"} {
 		if err := be.SetSettings(ctx, fleet.IdleSettings{Pool: p, Policy: fleet.PolicyAbacus, Alpha: fleet.DefaultAlpha,
 			MinRuntime: fleet.DefaultMinRuntime, Exposure: 0.3}); err != nil {
 			return err
 		}
 	}
-	if err := seedDemoMeasuredJobs(ctx, be, users["search/member"], clock.now); err != nil {
+	if err := seedMeasuredJobs(ctx, be, users["search/member"], clock.now); err != nil {
 		return err
 	}
 	submit := func(be *fleet.BestEffort) error {
-		for _, j := range demoBestEffortJobs {
+		for _, j := range bestEffortJobs {
 			if _, err := be.Submit(ctx, users[j.who], j.spec); err != nil {
 				return err
 			}
 		}
 		return nil
 	}
-	holdings, err := a.Market.Holdings(ctx, "")
+	holdings, err := s.Market.Holdings(ctx, "")
 	if err != nil {
 		return err
 	}
@@ -51,7 +51,7 @@ func seedDemoBestEffort(ctx context.Context, a *App, users map[string]exchange.U
 			}
 		}
 		for _, cluster := range []string{"us-east", "eu-west", "ap-south"} {
-			if err := demoIdleStep(ctx, be, cluster, holdings, clock.t); err != nil {
+			if err := idleStep(ctx, be, cluster, holdings, clock.t); err != nil {
 				return err
 			}
 		}
@@ -60,21 +60,21 @@ func seedDemoBestEffort(ctx context.Context, a *App, users map[string]exchange.U
 		}
 	}
 	// The same jobs again, queued now, so the pages show work waiting and running.
-	if err := submit(a.Idle); err != nil {
+	if err := submit(s.BestEffort); err != nil {
 		return err
 	}
 	for _, cluster := range []string{"us-east", "eu-west", "ap-south"} {
-		if _, err := a.Idle.Step(ctx, cluster); err != nil {
+		if _, err := s.BestEffort.Step(ctx, cluster); err != nil {
 			return err
 		}
 	}
-	_, err = a.Idle.ComputeFairness(ctx)
+	_, err = s.BestEffort.ComputeFairness(ctx)
 	return err
 }
 
-// demoBestEffortJobs are the demo's best-effort jobs: DirectContr in us-east and
+// bestEffortJobs are the demo's best-effort jobs: DirectContr in us-east and
 // eu-west, the abacus auction in ap-south.
-var demoBestEffortJobs = []struct {
+var bestEffortJobs = []struct {
 	who  string
 	spec fleet.JobSpec
 }{
@@ -82,12 +82,12 @@ var demoBestEffortJobs = []struct {
 	{"ads/member", fleet.JobSpec{Configuration: map[string]int64{"eu-west/cpu": 8}, Tasks: 90}},
 	{"search/member", fleet.JobSpec{Configuration: map[string]int64{"ap-south/cpu": 2}, Tasks: 200, Budget: 50 * ledger.Dollar, Utility: "linear"}},
 	{"ads/member", fleet.JobSpec{Configuration: map[string]int64{"ap-south/cpu": 2, "ap-south/ram": 8}, Tasks: 200, Budget: 20 * ledger.Dollar, Utility: "log"}},
-	{"ads/member", fleet.JobSpec{Configuration: map[string]int64{"ap-south/cpu": 1}, Tasks: 40, Budget: 30 * ledger.Dollar, Utility: "linear", MinUtility: &demoSLO}},
+	{"ads/member", fleet.JobSpec{Configuration: map[string]int64{"ap-south/cpu": 1}, Tasks: 40, Budget: 30 * ledger.Dollar, Utility: "linear", MinUtility: &sloUtility}},
 }
 
-// demoIdleStep is what an agent of cluster does at now in the demo: report owners'
+// idleStep is what an agent of cluster does at now in the demo: report owners'
 // usage and the tasks that ran their course (an hour and a half each), then poll.
-func demoIdleStep(ctx context.Context, be *fleet.BestEffort, cluster string, holdings []exchange.Holding, now time.Time) error {
+func idleStep(ctx context.Context, be *fleet.BestEffort, cluster string, holdings []exchange.Holding, now time.Time) error {
 	var rep fleet.BestEffortReport
 	for _, h := range holdings {
 		if strings.HasPrefix(h.PoolID, cluster+"/") {
@@ -116,14 +116,14 @@ func demoIdleStep(ctx context.Context, be *fleet.BestEffort, cluster string, hol
 	return err
 }
 
-// demoSLO is the minimum utility of the demo's SLO job: 40% of ap-south's freed cores.
-var demoSLO = 0.4
+// sloUtility is the minimum utility of the demo's SLO job: 40% of ap-south's freed cores.
+var sloUtility = 0.4
 
-// seedDemoMeasuredJobs runs four small abacus jobs of search's to the end in
+// seedMeasuredJobs runs four small abacus jobs of search's to the end in
 // ap-south, each measured as an agent would report it (its utility the inverse of
 // its run time, its average shares), so that search's budgets are charged and its
 // weights for cpu-and-ram jobs are fitted.
-func seedDemoMeasuredJobs(ctx context.Context, be *fleet.BestEffort, member exchange.User, now func() time.Time) error {
+func seedMeasuredJobs(ctx context.Context, be *fleet.BestEffort, member exchange.User, now func() time.Time) error {
 	mixes := [][2]float64{{0.9, 0.3}, {0.4, 0.8}, {0.6, 0.5}, {0.2, 0.7}}
 	for _, mix := range mixes {
 		j, err := be.Submit(ctx, member, fleet.JobSpec{Configuration: map[string]int64{"ap-south/cpu": 1, "ap-south/ram": 4}, Tasks: 1, Budget: 2 * ledger.Dollar})

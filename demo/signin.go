@@ -1,4 +1,4 @@
-package main
+package demo
 
 import (
 	"context"
@@ -10,8 +10,8 @@ import (
 	"github.com/clearhouse/clearhouse/exchange"
 )
 
-// demoLogins are the demo market's users (their passwords are made fresh).
-func demoLogins() []exchange.NewUser {
+// Logins are the demo market's users (their passwords are made fresh).
+func Logins() []exchange.NewUser {
 	return []exchange.NewUser{
 		{Email: "operator@example.com", Name: "Olu Operator", Role: exchange.RoleOperator},
 		{Email: "finance@example.com", Name: "Fay Finance", Role: exchange.RoleFinance},
@@ -25,14 +25,14 @@ func demoLogins() []exchange.NewUser {
 	}
 }
 
-// demoSignInHelp tells someone restarting `serve --demo` on an existing demo
+// signInHelp tells someone restarting `serve --demo` on an existing demo
 // database how to get in: the passwords were printed only when the demo was made,
 // so it names the demo logins this database has and the command that sets a new
 // password.
-func demoSignInHelp(ctx context.Context, a *App, out io.Writer) error {
+func signInHelp(ctx context.Context, s Services, out io.Writer) error {
 	var known []string
-	for _, u := range demoLogins() {
-		_, err := a.Identity.UserByEmail(ctx, u.Email)
+	for _, u := range Logins() {
+		_, err := s.Identity.UserByEmail(ctx, u.Email)
 		if err == nil {
 			known = append(known, u.Email)
 		} else if clearhouse.ErrorCode(err) != clearhouse.ENOTFOUND {
@@ -42,15 +42,15 @@ func demoSignInHelp(ctx context.Context, a *App, out io.Writer) error {
 	if len(known) == 0 {
 		return nil
 	}
-	db := a.cfg.DB
+	db := s.DBName
 	if strings.Contains(db, "://") {
 		db = "<the same --db>" // a URL may hold a password: never print it
 	}
 	fmt.Fprintf(out, "Demo passwords are printed only when the demo is made. To sign in, give a demo login a new password (it is printed):\n")
 	fmt.Fprintf(out, "  clearhouse user password --db %s --email %s\n", db, known[0])
 	fmt.Fprintf(out, "Demo logins here: %s\n", strings.Join(known, ", "))
-	if !strings.Contains(a.cfg.DB, "://") {
-		fmt.Fprintf(out, "Or start a fresh demo: stop the server, delete %s (and its -wal and -shm files) and run serve --demo again.\n", a.cfg.DB)
+	if !strings.Contains(s.DBName, "://") {
+		fmt.Fprintf(out, "Or start a fresh demo: stop the server, delete %s (and its -wal and -shm files) and run serve --demo again.\n", s.DBName)
 	}
 	return nil
 }
