@@ -99,11 +99,16 @@ var depRules = map[string]depRule{
 	// Instrumentation reads the services; only the web layer and the binary use it.
 	"metrics": {deny: above},
 
-	// The demo seed fills a database through the services, as a user would.
-	"demo": {deny: []string{"web", "templates", "cmd", "agent", "metrics"}},
+	// The demo seed fills a database through the services, as a user would; its
+	// owners' usage follows the simulated agent's daily wave (agent/simulate).
+	"demo": {deny: []string{"web", "templates", "cmd", "metrics"}},
 
 	// Pages take view models built in web: no database row reaches a template.
 	"templates": {deny: join([]string{"gorm.io", "github.com/gin-gonic"}, []string{"store", "ledger", "mailer", "identity", "exchange", "fleet", "besteffort", "metrics", "demo", "web", "cmd", "agent"})},
+
+	// The HTML reports of `share simulate` and `simulate`: the pages' chart components
+	// over view models the commands build.
+	"templates/reports": {deny: join([]string{"gorm.io", "github.com/gin-gonic"}, []string{"store", "ledger", "mailer", "identity", "exchange", "fleet", "besteffort", "metrics", "demo", "web", "cmd", "agent"})},
 
 	// HTTP: routes, handlers, auth, the JSON API.
 	"web": {deny: []string{"cmd", "demo", "agent"}},
