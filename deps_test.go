@@ -6,18 +6,21 @@ import (
 	"testing"
 )
 
-// Dependencies point one way (DESIGN.md, "Shape of the code"): web -> exchange and
-// fleet -> the engines, ledger and store. A package importing one above it would
-// make a cycle of responsibilities even where Go would still compile it.
+// Dependencies point one way (DESIGN.md, "Shape of the code"): web -> besteffort ->
+// fleet -> exchange -> the engines, ledger and store. Best-effort jobs read the
+// reservation plan, so besteffort may import fleet, never the other way. A package
+// importing one above it would make a cycle of responsibilities even where Go would
+// still compile it.
 func TestDependenciesPointOneWay(t *testing.T) {
 	const mod = "github.com/clearhouse/clearhouse/"
-	server := []string{"exchange", "fleet", "web", "templates", "store", "ledger", "auction", "scheduler", "sharing", "mailer", "moneyfmt", "cmd/"}
+	server := []string{"exchange", "fleet", "besteffort", "web", "templates", "store", "ledger", "auction", "scheduler", "sharing", "mailer", "moneyfmt", "cmd/"}
 	forbidden := map[string][]string{
-		"exchange": {"fleet", "web", "templates", "cmd/"},
-		"fleet":    {"web", "templates", "cmd/"},
-		"ledger":   {"exchange", "fleet", "web", "templates"},
-		"store":    {"ledger", "exchange", "fleet", "web", "templates"},
-		"mailer":   {"store", "ledger", "exchange", "fleet", "web", "templates"},
+		"exchange":   {"fleet", "besteffort", "web", "templates", "cmd/"},
+		"fleet":      {"besteffort", "web", "templates", "cmd/"},
+		"besteffort": {"web", "templates", "cmd/"},
+		"ledger":     {"exchange", "fleet", "besteffort", "web", "templates"},
+		"store":      {"ledger", "exchange", "fleet", "besteffort", "web", "templates"},
+		"mailer":     {"store", "ledger", "exchange", "fleet", "besteffort", "web", "templates"},
 		// The cluster agent speaks only the JSON API, as any other agent would.
 		"agent":          server,
 		"agent/simulate": server,

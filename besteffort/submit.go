@@ -1,4 +1,4 @@
-package fleet
+package besteffort
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 
 	"github.com/clearhouse/clearhouse"
 	"github.com/clearhouse/clearhouse/exchange"
+	"github.com/clearhouse/clearhouse/fleet"
 	"github.com/clearhouse/clearhouse/ledger"
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
@@ -156,7 +157,7 @@ func (s *BestEffort) Submit(ctx context.Context, by exchange.User, spec JobSpec)
 	if spec.Team == "" {
 		spec.Team = by.TeamID
 	}
-	if err := actFor(by, spec.Team); err != nil {
+	if err := fleet.ActFor(by, spec.Team); err != nil {
 		return JobView{}, err
 	}
 	if err := spec.Validate(); err != nil {

@@ -1,4 +1,4 @@
-package fleet
+package besteffort
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 
 	"github.com/clearhouse/clearhouse"
 	"github.com/clearhouse/clearhouse/exchange"
+	"github.com/clearhouse/clearhouse/fleet"
 	"github.com/clearhouse/clearhouse/sharing"
 	"github.com/clearhouse/clearhouse/sharing/abacus"
 	"gorm.io/gorm"
@@ -326,7 +327,7 @@ func (s *BestEffort) Quote(ctx context.Context, by exchange.User, spec JobSpec) 
 	if spec.Team == "" {
 		spec.Team = by.TeamID
 	}
-	if err := actFor(by, spec.Team); err != nil {
+	if err := fleet.ActFor(by, spec.Team); err != nil {
 		return ShareQuote{}, err
 	}
 	if err := spec.Validate(); err != nil {

@@ -1,4 +1,4 @@
-package fleet
+package besteffort
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 
 	"github.com/clearhouse/clearhouse"
 	"github.com/clearhouse/clearhouse/exchange"
+	"github.com/clearhouse/clearhouse/fleet"
 	"github.com/clearhouse/clearhouse/sharing"
 	"gorm.io/gorm"
 )
@@ -327,7 +328,7 @@ func (s *BestEffort) Cancel(ctx context.Context, by exchange.User, id int64) (Jo
 	if err := s.db.Read.WithContext(ctx).Limit(1).Find(&j, "id = ?", id).Error; err != nil {
 		return JobView{}, err
 	}
-	if j.ID == 0 || actFor(by, j.TeamID) != nil {
+	if j.ID == 0 || fleet.ActFor(by, j.TeamID) != nil {
 		return JobView{}, clearhouse.Errorf(clearhouse.ENOTFOUND, "best-effort job: no job %d for your team", id)
 	}
 	err := s.db.Write.WithContext(ctx).Transaction(func(tx *gorm.DB) error {

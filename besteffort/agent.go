@@ -1,4 +1,4 @@
-package fleet
+package besteffort
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/clearhouse/clearhouse"
+	"github.com/clearhouse/clearhouse/fleet"
 	"github.com/clearhouse/clearhouse/ledger"
 	"gorm.io/gorm"
 )
@@ -58,7 +59,7 @@ func (s *BestEffort) Allocation(ctx context.Context, cluster string) (BestEffort
 		return BestEffortAllocation{}, err
 	}
 	out := BestEffortAllocation{Run: []BestEffortTask{}, Stop: []BestEffortTask{}, Quotas: []OwnerUsage{}}
-	qs, err := quotas(db)
+	qs, err := fleet.Quotas(db)
 	if err != nil {
 		return BestEffortAllocation{}, err
 	}
@@ -113,8 +114,8 @@ func (s *BestEffort) validate(tx *gorm.DB, cluster string, r BestEffortReport, n
 	bad := func(field string, i int, format string, args ...any) error {
 		return clearhouse.Errorf(clearhouse.EINVALID, "%s[%d]: %s", field, i, fmt.Sprintf(format, args...))
 	}
-	if len(r.Tasks) > MaxReportRows || len(r.Usage) > MaxReportRows || len(r.Measured) > MaxReportRows {
-		return nil, clearhouse.Errorf(clearhouse.EINVALID, "best_effort: at most %d rows per list in a report", MaxReportRows)
+	if len(r.Tasks) > fleet.MaxReportRows || len(r.Usage) > fleet.MaxReportRows || len(r.Measured) > fleet.MaxReportRows {
+		return nil, clearhouse.Errorf(clearhouse.EINVALID, "best_effort: at most %d rows per list in a report", fleet.MaxReportRows)
 	}
 	ids := make([]int64, len(r.Tasks))
 	for i, e := range r.Tasks {
@@ -156,8 +157,8 @@ func (s *BestEffort) validate(tx *gorm.DB, cluster string, r BestEffortReport, n
 		switch {
 		case p.ClusterID != cluster:
 			return nil, bad("owner_usage", i, "pool %q is not a pool of cluster %s", u.Pool, cluster)
-		case u.Units < 0 || u.Units > MaxCapacityFactor*max(p.Capacity, 1):
-			return nil, bad("owner_usage", i, "units: must be from 0 to %d times the pool's capacity", MaxCapacityFactor)
+		case u.Units < 0 || u.Units > fleet.MaxCapacityFactor*max(p.Capacity, 1):
+			return nil, bad("owner_usage", i, "units: must be from 0 to %d times the pool's capacity", fleet.MaxCapacityFactor)
 		}
 		if err := exists(tx, "teams", u.Team, "owner_usage[%d]: no team %q", i, u.Team); err != nil {
 			return nil, clearhouse.Errorf(clearhouse.EINVALID, "%s", clearhouse.ErrorMessage(err))

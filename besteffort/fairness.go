@@ -1,4 +1,4 @@
-package fleet
+package besteffort
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/clearhouse/clearhouse/exchange"
+	"github.com/clearhouse/clearhouse/fleet"
 	"github.com/clearhouse/clearhouse/sharing"
 	"gorm.io/gorm/clause"
 )
@@ -164,7 +165,7 @@ func (s *BestEffort) fairness(ctx context.Context, cluster, span string, now tim
 	if err := db.Where("cluster_id = ?", cluster).Order("id").Find(&pools).Error; err != nil {
 		return rep, err
 	}
-	qs, err := quotas(db)
+	qs, err := fleet.Quotas(db)
 	if err != nil {
 		return rep, err
 	}
@@ -194,7 +195,7 @@ func (s *BestEffort) fairness(ctx context.Context, cluster, span string, now tim
 	return rep, nil
 }
 
-func poolFairness(p exchange.Pool, qs []quotaRow, jobs []Job, byJob map[int64][]Task, load map[[2]string][]loadStep, st IdleSettings, from, now time.Time) (PoolFairness, bool, error) {
+func poolFairness(p exchange.Pool, qs []fleet.QuotaRow, jobs []Job, byJob map[int64][]Task, load map[[2]string][]loadStep, st IdleSettings, from, now time.Time) (PoolFairness, bool, error) {
 	pf := PoolFairness{Pool: p.ID, Unfairness: map[string]float64{}}
 	procs := map[string]int64{}
 	var held int64

@@ -1,4 +1,4 @@
-package fleet
+package besteffort
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/clearhouse/clearhouse/exchange"
+	"github.com/clearhouse/clearhouse/fleet"
 	"github.com/clearhouse/clearhouse/ledger"
 	"github.com/clearhouse/clearhouse/sharing"
 	"gorm.io/gorm"
@@ -22,7 +23,7 @@ func capacityNow(tx *gorm.DB, pools []exchange.Pool, now time.Time) (map[string]
 	for i, p := range pools {
 		out[p.ID], ids[i] = p.Capacity, p.ID
 	}
-	var cs []CapacityChange
+	var cs []fleet.CapacityChange
 	if err := tx.Where("pool_id IN ? AND from_at <= ? AND to_at > ?", ids, now, now).Order("id").Find(&cs).Error; err != nil {
 		return nil, err
 	}
@@ -62,9 +63,9 @@ type reservedSpan struct {
 // reservedSpans lists the requests of the cluster's accepted reservations that
 // started by to and had not ended at from, per pool of their configuration.
 func reservedSpans(tx *gorm.DB, cluster string, from, to time.Time) ([]reservedSpan, error) {
-	var reqs []ReservationRequest
+	var reqs []fleet.ReservationRequest
 	err := tx.Where(`reservation_id IN (SELECT id FROM reservations WHERE status = ? AND cluster_id = ?)
-		AND start_at IS NOT NULL AND start_at <= ?`, ReservationAccepted, cluster, to).Find(&reqs).Error
+		AND start_at IS NOT NULL AND start_at <= ?`, fleet.ReservationAccepted, cluster, to).Find(&reqs).Error
 	if err != nil || len(reqs) == 0 {
 		return nil, err
 	}
@@ -76,7 +77,7 @@ func reservedSpans(tx *gorm.DB, cluster string, from, to time.Time) ([]reservedS
 			list = append(list, q.ReservationID)
 		}
 	}
-	var rs []Reservation
+	var rs []fleet.Reservation
 	if err := tx.Where("id IN ?", list).Find(&rs).Error; err != nil {
 		return nil, err
 	}
@@ -127,7 +128,7 @@ func (s *BestEffort) snapshot(tx *gorm.DB, ic IdleCluster, open []openTask, now 
 		}
 		return h
 	}
-	qs, err := quotas(tx)
+	qs, err := fleet.Quotas(tx)
 	if err != nil {
 		return snap, err
 	}
