@@ -100,7 +100,7 @@ type OwnerUsage struct {
 type BestEffortReport struct {
 	Tasks    []TaskEvent
 	Usage    []OwnerUsage
-	Measured []JobMeasurement // finished abacus jobs' measured utilities (besteffort_learn.go)
+	Measured []JobMeasurement // finished abacus jobs' measured utilities (learn.go)
 }
 
 // Empty reports whether the report says nothing.
