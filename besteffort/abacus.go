@@ -308,7 +308,7 @@ func abacusFor(tx *gorm.DB, ic *IdleCluster, snap sharing.Snapshot) (sharing.Pol
 }
 
 // Auction returns the last auction of a cluster (empty when it has none).
-func (s *BestEffort) Auction(ctx context.Context, cluster string) (AuctionView, error) {
+func (s *Service) Auction(ctx context.Context, cluster string) (AuctionView, error) {
 	var ic IdleCluster
 	if err := s.db.Read.WithContext(ctx).Limit(1).Find(&ic, "cluster_id = ?", cluster).Error; err != nil {
 		return AuctionView{}, err
@@ -323,7 +323,7 @@ func (s *BestEffort) Auction(ctx context.Context, cluster string) (AuctionView, 
 // Quote returns the shares of each pool a job would get in its cluster's auction
 // now, against the jobs waiting there, without saving anything. EINVALID for a bad
 // spec or a cluster that is not under the abacus policy.
-func (s *BestEffort) Quote(ctx context.Context, by exchange.User, spec JobSpec) (ShareQuote, error) {
+func (s *Service) Quote(ctx context.Context, by exchange.User, spec JobSpec) (ShareQuote, error) {
 	if spec.Team == "" {
 		spec.Team = by.TeamID
 	}

@@ -53,7 +53,7 @@ func TestAbacusJobsShareFreedUnitsInTheAuctionsRatio(t *testing.T) {
 		for _, r := range alloc.Run[:freed] { // the oldest end
 			evs = append(evs, besteffort.TaskEvent{Task: r.Task, Event: "done", At: x.Clock.Now()})
 		}
-		if err := x.be.Report(ctx, "us-east", besteffort.BestEffortReport{Tasks: evs}); err != nil {
+		if err := x.be.Report(ctx, "us-east", besteffort.Report{Tasks: evs}); err != nil {
 			t.Fatal(err)
 		}
 		if r := x.step("us-east"); r.Started != freed {
@@ -91,7 +91,7 @@ func TestAbacusBudgetsAreHeldCapturedOnceAndReleased(t *testing.T) {
 			}
 		}
 		for range 2 { // the agent repeats its report: nothing more is charged
-			if err := x.be.Report(ctx, "us-east", besteffort.BestEffortReport{Tasks: evs}); err != nil {
+			if err := x.be.Report(ctx, "us-east", besteffort.Report{Tasks: evs}); err != nil {
 				t.Fatal(err)
 			}
 		}

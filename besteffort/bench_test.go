@@ -37,7 +37,7 @@ func BenchmarkBestEffortDecision(b *testing.B) {
 		for _, r := range alloc.Run[:10] {
 			evs = append(evs, besteffort.TaskEvent{Task: r.Task, Event: "done", At: x.Clock.Now()})
 		}
-		if err := x.be.Report(ctx, "us-east", besteffort.BestEffortReport{Tasks: evs}); err != nil {
+		if err := x.be.Report(ctx, "us-east", besteffort.Report{Tasks: evs}); err != nil {
 			b.Fatal(err)
 		}
 		b.StartTimer()

@@ -16,13 +16,13 @@ import (
 // cores, the operator the other 40.
 type idle struct {
 	*exchangetest.Market
-	be *besteffort.BestEffort
+	be *besteffort.Service
 }
 
 func newIdle(t testing.TB, db *store.DB) *idle {
 	t.Helper()
 	mk := exchangetest.NewAuctionMarket(t, db)
-	return &idle{Market: mk, be: besteffort.NewBestEffort(db, mk.L, mk.Clock.Now, besteffort.DefaultBestEffortConfig)}
+	return &idle{Market: mk, be: besteffort.New(db, mk.L, mk.Clock.Now, besteffort.DefaultConfig)}
 }
 
 func (x *idle) submit(who string, spec besteffort.JobSpec) besteffort.JobView {
@@ -147,7 +147,7 @@ func TestIdleQuotaRunsBestEffortTasksUntilItsOwnerNeedsIt(t *testing.T) {
 		// An hour later ads runs 60 cores of its own: the pool needs 30 back, after
 		// the minimum runtime; 3 of search's tasks stop and go back to the queue.
 		x.Clock.Advance(time.Hour)
-		if err := x.be.Report(ctx, "us-east", besteffort.BestEffortReport{Usage: []besteffort.OwnerUsage{{Team: "ads", Pool: "us-east/cpu", Units: 60}}}); err != nil {
+		if err := x.be.Report(ctx, "us-east", besteffort.Report{Usage: []besteffort.OwnerUsage{{Team: "ads", Pool: "us-east/cpu", Units: 60}}}); err != nil {
 			t.Fatal(err)
 		}
 		r := x.step("us-east")
@@ -178,7 +178,7 @@ func TestIdleQuotaRunsBestEffortTasksUntilItsOwnerNeedsIt(t *testing.T) {
 		for _, s := range alloc.Run[:2] {
 			evs = append(evs, besteffort.TaskEvent{Task: s.Task, Event: "done", At: x.Clock.Now()})
 		}
-		if err := x.be.Report(ctx, "us-east", besteffort.BestEffortReport{Tasks: evs}); err != nil {
+		if err := x.be.Report(ctx, "us-east", besteffort.Report{Tasks: evs}); err != nil {
 			t.Fatal(err)
 		}
 		v = x.job(j.ID)

@@ -32,7 +32,7 @@ func TestHistoryIsOnePointPerIntervalAndPrunedByAge(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		other := besteffort.NewBestEffort(db, x.L, x.Clock.Now, besteffort.DefaultBestEffortConfig)
+		other := besteffort.New(db, x.L, x.Clock.Now, besteffort.DefaultConfig)
 		b, err := other.RecordHistory(ctx)
 		if err != nil {
 			t.Fatal(err)

@@ -35,7 +35,7 @@ func TestBudgetOnlyJobsLearnTheirTeamsWeights(t *testing.T) {
 			}
 			x.step("us-east")
 			if k == 0 { // a measurement before the job is done is ignored
-				if err := x.be.Report(ctx, "us-east", besteffort.BestEffortReport{Measured: []besteffort.JobMeasurement{{Job: j.ID, Utility: 1}}}); err != nil {
+				if err := x.be.Report(ctx, "us-east", besteffort.Report{Measured: []besteffort.JobMeasurement{{Job: j.ID, Utility: 1}}}); err != nil {
 					t.Fatalf("measuring a running job: %v", err)
 				}
 				if v := x.job(j.ID); v.MeasuredUtility != nil {
@@ -59,12 +59,12 @@ func TestBudgetOnlyJobsLearnTheirTeamsWeights(t *testing.T) {
 				t.Fatalf("after %d jobs: %+v, want %s", k+1, f, want)
 			}
 			if k == 0 { // the same measurement again is a no-op; another is refused
-				if err := x.be.Report(ctx, "us-east", besteffort.BestEffortReport{Measured: []besteffort.JobMeasurement{m}}); err != nil {
+				if err := x.be.Report(ctx, "us-east", besteffort.Report{Measured: []besteffort.JobMeasurement{m}}); err != nil {
 					t.Fatalf("repeating a measurement: %v", err)
 				}
 				other := m
 				other.Utility++
-				if err := x.be.Report(ctx, "us-east", besteffort.BestEffortReport{Measured: []besteffort.JobMeasurement{other}}); clearhouse.ErrorCode(err) != clearhouse.ECONFLICT {
+				if err := x.be.Report(ctx, "us-east", besteffort.Report{Measured: []besteffort.JobMeasurement{other}}); clearhouse.ErrorCode(err) != clearhouse.ECONFLICT {
 					t.Fatalf("another measurement of a measured job: %v", err)
 				}
 			}
@@ -121,7 +121,7 @@ func TestBadMeasurementsAreRefused(t *testing.T) {
 		{besteffort.JobMeasurement{Job: j.ID, Utility: 1, Shares: map[string]float64{"us-east/ram": 0.5}}, `does not use pool "us-east/ram"`},
 		{besteffort.JobMeasurement{Job: j.ID, Utility: 1, Shares: map[string]float64{"us-east/cpu": 1.5}}, "must be from 0 to 1"},
 	} {
-		err := x.be.Report(ctx, "us-east", besteffort.BestEffortReport{Measured: []besteffort.JobMeasurement{c.m}})
+		err := x.be.Report(ctx, "us-east", besteffort.Report{Measured: []besteffort.JobMeasurement{c.m}})
 		if clearhouse.ErrorCode(err) != clearhouse.EINVALID || !strings.Contains(err.Error(), "best_effort_jobs[0]") || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%+v: %v, want %s", c.m, err, c.want)
 		}

@@ -13,7 +13,7 @@ import (
 // usage reports ads's own usage of us-east/cpu now.
 func (x *idle) usage(units int64) {
 	x.T.Helper()
-	if err := x.be.Report(context.Background(), "us-east", besteffort.BestEffortReport{Usage: []besteffort.OwnerUsage{{Team: "ads", Pool: "us-east/cpu", Units: units}}}); err != nil {
+	if err := x.be.Report(context.Background(), "us-east", besteffort.Report{Usage: []besteffort.OwnerUsage{{Team: "ads", Pool: "us-east/cpu", Units: units}}}); err != nil {
 		x.T.Fatal(err)
 	}
 }
@@ -107,7 +107,7 @@ func TestUsageHistoryIntegratesReportsAndIsPruned(t *testing.T) {
 			t.Fatalf("idle_usage: %d units, integral %g; want 30 and %d", u.Units, u.UnitSeconds, 60*3600)
 		}
 		a := x.history()
-		b, err := besteffort.NewBestEffort(db, x.L, x.Clock.Now, besteffort.DefaultBestEffortConfig).RecordHistory(ctx)
+		b, err := besteffort.New(db, x.L, x.Clock.Now, besteffort.DefaultConfig).RecordHistory(ctx)
 		if err != nil || a.Usage != 1 || b.Usage != 0 {
 			t.Fatalf("usage points recorded: %d then %d (%v); want 1 then 0", a.Usage, b.Usage, err)
 		}

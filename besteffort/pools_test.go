@@ -49,7 +49,7 @@ func TestPoolsOfOneClusterFollowTheirOwnPolicies(t *testing.T) {
 		x.step("us-east")
 		x.Clock.Advance(time.Hour)
 		alloc, _ := x.be.Allocation(ctx, "us-east")
-		if err := x.be.Report(ctx, "us-east", besteffort.BestEffortReport{Tasks: []besteffort.TaskEvent{{Task: alloc.Run[0].Task, Event: "done", At: x.Clock.Now()}}}); err != nil {
+		if err := x.be.Report(ctx, "us-east", besteffort.Report{Tasks: []besteffort.TaskEvent{{Task: alloc.Run[0].Task, Event: "done", At: x.Clock.Now()}}}); err != nil {
 			t.Fatal(err)
 		}
 		if v := x.job(ram.ID); v.Status != besteffort.JobDone {
@@ -160,7 +160,7 @@ func TestQueuePositionFollowsPoolPolicies(t *testing.T) {
 		x.step("us-east")
 		x.Clock.Advance(time.Hour)
 		alloc, _ := x.be.Allocation(ctx, "us-east")
-		if err := x.be.Report(ctx, "us-east", besteffort.BestEffortReport{Tasks: []besteffort.TaskEvent{{Task: alloc.Run[0].Task, Event: "done", At: x.Clock.Now()}}}); err != nil {
+		if err := x.be.Report(ctx, "us-east", besteffort.Report{Tasks: []besteffort.TaskEvent{{Task: alloc.Run[0].Task, Event: "done", At: x.Clock.Now()}}}); err != nil {
 			t.Fatal(err)
 		}
 		x.Clock.Advance(time.Hour) // ORIG's utility grows with the time since the run

@@ -25,7 +25,7 @@ func TestBestEffortUnderConcurrency(t *testing.T) {
 		if err := x.be.SetSettings(ctx, besteffort.IdleSettings{Pool: "us-east/cpu", Policy: "direct-rel", Alpha: 0.5, Exposure: 0.1}); err != nil {
 			t.Fatal(err)
 		}
-		servers := []*besteffort.BestEffort{x.be, besteffort.NewBestEffort(storetest.Another(t, db), x.L, x.Clock.Now, besteffort.DefaultBestEffortConfig)}
+		servers := []*besteffort.Service{x.be, besteffort.New(storetest.Another(t, db), x.L, x.Clock.Now, besteffort.DefaultConfig)}
 		users := []string{"member@search", "member@ml", "owner@ads", "owner@ml"}
 		const workers = 16
 		var wg sync.WaitGroup
@@ -68,7 +68,7 @@ func TestBestEffortUnderConcurrency(t *testing.T) {
 						for _, s := range alloc.Stop {
 							evs = append(evs, besteffort.TaskEvent{Task: s.Task, Event: "stopped", At: x.Clock.Now()})
 						}
-						report(be.Report(ctx, "us-east", besteffort.BestEffortReport{Tasks: evs,
+						report(be.Report(ctx, "us-east", besteffort.Report{Tasks: evs,
 							Usage: []besteffort.OwnerUsage{{Team: "ads", Pool: "us-east/cpu", Units: int64(10 * ((w + i) % 7))}}}))
 					case 4:
 						jobs, err := be.Jobs(ctx, besteffort.JobFilter{Team: "ml", Limit: 3})

@@ -27,7 +27,7 @@ func (x *idle) finishRunning(ms ...besteffort.JobMeasurement) int {
 	for _, r := range alloc.Run {
 		evs = append(evs, besteffort.TaskEvent{Task: r.Task, Event: "done", At: x.Clock.Now()})
 	}
-	if err := x.be.Report(ctx, "us-east", besteffort.BestEffortReport{Tasks: evs, Measured: ms}); err != nil {
+	if err := x.be.Report(ctx, "us-east", besteffort.Report{Tasks: evs, Measured: ms}); err != nil {
 		x.T.Fatal(err)
 	}
 	return len(evs)

@@ -98,7 +98,7 @@ func reservedSpans(tx *gorm.DB, cluster string, from, to time.Time) ([]reservedS
 }
 
 // snapshot builds the engine's view of the cluster at now from the database.
-func (s *BestEffort) snapshot(tx *gorm.DB, ic IdleCluster, open []openTask, now time.Time) (sharing.Snapshot, error) {
+func (s *Service) snapshot(tx *gorm.DB, ic IdleCluster, open []openTask, now time.Time) (sharing.Snapshot, error) {
 	snap := sharing.Snapshot{Now: now}
 	var pools []exchange.Pool
 	if err := tx.Where("cluster_id = ?", ic.ClusterID).Order("id").Find(&pools).Error; err != nil {
@@ -207,7 +207,7 @@ type StepResult struct {
 // overran their job's maximum task duration, and applies sharing.Decide under the
 // cluster's policy: tasks preempted (back in their jobs' queues), re-attributed and
 // started. It records that the agent was seen. ENOTFOUND for an unknown cluster.
-func (s *BestEffort) Step(ctx context.Context, cluster string) (StepResult, error) {
+func (s *Service) Step(ctx context.Context, cluster string) (StepResult, error) {
 	var res StepResult
 	err := s.db.Write.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 		now := s.now()
@@ -255,7 +255,7 @@ func (s *BestEffort) Step(ctx context.Context, cluster string) (StepResult, erro
 }
 
 // apply records a decision: preemptions, re-attributions and starts.
-func (s *BestEffort) apply(ctx context.Context, tx *gorm.DB, cluster string, open []openTask, d sharing.Decision, now time.Time, res *StepResult) error {
+func (s *Service) apply(ctx context.Context, tx *gorm.DB, cluster string, open []openTask, d sharing.Decision, now time.Time, res *StepResult) error {
 	byID := map[string]openTask{}
 	for _, t := range open {
 		byID[strconv.FormatInt(t.ID, 10)] = t
@@ -316,7 +316,7 @@ func moveTasks(tx *gorm.DB, job int64, c counts, now time.Time) error {
 // endTask ends a running task with status at now: done and failed tasks count as
 // such; preempted and requeued ones go back to the queue; cancelled ones count as
 // cancelled. The job's budget is settled when that was its last task.
-func (s *BestEffort) endTask(ctx context.Context, tx *gorm.DB, t Task, status TaskStatus, reason string, now time.Time) error {
+func (s *Service) endTask(ctx context.Context, tx *gorm.DB, t Task, status TaskStatus, reason string, now time.Time) error {
 	res := tx.Model(&Task{}).Where("id = ? AND status = ?", t.ID, TaskRunning).
 		Updates(map[string]any{"status": status, "reason": reason, "ended_at": now})
 	if res.Error != nil || res.RowsAffected == 0 {
@@ -343,7 +343,7 @@ func (s *BestEffort) endTask(ctx context.Context, tx *gorm.DB, t Task, status Ta
 
 // settleJob captures a done job's budget once, or releases a cancelled one's
 // (what is left of it), with idempotent postings.
-func (s *BestEffort) settleJob(ctx context.Context, tx *gorm.DB, id int64, now time.Time) error {
+func (s *Service) settleJob(ctx context.Context, tx *gorm.DB, id int64, now time.Time) error {
 	var j Job
 	if err := tx.Take(&j, "id = ?", id).Error; err != nil {
 		return err
@@ -387,7 +387,7 @@ func sloMet(j Job) bool {
 }
 
 // policyFor returns the cluster's policy (running the auction under abacus).
-func (s *BestEffort) policyFor(tx *gorm.DB, ic *IdleCluster, snap sharing.Snapshot) (sharing.Policy, error) {
+func (s *Service) policyFor(tx *gorm.DB, ic *IdleCluster, snap sharing.Snapshot) (sharing.Policy, error) {
 	if ic.Policy == PolicyAbacus {
 		return abacusFor(tx, ic, snap)
 	}

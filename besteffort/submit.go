@@ -153,7 +153,7 @@ func ensureIdleCluster(tx *gorm.DB, cluster string, now time.Time) error {
 // it); EFORBIDDEN for a user on no team or acting for another; EUNPROCESSABLE
 // when the budget cannot cover the hold. Nothing is saved then. With spec.Key,
 // submitting again returns the first job; another spec under the key is ECONFLICT.
-func (s *BestEffort) Submit(ctx context.Context, by exchange.User, spec JobSpec) (JobView, error) {
+func (s *Service) Submit(ctx context.Context, by exchange.User, spec JobSpec) (JobView, error) {
 	if spec.Team == "" {
 		spec.Team = by.TeamID
 	}

@@ -239,7 +239,7 @@ func (s *Server) apiClusterUpdates(c *gin.Context) {
 	for _, x := range body.Pools {
 		rep.Pools = append(rep.Pools, fleet.PoolUsageReport{Pool: x.Pool, Used: x.Used, Capacity: x.Capacity})
 	}
-	var be besteffort.BestEffortReport
+	var be besteffort.Report
 	for _, x := range body.BestEffort {
 		be.Tasks = append(be.Tasks, besteffort.TaskEvent{Task: x.Task, Event: x.Event, At: x.At})
 	}

@@ -220,7 +220,7 @@ type apiBestEffortTask struct {
 	Workload        *besteffort.Workload `json:"workload,omitempty"`
 }
 
-func toAPIBestEffortTasks(ts []besteffort.BestEffortTask) []apiBestEffortTask {
+func toAPIBestEffortTasks(ts []besteffort.AgentTask) []apiBestEffortTask {
 	out := make([]apiBestEffortTask, len(ts))
 	for i, t := range ts {
 		out[i] = apiBestEffortTask{Task: t.Task, Job: t.Job, Team: t.Team, Configuration: t.Configuration, Started: t.Started, Reason: t.Reason,

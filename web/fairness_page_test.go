@@ -30,7 +30,7 @@ func TestOperatorSeesTheFairnessReportWithOwnersUsage(t *testing.T) {
 	f.user("op@x.io", exchange.RoleOperator, "")
 	usage := func(units int64) {
 		t.Helper()
-		if err := f.be.Report(ctx, "us-east", besteffort.BestEffortReport{Usage: []besteffort.OwnerUsage{{Team: "ads", Pool: "us-east/cpu", Units: units}}}); err != nil {
+		if err := f.be.Report(ctx, "us-east", besteffort.Report{Usage: []besteffort.OwnerUsage{{Team: "ads", Pool: "us-east/cpu", Units: units}}}); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := f.be.RecordHistory(ctx); err != nil {

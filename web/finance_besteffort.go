@@ -15,7 +15,7 @@ const maxChargeJobs = 500
 // per team (with totals) and per job.
 func (s *Server) financeBestEffortPage(c *gin.Context) {
 	ctx := c.Request.Context()
-	var ch besteffort.BestEffortCharges
+	var ch besteffort.Charges
 	if s.svc.BestEffort != nil {
 		var err error
 		if ch, err = s.svc.BestEffort.Charges(ctx, maxChargeJobs); err != nil {

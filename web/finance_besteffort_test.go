@@ -28,7 +28,7 @@ func (f *fixture) finishAll() {
 	for _, r := range alloc.Run {
 		evs = append(evs, besteffort.TaskEvent{Task: r.Task, Event: "done", At: f.clock.Now()})
 	}
-	if err := f.be.Report(ctx, "us-east", besteffort.BestEffortReport{Tasks: evs}); err != nil {
+	if err := f.be.Report(ctx, "us-east", besteffort.Report{Tasks: evs}); err != nil {
 		f.t.Fatal(err)
 	}
 }

@@ -53,7 +53,7 @@ type Services struct {
 	Market       *exchange.Market
 	Reservations *fleet.Reservations
 	Utilization  *fleet.Utilization // measured utilization; nil: pages show none
-	BestEffort   *besteffort.BestEffort
+	BestEffort   *besteffort.Service
 }
 
 // Server is the HTTP server. Open starts it, Close stops it.

@@ -40,7 +40,7 @@ func TestRealAgentConfirmsBestEffortStartsAndStops(t *testing.T) {
 	}
 	// search's own work takes its 60 cores back: 3 of ads's 7 tasks must stop.
 	m.clock.Advance(10 * time.Minute)
-	if err := m.app.Idle.Report(ctx, "us-east", besteffort.BestEffortReport{Usage: []besteffort.OwnerUsage{{Team: "search", Pool: "us-east/cpu", Units: 60}}}); err != nil {
+	if err := m.app.Idle.Report(ctx, "us-east", besteffort.Report{Usage: []besteffort.OwnerUsage{{Team: "search", Pool: "us-east/cpu", Units: 60}}}); err != nil {
 		t.Fatal(err)
 	}
 	out.Reset()

@@ -151,7 +151,7 @@ type App struct {
 	Ledger   *ledger.Ledger
 	Plan     *fleet.Reservations
 	Util     *fleet.Utilization
-	Idle     *besteffort.BestEffort
+	Idle     *besteffort.Service
 	Server   *web.Server
 
 	metrics    *metrics.Metrics
@@ -187,7 +187,7 @@ func (a *App) Open(ctx context.Context) error {
 	a.Market.UseQuotaCommitments(a.Plan)
 	a.Util = fleet.NewUtilization(db, a.now, fleet.DefaultUtilizationConfig)
 	a.Market.UseMeasuredUtilization(a.Util)
-	a.Idle = besteffort.NewBestEffort(db, a.Ledger, a.now, besteffort.DefaultBestEffortConfig)
+	a.Idle = besteffort.New(db, a.Ledger, a.now, besteffort.DefaultConfig)
 	a.metrics = metrics.New(db, version, a.now)
 	a.Market.ObserveCloses(a.metrics)
 	a.Plan.ObservePlan(a.metrics)

@@ -20,7 +20,7 @@ import (
 func seedDemoBestEffort(ctx context.Context, a *App, users map[string]exchange.User) error {
 	end := a.now()
 	clock := &demoClock{t: end.Add(-24 * time.Hour).Truncate(besteffort.HistoryInterval)}
-	be := besteffort.NewBestEffort(a.DB, a.Ledger, clock.now, besteffort.DefaultBestEffortConfig)
+	be := besteffort.New(a.DB, a.Ledger, clock.now, besteffort.DefaultConfig)
 	for _, p := range []string{"ap-south/cpu", "ap-south/ram"} {
 		if err := be.SetSettings(ctx, besteffort.IdleSettings{Pool: p, Policy: besteffort.PolicyAbacus, Alpha: besteffort.DefaultAlpha,
 			MinRuntime: besteffort.DefaultMinRuntime, Exposure: 0.3}); err != nil {
@@ -30,7 +30,7 @@ func seedDemoBestEffort(ctx context.Context, a *App, users map[string]exchange.U
 	if err := seedDemoMeasuredJobs(ctx, be, users["search/member"], clock.now); err != nil {
 		return err
 	}
-	submit := func(be *besteffort.BestEffort) error {
+	submit := func(be *besteffort.Service) error {
 		for _, j := range demoBestEffortJobs {
 			if _, err := be.Submit(ctx, users[j.who], j.spec); err != nil {
 				return err
@@ -88,8 +88,8 @@ var demoBestEffortJobs = []struct {
 
 // demoIdleStep is what an agent of cluster does at now in the demo: report owners'
 // usage and the tasks that ran their course (an hour and a half each), then poll.
-func demoIdleStep(ctx context.Context, be *besteffort.BestEffort, cluster string, holdings []exchange.Holding, now time.Time) error {
-	var rep besteffort.BestEffortReport
+func demoIdleStep(ctx context.Context, be *besteffort.Service, cluster string, holdings []exchange.Holding, now time.Time) error {
+	var rep besteffort.Report
 	for _, h := range holdings {
 		if strings.HasPrefix(h.PoolID, cluster+"/") {
 			rep.Usage = append(rep.Usage, besteffort.OwnerUsage{Team: h.TeamID, Pool: h.PoolID, Units: simulate.OwnerUsage(1, h.TeamID, h.PoolID, h.Quantity, now)})
@@ -124,7 +124,7 @@ var demoSLO = 0.4
 // ap-south, each measured as an agent would report it (its utility the inverse of
 // its run time, its average shares), so that search's budgets are charged and its
 // weights for cpu-and-ram jobs are fitted.
-func seedDemoMeasuredJobs(ctx context.Context, be *besteffort.BestEffort, member exchange.User, now func() time.Time) error {
+func seedDemoMeasuredJobs(ctx context.Context, be *besteffort.Service, member exchange.User, now func() time.Time) error {
 	mixes := [][2]float64{{0.9, 0.3}, {0.4, 0.8}, {0.6, 0.5}, {0.2, 0.7}}
 	for _, mix := range mixes {
 		j, err := be.Submit(ctx, member, besteffort.JobSpec{Configuration: map[string]int64{"ap-south/cpu": 1, "ap-south/ram": 4}, Tasks: 1, Budget: 2 * ledger.Dollar})
@@ -138,7 +138,7 @@ func seedDemoMeasuredJobs(ctx context.Context, be *besteffort.BestEffort, member
 		if err != nil {
 			return err
 		}
-		rep := besteffort.BestEffortReport{Measured: []besteffort.JobMeasurement{{Job: j.ID, Utility: 1.5*mix[0] + 0.5*mix[1],
+		rep := besteffort.Report{Measured: []besteffort.JobMeasurement{{Job: j.ID, Utility: 1.5*mix[0] + 0.5*mix[1],
 			Shares: map[string]float64{"ap-south/cpu": mix[0], "ap-south/ram": mix[1]}}}}
 		for _, t := range alloc.Run {
 			if t.Job == j.ID {

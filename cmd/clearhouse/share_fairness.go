@@ -23,7 +23,7 @@ func newShareFairnessCmd() *cobra.Command {
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return withDB(cmd, dsn, func(db *store.DB) error {
-				be := besteffort.NewBestEffort(db, ledger.New(db, time.Now), time.Now, besteffort.DefaultBestEffortConfig)
+				be := besteffort.New(db, ledger.New(db, time.Now), time.Now, besteffort.DefaultConfig)
 				reports, err := be.ComputeFairness(cmd.Context())
 				if err != nil {
 					return err

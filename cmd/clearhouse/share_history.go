@@ -20,7 +20,7 @@ func newShareHistoryCmd() *cobra.Command {
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return withDB(cmd, dsn, func(db *store.DB) error {
-				be := besteffort.NewBestEffort(db, ledger.New(db, time.Now), time.Now, besteffort.DefaultBestEffortConfig)
+				be := besteffort.New(db, ledger.New(db, time.Now), time.Now, besteffort.DefaultConfig)
 				rep, err := be.RecordHistory(cmd.Context())
 				if err != nil {
 					return err

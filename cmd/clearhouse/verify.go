@@ -69,7 +69,7 @@ func verifyAll(ctx context.Context, db *store.DB) ([]ledger.Violation, error) {
 			return fleet.NewReservations(db, l, time.Now, fleet.DefaultPlanConfig).Verify(ctx)
 		},
 		func() ([]ledger.Violation, error) {
-			return besteffort.NewBestEffort(db, l, time.Now, besteffort.DefaultBestEffortConfig).Verify(ctx)
+			return besteffort.New(db, l, time.Now, besteffort.DefaultConfig).Verify(ctx)
 		},
 	} {
 		vs, err := check()
