@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/clearhouse/clearhouse/agent/simulate"
+	"github.com/clearhouse/clearhouse/besteffort"
 	"github.com/clearhouse/clearhouse/exchange"
 	"github.com/clearhouse/clearhouse/fleet"
 	"github.com/clearhouse/clearhouse/ledger"
@@ -18,18 +19,18 @@ import (
 // the same jobs now, runs one decision per cluster, and the fairness job.
 func seedBestEffort(ctx context.Context, s Services, users map[string]exchange.User) error {
 	end := s.Now()
-	clock := &replayClock{t: end.Add(-24 * time.Hour).Truncate(fleet.HistoryInterval)}
-	be := fleet.NewBestEffort(s.DB, s.Ledger, clock.now, fleet.DefaultBestEffortConfig)
+	clock := &replayClock{t: end.Add(-24 * time.Hour).Truncate(besteffort.HistoryInterval)}
+	be := besteffort.New(s.DB, s.Ledger, clock.now, besteffort.DefaultConfig)
 	for _, p := range []string{"ap-south/cpu", "ap-south/ram"} {
-		if err := be.SetSettings(ctx, fleet.IdleSettings{Pool: p, Policy: fleet.PolicyAbacus, Alpha: fleet.DefaultAlpha,
-			MinRuntime: fleet.DefaultMinRuntime, Exposure: 0.3}); err != nil {
+		if err := be.SetSettings(ctx, besteffort.IdleSettings{Pool: p, Policy: besteffort.PolicyAbacus, Alpha: besteffort.DefaultAlpha,
+			MinRuntime: besteffort.DefaultMinRuntime, Exposure: 0.3}); err != nil {
 			return err
 		}
 	}
 	if err := seedMeasuredJobs(ctx, be, users["search/member"], clock.now); err != nil {
 		return err
 	}
-	submit := func(be *fleet.BestEffort) error {
+	submit := func(be *besteffort.Service) error {
 		for _, j := range bestEffortJobs {
 			if _, err := be.Submit(ctx, users[j.who], j.spec); err != nil {
 				return err
@@ -44,7 +45,7 @@ func seedBestEffort(ctx context.Context, s Services, users map[string]exchange.U
 	// The jobs are queued half an hour in, so that they fall in the fairness report's
 	// last day, after owners' usage has a history.
 	queueAt := clock.t.Add(30 * time.Minute)
-	for ; !clock.t.After(end); clock.t = clock.t.Add(fleet.HistoryInterval) {
+	for ; !clock.t.After(end); clock.t = clock.t.Add(besteffort.HistoryInterval) {
 		if clock.t.Equal(queueAt) {
 			if err := submit(be); err != nil {
 				return err
@@ -76,22 +77,22 @@ func seedBestEffort(ctx context.Context, s Services, users map[string]exchange.U
 // eu-west, the abacus auction in ap-south.
 var bestEffortJobs = []struct {
 	who  string
-	spec fleet.JobSpec
+	spec besteffort.JobSpec
 }{
-	{"search/member", fleet.JobSpec{Configuration: map[string]int64{"us-east/cpu": 4, "us-east/ram": 16}, Tasks: 120, MaxTaskDuration: 2 * time.Hour}},
-	{"ads/member", fleet.JobSpec{Configuration: map[string]int64{"eu-west/cpu": 8}, Tasks: 90}},
-	{"search/member", fleet.JobSpec{Configuration: map[string]int64{"ap-south/cpu": 2}, Tasks: 200, Budget: 50 * ledger.Dollar, Utility: "linear"}},
-	{"ads/member", fleet.JobSpec{Configuration: map[string]int64{"ap-south/cpu": 2, "ap-south/ram": 8}, Tasks: 200, Budget: 20 * ledger.Dollar, Utility: "log"}},
-	{"ads/member", fleet.JobSpec{Configuration: map[string]int64{"ap-south/cpu": 1}, Tasks: 40, Budget: 30 * ledger.Dollar, Utility: "linear", MinUtility: &sloUtility}},
+	{"search/member", besteffort.JobSpec{Configuration: map[string]int64{"us-east/cpu": 4, "us-east/ram": 16}, Tasks: 120, MaxTaskDuration: 2 * time.Hour}},
+	{"ads/member", besteffort.JobSpec{Configuration: map[string]int64{"eu-west/cpu": 8}, Tasks: 90}},
+	{"search/member", besteffort.JobSpec{Configuration: map[string]int64{"ap-south/cpu": 2}, Tasks: 200, Budget: 50 * ledger.Dollar, Utility: "linear"}},
+	{"ads/member", besteffort.JobSpec{Configuration: map[string]int64{"ap-south/cpu": 2, "ap-south/ram": 8}, Tasks: 200, Budget: 20 * ledger.Dollar, Utility: "log"}},
+	{"ads/member", besteffort.JobSpec{Configuration: map[string]int64{"ap-south/cpu": 1}, Tasks: 40, Budget: 30 * ledger.Dollar, Utility: "linear", MinUtility: &sloUtility}},
 }
 
 // idleStep is what an agent of cluster does at now in the demo: report owners'
 // usage and the tasks that ran their course (an hour and a half each), then poll.
-func idleStep(ctx context.Context, be *fleet.BestEffort, cluster string, holdings []exchange.Holding, now time.Time) error {
-	var rep fleet.BestEffortReport
+func idleStep(ctx context.Context, be *besteffort.Service, cluster string, holdings []exchange.Holding, now time.Time) error {
+	var rep besteffort.Report
 	for _, h := range holdings {
 		if strings.HasPrefix(h.PoolID, cluster+"/") {
-			rep.Usage = append(rep.Usage, fleet.OwnerUsage{Team: h.TeamID, Pool: h.PoolID, Units: simulate.OwnerUsage(1, h.TeamID, h.PoolID, h.Quantity, now)})
+			rep.Usage = append(rep.Usage, besteffort.OwnerUsage{Team: h.TeamID, Pool: h.PoolID, Units: simulate.OwnerUsage(1, h.TeamID, h.PoolID, h.Quantity, now)})
 		}
 	}
 	alloc, err := be.Allocation(ctx, cluster)
@@ -100,11 +101,11 @@ func idleStep(ctx context.Context, be *fleet.BestEffort, cluster string, holding
 	}
 	for _, t := range alloc.Run {
 		if now.Sub(t.Started) >= 90*time.Minute {
-			rep.Tasks = append(rep.Tasks, fleet.TaskEvent{Task: t.Task, Event: "done", At: now})
+			rep.Tasks = append(rep.Tasks, besteffort.TaskEvent{Task: t.Task, Event: "done", At: now})
 		}
 	}
 	for _, t := range alloc.Stop {
-		rep.Tasks = append(rep.Tasks, fleet.TaskEvent{Task: t.Task, Event: "stopped", At: now})
+		rep.Tasks = append(rep.Tasks, besteffort.TaskEvent{Task: t.Task, Event: "stopped", At: now})
 	}
 	if len(rep.Tasks) > fleet.MaxReportRows {
 		rep.Tasks = rep.Tasks[:fleet.MaxReportRows]
@@ -123,10 +124,10 @@ var sloUtility = 0.4
 // ap-south, each measured as an agent would report it (its utility the inverse of
 // its run time, its average shares), so that search's budgets are charged and its
 // weights for cpu-and-ram jobs are fitted.
-func seedMeasuredJobs(ctx context.Context, be *fleet.BestEffort, member exchange.User, now func() time.Time) error {
+func seedMeasuredJobs(ctx context.Context, be *besteffort.Service, member exchange.User, now func() time.Time) error {
 	mixes := [][2]float64{{0.9, 0.3}, {0.4, 0.8}, {0.6, 0.5}, {0.2, 0.7}}
 	for _, mix := range mixes {
-		j, err := be.Submit(ctx, member, fleet.JobSpec{Configuration: map[string]int64{"ap-south/cpu": 1, "ap-south/ram": 4}, Tasks: 1, Budget: 2 * ledger.Dollar})
+		j, err := be.Submit(ctx, member, besteffort.JobSpec{Configuration: map[string]int64{"ap-south/cpu": 1, "ap-south/ram": 4}, Tasks: 1, Budget: 2 * ledger.Dollar})
 		if err != nil {
 			return err
 		}
@@ -137,11 +138,11 @@ func seedMeasuredJobs(ctx context.Context, be *fleet.BestEffort, member exchange
 		if err != nil {
 			return err
 		}
-		rep := fleet.BestEffortReport{Measured: []fleet.JobMeasurement{{Job: j.ID, Utility: 1.5*mix[0] + 0.5*mix[1],
+		rep := besteffort.Report{Measured: []besteffort.JobMeasurement{{Job: j.ID, Utility: 1.5*mix[0] + 0.5*mix[1],
 			Shares: map[string]float64{"ap-south/cpu": mix[0], "ap-south/ram": mix[1]}}}}
 		for _, t := range alloc.Run {
 			if t.Job == j.ID {
-				rep.Tasks = append(rep.Tasks, fleet.TaskEvent{Task: t.Task, Event: "done", At: now()})
+				rep.Tasks = append(rep.Tasks, besteffort.TaskEvent{Task: t.Task, Event: "done", At: now()})
 			}
 		}
 		if err := be.Report(ctx, "ap-south", rep); err != nil {

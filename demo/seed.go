@@ -18,6 +18,7 @@ import (
 
 	"github.com/clearhouse/clearhouse"
 	"github.com/clearhouse/clearhouse/auction"
+	"github.com/clearhouse/clearhouse/besteffort"
 	"github.com/clearhouse/clearhouse/exchange"
 	"github.com/clearhouse/clearhouse/fleet"
 	"github.com/clearhouse/clearhouse/ledger"
@@ -31,7 +32,7 @@ type Services struct {
 	Ledger        *ledger.Ledger
 	Market        *exchange.Market
 	Identity      *exchange.Identity
-	BestEffort    *fleet.BestEffort
+	BestEffort    *besteffort.Service
 	Now           func() time.Time
 	AuctionWindow time.Duration // how long an auction stays open
 	DBName        string        // the --db the server runs on, named in the sign-in help (a URL never is)

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/clearhouse/clearhouse/besteffort"
 	"github.com/clearhouse/clearhouse/exchange"
 	"github.com/clearhouse/clearhouse/fleet"
 	"github.com/clearhouse/clearhouse/ledger"
@@ -21,7 +22,7 @@ func services(db *store.DB, now func() time.Time) Services {
 	m.UseQuotaCommitments(fleet.NewReservations(db, l, now, fleet.DefaultPlanConfig))
 	m.UseMeasuredUtilization(fleet.NewUtilization(db, now, fleet.DefaultUtilizationConfig))
 	return Services{DB: db, Ledger: l, Market: m, Identity: exchange.NewIdentity(db, now, 0),
-		BestEffort: fleet.NewBestEffort(db, l, now, fleet.DefaultBestEffortConfig), Now: now, AuctionWindow: time.Hour, DBName: "demo.db"}
+		BestEffort: besteffort.New(db, l, now, besteffort.DefaultConfig), Now: now, AuctionWindow: time.Hour, DBName: "demo.db"}
 }
 
 var seedTime = time.Date(2026, 3, 4, 12, 0, 0, 0, time.UTC)

@@ -5,8 +5,12 @@
 // quota reservations need. Like exchange, its services validate every input, run
 // each use case in one transaction and return clearhouse errors.
 //
+// Best-effort jobs on idle capacity are package besteffort's, not fleet's.
+//
 // Dependencies point one way: fleet uses exchange's teams, users and pools;
 // exchange reaches fleet only through the QuotaCommitments interface it declares.
+// besteffort imports fleet (it reads the reservation plan to know what is idle);
+// fleet never imports besteffort (deps_test.go).
 package fleet
 
 import "github.com/clearhouse/clearhouse/store"

@@ -280,16 +280,18 @@ func (s *Reservations) rebaseDue(now time.Time) bool {
 	return s.plan == nil || now.Sub(s.plan.origin) >= rebaseEvery || now.Before(s.plan.origin)
 }
 
-// quotaRow is a team's quota of a pool for the scheduler: what it holds less what
+// QuotaRow is a team's quota of a pool for the scheduler: what it holds less what
 // it has set aside for open offers.
-type quotaRow struct {
+type QuotaRow struct {
 	TeamID string
 	PoolID string
 	Quota  int64
 }
 
-func quotas(tx *gorm.DB) ([]quotaRow, error) {
-	var rows []quotaRow
+// Quotas lists every team's quota of each pool it holds, by team and pool; the
+// best-effort step reads it as owners' quotas too.
+func Quotas(tx *gorm.DB) ([]QuotaRow, error) {
+	var rows []QuotaRow
 	err := tx.Raw(`SELECT h.team_id, h.pool_id, h.quantity - COALESCE((SELECT SUM(q.quantity) FROM quota_holds q
 		WHERE q.team_id = h.team_id AND q.pool_id = h.pool_id), 0) AS quota
 		FROM holdings h WHERE h.quantity > 0 ORDER BY h.team_id, h.pool_id`).Scan(&rows).Error
@@ -333,7 +335,7 @@ func (s *Reservations) load(ctx context.Context, tx *gorm.DB, now time.Time) (*p
 	}
 	p.eng = scheduler.NewEngine(horizon, capacity, algo)
 
-	qs, err := quotas(tx)
+	qs, err := Quotas(tx)
 	if err != nil {
 		return nil, false, err
 	}

@@ -23,7 +23,7 @@ type LoadPoint struct {
 // PoolLoad samples a pool's plan every step over [from, to), both clipped to the
 // plan's horizon. ENOTFOUND for an unknown pool.
 func (s *Reservations) PoolLoad(ctx context.Context, pool string, from, to time.Time, step time.Duration) ([]LoadPoint, error) {
-	qs, err := quotas(s.db.Read.WithContext(ctx))
+	qs, err := Quotas(s.db.Read.WithContext(ctx))
 	if err != nil {
 		return nil, err
 	}

@@ -65,7 +65,7 @@ func (s *Reservations) CommittedQuota(tx *gorm.DB, team, pool string, quota int6
 // accepted reservations use from now on: quota it cannot offer for sale.
 func (s *Reservations) QuotaNeeded(ctx context.Context, team string) (map[string]int64, error) {
 	db := s.db.Read.WithContext(ctx)
-	qs, err := quotas(db)
+	qs, err := Quotas(db)
 	if err != nil {
 		return nil, err
 	}

@@ -24,8 +24,9 @@ func (s *Reservations) NewReservation(ctx context.Context, by exchange.User) (in
 	return r.ID, err
 }
 
-// actFor checks that by may act for team.
-func actFor(by exchange.User, team string) error {
+// ActFor checks that by may act for team (EFORBIDDEN otherwise); best-effort
+// jobs use it too.
+func ActFor(by exchange.User, team string) error {
 	if !by.Role.OnTeam() || by.TeamID != team {
 		return clearhouse.Errorf(clearhouse.EFORBIDDEN, "team: you cannot act for team %q", team)
 	}
@@ -37,7 +38,7 @@ func (s *Reservations) prepare(by exchange.User, d *Definition, needValue bool) 
 	if d.Team == "" {
 		d.Team = by.TeamID
 	}
-	if err := actFor(by, d.Team); err != nil {
+	if err := ActFor(by, d.Team); err != nil {
 		return err
 	}
 	return d.Validate(s.now(), s.cfg.Slot, s.cfg.Horizon, needValue)
@@ -49,7 +50,7 @@ func (s *Reservations) takeReservation(tx *gorm.DB, by exchange.User, id int64, 
 	if err != nil {
 		return ReservationView{}, err
 	}
-	if len(vs) == 0 || actFor(by, vs[0].TeamID) != nil {
+	if len(vs) == 0 || ActFor(by, vs[0].TeamID) != nil {
 		return ReservationView{}, clearhouse.Errorf(clearhouse.ENOTFOUND, "reservation: no reservation %d for your team", id)
 	}
 	return vs[0], nil

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/clearhouse/clearhouse"
+	"github.com/clearhouse/clearhouse/besteffort"
 	"github.com/clearhouse/clearhouse/exchange"
 	"github.com/clearhouse/clearhouse/fleet"
 	"github.com/gin-gonic/gin"
@@ -238,19 +239,19 @@ func (s *Server) apiClusterUpdates(c *gin.Context) {
 	for _, x := range body.Pools {
 		rep.Pools = append(rep.Pools, fleet.PoolUsageReport{Pool: x.Pool, Used: x.Used, Capacity: x.Capacity})
 	}
-	var be fleet.BestEffortReport
+	var be besteffort.Report
 	for _, x := range body.BestEffort {
-		be.Tasks = append(be.Tasks, fleet.TaskEvent{Task: x.Task, Event: x.Event, At: x.At})
+		be.Tasks = append(be.Tasks, besteffort.TaskEvent{Task: x.Task, Event: x.Event, At: x.At})
 	}
 	for _, x := range body.OwnerUsage {
-		be.Usage = append(be.Usage, fleet.OwnerUsage{Team: x.Team, Pool: x.Pool, Units: x.Units})
+		be.Usage = append(be.Usage, besteffort.OwnerUsage{Team: x.Team, Pool: x.Pool, Units: x.Units})
 	}
 	for i, x := range body.BestEffortJobs {
 		if x.Utility == nil {
 			s.fail(c, clearhouse.Errorf(clearhouse.EINVALID, "best_effort_jobs[%d]: utility: required", i))
 			return
 		}
-		be.Measured = append(be.Measured, fleet.JobMeasurement{Job: x.Job, Utility: *x.Utility, Shares: x.Shares})
+		be.Measured = append(be.Measured, besteffort.JobMeasurement{Job: x.Job, Utility: *x.Utility, Shares: x.Shares})
 	}
 	status, err := agentStatusOf(body.Agent)
 	if err != nil { // refuse the whole report before any part applies

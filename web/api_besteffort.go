@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/clearhouse/clearhouse"
+	"github.com/clearhouse/clearhouse/besteffort"
 	"github.com/clearhouse/clearhouse/exchange"
-	"github.com/clearhouse/clearhouse/fleet"
 	"github.com/clearhouse/clearhouse/ledger"
 	"github.com/gin-gonic/gin"
 )
@@ -27,9 +27,9 @@ type apiJobInput struct {
 	Workload        json.RawMessage    `json:"workload,omitempty"`
 }
 
-func (b apiJobInput) spec(key string) (fleet.JobSpec, error) {
-	spec := fleet.JobSpec{Team: b.Team, Configuration: b.Configuration, Tasks: b.Tasks, Utility: b.Utility, Weights: b.Weights, MinUtility: b.MinUtility, Key: key}
-	w, err := fleet.ParseWorkload(b.Workload)
+func (b apiJobInput) spec(key string) (besteffort.JobSpec, error) {
+	spec := besteffort.JobSpec{Team: b.Team, Configuration: b.Configuration, Tasks: b.Tasks, Utility: b.Utility, Weights: b.Weights, MinUtility: b.MinUtility, Key: key}
+	w, err := besteffort.ParseWorkload(b.Workload)
 	if err != nil {
 		return spec, err
 	}
@@ -58,41 +58,41 @@ func (b apiJobInput) spec(key string) (fleet.JobSpec, error) {
 
 // apiJob is a best-effort job as the API shows it.
 type apiJob struct {
-	ID              int64              `json:"id"`
-	Team            string             `json:"team"`
-	Cluster         string             `json:"cluster"`
-	Status          string             `json:"status"`
-	Configuration   map[string]int64   `json:"configuration"`
-	Tasks           int64              `json:"tasks"`
-	MaxTaskDuration string             `json:"max_task_duration,omitempty"`
-	Queued          int64              `json:"queued"`
-	Running         int64              `json:"running"`
-	Done            int64              `json:"done"`
-	Failed          int64              `json:"failed"`
-	Cancelled       int64              `json:"cancelled"`
-	Preempted       int64              `json:"preempted"`
-	Position        *int64             `json:"position"`
-	EstimatedStart  *time.Time         `json:"estimated_start"`
-	Policy          string             `json:"policy"`
-	PoolPolicies    map[string]string  `json:"pool_policies"`
-	Budget          string             `json:"budget,omitempty"`
-	Charged         string             `json:"charged,omitempty"`
-	Released        string             `json:"released,omitempty"`
-	Utility         string             `json:"utility,omitempty"`
-	Weights         map[string]float64 `json:"weights,omitempty"`
-	Shares          map[string]float64 `json:"shares,omitempty"`
-	MeanShares      map[string]float64 `json:"mean_shares,omitempty"`
-	Auctions        int64              `json:"auctions,omitempty"`
-	MinUtility      *float64           `json:"min_utility,omitempty"`
-	SLO             string             `json:"slo,omitempty"`
-	WeightsFrom     string             `json:"weights_from,omitempty"`
-	MeasuredUtility *float64           `json:"measured_utility,omitempty"`
-	Workload        *fleet.Workload    `json:"workload,omitempty"`
-	Enqueued        time.Time          `json:"enqueued"`
-	Ended           *time.Time         `json:"ended,omitempty"`
+	ID              int64                `json:"id"`
+	Team            string               `json:"team"`
+	Cluster         string               `json:"cluster"`
+	Status          string               `json:"status"`
+	Configuration   map[string]int64     `json:"configuration"`
+	Tasks           int64                `json:"tasks"`
+	MaxTaskDuration string               `json:"max_task_duration,omitempty"`
+	Queued          int64                `json:"queued"`
+	Running         int64                `json:"running"`
+	Done            int64                `json:"done"`
+	Failed          int64                `json:"failed"`
+	Cancelled       int64                `json:"cancelled"`
+	Preempted       int64                `json:"preempted"`
+	Position        *int64               `json:"position"`
+	EstimatedStart  *time.Time           `json:"estimated_start"`
+	Policy          string               `json:"policy"`
+	PoolPolicies    map[string]string    `json:"pool_policies"`
+	Budget          string               `json:"budget,omitempty"`
+	Charged         string               `json:"charged,omitempty"`
+	Released        string               `json:"released,omitempty"`
+	Utility         string               `json:"utility,omitempty"`
+	Weights         map[string]float64   `json:"weights,omitempty"`
+	Shares          map[string]float64   `json:"shares,omitempty"`
+	MeanShares      map[string]float64   `json:"mean_shares,omitempty"`
+	Auctions        int64                `json:"auctions,omitempty"`
+	MinUtility      *float64             `json:"min_utility,omitempty"`
+	SLO             string               `json:"slo,omitempty"`
+	WeightsFrom     string               `json:"weights_from,omitempty"`
+	MeasuredUtility *float64             `json:"measured_utility,omitempty"`
+	Workload        *besteffort.Workload `json:"workload,omitempty"`
+	Enqueued        time.Time            `json:"enqueued"`
+	Ended           *time.Time           `json:"ended,omitempty"`
 }
 
-func toAPIJob(v fleet.JobView) apiJob {
+func toAPIJob(v besteffort.JobView) apiJob {
 	a := apiJob{ID: v.ID, Team: v.TeamID, Cluster: v.ClusterID, Status: string(v.Status), Configuration: v.Config(), Tasks: v.Tasks,
 		Queued: v.Queued, Running: v.Running, Done: v.Done, Failed: v.Failed, Cancelled: v.Cancelled, Preempted: v.Preempted,
 		EstimatedStart: v.EstimatedStart, Policy: v.Policy, PoolPolicies: v.PoolPolicies, Utility: v.Utility, Weights: v.WeightsByPool(), Shares: v.SharesByPool(),
@@ -136,7 +136,7 @@ func (s *Server) apiBestEffortJobs(c *gin.Context) {
 		s.fail(c, err)
 		return
 	}
-	f := fleet.JobFilter{Team: team, Cluster: c.Query("cluster"), Limit: 100}
+	f := besteffort.JobFilter{Team: team, Cluster: c.Query("cluster"), Limit: 100}
 	if raw := c.Query("limit"); raw != "" {
 		n, err := strconv.Atoi(raw)
 		if err != nil || n < 1 || n > 1000 {
@@ -208,19 +208,19 @@ func (s *Server) apiCancelBestEffort(c *gin.Context) {
 
 // apiBestEffortTask is a best-effort task in a cluster's allocation.
 type apiBestEffortTask struct {
-	Task            int64            `json:"task"`
-	Job             int64            `json:"job"`
-	Team            string           `json:"team"`
-	Configuration   map[string]int64 `json:"configuration"`
-	Started         time.Time        `json:"started"`
-	MaxTaskDuration string           `json:"max_task_duration,omitempty"`
-	Reason          string           `json:"reason,omitempty"`
-	JobWaiting      int64            `json:"job_waiting"`
-	Abacus          bool             `json:"abacus,omitempty"`
-	Workload        *fleet.Workload  `json:"workload,omitempty"`
+	Task            int64                `json:"task"`
+	Job             int64                `json:"job"`
+	Team            string               `json:"team"`
+	Configuration   map[string]int64     `json:"configuration"`
+	Started         time.Time            `json:"started"`
+	MaxTaskDuration string               `json:"max_task_duration,omitempty"`
+	Reason          string               `json:"reason,omitempty"`
+	JobWaiting      int64                `json:"job_waiting"`
+	Abacus          bool                 `json:"abacus,omitempty"`
+	Workload        *besteffort.Workload `json:"workload,omitempty"`
 }
 
-func toAPIBestEffortTasks(ts []fleet.BestEffortTask) []apiBestEffortTask {
+func toAPIBestEffortTasks(ts []besteffort.AgentTask) []apiBestEffortTask {
 	out := make([]apiBestEffortTask, len(ts))
 	for i, t := range ts {
 		out[i] = apiBestEffortTask{Task: t.Task, Job: t.Job, Team: t.Team, Configuration: t.Configuration, Started: t.Started, Reason: t.Reason,

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/clearhouse/clearhouse"
-	"github.com/clearhouse/clearhouse/fleet"
+	"github.com/clearhouse/clearhouse/besteffort"
 	"github.com/clearhouse/clearhouse/ledger"
 	"github.com/clearhouse/clearhouse/templates"
 	"github.com/gin-gonic/gin"
@@ -45,7 +45,7 @@ func (s *Server) bestEffortForm(c *gin.Context) (templates.BestEffortForm, error
 	}
 	abacus := map[string]bool{}
 	for _, st := range settings {
-		if st.Policy == fleet.PolicyAbacus {
+		if st.Policy == besteffort.PolicyAbacus {
 			cluster, _, _ := strings.Cut(st.Pool, "/")
 			abacus[cluster] = true
 		}
@@ -56,12 +56,12 @@ func (s *Server) bestEffortForm(c *gin.Context) (templates.BestEffortForm, error
 
 // jobSpecFromForm reads the posted form into f and a spec, recording what is
 // malformed in f.Errors.
-func jobSpecFromForm(c *gin.Context, f *templates.BestEffortForm) fleet.JobSpec {
+func jobSpecFromForm(c *gin.Context, f *templates.BestEffortForm) besteffort.JobSpec {
 	f.Cluster, f.Tasks = c.PostForm("cluster"), c.PostForm("tasks")
 	f.MaxDuration, f.Budget, f.Utility = strings.TrimSpace(c.PostForm("max_task_duration")), strings.TrimSpace(c.PostForm("budget")), c.PostForm("utility")
-	spec := fleet.JobSpec{Configuration: map[string]int64{}}
+	spec := besteffort.JobSpec{Configuration: map[string]int64{}}
 	f.Workload = strings.TrimSpace(c.PostForm("workload"))
-	if w, err := fleet.ParseWorkload([]byte(f.Workload)); err != nil {
+	if w, err := besteffort.ParseWorkload([]byte(f.Workload)); err != nil {
 		f.Errors["workload"] = clearhouse.ErrorMessage(err)
 	} else {
 		spec.Workload = w
@@ -83,7 +83,7 @@ func jobSpecFromForm(c *gin.Context, f *templates.BestEffortForm) fleet.JobSpec 
 		f.Errors["cluster"] = "Give the units of at least one resource a task needs."
 	}
 	var err error
-	if spec.Tasks, err = parseWhole(f.Tasks, 1, fleet.MaxTasks); err != nil {
+	if spec.Tasks, err = parseWhole(f.Tasks, 1, besteffort.MaxTasks); err != nil {
 		f.Errors["tasks"] = err.Error()
 	}
 	if f.MaxDuration != "" {
@@ -221,7 +221,7 @@ func (s *Server) cancelBestEffort(c *gin.Context) {
 func (s *Server) renderBestEffort(c *gin.Context, status int, f templates.BestEffortForm, quote []string) {
 	ctx := c.Request.Context()
 	u := userOf(c)
-	jobs, err := s.svc.BestEffort.Jobs(ctx, fleet.JobFilter{Team: u.TeamID, Limit: 200})
+	jobs, err := s.svc.BestEffort.Jobs(ctx, besteffort.JobFilter{Team: u.TeamID, Limit: 200})
 	if err != nil {
 		s.fail(c, err)
 		return
@@ -241,10 +241,10 @@ func (s *Server) renderBestEffort(c *gin.Context, status int, f templates.BestEf
 	s.render(c, status, templates.BestEffortPage(s.page(c, "Best-effort jobs", "best-effort"), v))
 }
 
-func bestEffortRow(j fleet.JobView, now time.Time) templates.BestEffortRow {
+func bestEffortRow(j besteffort.JobView, now time.Time) templates.BestEffortRow {
 	r := templates.BestEffortRow{ID: j.ID, Team: j.TeamID, Configuration: configText(j.Config(), j.Tasks), Status: string(j.Status),
 		Queued: j.Queued, Running: j.Running, Done: j.Done, Failed: j.Failed, Preempted: j.Preempted,
-		CanCancel: j.Status == fleet.JobQueued || j.Status == fleet.JobRunning, Workload: workloadLines(j.WorkloadSpec())}
+		CanCancel: j.Status == besteffort.JobQueued || j.Status == besteffort.JobRunning, Workload: workloadLines(j.WorkloadSpec())}
 	if j.MaxTaskDuration > 0 {
 		r.Configuration += ", at most " + fmtDuration(time.Duration(j.MaxTaskDuration)*time.Second) + " a task"
 	}
@@ -363,7 +363,7 @@ func (s *Server) idleCharts(ctx context.Context, team string) ([]templates.LineC
 		Height: 240, Legend: true}
 	prioUnits := map[string]bool{}
 	for _, pool := range slices.Sorted(maps.Keys(hist)) {
-		if !slices.ContainsFunc(hist[pool], func(p fleet.HistoryPoint) bool {
+		if !slices.ContainsFunc(hist[pool], func(p besteffort.HistoryPoint) bool {
 			return p.Contribution != 0 || p.Utility != 0 || p.Lent != 0 || p.Borrowed != 0
 		}) {
 			continue // the team never lent or borrowed there: nothing to draw
@@ -444,7 +444,7 @@ func (s *Server) fitRows(ctx context.Context, team string) ([]templates.FitRow, 
 }
 
 // workloadLines says what a job's tasks run, one line per kind of cluster.
-func workloadLines(w *fleet.Workload) []string {
+func workloadLines(w *besteffort.Workload) []string {
 	if w == nil {
 		return nil
 	}

@@ -8,8 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/clearhouse/clearhouse/besteffort"
 	"github.com/clearhouse/clearhouse/exchange"
-	"github.com/clearhouse/clearhouse/fleet"
 )
 
 // The API takes an SLO (refusing one that cannot be met, naming min_utility) and
@@ -28,7 +28,7 @@ func TestAbacusSLOAndLearningThroughTheAPIAndPages(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := f.be.SetSettings(ctx, fleet.IdleSettings{Pool: "us-east/cpu", Policy: fleet.PolicyAbacus, Alpha: 0.5}); err != nil {
+	if err := f.be.SetSettings(ctx, besteffort.IdleSettings{Pool: "us-east/cpu", Policy: besteffort.PolicyAbacus, Alpha: 0.5}); err != nil {
 		t.Fatal(err)
 	}
 	code, out := f.api(member, "POST", "/api/v1/best-effort", `{"configuration": {"us-east/cpu": 1}, "tasks": 1, "budget": "5", "min_utility": 1.5}`)

@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/clearhouse/clearhouse/besteffort"
 	"github.com/clearhouse/clearhouse/exchange"
-	"github.com/clearhouse/clearhouse/fleet"
 )
 
 // A member queues a best-effort job from the form (bad input keeps the form and
@@ -28,7 +28,7 @@ func TestBestEffortPages(t *testing.T) {
 	if res.StatusCode != http.StatusUnprocessableEntity || doc.Find("[data-testid=error-tasks]").Text() == "" {
 		t.Fatalf("zero tasks: %d %q", res.StatusCode, doc.Find("[data-testid=form-errors]").Text())
 	}
-	if n, _ := f.be.Jobs(ctx, fleet.JobFilter{}); len(n) != 0 {
+	if n, _ := f.be.Jobs(ctx, besteffort.JobFilter{}); len(n) != 0 {
 		t.Fatalf("a refused form saved %d jobs", len(n))
 	}
 	res, _ = b.post("/best-effort", url.Values{"csrf_token": {tok}, "cluster": {"us-east"}, "u.cpu": {"2"}, "tasks": {"40"}, "max_task_duration": {"2h"}})
@@ -101,7 +101,7 @@ func TestTeamPageChartsIdleHistory(t *testing.T) {
 	if doc.Find("[data-testid=idle-history]").Length() != 0 {
 		t.Fatal("a history chart with no history")
 	}
-	if _, err := f.be.Submit(ctx, ana, fleet.JobSpec{Configuration: map[string]int64{"us-east/cpu": 2}, Tasks: 10}); err != nil {
+	if _, err := f.be.Submit(ctx, ana, besteffort.JobSpec{Configuration: map[string]int64{"us-east/cpu": 2}, Tasks: 10}); err != nil {
 		t.Fatal(err)
 	}
 	for range 4 {
@@ -111,7 +111,7 @@ func TestTeamPageChartsIdleHistory(t *testing.T) {
 		if _, err := f.be.RecordHistory(ctx); err != nil {
 			t.Fatal(err)
 		}
-		f.clock.Advance(fleet.HistoryInterval)
+		f.clock.Advance(besteffort.HistoryInterval)
 	}
 	_, doc = b.get("/team")
 	ch := doc.Find(`[data-testid="idle-history-us-east/cpu"]`)

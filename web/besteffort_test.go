@@ -8,8 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/clearhouse/clearhouse/besteffort"
 	"github.com/clearhouse/clearhouse/exchange"
-	"github.com/clearhouse/clearhouse/fleet"
 	"github.com/clearhouse/clearhouse/ledger"
 )
 
@@ -95,7 +95,7 @@ func TestBestEffortAPI(t *testing.T) {
 	}
 	for _, p := range pools {
 		p := p.(map[string]any)
-		if id, _ := p["pool"].(string); !strings.HasPrefix(id, "us-east/") || p["policy"] != fleet.DefaultPolicy {
+		if id, _ := p["pool"].(string); !strings.HasPrefix(id, "us-east/") || p["policy"] != besteffort.DefaultPolicy {
 			t.Errorf("allocation's pool %v", p)
 		}
 		if id := p["pool"]; id == "us-east/cpu" && p["exposure"] != 0.3 {
@@ -116,7 +116,7 @@ func TestBestEffortAPI(t *testing.T) {
 	if code != http.StatusOK || got["status"] != "running" || got["running"] != float64(34) || got["done"] != float64(1) || got["position"] != float64(1) {
 		t.Fatalf("job: %d %v", code, got)
 	}
-	if pp, _ := got["pool_policies"].(map[string]any); got["policy"] != fleet.DefaultPolicy || len(pp) != 1 || pp["us-east/cpu"] != fleet.DefaultPolicy {
+	if pp, _ := got["pool_policies"].(map[string]any); got["policy"] != besteffort.DefaultPolicy || len(pp) != 1 || pp["us-east/cpu"] != besteffort.DefaultPolicy {
 		t.Fatalf("job's policies: %v, %v", got["policy"], got["pool_policies"])
 	}
 	code, got = f.api(member, "DELETE", fmt.Sprintf("/api/v1/best-effort/%d", id), "")

@@ -8,8 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/clearhouse/clearhouse/besteffort"
 	"github.com/clearhouse/clearhouse/exchange"
-	"github.com/clearhouse/clearhouse/fleet"
 )
 
 // A best-effort job's workload: refused with the field named (form and API) and
@@ -42,7 +42,7 @@ func TestBestEffortWorkloadFromFormAndAPIToTheAgent(t *testing.T) {
 	if code != http.StatusBadRequest || !strings.HasPrefix(errorMessage(out), "workload.slurm.script:") {
 		t.Fatalf("a script without #!: %d %q", code, errorMessage(out))
 	}
-	if n, _ := f.be.Jobs(ctx, fleet.JobFilter{}); len(n) != 0 {
+	if n, _ := f.be.Jobs(ctx, besteffort.JobFilter{}); len(n) != 0 {
 		t.Fatalf("refused workloads saved %d jobs", len(n))
 	}
 	res, _ = b.post("/best-effort", form(`{"kubernetes": {"image": "busybox:1.36", "command": ["sh", "-c", "sleep 600"]}}`))

@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/PuerkitoBio/goquery"
+	"github.com/clearhouse/clearhouse/besteffort"
 	"github.com/clearhouse/clearhouse/exchange"
-	"github.com/clearhouse/clearhouse/fleet"
 	"github.com/clearhouse/clearhouse/ledger"
 )
 
@@ -30,7 +30,7 @@ func TestOperatorSeesTheFairnessReportWithOwnersUsage(t *testing.T) {
 	f.user("op@x.io", exchange.RoleOperator, "")
 	usage := func(units int64) {
 		t.Helper()
-		if err := f.be.Report(ctx, "us-east", fleet.BestEffortReport{Usage: []fleet.OwnerUsage{{Team: "ads", Pool: "us-east/cpu", Units: units}}}); err != nil {
+		if err := f.be.Report(ctx, "us-east", besteffort.Report{Usage: []besteffort.OwnerUsage{{Team: "ads", Pool: "us-east/cpu", Units: units}}}); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := f.be.RecordHistory(ctx); err != nil {
@@ -38,7 +38,7 @@ func TestOperatorSeesTheFairnessReportWithOwnersUsage(t *testing.T) {
 		}
 	}
 	usage(60)
-	if _, err := f.be.Submit(ctx, ana, fleet.JobSpec{Configuration: map[string]int64{"us-east/cpu": 1}, Tasks: 40, MaxTaskDuration: time.Hour}); err != nil {
+	if _, err := f.be.Submit(ctx, ana, besteffort.JobSpec{Configuration: map[string]int64{"us-east/cpu": 1}, Tasks: 40, MaxTaskDuration: time.Hour}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := f.be.Step(ctx, "us-east"); err != nil {

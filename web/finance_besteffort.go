@@ -3,7 +3,7 @@ package web
 import (
 	"net/http"
 
-	"github.com/clearhouse/clearhouse/fleet"
+	"github.com/clearhouse/clearhouse/besteffort"
 	"github.com/clearhouse/clearhouse/templates"
 	"github.com/gin-gonic/gin"
 )
@@ -15,7 +15,7 @@ const maxChargeJobs = 500
 // per team (with totals) and per job.
 func (s *Server) financeBestEffortPage(c *gin.Context) {
 	ctx := c.Request.Context()
-	var ch fleet.BestEffortCharges
+	var ch besteffort.Charges
 	if s.svc.BestEffort != nil {
 		var err error
 		if ch, err = s.svc.BestEffort.Charges(ctx, maxChargeJobs); err != nil {
@@ -32,7 +32,7 @@ func (s *Server) financeBestEffortPage(c *gin.Context) {
 	for _, t := range teams {
 		names[t.ID] = t.Name
 	}
-	row := func(t fleet.TeamCharges) templates.ChargeRow {
+	row := func(t besteffort.TeamCharges) templates.ChargeRow {
 		return templates.ChargeRow{Team: t.Team, Name: teamName(names, t.Team), Jobs: t.Jobs, Budget: mon(t.Budget), Charged: mon(t.Charged),
 			Released: mon(t.Released), Held: mon(t.Held)}
 	}

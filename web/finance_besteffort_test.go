@@ -8,8 +8,8 @@ import (
 	"testing"
 
 	"github.com/PuerkitoBio/goquery"
+	"github.com/clearhouse/clearhouse/besteffort"
 	"github.com/clearhouse/clearhouse/exchange"
-	"github.com/clearhouse/clearhouse/fleet"
 	"github.com/clearhouse/clearhouse/ledger"
 )
 
@@ -24,11 +24,11 @@ func (f *fixture) finishAll() {
 	if err != nil {
 		f.t.Fatal(err)
 	}
-	var evs []fleet.TaskEvent
+	var evs []besteffort.TaskEvent
 	for _, r := range alloc.Run {
-		evs = append(evs, fleet.TaskEvent{Task: r.Task, Event: "done", At: f.clock.Now()})
+		evs = append(evs, besteffort.TaskEvent{Task: r.Task, Event: "done", At: f.clock.Now()})
 	}
-	if err := f.be.Report(ctx, "us-east", fleet.BestEffortReport{Tasks: evs}); err != nil {
+	if err := f.be.Report(ctx, "us-east", besteffort.Report{Tasks: evs}); err != nil {
 		f.t.Fatal(err)
 	}
 }
@@ -42,15 +42,15 @@ func TestFinanceSeesBestEffortCharges(t *testing.T) {
 	ctx := context.Background()
 	ana := f.user("ana@x.io", exchange.RoleMember, "search")
 	f.user("fin@x.io", exchange.RoleFinance, "")
-	if err := f.be.SetSettings(ctx, fleet.IdleSettings{Pool: "us-east/cpu", Policy: fleet.PolicyAbacus, Alpha: 0.5}); err != nil {
+	if err := f.be.SetSettings(ctx, besteffort.IdleSettings{Pool: "us-east/cpu", Policy: besteffort.PolicyAbacus, Alpha: 0.5}); err != nil {
 		t.Fatal(err)
 	}
-	done, err := f.be.Submit(ctx, ana, fleet.JobSpec{Configuration: map[string]int64{"us-east/cpu": 1}, Tasks: 2, Budget: 12 * ledger.Dollar})
+	done, err := f.be.Submit(ctx, ana, besteffort.JobSpec{Configuration: map[string]int64{"us-east/cpu": 1}, Tasks: 2, Budget: 12 * ledger.Dollar})
 	if err != nil {
 		t.Fatal(err)
 	}
 	f.finishAll()
-	open, err := f.be.Submit(ctx, ana, fleet.JobSpec{Configuration: map[string]int64{"us-east/cpu": 1}, Tasks: 2, Budget: 5 * ledger.Dollar})
+	open, err := f.be.Submit(ctx, ana, besteffort.JobSpec{Configuration: map[string]int64{"us-east/cpu": 1}, Tasks: 2, Budget: 5 * ledger.Dollar})
 	if err != nil {
 		t.Fatal(err)
 	}

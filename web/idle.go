@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/clearhouse/clearhouse"
-	"github.com/clearhouse/clearhouse/fleet"
+	"github.com/clearhouse/clearhouse/besteffort"
 	"github.com/clearhouse/clearhouse/moneyfmt"
 	"github.com/clearhouse/clearhouse/templates"
 	"github.com/gin-gonic/gin"
@@ -27,14 +27,14 @@ func (s *Server) renderIdle(c *gin.Context, status int, failed string, errs temp
 		return
 	}
 	v := templates.IdleView{Errors: errs, Failed: failed}
-	for _, p := range fleet.Policies() {
+	for _, p := range besteffort.Policies() {
 		v.Policies = append(v.Policies, templates.Option{Value: p, Label: idlePolicyWords[p]})
 	}
 	abacus := map[string]bool{}
 	for _, st := range settings {
 		v.Pools = append(v.Pools, templates.IdlePoolRow{Pool: st.Pool, Policy: st.Policy, Alpha: strconv.FormatFloat(st.Alpha, 'g', -1, 64),
 			MinRuntime: fmtDuration(st.MinRuntime), Exposure: strconv.FormatFloat(st.Exposure, 'g', -1, 64)})
-		if st.Policy == fleet.PolicyAbacus {
+		if st.Policy == besteffort.PolicyAbacus {
 			cluster, _, _ := strings.Cut(st.Pool, "/")
 			abacus[cluster] = true
 		}
@@ -104,7 +104,7 @@ func (s *Server) renderIdle(c *gin.Context, status int, failed string, errs temp
 			v.Reports = append(v.Reports, t)
 		}
 	}
-	jobs, err := s.svc.BestEffort.Jobs(ctx, fleet.JobFilter{Statuses: []fleet.JobStatus{fleet.JobQueued, fleet.JobRunning}, Limit: 200})
+	jobs, err := s.svc.BestEffort.Jobs(ctx, besteffort.JobFilter{Statuses: []besteffort.JobStatus{besteffort.JobQueued, besteffort.JobRunning}, Limit: 200})
 	if err != nil {
 		s.fail(c, err)
 		return
@@ -125,7 +125,7 @@ func exactText(exact bool) string {
 // saveIdleSettings saves one pool's idle settings from its row's form.
 func (s *Server) saveIdleSettings(c *gin.Context) {
 	pool := c.Param("cluster") + "/" + c.Param("resource")
-	st := fleet.IdleSettings{Pool: pool, Policy: c.PostForm("policy")}
+	st := besteffort.IdleSettings{Pool: pool, Policy: c.PostForm("policy")}
 	errs := templates.FieldErrors{}
 	var err error
 	if st.Alpha, err = strconv.ParseFloat(strings.TrimSpace(c.PostForm("alpha")), 64); err != nil {

@@ -5,7 +5,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/clearhouse/clearhouse/fleet"
+	"github.com/clearhouse/clearhouse/besteffort"
 	"github.com/clearhouse/clearhouse/templates"
 )
 
@@ -32,12 +32,12 @@ func fmtDecimal(x float64, places int) string {
 // idlePolicyWords says in plain words how each sharing policy picks the next team,
 // beside the policy's name (the identifier operators select).
 var idlePolicyWords = map[string]string{
-	"direct-orig":      "DirectContr (contribution minus use); earlier work counts more",
-	"direct-rel":       "DirectContr (contribution minus use); work counts less the longer it waited",
-	"direct-simpl":     "DirectContr (contribution minus use), in unit-hours",
-	"fairshare":        "use in proportion to quota held",
-	"round-robin":      "teams take turns",
-	fleet.PolicyAbacus: "budget auction",
+	"direct-orig":           "DirectContr (contribution minus use); earlier work counts more",
+	"direct-rel":            "DirectContr (contribution minus use); work counts less the longer it waited",
+	"direct-simpl":          "DirectContr (contribution minus use), in unit-hours",
+	"fairshare":             "use in proportion to quota held",
+	"round-robin":           "teams take turns",
+	besteffort.PolicyAbacus: "budget auction",
 }
 
 // idleUnits is what a pool's contribution and utility, and a team's priority, are
@@ -68,7 +68,7 @@ func idleFigure(x float64, places int, unit string) templates.Figure {
 
 // idleAccountRow is a team's account in one pool as its pages show it; unit is the
 // pool's unit ("core").
-func idleAccountRow(t fleet.TeamPool, unit string) templates.IdleAccountRow {
+func idleAccountRow(t besteffort.TeamPool, unit string) templates.IdleAccountRow {
 	amount, prio := idleUnits(t.Policy)
 	r := templates.IdleAccountRow{Pool: t.Pool, Policy: t.Policy, PolicyWords: idlePolicyWords[t.Policy], PolicyTitle: idlePolicyWords[t.Policy],
 		Lent: idleFigure(t.Lent, 1, unit), Borrowed: idleFigure(t.Borrowed, 0, unit),
@@ -76,7 +76,7 @@ func idleAccountRow(t fleet.TeamPool, unit string) templates.IdleAccountRow {
 	switch t.Policy {
 	case "round-robin": // minus the sequence number of the team's last start: a whole number
 		r.Priority = idleFigure(t.Priority, 0, "")
-	case fleet.PolicyAbacus: // the team's jobs' share of the units that free up
+	case besteffort.PolicyAbacus: // the team's jobs' share of the units that free up
 		r.Priority = templates.Figure{Text: fmtDecimal(100*t.Priority, 1) + "% share", Exact: strconv.FormatFloat(100*t.Priority, 'f', -1, 64) + "%"}
 	default:
 		r.Priority = idleFigure(t.Priority, 2, prio)

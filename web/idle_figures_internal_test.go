@@ -4,7 +4,7 @@ import (
 	"math"
 	"testing"
 
-	"github.com/clearhouse/clearhouse/fleet"
+	"github.com/clearhouse/clearhouse/besteffort"
 )
 
 func TestFmtDecimalRoundsAndGroups(t *testing.T) {
@@ -41,9 +41,9 @@ func TestIdleAccountRowUnits(t *testing.T) {
 		{"direct-simpl", "536.5 unit-hours", "1.23 h"},
 		{"fairshare", "536.5 unit-hours", "1.23 h"},
 		{"round-robin", "536.5 unit-hours", "1"},
-		{fleet.PolicyAbacus, "536.5 unit-hours", "123.5% share"},
+		{besteffort.PolicyAbacus, "536.5 unit-hours", "123.5% share"},
 	} {
-		r := idleAccountRow(fleet.TeamPool{Pool: "us-east/ram", Policy: c.policy, Lent: 1234.56, Borrowed: 2048, Contribution: 536.5, Priority: 1.2345}, "GiB")
+		r := idleAccountRow(besteffort.TeamPool{Pool: "us-east/ram", Policy: c.policy, Lent: 1234.56, Borrowed: 2048, Contribution: 536.5, Priority: 1.2345}, "GiB")
 		if r.Contribution.Text != c.contribution || r.Priority.Text != c.priority || r.Lent.Text != "1,234.6 GiB" || r.Borrowed.Text != "2,048 GiB" || r.PolicyWords == "" {
 			t.Errorf("%s: %+v", c.policy, r)
 		}

@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/PuerkitoBio/goquery"
+	"github.com/clearhouse/clearhouse/besteffort"
 	"github.com/clearhouse/clearhouse/exchange"
-	"github.com/clearhouse/clearhouse/fleet"
 )
 
 // labelledRows fails unless the table marked testid stacks into labelled rows on
@@ -48,7 +48,7 @@ func TestIdleAccountsSayTheirUnitsAndTablesStack(t *testing.T) {
 	ctx := context.Background()
 	ana := f.user("ana@x.io", exchange.RoleMember, "search")
 	f.user("op@x.io", exchange.RoleOperator, "")
-	if _, err := f.be.Submit(ctx, ana, fleet.JobSpec{Configuration: map[string]int64{"us-east/cpu": 2}, Tasks: 35}); err != nil {
+	if _, err := f.be.Submit(ctx, ana, besteffort.JobSpec{Configuration: map[string]int64{"us-east/cpu": 2}, Tasks: 35}); err != nil {
 		t.Fatal(err)
 	}
 	// Six hours of 70 cores: ORIG utility 70 × 6² / 2 = 1,260 unit-hours × hours,

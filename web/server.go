@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/clearhouse/clearhouse/besteffort"
 	"github.com/clearhouse/clearhouse/exchange"
 	"github.com/clearhouse/clearhouse/fleet"
 	"github.com/clearhouse/clearhouse/static"
@@ -52,7 +53,7 @@ type Services struct {
 	Market       *exchange.Market
 	Reservations *fleet.Reservations
 	Utilization  *fleet.Utilization // measured utilization; nil: pages show none
-	BestEffort   *fleet.BestEffort
+	BestEffort   *besteffort.Service
 }
 
 // Server is the HTTP server. Open starts it, Close stops it.

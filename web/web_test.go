@@ -15,6 +15,7 @@ import (
 	"testing"
 
 	"github.com/PuerkitoBio/goquery"
+	"github.com/clearhouse/clearhouse/besteffort"
 	"github.com/clearhouse/clearhouse/exchange"
 	"github.com/clearhouse/clearhouse/fleet"
 	"github.com/clearhouse/clearhouse/ledger"
@@ -33,7 +34,7 @@ type fixture struct {
 	market *exchange.Market
 	id     *exchange.Identity
 	plan   *fleet.Reservations
-	be     *fleet.BestEffort
+	be     *besteffort.Service
 	srv    *httptest.Server
 	h      http.Handler // the server's handler, for requests made in-process
 }
@@ -50,7 +51,7 @@ func newFixtureOn(t testing.TB, db *store.DB, cfg web.Config) *fixture {
 	clock := storetest.NewClock(storetest.Epoch)
 	l := ledger.New(db, clock.Now)
 	f := &fixture{t: t, db: db, clock: clock, market: exchange.NewMarket(db, l, clock.Now), id: exchange.NewIdentity(db, clock.Now, bcrypt.MinCost),
-		plan: fleet.NewReservations(db, l, clock.Now, fleet.DefaultPlanConfig), be: fleet.NewBestEffort(db, l, clock.Now, fleet.DefaultBestEffortConfig)}
+		plan: fleet.NewReservations(db, l, clock.Now, fleet.DefaultPlanConfig), be: besteffort.New(db, l, clock.Now, besteffort.DefaultConfig)}
 	f.market.UseQuotaCommitments(f.plan)
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	s := web.NewServer(cfg, web.Services{Identity: f.id, Market: f.market, Reservations: f.plan, BestEffort: f.be}, log, clock.Now)

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/clearhouse/clearhouse/agent"
-	"github.com/clearhouse/clearhouse/fleet"
+	"github.com/clearhouse/clearhouse/besteffort"
 	"github.com/clearhouse/clearhouse/ledger"
 )
 
@@ -20,10 +20,10 @@ import (
 func TestAgentMeasuresFinishedAbacusJobs(t *testing.T) {
 	m := newAgentMarket(t)
 	ctx := context.Background()
-	if err := m.app.Idle.SetSettings(ctx, fleet.IdleSettings{Pool: "us-east/cpu", Policy: fleet.PolicyAbacus, Alpha: 0.5, Exposure: 0}); err != nil {
+	if err := m.app.Idle.SetSettings(ctx, besteffort.IdleSettings{Pool: "us-east/cpu", Policy: besteffort.PolicyAbacus, Alpha: 0.5, Exposure: 0}); err != nil {
 		t.Fatal(err)
 	}
-	job, err := m.app.Idle.Submit(ctx, m.member, fleet.JobSpec{Configuration: map[string]int64{"us-east/cpu": 10}, Tasks: 3, Budget: 4 * ledger.Dollar})
+	job, err := m.app.Idle.Submit(ctx, m.member, besteffort.JobSpec{Configuration: map[string]int64{"us-east/cpu": 10}, Tasks: 3, Budget: 4 * ledger.Dollar})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -40,7 +40,7 @@ func TestAgentMeasuresFinishedAbacusJobs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if v.Status != fleet.JobDone || v.Captured != 4*ledger.Dollar || v.MeasuredUtility == nil || errOut.Len() > 0 {
+	if v.Status != besteffort.JobDone || v.Captured != 4*ledger.Dollar || v.MeasuredUtility == nil || errOut.Len() > 0 {
 		t.Fatalf("job %s, charged %s, measured %v; agent errors %q", v.Status, v.Captured, v.MeasuredUtility, errOut.String())
 	}
 	var last time.Time

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/clearhouse/clearhouse/fleet"
+	"github.com/clearhouse/clearhouse/besteffort"
 )
 
 // Without --simulate the reference agent confirms the best-effort starts and stops
@@ -18,9 +18,9 @@ func TestRealAgentConfirmsBestEffortStartsAndStops(t *testing.T) {
 	ctx := context.Background()
 	var out, errOut bytes.Buffer
 	a, _ := m.loop(tok, nil, &out, &errOut)
-	tasks := func(status fleet.TaskStatus) []fleet.Task {
+	tasks := func(status besteffort.TaskStatus) []besteffort.Task {
 		t.Helper()
-		var ts []fleet.Task
+		var ts []besteffort.Task
 		if err := m.app.DB.Read.Where("job_id = ? AND status = ?", job.ID, status).Order("id").Find(&ts).Error; err != nil {
 			t.Fatal(err)
 		}
@@ -29,7 +29,7 @@ func TestRealAgentConfirmsBestEffortStartsAndStops(t *testing.T) {
 	if err := a.Poll(ctx); err != nil {
 		t.Fatal(err)
 	}
-	started := tasks(fleet.TaskRunning)
+	started := tasks(besteffort.TaskRunning)
 	if n := strings.Count(out.String(), "start best-effort task"); n != 7 || len(started) != 7 {
 		t.Fatalf("first poll: %d starts printed, %d tasks running\n%s%s", n, len(started), out.String(), errOut.String())
 	}
@@ -40,14 +40,14 @@ func TestRealAgentConfirmsBestEffortStartsAndStops(t *testing.T) {
 	}
 	// search's own work takes its 60 cores back: 3 of ads's 7 tasks must stop.
 	m.clock.Advance(10 * time.Minute)
-	if err := m.app.Idle.Report(ctx, "us-east", fleet.BestEffortReport{Usage: []fleet.OwnerUsage{{Team: "search", Pool: "us-east/cpu", Units: 60}}}); err != nil {
+	if err := m.app.Idle.Report(ctx, "us-east", besteffort.Report{Usage: []besteffort.OwnerUsage{{Team: "search", Pool: "us-east/cpu", Units: 60}}}); err != nil {
 		t.Fatal(err)
 	}
 	out.Reset()
 	if err := a.Poll(ctx); err != nil {
 		t.Fatal(err)
 	}
-	stopped := tasks(fleet.TaskPreempted)
+	stopped := tasks(besteffort.TaskPreempted)
 	if n := strings.Count(out.String(), "stop best-effort task"); n != 3 || len(stopped) != 3 || errOut.Len() > 0 {
 		t.Fatalf("after search's usage rose: %d stops printed, %d tasks preempted\n%s%s", n, len(stopped), out.String(), errOut.String())
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/clearhouse/clearhouse/agent/kubernetes"
 	"github.com/clearhouse/clearhouse/agent/kubernetes/kubetest"
 	"github.com/clearhouse/clearhouse/auction"
+	"github.com/clearhouse/clearhouse/besteffort"
 	"github.com/clearhouse/clearhouse/exchange"
 	"github.com/clearhouse/clearhouse/fleet"
 	"github.com/clearhouse/clearhouse/ledger"
@@ -169,12 +170,12 @@ func TestKubernetesBestEffortTaskRunsAsAPodAcrossARestart(t *testing.T) {
 	k := newKubeAgent(t, m)
 	ctx := context.Background()
 	cs := kubetest.Client(t)
-	job, err := m.app.Idle.Submit(ctx, m.member, fleet.JobSpec{Configuration: map[string]int64{"us-east/cpu": 2}, Tasks: 1,
-		Workload: &fleet.Workload{Kubernetes: &fleet.KubernetesWorkload{Image: "busybox:1.36", Command: []string{"sleep", "600"}}}})
+	job, err := m.app.Idle.Submit(ctx, m.member, besteffort.JobSpec{Configuration: map[string]int64{"us-east/cpu": 2}, Tasks: 1,
+		Workload: &besteffort.Workload{Kubernetes: &besteffort.KubernetesWorkload{Image: "busybox:1.36", Command: []string{"sleep", "600"}}}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	view := func() fleet.JobView {
+	view := func() besteffort.JobView {
 		v, err := m.app.Idle.Job(ctx, job.ID)
 		if err != nil || len(v.Runs) != 1 {
 			t.Fatalf("job: %d runs, %v", len(v.Runs), err)
@@ -204,7 +205,7 @@ func TestKubernetesBestEffortTaskRunsAsAPodAcrossARestart(t *testing.T) {
 		t.Fatalf("best-effort pods after a restart: %d (%v)", len(pods.Items), err)
 	}
 	v := view()
-	if v.Running != 1 || v.Runs[0].Status != fleet.TaskRunning || !v.Runs[0].ConfirmedAt.Equal(confirmed) || v.Tasks != 1 {
+	if v.Running != 1 || v.Runs[0].Status != besteffort.TaskRunning || !v.Runs[0].ConfirmedAt.Equal(confirmed) || v.Tasks != 1 {
 		t.Fatalf("after a restart the job has %d running, task %s confirmed %v (first %v)", v.Running, v.Runs[0].Status, v.Runs[0].ConfirmedAt, confirmed)
 	}
 	if _, err := m.app.Idle.Cancel(ctx, m.member, job.ID); err != nil {
@@ -342,15 +343,15 @@ func TestKubernetesBestEffortPodIsPreemptedWhenTheOwnerNeedsItsQuota(t *testing.
 	if err := m.app.Market.GrantQuota(ctx, "ads", "us-east/cpu", 60); err != nil {
 		t.Fatal(err)
 	}
-	if err := m.app.Idle.SetSettings(ctx, fleet.IdleSettings{Pool: "us-east/cpu", Policy: "direct-orig", Alpha: 0.5, MinRuntime: 10 * time.Minute, Exposure: 0.3}); err != nil {
+	if err := m.app.Idle.SetSettings(ctx, besteffort.IdleSettings{Pool: "us-east/cpu", Policy: "direct-orig", Alpha: 0.5, MinRuntime: 10 * time.Minute, Exposure: 0.3}); err != nil {
 		t.Fatal(err)
 	}
 	cs := kubetest.Client(t)
 	adsNS := kubetest.Namespace(t, cs)
 	k := newKubeAgentWith(t, m, map[string]string{"ads": adsNS})
 	m.clock.Set(time.Now().UTC())
-	job, err := m.app.Idle.Submit(ctx, m.member, fleet.JobSpec{Configuration: map[string]int64{"us-east/cpu": 2}, Tasks: 30,
-		Workload: &fleet.Workload{Kubernetes: &fleet.KubernetesWorkload{Image: "busybox:1.36", Command: []string{"sleep", "3600"}}}})
+	job, err := m.app.Idle.Submit(ctx, m.member, besteffort.JobSpec{Configuration: map[string]int64{"us-east/cpu": 2}, Tasks: 30,
+		Workload: &besteffort.Workload{Kubernetes: &besteffort.KubernetesWorkload{Image: "busybox:1.36", Command: []string{"sleep", "3600"}}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -391,7 +392,7 @@ func TestKubernetesBestEffortPodIsPreemptedWhenTheOwnerNeedsItsQuota(t *testing.
 		return err == nil && v.Preempted > 0, err
 	})
 	var preempted []int64
-	if err := m.app.DB.Read.Model(&fleet.Task{}).Where("job_id = ? AND status = ?", job.ID, fleet.TaskPreempted).Pluck("id", &preempted).Error; err != nil || len(preempted) == 0 {
+	if err := m.app.DB.Read.Model(&besteffort.Task{}).Where("job_id = ? AND status = ?", job.ID, besteffort.TaskPreempted).Pluck("id", &preempted).Error; err != nil || len(preempted) == 0 {
 		t.Fatalf("preempted tasks: %v %v", preempted, err)
 	}
 	kubetest.Eventually(t, "the preempted tasks' pods deleted and their stops confirmed", func() (bool, error) {
@@ -402,7 +403,7 @@ func TestKubernetesBestEffortPodIsPreemptedWhenTheOwnerNeedsItsQuota(t *testing.
 			}
 		}
 		var unacked int64
-		err := m.app.DB.Read.Model(&fleet.Task{}).Where("id IN ? AND stop_acked_at IS NULL", preempted).Count(&unacked).Error
+		err := m.app.DB.Read.Model(&besteffort.Task{}).Where("id IN ? AND stop_acked_at IS NULL", preempted).Count(&unacked).Error
 		return unacked == 0, err
 	})
 	if code, out, errOut := runCLI(t, "", "verify", "--db", m.dsn); code != 0 {

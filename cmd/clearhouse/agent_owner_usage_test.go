@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/clearhouse/clearhouse/agent/simulate"
-	"github.com/clearhouse/clearhouse/fleet"
+	"github.com/clearhouse/clearhouse/besteffort"
 )
 
 func (m *agentMarket) beJob(token string, id int64) apiBEJob {
@@ -24,7 +24,7 @@ func (m *agentMarket) beJob(token string, id int64) apiBEJob {
 
 func (m *agentMarket) ownerUsage(team, pool string) int64 {
 	m.t.Helper()
-	var u fleet.IdleUsage
+	var u besteffort.IdleUsage
 	if err := m.app.DB.Read.Where("team_id = ? AND pool_id = ?", team, pool).Limit(1).Find(&u).Error; err != nil {
 		m.t.Fatal(err)
 	}

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/clearhouse/clearhouse/auction"
+	"github.com/clearhouse/clearhouse/besteffort"
 	"github.com/clearhouse/clearhouse/demo"
 	"github.com/clearhouse/clearhouse/exchange"
 	"github.com/clearhouse/clearhouse/fleet"
@@ -151,7 +152,7 @@ type App struct {
 	Ledger   *ledger.Ledger
 	Plan     *fleet.Reservations
 	Util     *fleet.Utilization
-	Idle     *fleet.BestEffort
+	Idle     *besteffort.Service
 	Server   *web.Server
 
 	metrics    *metrics.Metrics
@@ -187,7 +188,7 @@ func (a *App) Open(ctx context.Context) error {
 	a.Market.UseQuotaCommitments(a.Plan)
 	a.Util = fleet.NewUtilization(db, a.now, fleet.DefaultUtilizationConfig)
 	a.Market.UseMeasuredUtilization(a.Util)
-	a.Idle = fleet.NewBestEffort(db, a.Ledger, a.now, fleet.DefaultBestEffortConfig)
+	a.Idle = besteffort.New(db, a.Ledger, a.now, besteffort.DefaultConfig)
 	a.metrics = metrics.New(db, version, a.now)
 	a.Market.ObserveCloses(a.metrics)
 	a.Plan.ObservePlan(a.metrics)

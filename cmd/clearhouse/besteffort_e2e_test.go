@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/clearhouse/clearhouse/besteffort"
 	"github.com/clearhouse/clearhouse/exchange"
-	"github.com/clearhouse/clearhouse/fleet"
 	"github.com/clearhouse/clearhouse/ledger"
 )
 
@@ -65,7 +65,7 @@ func lendingMarket(t *testing.T) (*agentMarket, string, string, apiBEJob) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := app.Idle.SetSettings(ctx, fleet.IdleSettings{Pool: "us-east/cpu", Policy: "direct-orig", Alpha: 0.5, MinRuntime: 5 * time.Minute, Exposure: 0.3}); err != nil {
+	if err := app.Idle.SetSettings(ctx, besteffort.IdleSettings{Pool: "us-east/cpu", Policy: "direct-orig", Alpha: 0.5, MinRuntime: 5 * time.Minute, Exposure: 0.3}); err != nil {
 		t.Fatal(err)
 	}
 	var job apiBEJob

@@ -8,7 +8,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/clearhouse/clearhouse/fleet"
+	"github.com/clearhouse/clearhouse/besteffort"
 	"github.com/clearhouse/clearhouse/ledger"
 	"github.com/clearhouse/clearhouse/store"
 	"github.com/spf13/cobra"
@@ -23,7 +23,7 @@ func newShareFairnessCmd() *cobra.Command {
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return withDB(cmd, dsn, func(db *store.DB) error {
-				be := fleet.NewBestEffort(db, ledger.New(db, time.Now), time.Now, fleet.DefaultBestEffortConfig)
+				be := besteffort.New(db, ledger.New(db, time.Now), time.Now, besteffort.DefaultConfig)
 				reports, err := be.ComputeFairness(cmd.Context())
 				if err != nil {
 					return err
@@ -37,7 +37,7 @@ func newShareFairnessCmd() *cobra.Command {
 	return cmd
 }
 
-func printFairness(w io.Writer, reports []fleet.FairnessReport) {
+func printFairness(w io.Writer, reports []besteffort.FairnessReport) {
 	for _, r := range reports {
 		if len(r.Pools) == 0 {
 			fmt.Fprintf(w, "%s, last %s: no best-effort jobs\n", r.Cluster, r.Span)

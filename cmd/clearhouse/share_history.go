@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/clearhouse/clearhouse/fleet"
+	"github.com/clearhouse/clearhouse/besteffort"
 	"github.com/clearhouse/clearhouse/ledger"
 	"github.com/clearhouse/clearhouse/store"
 	"github.com/spf13/cobra"
@@ -20,7 +20,7 @@ func newShareHistoryCmd() *cobra.Command {
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return withDB(cmd, dsn, func(db *store.DB) error {
-				be := fleet.NewBestEffort(db, ledger.New(db, time.Now), time.Now, fleet.DefaultBestEffortConfig)
+				be := besteffort.New(db, ledger.New(db, time.Now), time.Now, besteffort.DefaultConfig)
 				rep, err := be.RecordHistory(cmd.Context())
 				if err != nil {
 					return err

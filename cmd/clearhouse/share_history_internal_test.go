@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/clearhouse/clearhouse/fleet"
+	"github.com/clearhouse/clearhouse/besteffort"
 	"github.com/robfig/cron/v3"
 )
 
@@ -19,12 +19,12 @@ func TestHistoryJobRunsAtEachIntervalsStart(t *testing.T) {
 	at := start
 	for range 200 {
 		next := sched.Next(at)
-		if !next.Equal(next.Truncate(fleet.HistoryInterval)) || next.Sub(at) > fleet.HistoryInterval || !next.After(at) {
-			t.Fatalf("after %s the job runs at %s; want the start of the next %s interval", at, next, fleet.HistoryInterval)
+		if !next.Equal(next.Truncate(besteffort.HistoryInterval)) || next.Sub(at) > besteffort.HistoryInterval || !next.After(at) {
+			t.Fatalf("after %s the job runs at %s; want the start of the next %s interval", at, next, besteffort.HistoryInterval)
 		}
 		at = next
 	}
-	if want := start.Truncate(fleet.HistoryInterval).Add(200 * fleet.HistoryInterval); !at.Equal(want) {
+	if want := start.Truncate(besteffort.HistoryInterval).Add(200 * besteffort.HistoryInterval); !at.Equal(want) {
 		t.Fatalf("200 runs end at %s, want %s: an interval was skipped", at, want)
 	}
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/clearhouse/clearhouse/agent/slurm/slurmtest"
 	"github.com/clearhouse/clearhouse/auction"
+	"github.com/clearhouse/clearhouse/besteffort"
 	"github.com/clearhouse/clearhouse/exchange"
 	"github.com/clearhouse/clearhouse/fleet"
 	"github.com/clearhouse/clearhouse/ledger"
@@ -187,7 +188,7 @@ func TestSlurmAgentEndToEnd(t *testing.T) {
 	m.eventually("the second job waiting for search's CPU limit", func() bool { return m.jobState(second) == "PENDING|AssocGrpCpuLimit" })
 
 	m.agentOnce(token)
-	var usage []fleet.IdleUsage
+	var usage []besteffort.IdleUsage
 	if err := m.app.DB.Read.Where("pool_id = ?", "hpc/cpu").Order("team_id").Find(&usage).Error; err != nil {
 		t.Fatal(err)
 	}
@@ -270,12 +271,12 @@ func TestSlurmBestEffortTaskRunsAsAJobAcrossRestarts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	job, err := m.app.Idle.Submit(ctx, adsUser, fleet.JobSpec{Configuration: map[string]int64{"hpc/cpu": 6}, Tasks: 1,
-		Workload: &fleet.Workload{Slurm: &fleet.SlurmWorkload{Command: "sleep 600"}}})
+	job, err := m.app.Idle.Submit(ctx, adsUser, besteffort.JobSpec{Configuration: map[string]int64{"hpc/cpu": 6}, Tasks: 1,
+		Workload: &besteffort.Workload{Slurm: &besteffort.SlurmWorkload{Command: "sleep 600"}}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	view := func() fleet.JobView {
+	view := func() besteffort.JobView {
 		v, err := m.app.Idle.Job(ctx, job.ID)
 		if err != nil || len(v.Runs) != 1 {
 			t.Fatalf("job: %d runs, %v", len(v.Runs), err)
@@ -307,7 +308,7 @@ func TestSlurmBestEffortTaskRunsAsAJobAcrossRestarts(t *testing.T) {
 	if got := jobs(); len(got) != 1 {
 		t.Fatalf("Slurm jobs named %s after restarts: %v, want one", name, got)
 	}
-	if v := view(); v.Runs[0].Status != fleet.TaskRunning || !v.Runs[0].ConfirmedAt.Equal(confirmed) || v.Tasks != 1 {
+	if v := view(); v.Runs[0].Status != besteffort.TaskRunning || !v.Runs[0].ConfirmedAt.Equal(confirmed) || v.Tasks != 1 {
 		t.Fatalf("after restarts: task %s confirmed %v (first %v), %d tasks", v.Runs[0].Status, v.Runs[0].ConfirmedAt, confirmed, v.Tasks)
 	}
 
@@ -320,7 +321,7 @@ func TestSlurmBestEffortTaskRunsAsAJobAcrossRestarts(t *testing.T) {
 	}
 	m.eventually("the server hearing the task stopped", func() bool {
 		m.agentOnce(token)
-		return view().Runs[0].Status != fleet.TaskRunning
+		return view().Runs[0].Status != besteffort.TaskRunning
 	})
 	if got := jobs(); len(got) != 1 {
 		t.Errorf("Slurm jobs named %s after the preemption: %v, want still one (nothing resubmitted)", name, got)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/clearhouse/clearhouse/besteffort"
 	"github.com/clearhouse/clearhouse/fleet"
 	"github.com/clearhouse/clearhouse/ledger"
 	"github.com/clearhouse/clearhouse/store"
@@ -68,7 +69,7 @@ func verifyAll(ctx context.Context, db *store.DB) ([]ledger.Violation, error) {
 			return fleet.NewReservations(db, l, time.Now, fleet.DefaultPlanConfig).Verify(ctx)
 		},
 		func() ([]ledger.Violation, error) {
-			return fleet.NewBestEffort(db, l, time.Now, fleet.DefaultBestEffortConfig).Verify(ctx)
+			return besteffort.New(db, l, time.Now, besteffort.DefaultConfig).Verify(ctx)
 		},
 	} {
 		vs, err := check()

@@ -1,4 +1,4 @@
-package fleet_test
+package besteffort_test
 
 import (
 	"context"
@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/clearhouse/clearhouse"
-	"github.com/clearhouse/clearhouse/fleet"
+	"github.com/clearhouse/clearhouse/besteffort"
 	"github.com/clearhouse/clearhouse/store"
 	"github.com/clearhouse/clearhouse/store/storetest"
 )
@@ -30,7 +30,7 @@ func TestParseWorkloadRefusesWhatNoBackendCanRun(t *testing.T) {
 		{`{"kubernetes": {"image": "busybox"}} {}`, "nothing after it"},
 		{`[1]`, "not a JSON object"},
 	} {
-		w, err := fleet.ParseWorkload([]byte(c.raw))
+		w, err := besteffort.ParseWorkload([]byte(c.raw))
 		if clearhouse.ErrorCode(err) != clearhouse.EINVALID || !contains(clearhouse.ErrorMessage(err), c.says) {
 			t.Errorf("%s: got %v, %v; want EINVALID saying %q", c.raw, w, err, c.says)
 		}
@@ -42,7 +42,7 @@ func TestParseWorkloadRefusesWhatNoBackendCanRun(t *testing.T) {
 		`{"slurm": {"script": "#!/bin/sh\nsleep 600\n"}}`,
 		`{"slurm": {"command": "sleep 600"}, "kubernetes": {"image": "busybox"}}`,
 	} {
-		if _, err := fleet.ParseWorkload([]byte(raw)); err != nil {
+		if _, err := besteffort.ParseWorkload([]byte(raw)); err != nil {
 			t.Errorf("%s: refused: %v", raw, err)
 		}
 	}
@@ -52,24 +52,24 @@ func TestAJobsWorkloadIsKeptAndReachesItsAgent(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		x := newIdle(t, db)
 		ctx := context.Background()
-		w := &fleet.Workload{Kubernetes: &fleet.KubernetesWorkload{Image: "busybox:1.36", Command: []string{"sh", "-c", "sleep 600"}, Env: map[string]string{"K": "V"}},
-			Slurm: &fleet.SlurmWorkload{Command: "sleep 600"}}
-		bad := &fleet.Workload{Kubernetes: &fleet.KubernetesWorkload{Image: "no spaces allowed"}}
-		if _, err := x.be.Submit(ctx, x.Users["member@search"], fleet.JobSpec{Configuration: cpu(10), Tasks: 2, Workload: bad}); clearhouse.ErrorCode(err) != clearhouse.EINVALID {
+		w := &besteffort.Workload{Kubernetes: &besteffort.KubernetesWorkload{Image: "busybox:1.36", Command: []string{"sh", "-c", "sleep 600"}, Env: map[string]string{"K": "V"}},
+			Slurm: &besteffort.SlurmWorkload{Command: "sleep 600"}}
+		bad := &besteffort.Workload{Kubernetes: &besteffort.KubernetesWorkload{Image: "no spaces allowed"}}
+		if _, err := x.be.Submit(ctx, x.Users["member@search"], besteffort.JobSpec{Configuration: cpu(10), Tasks: 2, Workload: bad}); clearhouse.ErrorCode(err) != clearhouse.EINVALID {
 			t.Fatalf("a bad workload: %v", err)
 		}
 		var n int64
-		if err := db.Read.Model(&fleet.Job{}).Count(&n).Error; err != nil || n != 0 {
+		if err := db.Read.Model(&besteffort.Job{}).Count(&n).Error; err != nil || n != 0 {
 			t.Fatalf("a refused workload left %d jobs (%v)", n, err)
 		}
-		spec := fleet.JobSpec{Configuration: cpu(10), Tasks: 2, Workload: w, Key: "w1"}
+		spec := besteffort.JobSpec{Configuration: cpu(10), Tasks: 2, Workload: w, Key: "w1"}
 		j := x.submit("member@search", spec)
 		if got := x.job(j.ID).WorkloadSpec(); !reflect.DeepEqual(got, w) {
 			t.Fatalf("stored workload %+v, want %+v", got, w)
 		}
 		// The workload is part of what a key stands for.
 		other := spec
-		other.Workload = &fleet.Workload{Kubernetes: &fleet.KubernetesWorkload{Image: "busybox:1.37"}}
+		other.Workload = &besteffort.Workload{Kubernetes: &besteffort.KubernetesWorkload{Image: "busybox:1.37"}}
 		if _, err := x.be.Submit(ctx, x.Users["member@search"], other); clearhouse.ErrorCode(err) != clearhouse.ECONFLICT {
 			t.Fatalf("another workload under the key: %v", err)
 		}

@@ -1,4 +1,4 @@
-package fleet_test
+package besteffort_test
 
 import (
 	"context"
@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/clearhouse/clearhouse"
-	"github.com/clearhouse/clearhouse/fleet"
+	"github.com/clearhouse/clearhouse/besteffort"
 	"github.com/clearhouse/clearhouse/store"
 	"github.com/clearhouse/clearhouse/store/storetest"
 )
@@ -22,10 +22,10 @@ func TestBestEffortUnderConcurrency(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		x := newIdle(t, db)
 		ctx := context.Background()
-		if err := x.be.SetSettings(ctx, fleet.IdleSettings{Pool: "us-east/cpu", Policy: "direct-rel", Alpha: 0.5, Exposure: 0.1}); err != nil {
+		if err := x.be.SetSettings(ctx, besteffort.IdleSettings{Pool: "us-east/cpu", Policy: "direct-rel", Alpha: 0.5, Exposure: 0.1}); err != nil {
 			t.Fatal(err)
 		}
-		servers := []*fleet.BestEffort{x.be, fleet.NewBestEffort(storetest.Another(t, db), x.L, x.Clock.Now, fleet.DefaultBestEffortConfig)}
+		servers := []*besteffort.Service{x.be, besteffort.New(storetest.Another(t, db), x.L, x.Clock.Now, besteffort.DefaultConfig)}
 		users := []string{"member@search", "member@ml", "owner@ads", "owner@ml"}
 		const workers = 16
 		var wg sync.WaitGroup
@@ -43,9 +43,9 @@ func TestBestEffortUnderConcurrency(t *testing.T) {
 				for i := range 12 {
 					switch (w + i) % 6 {
 					case 0, 1:
-						spec := fleet.JobSpec{Configuration: map[string]int64{"us-east/cpu": int64(1 + (w+i)%7), "us-east/ram": 2}, Tasks: int64(1 + i%5)}
+						spec := besteffort.JobSpec{Configuration: map[string]int64{"us-east/cpu": int64(1 + (w+i)%7), "us-east/ram": 2}, Tasks: int64(1 + i%5)}
 						if i%4 == 0 {
-							spec = fleet.JobSpec{Configuration: cpu(3), Tasks: 4, Key: "shared"}
+							spec = besteffort.JobSpec{Configuration: cpu(3), Tasks: 4, Key: "shared"}
 						}
 						who := users[(w+i)%len(users)]
 						if spec.Key != "" {
@@ -59,19 +59,19 @@ func TestBestEffortUnderConcurrency(t *testing.T) {
 					case 3:
 						alloc, err := be.Allocation(ctx, "us-east")
 						report(err)
-						var evs []fleet.TaskEvent
+						var evs []besteffort.TaskEvent
 						for k, r := range alloc.Run {
 							if k%2 == 0 {
-								evs = append(evs, fleet.TaskEvent{Task: r.Task, Event: []string{"done", "failed", "started"}[k%3], At: x.Clock.Now()})
+								evs = append(evs, besteffort.TaskEvent{Task: r.Task, Event: []string{"done", "failed", "started"}[k%3], At: x.Clock.Now()})
 							}
 						}
 						for _, s := range alloc.Stop {
-							evs = append(evs, fleet.TaskEvent{Task: s.Task, Event: "stopped", At: x.Clock.Now()})
+							evs = append(evs, besteffort.TaskEvent{Task: s.Task, Event: "stopped", At: x.Clock.Now()})
 						}
-						report(be.Report(ctx, "us-east", fleet.BestEffortReport{Tasks: evs,
-							Usage: []fleet.OwnerUsage{{Team: "ads", Pool: "us-east/cpu", Units: int64(10 * ((w + i) % 7))}}}))
+						report(be.Report(ctx, "us-east", besteffort.Report{Tasks: evs,
+							Usage: []besteffort.OwnerUsage{{Team: "ads", Pool: "us-east/cpu", Units: int64(10 * ((w + i) % 7))}}}))
 					case 4:
-						jobs, err := be.Jobs(ctx, fleet.JobFilter{Team: "ml", Limit: 3})
+						jobs, err := be.Jobs(ctx, besteffort.JobFilter{Team: "ml", Limit: 3})
 						report(err)
 						if len(jobs) > 0 {
 							_, err := be.Cancel(ctx, x.Users["owner@ml"], jobs[0].ID)
@@ -100,7 +100,7 @@ func TestBestEffortUnderConcurrency(t *testing.T) {
 func checkBestEffortInvariants(t *testing.T, x *idle) {
 	t.Helper()
 	db := x.DB.Read
-	var jobs []fleet.Job
+	var jobs []besteffort.Job
 	if err := db.Order("id").Find(&jobs).Error; err != nil {
 		t.Fatal(err)
 	}
@@ -121,14 +121,14 @@ func checkBestEffortInvariants(t *testing.T, x *idle) {
 		if j.Queued+j.Running+j.Done+j.Failed+j.Cancelled != j.Tasks {
 			t.Errorf("job %d: counts do not add up to %d tasks", j.ID, j.Tasks)
 		}
-		want := fleet.JobQueued
+		want := besteffort.JobQueued
 		switch {
-		case j.Status == fleet.JobCancelled:
-			want = fleet.JobCancelled
+		case j.Status == besteffort.JobCancelled:
+			want = besteffort.JobCancelled
 		case j.Running > 0:
-			want = fleet.JobRunning
+			want = besteffort.JobRunning
 		case j.Queued == 0:
-			want = fleet.JobDone
+			want = besteffort.JobDone
 		}
 		if j.Status != want {
 			t.Errorf("job %d is %s with %d queued and %d running", j.ID, j.Status, j.Queued, j.Running)
@@ -145,7 +145,7 @@ func checkBestEffortInvariants(t *testing.T, x *idle) {
 	for _, r := range alloc.Run {
 		used += r.Configuration["us-east/cpu"]
 	}
-	var own fleet.IdleUsage
+	var own besteffort.IdleUsage
 	db.Where("team_id = ? AND pool_id = ?", "ads", "us-east/cpu").Limit(1).Find(&own)
 	if used+own.Units > 100 {
 		t.Errorf("us-east/cpu runs %d best-effort units beside ads's %d: more than its 100", used, own.Units)

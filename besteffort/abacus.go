@@ -1,4 +1,4 @@
-package fleet
+package besteffort
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 
 	"github.com/clearhouse/clearhouse"
 	"github.com/clearhouse/clearhouse/exchange"
+	"github.com/clearhouse/clearhouse/fleet"
 	"github.com/clearhouse/clearhouse/sharing"
 	"github.com/clearhouse/clearhouse/sharing/abacus"
 	"gorm.io/gorm"
@@ -307,7 +308,7 @@ func abacusFor(tx *gorm.DB, ic *IdleCluster, snap sharing.Snapshot) (sharing.Pol
 }
 
 // Auction returns the last auction of a cluster (empty when it has none).
-func (s *BestEffort) Auction(ctx context.Context, cluster string) (AuctionView, error) {
+func (s *Service) Auction(ctx context.Context, cluster string) (AuctionView, error) {
 	var ic IdleCluster
 	if err := s.db.Read.WithContext(ctx).Limit(1).Find(&ic, "cluster_id = ?", cluster).Error; err != nil {
 		return AuctionView{}, err
@@ -322,11 +323,11 @@ func (s *BestEffort) Auction(ctx context.Context, cluster string) (AuctionView, 
 // Quote returns the shares of each pool a job would get in its cluster's auction
 // now, against the jobs waiting there, without saving anything. EINVALID for a bad
 // spec or a cluster that is not under the abacus policy.
-func (s *BestEffort) Quote(ctx context.Context, by exchange.User, spec JobSpec) (ShareQuote, error) {
+func (s *Service) Quote(ctx context.Context, by exchange.User, spec JobSpec) (ShareQuote, error) {
 	if spec.Team == "" {
 		spec.Team = by.TeamID
 	}
-	if err := actFor(by, spec.Team); err != nil {
+	if err := fleet.ActFor(by, spec.Team); err != nil {
 		return ShareQuote{}, err
 	}
 	if err := spec.Validate(); err != nil {

@@ -1,4 +1,4 @@
-package fleet
+package besteffort
 
 import (
 	"context"
@@ -77,7 +77,7 @@ func shapeOf(utility string) string {
 // weightsFor returns the weights an abacus job of spec bids with and where they come
 // from: the spec's own (given), its team's usable fit for the kind (fitted), or none,
 // meaning 1 for each pool (equal).
-func (s *BestEffort) weightsFor(db *gorm.DB, spec JobSpec) (map[string]float64, string, error) {
+func (s *Service) weightsFor(db *gorm.DB, spec JobSpec) (map[string]float64, string, error) {
 	if len(spec.Weights) > 0 {
 		return spec.Weights, "given", nil
 	}
@@ -209,7 +209,7 @@ func refit(tx *gorm.DB, team, cluster, kind, shape string, now time.Time) error 
 }
 
 // Fits lists a team's weight fits, by kind and utility.
-func (s *BestEffort) Fits(ctx context.Context, team string) ([]WeightFit, error) {
+func (s *Service) Fits(ctx context.Context, team string) ([]WeightFit, error) {
 	var fs []WeightFit
 	err := s.db.Read.WithContext(ctx).Where("team_id = ?", team).Order("kind, utility").Find(&fs).Error
 	return fs, err

@@ -1,18 +1,18 @@
-package fleet_test
+package besteffort_test
 
 import (
 	"context"
 	"testing"
 	"time"
 
-	"github.com/clearhouse/clearhouse/fleet"
+	"github.com/clearhouse/clearhouse/besteffort"
 	"github.com/clearhouse/clearhouse/store"
 	"github.com/clearhouse/clearhouse/store/storetest"
 )
 
-func historyRows(t *testing.T, db *store.DB) []fleet.IdleHistory {
+func historyRows(t *testing.T, db *store.DB) []besteffort.IdleHistory {
 	t.Helper()
-	var rows []fleet.IdleHistory
+	var rows []besteffort.IdleHistory
 	if err := db.Read.Order("at, team_id, pool_id").Find(&rows).Error; err != nil {
 		t.Fatal(err)
 	}
@@ -23,7 +23,7 @@ func TestHistoryIsOnePointPerIntervalAndPrunedByAge(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		x := newIdle(t, db)
 		ctx := context.Background()
-		x.submit("member@search", fleet.JobSpec{Configuration: cpu(10), Tasks: 2})
+		x.submit("member@search", besteffort.JobSpec{Configuration: cpu(10), Tasks: 2})
 		x.step("us-east")
 		x.Clock.Advance(time.Hour)
 		x.step("us-east")
@@ -32,7 +32,7 @@ func TestHistoryIsOnePointPerIntervalAndPrunedByAge(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		other := fleet.NewBestEffort(db, x.L, x.Clock.Now, fleet.DefaultBestEffortConfig)
+		other := besteffort.New(db, x.L, x.Clock.Now, besteffort.DefaultConfig)
 		b, err := other.RecordHistory(ctx)
 		if err != nil {
 			t.Fatal(err)
@@ -41,7 +41,7 @@ func TestHistoryIsOnePointPerIntervalAndPrunedByAge(t *testing.T) {
 		if a.Recorded == 0 || b.Recorded != 0 || len(rows) != a.Recorded {
 			t.Fatalf("first recorded %d, second %d, %d rows", a.Recorded, b.Recorded, len(rows))
 		}
-		var search, ads *fleet.IdleHistory
+		var search, ads *besteffort.IdleHistory
 		for i, r := range rows {
 			switch {
 			case r.TeamID == "search" && r.PoolID == "us-east/cpu":
@@ -60,19 +60,19 @@ func TestHistoryIsOnePointPerIntervalAndPrunedByAge(t *testing.T) {
 		if !near(search.Utility, 10) || search.Borrowed != 20 || ads.Lent <= 0 || ads.Contribution <= 0 || search.Priority >= ads.Priority {
 			t.Fatalf("search %+v, ads %+v", *search, *ads)
 		}
-		if !search.At.Equal(x.Clock.Now().Truncate(fleet.HistoryInterval)) {
+		if !search.At.Equal(x.Clock.Now().Truncate(besteffort.HistoryInterval)) {
 			t.Fatalf("stamped %s at %s", search.At, x.Clock.Now())
 		}
 		// Points every interval over the past 40 days: the retention rule leaves every
 		// point of the last 2 days, hourly points to 30 days and daily points beyond.
 		x.Clock.Advance(40 * 24 * time.Hour)
-		var old []fleet.IdleHistory
-		for at := search.At; at.Before(x.Clock.Now()); at = at.Add(fleet.HistoryInterval) {
+		var old []besteffort.IdleHistory
+		for at := search.At; at.Before(x.Clock.Now()); at = at.Add(besteffort.HistoryInterval) {
 			p := *search
 			p.At = at
 			old = append(old, p)
 		}
-		if err := db.Write.Where("1 = 1").Delete(&fleet.IdleHistory{}).Error; err != nil {
+		if err := db.Write.Where("1 = 1").Delete(&besteffort.IdleHistory{}).Error; err != nil {
 			t.Fatal(err)
 		}
 		if err := db.Write.CreateInBatches(old, 500).Error; err != nil {
@@ -91,9 +91,9 @@ func TestHistoryIsOnePointPerIntervalAndPrunedByAge(t *testing.T) {
 		var fine, hourly, daily int
 		for at := range stamps {
 			switch age := now.Sub(at); {
-			case age < fleet.HistoryFine:
+			case age < besteffort.HistoryFine:
 				fine++
-			case age < fleet.HistoryHourly:
+			case age < besteffort.HistoryHourly:
 				if at.Minute() != 0 {
 					t.Fatalf("kept a quarter-hour point %s, %s old", at, age)
 				}

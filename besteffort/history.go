@@ -1,4 +1,4 @@
-package fleet
+package besteffort
 
 import (
 	"context"
@@ -72,7 +72,7 @@ type HistoryReport struct {
 // (as TeamPools gives it) at the start of the current interval, ignoring points
 // already recorded for it, then applies the retention rule. A repeat within the
 // same interval changes nothing.
-func (s *BestEffort) RecordHistory(ctx context.Context) (HistoryReport, error) {
+func (s *Service) RecordHistory(ctx context.Context) (HistoryReport, error) {
 	now := s.now().UTC()
 	rep := HistoryReport{At: now.Truncate(HistoryInterval)}
 	all, err := s.accounts(ctx, "")
@@ -178,7 +178,7 @@ type HistoryPoint struct {
 }
 
 // TeamHistory returns team's recorded points since since, by pool then time.
-func (s *BestEffort) TeamHistory(ctx context.Context, team string, since time.Time) (map[string][]HistoryPoint, error) {
+func (s *Service) TeamHistory(ctx context.Context, team string, since time.Time) (map[string][]HistoryPoint, error) {
 	var rows []IdleHistory
 	if err := s.db.Read.WithContext(ctx).Where("team_id = ? AND at >= ?", team, since).Order("pool_id, at").Find(&rows).Error; err != nil {
 		return nil, err

@@ -1,4 +1,4 @@
-package fleet
+package besteffort
 
 import (
 	"context"
@@ -36,7 +36,7 @@ func utilityOf(policy string) sharing.Utility {
 // TeamPools returns team's accounts in every pool where it has a balance or lends
 // or borrows now, by pool. The balances are as of the last decision, report or
 // tick in each cluster.
-func (s *BestEffort) TeamPools(ctx context.Context, team string) ([]TeamPool, error) {
+func (s *Service) TeamPools(ctx context.Context, team string) ([]TeamPool, error) {
 	all, err := s.accounts(ctx, team)
 	if err != nil {
 		return nil, err
@@ -46,7 +46,7 @@ func (s *BestEffort) TeamPools(ctx context.Context, team string) ([]TeamPool, er
 
 // accounts returns the accounts of team (of every team when team is ""), by team
 // then pool.
-func (s *BestEffort) accounts(ctx context.Context, team string) (map[string][]TeamPool, error) {
+func (s *Service) accounts(ctx context.Context, team string) (map[string][]TeamPool, error) {
 	db := s.db.Read.WithContext(ctx)
 	q := db.Order("team_id, pool_id")
 	if team != "" {

@@ -1,4 +1,4 @@
-package fleet_test
+package besteffort_test
 
 import (
 	"context"
@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/clearhouse/clearhouse"
-	"github.com/clearhouse/clearhouse/fleet"
+	"github.com/clearhouse/clearhouse/besteffort"
 	"github.com/clearhouse/clearhouse/ledger"
 	"github.com/clearhouse/clearhouse/store"
 	"github.com/clearhouse/clearhouse/store/storetest"
@@ -16,18 +16,18 @@ func ptr(x float64) *float64 { return &x }
 
 // finishRunning reports every running best-effort task of us-east done, with the
 // measurements given, and returns how many it ended.
-func (x *idle) finishRunning(ms ...fleet.JobMeasurement) int {
+func (x *idle) finishRunning(ms ...besteffort.JobMeasurement) int {
 	x.T.Helper()
 	ctx := context.Background()
 	alloc, err := x.be.Allocation(ctx, "us-east")
 	if err != nil {
 		x.T.Fatal(err)
 	}
-	var evs []fleet.TaskEvent
+	var evs []besteffort.TaskEvent
 	for _, r := range alloc.Run {
-		evs = append(evs, fleet.TaskEvent{Task: r.Task, Event: "done", At: x.Clock.Now()})
+		evs = append(evs, besteffort.TaskEvent{Task: r.Task, Event: "done", At: x.Clock.Now()})
 	}
-	if err := x.be.Report(ctx, "us-east", fleet.BestEffortReport{Tasks: evs, Measured: ms}); err != nil {
+	if err := x.be.Report(ctx, "us-east", besteffort.Report{Tasks: evs, Measured: ms}); err != nil {
 		x.T.Fatal(err)
 	}
 	return len(evs)
@@ -43,8 +43,8 @@ func TestAbacusSLOServesJobsWhoseSLOsFitFirstAndChargesOnlyWhenMet(t *testing.T)
 		x := newIdle(t, db)
 		ctx := context.Background()
 		x.abacus()
-		rich := x.submit("member@search", fleet.JobSpec{Configuration: cpu(1), Tasks: 150, Budget: 30 * ledger.Dollar, MinUtility: ptr(0.5)})
-		poor := x.submit("member@ml", fleet.JobSpec{Configuration: cpu(1), Tasks: 50, Budget: 10 * ledger.Dollar, MinUtility: ptr(0.8)})
+		rich := x.submit("member@search", besteffort.JobSpec{Configuration: cpu(1), Tasks: 150, Budget: 30 * ledger.Dollar, MinUtility: ptr(0.5)})
+		poor := x.submit("member@ml", besteffort.JobSpec{Configuration: cpu(1), Tasks: 50, Budget: 10 * ledger.Dollar, MinUtility: ptr(0.8)})
 		if r := x.step("us-east"); r.Started != 100 {
 			t.Fatalf("first decision started %d", r.Started)
 		}
@@ -65,7 +65,7 @@ func TestAbacusSLOServesJobsWhoseSLOsFitFirstAndChargesOnlyWhenMet(t *testing.T)
 			x.step("us-east")
 		}
 		r, p := x.job(rich.ID), x.job(poor.ID)
-		if r.Status != fleet.JobDone || p.Status != fleet.JobDone {
+		if r.Status != besteffort.JobDone || p.Status != besteffort.JobDone {
 			t.Fatalf("jobs %s and %s, want both done", r.Status, p.Status)
 		}
 		if r.SLO != "met" || r.Captured != 30*ledger.Dollar || r.Released != 0 {
@@ -115,34 +115,34 @@ func TestBadMinimumUtilitiesAreRefused(t *testing.T) {
 		x := newIdle(t, db)
 		ctx := context.Background()
 		u := x.Users["member@search"]
-		if _, err := x.be.Submit(ctx, u, fleet.JobSpec{Configuration: cpu(1), Tasks: 1, MinUtility: ptr(0.5)}); clearhouse.ErrorCode(err) != clearhouse.EINVALID ||
+		if _, err := x.be.Submit(ctx, u, besteffort.JobSpec{Configuration: cpu(1), Tasks: 1, MinUtility: ptr(0.5)}); clearhouse.ErrorCode(err) != clearhouse.EINVALID ||
 			!strings.Contains(err.Error(), "minimum utility") {
 			t.Fatalf("outside abacus: %v", err)
 		}
 		x.abacus()
 		both := map[string]int64{"us-east/cpu": 1, "us-east/ram": 4}
 		for _, c := range []struct {
-			spec fleet.JobSpec
+			spec besteffort.JobSpec
 			want string
 		}{
-			{fleet.JobSpec{Configuration: cpu(1), Tasks: 1, Budget: ledger.Dollar, MinUtility: ptr(1.5)}, "at most 1"},
-			{fleet.JobSpec{Configuration: both, Tasks: 1, Budget: ledger.Dollar, Weights: map[string]float64{"us-east/cpu": 3}, MinUtility: ptr(4.5)}, "at most 4"},
-			{fleet.JobSpec{Configuration: cpu(1), Tasks: 1, Budget: ledger.Dollar, MinUtility: ptr(0)}, "above 0"},
-			{fleet.JobSpec{Configuration: cpu(1), Tasks: 1, Budget: ledger.Dollar, Utility: "log", MinUtility: ptr(0.1)}, "up to 0"},
+			{besteffort.JobSpec{Configuration: cpu(1), Tasks: 1, Budget: ledger.Dollar, MinUtility: ptr(1.5)}, "at most 1"},
+			{besteffort.JobSpec{Configuration: both, Tasks: 1, Budget: ledger.Dollar, Weights: map[string]float64{"us-east/cpu": 3}, MinUtility: ptr(4.5)}, "at most 4"},
+			{besteffort.JobSpec{Configuration: cpu(1), Tasks: 1, Budget: ledger.Dollar, MinUtility: ptr(0)}, "above 0"},
+			{besteffort.JobSpec{Configuration: cpu(1), Tasks: 1, Budget: ledger.Dollar, Utility: "log", MinUtility: ptr(0.1)}, "up to 0"},
 		} {
 			_, err := x.be.Submit(ctx, u, c.spec)
 			if clearhouse.ErrorCode(err) != clearhouse.EINVALID || !strings.HasPrefix(clearhouse.ErrorMessage(err), "min_utility:") || !strings.Contains(err.Error(), c.want) {
 				t.Errorf("%+v: %v, want min_utility ... %s", c.spec, err, c.want)
 			}
 		}
-		if js, _ := x.be.Jobs(ctx, fleet.JobFilter{}); len(js) != 0 {
+		if js, _ := x.be.Jobs(ctx, besteffort.JobFilter{}); len(js) != 0 {
 			t.Fatalf("refused jobs saved: %d", len(js))
 		}
 		if b := x.Balance("search"); b.Held != 0 {
 			t.Fatalf("refused jobs held %s", b.Held)
 		}
 		// Within range it is accepted: 4 with weights 3 and 1.
-		v := x.submit("member@search", fleet.JobSpec{Configuration: both, Tasks: 1, Budget: ledger.Dollar, Weights: map[string]float64{"us-east/cpu": 3}, MinUtility: ptr(4)})
+		v := x.submit("member@search", besteffort.JobSpec{Configuration: both, Tasks: 1, Budget: ledger.Dollar, Weights: map[string]float64{"us-east/cpu": 3}, MinUtility: ptr(4)})
 		if v.MinUtility == nil || *v.MinUtility != 4 || v.WeightsFrom != "given" {
 			t.Fatalf("job: min %v, weights from %q", v.MinUtility, v.WeightsFrom)
 		}

@@ -1,4 +1,4 @@
-package fleet
+package besteffort
 
 import (
 	"context"
@@ -7,13 +7,14 @@ import (
 	"time"
 
 	"github.com/clearhouse/clearhouse"
+	"github.com/clearhouse/clearhouse/fleet"
 	"github.com/clearhouse/clearhouse/ledger"
 	"gorm.io/gorm"
 )
 
-// BestEffortTask is a best-effort task as a cluster agent sees it: run it (it is
-// in BestEffortAllocation.Run) or stop it (in Stop, with the reason).
-type BestEffortTask struct {
+// AgentTask is a best-effort task as a cluster agent sees it: run it (it is
+// in Allocation.Run) or stop it (in Stop, with the reason).
+type AgentTask struct {
 	Task            int64
 	Job             int64
 	Team            string
@@ -26,12 +27,12 @@ type BestEffortTask struct {
 	Workload        *Workload // what the task runs (nil: the job has none)
 }
 
-// BestEffortAllocation is the best-effort part of a cluster's allocation: every
+// Allocation is the best-effort part of a cluster's allocation: every
 // task that should run now, and every task the service ended whose stop the agent
 // has not confirmed (preempted, cancelled, overran), oldest first.
-type BestEffortAllocation struct {
-	Run  []BestEffortTask
-	Stop []BestEffortTask
+type Allocation struct {
+	Run  []AgentTask
+	Stop []AgentTask
 	// Quotas is each team's quota of each pool of the cluster (less what it offers
 	// for sale): what an agent reports owners' own usage against.
 	Quotas []OwnerUsage
@@ -42,25 +43,25 @@ const stopListed = 24 * time.Hour
 
 // Allocation returns the cluster's best-effort allocation as it stands (Step
 // decides first when an agent polls). ENOTFOUND for an unknown cluster.
-func (s *BestEffort) Allocation(ctx context.Context, cluster string) (BestEffortAllocation, error) {
+func (s *Service) Allocation(ctx context.Context, cluster string) (Allocation, error) {
 	db := s.db.Read.WithContext(ctx)
 	if err := exists(db, "clusters", cluster, "cluster: no cluster %q", cluster); err != nil {
-		return BestEffortAllocation{}, err
+		return Allocation{}, err
 	}
 	var ts []Task
 	err := db.Where("cluster_id = ? AND (status = ? OR (status IN ? AND stop_acked_at IS NULL AND ended_at > ?))", cluster, TaskRunning,
 		[]TaskStatus{TaskPreempted, TaskCancelled, TaskFailed, TaskRequeued}, s.now().Add(-stopListed)).Order("id").Find(&ts).Error
 	if err != nil {
-		return BestEffortAllocation{}, err
+		return Allocation{}, err
 	}
 	jobs, err := jobsByID(db, ts)
 	if err != nil {
-		return BestEffortAllocation{}, err
+		return Allocation{}, err
 	}
-	out := BestEffortAllocation{Run: []BestEffortTask{}, Stop: []BestEffortTask{}, Quotas: []OwnerUsage{}}
-	qs, err := quotas(db)
+	out := Allocation{Run: []AgentTask{}, Stop: []AgentTask{}, Quotas: []OwnerUsage{}}
+	qs, err := fleet.Quotas(db)
 	if err != nil {
-		return BestEffortAllocation{}, err
+		return Allocation{}, err
 	}
 	for _, q := range qs {
 		if strings.HasPrefix(q.PoolID, cluster+"/") && q.Quota > 0 {
@@ -69,7 +70,7 @@ func (s *BestEffort) Allocation(ctx context.Context, cluster string) (BestEffort
 	}
 	for _, t := range ts {
 		j := jobs[t.JobID]
-		bt := BestEffortTask{Task: t.ID, Job: t.JobID, Team: t.TeamID, Configuration: j.Config(), Started: t.StartedAt,
+		bt := AgentTask{Task: t.ID, Job: t.JobID, Team: t.TeamID, Configuration: j.Config(), Started: t.StartedAt,
 			MaxTaskDuration: time.Duration(j.MaxTaskDuration) * time.Second, Reason: t.Reason, JobWaiting: j.Queued, Abacus: j.Budget > 0, Workload: j.WorkloadSpec()}
 		if t.Status == TaskRunning {
 			out.Run = append(out.Run, bt)
@@ -95,26 +96,26 @@ type OwnerUsage struct {
 	Units int64
 }
 
-// BestEffortReport is the best-effort part of an agent's report.
-type BestEffortReport struct {
+// Report is the best-effort part of an agent's report.
+type Report struct {
 	Tasks    []TaskEvent
 	Usage    []OwnerUsage
-	Measured []JobMeasurement // finished abacus jobs' measured utilities (besteffort_learn.go)
+	Measured []JobMeasurement // finished abacus jobs' measured utilities (learn.go)
 }
 
 // Empty reports whether the report says nothing.
-func (r BestEffortReport) Empty() bool {
+func (r Report) Empty() bool {
 	return len(r.Tasks) == 0 && len(r.Usage) == 0 && len(r.Measured) == 0
 }
 
 // validate checks a report against the database without writing anything.
 // EINVALID names the field at fault.
-func (s *BestEffort) validate(tx *gorm.DB, cluster string, r BestEffortReport, now time.Time) (map[int64]Task, error) {
+func (s *Service) validate(tx *gorm.DB, cluster string, r Report, now time.Time) (map[int64]Task, error) {
 	bad := func(field string, i int, format string, args ...any) error {
 		return clearhouse.Errorf(clearhouse.EINVALID, "%s[%d]: %s", field, i, fmt.Sprintf(format, args...))
 	}
-	if len(r.Tasks) > MaxReportRows || len(r.Usage) > MaxReportRows || len(r.Measured) > MaxReportRows {
-		return nil, clearhouse.Errorf(clearhouse.EINVALID, "best_effort: at most %d rows per list in a report", MaxReportRows)
+	if len(r.Tasks) > fleet.MaxReportRows || len(r.Usage) > fleet.MaxReportRows || len(r.Measured) > fleet.MaxReportRows {
+		return nil, clearhouse.Errorf(clearhouse.EINVALID, "best_effort: at most %d rows per list in a report", fleet.MaxReportRows)
 	}
 	ids := make([]int64, len(r.Tasks))
 	for i, e := range r.Tasks {
@@ -156,8 +157,8 @@ func (s *BestEffort) validate(tx *gorm.DB, cluster string, r BestEffortReport, n
 		switch {
 		case p.ClusterID != cluster:
 			return nil, bad("owner_usage", i, "pool %q is not a pool of cluster %s", u.Pool, cluster)
-		case u.Units < 0 || u.Units > MaxCapacityFactor*max(p.Capacity, 1):
-			return nil, bad("owner_usage", i, "units: must be from 0 to %d times the pool's capacity", MaxCapacityFactor)
+		case u.Units < 0 || u.Units > fleet.MaxCapacityFactor*max(p.Capacity, 1):
+			return nil, bad("owner_usage", i, "units: must be from 0 to %d times the pool's capacity", fleet.MaxCapacityFactor)
 		}
 		if err := exists(tx, "teams", u.Team, "owner_usage[%d]: no team %q", i, u.Team); err != nil {
 			return nil, clearhouse.Errorf(clearhouse.EINVALID, "%s", clearhouse.ErrorMessage(err))
@@ -171,7 +172,7 @@ func (s *BestEffort) validate(tx *gorm.DB, cluster string, r BestEffortReport, n
 
 // ValidateReport checks a report without applying it, so the web layer can refuse
 // a whole agent report before any part of it is applied.
-func (s *BestEffort) ValidateReport(ctx context.Context, cluster string, r BestEffortReport) error {
+func (s *Service) ValidateReport(ctx context.Context, cluster string, r Report) error {
 	_, err := s.validate(s.db.Read.WithContext(ctx), cluster, r, s.now())
 	return err
 }
@@ -182,7 +183,7 @@ func (s *BestEffort) ValidateReport(ctx context.Context, cluster string, r BestE
 // accounts count it up to now, when the service learns of it) and stopped puts a
 // running task the agent stopped on its own back in the queue; any event on a task
 // the service already ended confirms its stop. A bad report changes nothing.
-func (s *BestEffort) Report(ctx context.Context, cluster string, r BestEffortReport) error {
+func (s *Service) Report(ctx context.Context, cluster string, r Report) error {
 	if r.Empty() {
 		return nil
 	}
@@ -269,8 +270,8 @@ func saveUsage(tx *gorm.DB, cluster string, usage []OwnerUsage, now time.Time) e
 	return nil
 }
 
-// BestEffortTick says what one Tick did.
-type BestEffortTick struct {
+// TickResult says what one Tick did.
+type TickResult struct {
 	Requeued map[string]int // cluster -> tasks requeued because its agent went silent
 }
 
@@ -278,8 +279,8 @@ type BestEffortTick struct {
 // now (so pages show current contribution and utility) and requeues the running
 // tasks of clusters whose agents have not reported for the agent timeout. Its state
 // is in the database: a repeat changes nothing new.
-func (s *BestEffort) Tick(ctx context.Context) (BestEffortTick, error) {
-	rep := BestEffortTick{Requeued: map[string]int{}}
+func (s *Service) Tick(ctx context.Context) (TickResult, error) {
+	rep := TickResult{Requeued: map[string]int{}}
 	var clusters []string
 	if err := s.db.Read.WithContext(ctx).Model(&IdleCluster{}).Order("cluster_id").Pluck("cluster_id", &clusters).Error; err != nil {
 		return rep, err
@@ -321,7 +322,7 @@ func (s *BestEffort) Tick(ctx context.Context) (BestEffortTick, error) {
 // exceeds its budget; a done or cancelled job holds nothing; only a done job was
 // charged; a job whose SLO was missed was charged nothing, one whose SLO was met
 // its whole budget.
-func (s *BestEffort) Verify(ctx context.Context) ([]ledger.Violation, error) {
+func (s *Service) Verify(ctx context.Context) ([]ledger.Violation, error) {
 	return ledger.RunChecks(ctx, s.db.Read, []ledger.Check{
 		{Name: "best-effort job counts its running tasks", Query: `SELECT j.id, j.running, (SELECT COUNT(*) FROM best_effort_tasks t
 			WHERE t.job_id = j.id AND t.status = 'running') AS rows FROM best_effort_jobs j

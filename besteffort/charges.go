@@ -1,4 +1,4 @@
-package fleet
+package besteffort
 
 import (
 	"context"
@@ -6,11 +6,11 @@ import (
 	"github.com/clearhouse/clearhouse/ledger"
 )
 
-// BestEffortCharges is what finance sees of abacus budgets: per team, what was
+// Charges is what finance sees of abacus budgets: per team, what was
 // charged (captured when a job was done), released (cancelled jobs, unmet SLOs) and
 // is still held (jobs not done), with totals over every job; and the newest jobs
 // with a budget.
-type BestEffortCharges struct {
+type Charges struct {
 	Teams []TeamCharges
 	Total TeamCharges // Team is empty
 	Jobs  []Job       // newest first, at most the limit asked for
@@ -27,12 +27,12 @@ type TeamCharges struct {
 // Charges sums every team's abacus budgets and lists the newest limit jobs with a
 // budget (limit 1 to 1,000; others mean 1,000). The sums come from the jobs' rows,
 // which verify keeps equal to their holds in the ledger.
-func (s *BestEffort) Charges(ctx context.Context, limit int) (BestEffortCharges, error) {
+func (s *Service) Charges(ctx context.Context, limit int) (Charges, error) {
 	db := s.db.Read.WithContext(ctx)
 	if limit < 1 || limit > 1000 {
 		limit = 1000
 	}
-	var out BestEffortCharges
+	var out Charges
 	err := db.Raw(`SELECT team_id AS team, count(*) AS jobs, sum(budget) AS budget, sum(captured) AS charged, sum(released) AS released,
 			sum(budget - captured - released) AS held
 		FROM best_effort_jobs WHERE budget > 0 GROUP BY team_id ORDER BY team_id`).Scan(&out.Teams).Error

@@ -1,4 +1,4 @@
-package fleet_test
+package besteffort_test
 
 import (
 	"context"
@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/clearhouse/clearhouse/fleet"
+	"github.com/clearhouse/clearhouse/besteffort"
 	"github.com/clearhouse/clearhouse/store"
 	"github.com/clearhouse/clearhouse/store/storetest"
 )
@@ -24,7 +24,7 @@ func TestPoolsOfOneClusterFollowTheirOwnPolicies(t *testing.T) {
 		ctx := context.Background()
 		set := func(pool, policy string) {
 			t.Helper()
-			if err := x.be.SetSettings(ctx, fleet.IdleSettings{Pool: pool, Policy: policy, Alpha: 0.5, Exposure: 0}); err != nil {
+			if err := x.be.SetSettings(ctx, besteffort.IdleSettings{Pool: pool, Policy: policy, Alpha: 0.5, Exposure: 0}); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -42,22 +42,22 @@ func TestPoolsOfOneClusterFollowTheirOwnPolicies(t *testing.T) {
 		}
 		set("us-east/cpu", "direct-simpl")
 		set("us-east/ram", "fairshare")
-		if p := policies(); p["us-east/cpu"] != "direct-simpl" || p["us-east/ram"] != "fairshare" || p["eu-west/cpu"] != fleet.DefaultPolicy {
+		if p := policies(); p["us-east/cpu"] != "direct-simpl" || p["us-east/ram"] != "fairshare" || p["eu-west/cpu"] != besteffort.DefaultPolicy {
 			t.Fatalf("policies %v", p)
 		}
-		ram := x.submit("member@search", fleet.JobSpec{Configuration: map[string]int64{"us-east/ram": 40}, Tasks: 1})
+		ram := x.submit("member@search", besteffort.JobSpec{Configuration: map[string]int64{"us-east/ram": 40}, Tasks: 1})
 		x.step("us-east")
 		x.Clock.Advance(time.Hour)
 		alloc, _ := x.be.Allocation(ctx, "us-east")
-		if err := x.be.Report(ctx, "us-east", fleet.BestEffortReport{Tasks: []fleet.TaskEvent{{Task: alloc.Run[0].Task, Event: "done", At: x.Clock.Now()}}}); err != nil {
+		if err := x.be.Report(ctx, "us-east", besteffort.Report{Tasks: []besteffort.TaskEvent{{Task: alloc.Run[0].Task, Event: "done", At: x.Clock.Now()}}}); err != nil {
 			t.Fatal(err)
 		}
-		if v := x.job(ram.ID); v.Status != fleet.JobDone {
+		if v := x.job(ram.ID); v.Status != besteffort.JobDone {
 			t.Fatalf("ram job %s", v.Status)
 		}
-		first := x.submit("member@search", fleet.JobSpec{Configuration: cpu(5), Tasks: 1})
+		first := x.submit("member@search", besteffort.JobSpec{Configuration: cpu(5), Tasks: 1})
 		x.Clock.Advance(time.Minute)
-		second := x.submit("member@ads", fleet.JobSpec{Configuration: map[string]int64{"us-east/cpu": 5, "us-east/ram": 5}, Tasks: 1})
+		second := x.submit("member@ads", besteffort.JobSpec{Configuration: map[string]int64{"us-east/cpu": 5, "us-east/ram": 5}, Tasks: 1})
 		x.step("us-east")
 		alloc, _ = x.be.Allocation(ctx, "us-east")
 		if len(alloc.Run) != 2 || alloc.Run[0].Job != first.ID || alloc.Run[1].Job != second.ID {
@@ -70,7 +70,7 @@ func TestPoolsOfOneClusterFollowTheirOwnPolicies(t *testing.T) {
 		}
 		// Abacus covers the cluster: choosing it for one pool chooses it for both (once
 		// no job is live), and leaving it for one pool leaves it for both.
-		for _, j := range []fleet.JobView{first, second} {
+		for _, j := range []besteffort.JobView{first, second} {
 			who := "member@search"
 			if j.ID == second.ID {
 				who = "member@ads"
@@ -79,8 +79,8 @@ func TestPoolsOfOneClusterFollowTheirOwnPolicies(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		set("us-east/cpu", fleet.PolicyAbacus)
-		if p := policies(); p["us-east/cpu"] != fleet.PolicyAbacus || p["us-east/ram"] != fleet.PolicyAbacus {
+		set("us-east/cpu", besteffort.PolicyAbacus)
+		if p := policies(); p["us-east/cpu"] != besteffort.PolicyAbacus || p["us-east/ram"] != besteffort.PolicyAbacus {
 			t.Fatalf("after abacus: %v", p)
 		}
 		set("us-east/ram", "round-robin")
@@ -96,7 +96,7 @@ func TestPoolsOfOneClusterFollowTheirOwnPolicies(t *testing.T) {
 func TestAccountsCountATaskAtMostItsMaximumDuration(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		x := newIdle(t, db)
-		j := x.submit("member@search", fleet.JobSpec{Configuration: cpu(10), Tasks: 1, MaxTaskDuration: time.Hour})
+		j := x.submit("member@search", besteffort.JobSpec{Configuration: cpu(10), Tasks: 1, MaxTaskDuration: time.Hour})
 		if r := x.step("us-east"); r.Started != 1 {
 			t.Fatalf("started %d", r.Started)
 		}
@@ -120,9 +120,9 @@ func TestAccountsCountATaskAtMostItsMaximumDuration(t *testing.T) {
 func TestFairnessReportReplaysLargeWorkScaled(t *testing.T) {
 	db := storetest.New(t)
 	x := newIdle(t, db)
-	x.submit("member@search", fleet.JobSpec{Configuration: cpu(50), Tasks: 500, MaxTaskDuration: time.Hour})
+	x.submit("member@search", besteffort.JobSpec{Configuration: cpu(50), Tasks: 500, MaxTaskDuration: time.Hour})
 	x.Clock.Advance(time.Minute)
-	x.submit("member@ml", fleet.JobSpec{Configuration: cpu(50), Tasks: 100, MaxTaskDuration: time.Hour})
+	x.submit("member@ml", besteffort.JobSpec{Configuration: cpu(50), Tasks: 100, MaxTaskDuration: time.Hour})
 	x.step("us-east")
 	x.Clock.Advance(30 * time.Minute)
 	reports, err := x.be.ComputeFairness(context.Background())
@@ -152,32 +152,32 @@ func TestQueuePositionFollowsPoolPolicies(t *testing.T) {
 		x := newIdle(t, db)
 		ctx := context.Background()
 		for pool, policy := range map[string]string{"us-east/cpu": "direct-simpl", "us-east/ram": "fairshare"} {
-			if err := x.be.SetSettings(ctx, fleet.IdleSettings{Pool: pool, Policy: policy, Alpha: 0.5, Exposure: 0}); err != nil {
+			if err := x.be.SetSettings(ctx, besteffort.IdleSettings{Pool: pool, Policy: policy, Alpha: 0.5, Exposure: 0}); err != nil {
 				t.Fatal(err)
 			}
 		}
-		x.submit("member@search", fleet.JobSpec{Configuration: map[string]int64{"us-east/ram": 40}, Tasks: 2})
+		x.submit("member@search", besteffort.JobSpec{Configuration: map[string]int64{"us-east/ram": 40}, Tasks: 2})
 		x.step("us-east")
 		x.Clock.Advance(time.Hour)
 		alloc, _ := x.be.Allocation(ctx, "us-east")
-		if err := x.be.Report(ctx, "us-east", fleet.BestEffortReport{Tasks: []fleet.TaskEvent{{Task: alloc.Run[0].Task, Event: "done", At: x.Clock.Now()}}}); err != nil {
+		if err := x.be.Report(ctx, "us-east", besteffort.Report{Tasks: []besteffort.TaskEvent{{Task: alloc.Run[0].Task, Event: "done", At: x.Clock.Now()}}}); err != nil {
 			t.Fatal(err)
 		}
 		x.Clock.Advance(time.Hour) // ORIG's utility grows with the time since the run
 		x.step("us-east")          // nothing waits: the decision stores the priorities
-		var stored []fleet.IdleTeam
+		var stored []besteffort.IdleTeam
 		if err := x.DB.Read.Order("team_id").Find(&stored, "cluster_id = ?", "us-east").Error; err != nil ||
 			len(stored) != 2 || stored[0].TeamID != "ads" || !(stored[1].Priority < stored[0].Priority) {
 			t.Fatalf("stored priorities over the cluster: %+v (%v), want search's below ads's", stored, err)
 		}
-		first := x.submit("member@search", fleet.JobSpec{Configuration: cpu(5), Tasks: 2})
+		first := x.submit("member@search", besteffort.JobSpec{Configuration: cpu(5), Tasks: 2})
 		x.Clock.Advance(time.Minute)
-		second := x.submit("member@ads", fleet.JobSpec{Configuration: map[string]int64{"us-east/cpu": 5, "us-east/ram": 5}, Tasks: 1})
+		second := x.submit("member@ads", besteffort.JobSpec{Configuration: map[string]int64{"us-east/cpu": 5, "us-east/ram": 5}, Tasks: 1})
 		f, s := x.job(first.ID), x.job(second.ID)
 		if f.Position != 1 || s.Position != 3 {
 			t.Fatalf("positions: search's cpu job %d, ads's cpu and ram job %d; want 1 and 3", f.Position, s.Position)
 		}
-		if f.Policy != fleet.PolicyPerPool || !maps.Equal(f.PoolPolicies, map[string]string{"us-east/cpu": "direct-simpl"}) ||
+		if f.Policy != besteffort.PolicyPerPool || !maps.Equal(f.PoolPolicies, map[string]string{"us-east/cpu": "direct-simpl"}) ||
 			!maps.Equal(s.PoolPolicies, map[string]string{"us-east/cpu": "direct-simpl", "us-east/ram": "fairshare"}) {
 			t.Fatalf("policies: %s %v, %s %v", f.Policy, f.PoolPolicies, s.Policy, s.PoolPolicies)
 		}
@@ -191,8 +191,8 @@ func TestQueuePositionFollowsPoolPolicies(t *testing.T) {
 			t.Fatalf("running jobs %v, want search's ram job, then %d twice, then %d", started, first.ID, second.ID)
 		}
 		// eu-west follows one policy: the job view names it, for each pool too.
-		eu := x.submit("member@search", fleet.JobSpec{Configuration: map[string]int64{"eu-west/cpu": 1}, Tasks: 1})
-		if v := x.job(eu.ID); v.Policy != fleet.DefaultPolicy || v.Position != 1 || !maps.Equal(v.PoolPolicies, map[string]string{"eu-west/cpu": fleet.DefaultPolicy}) {
+		eu := x.submit("member@search", besteffort.JobSpec{Configuration: map[string]int64{"eu-west/cpu": 1}, Tasks: 1})
+		if v := x.job(eu.ID); v.Policy != besteffort.DefaultPolicy || v.Position != 1 || !maps.Equal(v.PoolPolicies, map[string]string{"eu-west/cpu": besteffort.DefaultPolicy}) {
 			t.Fatalf("eu-west job: %s %v, position %d", v.Policy, v.PoolPolicies, v.Position)
 		}
 	})

@@ -1,4 +1,4 @@
-package fleet
+package besteffort
 
 import (
 	"context"
@@ -50,7 +50,7 @@ func (st IdleSettings) Validate() error {
 
 // Settings returns the idle settings of every pool (defaults where none were set),
 // by pool.
-func (s *BestEffort) Settings(ctx context.Context) ([]IdleSettings, error) {
+func (s *Service) Settings(ctx context.Context) ([]IdleSettings, error) {
 	db := s.db.Read.WithContext(ctx)
 	var pools []exchange.Pool
 	if err := db.Order("id").Find(&pools).Error; err != nil {
@@ -94,7 +94,7 @@ func (s *BestEffort) Settings(ctx context.Context) ([]IdleSettings, error) {
 // EINVALID for a bad field, ENOTFOUND for an unknown pool; ECONFLICT when moving a
 // cluster to or from the abacus policy while jobs wait or run there (their budgets
 // were held, or not, under the other rule).
-func (s *BestEffort) SetSettings(ctx context.Context, st IdleSettings) error {
+func (s *Service) SetSettings(ctx context.Context, st IdleSettings) error {
 	if err := st.Validate(); err != nil {
 		return err
 	}

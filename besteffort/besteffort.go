@@ -1,4 +1,4 @@
-package fleet
+package besteffort
 
 import (
 	"encoding/json"
@@ -250,8 +250,8 @@ func (IdleFairness) TableName() string { return "idle_fairness" }
 // TableName implements gorm's tabler.
 func (IdleUsage) TableName() string { return "idle_usage" }
 
-// BestEffortConfig is the service's settings.
-type BestEffortConfig struct {
+// Config is the service's settings.
+type Config struct {
 	// AgentTimeout: a cluster whose agent has not reported for this long has its
 	// running best-effort tasks requeued (the paper's site leaving the federation).
 	AgentTimeout time.Duration
@@ -259,8 +259,8 @@ type BestEffortConfig struct {
 	Seed uint64
 }
 
-// DefaultBestEffortConfig requeues after 10 minutes of silence.
-var DefaultBestEffortConfig = BestEffortConfig{AgentTimeout: 10 * time.Minute, Seed: 1}
+// DefaultConfig requeues after 10 minutes of silence.
+var DefaultConfig = Config{AgentTimeout: 10 * time.Minute, Seed: 1}
 
 // Defaults of a pool without settings of its own.
 const (
@@ -273,19 +273,19 @@ const (
 	MaxTaskDuration = 30 * 24 * time.Hour
 )
 
-// BestEffort is the service for best-effort jobs on idle capacity.
-type BestEffort struct {
+// Service is the service for best-effort jobs on idle capacity.
+type Service struct {
 	db     *store.DB
 	ledger *ledger.Ledger
 	now    func() time.Time
-	cfg    BestEffortConfig
+	cfg    Config
 }
 
-// NewBestEffort returns the best-effort service on db, holding abacus budgets
+// New returns the best-effort service on db, holding abacus budgets
 // through l.
-func NewBestEffort(db *store.DB, l *ledger.Ledger, now func() time.Time, cfg BestEffortConfig) *BestEffort {
+func New(db *store.DB, l *ledger.Ledger, now func() time.Time, cfg Config) *Service {
 	if cfg.AgentTimeout <= 0 {
-		cfg.AgentTimeout = DefaultBestEffortConfig.AgentTimeout
+		cfg.AgentTimeout = DefaultConfig.AgentTimeout
 	}
-	return &BestEffort{db: db, ledger: l, now: func() time.Time { return now().UTC() }, cfg: cfg}
+	return &Service{db: db, ledger: l, now: func() time.Time { return now().UTC() }, cfg: cfg}
 }

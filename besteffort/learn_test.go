@@ -1,4 +1,4 @@
-package fleet_test
+package besteffort_test
 
 import (
 	"context"
@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/clearhouse/clearhouse"
-	"github.com/clearhouse/clearhouse/fleet"
+	"github.com/clearhouse/clearhouse/besteffort"
 	"github.com/clearhouse/clearhouse/ledger"
 	"github.com/clearhouse/clearhouse/store"
 	"github.com/clearhouse/clearhouse/store/storetest"
@@ -26,7 +26,7 @@ func TestBudgetOnlyJobsLearnTheirTeamsWeights(t *testing.T) {
 		ctx := context.Background()
 		x.abacus()
 		kind := map[string]int64{"us-east/cpu": 1, "us-east/ram": 2}
-		spec := fleet.JobSpec{Configuration: kind, Tasks: 1, Budget: 5 * ledger.Dollar}
+		spec := besteffort.JobSpec{Configuration: kind, Tasks: 1, Budget: 5 * ledger.Dollar}
 		mixes := [][2]float64{{0.9, 0.2}, {0.3, 0.8}, {0.6, 0.6}, {0.2, 0.1}, {0.5, 0.95}}
 		for k, mix := range mixes[:4] {
 			j := x.submit("member@search", spec)
@@ -35,16 +35,16 @@ func TestBudgetOnlyJobsLearnTheirTeamsWeights(t *testing.T) {
 			}
 			x.step("us-east")
 			if k == 0 { // a measurement before the job is done is ignored
-				if err := x.be.Report(ctx, "us-east", fleet.BestEffortReport{Measured: []fleet.JobMeasurement{{Job: j.ID, Utility: 1}}}); err != nil {
+				if err := x.be.Report(ctx, "us-east", besteffort.Report{Measured: []besteffort.JobMeasurement{{Job: j.ID, Utility: 1}}}); err != nil {
 					t.Fatalf("measuring a running job: %v", err)
 				}
 				if v := x.job(j.ID); v.MeasuredUtility != nil {
 					t.Fatalf("a running job's measurement was kept: %v", *v.MeasuredUtility)
 				}
 			}
-			m := fleet.JobMeasurement{Job: j.ID, Utility: 2*mix[0] + 0.5*mix[1], Shares: map[string]float64{"us-east/cpu": mix[0], "us-east/ram": mix[1]}}
+			m := besteffort.JobMeasurement{Job: j.ID, Utility: 2*mix[0] + 0.5*mix[1], Shares: map[string]float64{"us-east/cpu": mix[0], "us-east/ram": mix[1]}}
 			x.finishRunning(m)
-			if v := x.job(j.ID); v.Status != fleet.JobDone || v.MeasuredUtility == nil || *v.MeasuredUtility != m.Utility {
+			if v := x.job(j.ID); v.Status != besteffort.JobDone || v.MeasuredUtility == nil || *v.MeasuredUtility != m.Utility {
 				t.Fatalf("job %d: %s, measured %v", k, v.Status, v.MeasuredUtility)
 			}
 			fits, err := x.be.Fits(ctx, "search")
@@ -59,12 +59,12 @@ func TestBudgetOnlyJobsLearnTheirTeamsWeights(t *testing.T) {
 				t.Fatalf("after %d jobs: %+v, want %s", k+1, f, want)
 			}
 			if k == 0 { // the same measurement again is a no-op; another is refused
-				if err := x.be.Report(ctx, "us-east", fleet.BestEffortReport{Measured: []fleet.JobMeasurement{m}}); err != nil {
+				if err := x.be.Report(ctx, "us-east", besteffort.Report{Measured: []besteffort.JobMeasurement{m}}); err != nil {
 					t.Fatalf("repeating a measurement: %v", err)
 				}
 				other := m
 				other.Utility++
-				if err := x.be.Report(ctx, "us-east", fleet.BestEffortReport{Measured: []fleet.JobMeasurement{other}}); clearhouse.ErrorCode(err) != clearhouse.ECONFLICT {
+				if err := x.be.Report(ctx, "us-east", besteffort.Report{Measured: []besteffort.JobMeasurement{other}}); clearhouse.ErrorCode(err) != clearhouse.ECONFLICT {
 					t.Fatalf("another measurement of a measured job: %v", err)
 				}
 			}
@@ -84,7 +84,7 @@ func TestBudgetOnlyJobsLearnTheirTeamsWeights(t *testing.T) {
 			t.Fatalf("a job with weights: %v from %q", g.WeightsByPool(), g.WeightsFrom)
 		}
 		// Another kind (cpu only) and another team learn nothing from these.
-		if o := x.submit("member@search", fleet.JobSpec{Configuration: cpu(1), Tasks: 1, Budget: ledger.Dollar}); o.WeightsFrom != "equal" {
+		if o := x.submit("member@search", besteffort.JobSpec{Configuration: cpu(1), Tasks: 1, Budget: ledger.Dollar}); o.WeightsFrom != "equal" {
 			t.Fatalf("a cpu-only job: weights from %q", o.WeightsFrom)
 		}
 		if o := x.submit("member@ml", spec); o.WeightsFrom != "equal" {
@@ -109,19 +109,19 @@ func TestBadMeasurementsAreRefused(t *testing.T) {
 	x := newIdle(t, db)
 	ctx := context.Background()
 	x.abacus()
-	j := x.submit("member@search", fleet.JobSpec{Configuration: cpu(1), Tasks: 1, Budget: ledger.Dollar})
+	j := x.submit("member@search", besteffort.JobSpec{Configuration: cpu(1), Tasks: 1, Budget: ledger.Dollar})
 	x.step("us-east")
 	x.finishRunning()
 	for _, c := range []struct {
-		m    fleet.JobMeasurement
+		m    besteffort.JobMeasurement
 		want string
 	}{
-		{fleet.JobMeasurement{Job: 999, Utility: 1}, "no best-effort job 999"},
-		{fleet.JobMeasurement{Job: j.ID, Utility: math.NaN()}, "utility: must be a number"},
-		{fleet.JobMeasurement{Job: j.ID, Utility: 1, Shares: map[string]float64{"us-east/ram": 0.5}}, `does not use pool "us-east/ram"`},
-		{fleet.JobMeasurement{Job: j.ID, Utility: 1, Shares: map[string]float64{"us-east/cpu": 1.5}}, "must be from 0 to 1"},
+		{besteffort.JobMeasurement{Job: 999, Utility: 1}, "no best-effort job 999"},
+		{besteffort.JobMeasurement{Job: j.ID, Utility: math.NaN()}, "utility: must be a number"},
+		{besteffort.JobMeasurement{Job: j.ID, Utility: 1, Shares: map[string]float64{"us-east/ram": 0.5}}, `does not use pool "us-east/ram"`},
+		{besteffort.JobMeasurement{Job: j.ID, Utility: 1, Shares: map[string]float64{"us-east/cpu": 1.5}}, "must be from 0 to 1"},
 	} {
-		err := x.be.Report(ctx, "us-east", fleet.BestEffortReport{Measured: []fleet.JobMeasurement{c.m}})
+		err := x.be.Report(ctx, "us-east", besteffort.Report{Measured: []besteffort.JobMeasurement{c.m}})
 		if clearhouse.ErrorCode(err) != clearhouse.EINVALID || !strings.Contains(err.Error(), "best_effort_jobs[0]") || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%+v: %v, want %s", c.m, err, c.want)
 		}

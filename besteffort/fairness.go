@@ -1,4 +1,4 @@
-package fleet
+package besteffort
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/clearhouse/clearhouse/exchange"
+	"github.com/clearhouse/clearhouse/fleet"
 	"github.com/clearhouse/clearhouse/sharing"
 	"gorm.io/gorm/clause"
 )
@@ -80,7 +81,7 @@ const maxFairnessTasks = 20_000
 
 // ComputeFairness computes and stores every cluster's fairness reports (day and
 // week). It is the scheduled job's work; the command line runs it too.
-func (s *BestEffort) ComputeFairness(ctx context.Context) ([]FairnessReport, error) {
+func (s *Service) ComputeFairness(ctx context.Context) ([]FairnessReport, error) {
 	db := s.db.Read.WithContext(ctx)
 	var clusters []string
 	if err := db.Model(&IdleCluster{}).Order("cluster_id").Pluck("cluster_id", &clusters).Error; err != nil {
@@ -108,7 +109,7 @@ func (s *BestEffort) ComputeFairness(ctx context.Context) ([]FairnessReport, err
 // FairnessStale reports whether some cluster with best-effort state has no stored
 // fairness report, or one computed more than maxAge ago: what a server that starts
 // checks, so reports are not an hour or more out of date until the hourly job runs.
-func (s *BestEffort) FairnessStale(ctx context.Context, maxAge time.Duration) (bool, error) {
+func (s *Service) FairnessStale(ctx context.Context, maxAge time.Duration) (bool, error) {
 	db := s.db.Read.WithContext(ctx)
 	var clusters, fresh int64
 	if err := db.Model(&IdleCluster{}).Count(&clusters).Error; err != nil {
@@ -122,7 +123,7 @@ func (s *BestEffort) FairnessStale(ctx context.Context, maxAge time.Duration) (b
 }
 
 // FairnessReports returns the stored reports, by cluster then span.
-func (s *BestEffort) FairnessReports(ctx context.Context) ([]FairnessReport, error) {
+func (s *Service) FairnessReports(ctx context.Context) ([]FairnessReport, error) {
 	var rows []IdleFairness
 	if err := s.db.Read.WithContext(ctx).Order("cluster_id, span").Find(&rows).Error; err != nil {
 		return nil, err
@@ -137,7 +138,7 @@ func (s *BestEffort) FairnessReports(ctx context.Context) ([]FairnessReport, err
 	return out, nil
 }
 
-func (s *BestEffort) fairness(ctx context.Context, cluster, span string, now time.Time) (FairnessReport, error) {
+func (s *Service) fairness(ctx context.Context, cluster, span string, now time.Time) (FairnessReport, error) {
 	db := s.db.Read.WithContext(ctx)
 	from := now.Add(-fairnessSpans[span])
 	rep := FairnessReport{Cluster: cluster, Span: span, From: from, To: now, ComputedAt: now}
@@ -164,7 +165,7 @@ func (s *BestEffort) fairness(ctx context.Context, cluster, span string, now tim
 	if err := db.Where("cluster_id = ?", cluster).Order("id").Find(&pools).Error; err != nil {
 		return rep, err
 	}
-	qs, err := quotas(db)
+	qs, err := fleet.Quotas(db)
 	if err != nil {
 		return rep, err
 	}
@@ -194,7 +195,7 @@ func (s *BestEffort) fairness(ctx context.Context, cluster, span string, now tim
 	return rep, nil
 }
 
-func poolFairness(p exchange.Pool, qs []quotaRow, jobs []Job, byJob map[int64][]Task, load map[[2]string][]loadStep, st IdleSettings, from, now time.Time) (PoolFairness, bool, error) {
+func poolFairness(p exchange.Pool, qs []fleet.QuotaRow, jobs []Job, byJob map[int64][]Task, load map[[2]string][]loadStep, st IdleSettings, from, now time.Time) (PoolFairness, bool, error) {
 	pf := PoolFairness{Pool: p.ID, Unfairness: map[string]float64{}}
 	procs := map[string]int64{}
 	var held int64

@@ -1,11 +1,11 @@
-package fleet_test
+package besteffort_test
 
 import (
 	"context"
 	"testing"
 	"time"
 
-	"github.com/clearhouse/clearhouse/fleet"
+	"github.com/clearhouse/clearhouse/besteffort"
 	"github.com/clearhouse/clearhouse/store"
 	"github.com/clearhouse/clearhouse/store/storetest"
 )
@@ -13,12 +13,12 @@ import (
 // usage reports ads's own usage of us-east/cpu now.
 func (x *idle) usage(units int64) {
 	x.T.Helper()
-	if err := x.be.Report(context.Background(), "us-east", fleet.BestEffortReport{Usage: []fleet.OwnerUsage{{Team: "ads", Pool: "us-east/cpu", Units: units}}}); err != nil {
+	if err := x.be.Report(context.Background(), "us-east", besteffort.Report{Usage: []besteffort.OwnerUsage{{Team: "ads", Pool: "us-east/cpu", Units: units}}}); err != nil {
 		x.T.Fatal(err)
 	}
 }
 
-func (x *idle) history() fleet.HistoryReport {
+func (x *idle) history() besteffort.HistoryReport {
 	x.T.Helper()
 	r, err := x.be.RecordHistory(context.Background())
 	if err != nil {
@@ -28,7 +28,7 @@ func (x *idle) history() fleet.HistoryReport {
 }
 
 // dayReport is the fairness report of us-east/cpu over the last day.
-func (x *idle) dayReport() fleet.PoolFairness {
+func (x *idle) dayReport() besteffort.PoolFairness {
 	x.T.Helper()
 	reports, err := x.be.ComputeFairness(context.Background())
 	if err != nil {
@@ -40,10 +40,10 @@ func (x *idle) dayReport() fleet.PoolFairness {
 		}
 	}
 	x.T.Fatalf("no day report of us-east: %+v", reports)
-	return fleet.PoolFairness{}
+	return besteffort.PoolFairness{}
 }
 
-func simulated(p fleet.PoolFairness, team, policy string) float64 {
+func simulated(p besteffort.PoolFairness, team, policy string) float64 {
 	for _, tf := range p.Teams {
 		if tf.Team == team {
 			return tf.Simulated[policy]
@@ -66,7 +66,7 @@ func TestFairnessReportReplaysOwnersUsage(t *testing.T) {
 		if r := x.history(); r.Usage != 1 {
 			t.Fatalf("history recorded %d usage points, want 1", r.Usage)
 		}
-		x.submit("member@search", fleet.JobSpec{Configuration: cpu(1), Tasks: 40, MaxTaskDuration: time.Hour})
+		x.submit("member@search", besteffort.JobSpec{Configuration: cpu(1), Tasks: 40, MaxTaskDuration: time.Hour})
 		x.Clock.Advance(30 * time.Minute)
 		x.usage(60) // a report at the same units changes no mean
 		x.Clock.Advance(30 * time.Minute)
@@ -99,7 +99,7 @@ func TestUsageHistoryIntegratesReportsAndIsPruned(t *testing.T) {
 		x.Clock.Advance(time.Hour)
 		x.usage(30)
 		x.Clock.Advance(10 * time.Minute)
-		var u fleet.IdleUsage
+		var u besteffort.IdleUsage
 		if err := db.Read.Where("team_id = ? AND pool_id = ?", "ads", "us-east/cpu").First(&u).Error; err != nil {
 			t.Fatal(err)
 		}
@@ -107,27 +107,27 @@ func TestUsageHistoryIntegratesReportsAndIsPruned(t *testing.T) {
 			t.Fatalf("idle_usage: %d units, integral %g; want 30 and %d", u.Units, u.UnitSeconds, 60*3600)
 		}
 		a := x.history()
-		b, err := fleet.NewBestEffort(db, x.L, x.Clock.Now, fleet.DefaultBestEffortConfig).RecordHistory(ctx)
+		b, err := besteffort.New(db, x.L, x.Clock.Now, besteffort.DefaultConfig).RecordHistory(ctx)
 		if err != nil || a.Usage != 1 || b.Usage != 0 {
 			t.Fatalf("usage points recorded: %d then %d (%v); want 1 then 0", a.Usage, b.Usage, err)
 		}
-		var points []fleet.IdleUsagePoint
+		var points []besteffort.IdleUsagePoint
 		if err := db.Read.Find(&points).Error; err != nil || len(points) != 1 {
 			t.Fatalf("points %+v %v", points, err)
 		}
-		if p := points[0]; !near(p.UnitSeconds, 60*3600+30*600) || p.ClusterID != "us-east" || !p.At.Equal(x.Clock.Now().Truncate(fleet.HistoryInterval)) {
+		if p := points[0]; !near(p.UnitSeconds, 60*3600+30*600) || p.ClusterID != "us-east" || !p.At.Equal(x.Clock.Now().Truncate(besteffort.HistoryInterval)) {
 			t.Fatalf("point %+v; want the integral carried to now (%d)", p, 60*3600+30*600)
 		}
 		// Points every interval over 40 days: quarter-hour points older than 2 days
 		// and hourly points older than 30 days go.
 		x.Clock.Advance(40 * 24 * time.Hour)
-		var old []fleet.IdleUsagePoint
-		for at := points[0].At; at.Before(x.Clock.Now()); at = at.Add(fleet.HistoryInterval) {
+		var old []besteffort.IdleUsagePoint
+		for at := points[0].At; at.Before(x.Clock.Now()); at = at.Add(besteffort.HistoryInterval) {
 			p := points[0]
 			p.At, p.ReadAt = at, at
 			old = append(old, p)
 		}
-		if err := db.Write.Where("1 = 1").Delete(&fleet.IdleUsagePoint{}).Error; err != nil {
+		if err := db.Write.Where("1 = 1").Delete(&besteffort.IdleUsagePoint{}).Error; err != nil {
 			t.Fatal(err)
 		}
 		if err := db.Write.CreateInBatches(old, 500).Error; err != nil {
@@ -140,7 +140,7 @@ func TestUsageHistoryIntegratesReportsAndIsPruned(t *testing.T) {
 		now := x.Clock.Now()
 		for _, p := range points {
 			at, age := p.At.UTC(), now.Sub(p.At)
-			if (age >= fleet.HistoryFine && at.Minute() != 0) || (age >= fleet.HistoryHourly && at.Hour() != 0) {
+			if (age >= besteffort.HistoryFine && at.Minute() != 0) || (age >= besteffort.HistoryHourly && at.Hour() != 0) {
 				t.Fatalf("kept a point %s, %s old", at, age)
 			}
 		}
@@ -167,7 +167,7 @@ func TestFairnessStaleUntilComputedAndAfterAnHour(t *testing.T) {
 		if stale() {
 			t.Fatal("no cluster has best-effort state yet: nothing can be stale")
 		}
-		x.submit("member@search", fleet.JobSpec{Configuration: cpu(1), Tasks: 2})
+		x.submit("member@search", besteffort.JobSpec{Configuration: cpu(1), Tasks: 2})
 		x.step("us-east")
 		if !stale() {
 			t.Fatal("us-east has no report: stale")

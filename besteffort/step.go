@@ -1,4 +1,4 @@
-package fleet
+package besteffort
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/clearhouse/clearhouse/exchange"
+	"github.com/clearhouse/clearhouse/fleet"
 	"github.com/clearhouse/clearhouse/ledger"
 	"github.com/clearhouse/clearhouse/sharing"
 	"gorm.io/gorm"
@@ -22,7 +23,7 @@ func capacityNow(tx *gorm.DB, pools []exchange.Pool, now time.Time) (map[string]
 	for i, p := range pools {
 		out[p.ID], ids[i] = p.Capacity, p.ID
 	}
-	var cs []CapacityChange
+	var cs []fleet.CapacityChange
 	if err := tx.Where("pool_id IN ? AND from_at <= ? AND to_at > ?", ids, now, now).Order("id").Find(&cs).Error; err != nil {
 		return nil, err
 	}
@@ -62,9 +63,9 @@ type reservedSpan struct {
 // reservedSpans lists the requests of the cluster's accepted reservations that
 // started by to and had not ended at from, per pool of their configuration.
 func reservedSpans(tx *gorm.DB, cluster string, from, to time.Time) ([]reservedSpan, error) {
-	var reqs []ReservationRequest
+	var reqs []fleet.ReservationRequest
 	err := tx.Where(`reservation_id IN (SELECT id FROM reservations WHERE status = ? AND cluster_id = ?)
-		AND start_at IS NOT NULL AND start_at <= ?`, ReservationAccepted, cluster, to).Find(&reqs).Error
+		AND start_at IS NOT NULL AND start_at <= ?`, fleet.ReservationAccepted, cluster, to).Find(&reqs).Error
 	if err != nil || len(reqs) == 0 {
 		return nil, err
 	}
@@ -76,7 +77,7 @@ func reservedSpans(tx *gorm.DB, cluster string, from, to time.Time) ([]reservedS
 			list = append(list, q.ReservationID)
 		}
 	}
-	var rs []Reservation
+	var rs []fleet.Reservation
 	if err := tx.Where("id IN ?", list).Find(&rs).Error; err != nil {
 		return nil, err
 	}
@@ -97,7 +98,7 @@ func reservedSpans(tx *gorm.DB, cluster string, from, to time.Time) ([]reservedS
 }
 
 // snapshot builds the engine's view of the cluster at now from the database.
-func (s *BestEffort) snapshot(tx *gorm.DB, ic IdleCluster, open []openTask, now time.Time) (sharing.Snapshot, error) {
+func (s *Service) snapshot(tx *gorm.DB, ic IdleCluster, open []openTask, now time.Time) (sharing.Snapshot, error) {
 	snap := sharing.Snapshot{Now: now}
 	var pools []exchange.Pool
 	if err := tx.Where("cluster_id = ?", ic.ClusterID).Order("id").Find(&pools).Error; err != nil {
@@ -127,7 +128,7 @@ func (s *BestEffort) snapshot(tx *gorm.DB, ic IdleCluster, open []openTask, now 
 		}
 		return h
 	}
-	qs, err := quotas(tx)
+	qs, err := fleet.Quotas(tx)
 	if err != nil {
 		return snap, err
 	}
@@ -206,7 +207,7 @@ type StepResult struct {
 // overran their job's maximum task duration, and applies sharing.Decide under the
 // cluster's policy: tasks preempted (back in their jobs' queues), re-attributed and
 // started. It records that the agent was seen. ENOTFOUND for an unknown cluster.
-func (s *BestEffort) Step(ctx context.Context, cluster string) (StepResult, error) {
+func (s *Service) Step(ctx context.Context, cluster string) (StepResult, error) {
 	var res StepResult
 	err := s.db.Write.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 		now := s.now()
@@ -254,7 +255,7 @@ func (s *BestEffort) Step(ctx context.Context, cluster string) (StepResult, erro
 }
 
 // apply records a decision: preemptions, re-attributions and starts.
-func (s *BestEffort) apply(ctx context.Context, tx *gorm.DB, cluster string, open []openTask, d sharing.Decision, now time.Time, res *StepResult) error {
+func (s *Service) apply(ctx context.Context, tx *gorm.DB, cluster string, open []openTask, d sharing.Decision, now time.Time, res *StepResult) error {
 	byID := map[string]openTask{}
 	for _, t := range open {
 		byID[strconv.FormatInt(t.ID, 10)] = t
@@ -315,7 +316,7 @@ func moveTasks(tx *gorm.DB, job int64, c counts, now time.Time) error {
 // endTask ends a running task with status at now: done and failed tasks count as
 // such; preempted and requeued ones go back to the queue; cancelled ones count as
 // cancelled. The job's budget is settled when that was its last task.
-func (s *BestEffort) endTask(ctx context.Context, tx *gorm.DB, t Task, status TaskStatus, reason string, now time.Time) error {
+func (s *Service) endTask(ctx context.Context, tx *gorm.DB, t Task, status TaskStatus, reason string, now time.Time) error {
 	res := tx.Model(&Task{}).Where("id = ? AND status = ?", t.ID, TaskRunning).
 		Updates(map[string]any{"status": status, "reason": reason, "ended_at": now})
 	if res.Error != nil || res.RowsAffected == 0 {
@@ -342,7 +343,7 @@ func (s *BestEffort) endTask(ctx context.Context, tx *gorm.DB, t Task, status Ta
 
 // settleJob captures a done job's budget once, or releases a cancelled one's
 // (what is left of it), with idempotent postings.
-func (s *BestEffort) settleJob(ctx context.Context, tx *gorm.DB, id int64, now time.Time) error {
+func (s *Service) settleJob(ctx context.Context, tx *gorm.DB, id int64, now time.Time) error {
 	var j Job
 	if err := tx.Take(&j, "id = ?", id).Error; err != nil {
 		return err
@@ -386,7 +387,7 @@ func sloMet(j Job) bool {
 }
 
 // policyFor returns the cluster's policy (running the auction under abacus).
-func (s *BestEffort) policyFor(tx *gorm.DB, ic *IdleCluster, snap sharing.Snapshot) (sharing.Policy, error) {
+func (s *Service) policyFor(tx *gorm.DB, ic *IdleCluster, snap sharing.Snapshot) (sharing.Policy, error) {
 	if ic.Policy == PolicyAbacus {
 		return abacusFor(tx, ic, snap)
 	}

@@ -1,11 +1,11 @@
-package fleet_test
+package besteffort_test
 
 import (
 	"context"
 	"testing"
 	"time"
 
-	"github.com/clearhouse/clearhouse/fleet"
+	"github.com/clearhouse/clearhouse/besteffort"
 	"github.com/clearhouse/clearhouse/store"
 	"github.com/clearhouse/clearhouse/store/storetest"
 )
@@ -20,8 +20,8 @@ func TestEstimatedStartFollowsTheQueueAndThePace(t *testing.T) {
 		// ads uses its 60 cores: 40 of 100 are free and 30 are kept free, so 10 may
 		// lend; tasks of 20 cores never fit and nothing runs.
 		x.usage(60)
-		a := x.submit("member@search", fleet.JobSpec{Configuration: cpu(20), Tasks: 5, MaxTaskDuration: time.Hour})
-		b := x.submit("member@ml", fleet.JobSpec{Configuration: cpu(20), Tasks: 5, MaxTaskDuration: time.Hour})
+		a := x.submit("member@search", besteffort.JobSpec{Configuration: cpu(20), Tasks: 5, MaxTaskDuration: time.Hour})
+		b := x.submit("member@ml", besteffort.JobSpec{Configuration: cpu(20), Tasks: 5, MaxTaskDuration: time.Hour})
 		x.step("us-east")
 		va, vb := x.job(a.ID), x.job(b.ID)
 		first, second := va, vb
@@ -44,12 +44,12 @@ func TestEstimatedStartFollowsTheQueueAndThePace(t *testing.T) {
 		// 10 one-core tasks of search's run; ml queues 15 after search has used
 		// some, so ml goes first and search's 2 waiting tasks have 15 ahead: one
 		// wave of 10 running tasks of an hour (their maximum; none ended yet).
-		s := x.submit("member@search", fleet.JobSpec{Configuration: cpu(1), Tasks: 12, MaxTaskDuration: time.Hour})
+		s := x.submit("member@search", besteffort.JobSpec{Configuration: cpu(1), Tasks: 12, MaxTaskDuration: time.Hour})
 		if r := x.step("us-east"); r.Started != 10 {
 			t.Fatalf("started %d, want 10", r.Started)
 		}
 		x.Clock.Advance(10 * time.Minute)
-		m := x.submit("member@ml", fleet.JobSpec{Configuration: cpu(1), Tasks: 15, MaxTaskDuration: time.Hour})
+		m := x.submit("member@ml", besteffort.JobSpec{Configuration: cpu(1), Tasks: 15, MaxTaskDuration: time.Hour})
 		x.step("us-east")
 		vs, vm := x.job(s.ID), x.job(m.ID)
 		now = x.Clock.Now()

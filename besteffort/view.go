@@ -1,4 +1,4 @@
-package fleet
+package besteffort
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 
 	"github.com/clearhouse/clearhouse"
 	"github.com/clearhouse/clearhouse/exchange"
+	"github.com/clearhouse/clearhouse/fleet"
 	"github.com/clearhouse/clearhouse/sharing"
 	"gorm.io/gorm"
 )
@@ -34,7 +35,7 @@ type JobView struct {
 const PolicyPerPool = "per-pool"
 
 // Job returns one best-effort job. ENOTFOUND when there is none.
-func (s *BestEffort) Job(ctx context.Context, id int64) (JobView, error) {
+func (s *Service) Job(ctx context.Context, id int64) (JobView, error) {
 	db := s.db.Read.WithContext(ctx)
 	var j Job
 	if err := db.Limit(1).Find(&j, "id = ?", id).Error; err != nil {
@@ -65,7 +66,7 @@ type JobFilter struct {
 }
 
 // Jobs lists the newest jobs the filter selects, newest first.
-func (s *BestEffort) Jobs(ctx context.Context, f JobFilter) ([]JobView, error) {
+func (s *Service) Jobs(ctx context.Context, f JobFilter) ([]JobView, error) {
 	db := s.db.Read.WithContext(ctx)
 	q := db.Model(&Job{})
 	if f.Team != "" {
@@ -104,7 +105,7 @@ func (s *BestEffort) Jobs(ctx context.Context, f JobFilter) ([]JobView, error) {
 // best-effort tasks running in the cluster, each taking the mean run time of the
 // cluster's tasks that ended in the last week (or the job's maximum task duration
 // when none did). With no task running there is no pace to go by, and no estimate.
-func (s *BestEffort) views(db *gorm.DB, js []Job) ([]JobView, error) {
+func (s *Service) views(db *gorm.DB, js []Job) ([]JobView, error) {
 	out := make([]JobView, len(js))
 	clusters := map[string]*clusterQueue{}
 	now := s.now()
@@ -152,7 +153,7 @@ type clusterQueue struct {
 	meanRun time.Duration
 }
 
-func (s *BestEffort) loadQueue(db *gorm.DB, cluster string, now time.Time) (*clusterQueue, error) {
+func (s *Service) loadQueue(db *gorm.DB, cluster string, now time.Time) (*clusterQueue, error) {
 	ic := IdleCluster{ClusterID: cluster}
 	if err := db.Limit(1).Find(&ic, "cluster_id = ?", cluster).Error; err != nil {
 		return nil, err
@@ -259,7 +260,7 @@ func (q *clusterQueue) orderByPriority(db *gorm.DB, cluster string) error {
 // an older priority.)
 // It reads in one transaction (repeatable read on PostgreSQL; SQLite's reads in a
 // transaction see one snapshot), as decisions commit beside it.
-func (s *BestEffort) orderByStanding(db *gorm.DB, ic IdleCluster, q *clusterQueue, now time.Time) error {
+func (s *Service) orderByStanding(db *gorm.DB, ic IdleCluster, q *clusterQueue, now time.Time) error {
 	var ids []string
 	err := db.Transaction(func(tx *gorm.DB) error {
 		var cur IdleCluster // the accounts' clock and sequence in this transaction
@@ -322,12 +323,12 @@ func (q *clusterQueue) ahead(id int64) int64 {
 // tasks stopped (the agent is told to stop them) and what is left of its budget
 // released. Cancelling a cancelled job again changes nothing. ENOTFOUND for a job
 // of another team; ECONFLICT for a job that is done.
-func (s *BestEffort) Cancel(ctx context.Context, by exchange.User, id int64) (JobView, error) {
+func (s *Service) Cancel(ctx context.Context, by exchange.User, id int64) (JobView, error) {
 	var j Job
 	if err := s.db.Read.WithContext(ctx).Limit(1).Find(&j, "id = ?", id).Error; err != nil {
 		return JobView{}, err
 	}
-	if j.ID == 0 || actFor(by, j.TeamID) != nil {
+	if j.ID == 0 || fleet.ActFor(by, j.TeamID) != nil {
 		return JobView{}, clearhouse.Errorf(clearhouse.ENOTFOUND, "best-effort job: no job %d for your team", id)
 	}
 	err := s.db.Write.WithContext(ctx).Transaction(func(tx *gorm.DB) error {

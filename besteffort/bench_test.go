@@ -1,11 +1,11 @@
-package fleet_test
+package besteffort_test
 
 import (
 	"context"
 	"testing"
 	"time"
 
-	"github.com/clearhouse/clearhouse/fleet"
+	"github.com/clearhouse/clearhouse/besteffort"
 	"github.com/clearhouse/clearhouse/store/storetest"
 )
 
@@ -16,12 +16,12 @@ func BenchmarkBestEffortDecision(b *testing.B) {
 	db := storetest.New(b)
 	x := newIdle(b, db)
 	ctx := context.Background()
-	if err := x.be.SetSettings(ctx, fleet.IdleSettings{Pool: "us-east/cpu", Policy: "direct-orig", Alpha: 0.5, Exposure: 0}); err != nil {
+	if err := x.be.SetSettings(ctx, besteffort.IdleSettings{Pool: "us-east/cpu", Policy: "direct-orig", Alpha: 0.5, Exposure: 0}); err != nil {
 		b.Fatal(err)
 	}
 	for i := range 600 {
 		who := []string{"member@search", "member@ml", "member@ads"}[i%3]
-		if _, err := x.be.Submit(ctx, x.Users[who], fleet.JobSpec{Configuration: cpu(1), Tasks: 1000}); err != nil {
+		if _, err := x.be.Submit(ctx, x.Users[who], besteffort.JobSpec{Configuration: cpu(1), Tasks: 1000}); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -33,11 +33,11 @@ func BenchmarkBestEffortDecision(b *testing.B) {
 		b.StopTimer()
 		x.Clock.Advance(time.Minute)
 		alloc, _ := x.be.Allocation(ctx, "us-east")
-		var evs []fleet.TaskEvent
+		var evs []besteffort.TaskEvent
 		for _, r := range alloc.Run[:10] {
-			evs = append(evs, fleet.TaskEvent{Task: r.Task, Event: "done", At: x.Clock.Now()})
+			evs = append(evs, besteffort.TaskEvent{Task: r.Task, Event: "done", At: x.Clock.Now()})
 		}
-		if err := x.be.Report(ctx, "us-east", fleet.BestEffortReport{Tasks: evs}); err != nil {
+		if err := x.be.Report(ctx, "us-east", besteffort.Report{Tasks: evs}); err != nil {
 			b.Fatal(err)
 		}
 		b.StartTimer()

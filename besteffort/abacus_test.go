@@ -1,4 +1,4 @@
-package fleet_test
+package besteffort_test
 
 import (
 	"context"
@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/clearhouse/clearhouse/fleet"
+	"github.com/clearhouse/clearhouse/besteffort"
 	"github.com/clearhouse/clearhouse/ledger"
 	"github.com/clearhouse/clearhouse/store"
 	"github.com/clearhouse/clearhouse/store/storetest"
@@ -15,7 +15,7 @@ import (
 
 func (x *idle) abacus() {
 	x.T.Helper()
-	if err := x.be.SetSettings(context.Background(), fleet.IdleSettings{Pool: "us-east/cpu", Policy: fleet.PolicyAbacus, Alpha: 0.5, Exposure: 0}); err != nil {
+	if err := x.be.SetSettings(context.Background(), besteffort.IdleSettings{Pool: "us-east/cpu", Policy: besteffort.PolicyAbacus, Alpha: 0.5, Exposure: 0}); err != nil {
 		x.T.Fatal(err)
 	}
 }
@@ -28,8 +28,8 @@ func TestAbacusJobsShareFreedUnitsInTheAuctionsRatio(t *testing.T) {
 	x := newIdle(t, db)
 	ctx := context.Background()
 	x.abacus()
-	rich := x.submit("member@search", fleet.JobSpec{Configuration: cpu(1), Tasks: 5000, Budget: 30 * ledger.Dollar, Utility: "linear"})
-	poor := x.submit("member@ml", fleet.JobSpec{Configuration: cpu(1), Tasks: 5000, Budget: 10 * ledger.Dollar, Utility: "linear"})
+	rich := x.submit("member@search", besteffort.JobSpec{Configuration: cpu(1), Tasks: 5000, Budget: 30 * ledger.Dollar, Utility: "linear"})
+	poor := x.submit("member@ml", besteffort.JobSpec{Configuration: cpu(1), Tasks: 5000, Budget: 10 * ledger.Dollar, Utility: "linear"})
 	if r := x.step("us-east"); r.Started != 100 {
 		t.Fatalf("first decision started %d", r.Started)
 	}
@@ -49,11 +49,11 @@ func TestAbacusJobsShareFreedUnitsInTheAuctionsRatio(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var evs []fleet.TaskEvent
+		var evs []besteffort.TaskEvent
 		for _, r := range alloc.Run[:freed] { // the oldest end
-			evs = append(evs, fleet.TaskEvent{Task: r.Task, Event: "done", At: x.Clock.Now()})
+			evs = append(evs, besteffort.TaskEvent{Task: r.Task, Event: "done", At: x.Clock.Now()})
 		}
-		if err := x.be.Report(ctx, "us-east", fleet.BestEffortReport{Tasks: evs}); err != nil {
+		if err := x.be.Report(ctx, "us-east", besteffort.Report{Tasks: evs}); err != nil {
 			t.Fatal(err)
 		}
 		if r := x.step("us-east"); r.Started != freed {
@@ -77,26 +77,26 @@ func TestAbacusBudgetsAreHeldCapturedOnceAndReleased(t *testing.T) {
 		x := newIdle(t, db)
 		ctx := context.Background()
 		x.abacus()
-		j := x.submit("member@search", fleet.JobSpec{Configuration: cpu(5), Tasks: 2, Budget: 7 * ledger.Dollar})
-		c := x.submit("member@ml", fleet.JobSpec{Configuration: cpu(5), Tasks: 2, Budget: 3 * ledger.Dollar, Utility: "log"})
+		j := x.submit("member@search", besteffort.JobSpec{Configuration: cpu(5), Tasks: 2, Budget: 7 * ledger.Dollar})
+		c := x.submit("member@ml", besteffort.JobSpec{Configuration: cpu(5), Tasks: 2, Budget: 3 * ledger.Dollar, Utility: "log"})
 		if b := x.Balance("search"); b.Held != 7*ledger.Dollar {
 			t.Fatalf("held %s at submission, want 7.00", b.Held)
 		}
 		x.step("us-east")
 		alloc, _ := x.be.Allocation(ctx, "us-east")
-		var evs []fleet.TaskEvent
+		var evs []besteffort.TaskEvent
 		for _, r := range alloc.Run {
 			if r.Job == j.ID {
-				evs = append(evs, fleet.TaskEvent{Task: r.Task, Event: "done", At: x.Clock.Now()})
+				evs = append(evs, besteffort.TaskEvent{Task: r.Task, Event: "done", At: x.Clock.Now()})
 			}
 		}
 		for range 2 { // the agent repeats its report: nothing more is charged
-			if err := x.be.Report(ctx, "us-east", fleet.BestEffortReport{Tasks: evs}); err != nil {
+			if err := x.be.Report(ctx, "us-east", besteffort.Report{Tasks: evs}); err != nil {
 				t.Fatal(err)
 			}
 		}
 		v := x.job(j.ID)
-		if v.Status != fleet.JobDone || v.Captured != 7*ledger.Dollar {
+		if v.Status != besteffort.JobDone || v.Captured != 7*ledger.Dollar {
 			t.Fatalf("done job: %s, captured %s", v.Status, v.Captured)
 		}
 		if b := x.Balance("search"); b.Held != 0 || b.Posted != 993*ledger.Dollar {
@@ -150,8 +150,8 @@ func TestAbacusBudgetsAreHeldCapturedOnceAndReleased(t *testing.T) {
 func TestFairnessReportsShapleyValuesSumToTheCoalitionsWait(t *testing.T) {
 	db := storetest.New(t)
 	x := newIdle(t, db)
-	x.submit("member@search", fleet.JobSpec{Configuration: cpu(10), Tasks: 20})
-	x.submit("member@ml", fleet.JobSpec{Configuration: cpu(20), Tasks: 10})
+	x.submit("member@search", besteffort.JobSpec{Configuration: cpu(10), Tasks: 20})
+	x.submit("member@ml", besteffort.JobSpec{Configuration: cpu(20), Tasks: 10})
 	x.step("us-east")
 	x.Clock.Advance(30 * time.Minute)
 	reports, err := x.be.ComputeFairness(context.Background())
