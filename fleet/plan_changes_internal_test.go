@@ -238,7 +238,7 @@ func TestReplayedPlanEqualsRebuild(t *testing.T) {
 				x, y any
 			}{{"capacity", a.Capacity, c.Capacity}, {"requests", a.Requests, c.Requests}, {"unused", a.Unused, c.Unused}, {"free in all", a.Total, c.Total}} {
 				if !reflect.DeepEqual(diff.x, diff.y) {
-					rt.Fatalf("%s: the replayed plan holds\n%v\na rebuild holds\n%v", diff.what, brief(diff.x), brief(diff.y))
+					rt.Fatalf("%s (now %v): the replayed plan holds\n%v\na rebuild holds\n%v", diff.what, rm.clock.Now(), brief(diff.x), brief(diff.y))
 				}
 			}
 			replayed += rm.a.Updates().Replayed + rm.b.Updates().Replayed
@@ -259,7 +259,9 @@ func (s *planShot) fromNextSlot(now time.Time) {
 			m[k] = v[1:]
 		}
 	}
-	next := ceilTime(now, DefaultPlanConfig.Slot)
+	// The next slot starts after the current one, also when now is on a slot's
+	// boundary (ceilTime would give now itself, the current slot's start).
+	next := now.Truncate(DefaultPlanConfig.Slot).Add(DefaultPlanConfig.Slot)
 	for k, r := range s.Requests {
 		if !r[1].After(next) {
 			delete(s.Requests, k)
