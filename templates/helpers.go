@@ -3,8 +3,10 @@ package templates
 import (
 	"fmt"
 	"github.com/clearhouse/clearhouse/moneyfmt"
+	"maps"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -20,11 +22,27 @@ func inputType(t string) string {
 	return t
 }
 
-func pluralFields(n int) string {
+// problemsText is how many problems a form's summary lists: "this problem",
+// "these 2 problems".
+func problemsText(n int) string {
 	if n == 1 {
-		return "field"
+		return "this problem"
 	}
-	return fmt.Sprintf("%d fields", n)
+	return fmt.Sprintf("these %d problems", n)
+}
+
+// sortedKeys is a form's fields with errors, in a stable order.
+func sortedKeys(errs FieldErrors) []string {
+	return slices.Sorted(maps.Keys(errs))
+}
+
+// fieldWords names a form field for people: "unit_cost" is "unit cost", "q.cpu"
+// and "u.cpu" are "cpu".
+func fieldWords(name string) string {
+	if _, rest, ok := strings.Cut(name, "."); ok {
+		name = rest
+	}
+	return strings.ReplaceAll(name, "_", " ")
 }
 
 func itoa(n int) string { return fmt.Sprint(n) }
@@ -155,4 +173,14 @@ func itsOrTheir(n int) string {
 		return "its"
 	}
 	return "their"
+}
+
+// anyIdleWords reports whether any idle account has something to say.
+func anyIdleWords(rows []IdleAccountRow) bool {
+	for _, r := range rows {
+		if r.Words != "" {
+			return true
+		}
+	}
+	return false
 }

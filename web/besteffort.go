@@ -248,18 +248,7 @@ func bestEffortRow(j fleet.JobView, now time.Time) templates.BestEffortRow {
 	if j.MaxTaskDuration > 0 {
 		r.Configuration += ", at most " + fmtDuration(time.Duration(j.MaxTaskDuration)*time.Second) + " a task"
 	}
-	if j.Position > 0 {
-		r.Position = fmt.Sprintf("%d", j.Position)
-	}
-	switch {
-	case j.EstimatedStart == nil && j.Position > 1:
-		r.EstimatedStart = "not known: no task runs in the cluster now"
-	case j.EstimatedStart == nil:
-	case j.EstimatedStart.After(now):
-		r.EstimatedStart = fmtTime(*j.EstimatedStart)
-	default:
-		r.EstimatedStart = "as soon as units free up"
-	}
+	r.Position, r.EstimatedStart, r.Waits = jobWait(j, now)
 	if j.Budget > 0 {
 		r.Budget, r.Charged = mon(j.Budget), mon(j.Captured)
 		shares := j.SharesByPool()
@@ -483,4 +472,46 @@ func quoteWords(ws []string) []string {
 func firstLine(s string) string {
 	line, _, _ := strings.Cut(s, "\n")
 	return line
+}
+
+// jobWait says, in a job owner's words, where a job with waiting tasks stands: its
+// place ("next", "240 tasks ahead"), when it should start (a UTC time and how far
+// off it is, or why nobody can say), and why it waits. All empty when no task
+// waits.
+func jobWait(j fleet.JobView, now time.Time) (position, start, why string) {
+	if j.Position <= 0 {
+		return "", "", ""
+	}
+	ahead := j.Position - 1
+	if ahead == 0 {
+		position = "next"
+	} else {
+		position = countOf(ahead, "task") + " ahead"
+	}
+	switch {
+	case j.EstimatedStart == nil:
+		start = "not known yet"
+		why = fmt.Sprintf("%s of other jobs wait ahead of it in %s, and no best-effort task runs there now to go by: it starts once owners leave units idle and the tasks ahead have run.", countOf(ahead, "task"), j.ClusterID)
+	case !j.EstimatedStart.After(now):
+		start = "as soon as units free up"
+		why = fmt.Sprintf("It is next in %s: its tasks start as soon as owners leave enough units idle.", j.ClusterID)
+	default:
+		start = fmtTime(*j.EstimatedStart) + " (in about " + roughDuration(j.EstimatedStart.Sub(now)) + ")"
+		why = fmt.Sprintf("%s of other jobs wait ahead of it in %s; at the pace tasks finish there now, it starts in about %s.", countOf(ahead, "task"), j.ClusterID, roughDuration(j.EstimatedStart.Sub(now)))
+	}
+	return position, start, why
+}
+
+// roughDuration is how far off a time is, as people say it: "5 min", "2 h",
+// "3 days".
+func roughDuration(d time.Duration) string {
+	switch {
+	case d < time.Minute:
+		return "1 min"
+	case d < time.Hour:
+		return fmt.Sprintf("%d min", int(d.Round(time.Minute).Minutes()))
+	case d < 48*time.Hour:
+		return fmt.Sprintf("%d h", int(d.Round(time.Hour).Hours()))
+	}
+	return fmt.Sprintf("%d days", int(d.Round(24*time.Hour).Hours()/24))
 }

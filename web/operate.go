@@ -195,6 +195,9 @@ func poolFieldErrors(err error) templates.FieldErrors {
 
 func (s *Server) addPool(c *gin.Context) {
 	f, spec := readPoolForm(c)
+	if len(f.Errors) == 0 && !s.zeroCostConfirmed(c, f, spec, "/operate") {
+		return
+	}
 	if len(f.Errors) == 0 {
 		p, err := s.svc.Market.AddPool(c.Request.Context(), spec)
 		if err == nil {
@@ -261,6 +264,9 @@ func (s *Server) updatePool(c *gin.Context) {
 		if p, err := s.svc.Market.Pool(c.Request.Context(), id); err == nil {
 			spec.Utilization = p.Utilization
 		}
+	}
+	if len(f.Errors) == 0 && !s.zeroCostConfirmed(c, f, spec, "/operate/pools/"+id) {
+		return
 	}
 	if len(f.Errors) == 0 {
 		_, err := s.svc.Market.UpdatePool(c.Request.Context(), id, spec)

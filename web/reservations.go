@@ -1,11 +1,13 @@
 package web
 
 import (
+	"errors"
 	"fmt"
 	"maps"
 	"net/http"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -50,6 +52,27 @@ func (s *Server) reservationForm(c *gin.Context) (templates.ReservationForm, []e
 	return f, pools, nil
 }
 
+// maxReservationTasks is the most tasks the form takes in one stage: far more than
+// any cluster runs at once, and a number people read (the scheduler's own bound is
+// an implementation limit, never shown).
+const maxReservationTasks = 1_000_000
+
+// taskUnits reads the units of pool p one task needs: a whole number from lo up to
+// the pool's whole capacity, which the message names when it is exceeded (no task
+// can use more than the pool has).
+func taskUnits(raw string, lo int64, p exchange.Pool) (int64, error) {
+	n, err := strconv.ParseInt(strings.TrimSpace(raw), 10, 64)
+	switch {
+	case err != nil && !errors.Is(err, strconv.ErrRange):
+		return 0, fmt.Errorf("enter a whole number")
+	case err == nil && n < lo:
+		return 0, fmt.Errorf("must be at least %s", groupDigits(lo))
+	case err != nil || (p.Capacity > 0 && n > p.Capacity):
+		return 0, fmt.Errorf("pool %s has %s in all: one task can use at most that", p.ID, countOf(p.Capacity, p.Unit))
+	}
+	return n, nil
+}
+
 // definitionFromForm reads the form's values (get is c.PostForm, or c.Query for a
 // form shown again after a reservation) into f, to show again, and a definition,
 // recording what is malformed in f.Errors.
@@ -57,8 +80,9 @@ func definitionFromForm(get func(string) string, f *templates.ReservationForm, p
 	f.Cluster, f.Count, f.Duration = get("cluster"), get("count"), strings.TrimSpace(get("duration"))
 	f.Arrival, f.Deadline, f.Value = get("arrival"), get("deadline"), get("value")
 	have := map[string]bool{}
+	byID := map[string]exchange.Pool{}
 	for _, p := range pools {
-		have[p.ID] = true
+		have[p.ID], byID[p.ID] = true, p
 	}
 	rs := fleet.RequestSpec{Configuration: map[string]int64{}}
 	for i, r := range f.Resources {
@@ -67,12 +91,12 @@ func definitionFromForm(get func(string) string, f *templates.ReservationForm, p
 		if raw == "" || raw == "0" {
 			continue
 		}
-		n, err := parseWhole(raw, 1, 1<<31)
+		n, err := taskUnits(raw, 1, byID[f.Cluster+"/"+r.Name])
 		switch {
-		case err != nil:
-			f.Errors["u."+r.Name] = err.Error()
 		case !have[f.Cluster+"/"+r.Name]:
 			f.Errors["u."+r.Name] = fmt.Sprintf("Cluster %s has no %s pool.", f.Cluster, r.Name)
+		case err != nil:
+			f.Errors["u."+r.Name] = err.Error()
 		default:
 			rs.Configuration[f.Cluster+"/"+r.Name] = n
 		}
@@ -81,7 +105,7 @@ func definitionFromForm(get func(string) string, f *templates.ReservationForm, p
 		f.Errors["cluster"] = "Give the units of at least one resource a task needs."
 	}
 	var err error
-	if rs.Count, err = parseWhole(f.Count, 1, 1<<31); err != nil {
+	if rs.Count, err = parseWhole(f.Count, 1, maxReservationTasks); err != nil {
 		f.Errors["count"] = err.Error()
 	}
 	if rs.Duration, err = time.ParseDuration(f.Duration); err != nil || rs.Duration <= 0 {
@@ -99,12 +123,12 @@ func definitionFromForm(get func(string) string, f *templates.ReservationForm, p
 		if raw == "" || raw == "0" {
 			continue
 		}
-		n, err := parseWhole(raw, 1, 1<<31)
+		n, err := taskUnits(raw, 1, byID[f.Cluster+"/"+r.Name])
 		switch {
-		case err != nil:
-			f.Errors["o."+r.Name] = err.Error()
 		case !have[f.Cluster+"/"+r.Name]:
 			f.Errors["o."+r.Name] = fmt.Sprintf("Cluster %s has no %s pool.", f.Cluster, r.Name)
+		case err != nil:
+			f.Errors["o."+r.Name] = err.Error()
 		default:
 			if rs.Overhead == nil {
 				rs.Overhead = map[string]int64{}
@@ -118,7 +142,7 @@ func definitionFromForm(get func(string) string, f *templates.ReservationForm, p
 	case "", "ALL":
 	case "ORDER":
 		reduce := rs
-		if reduce.Count, err = parseWhole(f.ReduceCount, 1, 1<<31); err != nil {
+		if reduce.Count, err = parseWhole(f.ReduceCount, 1, maxReservationTasks); err != nil {
 			f.Errors["reduce_count"] = err.Error()
 		}
 		if reduce.Duration, err = time.ParseDuration(f.ReduceDuration); err != nil || reduce.Duration <= 0 {
@@ -264,6 +288,14 @@ func (s *Server) cancelReservation(c *gin.Context) {
 	id, err := reservationID(c)
 	if err != nil {
 		s.fail(c, err)
+		return
+	}
+	if !s.confirmed(c, "reservations", templates.Confirm{
+		Question: fmt.Sprintf("Cancel reservation #%d?", id),
+		Lines: []string{"Slots it has already used are charged; the rest of its hold on the team's budget is released.",
+			"Its capacity goes back to the pool, and cannot be had back at the same price."},
+		Button: fmt.Sprintf("Cancel reservation #%d", id), Back: "/reservations", Keep: "Keep the reservation",
+	}) {
 		return
 	}
 	if err := s.svc.Reservations.Cancel(c.Request.Context(), userOf(c), id); err != nil {

@@ -137,6 +137,14 @@ func (s *Server) saveShape(c *gin.Context) {
 
 func (s *Server) deleteShape(c *gin.Context) {
 	id := c.Param("id")
+	if !s.confirmed(c, "operate", templates.Confirm{
+		Question: fmt.Sprintf("Remove shape %s?", id),
+		Lines: []string{"Teams can no longer bid in units of it; orders already placed with it keep their bundles.",
+			"It cannot be restored: you would add it again by hand."},
+		Button: fmt.Sprintf("Remove shape %s", id), Back: "/operate/shapes", Keep: "Keep the shape",
+	}) {
+		return
+	}
 	if err := s.svc.Market.DeleteShape(c.Request.Context(), id); err != nil {
 		s.fail(c, err)
 		return

@@ -134,7 +134,11 @@ func seedDemo(ctx context.Context, a *App, out io.Writer) error {
 	// A week of daily auctions, then the one open now.
 	for day := 7; day >= 0; day-- {
 		clock.t = now.Add(-time.Duration(day) * 24 * time.Hour)
-		au, err := m.ScheduleAuction(ctx, clock.t, clock.t.Add(a.cfg.AuctionWindow), auction.DefaultParams)
+		window := a.cfg.AuctionWindow
+		if day == 0 { // the auction open now: long enough to try bidding after arriving
+			window = demoBidWindow(a.cfg)
+		}
+		au, err := m.ScheduleAuction(ctx, clock.t, clock.t.Add(window), auction.DefaultParams)
 		if err != nil {
 			return err
 		}
@@ -207,4 +211,17 @@ func demoOrders(ctx context.Context, m *exchange.Market, users map[string]exchan
 		}
 	}
 	return nil
+}
+
+// demoOpenWindow is how long the demo's open auction takes bids: someone who starts
+// the demo, reads the help and signs in as a few roles still finds it open. It is
+// never shorter than --auction-window, nor longer than --auction-every allows.
+const demoOpenWindow = 4 * time.Hour
+
+func demoBidWindow(cfg Config) time.Duration {
+	w := max(cfg.AuctionWindow, demoOpenWindow)
+	if cfg.AuctionEvery > 0 {
+		w = min(w, cfg.AuctionEvery)
+	}
+	return w
 }
