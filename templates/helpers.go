@@ -152,6 +152,9 @@ func teamLabel(names map[string]string, id string) string {
 // count is a quantity or count with thousands separators: "4,000".
 func count(n int64) string { return moneyfmt.Count(n) }
 
+// counti is count for an int: "1,200".
+func counti(n int) string { return moneyfmt.Count(int64(n)) }
+
 // plural is a count with its noun in the right number: "1 order", "12 orders",
 // "1,200 orders".
 func plural(n int, one, many string) string {
@@ -184,3 +187,7 @@ func anyIdleWords(rows []IdleAccountRow) bool {
 	}
 	return false
 }
+
+// FormTimePlaceholder is what an empty date-and-time field shows: the pages' one
+// format (UTC, 24 h), which the server reads (web.parseFormTime).
+const FormTimePlaceholder = "YYYY-MM-DD HH:MM (UTC, 24 h)"

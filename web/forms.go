@@ -103,6 +103,18 @@ func userOf(c *gin.Context) exchange.User {
 
 func fmtTime(t time.Time) string { return t.UTC().Format("2006-01-02 15:04 UTC") }
 
+// parseFormTime reads a date and time (UTC) typed in a form, in the pages' format
+// ("2026-11-27 14:00", with or without " UTC") or as a browser's datetime-local
+// field sends it ("2026-11-27T14:00").
+func parseFormTime(s string) (time.Time, error) {
+	s = strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(s), "UTC"))
+	t, err := time.ParseInLocation("2006-01-02 15:04", s, time.UTC)
+	if err != nil {
+		t, err = time.ParseInLocation("2006-01-02T15:04", s, time.UTC)
+	}
+	return t, err
+}
+
 func fmtDuration(d time.Duration) string {
 	if d <= 0 {
 		return "0m"

@@ -93,3 +93,25 @@ func TestIdleWordsSayWhatATeamLentAndBorrowed(t *testing.T) {
 		t.Errorf("an account where nothing moved: %q", w)
 	}
 }
+
+// Date-and-time fields show and take the pages' one format (UTC, 24 h); what a
+// browser's datetime-local field sends is read too.
+func TestFormTimesAreOneFormat(t *testing.T) {
+	want := time.Date(2026, 11, 27, 14, 5, 0, 0, time.UTC)
+	for _, in := range []string{"2026-11-27 14:05", " 2026-11-27 14:05 UTC ", "2026-11-27T14:05"} {
+		if got, err := parseFormTime(in); err != nil || !got.Equal(want) {
+			t.Errorf("parseFormTime(%q) = %v, %v", in, got, err)
+		}
+	}
+	for _, in := range []string{"2026-11-27 2:05 PM", "27/11/2026 14:05", ""} {
+		if _, err := parseFormTime(in); err == nil {
+			t.Errorf("parseFormTime(%q) took it", in)
+		}
+	}
+	if got := want.Format(formTime); got != "2026-11-27 14:05" {
+		t.Errorf("a field's value %q", got)
+	}
+	if got := span(want, want.Add(2*time.Hour)); got != "2026-11-27 14:05 – 16:05 UTC" {
+		t.Errorf("span %q", got)
+	}
+}

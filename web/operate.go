@@ -95,7 +95,7 @@ func (s *Server) operateView(c *gin.Context, v templates.OperateView) (templates
 	}
 	if v.NewAuction.Opens == "" {
 		next := s.now().Truncate(time.Hour).Add(time.Hour)
-		v.NewAuction.Opens, v.NewAuction.Closes = next.Format("2006-01-02T15:04"), next.Add(time.Hour).Format("2006-01-02T15:04")
+		v.NewAuction.Opens, v.NewAuction.Closes = next.Format(formTime), next.Add(time.Hour).Format(formTime)
 		v.NewAuction.Final = strconv.FormatFloat(auction.DefaultFinalSeconds, 'g', -1, 64)
 	}
 	return v, nil
@@ -475,7 +475,7 @@ func (s *Server) saveCurve(c *gin.Context) {
 func (s *Server) scheduleAuction(c *gin.Context) {
 	f := templates.AuctionForm{Opens: c.PostForm("opens"), Closes: c.PostForm("closes"), Final: c.PostForm("final"), Errors: templates.FieldErrors{}}
 	parse := func(name, v string) time.Time {
-		t, err := time.ParseInLocation("2006-01-02T15:04", strings.TrimSpace(v), time.UTC)
+		t, err := parseFormTime(v)
 		if err != nil {
 			f.Errors[name] = "Give a date and time, e.g. 2026-03-02T09:00 (UTC)."
 		}

@@ -20,8 +20,9 @@ import (
 	"github.com/gin-gonic/gin"
 )
 
-// formTime is how datetime-local inputs carry times: minutes, UTC.
-const formTime = "2006-01-02T15:04"
+// formTime is how date-and-time fields show times: the pages' one format (UTC, 24 h),
+// without the zone the label names; parseFormTime reads it back.
+const formTime = "2006-01-02 15:04"
 
 // reservationForm is an empty form with the clusters and resources to choose from
 // and a window from the next slot boundary.
@@ -111,10 +112,10 @@ func definitionFromForm(get func(string) string, f *templates.ReservationForm, p
 	if rs.Duration, err = time.ParseDuration(f.Duration); err != nil || rs.Duration <= 0 {
 		f.Errors["duration"] = "Give a duration such as 45m, 2h or 1h30m."
 	}
-	if rs.Arrival, err = time.Parse(formTime, f.Arrival); err != nil {
+	if rs.Arrival, err = parseFormTime(f.Arrival); err != nil {
 		f.Errors["arrival"] = "Give a date and time (UTC)."
 	}
-	if rs.Deadline, err = time.Parse(formTime, f.Deadline); err != nil {
+	if rs.Deadline, err = parseFormTime(f.Deadline); err != nil {
 		f.Errors["deadline"] = "Give a date and time (UTC)."
 	}
 	for i, r := range f.Overheads {
@@ -391,13 +392,14 @@ func configText(cfg map[string]int64, count int64) string {
 	return fmt.Sprintf("%d × %s in %s", count, strings.Join(parts, " + "), cluster)
 }
 
-// span is "Mar 2 09:00 – 11:00" (the second date only when it differs).
+// span is "2026-03-02 09:00 – 11:00 UTC" (the second date only when it differs),
+// in the pages' one date format.
 func span(from, to time.Time) string {
 	from, to = from.UTC(), to.UTC()
 	if from.YearDay() == to.YearDay() && from.Year() == to.Year() {
-		return from.Format("Jan 2 15:04") + " – " + to.Format("15:04")
+		return from.Format("2006-01-02 15:04") + " – " + to.Format("15:04") + " UTC"
 	}
-	return from.Format("Jan 2 15:04") + " – " + to.Format("Jan 2 15:04")
+	return from.Format("2006-01-02 15:04") + " – " + to.Format("2006-01-02 15:04") + " UTC"
 }
 
 func reservationRow(v fleet.ReservationView) templates.ReservationRow {
