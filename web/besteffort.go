@@ -182,7 +182,7 @@ func (s *Server) submitBestEffort(c *gin.Context) {
 		s.bestEffortFailure(c, err, f)
 		return
 	}
-	s.redirectWithFlash(c, "/best-effort", "ok", fmt.Sprintf("Best-effort job #%d queued: %d tasks in %s.", v.ID, v.Tasks, v.ClusterID))
+	s.redirectWithFlash(c, "/best-effort", "ok", fmt.Sprintf("Best-effort job #%d queued: %s in %s.", v.ID, countOf(int64(v.Tasks), "task"), v.ClusterID))
 }
 
 func (s *Server) bestEffortFailure(c *gin.Context, err error, f templates.BestEffortForm) {
@@ -226,9 +226,14 @@ func (s *Server) renderBestEffort(c *gin.Context, status int, f templates.BestEf
 		s.fail(c, err)
 		return
 	}
+	units, err := s.poolUnits(ctx)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
 	v := templates.BestEffortView{Team: u.TeamID, Form: f, Quote: quote}
 	for _, j := range jobs {
-		v.Jobs = append(v.Jobs, bestEffortRow(j, s.now()))
+		v.Jobs = append(v.Jobs, bestEffortRow(j, s.now(), units))
 	}
 	if v.Accounts, err = s.idleAccounts(ctx, u.TeamID); err != nil {
 		s.fail(c, err)
@@ -241,8 +246,8 @@ func (s *Server) renderBestEffort(c *gin.Context, status int, f templates.BestEf
 	s.render(c, status, templates.BestEffortPage(s.page(c, "Best-effort jobs", "best-effort"), v))
 }
 
-func bestEffortRow(j fleet.JobView, now time.Time) templates.BestEffortRow {
-	r := templates.BestEffortRow{ID: j.ID, Team: j.TeamID, Configuration: configText(j.Config(), j.Tasks), Status: string(j.Status),
+func bestEffortRow(j fleet.JobView, now time.Time, units map[string]string) templates.BestEffortRow {
+	r := templates.BestEffortRow{ID: j.ID, Team: j.TeamID, Configuration: configText(j.Config(), j.Tasks, units), Status: string(j.Status),
 		Queued: j.Queued, Running: j.Running, Done: j.Done, Failed: j.Failed, Preempted: j.Preempted,
 		CanCancel: j.Status == fleet.JobQueued || j.Status == fleet.JobRunning, Workload: workloadLines(j.WorkloadSpec())}
 	if j.MaxTaskDuration > 0 {
@@ -268,7 +273,7 @@ func bestEffortRow(j fleet.JobView, now time.Time) templates.BestEffortRow {
 			case j.SLO == "missed":
 				r.SLO += ": not met, budget released"
 			case j.Auctions > 0:
-				r.SLO += fmt.Sprintf(": %.3g so far over %d auctions", j.UtilityAt(j.MeanShares()), j.Auctions)
+				r.SLO += fmt.Sprintf(": %.3g so far over %s", j.UtilityAt(j.MeanShares()), countOf(int64(j.Auctions), "auction"))
 			}
 		}
 	}
@@ -450,7 +455,7 @@ func workloadLines(w *fleet.Workload) []string {
 	}
 	if s := w.Slurm; s != nil {
 		if s.Script != "" {
-			out = append(out, fmt.Sprintf("slurm: script %q", firstLine(s.Script))+fmt.Sprintf(", %d lines", strings.Count(strings.TrimRight(s.Script, "\n"), "\n")+1))
+			out = append(out, fmt.Sprintf("slurm: script %q", firstLine(s.Script))+", "+countOf(int64(strings.Count(strings.TrimRight(s.Script, "\n"), "\n")+1), "line"))
 		} else {
 			out = append(out, "slurm: "+s.Command)
 		}

@@ -111,8 +111,13 @@ func (s *Server) renderIdle(c *gin.Context, status int, failed string, errs temp
 		s.fail(c, err)
 		return
 	}
+	units, err := s.poolUnits(ctx)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
 	for _, j := range jobs {
-		v.Jobs = append(v.Jobs, bestEffortRow(j, s.now()))
+		v.Jobs = append(v.Jobs, bestEffortRow(j, s.now(), units))
 	}
 	s.render(c, status, templates.IdlePage(s.page(c, "Idle capacity", "idle"), v))
 }

@@ -522,7 +522,7 @@ func (s *Server) previewAuction(c *gin.Context) {
 	if !run.Converged {
 		outcome = "prices had not settled when the round limit was reached"
 	}
-	s.redirectWithFlash(c, fmt.Sprintf("/auctions/%d", id), "ok", fmt.Sprintf("Preliminary run: %d orders, %d rounds, %s.", run.Orders, run.Rounds, outcome))
+	s.redirectWithFlash(c, fmt.Sprintf("/auctions/%d", id), "ok", fmt.Sprintf("Preliminary run: %s, %s, %s.", countOf(int64(run.Orders), "order"), countOf(int64(run.Rounds), "round"), outcome))
 }
 
 func (s *Server) closeAuction(c *gin.Context) {
@@ -544,9 +544,9 @@ func (s *Server) closeAuction(c *gin.Context) {
 		s.fail(c, err)
 		return
 	}
-	msg := fmt.Sprintf("Auction #%d closed and settled (%d orders, %d rounds).", id, run.Orders, run.Rounds)
+	msg := fmt.Sprintf("Auction #%d closed and settled (%s, %s).", id, countOf(int64(run.Orders), "order"), countOf(int64(run.Rounds), "round"))
 	if !run.Converged {
-		msg = fmt.Sprintf("Auction #%d did not converge in %d rounds; nothing was settled and every hold was released.", id, run.Rounds)
+		msg = fmt.Sprintf("Auction #%d did not converge in %s; nothing was settled and every hold was released.", id, countOf(int64(run.Rounds), "round"))
 	}
 	s.redirectWithFlash(c, fmt.Sprintf("/auctions/%d", id), "ok", msg)
 }

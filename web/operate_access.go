@@ -127,7 +127,7 @@ func (s *Server) changeUser(c *gin.Context, change func(u exchange.User) (string
 func (s *Server) endUserSessions(c *gin.Context) {
 	s.changeUser(c, func(u exchange.User) (string, error) {
 		n, err := s.svc.Identity.EndSessions(c.Request.Context(), u.ID)
-		return fmt.Sprintf("Ended %d sessions of %s.", n, u.Email), err
+		return fmt.Sprintf("Ended %s of %s.", countOf(int64(n), "session"), u.Email), err
 	})
 }
 

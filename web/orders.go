@@ -548,8 +548,8 @@ func (s *Server) decideOrder(c *gin.Context) {
 		return
 	}
 	if err := s.svc.Market.DecideOrder(c.Request.Context(), userOf(c), id, approve); err != nil {
-		if clearhouse.ErrorCode(err) == clearhouse.ECONFLICT {
-			s.redirectWithFlash(c, "/approvals", "error", clearhouse.ErrorMessage(err))
+		if code := clearhouse.ErrorCode(err); code == clearhouse.ECONFLICT || code == clearhouse.EUNPROCESSABLE {
+			s.redirectWithFlash(c, "/approvals", "error", clearhouse.ErrorMessage(s.withAvailable(c.Request.Context(), userOf(c).TeamID, err)))
 			return
 		}
 		s.fail(c, err)

@@ -319,15 +319,20 @@ func (s *Server) renderReservations(c *gin.Context, status int, f templates.Rese
 		s.fail(c, err)
 		return
 	}
+	units, err := s.poolUnits(ctx)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
 	v := templates.ReservationsView{Team: u.TeamID, Form: f, Quote: q, SlotNote: s.slotNote()}
 	if v.Quotas, err = s.quotaRows(c, u.TeamID, vs, now); err != nil {
 		s.fail(c, err)
 		return
 	}
 	for i := len(vs) - 1; i >= 0; i-- {
-		v.Rows = append(v.Rows, reservationRow(vs[i]))
+		v.Rows = append(v.Rows, reservationRow(vs[i], units))
 	}
-	v.Timelines = timelines(vs, now)
+	v.Timelines = timelines(vs, now, units)
 	p := s.page(c, "Reservations", "reservations")
 	if fl, ok := c.Get(ctxPageFlash); ok {
 		p.Flash = fl.(*templates.Flash)
@@ -380,16 +385,17 @@ func (s *Server) quotaRows(c *gin.Context, team string, vs []fleet.ReservationVi
 	return out, nil
 }
 
-// configText is "40 × 1 cpu + 4 ram in us-east".
-func configText(cfg map[string]int64, count int64) string {
+// configText is "40 × 1 core cpu + 4 GiB ram in us-east": every quantity with its
+// pool's unit (units maps pool ids to units; a pool missing from it shows none).
+func configText(cfg map[string]int64, count int64, units map[string]string) string {
 	var parts []string
 	cluster := ""
 	for _, p := range slices.Sorted(maps.Keys(cfg)) {
 		c, res, _ := strings.Cut(p, "/")
 		cluster = c
-		parts = append(parts, fmt.Sprintf("%d %s", cfg[p], res))
+		parts = append(parts, amountOf(cfg[p], units[p], res))
 	}
-	return fmt.Sprintf("%d × %s in %s", count, strings.Join(parts, " + "), cluster)
+	return fmt.Sprintf("%s × %s in %s", moneyfmt.Count(count), strings.Join(parts, " + "), cluster)
 }
 
 // span is "2026-03-02 09:00 – 11:00 UTC" (the second date only when it differs),
@@ -402,7 +408,7 @@ func span(from, to time.Time) string {
 	return from.Format("2006-01-02 15:04") + " – " + to.Format("2006-01-02 15:04") + " UTC"
 }
 
-func reservationRow(v fleet.ReservationView) templates.ReservationRow {
+func reservationRow(v fleet.ReservationView, units map[string]string) templates.ReservationRow {
 	r := templates.ReservationRow{ID: v.ID, Team: v.TeamID, Phase: v.Phase, Price: mon(v.Price), Charged: mon(v.Captured),
 		Released: mon(v.Released), Note: v.Note,
 		CanCancel: v.Status == fleet.ReservationAccepted && v.Phase != "done"}
@@ -412,11 +418,11 @@ func reservationRow(v fleet.ReservationView) templates.ReservationRow {
 	}
 	var cfg, win, planned []string
 	for _, q := range v.Requests {
-		text := configText(q.Config(), q.Count) + " for " + fmtDuration(time.Duration(q.Duration)*time.Second)
+		text := configText(q.Config(), q.Count, units) + " for " + fmtDuration(time.Duration(q.Duration)*time.Second)
 		if o := q.OverheadByPool(); len(o) > 0 {
 			for _, p := range slices.Sorted(maps.Keys(o)) {
 				_, res, _ := strings.Cut(p, "/")
-				text += fmt.Sprintf(" + %d %s overhead", o[p], res)
+				text += " + " + amountOf(o[p], units[p], res) + " overhead"
 			}
 		}
 		cfg = append(cfg, text)
@@ -438,7 +444,7 @@ func reservationRow(v fleet.ReservationView) templates.ReservationRow {
 
 // timelines draws the reservations per pool, from two hours ago to the last end
 // (at least six hours ahead).
-func timelines(vs []fleet.ReservationView, now time.Time) []templates.Timeline {
+func timelines(vs []fleet.ReservationView, now time.Time, units map[string]string) []templates.Timeline {
 	from, to := now.Add(-2*time.Hour), now.Add(6*time.Hour)
 	byPool := map[string][]templates.TimelineRow{}
 	for _, v := range vs {
@@ -450,7 +456,7 @@ func timelines(vs []fleet.ReservationView, now time.Time) []templates.Timeline {
 				continue
 			}
 			row := templates.TimelineRow{Label: fmt.Sprintf("#%d", v.ID), Phase: v.Phase, Arrival: q.Arrival, Deadline: q.Deadline,
-				Title: fmt.Sprintf("#%d request %d: %s, %s", v.ID, i, configText(q.Config(), q.Count), v.Phase)}
+				Title: fmt.Sprintf("#%d request %d: %s, %s", v.ID, i, configText(q.Config(), q.Count, units), v.Phase)}
 			if len(v.Requests) > 1 {
 				row.Label = fmt.Sprintf("#%d.%d", v.ID, i)
 			}

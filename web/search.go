@@ -174,9 +174,9 @@ func (s *Server) searchResults(c *gin.Context, bc bidContext, need map[string]in
 		if count > 0 {
 			res.PerUnit = fmt.Sprintf("%s per %s", centsOf(cost/float64(count)), shapeName(bc, v.Form.Shape))
 			if res.Enough {
-				res.Available = fmt.Sprintf("enough for %d units", int64(fits*float64(count)))
+				res.Available = "enough for "+countOf(int64(fits*float64(count)), "unit")
 			} else {
-				res.Available = fmt.Sprintf("only %d of %d units", int64(fits*float64(count)), count)
+				res.Available = fmt.Sprintf("only %s of %s", moneyfmt.Count(int64(fits*float64(count))), countOf(int64(count), "unit"))
 			}
 		} else if res.Enough {
 			res.Available = fmt.Sprintf("enough, %.0f× over", fits)
