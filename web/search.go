@@ -174,7 +174,7 @@ func (s *Server) searchResults(c *gin.Context, bc bidContext, need map[string]in
 		if count > 0 {
 			res.PerUnit = fmt.Sprintf("%s per %s", centsOf(cost/float64(count)), shapeName(bc, v.Form.Shape))
 			if res.Enough {
-				res.Available = "enough for "+countOf(int64(fits*float64(count)), "unit")
+				res.Available = "enough for " + countOf(int64(fits*float64(count)), "unit")
 			} else {
 				res.Available = fmt.Sprintf("only %s of %s", moneyfmt.Count(int64(fits*float64(count))), countOf(int64(count), "unit"))
 			}
