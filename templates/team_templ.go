@@ -409,11 +409,11 @@ func Statement(s StatementView) templ.Component {
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
-		templ_7745c5c3_Err = FormField(Field{Name: "from", Label: "From", Type: "date", Value: s.From, Error: s.Errors["from"]}).Render(ctx, templ_7745c5c3_Buffer)
+		templ_7745c5c3_Err = FormField(Field{Name: "from", Label: "From (UTC)", Type: "text", Placeholder: "YYYY-MM-DD", Value: s.From, Error: s.Errors["from"]}).Render(ctx, templ_7745c5c3_Buffer)
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
-		templ_7745c5c3_Err = FormField(Field{Name: "to", Label: "To", Type: "date", Value: s.To, Error: s.Errors["to"]}).Render(ctx, templ_7745c5c3_Buffer)
+		templ_7745c5c3_Err = FormField(Field{Name: "to", Label: "To (UTC, inclusive)", Type: "text", Placeholder: "YYYY-MM-DD", Value: s.To, Error: s.Errors["to"]}).Render(ctx, templ_7745c5c3_Buffer)
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}

@@ -430,7 +430,7 @@ func (s *Server) fitRows(ctx context.Context, team string) ([]templates.FitRow, 
 			}
 			out[i].Weights = strings.Join(parts, ", ")
 			if f.Outcome == "ok" {
-				out[i].Status += fmt.Sprintf(" (RMSE %.2g)", f.RMSE)
+				out[i].Status += fmt.Sprintf(" (typical error %.2g)", f.RMSE) // the root mean square error, in words
 			}
 		}
 	}
