@@ -35,3 +35,14 @@ func TestErrorSummaryCountsWhatItShows(t *testing.T) {
 		t.Fatalf("a search's errors: %s", html)
 	}
 }
+
+func TestUnitsTakeTheRightNumber(t *testing.T) {
+	for _, c := range []struct {
+		n          int64
+		unit, want string
+	}{{1, "core", "1 core"}, {1500, "core", "1,500 cores"}, {6800, "GiB", "6,800 GiB"}, {2, "GPU", "2 GPUs"}, {0, "core", "0 cores"}} {
+		if got := units(c.n, c.unit); got != c.want {
+			t.Errorf("units(%d, %q) = %q, want %q", c.n, c.unit, got, c.want)
+		}
+	}
+}

@@ -152,6 +152,16 @@ func teamLabel(names map[string]string, id string) string {
 // count is a quantity or count with thousands separators: "4,000".
 func count(n int64) string { return moneyfmt.Count(n) }
 
+// units is a quantity with its pool's unit in the right number: "1 core",
+// "1,500 cores", "6,800 GiB", "2 GPUs" (units of bytes and words ending in s stay
+// as they are).
+func units(n int64, unit string) string {
+	if n == 1 || unit == "" || strings.HasSuffix(unit, "B") || strings.HasSuffix(unit, "s") {
+		return strings.TrimSpace(count(n) + " " + unit)
+	}
+	return count(n) + " " + unit + "s"
+}
+
 // counti is count for an int: "1,200".
 func counti(n int) string { return moneyfmt.Count(int64(n)) }
 
