@@ -205,6 +205,7 @@ func (s *Server) reserve(c *gin.Context) {
 		return
 	}
 	d := definitionFromForm(c.PostForm, &f, pools)
+	f.Quoting = c.PostForm("action") == "quote"
 	if len(f.Errors) > 0 {
 		s.renderReservations(c, http.StatusUnprocessableEntity, f, nil)
 		return
