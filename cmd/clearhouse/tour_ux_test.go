@@ -229,3 +229,53 @@ func TestUnreproducedDerivationsAreCaught(t *testing.T) {
 		t.Errorf("a seller's derivation: %s", why)
 	}
 }
+
+// TestBrowserWithdrawAsksFirst: on the demo, a member's Withdraw opens a page that
+// says what withdrawing does; "Keep the order" leaves it open, and the red button
+// withdraws it. The page fits a phone.
+func TestBrowserWithdrawAsksFirst(t *testing.T) {
+	app, logins := startDemo(t)
+	base := app.Server.URL()
+	ctx := newBrowser(t)
+	signIn(t, ctx, base, "member@search.example.com", logins["member@search.example.com"])
+	withdraw := `[data-testid=orders] tbody tr:first-child [data-testid=withdraw]`
+	err := chromedp.Do(ctx,
+		chromedp.EmulateViewport(400, 900),
+		chromedp.Navigate(base+"/orders"),
+		chromedp.WaitVisible(chromedp.CSS(withdraw)),
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	row := text(t, ctx, `[data-testid=orders] tbody tr:first-child`)
+	err = chromedp.Do(ctx, chromedp.Click(chromedp.CSS(withdraw)), chromedp.WaitVisible(chromedp.CSS(`[data-testid=confirm]`)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	screenshot(t, ctx, "withdraw-confirm-400")
+	if q := text(t, ctx, `main h1`); !strings.HasPrefix(q, "Withdraw order #") {
+		t.Fatalf("the confirmation asks %q", q)
+	}
+	if over, err := chromedp.Run(ctx, chromedp.Evaluate[int](`document.documentElement.scrollWidth - window.innerWidth`)); err != nil || over > 0 {
+		t.Fatalf("the confirmation is %d px wider than a phone (%v)", over, err)
+	}
+	err = chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`[data-testid=confirm-keep]`)), chromedp.WaitVisible(chromedp.CSS(withdraw)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := text(t, ctx, `[data-testid=orders] tbody tr:first-child`); s != row {
+		t.Fatalf("keeping the order changed its row:\n%s\nwas\n%s", s, row)
+	}
+	err = chromedp.Do(ctx,
+		chromedp.Click(chromedp.CSS(withdraw)),
+		chromedp.WaitVisible(chromedp.CSS(`[data-testid=confirm-submit]`)),
+		chromedp.Click(chromedp.CSS(`[data-testid=confirm-submit]`)),
+		chromedp.WaitVisible(chromedp.CSS(`[data-testid=flash]`)),
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := text(t, ctx, `[data-testid=flash]`); !strings.Contains(s, "withdrawn") {
+		t.Fatalf("after confirming: flash %q", s)
+	}
+}
