@@ -15,6 +15,7 @@ IMAGE         ?= clearhouse:$(VERSION)
 all: build
 
 build: generate
+	@echo "Compiling $(BIN) (the first build takes a few minutes; later ones take seconds)..."
 	$(GO) build -trimpath -ldflags "-X main.version=$(VERSION)" -o $(BIN) ./cmd/clearhouse
 
 ## test: every test, with the race detector. Set CLEARHOUSE_TEST_POSTGRES to a

@@ -35,6 +35,7 @@ type Services struct {
 	BestEffort    *besteffort.Service
 	Now           func() time.Time
 	AuctionWindow time.Duration // how long an auction stays open
+	AuctionEvery  time.Duration // how often auctions are scheduled (0: not scheduled)
 	DBName        string        // the --db the server runs on, named in the sign-in help (a URL never is)
 }
 
@@ -83,7 +84,7 @@ func Seed(ctx context.Context, s Services, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if err := replayAuctions(ctx, m, util, clock, now, s.AuctionWindow, users); err != nil {
+	if err := replayAuctions(ctx, m, util, clock, now, s.AuctionWindow, BidWindow(s.AuctionWindow, s.AuctionEvery), users); err != nil {
 		return err
 	}
 	if err := seedReservations(ctx, s, users, now); err != nil {
@@ -205,10 +206,14 @@ func addUsers(ctx context.Context, db *store.DB, now func() time.Time) ([]exchan
 // day's orders, closed and settled; then opens today's, with its orders and a
 // preview. The clock ends at the last auction's opening, now.
 func replayAuctions(ctx context.Context, m *exchange.Market, util *fleet.Utilization, clock *replayClock, now time.Time,
-	window time.Duration, users map[string]exchange.User) error {
+	window, openWindow time.Duration, users map[string]exchange.User) error {
 	rng := rand.New(rand.NewPCG(7, 11))
 	for day := 7; day >= 0; day-- {
 		clock.t = now.Add(-time.Duration(day) * 24 * time.Hour)
+		window := window
+		if day == 0 { // the auction open now: long enough to try bidding after arriving
+			window = openWindow
+		}
 		au, err := m.ScheduleAuction(ctx, clock.t, clock.t.Add(window), auction.DefaultParams)
 		if err != nil {
 			return err
@@ -278,4 +283,19 @@ func placeOrders(ctx context.Context, m *exchange.Market, users map[string]excha
 		}
 	}
 	return nil
+}
+
+// demoOpenWindow is how long the demo's open auction takes bids: someone who starts
+// the demo, reads the help and signs in as a few roles still finds it open. It is
+// never shorter than --auction-window, nor longer than --auction-every allows.
+const demoOpenWindow = 4 * time.Hour
+
+// BidWindow is how long the demo's open auction takes bids, given the server's
+// auction window and interval.
+func BidWindow(window, every time.Duration) time.Duration {
+	w := max(window, demoOpenWindow)
+	if every > 0 {
+		w = min(w, every)
+	}
+	return w
 }

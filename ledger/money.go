@@ -40,7 +40,8 @@ const (
 const MaxMoney = Money(math.MaxInt64)
 
 func overflow(op string) error {
-	return clearhouse.Errorf(clearhouse.EINVALID, "amount: %s overflows (amounts are limited to ±%s)", op, MaxMoney)
+	// People read the limit in words, not the integer type's range.
+	return clearhouse.Errorf(clearhouse.EINVALID, "amount: too large to %s: no amount can be more than about $9.2 trillion", map[string]string{"adding": "add", "subtracting": "subtract", "multiplying": "multiply", "negating": "negate", "parsing": "read", "converting": "convert"}[op])
 }
 
 // Add returns m+n, or EINVALID on overflow.

@@ -3,8 +3,10 @@ package templates
 import (
 	"fmt"
 	"github.com/clearhouse/clearhouse/moneyfmt"
+	"maps"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -20,11 +22,27 @@ func inputType(t string) string {
 	return t
 }
 
-func pluralFields(n int) string {
+// problemsText is how many problems a form's summary lists: "this problem",
+// "these 2 problems".
+func problemsText(n int) string {
 	if n == 1 {
-		return "field"
+		return "this problem"
 	}
-	return fmt.Sprintf("%d fields", n)
+	return fmt.Sprintf("these %d problems", n)
+}
+
+// sortedKeys is a form's fields with errors, in a stable order.
+func sortedKeys(errs FieldErrors) []string {
+	return slices.Sorted(maps.Keys(errs))
+}
+
+// fieldWords names a form field for people: "unit_cost" is "unit cost", "q.cpu"
+// and "u.cpu" are "cpu".
+func fieldWords(name string) string {
+	if _, rest, ok := strings.Cut(name, "."); ok {
+		name = rest
+	}
+	return strings.ReplaceAll(name, "_", " ")
 }
 
 func itoa(n int) string { return fmt.Sprint(n) }
@@ -134,6 +152,19 @@ func teamLabel(names map[string]string, id string) string {
 // count is a quantity or count with thousands separators: "4,000".
 func count(n int64) string { return moneyfmt.Count(n) }
 
+// units is a quantity with its pool's unit in the right number: "1 core",
+// "1,500 cores", "6,800 GiB", "2 GPUs" (units of bytes and words ending in s stay
+// as they are).
+func units(n int64, unit string) string {
+	if n == 1 || unit == "" || strings.HasSuffix(unit, "B") || strings.HasSuffix(unit, "s") {
+		return strings.TrimSpace(count(n) + " " + unit)
+	}
+	return count(n) + " " + unit + "s"
+}
+
+// counti is count for an int: "1,200".
+func counti(n int) string { return moneyfmt.Count(int64(n)) }
+
 // plural is a count with its noun in the right number: "1 order", "12 orders",
 // "1,200 orders".
 func plural(n int, one, many string) string {
@@ -156,3 +187,17 @@ func itsOrTheir(n int) string {
 	}
 	return "their"
 }
+
+// anyIdleWords reports whether any idle account has something to say.
+func anyIdleWords(rows []IdleAccountRow) bool {
+	for _, r := range rows {
+		if r.Words != "" {
+			return true
+		}
+	}
+	return false
+}
+
+// FormTimePlaceholder is what an empty date-and-time field shows: the pages' one
+// format (UTC, 24 h), which the server reads (web.parseFormTime).
+const FormTimePlaceholder = "YYYY-MM-DD HH:MM (UTC, 24 h)"

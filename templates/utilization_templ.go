@@ -841,9 +841,9 @@ func boxRow(resource, side string, s BoxStats) templ.Component {
 				return templ_7745c5c3_Err
 			}
 			var templ_7745c5c3_Var57 string
-			templ_7745c5c3_Var57, templ_7745c5c3_Err = templ.JoinStringErrs(itoa(s.N))
+			templ_7745c5c3_Var57, templ_7745c5c3_Err = templ.JoinStringErrs(counti(s.N))
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `templates/utilization.templ`, Line: 60, Col: 128}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `templates/utilization.templ`, Line: 60, Col: 130}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var57))
 			if templ_7745c5c3_Err != nil {
@@ -1317,7 +1317,7 @@ func PoolUtilization(p Page, v PoolUtilizationView) templ.Component {
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
-		templ_7745c5c3_Err = FormField(Field{Name: "expires", Label: "Expires (UTC)", Type: "datetime-local", Value: v.Override.Expires, Error: v.Errors["expires"], Required: true}).Render(ctx, templ_7745c5c3_Buffer)
+		templ_7745c5c3_Err = FormField(Field{Name: "expires", Label: "Expires (UTC)", Type: "text", Placeholder: FormTimePlaceholder, Value: v.Override.Expires, Error: v.Errors["expires"], Required: true}).Render(ctx, templ_7745c5c3_Buffer)
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}

@@ -81,7 +81,11 @@ func TestOperatorsRevokeTokensEndSessionsAndDisableUsers(t *testing.T) {
 	}
 
 	member.login("mem@x.io")
-	if res, _ := op.post(fmt.Sprintf("/operate/access/users/%d/disable", mem.ID), url.Values{"csrf_token": {tok}}); res.StatusCode != http.StatusSeeOther {
+	if res, _ := op.confirmThrough(fmt.Sprintf("/operate/access/users/%d/disable", mem.ID), url.Values{"csrf_token": {tok}}, func() {
+		if res, _ := member.get("/orders"); res.StatusCode != http.StatusOK {
+			t.Fatalf("asking to disable the member ended their session: %d", res.StatusCode)
+		}
+	}); res.StatusCode != http.StatusSeeOther {
 		t.Fatalf("disable: %d", res.StatusCode)
 	}
 	if res, _ := member.get("/orders"); res.StatusCode != http.StatusSeeOther {

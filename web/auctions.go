@@ -65,7 +65,7 @@ func (s *Server) auctionPage(c *gin.Context) {
 		if !run.Converged {
 			outcome = "prices had not settled when the round limit was reached"
 		}
-		v.Run = fmt.Sprintf("%s at %s: %d orders, %d rounds, %s.", kind, fmtTime(run.RanAt), run.Orders, run.Rounds, outcome)
+		v.Run = fmt.Sprintf("%s at %s: %s, %s, %s.", kind, fmtTime(run.RanAt), countOf(int64(run.Orders), "order"), countOf(int64(run.Rounds), "round"), outcome)
 		if v.Final, err = s.finalRoundView(ctx, run, units); err != nil {
 			s.fail(c, err)
 			return

@@ -182,7 +182,7 @@ func (s *Server) submitBestEffort(c *gin.Context) {
 		s.bestEffortFailure(c, err, f)
 		return
 	}
-	s.redirectWithFlash(c, "/best-effort", "ok", fmt.Sprintf("Best-effort job #%d queued: %d tasks in %s.", v.ID, v.Tasks, v.ClusterID))
+	s.redirectWithFlash(c, "/best-effort", "ok", fmt.Sprintf("Best-effort job #%d queued: %s in %s.", v.ID, countOf(int64(v.Tasks), "task"), v.ClusterID))
 }
 
 func (s *Server) bestEffortFailure(c *gin.Context, err error, f templates.BestEffortForm) {
@@ -226,9 +226,14 @@ func (s *Server) renderBestEffort(c *gin.Context, status int, f templates.BestEf
 		s.fail(c, err)
 		return
 	}
+	units, err := s.poolUnits(ctx)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
 	v := templates.BestEffortView{Team: u.TeamID, Form: f, Quote: quote}
 	for _, j := range jobs {
-		v.Jobs = append(v.Jobs, bestEffortRow(j, s.now()))
+		v.Jobs = append(v.Jobs, bestEffortRow(j, s.now(), units))
 	}
 	if v.Accounts, err = s.idleAccounts(ctx, u.TeamID); err != nil {
 		s.fail(c, err)
@@ -241,25 +246,14 @@ func (s *Server) renderBestEffort(c *gin.Context, status int, f templates.BestEf
 	s.render(c, status, templates.BestEffortPage(s.page(c, "Best-effort jobs", "best-effort"), v))
 }
 
-func bestEffortRow(j besteffort.JobView, now time.Time) templates.BestEffortRow {
-	r := templates.BestEffortRow{ID: j.ID, Team: j.TeamID, Configuration: configText(j.Config(), j.Tasks), Status: string(j.Status),
+func bestEffortRow(j besteffort.JobView, now time.Time, units map[string]string) templates.BestEffortRow {
+	r := templates.BestEffortRow{ID: j.ID, Team: j.TeamID, Configuration: configText(j.Config(), j.Tasks, units), Status: string(j.Status),
 		Queued: j.Queued, Running: j.Running, Done: j.Done, Failed: j.Failed, Preempted: j.Preempted,
 		CanCancel: j.Status == besteffort.JobQueued || j.Status == besteffort.JobRunning, Workload: workloadLines(j.WorkloadSpec())}
 	if j.MaxTaskDuration > 0 {
 		r.Configuration += ", at most " + fmtDuration(time.Duration(j.MaxTaskDuration)*time.Second) + " a task"
 	}
-	if j.Position > 0 {
-		r.Position = fmt.Sprintf("%d", j.Position)
-	}
-	switch {
-	case j.EstimatedStart == nil && j.Position > 1:
-		r.EstimatedStart = "not known: no task runs in the cluster now"
-	case j.EstimatedStart == nil:
-	case j.EstimatedStart.After(now):
-		r.EstimatedStart = fmtTime(*j.EstimatedStart)
-	default:
-		r.EstimatedStart = "as soon as units free up"
-	}
+	r.Position, r.EstimatedStart, r.Waits = jobWait(j, now)
 	if j.Budget > 0 {
 		r.Budget, r.Charged = mon(j.Budget), mon(j.Captured)
 		shares := j.SharesByPool()
@@ -279,7 +273,7 @@ func bestEffortRow(j besteffort.JobView, now time.Time) templates.BestEffortRow 
 			case j.SLO == "missed":
 				r.SLO += ": not met, budget released"
 			case j.Auctions > 0:
-				r.SLO += fmt.Sprintf(": %.3g so far over %d auctions", j.UtilityAt(j.MeanShares()), j.Auctions)
+				r.SLO += fmt.Sprintf(": %.3g so far over %s", j.UtilityAt(j.MeanShares()), countOf(int64(j.Auctions), "auction"))
 			}
 		}
 	}
@@ -436,7 +430,7 @@ func (s *Server) fitRows(ctx context.Context, team string) ([]templates.FitRow, 
 			}
 			out[i].Weights = strings.Join(parts, ", ")
 			if f.Outcome == "ok" {
-				out[i].Status += fmt.Sprintf(" (RMSE %.2g)", f.RMSE)
+				out[i].Status += fmt.Sprintf(" (typical error %.2g)", f.RMSE) // the root mean square error, in words
 			}
 		}
 	}
@@ -461,7 +455,7 @@ func workloadLines(w *besteffort.Workload) []string {
 	}
 	if s := w.Slurm; s != nil {
 		if s.Script != "" {
-			out = append(out, fmt.Sprintf("slurm: script %q", firstLine(s.Script))+fmt.Sprintf(", %d lines", strings.Count(strings.TrimRight(s.Script, "\n"), "\n")+1))
+			out = append(out, fmt.Sprintf("slurm: script %q", firstLine(s.Script))+", "+countOf(int64(strings.Count(strings.TrimRight(s.Script, "\n"), "\n")+1), "line"))
 		} else {
 			out = append(out, "slurm: "+s.Command)
 		}
@@ -483,4 +477,46 @@ func quoteWords(ws []string) []string {
 func firstLine(s string) string {
 	line, _, _ := strings.Cut(s, "\n")
 	return line
+}
+
+// jobWait says, in a job owner's words, where a job with waiting tasks stands: its
+// place ("next", "240 tasks ahead"), when it should start (a UTC time and how far
+// off it is, or why nobody can say), and why it waits. All empty when no task
+// waits.
+func jobWait(j besteffort.JobView, now time.Time) (position, start, why string) {
+	if j.Position <= 0 {
+		return "", "", ""
+	}
+	ahead := j.Position - 1
+	if ahead == 0 {
+		position = "next"
+	} else {
+		position = countOf(ahead, "task") + " ahead"
+	}
+	switch {
+	case j.EstimatedStart == nil:
+		start = "not known yet"
+		why = fmt.Sprintf("%s of other jobs wait ahead of it in %s, and no best-effort task runs there now to go by: it starts once owners leave units idle and the tasks ahead have run.", countOf(ahead, "task"), j.ClusterID)
+	case !j.EstimatedStart.After(now):
+		start = "as soon as units free up"
+		why = fmt.Sprintf("It is next in %s: its tasks start as soon as owners leave enough units idle.", j.ClusterID)
+	default:
+		start = fmtTime(*j.EstimatedStart) + " (in about " + roughDuration(j.EstimatedStart.Sub(now)) + ")"
+		why = fmt.Sprintf("%s of other jobs wait ahead of it in %s; at the pace tasks finish there now, it starts in about %s.", countOf(ahead, "task"), j.ClusterID, roughDuration(j.EstimatedStart.Sub(now)))
+	}
+	return position, start, why
+}
+
+// roughDuration is how far off a time is, as people say it: "5 min", "2 h",
+// "3 days".
+func roughDuration(d time.Duration) string {
+	switch {
+	case d < time.Minute:
+		return "1 min"
+	case d < time.Hour:
+		return fmt.Sprintf("%d min", int(d.Round(time.Minute).Minutes()))
+	case d < 48*time.Hour:
+		return fmt.Sprintf("%d h", int(d.Round(time.Hour).Hours()))
+	}
+	return fmt.Sprintf("%d days", int(d.Round(24*time.Hour).Hours()/24))
 }

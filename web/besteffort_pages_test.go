@@ -40,14 +40,14 @@ func TestBestEffortPages(t *testing.T) {
 	}
 	_, doc = b.get("/best-effort")
 	row := doc.Find("[data-testid=best-effort-jobs] tbody tr").First()
-	if row.Find("[data-testid=status]").Text() != "running" || row.Find("[data-testid=running]").Text() != "35" || row.Find("[data-testid=position]").Text() != "1" {
+	if row.Find("[data-testid=status]").Text() != "running" || row.Find("[data-testid=running]").Text() != "35" || row.Find("[data-testid=position]").Text() != "next" {
 		t.Fatalf("job row: %q", strings.Join(strings.Fields(row.Text()), " "))
 	}
-	if got := doc.Find(`[data-testid="idle-us-east/cpu"] [data-testid=borrowed]`).Text(); got != "70 core" {
+	if got := doc.Find(`[data-testid="idle-us-east/cpu"] [data-testid=borrowed]`).Text(); got != "70 cores" {
 		t.Fatalf("borrowed on the best-effort page: %q", got)
 	}
 	_, doc = b.get("/team")
-	if got := doc.Find(`[data-testid="idle-us-east/cpu"] [data-testid=borrowed]`).Text(); got != "70 core" {
+	if got := doc.Find(`[data-testid="idle-us-east/cpu"] [data-testid=borrowed]`).Text(); got != "70 cores" {
 		t.Fatalf("borrowed on the team page: %q", got)
 	}
 	action, _ := row.Find("form").Attr("action")

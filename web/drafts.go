@@ -145,7 +145,7 @@ func (s *Server) placeDraft(c *gin.Context) {
 			s.fail(c, err)
 			return
 		}
-		_, msg := fieldOf(err)
+		_, msg := fieldOf(s.withAvailable(c.Request.Context(), userOf(c).TeamID, err))
 		s.redirectWithFlash(c, "/orders", "error", fmt.Sprintf("Draft #%d was not placed: %s", id, msg))
 		return
 	}
@@ -178,7 +178,7 @@ func (s *Server) placeAllDrafts(c *gin.Context) {
 			s.fail(c, err)
 			return
 		default:
-			_, msg := fieldOf(err)
+			_, msg := fieldOf(s.withAvailable(ctx, u.TeamID, err))
 			refused = append(refused, fmt.Sprintf("#%d: %s", ds[i].ID, msg))
 		}
 	}

@@ -267,7 +267,7 @@ func (s *Server) settlementPage(c *gin.Context) {
 		}
 		v.Lines = append(v.Lines, row)
 	}
-	v.Pager = templates.Pager{Shown: fmt.Sprintf("%d orders", len(rep.Lines)), NextLabel: "Next →"}
+	v.Pager = templates.Pager{Shown: countOf(int64(len(rep.Lines)), "order"), NextLabel: "Next →"}
 	if next != 0 {
 		v.Pager.Next = fmt.Sprintf("%s?after=%d", c.Request.URL.Path, next)
 	}

@@ -59,8 +59,11 @@ func parseWhole(raw string, lo, hi int64) (int64, error) {
 	if err != nil {
 		return 0, fmt.Errorf("enter a whole number")
 	}
-	if n < lo || n > hi {
-		return 0, fmt.Errorf("must be between %s and %s", groupDigits(lo), groupDigits(hi))
+	if n < lo {
+		return 0, fmt.Errorf("must be at least %s", groupDigits(lo))
+	}
+	if n > hi {
+		return 0, fmt.Errorf("must be at most %s", groupDigits(hi))
 	}
 	return n, nil
 }
@@ -68,6 +71,21 @@ func parseWhole(raw string, lo, hi int64) (int64, error) {
 // groupDigits writes n with thousands separators (2,147,483,648), as people
 // read large numbers.
 func groupDigits(n int64) string { return moneyfmt.Count(n) }
+
+// countOf is a count with its unit, with thousands separators, in the right
+// number: "1 core", "4,000 cores", "16 GiB", "2 GPUs", "1 task".
+func countOf(n int64, unit string) string {
+	return moneyfmt.Count(n) + " " + unitWord(unit, n == 1)
+}
+
+// unitWord is a unit in the singular or plural. Units of bytes (GiB, TiB) and
+// words already ending in s stay as they are.
+func unitWord(unit string, one bool) string {
+	if one || unit == "" || strings.HasSuffix(unit, "B") || strings.HasSuffix(unit, "s") {
+		return unit
+	}
+	return unit + "s"
+}
 
 // groupString puts thousands separators in a string of digits.
 func groupString(s string) string {
@@ -84,6 +102,18 @@ func userOf(c *gin.Context) exchange.User {
 }
 
 func fmtTime(t time.Time) string { return t.UTC().Format("2006-01-02 15:04 UTC") }
+
+// parseFormTime reads a date and time (UTC) typed in a form, in the pages' format
+// ("2026-11-27 14:00", with or without " UTC") or as a browser's datetime-local
+// field sends it ("2026-11-27T14:00").
+func parseFormTime(s string) (time.Time, error) {
+	s = strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(s), "UTC"))
+	t, err := time.ParseInLocation("2006-01-02 15:04", s, time.UTC)
+	if err != nil {
+		t, err = time.ParseInLocation("2006-01-02T15:04", s, time.UTC)
+	}
+	return t, err
+}
 
 func fmtDuration(d time.Duration) string {
 	if d <= 0 {

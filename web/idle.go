@@ -1,6 +1,7 @@
 package web
 
 import (
+	"cmp"
 	"fmt"
 	"maps"
 	"math"
@@ -97,6 +98,7 @@ func (s *Server) renderIdle(c *gin.Context, status int, failed string, errs temp
 				}
 				t.Rows = append(t.Rows, row)
 			}
+			t.Words = fairnessWords(r.Span, pf.MeasuredUnfairness, pf.Unfairness, pf.Teams)
 			t.Unfairness = append(t.Unfairness, fmtDecimal(pf.MeasuredUnfairness, 2))
 			for _, pol := range t.Policies {
 				t.Unfairness = append(t.Unfairness, fmtDecimal(pf.Unfairness[pol], 2))
@@ -109,8 +111,13 @@ func (s *Server) renderIdle(c *gin.Context, status int, failed string, errs temp
 		s.fail(c, err)
 		return
 	}
+	units, err := s.poolUnits(ctx)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
 	for _, j := range jobs {
-		v.Jobs = append(v.Jobs, bestEffortRow(j, s.now()))
+		v.Jobs = append(v.Jobs, bestEffortRow(j, s.now(), units))
 	}
 	s.render(c, status, templates.IdlePage(s.page(c, "Idle capacity", "idle"), v))
 }
@@ -153,4 +160,51 @@ func (s *Server) saveIdleSettings(c *gin.Context) {
 		return
 	}
 	s.redirectWithFlash(c, "/operate/idle", "ok", fmt.Sprintf("Saved %s: %s, minimum runtime %s, exposure %g.", pool, st.Policy, fmtDuration(st.MinRuntime), st.Exposure))
+}
+
+// fairnessWords reads one pool's fairness report for an operator in plain words:
+// which policy would have been fairest over the span, whether the waits measured
+// here came close, and which teams waited more than their fair share. The exact
+// Shapley values stay one click away.
+func fairnessWords(span string, measured float64, unfairness map[string]float64, teams []besteffort.TeamFairness) string {
+	best, bestU := "", math.Inf(1)
+	for _, pol := range slices.Sorted(maps.Keys(unfairness)) {
+		if u := unfairness[pol]; u < bestU {
+			best, bestU = pol, u
+		}
+	}
+	var b strings.Builder
+	switch {
+	case best == "":
+		b.WriteString("No policy was replayed for this span.")
+	case measured <= bestU:
+		fmt.Fprintf(&b, "Over the last %s the waits here were as fair as any policy's replay (the fairest replay: %s).", span, best)
+	default:
+		fmt.Fprintf(&b, "Over the last %s, %s would have shared the waits most fairly; the waits measured here were less fair than its replay.", span, best)
+	}
+	type over struct {
+		team string
+		by   float64
+	}
+	var waited []over
+	for _, tf := range teams {
+		if d := tf.Measured - tf.Shapley; d > 0.005 {
+			waited = append(waited, over{tf.Team, d})
+		}
+	}
+	slices.SortFunc(waited, func(a, b over) int { return cmp.Compare(b.by, a.by) })
+	if len(waited) == 0 {
+		b.WriteString(" No team waited more than its fair share.")
+		return b.String()
+	}
+	var names []string
+	for i, w := range waited {
+		if i == 3 {
+			names = append(names, fmt.Sprintf("and %d more", len(waited)-3))
+			break
+		}
+		names = append(names, fmt.Sprintf("%s (by %s unit-hours)", w.team, fmtDecimal(w.by, 1)))
+	}
+	b.WriteString(" Waited more than their fair share: " + strings.Join(names, ", ") + ".")
+	return b.String()
 }

@@ -71,7 +71,7 @@ func idleFigure(x float64, places int, unit string) templates.Figure {
 func idleAccountRow(t besteffort.TeamPool, unit string) templates.IdleAccountRow {
 	amount, prio := idleUnits(t.Policy)
 	r := templates.IdleAccountRow{Pool: t.Pool, Policy: t.Policy, PolicyWords: idlePolicyWords[t.Policy], PolicyTitle: idlePolicyWords[t.Policy],
-		Lent: idleFigure(t.Lent, 1, unit), Borrowed: idleFigure(t.Borrowed, 0, unit),
+		Lent: idleFigure(t.Lent, 1, unitWord(unit, t.Lent == 1)), Borrowed: idleFigure(t.Borrowed, 0, unitWord(unit, t.Borrowed == 1)),
 		Contribution: idleFigure(t.Contribution, 1, amount), Utility: idleFigure(t.Utility, 1, amount)}
 	switch t.Policy {
 	case "round-robin": // minus the sequence number of the team's last start: a whole number
@@ -81,5 +81,46 @@ func idleAccountRow(t besteffort.TeamPool, unit string) templates.IdleAccountRow
 	default:
 		r.Priority = idleFigure(t.Priority, 2, prio)
 	}
+	r.Words = idleWords(t, unit)
 	return r
+}
+
+// idleWords says what a team's account in one pool means, in its members' words:
+// what it lends and borrows now, and whether its tasks go ahead of others' there.
+// Empty when the team has neither lent nor used anything in the pool.
+func idleWords(t besteffort.TeamPool, unit string) string {
+	if t.Lent == 0 && t.Borrowed == 0 && t.Contribution == 0 && t.Utility == 0 {
+		return ""
+	}
+	amount := func(x float64, places int) string {
+		return fmtDecimal(x, places) + " " + unitWord(unit, x == 1)
+	}
+	var now string
+	switch {
+	case t.Lent > 0 && t.Borrowed > 0:
+		now = "Your team lends " + amount(t.Lent, 1) + " of its quota to other teams' jobs now, and its own jobs borrow " + amount(t.Borrowed, 0) + "."
+	case t.Lent > 0:
+		now = "Other teams' jobs run on " + amount(t.Lent, 1) + " of your team's quota now."
+	case t.Borrowed > 0:
+		now = "Your team's jobs borrow " + amount(t.Borrowed, 0) + " of idle capacity now."
+	default:
+		now = "Nothing is lent or borrowed now."
+	}
+	var turn string
+	switch t.Policy {
+	case "round-robin":
+		turn = "Teams take turns here: your next task waits only for the teams served before it."
+	case besteffort.PolicyAbacus:
+		turn = "Here idle units go by budget: your jobs' bids won " + fmtDecimal(100*t.Priority, 0) + "% of the units that free up."
+	default:
+		switch {
+		case t.Contribution > t.Utility:
+			turn = "Others' work on what you lent is worth more than your own jobs' use so far, so your tasks go ahead of teams that used more than they lent."
+		case t.Contribution < t.Utility:
+			turn = "Your jobs have used more than your team lent so far, so teams that lent more go first; lending idle quota moves your tasks up."
+		default:
+			turn = "What your team lent and used so far balance out."
+		}
+	}
+	return now + " " + turn
 }

@@ -74,8 +74,8 @@ func TestIdleAccountsSayTheirUnitsAndTablesStack(t *testing.T) {
 		want := map[string]*regexp.Regexp{
 			"policy":       regexp.MustCompile(`^direct-orig$`),
 			"policy-words": regexp.MustCompile(`^DirectContr \(contribution minus use\)`),
-			"lent":         regexp.MustCompile(`^0\.0 core$`),
-			"borrowed":     regexp.MustCompile(`^70 core$`),
+			"lent":         regexp.MustCompile(`^0\.0 cores$`),
+			"borrowed":     regexp.MustCompile(`^70 cores$`),
 			"contribution": regexp.MustCompile(`^0\.0 unit-hours × hours$`),
 			"utility":      regexp.MustCompile(`^1,260\.0 unit-hours × hours$`),
 			"priority":     regexp.MustCompile(`^-12\.60 h²$`),
@@ -91,6 +91,13 @@ func TestIdleAccountsSayTheirUnitsAndTablesStack(t *testing.T) {
 		}
 		if help := doc.Find("[data-testid=idle-accounts-help]").Text(); !strings.Contains(help, "DirectContr (contribution minus use)") || !strings.Contains(help, "unit-hours × hours") {
 			t.Errorf("%s: the accounts' explanation: %q", page, help)
+		}
+		// Read first: what the team borrowed, in words; the exact figures one click away.
+		if words := doc.Find(`[data-testid="idle-words-us-east/cpu"]`).Text(); !strings.Contains(words, "borrow 70 cores") || strings.Contains(words, "unit-hours") {
+			t.Errorf("%s: the account in words: %q", page, words)
+		}
+		if doc.Find("details[data-testid=idle-exact] [data-testid=idle-accounts]").Length() != 1 {
+			t.Errorf("%s: the exact figures are not in a collapsed section", page)
 		}
 		labelledRows(t, doc, page, "idle-accounts")
 		if page == "/best-effort" {

@@ -95,7 +95,7 @@ func (s *Server) operateView(c *gin.Context, v templates.OperateView) (templates
 	}
 	if v.NewAuction.Opens == "" {
 		next := s.now().Truncate(time.Hour).Add(time.Hour)
-		v.NewAuction.Opens, v.NewAuction.Closes = next.Format("2006-01-02T15:04"), next.Add(time.Hour).Format("2006-01-02T15:04")
+		v.NewAuction.Opens, v.NewAuction.Closes = next.Format(formTime), next.Add(time.Hour).Format(formTime)
 		v.NewAuction.Final = strconv.FormatFloat(auction.DefaultFinalSeconds, 'g', -1, 64)
 	}
 	return v, nil
@@ -195,6 +195,9 @@ func poolFieldErrors(err error) templates.FieldErrors {
 
 func (s *Server) addPool(c *gin.Context) {
 	f, spec := readPoolForm(c)
+	if len(f.Errors) == 0 && !s.zeroCostConfirmed(c, f, spec, "/operate") {
+		return
+	}
 	if len(f.Errors) == 0 {
 		p, err := s.svc.Market.AddPool(c.Request.Context(), spec)
 		if err == nil {
@@ -261,6 +264,9 @@ func (s *Server) updatePool(c *gin.Context) {
 		if p, err := s.svc.Market.Pool(c.Request.Context(), id); err == nil {
 			spec.Utilization = p.Utilization
 		}
+	}
+	if len(f.Errors) == 0 && !s.zeroCostConfirmed(c, f, spec, "/operate/pools/"+id) {
+		return
 	}
 	if len(f.Errors) == 0 {
 		_, err := s.svc.Market.UpdatePool(c.Request.Context(), id, spec)
@@ -469,7 +475,7 @@ func (s *Server) saveCurve(c *gin.Context) {
 func (s *Server) scheduleAuction(c *gin.Context) {
 	f := templates.AuctionForm{Opens: c.PostForm("opens"), Closes: c.PostForm("closes"), Final: c.PostForm("final"), Errors: templates.FieldErrors{}}
 	parse := func(name, v string) time.Time {
-		t, err := time.ParseInLocation("2006-01-02T15:04", strings.TrimSpace(v), time.UTC)
+		t, err := parseFormTime(v)
 		if err != nil {
 			f.Errors[name] = "Give a date and time, e.g. 2026-03-02T09:00 (UTC)."
 		}
@@ -516,7 +522,7 @@ func (s *Server) previewAuction(c *gin.Context) {
 	if !run.Converged {
 		outcome = "prices had not settled when the round limit was reached"
 	}
-	s.redirectWithFlash(c, fmt.Sprintf("/auctions/%d", id), "ok", fmt.Sprintf("Preliminary run: %d orders, %d rounds, %s.", run.Orders, run.Rounds, outcome))
+	s.redirectWithFlash(c, fmt.Sprintf("/auctions/%d", id), "ok", fmt.Sprintf("Preliminary run: %s, %s, %s.", countOf(int64(run.Orders), "order"), countOf(int64(run.Rounds), "round"), outcome))
 }
 
 func (s *Server) closeAuction(c *gin.Context) {
@@ -538,9 +544,9 @@ func (s *Server) closeAuction(c *gin.Context) {
 		s.fail(c, err)
 		return
 	}
-	msg := fmt.Sprintf("Auction #%d closed and settled (%d orders, %d rounds).", id, run.Orders, run.Rounds)
+	msg := fmt.Sprintf("Auction #%d closed and settled (%s, %s).", id, countOf(int64(run.Orders), "order"), countOf(int64(run.Rounds), "round"))
 	if !run.Converged {
-		msg = fmt.Sprintf("Auction #%d did not converge in %d rounds; nothing was settled and every hold was released.", id, run.Rounds)
+		msg = fmt.Sprintf("Auction #%d did not converge in %s; nothing was settled and every hold was released.", id, countOf(int64(run.Rounds), "round"))
 	}
 	s.redirectWithFlash(c, fmt.Sprintf("/auctions/%d", id), "ok", msg)
 }

@@ -111,6 +111,9 @@ func (s *Server) changeUser(c *gin.Context, change func(u exchange.User) (string
 		return
 	}
 	msg, err := change(u)
+	if err == errConfirming { // the confirmation page is the answer
+		return
+	}
 	if clearhouse.ErrorCode(err) == clearhouse.EINVALID {
 		s.redirectWithFlash(c, "/operate/access", "error", clearhouse.ErrorMessage(err))
 		return
@@ -124,7 +127,7 @@ func (s *Server) changeUser(c *gin.Context, change func(u exchange.User) (string
 func (s *Server) endUserSessions(c *gin.Context) {
 	s.changeUser(c, func(u exchange.User) (string, error) {
 		n, err := s.svc.Identity.EndSessions(c.Request.Context(), u.ID)
-		return fmt.Sprintf("Ended %d sessions of %s.", n, u.Email), err
+		return fmt.Sprintf("Ended %s of %s.", countOf(int64(n), "session"), u.Email), err
 	})
 }
 
@@ -132,6 +135,14 @@ func (s *Server) disableUser(c *gin.Context) {
 	s.changeUser(c, func(u exchange.User) (string, error) {
 		if u.ID == userOf(c).ID {
 			return "", clearhouse.Errorf(clearhouse.EINVALID, "You cannot disable your own account.")
+		}
+		if !s.confirmed(c, "operate", templates.Confirm{
+			Question: fmt.Sprintf("Disable %s?", u.Email),
+			Lines: []string{"Their sessions end at once and their API tokens stop working; they cannot sign in.",
+				"Their team's orders and reservations stay as they are. You can enable them again here."},
+			Button: "Disable " + u.Email, Back: "/operate/access", Keep: "Keep them enabled",
+		}) {
+			return "", errConfirming
 		}
 		return fmt.Sprintf("Disabled %s: their sessions ended and their tokens stop working.", u.Email), s.svc.Identity.DisableUser(c.Request.Context(), u.ID)
 	})

@@ -474,6 +474,19 @@ func (s *Server) withdrawOrder(c *gin.Context) {
 		s.fail(c, clearhouse.Errorf(clearhouse.ENOTFOUND, "No such order."))
 		return
 	}
+	o, err := s.svc.Market.Order(c.Request.Context(), userOf(c), id)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	if !s.confirmed(c, "orders", templates.Confirm{
+		Question: fmt.Sprintf("Withdraw order #%d?", id),
+		Lines: []string{fmt.Sprintf("Order #%d (%s) leaves the auction: it cannot win, and what it holds of the team's budget and quota is released.", id, strings.ReplaceAll(string(o.Status), "_", " ")),
+			"It cannot be put back; while bidding is open you can place a new order instead."},
+		Button: fmt.Sprintf("Withdraw order #%d", id), Back: "/orders", Keep: "Keep the order",
+	}) {
+		return
+	}
 	if err := s.svc.Market.WithdrawOrder(c.Request.Context(), userOf(c), id); err != nil {
 		if clearhouse.ErrorCode(err) == clearhouse.ECONFLICT {
 			s.redirectWithFlash(c, "/orders", "error", clearhouse.ErrorMessage(err))
@@ -535,8 +548,8 @@ func (s *Server) decideOrder(c *gin.Context) {
 		return
 	}
 	if err := s.svc.Market.DecideOrder(c.Request.Context(), userOf(c), id, approve); err != nil {
-		if clearhouse.ErrorCode(err) == clearhouse.ECONFLICT {
-			s.redirectWithFlash(c, "/approvals", "error", clearhouse.ErrorMessage(err))
+		if code := clearhouse.ErrorCode(err); code == clearhouse.ECONFLICT || code == clearhouse.EUNPROCESSABLE {
+			s.redirectWithFlash(c, "/approvals", "error", clearhouse.ErrorMessage(s.withAvailable(c.Request.Context(), userOf(c).TeamID, err)))
 			return
 		}
 		s.fail(c, err)

@@ -49,7 +49,7 @@ func TestTheFormReservesMapThenReduce(t *testing.T) {
 		t.Fatalf("map then reduce: %+v %+v", v.Reservation, v.Requests)
 	}
 	_, doc = b.get("/reservations")
-	if text := doc.Find(fmt.Sprintf("[data-testid=reservation-%d]", v.ID)).Text(); !strings.Contains(text, ", then ") || !strings.Contains(text, "2 cpu overhead") {
+	if text := doc.Find(fmt.Sprintf("[data-testid=reservation-%d]", v.ID)).Text(); !strings.Contains(text, ", then ") || !strings.Contains(text, "160 × 1 core cpu in us-east") || !strings.Contains(text, "2 core cpu overhead") {
 		t.Fatalf("the reservation's row: %q", text)
 	}
 }

@@ -1,11 +1,13 @@
 package web
 
 import (
+	"errors"
 	"fmt"
 	"maps"
 	"net/http"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -18,8 +20,9 @@ import (
 	"github.com/gin-gonic/gin"
 )
 
-// formTime is how datetime-local inputs carry times: minutes, UTC.
-const formTime = "2006-01-02T15:04"
+// formTime is how date-and-time fields show times: the pages' one format (UTC, 24 h),
+// without the zone the label names; parseFormTime reads it back.
+const formTime = "2006-01-02 15:04"
 
 // reservationForm is an empty form with the clusters and resources to choose from
 // and a window from the next slot boundary.
@@ -50,6 +53,27 @@ func (s *Server) reservationForm(c *gin.Context) (templates.ReservationForm, []e
 	return f, pools, nil
 }
 
+// maxReservationTasks is the most tasks the form takes in one stage: far more than
+// any cluster runs at once, and a number people read (the scheduler's own bound is
+// an implementation limit, never shown).
+const maxReservationTasks = 1_000_000
+
+// taskUnits reads the units of pool p one task needs: a whole number from lo up to
+// the pool's whole capacity, which the message names when it is exceeded (no task
+// can use more than the pool has).
+func taskUnits(raw string, lo int64, p exchange.Pool) (int64, error) {
+	n, err := strconv.ParseInt(strings.TrimSpace(raw), 10, 64)
+	switch {
+	case err != nil && !errors.Is(err, strconv.ErrRange):
+		return 0, fmt.Errorf("enter a whole number")
+	case err == nil && n < lo:
+		return 0, fmt.Errorf("must be at least %s", groupDigits(lo))
+	case err != nil || (p.Capacity > 0 && n > p.Capacity):
+		return 0, fmt.Errorf("pool %s has %s in all: one task can use at most that", p.ID, countOf(p.Capacity, p.Unit))
+	}
+	return n, nil
+}
+
 // definitionFromForm reads the form's values (get is c.PostForm, or c.Query for a
 // form shown again after a reservation) into f, to show again, and a definition,
 // recording what is malformed in f.Errors.
@@ -57,8 +81,9 @@ func definitionFromForm(get func(string) string, f *templates.ReservationForm, p
 	f.Cluster, f.Count, f.Duration = get("cluster"), get("count"), strings.TrimSpace(get("duration"))
 	f.Arrival, f.Deadline, f.Value = get("arrival"), get("deadline"), get("value")
 	have := map[string]bool{}
+	byID := map[string]exchange.Pool{}
 	for _, p := range pools {
-		have[p.ID] = true
+		have[p.ID], byID[p.ID] = true, p
 	}
 	rs := fleet.RequestSpec{Configuration: map[string]int64{}}
 	for i, r := range f.Resources {
@@ -67,12 +92,12 @@ func definitionFromForm(get func(string) string, f *templates.ReservationForm, p
 		if raw == "" || raw == "0" {
 			continue
 		}
-		n, err := parseWhole(raw, 1, 1<<31)
+		n, err := taskUnits(raw, 1, byID[f.Cluster+"/"+r.Name])
 		switch {
-		case err != nil:
-			f.Errors["u."+r.Name] = err.Error()
 		case !have[f.Cluster+"/"+r.Name]:
 			f.Errors["u."+r.Name] = fmt.Sprintf("Cluster %s has no %s pool.", f.Cluster, r.Name)
+		case err != nil:
+			f.Errors["u."+r.Name] = err.Error()
 		default:
 			rs.Configuration[f.Cluster+"/"+r.Name] = n
 		}
@@ -81,16 +106,16 @@ func definitionFromForm(get func(string) string, f *templates.ReservationForm, p
 		f.Errors["cluster"] = "Give the units of at least one resource a task needs."
 	}
 	var err error
-	if rs.Count, err = parseWhole(f.Count, 1, 1<<31); err != nil {
+	if rs.Count, err = parseWhole(f.Count, 1, maxReservationTasks); err != nil {
 		f.Errors["count"] = err.Error()
 	}
 	if rs.Duration, err = time.ParseDuration(f.Duration); err != nil || rs.Duration <= 0 {
 		f.Errors["duration"] = "Give a duration such as 45m, 2h or 1h30m."
 	}
-	if rs.Arrival, err = time.Parse(formTime, f.Arrival); err != nil {
+	if rs.Arrival, err = parseFormTime(f.Arrival); err != nil {
 		f.Errors["arrival"] = "Give a date and time (UTC)."
 	}
-	if rs.Deadline, err = time.Parse(formTime, f.Deadline); err != nil {
+	if rs.Deadline, err = parseFormTime(f.Deadline); err != nil {
 		f.Errors["deadline"] = "Give a date and time (UTC)."
 	}
 	for i, r := range f.Overheads {
@@ -99,12 +124,12 @@ func definitionFromForm(get func(string) string, f *templates.ReservationForm, p
 		if raw == "" || raw == "0" {
 			continue
 		}
-		n, err := parseWhole(raw, 1, 1<<31)
+		n, err := taskUnits(raw, 1, byID[f.Cluster+"/"+r.Name])
 		switch {
-		case err != nil:
-			f.Errors["o."+r.Name] = err.Error()
 		case !have[f.Cluster+"/"+r.Name]:
 			f.Errors["o."+r.Name] = fmt.Sprintf("Cluster %s has no %s pool.", f.Cluster, r.Name)
+		case err != nil:
+			f.Errors["o."+r.Name] = err.Error()
 		default:
 			if rs.Overhead == nil {
 				rs.Overhead = map[string]int64{}
@@ -118,7 +143,7 @@ func definitionFromForm(get func(string) string, f *templates.ReservationForm, p
 	case "", "ALL":
 	case "ORDER":
 		reduce := rs
-		if reduce.Count, err = parseWhole(f.ReduceCount, 1, 1<<31); err != nil {
+		if reduce.Count, err = parseWhole(f.ReduceCount, 1, maxReservationTasks); err != nil {
 			f.Errors["reduce_count"] = err.Error()
 		}
 		if reduce.Duration, err = time.ParseDuration(f.ReduceDuration); err != nil || reduce.Duration <= 0 {
@@ -180,6 +205,7 @@ func (s *Server) reserve(c *gin.Context) {
 		return
 	}
 	d := definitionFromForm(c.PostForm, &f, pools)
+	f.Quoting = c.PostForm("action") == "quote"
 	if len(f.Errors) > 0 {
 		s.renderReservations(c, http.StatusUnprocessableEntity, f, nil)
 		return
@@ -266,6 +292,14 @@ func (s *Server) cancelReservation(c *gin.Context) {
 		s.fail(c, err)
 		return
 	}
+	if !s.confirmed(c, "reservations", templates.Confirm{
+		Question: fmt.Sprintf("Cancel reservation #%d?", id),
+		Lines: []string{"Slots it has already used are charged; the rest of its hold on the team's budget is released.",
+			"Its capacity goes back to the pool, and cannot be had back at the same price."},
+		Button: fmt.Sprintf("Cancel reservation #%d", id), Back: "/reservations", Keep: "Keep the reservation",
+	}) {
+		return
+	}
 	if err := s.svc.Reservations.Cancel(c.Request.Context(), userOf(c), id); err != nil {
 		if clearhouse.ErrorCode(err) == clearhouse.ECONFLICT {
 			s.redirectWithFlash(c, "/reservations", "error", clearhouse.ErrorMessage(err))
@@ -286,15 +320,20 @@ func (s *Server) renderReservations(c *gin.Context, status int, f templates.Rese
 		s.fail(c, err)
 		return
 	}
+	units, err := s.poolUnits(ctx)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
 	v := templates.ReservationsView{Team: u.TeamID, Form: f, Quote: q, SlotNote: s.slotNote()}
 	if v.Quotas, err = s.quotaRows(c, u.TeamID, vs, now); err != nil {
 		s.fail(c, err)
 		return
 	}
 	for i := len(vs) - 1; i >= 0; i-- {
-		v.Rows = append(v.Rows, reservationRow(vs[i]))
+		v.Rows = append(v.Rows, reservationRow(vs[i], units))
 	}
-	v.Timelines = timelines(vs, now)
+	v.Timelines = timelines(vs, now, units)
 	p := s.page(c, "Reservations", "reservations")
 	if fl, ok := c.Get(ctxPageFlash); ok {
 		p.Flash = fl.(*templates.Flash)
@@ -347,28 +386,30 @@ func (s *Server) quotaRows(c *gin.Context, team string, vs []fleet.ReservationVi
 	return out, nil
 }
 
-// configText is "40 × 1 cpu + 4 ram in us-east".
-func configText(cfg map[string]int64, count int64) string {
+// configText is "40 × 1 core cpu + 4 GiB ram in us-east": every quantity with its
+// pool's unit (units maps pool ids to units; a pool missing from it shows none).
+func configText(cfg map[string]int64, count int64, units map[string]string) string {
 	var parts []string
 	cluster := ""
 	for _, p := range slices.Sorted(maps.Keys(cfg)) {
 		c, res, _ := strings.Cut(p, "/")
 		cluster = c
-		parts = append(parts, fmt.Sprintf("%d %s", cfg[p], res))
+		parts = append(parts, amountOf(cfg[p], units[p], res))
 	}
-	return fmt.Sprintf("%d × %s in %s", count, strings.Join(parts, " + "), cluster)
+	return fmt.Sprintf("%s × %s in %s", moneyfmt.Count(count), strings.Join(parts, " + "), cluster)
 }
 
-// span is "Mar 2 09:00 – 11:00" (the second date only when it differs).
+// span is "2026-03-02 09:00 – 11:00 UTC" (the second date only when it differs),
+// in the pages' one date format.
 func span(from, to time.Time) string {
 	from, to = from.UTC(), to.UTC()
 	if from.YearDay() == to.YearDay() && from.Year() == to.Year() {
-		return from.Format("Jan 2 15:04") + " – " + to.Format("15:04")
+		return from.Format("2006-01-02 15:04") + " – " + to.Format("15:04") + " UTC"
 	}
-	return from.Format("Jan 2 15:04") + " – " + to.Format("Jan 2 15:04")
+	return from.Format("2006-01-02 15:04") + " – " + to.Format("2006-01-02 15:04") + " UTC"
 }
 
-func reservationRow(v fleet.ReservationView) templates.ReservationRow {
+func reservationRow(v fleet.ReservationView, units map[string]string) templates.ReservationRow {
 	r := templates.ReservationRow{ID: v.ID, Team: v.TeamID, Phase: v.Phase, Price: mon(v.Price), Charged: mon(v.Captured),
 		Released: mon(v.Released), Note: v.Note,
 		CanCancel: v.Status == fleet.ReservationAccepted && v.Phase != "done"}
@@ -378,11 +419,11 @@ func reservationRow(v fleet.ReservationView) templates.ReservationRow {
 	}
 	var cfg, win, planned []string
 	for _, q := range v.Requests {
-		text := configText(q.Config(), q.Count) + " for " + fmtDuration(time.Duration(q.Duration)*time.Second)
+		text := configText(q.Config(), q.Count, units) + " for " + fmtDuration(time.Duration(q.Duration)*time.Second)
 		if o := q.OverheadByPool(); len(o) > 0 {
 			for _, p := range slices.Sorted(maps.Keys(o)) {
 				_, res, _ := strings.Cut(p, "/")
-				text += fmt.Sprintf(" + %d %s overhead", o[p], res)
+				text += " + " + amountOf(o[p], units[p], res) + " overhead"
 			}
 		}
 		cfg = append(cfg, text)
@@ -404,7 +445,7 @@ func reservationRow(v fleet.ReservationView) templates.ReservationRow {
 
 // timelines draws the reservations per pool, from two hours ago to the last end
 // (at least six hours ahead).
-func timelines(vs []fleet.ReservationView, now time.Time) []templates.Timeline {
+func timelines(vs []fleet.ReservationView, now time.Time, units map[string]string) []templates.Timeline {
 	from, to := now.Add(-2*time.Hour), now.Add(6*time.Hour)
 	byPool := map[string][]templates.TimelineRow{}
 	for _, v := range vs {
@@ -416,7 +457,7 @@ func timelines(vs []fleet.ReservationView, now time.Time) []templates.Timeline {
 				continue
 			}
 			row := templates.TimelineRow{Label: fmt.Sprintf("#%d", v.ID), Phase: v.Phase, Arrival: q.Arrival, Deadline: q.Deadline,
-				Title: fmt.Sprintf("#%d request %d: %s, %s", v.ID, i, configText(q.Config(), q.Count), v.Phase)}
+				Title: fmt.Sprintf("#%d request %d: %s, %s", v.ID, i, configText(q.Config(), q.Count, units), v.Phase)}
 			if len(v.Requests) > 1 {
 				row.Label = fmt.Sprintf("#%d.%d", v.ID, i)
 			}

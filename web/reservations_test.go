@@ -277,7 +277,11 @@ func TestTheReservationPagesQuoteReserveAndCancel(t *testing.T) {
 		t.Fatalf("after reserving: %d rows %d", res.StatusCode, row.Length())
 	}
 	cancel, _ := row.Find("form").Attr("action")
-	res, _ = b.post(cancel, url.Values{"csrf_token": {tok}})
+	res, _ = b.confirmThrough(cancel, url.Values{"csrf_token": {tok}}, func() {
+		if _, doc := b.get("/reservations"); doc.Find("tr[data-testid^=reservation-] [data-testid=phase]").Text() != "running" {
+			t.Fatal("asking to cancel changed the reservation")
+		}
+	})
 	if res.StatusCode != http.StatusSeeOther {
 		t.Fatalf("cancel: %d", res.StatusCode)
 	}

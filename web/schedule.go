@@ -80,8 +80,13 @@ func (s *Server) renderSchedule(c *gin.Context, status int, failedPool string, e
 		s.fail(c, err)
 		return
 	}
+	units, err := s.poolUnits(ctx)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
 	for i := len(failed) - 1; i >= 0; i-- {
-		v.AtRisk = append(v.AtRisk, reservationRow(failed[i]))
+		v.AtRisk = append(v.AtRisk, reservationRow(failed[i], units))
 	}
 	today := time.Date(now.Year(), now.Month(), now.Day(), 0, 0, 0, 0, time.UTC)
 	lost, err := s.svc.Reservations.LostByDay(ctx, today.AddDate(0, 0, -13), today.AddDate(0, 0, 1))

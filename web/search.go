@@ -238,9 +238,9 @@ func clusterResult(bc bidContext, m searchMarket, cl exchange.Cluster, ask searc
 func coverText(fits float64, count int64) string {
 	switch {
 	case count > 0 && fits >= 1:
-		return fmt.Sprintf("enough for %d units", int64(fits*float64(count)))
+		return "enough for " + countOf(int64(fits*float64(count)), "unit")
 	case count > 0:
-		return fmt.Sprintf("only %d of %d units", int64(fits*float64(count)), count)
+		return fmt.Sprintf("only %s of %s", moneyfmt.Count(int64(fits*float64(count))), countOf(int64(count), "unit"))
 	case fits >= 1:
 		return fmt.Sprintf("enough, %.0f× over", fits)
 	}

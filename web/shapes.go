@@ -8,6 +8,7 @@ import (
 
 	"github.com/clearhouse/clearhouse"
 	"github.com/clearhouse/clearhouse/exchange"
+	"github.com/clearhouse/clearhouse/moneyfmt"
 	"github.com/clearhouse/clearhouse/templates"
 	"github.com/gin-gonic/gin"
 )
@@ -45,10 +46,13 @@ func shapeNeeds(sh exchange.Shape, units map[string]string, count int64) string 
 // amountOf says a quantity of a resource: "16 GiB ram", or "8 GPU" when the unit
 // names the resource.
 func amountOf(q int64, unit, resource string) string {
-	if strings.EqualFold(unit, resource) {
-		return fmt.Sprintf("%d %s", q, unit)
+	switch {
+	case unit == "":
+		return moneyfmt.Count(q) + " " + resource
+	case strings.EqualFold(unit, resource):
+		return moneyfmt.Count(q) + " " + unit
 	}
-	return fmt.Sprintf("%d %s %s", q, unit, resource)
+	return moneyfmt.Count(q) + " " + unit + " " + resource
 }
 
 func unitsOf(rs []templates.ResourceInput) map[string]string {
@@ -137,6 +141,14 @@ func (s *Server) saveShape(c *gin.Context) {
 
 func (s *Server) deleteShape(c *gin.Context) {
 	id := c.Param("id")
+	if !s.confirmed(c, "operate", templates.Confirm{
+		Question: fmt.Sprintf("Remove shape %s?", id),
+		Lines: []string{"Teams can no longer bid in units of it; orders already placed with it keep their bundles.",
+			"It cannot be restored: you would add it again by hand."},
+		Button: fmt.Sprintf("Remove shape %s", id), Back: "/operate/shapes", Keep: "Keep the shape",
+	}) {
+		return
+	}
 	if err := s.svc.Market.DeleteShape(c.Request.Context(), id); err != nil {
 		s.fail(c, err)
 		return

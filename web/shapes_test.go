@@ -51,7 +51,11 @@ func TestOperatorsDefineServiceShapes(t *testing.T) {
 	if s := doc.Find("[data-testid=shape-storage]").Text(); !strings.Contains(s, "4 core cpu, 16 GiB ram") {
 		t.Fatalf("the shape's row: %q", s)
 	}
-	if res, _ := b.post("/operate/shapes/storage/delete", url.Values{"csrf_token": {tok}}); res.StatusCode != http.StatusSeeOther {
+	if res, _ := b.confirmThrough("/operate/shapes/storage/delete", url.Values{"csrf_token": {tok}}, func() {
+		if ss, _ := f.market.Shapes(context.Background()); len(ss) != 1 {
+			t.Fatalf("asking to remove the shape left %d shapes", len(ss))
+		}
+	}); res.StatusCode != http.StatusSeeOther {
 		t.Fatalf("removing the shape: %d", res.StatusCode)
 	}
 	if ss, _ := f.market.Shapes(context.Background()); len(ss) != 0 {

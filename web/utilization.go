@@ -141,7 +141,7 @@ func (s *Server) poolUtilization(c *gin.Context, p exchange.Pool, form *template
 	held := row("held", u.Fallback, fmt.Sprintf("%d of %d %s held by teams: used when there is no data", u.Held, u.Capacity, p.Unit))
 	held.InEffect = u.Source == fleet.PsiHeld
 	v.Rows = append(v.Rows, held)
-	v.Override.Expires = now.Add(72 * time.Hour).Format("2006-01-02T15:04")
+	v.Override.Expires = now.Add(72 * time.Hour).Format(formTime)
 	if form != nil {
 		v.Errors = form.Errors
 		v.Override = form.Override
@@ -227,7 +227,7 @@ func (s *Server) overridePsi(c *gin.Context) {
 	if err != nil || psi < 0 || psi > 100 {
 		form.Errors["psi"] = "Give a percentage from 0 to 100."
 	}
-	expires, err := time.Parse("2006-01-02T15:04", strings.TrimSpace(form.Override.Expires))
+	expires, err := parseFormTime(form.Override.Expires)
 	if err != nil {
 		form.Errors["expires"] = "Give a date and time (UTC)."
 	}

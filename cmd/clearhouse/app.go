@@ -200,7 +200,7 @@ func (a *App) Open(ctx context.Context) error {
 	}, web.Services{Identity: a.Identity, Market: a.Market, Reservations: a.Plan, BestEffort: a.Idle, Utilization: a.Util}, a.log, a.now)
 	if a.cfg.Demo {
 		services := demo.Services{DB: a.DB, Ledger: a.Ledger, Market: a.Market, Identity: a.Identity, BestEffort: a.Idle,
-			Now: a.now, AuctionWindow: a.cfg.AuctionWindow, DBName: a.cfg.DB}
+			Now: a.now, AuctionWindow: a.cfg.AuctionWindow, AuctionEvery: a.cfg.AuctionEvery, DBName: a.cfg.DB}
 		if err := demo.Seed(ctx, services, a.demoOut); err != nil {
 			return errors.Join(fmt.Errorf("demo data: %w", err), a.DB.Close())
 		}

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"os/signal"
 	"strings"
@@ -83,11 +84,28 @@ func hint(err error) string {
 	msg := err.Error()
 	switch {
 	case errors.Is(err, syscall.EADDRINUSE):
-		return "Another program is listening on that address: stop it, or choose another with --addr (for example --addr 127.0.0.1:8081)."
+		return "Another program is listening on that address: stop it, or choose another with --addr (for example --addr " + freeAddr() + ", which is free now)."
 	case strings.HasPrefix(msg, "unknown command"), strings.HasPrefix(msg, "unknown flag"), strings.HasPrefix(msg, "unknown shorthand flag"):
 		return "Run 'clearhouse --help' for the commands, or 'clearhouse COMMAND --help' for a command's flags."
 	}
 	return ""
+}
+
+// freeAddr is a local address nothing listens on now, to suggest with --addr: the
+// first free port from 8081, or one the system picks.
+func freeAddr() string {
+	for port := 8081; port < 8100; port++ {
+		if l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port)); err == nil {
+			addr := l.Addr().String()
+			l.Close()
+			return addr
+		}
+	}
+	if l, err := net.Listen("tcp", "127.0.0.1:0"); err == nil {
+		defer l.Close()
+		return l.Addr().String()
+	}
+	return "127.0.0.1:8081"
 }
 
 func newRootCmd() *cobra.Command {

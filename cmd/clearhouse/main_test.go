@@ -44,6 +44,17 @@ func TestServeOnATakenPortSuggestsAddr(t *testing.T) {
 	if code == 0 || !strings.Contains(errOut, "address already in use") || !strings.Contains(errOut, "--addr") {
 		t.Fatalf("serve on a taken port: code %d, stderr %q (want a pointer to --addr)", code, errOut)
 	}
+	// The example it gives is free: serving there would work.
+	_, after, _ := strings.Cut(errOut, "for example --addr ")
+	suggested, _, _ := strings.Cut(after, ",")
+	if suggested == l.Addr().String() {
+		t.Fatalf("the hint suggests the taken address %s", suggested)
+	}
+	free, err := net.Listen("tcp", suggested)
+	if err != nil {
+		t.Fatalf("the suggested address %q is not free: %v", suggested, err)
+	}
+	free.Close()
 }
 
 func TestBindEnvFillsUnsetFlagsOnly(t *testing.T) {

@@ -46,7 +46,7 @@ func TestBrowserReservation(t *testing.T) {
 	if s := text(t, ctx, `.flash-ok`); !strings.Contains(s, "accepted") || !strings.Contains(s, "held on your budget") {
 		t.Fatalf("flash %q", s)
 	}
-	if s := text(t, ctx, `[data-testid=reservations] tbody tr:first-child`); !strings.Contains(s, "10 × 2 cpu + 8 ram in ap-south") {
+	if s := text(t, ctx, `[data-testid=reservations] tbody tr:first-child`); !strings.Contains(s, "10 × 2 core cpu + 8 GiB ram in ap-south") {
 		t.Fatalf("newest reservation row %q", s)
 	}
 	if n := text(t, ctx, `[data-testid="timeline-ap-south/ram"]`); !strings.Contains(n, "#") {

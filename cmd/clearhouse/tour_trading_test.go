@@ -6,7 +6,10 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"time"
 
 	"github.com/clearhouse/clearhouse/mailer"
@@ -234,8 +237,19 @@ func pagesFitScreens(t *testing.T, logins []pagesOf, tables bool) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if leaks := templates.LeakedTemplateSource(html); len(leaks) > 0 && width == 1400 {
-					t.Errorf("%s as %s prints templ source as text: %q", page, who.email, leaks)
+				if leaks := templates.LeakedTemplateSource(html); len(leaks) > 0 {
+					t.Errorf("%s at %d px as %s prints templ source as text: %q", page, width, who.email, leaks)
+				}
+				if width == 1400 {
+					derivations, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](`Array.from(document.querySelectorAll('[data-testid=derivation]')).map(e => e.textContent.replace(/\s+/g, ' ').trim())`))
+					if err != nil {
+						t.Fatal(err)
+					}
+					for _, d := range derivations {
+						if why := unreproduced(d); why != "" {
+							t.Errorf("%s as %s: the unit prices shown do not give the amount: %q: %s", page, who.email, d, why)
+						}
+					}
 				}
 				over, err := chromedp.Run(ctx, chromedp.Evaluate[int](`document.documentElement.scrollWidth - window.innerWidth`))
 				if err != nil {
@@ -261,6 +275,54 @@ func pagesFitScreens(t *testing.T, logins []pagesOf, tables bool) {
 			}
 		}
 	}
+}
+
+// derivationTerm is one "pool quantity unit × $price" of an amount's derivation,
+// and derivationTotal the amount it ends with.
+var (
+	derivationTerm  = regexp.MustCompile(`(-?[\d,]+) \S+ × ([-−]?)\$([\d,]+\.\d+)`)
+	derivationTotal = regexp.MustCompile(`= ([-−]?)\$([\d,]+\.\d+)$`)
+)
+
+// unreproduced says why a shown derivation ("us-east/cpu 200 core × $3.388700 +
+// ... = $975.540000") does not hold, or "" when its unit prices, multiplied out in
+// micro-dollars, give the amount within half a micro-dollar per unit.
+func unreproduced(d string) string {
+	micros := func(sign, s string) (int64, bool) {
+		whole, frac, _ := strings.Cut(strings.ReplaceAll(s, ",", ""), ".")
+		frac = (frac + "000000")[:6]
+		n, err := strconv.ParseInt(whole+frac, 10, 64)
+		if sign != "" {
+			n = -n
+		}
+		return n, err == nil
+	}
+	m := derivationTotal.FindStringSubmatch(d)
+	if m == nil {
+		return "no amount after ="
+	}
+	total, ok := micros(m[1], m[2])
+	if !ok {
+		return "the amount is not a number"
+	}
+	terms := derivationTerm.FindAllStringSubmatch(d, -1)
+	if len(terms) == 0 {
+		return "no quantity × unit price"
+	}
+	var sum, units float64
+	for _, tm := range terms {
+		q, err := strconv.ParseInt(strings.ReplaceAll(tm[1], ",", ""), 10, 64)
+		p, ok := micros(tm[2], tm[3])
+		if err != nil || !ok {
+			return "a term is not a number"
+		}
+		sum += float64(q) * float64(p)
+		units += math.Abs(float64(q))
+	}
+	if math.Abs(sum-float64(total)) > units*0.5+0.5 {
+		return fmt.Sprintf("the terms give %.0f micro-dollars, the amount is %d", sum, total)
+	}
+	return ""
 }
 
 // startDemoMail is startDemo with notification email sent to a test SMTP server.

@@ -1,0 +1,23 @@
+package ledger_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/clearhouse/clearhouse"
+	"github.com/clearhouse/clearhouse/ledger"
+)
+
+// An amount too large says so in words people read: never the integer type's
+// range ("±9,223,372,036,854.775807").
+func TestTooLargeAnAmountSaysTheLimitInWords(t *testing.T) {
+	_, err := ledger.ParseMoney("99,999,999,999,999")
+	msg := clearhouse.ErrorMessage(err)
+	if err == nil || !strings.Contains(msg, "about $9.2 trillion") || strings.Contains(msg, "9,223,372") || strings.Contains(msg, "±") {
+		t.Fatalf("parsing a huge amount: %q", msg)
+	}
+	_, err = ledger.MaxMoney.Add(1)
+	if msg := clearhouse.ErrorMessage(err); !strings.Contains(msg, "too large to add") || strings.Contains(msg, "9,223,372") {
+		t.Fatalf("adding past the limit: %q", msg)
+	}
+}
