@@ -121,7 +121,6 @@ func (s *statusRecorder) WriteHeader(code int) {
 // its own so that a kill takes the Slurm command it runs with it, as the end of its
 // container would.
 type agentProcess struct {
-	t    *testing.T
 	cmd  *exec.Cmd
 	log  string
 	done <-chan struct{} // closed when the agent ended
@@ -142,7 +141,7 @@ func (m *slurmMarket) startAgent(server, token string, env ...string) *agentProc
 		m.t.Fatal(err)
 	}
 	ended, end := context.WithCancel(context.Background())
-	a := &agentProcess{t: m.t, cmd: cmd, log: log.Name(), done: ended.Done()}
+	a := &agentProcess{cmd: cmd, log: log.Name(), done: ended.Done()}
 	go func() { _ = cmd.Wait(); log.Close(); end() }()
 	m.t.Cleanup(a.kill)
 	return a
