@@ -1,9 +1,12 @@
 package slurm
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"maps"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -71,7 +74,8 @@ func BenchmarkLivePoll(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	backend, err := Open(ctx, cfg, r, nil, time.Now)
+	timed := &timingRunner{run: r, took: map[string]time.Duration{}, calls: map[string]int{}}
+	backend, err := Open(ctx, cfg, timed, nil, time.Now)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -95,11 +99,13 @@ func BenchmarkLivePoll(b *testing.B) {
 		}
 	}
 	poll() // settles every limit
+	timed.reset()
 	b.ResetTimer()
 	for range b.N {
 		poll()
 	}
 	b.StopTimer()
+	b.Logf("per poll, by command (%d polls):\n%s", b.N, timed.report(b.N))
 	b.ReportMetric(float64(queued), "queued-jobs")
 	b.ReportMetric(benchAccounts, "accounts")
 
@@ -119,4 +125,41 @@ func BenchmarkLivePoll(b *testing.B) {
 	if _, err := backend.ApplyQuotas(ctx, want); err != nil {
 		b.Fatal(err)
 	}
+}
+
+// timingRunner is a Runner that adds up the time each command (its name and the
+// first words of its arguments that are not options) takes: where a poll's time goes.
+type timingRunner struct {
+	run   Runner
+	took  map[string]time.Duration
+	calls map[string]int
+}
+
+func (t *timingRunner) Run(ctx context.Context, stdin, name string, args ...string) (string, error) {
+	key := name
+	for _, a := range args {
+		if len(key) > 40 {
+			break
+		}
+		if !strings.HasPrefix(a, "-") && !strings.Contains(a, "=") {
+			key += " " + a
+		}
+	}
+	start := time.Now()
+	out, err := t.run.Run(ctx, stdin, name, args...)
+	t.took[key] += time.Since(start)
+	t.calls[key]++
+	return out, err
+}
+
+func (t *timingRunner) reset() { clear(t.took); clear(t.calls) }
+
+// report lists each command's time per poll, the longest first.
+func (t *timingRunner) report(polls int) string {
+	keys := slices.SortedFunc(maps.Keys(t.took), func(a, b string) int { return cmp.Compare(t.took[b], t.took[a]) })
+	var s strings.Builder
+	for _, k := range keys {
+		fmt.Fprintf(&s, "  %-50s %3d calls %8.0f ms\n", k, t.calls[k]/polls, float64(t.took[k].Milliseconds())/float64(polls))
+	}
+	return s.String()
 }

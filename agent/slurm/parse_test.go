@@ -168,11 +168,21 @@ func TestParseNodesAndReservations(t *testing.T) {
 type fakeSlurm struct {
 	t       *testing.T
 	changes []string
+	calls   []string // every command line
 }
 
 func (f *fakeSlurm) Run(_ context.Context, stdin, name string, args ...string) (string, error) {
 	line := name + " " + strings.Join(args, " ")
+	f.calls = append(f.calls, line)
 	switch {
+	case strings.Contains(line, "show associations") && slices.Contains(args, "user="):
+		var own []string // the accounts' own associations: no user
+		for _, l := range strings.SplitAfter(testdata(f.t, "sacctmgr-associations.txt"), "\n") {
+			if f := strings.Split(l, "|"); len(f) > 1 && f[1] == "" {
+				own = append(own, l)
+			}
+		}
+		return strings.Join(own, ""), nil
 	case strings.Contains(line, "show config"):
 		return testdata(f.t, "scontrol-config.txt"), nil
 	case strings.Contains(line, "show qos"):
@@ -287,6 +297,52 @@ func TestApplyQuotasOnCapturedCluster(t *testing.T) {
 	}
 	if len(fixes) != 4 || fixes[0] != (agent.Correction{Team: "ads", Pool: "hpc/gpu", Object: "assoc capads GrpTRES", Was: "gres/gpu=1", Now: "gres/gpu=2"}) {
 		t.Errorf("corrections %v", fixes)
+	}
+}
+
+// ApplyQuotas reads the accounts' own associations at every call, and the QOS list
+// and the users' associations (slow with many accounts) only every qosCheckEvery or
+// when the QOS the accounts use change; a QOS of a user's association that may not
+// preempt best-effort jobs is found at that check.
+func TestApplyQuotasReadsUsersAssociationsSeldom(t *testing.T) {
+	b, f := openFake(t)
+	reads := func() (users, qos int) {
+		for _, c := range f.calls {
+			switch {
+			case strings.Contains(c, "show associations") && !strings.Contains(c, " user= "):
+				users++
+			case strings.Contains(c, "show qos"):
+				qos++
+			}
+		}
+		return users, qos
+	}
+	if users, qos := reads(); users != 1 || qos != 1 {
+		t.Fatalf("Open read users' associations %d times and the QOS %d times, want once each: %q", users, qos, f.calls)
+	}
+	f.calls = nil
+	apply := func() {
+		t.Helper()
+		if _, err := b.ApplyQuotas(context.Background(), nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	apply()
+	if users, qos := reads(); users != 0 || qos != 0 || !slices.ContainsFunc(f.calls, func(c string) bool { return strings.Contains(c, " user= ") }) {
+		t.Fatalf("a poll right after Open: %q, want the accounts' own associations read, nothing else of them", f.calls)
+	}
+	now := b.now()
+	b.now = func() time.Time { return now.Add(qosCheckEvery) }
+	f.calls = nil
+	apply()
+	if users, qos := reads(); users != 1 || qos != 1 {
+		t.Fatalf("a poll %s later: %q, want the QOS and the users' associations read again", qosCheckEvery, f.calls)
+	}
+	f.calls = nil
+	b.qosUsed = "other" // as if an account had been given another QOS since
+	apply()
+	if users, qos := reads(); users != 1 || qos != 1 {
+		t.Fatalf("a poll after the accounts' QOS changed: %q, want the QOS and the users' associations read again", f.calls)
 	}
 }
 

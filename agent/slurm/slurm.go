@@ -111,6 +111,10 @@ type Backend struct {
 	// Slurm 22.05: sacct's Reservation column empty for a job squeue showed in one),
 	// so a reservation's end is also found by these job ids.
 	ranIn map[string]map[int64]bool
+	// qosChecked is when ensureQOS last read the QOS list and the users' associations,
+	// and qosUsed the other QOS the accounts used then (sorted, comma-separated).
+	qosChecked time.Time
+	qosUsed    string
 }
 
 // Open checks that Slurm answers, reads the cluster name from scontrol when the config
