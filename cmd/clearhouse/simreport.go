@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/clearhouse/clearhouse/moneyfmt"
 	"github.com/clearhouse/clearhouse/scheduler"
 )
 
@@ -17,7 +18,7 @@ var simReportHTML string
 
 var simReportTmpl = template.Must(template.New("report").Funcs(template.FuncMap{
 	"pct":     func(x float64) float64 { return 100 * x },
-	"dollars": dollars,
+	"dollars": moneyfmt.Dollars,
 }).Parse(simReportHTML))
 
 // Chart geometry, in SVG user units.
@@ -194,7 +195,7 @@ func valueChart(res simResult) svgChart {
 	slot := plotW / float64(len(bars))
 	for k, b := range bars {
 		h := plotH * b.value / top
-		title := fmt.Sprintf("%s: $%s", b.name, dollars(b.value))
+		title := fmt.Sprintf("%s: %s", b.name, moneyfmt.Dollars(b.value))
 		if k >= 2 && res.UpperBoundValue > 0 {
 			title += fmt.Sprintf(" (%.1f%% of the upper bound)", 100*b.value/res.UpperBoundValue)
 		}
