@@ -182,7 +182,7 @@ func (s *Server) apiMarket(c *gin.Context) {
 	}
 	for _, p := range pools {
 		ap := apiPool{ID: p.ID, Cluster: p.ClusterID, Resource: p.Resource, Unit: p.Unit, Capacity: p.Capacity, Held: held[p.ID],
-			UnitCost: ledger.Money(p.UnitCost).Plain(), Utilization: psi[p.ID], UtilizationSource: source[p.ID], Bids: interest[p.ID].Bids, Offers: interest[p.ID].Offers}
+			UnitCost: p.UnitCost.Plain(), Utilization: psi[p.ID], UtilizationSource: source[p.ID], Bids: interest[p.ID].Bids, Offers: interest[p.ID].Offers}
 		if r, ok := reserve[p.ID]; ok {
 			rs := apiPrice(r)
 			ap.ReservePrice = &rs
