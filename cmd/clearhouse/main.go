@@ -90,6 +90,10 @@ func hint(err error) string {
 	return ""
 }
 
+// dbFlag is the database every command opens: the root's persistent --db (or
+// CLEARHOUSE_DB), defaultDB unless given. A command that opens no database ignores it.
+func dbFlag(cmd *cobra.Command) string { return cmd.Flag("db").Value.String() }
+
 func newRootCmd() *cobra.Command {
 	root := &cobra.Command{
 		Use:   "clearhouse",
@@ -110,6 +114,7 @@ as underscores (--db becomes CLEARHOUSE_DB). A flag on the command line wins.`,
 		},
 	}
 	root.CompletionOptions.DisableDefaultCmd = true
+	root.PersistentFlags().String("db", defaultDB, "database: a SQLite file or a postgres:// URL")
 	// Each subcommand lives in its own file as newXxxCmd(); add it here.
 	root.AddCommand(
 		newServeCmd(),
