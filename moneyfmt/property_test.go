@@ -80,6 +80,14 @@ func refFloat(x float64, places int) string {
 	return out
 }
 
+// dollarSign puts "$" after the sign of a formatted number: "-$1,234.57".
+func dollarSign(n string) string {
+	if rest, ok := strings.CutPrefix(n, "-"); ok {
+		return "-$" + rest
+	}
+	return "$" + n
+}
+
 // amounts draws micro-dollars: any int64, or a digit at a place value (one
 // micro-dollar to 10^18) plus an offset that lands on, just below or just above a
 // rounding boundary of cents (5,000) or whole dollars (500,000), with either sign.
@@ -106,12 +114,7 @@ func amounts() *rapid.Generator[int64] {
 func TestCentsMatchesExactRounding(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		m := amounts().Draw(t, "micros")
-		want := refRound(m, 2)
-		if strings.HasPrefix(want, "-") {
-			want = "-$" + want[1:]
-		} else {
-			want = "$" + want
-		}
+		want := dollarSign(refRound(m, 2))
 		if got := Cents(m); got != want {
 			t.Fatalf("Cents(%d) = %q, want %q", m, got, want)
 		}
@@ -181,12 +184,7 @@ func floats() *rapid.Generator[float64] {
 func TestDollarsRoundHalvesAwayFromZero(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		x := floats().Draw(t, "x")
-		want := refFloat(x, 0)
-		if strings.HasPrefix(want, "-") {
-			want = "-$" + want[1:]
-		} else {
-			want = "$" + want
-		}
+		want := dollarSign(refFloat(x, 0))
 		if got := Dollars(x); got != want {
 			t.Fatalf("Dollars(%v) = %q, want %q", x, got, want)
 		}
