@@ -121,7 +121,7 @@ func addPools(ctx context.Context, m *exchange.Market) error {
 		}
 		for _, d := range defs {
 			if _, err := m.AddPool(ctx, exchange.PoolSpec{ClusterID: cl.ID, Resource: d.res, Unit: d.unit, Capacity: d.capacity,
-				UnitCost: int64(d.cost), Utilization: utilization[cl.ID], CurveID: d.curve}); err != nil {
+				UnitCost: d.cost, Utilization: utilization[cl.ID], CurveID: d.curve}); err != nil {
 				return err
 			}
 			// The fixed price the statistics compare auction prices with: cost plus half.

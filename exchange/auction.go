@@ -341,7 +341,7 @@ func (m *Market) fixReserves(tx *gorm.DB, auctionID int64) error {
 		if !ok {
 			return clearhouse.Errorf(clearhouse.EINTERNAL, "pool %s: reserve curve %q is missing", p.ID, p.CurveID)
 		}
-		r, err := auction.ReservePrice(c, util[p.ID], float64(p.UnitCost)/1e6)
+		r, err := p.ReservePrice(c, util[p.ID])
 		if err != nil {
 			return fmt.Errorf("pool %s: %w", p.ID, err)
 		}

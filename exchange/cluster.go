@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/clearhouse/clearhouse"
+	"github.com/clearhouse/clearhouse/ledger"
 	"github.com/clearhouse/clearhouse/store"
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
@@ -23,14 +24,15 @@ type Cluster struct {
 }
 
 // Pool is one resource type in one cluster, e.g. "us-east/cpu". UnitCost is the real
-// cost of one unit for one auction period, in micro-dollars; Utilization is in [0,1].
+// cost of one unit for one auction period; Utilization is in [0,1]. ReservePrice
+// (curve.go) prices a unit from them.
 type Pool struct {
 	ID          string
 	ClusterID   string
 	Resource    string
 	Unit        string
 	Capacity    int64
-	UnitCost    int64
+	UnitCost    ledger.Money
 	Utilization float64
 	CurveID     string
 	CreatedAt   time.Time
@@ -65,7 +67,7 @@ func (m *Market) Clusters(ctx context.Context) ([]Cluster, error) {
 type PoolSpec struct {
 	ClusterID, Resource, Unit string
 	Capacity                  int64
-	UnitCost                  int64 // micro-dollars per unit per period
+	UnitCost                  ledger.Money // per unit per period
 	Utilization               float64
 	CurveID                   string
 }

@@ -88,6 +88,14 @@ func (m *Market) curvesIn(tx *gorm.DB) (map[string]auction.Curve, error) {
 	return out, nil
 }
 
+// ReservePrice is the pool's reserve price in dollars per unit at utilization psi:
+// curve c's phi(psi) times the pool's unit cost (auction.ReservePrice). It is the
+// one computation of a reserve; the market's auctions, ReservePrices and the
+// operator's pages all use it. EINVALID for psi outside [0, 1] or a negative cost.
+func (p Pool) ReservePrice(c auction.Curve, psi float64) (float64, error) {
+	return auction.ReservePrice(c, psi, p.UnitCost.Dollars())
+}
+
 // ReservePrices returns each pool's reserve price now (dollars per unit), from its
 // curve, utilization psi and unit cost.
 func (m *Market) ReservePrices(ctx context.Context) (map[string]float64, error) {
@@ -107,7 +115,7 @@ func (m *Market) ReservePrices(ctx context.Context) (map[string]float64, error) 
 	out := make(map[string]float64, len(pools))
 	for _, p := range pools {
 		if c, ok := curves[p.CurveID]; ok {
-			if r, err := auction.ReservePrice(c, util[p.ID], float64(p.UnitCost)/1e6); err == nil {
+			if r, err := p.ReservePrice(c, util[p.ID]); err == nil {
 				out[p.ID] = r
 			}
 		}

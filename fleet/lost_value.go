@@ -126,8 +126,16 @@ func (s *Reservations) LostByDay(ctx context.Context, from, to time.Time) ([]Los
 	if !to.After(from) || to.Sub(from) > MaxLostDays*24*time.Hour {
 		return nil, clearhouse.Errorf(clearhouse.EINVALID, "to: must be after from, and at most %d days after it", MaxLostDays)
 	}
+	// SQLite keeps times as text, where the end of a period to 9999-12-31 (year
+	// 10000) sorts before every date: past ledger.Latest, the bound is inclusive of it.
+	q := s.db.Read.WithContext(ctx).Where("at >= ?", from)
+	if to.After(ledger.Latest) {
+		q = q.Where("at <= ?", ledger.Latest)
+	} else {
+		q = q.Where("at < ?", to)
+	}
 	var rows []LostValue
-	if err := s.db.Read.WithContext(ctx).Where("at >= ? AND at < ?", from, to).Order("at, id").Find(&rows).Error; err != nil {
+	if err := q.Order("at, id").Find(&rows).Error; err != nil {
 		return nil, err
 	}
 	type key struct {

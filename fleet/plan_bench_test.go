@@ -47,7 +47,7 @@ func busyPlanIn(b *testing.B, db *store.DB, n int) (*store.DB, *exchange.Market,
 	must(err)
 	for p := range 10 {
 		_, err := m.AddPool(ctx, exchange.PoolSpec{ClusterID: "big", Resource: fmt.Sprintf("r%d", p), Unit: "unit",
-			Capacity: 1_000_000, UnitCost: int64(ledger.Dollar), Utilization: 0.5, CurveID: "standard"})
+			Capacity: 1_000_000, UnitCost: ledger.Dollar, Utilization: 0.5, CurveID: "standard"})
 		must(err)
 	}
 	id := exchange.NewIdentity(db, clock.Now, bcrypt.MinCost)

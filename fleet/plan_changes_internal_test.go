@@ -50,7 +50,7 @@ func newReplicaMarket(t testing.TB, db *store.DB) *replicaMarket {
 	must(err)
 	for res, capacity := range map[string]int64{"cpu": 40, "ram": 60} {
 		_, err := m.AddPool(ctx, exchange.PoolSpec{ClusterID: "cc", Resource: res, Unit: "unit", Capacity: capacity,
-			UnitCost: int64(ledger.Dollar), Utilization: 0.5, CurveID: "standard"})
+			UnitCost: ledger.Dollar, Utilization: 0.5, CurveID: "standard"})
 		must(err)
 	}
 	rm := &replicaMarket{db: db, clock: clock, l: l}

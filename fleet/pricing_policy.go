@@ -59,7 +59,7 @@ func contains(xs []string, x string) bool {
 // seasonal predictor, never below the pool's real cost of a unit-slot.
 func (s *Reservations) defaultPolicy(p exchange.Pool) PricingPolicy {
 	return PricingPolicy{PoolID: p.ID, Algorithm: "econ", Predictor: "seasonal",
-		UnitPrice: ledger.Money(p.UnitCost * int64(s.cfg.Slot) / int64(s.cfg.Period))}
+		UnitPrice: ledger.Money(int64(p.UnitCost) * int64(s.cfg.Slot) / int64(s.cfg.Period))}
 }
 
 // Policies returns every pool's pricing policy (the default where none was set).

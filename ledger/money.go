@@ -100,34 +100,9 @@ func FromDollars(d float64) (Money, error) {
 }
 
 // String formats the amount as dollars with thousands separators and at least two
-// decimals, more when the amount has them: "1,234.56", "-3.00", "0.000001".
-func (m Money) String() string {
-	neg := m < 0
-	u := uint64(m)
-	if neg {
-		u = uint64(-(m + 1)) + 1 // safe for math.MinInt64
-	}
-	whole, frac := u/uint64(Dollar), u%uint64(Dollar)
-	digits := strconv.FormatUint(whole, 10)
-	var b strings.Builder
-	if neg {
-		b.WriteByte('-')
-	}
-	for i, c := range digits {
-		if i > 0 && (len(digits)-i)%3 == 0 {
-			b.WriteByte(',')
-		}
-		b.WriteRune(c)
-	}
-	f := strconv.FormatUint(frac+uint64(Dollar), 10)[1:] // six digits
-	f = strings.TrimRight(f, "0")
-	for len(f) < 2 {
-		f += "0"
-	}
-	b.WriteByte('.')
-	b.WriteString(f)
-	return b.String()
-}
+// decimals, more when the amount has them: "1,234.56", "-3.00", "0.000001"
+// (moneyfmt.Amount).
+func (m Money) String() string { return moneyfmt.Amount(int64(m)) }
 
 // Plain formats the amount like String but without thousands separators, for CSV
 // and forms: "1234.56".

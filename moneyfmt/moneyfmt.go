@@ -9,8 +9,14 @@
 //   - Prices per unit have four decimals and say their unit: UnitPrice(0.0139, "GiB")
 //     = "$0.0139 per GiB"; prices below a hundredth of a cent keep three significant
 //     digits, so a price is never shown as $0.0000.
+//   - Amounts the simulators compute in float dollars are shown in whole dollars:
+//     Dollars(-1234.5) = "-$1,235".
+//   - Counts and other figures share the thousands grouping: Count(4000) = "4,000",
+//     Decimal(17990.16, 1) = "17,990.2".
 //
-// Rounding is to the nearest shown digit, halves away from zero, like the ledger's.
+// This package is the one place where digits are grouped in threes; ledger.Money's
+// String is Amount. Rounding is to the nearest shown digit, halves away from zero,
+// like the ledger's, and an amount that rounds to zero has no minus sign.
 package moneyfmt
 
 import (
@@ -38,11 +44,22 @@ func cents(u uint64) string {
 // "$1,234.567891", "$250.00", "-$0.000001".
 func Exact(micros int64) string {
 	neg, u := split(micros)
+	return sign(neg) + "$" + exact(u)
+}
+
+// Amount is Exact without the dollar sign, as ledger.Money prints itself:
+// "1,234.567891", "250.00", "-0.000001".
+func Amount(micros int64) string {
+	neg, u := split(micros)
+	return sign(neg) + exact(u)
+}
+
+func exact(u uint64) string {
 	frac := strings.TrimRight(pad(u%perDollar, 6), "0")
 	for len(frac) < 2 {
 		frac += "0"
 	}
-	return sign(neg) + "$" + group(u/perDollar) + "." + frac
+	return group(u/perDollar) + "." + frac
 }
 
 // CSV formats micro-dollars for an export column: no "$", no separators, exactly
@@ -127,8 +144,11 @@ func pad(v uint64, n int) string {
 	return s
 }
 
-func group(v uint64) string {
-	digits := strconv.FormatUint(v, 10)
+func group(v uint64) string { return groupDigits(strconv.FormatUint(v, 10)) }
+
+// groupDigits puts a comma between each group of three digits of a string of
+// digits, from the right.
+func groupDigits(digits string) string {
 	var b strings.Builder
 	for i, c := range digits {
 		if i > 0 && (len(digits)-i)%3 == 0 {
@@ -137,6 +157,47 @@ func group(v uint64) string {
 		b.WriteRune(c)
 	}
 	return b.String()
+}
+
+// Dollars formats an amount of dollars computed in floats (the simulators' values
+// and revenues) in whole dollars with thousands separators, rounded half away from
+// zero: "$1,235", "-$1,235" (for -1234.5), "$0" (never "-$0"). NaN and infinities
+// are "—".
+func Dollars(d float64) string {
+	s := Decimal(d, 0)
+	if s == "—" {
+		return s
+	}
+	if rest, ok := strings.CutPrefix(s, "-"); ok {
+		return "-$" + rest
+	}
+	return "$" + s
+}
+
+// Decimal writes x rounded to places decimals, halves away from zero, with
+// thousands separators: "17,990.2", "-5.87", "0.00" (never "-0.00"). x is scaled by
+// 10^places before rounding, so a figure computed as 123.44999999999999 (100 ×
+// 1.2345) shows as 123.5 with one decimal, as it was meant; a value too large to
+// scale exactly is written as it is. NaN and infinities are "—".
+func Decimal(x float64, places int) string {
+	if math.IsNaN(x) || math.IsInf(x, 0) {
+		return "—"
+	}
+	places = max(places, 0)
+	p := math.Pow10(places)
+	r := math.Round(math.Abs(x)*p) / p
+	if math.Abs(x)*p >= 1<<52 { // scaled past a float's integers: the digits are x's own
+		r = math.Abs(x)
+	}
+	whole, frac, _ := strings.Cut(strconv.FormatFloat(r, 'f', places, 64), ".")
+	s := groupDigits(whole)
+	if frac != "" {
+		s += "." + frac
+	}
+	if x < 0 && r != 0 {
+		s = "-" + s
+	}
+	return s
 }
 
 // Count writes a whole number with thousands separators, as people read counts and

@@ -182,7 +182,7 @@ func (s *Server) apiMarket(c *gin.Context) {
 	}
 	for _, p := range pools {
 		ap := apiPool{ID: p.ID, Cluster: p.ClusterID, Resource: p.Resource, Unit: p.Unit, Capacity: p.Capacity, Held: held[p.ID],
-			UnitCost: ledger.Money(p.UnitCost).Plain(), Utilization: psi[p.ID], UtilizationSource: source[p.ID], Bids: interest[p.ID].Bids, Offers: interest[p.ID].Offers}
+			UnitCost: p.UnitCost.Plain(), Utilization: psi[p.ID], UtilizationSource: source[p.ID], Bids: interest[p.ID].Bids, Offers: interest[p.ID].Offers}
 		if r, ok := reserve[p.ID]; ok {
 			rs := apiPrice(r)
 			ap.ReservePrice = &rs
@@ -290,23 +290,12 @@ func toAPIOrder(v exchange.OrderView) apiOrderBody {
 
 func (s *Server) apiOrders(c *gin.Context) {
 	u := userOf(c)
-	f := exchange.OrderFilter{Limit: 100}
-	if l := c.Query("limit"); l != "" {
-		n, err := strconv.Atoi(l)
-		if err != nil || n < 1 || n > exchange.MaxPage {
-			s.fail(c, clearhouse.Errorf(clearhouse.EINVALID, "limit: must be a whole number from 1 to %d", exchange.MaxPage))
-			return
-		}
-		f.Limit = n
+	pg, err := parsePage(c, 100, exchange.MaxPage)
+	if err != nil {
+		s.fail(c, err)
+		return
 	}
-	if b := c.Query("before"); b != "" {
-		n, err := strconv.ParseInt(b, 10, 64)
-		if err != nil || n < 1 {
-			s.fail(c, clearhouse.Errorf(clearhouse.EINVALID, "before: must be an order id"))
-			return
-		}
-		f.Before = n
-	}
+	f := exchange.OrderFilter{Limit: pg.Limit, Before: pg.Before}
 	if u.Role.OnTeam() {
 		f.Team = u.TeamID
 	} else {

@@ -136,23 +136,12 @@ func (s *Server) apiBestEffortJobs(c *gin.Context) {
 		s.fail(c, err)
 		return
 	}
-	f := besteffort.JobFilter{Team: team, Cluster: c.Query("cluster"), Limit: 100}
-	if raw := c.Query("limit"); raw != "" {
-		n, err := strconv.Atoi(raw)
-		if err != nil || n < 1 || n > 1000 {
-			s.fail(c, clearhouse.Errorf(clearhouse.EINVALID, "limit: must be a whole number from 1 to 1000"))
-			return
-		}
-		f.Limit = n
+	pg, err := parsePage(c, 100, 1000)
+	if err != nil {
+		s.fail(c, err)
+		return
 	}
-	if raw := c.Query("before"); raw != "" {
-		n, err := strconv.ParseInt(raw, 10, 64)
-		if err != nil || n < 1 {
-			s.fail(c, clearhouse.Errorf(clearhouse.EINVALID, "before: must be a job id"))
-			return
-		}
-		f.Before = n
-	}
+	f := besteffort.JobFilter{Team: team, Cluster: c.Query("cluster"), Limit: pg.Limit, Before: pg.Before}
 	vs, err := s.svc.BestEffort.Jobs(c.Request.Context(), f)
 	if err != nil {
 		s.fail(c, err)

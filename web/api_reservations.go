@@ -245,23 +245,12 @@ func (s *Server) apiReservations(c *gin.Context) {
 			*dst = t
 		}
 	}
-	f.Limit = 100
-	if raw := c.Query("limit"); raw != "" {
-		n, err := strconv.Atoi(raw)
-		if err != nil || n < 1 || n > 1000 {
-			s.fail(c, clearhouse.Errorf(clearhouse.EINVALID, "limit: must be a whole number from 1 to 1000"))
-			return
-		}
-		f.Limit = n
+	pg, err := parsePage(c, 100, 1000)
+	if err != nil {
+		s.fail(c, err)
+		return
 	}
-	if raw := c.Query("before"); raw != "" {
-		n, err := strconv.ParseInt(raw, 10, 64)
-		if err != nil || n < 1 {
-			s.fail(c, clearhouse.Errorf(clearhouse.EINVALID, "before: must be a reservation id"))
-			return
-		}
-		f.Before = n
-	}
+	f.Limit, f.Before = pg.Limit, pg.Before
 	want := f.Limit
 	f.Limit++ // one more tells whether there is a next page
 	vs, err := s.svc.Reservations.Reservations(c.Request.Context(), f)

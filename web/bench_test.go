@@ -42,7 +42,7 @@ func busyMarket(b *testing.B, n int) (*httptest.Server, string) {
 		must(err)
 		for r := range 10 {
 			_, err := m.AddPool(ctx, exchange.PoolSpec{ClusterID: cl, Resource: fmt.Sprintf("r%d", r), Unit: "unit", Capacity: 1e6,
-				UnitCost: int64(ledger.Dollar), Utilization: 0.6, CurveID: "standard"})
+				UnitCost: ledger.Dollar, Utilization: 0.6, CurveID: "standard"})
 			must(err)
 		}
 	}

@@ -24,7 +24,7 @@ func TestBidFormChecksEarly(t *testing.T) {
 	if _, err := f.market.AddCluster(ctx, exchange.Cluster{ID: "us-east"}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := f.market.AddPool(ctx, exchange.PoolSpec{ClusterID: "us-east", Resource: "cpu", Unit: "core", Capacity: 4000, UnitCost: int64(ledger.Dollar), Utilization: 0.8, CurveID: "standard"}); err != nil {
+	if _, err := f.market.AddPool(ctx, exchange.PoolSpec{ClusterID: "us-east", Resource: "cpu", Unit: "core", Capacity: 4000, UnitCost: ledger.Dollar, Utilization: 0.8, CurveID: "standard"}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := f.market.AddTeam(ctx, exchange.NewTeam{ID: "search", Budget: 100_000 * ledger.Dollar}); err != nil {
@@ -88,7 +88,7 @@ func TestFormsRefuseBuyingAndSellingOnePool(t *testing.T) {
 	if _, err := f.market.AddCluster(ctx, exchange.Cluster{ID: "us-east"}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := f.market.AddPool(ctx, exchange.PoolSpec{ClusterID: "us-east", Resource: "cpu", Unit: "core", Capacity: 4000, UnitCost: int64(ledger.Dollar), Utilization: 0.8, CurveID: "standard"}); err != nil {
+	if _, err := f.market.AddPool(ctx, exchange.PoolSpec{ClusterID: "us-east", Resource: "cpu", Unit: "core", Capacity: 4000, UnitCost: ledger.Dollar, Utilization: 0.8, CurveID: "standard"}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := f.market.AddTeam(ctx, exchange.NewTeam{ID: "ads", Budget: 100_000 * ledger.Dollar}); err != nil {
@@ -131,7 +131,7 @@ func TestOrdersShowQuantitiesWithTheirUnits(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, p := range []exchange.PoolSpec{
-		{ClusterID: "us-east", Resource: "cpu", Unit: "core", Capacity: 4000, UnitCost: int64(ledger.Dollar), Utilization: 0.8, CurveID: "standard"},
+		{ClusterID: "us-east", Resource: "cpu", Unit: "core", Capacity: 4000, UnitCost: ledger.Dollar, Utilization: 0.8, CurveID: "standard"},
 		{ClusterID: "us-east", Resource: "ram", Unit: "GiB", Capacity: 16000, UnitCost: 250_000, Utilization: 0.8, CurveID: "standard"},
 	} {
 		if _, err := f.market.AddPool(ctx, p); err != nil {

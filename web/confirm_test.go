@@ -104,7 +104,7 @@ func TestSavingAPoolAtZeroUnitCostAsksFirst(t *testing.T) {
 	if res, _ := b.post("/operate/pools/us-east/cpu", form); res.StatusCode != http.StatusSeeOther {
 		t.Fatalf("saving a priced pool: %d", res.StatusCode)
 	}
-	if p, _ := f.market.Pool(ctx, "us-east/cpu"); p.UnitCost != int64(2*ledger.Cent) {
+	if p, _ := f.market.Pool(ctx, "us-east/cpu"); p.UnitCost != 2*ledger.Cent {
 		t.Fatalf("unit cost %d, want 2 cents", p.UnitCost)
 	}
 	// A new pool at $0 asks too.

@@ -26,7 +26,7 @@ func TestDraftsArePreparedThenPlacedWhenAnAuctionOpens(t *testing.T) {
 		if _, err := f.market.AddCluster(ctx, exchange.Cluster{ID: cl}); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := f.market.AddPool(ctx, exchange.PoolSpec{ClusterID: cl, Resource: "cpu", Unit: "core", Capacity: 1000, UnitCost: int64(ledger.Dollar), Utilization: 0.5, CurveID: "standard"}); err != nil {
+		if _, err := f.market.AddPool(ctx, exchange.PoolSpec{ClusterID: cl, Resource: "cpu", Unit: "core", Capacity: 1000, UnitCost: ledger.Dollar, Utilization: 0.5, CurveID: "standard"}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -36,7 +36,7 @@ func TestPagesShowTheFinalRound(t *testing.T) {
 	_, err = f.market.AddCluster(ctx, exchange.Cluster{ID: "us-east"})
 	must(err)
 	for _, p := range []exchange.PoolSpec{
-		{ClusterID: "us-east", Resource: "cpu", Unit: "core", Capacity: 100, UnitCost: int64(ledger.Dollar), Utilization: 0.8, CurveID: "standard"},
+		{ClusterID: "us-east", Resource: "cpu", Unit: "core", Capacity: 100, UnitCost: ledger.Dollar, Utilization: 0.8, CurveID: "standard"},
 		{ClusterID: "us-east", Resource: "ram", Unit: "GiB", Capacity: 400, UnitCost: 100_000, Utilization: 0.8, CurveID: "standard"},
 	} {
 		_, err = f.market.AddPool(ctx, p)

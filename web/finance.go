@@ -184,7 +184,7 @@ func (s *Server) financeTeamPage(c *gin.Context) {
 func (s *Server) financeTeamCSV(c *gin.Context) { s.statementCSV(c, c.Param("team")) }
 
 func (s *Server) journalCSV(c *gin.Context) {
-	from, to, err := s.period(c)
+	from, to, err := s.period(c, statementDays)
 	if err != nil {
 		s.fail(c, err)
 		return

@@ -87,14 +87,6 @@ func unitWord(unit string, one bool) string {
 	return unit + "s"
 }
 
-// groupString puts thousands separators in a string of digits.
-func groupString(s string) string {
-	for i := len(s) - 3; i > 0; i -= 3 {
-		s = s[:i] + "," + s[i:]
-	}
-	return s
-}
-
 // userOf returns the signed-in user; routes behind requireRole always have one.
 func userOf(c *gin.Context) exchange.User {
 	u, _ := userFrom(c)

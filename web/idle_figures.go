@@ -1,33 +1,17 @@
 package web
 
 import (
-	"math"
 	"strconv"
-	"strings"
 
 	"github.com/clearhouse/clearhouse/besteffort"
+	"github.com/clearhouse/clearhouse/moneyfmt"
 	"github.com/clearhouse/clearhouse/templates"
 )
 
 // fmtDecimal writes x rounded to places decimals (halves away from zero) with
 // thousands separators, as groupDigits writes whole numbers: "17,990.2", "-5.87",
-// "0.0"; never "-0.0". NaN and infinities are "—".
-func fmtDecimal(x float64, places int) string {
-	if math.IsNaN(x) || math.IsInf(x, 0) {
-		return "—"
-	}
-	p := math.Pow10(places)
-	r := math.Round(math.Abs(x)*p) / p
-	whole, frac, _ := strings.Cut(strconv.FormatFloat(r, 'f', places, 64), ".")
-	s := groupString(whole)
-	if frac != "" {
-		s += "." + frac
-	}
-	if x < 0 && r != 0 {
-		s = "-" + s
-	}
-	return s
-}
+// "0.0"; never "-0.0". NaN and infinities are "—" (moneyfmt.Decimal).
+func fmtDecimal(x float64, places int) string { return moneyfmt.Decimal(x, places) }
 
 // idlePolicyWords says in plain words how each sharing policy picks the next team,
 // beside the policy's name (the identifier operators select).

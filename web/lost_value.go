@@ -13,30 +13,6 @@ import (
 	"github.com/gin-gonic/gin"
 )
 
-// lostPeriod is the days a lost-value view covers: from and to (inclusive) as
-// YYYY-MM-DD, by default the last 14 days up to today (UTC).
-func (s *Server) lostPeriod(c *gin.Context) (from, to time.Time, err error) {
-	now := s.now().UTC()
-	to = time.Date(now.Year(), now.Month(), now.Day(), 0, 0, 0, 0, time.UTC).AddDate(0, 0, 1)
-	from = to.AddDate(0, 0, -14)
-	if v := c.Query("from"); v != "" {
-		if from, err = time.Parse(time.DateOnly, v); err != nil {
-			return from, to, clearhouse.Errorf(clearhouse.EINVALID, "from: give a date as YYYY-MM-DD")
-		}
-	}
-	if v := c.Query("to"); v != "" {
-		t, err := time.Parse(time.DateOnly, v)
-		if err != nil {
-			return from, to, clearhouse.Errorf(clearhouse.EINVALID, "to: give a date as YYYY-MM-DD")
-		}
-		to = t.AddDate(0, 0, 1)
-	}
-	if !to.After(from) {
-		return from, to, clearhouse.Errorf(clearhouse.EINVALID, "to: the period must end on or after the day it starts")
-	}
-	return from, to, nil
-}
-
 // lostRows are the lost-value rows for the scheduler page, newest day first.
 func lostRows(days []fleet.LostDay) []templates.LostDayRow {
 	out := make([]templates.LostDayRow, 0, len(days))
@@ -61,7 +37,7 @@ type apiLostDay struct {
 // apiLostValue is GET /api/v1/lost-value: per pool and day, the value of bids
 // refused (no room, priced out) and of reservations not honoured.
 func (s *Server) apiLostValue(c *gin.Context) {
-	from, to, err := s.lostPeriod(c)
+	from, to, err := s.period(c, lostDays)
 	if err != nil {
 		s.fail(c, err)
 		return
@@ -81,7 +57,7 @@ func (s *Server) apiLostValue(c *gin.Context) {
 
 // lostValueCSV downloads the lost value per pool and day.
 func (s *Server) lostValueCSV(c *gin.Context) {
-	from, to, err := s.lostPeriod(c)
+	from, to, err := s.period(c, lostDays)
 	if err != nil {
 		s.fail(c, err)
 		return

@@ -90,7 +90,7 @@ func holdRef(ref string) string {
 
 // unitCost is a pool's operator cost per unit and period, with its unit.
 func unitCost(p exchange.Pool) templates.Price {
-	return templates.Price{Dollars: ledger.Money(p.UnitCost).Dollars(), Unit: p.Unit}
+	return templates.Price{Dollars: p.UnitCost.Dollars(), Unit: p.Unit}
 }
 
 // poolUnits maps each pool to its unit ("GiB").

@@ -169,7 +169,7 @@ func readPoolForm(c *gin.Context) (templates.PoolForm, exchange.PoolSpec) {
 	} else {
 		spec.Capacity = n
 	}
-	spec.UnitCost = int64(parseMoneyField(c, "unit_cost", f.Errors))
+	spec.UnitCost = parseMoneyField(c, "unit_cost", f.Errors)
 	// The typed utilization is optional: the server measures psi (fleet.Utilization);
 	// the stored value serves only markets without measurement.
 	if strings.TrimSpace(f.Utilization) == "" {
@@ -232,7 +232,7 @@ func (s *Server) editPoolPage(c *gin.Context) {
 		return
 	}
 	f, err := s.poolForm(c, templates.PoolForm{ID: p.ID, Unit: p.Unit, Capacity: strconv.FormatInt(p.Capacity, 10),
-		UnitCost: ledger.Money(p.UnitCost).Plain(), Utilization: strconv.FormatFloat(p.Utilization*100, 'f', -1, 64), Curve: p.CurveID})
+		UnitCost: p.UnitCost.Plain(), Utilization: strconv.FormatFloat(p.Utilization*100, 'f', -1, 64), Curve: p.CurveID})
 	if err != nil {
 		s.fail(c, err)
 		return
@@ -400,11 +400,11 @@ func (s *Server) curveForm(c *gin.Context, id string, spec auction.CurveSpec, f 
 		if !ok {
 			u = p.Utilization
 		}
-		r, _ := auction.ReservePrice(built, u, float64(p.UnitCost)/1e6)
+		r, _ := p.ReservePrice(built, u)
 		row := templates.ImpliedReserve{Pool: p.ID, Utilization: fmt.Sprintf("%.1f%%", u*100),
 			UnitCost: unitCost(p), Phi: fmt.Sprintf("%.4f", built.Phi(u)), Reserve: templates.Price{Dollars: r, Unit: p.Unit}}
 		if saved != nil {
-			b, _ := auction.ReservePrice(*saved, u, float64(p.UnitCost)/1e6)
+			b, _ := p.ReservePrice(*saved, u)
 			row.Before = &templates.Price{Dollars: b, Unit: p.Unit}
 		}
 		f.Implied = append(f.Implied, row)

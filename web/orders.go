@@ -565,13 +565,11 @@ func (s *Server) decideOrder(c *gin.Context) {
 // orderPage lists the page of orders the request's ?before= names, and the pager
 // that leads on; what names the listed things ("orders").
 func (s *Server) orderPage(c *gin.Context, f exchange.OrderFilter, what string) ([]exchange.OrderView, templates.Pager, error) {
-	if b := c.Query("before"); b != "" {
-		before, err := strconv.ParseInt(b, 10, 64)
-		if err != nil || before <= 0 {
-			return nil, templates.Pager{}, clearhouse.Errorf(clearhouse.EINVALID, "before: must be an order number")
-		}
-		f.Before = before
+	before, err := parseBefore(c)
+	if err != nil {
+		return nil, templates.Pager{}, err
 	}
+	f.Before = before
 	vs, next, err := s.svc.Market.OrderPage(c.Request.Context(), f)
 	if err != nil {
 		return nil, templates.Pager{}, err

@@ -44,7 +44,7 @@ func (f *fixture) cpuPool() {
 	if _, err := f.market.AddCluster(ctx, exchange.Cluster{ID: "us-east"}); err != nil {
 		f.t.Fatal(err)
 	}
-	if _, err := f.market.AddPool(ctx, exchange.PoolSpec{ClusterID: "us-east", Resource: "cpu", Unit: "core", Capacity: 100, UnitCost: int64(ledger.Dollar), Utilization: 0.8, CurveID: "standard"}); err != nil {
+	if _, err := f.market.AddPool(ctx, exchange.PoolSpec{ClusterID: "us-east", Resource: "cpu", Unit: "core", Capacity: 100, UnitCost: ledger.Dollar, Utilization: 0.8, CurveID: "standard"}); err != nil {
 		f.t.Fatal(err)
 	}
 	if _, err := f.market.AddTeam(ctx, exchange.NewTeam{ID: "search", Budget: 1000 * ledger.Dollar}); err != nil {

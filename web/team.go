@@ -3,7 +3,6 @@ package web
 import (
 	"fmt"
 	"net/http"
-	"net/url"
 	"strings"
 	"time"
 
@@ -14,36 +13,6 @@ import (
 	"github.com/clearhouse/clearhouse/templates"
 	"github.com/gin-gonic/gin"
 )
-
-// period reads ?from=YYYY-MM-DD&to=YYYY-MM-DD (to inclusive), defaulting to the
-// last 30 days.
-func (s *Server) period(c *gin.Context) (from, to time.Time, err error) {
-	return s.periodOf(c.Request.URL.Query())
-}
-
-// periodOf is the period that from and to name (to inclusive), each defaulting to
-// the last 30 days, or EINVALID naming the date at fault.
-func (s *Server) periodOf(q url.Values) (from, to time.Time, err error) {
-	now := s.now().UTC()
-	to = time.Date(now.Year(), now.Month(), now.Day(), 0, 0, 0, 0, time.UTC).AddDate(0, 0, 1)
-	from = to.AddDate(0, 0, -30)
-	if v := q.Get("from"); v != "" {
-		if from, err = time.Parse(time.DateOnly, v); err != nil {
-			return from, to, clearhouse.Errorf(clearhouse.EINVALID, "from: give a date as YYYY-MM-DD")
-		}
-	}
-	if v := q.Get("to"); v != "" {
-		t, err := time.Parse(time.DateOnly, v)
-		if err != nil {
-			return from, to, clearhouse.Errorf(clearhouse.EINVALID, "to: give a date as YYYY-MM-DD")
-		}
-		to = t.AddDate(0, 0, 1)
-	}
-	if !to.After(from) {
-		return from, to, clearhouse.Errorf(clearhouse.EINVALID, "to: the period ends on or after the day it starts; this end date is before the start date")
-	}
-	return from, to, nil
-}
 
 // What the team page lists at most; the CSV download has everything.
 const (
@@ -77,13 +46,13 @@ func (s *Server) teamView(c *gin.Context, team string, csvPath string) (template
 		return templates.TeamView{}, false
 	}
 	entered := c.Request.URL.Query()
-	from, to, err := s.period(c)
+	from, to, err := s.period(c, statementDays)
 	var periodErrors templates.FieldErrors
 	if clearhouse.ErrorCode(err) == clearhouse.EINVALID {
 		// A period typed wrongly is the form's error: the page shows the default
 		// period, with the dates as entered and the one at fault marked.
 		periodErrors = formErrors(err, "to")
-		from, to, err = s.periodOf(nil)
+		from, to, err = s.periodOf(nil, statementDays)
 	}
 	if err != nil {
 		s.fail(c, err)
@@ -168,7 +137,7 @@ func (s *Server) teamPage(c *gin.Context) {
 
 // statementCSV writes an account's statement for the period as CSV.
 func (s *Server) statementCSV(c *gin.Context, team string) {
-	from, to, err := s.period(c)
+	from, to, err := s.period(c, statementDays)
 	if err != nil {
 		s.fail(c, err)
 		return

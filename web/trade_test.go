@@ -33,7 +33,7 @@ func (f *fixture) tradeMarket() *browser {
 		{ClusterID: "eu-west", Resource: "cpu", Unit: "core", Capacity: 100},
 		{ClusterID: "eu-west", Resource: "ram", Unit: "GiB", Capacity: 1000},
 	} {
-		ps.UnitCost, ps.Utilization, ps.CurveID = int64(ledger.Dollar)/10, 0.5, "standard"
+		ps.UnitCost, ps.Utilization, ps.CurveID = ledger.Dollar/10, 0.5, "standard"
 		if _, err := f.market.AddPool(ctx, ps); err != nil {
 			f.t.Fatal(err)
 		}

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/clearhouse/clearhouse"
-	"github.com/clearhouse/clearhouse/auction"
 	"github.com/clearhouse/clearhouse/exchange"
 	"github.com/clearhouse/clearhouse/fleet"
 	"github.com/clearhouse/clearhouse/templates"
@@ -118,7 +117,7 @@ func (s *Server) poolUtilization(c *gin.Context, p exchange.Pool, form *template
 	}
 	row := func(what string, psi float64, note string) templates.PsiRow {
 		r := templates.PsiRow{What: what, Psi: fmt.Sprintf("%.1f%%", 100*psi), Phi: fmt.Sprintf("%.4f", curve.Phi(psi)), Note: note}
-		if price, err := auction.ReservePrice(curve, psi, float64(p.UnitCost)/1e6); err == nil {
+		if price, err := p.ReservePrice(curve, psi); err == nil {
 			r.Reserve = fmt.Sprintf("$%.4f", price)
 		}
 		return r
@@ -158,7 +157,7 @@ func (s *Server) poolUtilization(c *gin.Context, p exchange.Pool, form *template
 // renderPoolWithErrors shows the pool page again with a refused utilization form.
 func (s *Server) renderPoolWithErrors(c *gin.Context, p exchange.Pool, form templates.PoolUtilizationView) {
 	f, err := s.poolForm(c, templates.PoolForm{ID: p.ID, Unit: p.Unit, Capacity: strconv.FormatInt(p.Capacity, 10),
-		UnitCost: fmt.Sprintf("%.6f", float64(p.UnitCost)/1e6), Curve: p.CurveID})
+		UnitCost: p.UnitCost.Plain(), Curve: p.CurveID})
 	if err == nil {
 		f.Util, err = s.poolUtilization(c, p, &form)
 	}

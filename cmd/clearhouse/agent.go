@@ -203,7 +203,7 @@ are printed and retried after a backoff that doubles with each failure in a row 
 }
 
 func newAgentTokenCmd() *cobra.Command {
-	var dsn, cluster, name string
+	var cluster, name string
 	cmd := &cobra.Command{
 		Use:   "token",
 		Short: "Issue a cluster agent's API token; the token is printed on the last line",
@@ -213,7 +213,7 @@ the output; only its hash is stored.`,
 		Example: `  TOKEN=$(clearhouse agent token --cluster us-east | tail -n 1)`,
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return withDB(cmd, dsn, func(db *store.DB) error {
+			return withDB(cmd, func(db *store.DB) error {
 				id := exchange.NewIdentity(db, time.Now, 0)
 				if name == "" {
 					name = "agent " + cluster + " " + time.Now().UTC().Format(time.DateOnly)
@@ -228,7 +228,6 @@ the output; only its hash is stored.`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&dsn, "db", defaultDB, "SQLite file or PostgreSQL URL")
 	f.StringVar(&cluster, "cluster", "", "the cluster the agent runs (required)")
 	f.StringVar(&name, "name", "", "a label for the token")
 	_ = cmd.MarkFlagRequired("cluster")

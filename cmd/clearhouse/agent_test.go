@@ -58,7 +58,7 @@ func newAgentMarket(t *testing.T) *agentMarket {
 	must(app.Market.AddCluster(ctx, exchange.Cluster{ID: "us-east"}))
 	must(app.Market.AddCluster(ctx, exchange.Cluster{ID: "eu-west"}))
 	must(app.Market.AddPool(ctx, exchange.PoolSpec{ClusterID: "us-east", Resource: "cpu", Unit: "core", Capacity: 100,
-		UnitCost: int64(ledger.Dollar), Utilization: 0.8, CurveID: "standard"}))
+		UnitCost: ledger.Dollar, Utilization: 0.8, CurveID: "standard"}))
 	must(app.Market.AddTeam(ctx, exchange.NewTeam{ID: "search", Budget: 1000 * ledger.Dollar}))
 	member, err := app.Identity.AddUser(ctx, exchange.NewUser{Email: "member@search.io", Role: exchange.RoleMember, TeamID: "search"})
 	must(member, err)

@@ -31,7 +31,6 @@ func auctionIDArg(s string) (int64, error) {
 }
 
 func newAuctionPreviewCmd() *cobra.Command {
-	var dsn string
 	cmd := &cobra.Command{
 		Use:   "preview AUCTION",
 		Short: "Run the clock on an open auction's orders and publish preliminary prices (what the scheduled job does)",
@@ -41,7 +40,7 @@ func newAuctionPreviewCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return withDB(cmd, dsn, func(db *store.DB) error {
+			return withDB(cmd, func(db *store.DB) error {
 				run, err := marketFor(db).Preview(cmd.Context(), id)
 				if err != nil {
 					return err
@@ -51,12 +50,10 @@ func newAuctionPreviewCmd() *cobra.Command {
 			})
 		},
 	}
-	cmd.Flags().StringVar(&dsn, "db", defaultDB, "SQLite file or PostgreSQL URL")
 	return cmd
 }
 
 func newAuctionCloseCmd() *cobra.Command {
-	var dsn string
 	cmd := &cobra.Command{
 		Use:   "close AUCTION",
 		Short: "Run the binding clock on an auction and settle it now (safe to repeat: a settled auction is left as it is)",
@@ -66,7 +63,7 @@ func newAuctionCloseCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return withDB(cmd, dsn, func(db *store.DB) error {
+			return withDB(cmd, func(db *store.DB) error {
 				m := marketFor(db)
 				run, err := m.Close(cmd.Context(), id)
 				if err != nil {
@@ -84,19 +81,17 @@ func newAuctionCloseCmd() *cobra.Command {
 			})
 		},
 	}
-	cmd.Flags().StringVar(&dsn, "db", defaultDB, "SQLite file or PostgreSQL URL")
 	return cmd
 }
 
 func newAuctionTickCmd() *cobra.Command {
-	var dsn string
 	var cfg Config
 	cmd := &cobra.Command{
 		Use:   "tick",
 		Short: "Run the market's scheduled job once: open, preview, close and schedule auctions as due; charge reservations for the slots that passed",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return withDB(cmd, dsn, func(db *store.DB) error {
+			return withDB(cmd, func(db *store.DB) error {
 				var rep exchange.TickReport
 				var plan fleet.PlanTick
 				ran, err := db.Exclusive(cmd.Context(), tickLock, func() error {
@@ -123,7 +118,6 @@ func newAuctionTickCmd() *cobra.Command {
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&dsn, "db", defaultDB, "SQLite file or PostgreSQL URL")
 	f.DurationVar(&cfg.AuctionEvery, "auction-every", 24*time.Hour, "time from one auction's opening to the next's (0: schedule none)")
 	f.DurationVar(&cfg.AuctionWindow, "auction-window", time.Hour, "how long each auction takes bids")
 	f.DurationVar(&cfg.PreviewEvery, "preview-every", 5*time.Minute, "refresh preliminary prices older than this")

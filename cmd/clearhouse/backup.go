@@ -13,7 +13,6 @@ import (
 )
 
 func newBackupCmd() *cobra.Command {
-	var dsn string
 	cmd := &cobra.Command{
 		Use:   "backup FILE",
 		Short: "Write a consistent copy of a live SQLite database to FILE (the server may keep running)",
@@ -24,7 +23,7 @@ integrity check before this exits 0. For PostgreSQL use pg_dump (docs/operating.
 		Example: `  clearhouse backup --db /var/lib/clearhouse/clearhouse.db /backups/clearhouse-$(date +%F).db`,
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			ctx := cmd.Context()
+			ctx, dsn := cmd.Context(), dbFlag(cmd)
 			db, err := store.Open(ctx, dsn)
 			if err != nil {
 				return &exitError{2, err}
@@ -40,7 +39,6 @@ integrity check before this exits 0. For PostgreSQL use pg_dump (docs/operating.
 			return nil
 		},
 	}
-	cmd.Flags().StringVar(&dsn, "db", defaultDB, "the SQLite file to back up")
 	return cmd
 }
 
@@ -67,7 +65,6 @@ func checkBackup(ctx context.Context, path string) error {
 }
 
 func newRestoreCmd() *cobra.Command {
-	var dsn string
 	var force bool
 	cmd := &cobra.Command{
 		Use:   "restore BACKUP",
@@ -82,7 +79,7 @@ A backup from an older release is migrated when the server next starts.`,
 		Example: `  clearhouse restore --db /var/lib/clearhouse/clearhouse.db --force /backups/clearhouse-2026-11-26.db`,
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			ctx := cmd.Context()
+			ctx, dsn := cmd.Context(), dbFlag(cmd)
 			path, ok := store.SQLitePath(dsn)
 			if !ok {
 				return &exitError{2, errors.New("--db: restore replaces a SQLite file; restore PostgreSQL with pg_restore (docs/operating.md)")}
@@ -115,7 +112,6 @@ A backup from an older release is migrated when the server next starts.`,
 			return nil
 		},
 	}
-	cmd.Flags().StringVar(&dsn, "db", defaultDB, "the SQLite file to replace")
 	cmd.Flags().BoolVar(&force, "force", false, "replace an existing database")
 	return cmd
 }

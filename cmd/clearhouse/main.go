@@ -108,6 +108,10 @@ func freeAddr() string {
 	return "127.0.0.1:8081"
 }
 
+// dbFlag is the database every command opens: the root's persistent --db (or
+// CLEARHOUSE_DB), defaultDB unless given. A command that opens no database ignores it.
+func dbFlag(cmd *cobra.Command) string { return cmd.Flag("db").Value.String() }
+
 func newRootCmd() *cobra.Command {
 	root := &cobra.Command{
 		Use:   "clearhouse",
@@ -128,6 +132,7 @@ as underscores (--db becomes CLEARHOUSE_DB). A flag on the command line wins.`,
 		},
 	}
 	root.CompletionOptions.DisableDefaultCmd = true
+	root.PersistentFlags().String("db", defaultDB, "database: a SQLite file or a postgres:// URL")
 	// Each subcommand lives in its own file as newXxxCmd(); add it here.
 	root.AddCommand(
 		newServeCmd(),

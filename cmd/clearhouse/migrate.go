@@ -9,7 +9,6 @@ import (
 )
 
 func newMigrateCmd() *cobra.Command {
-	var dsn string
 	var status bool
 	cmd := &cobra.Command{
 		Use:   "migrate",
@@ -21,7 +20,7 @@ With --status, list the migrations and whether each has been applied, and change
   clearhouse migrate --db postgres://clearhouse@db.internal/clearhouse --status`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			ctx := cmd.Context()
+			ctx, dsn := cmd.Context(), dbFlag(cmd)
 			db, err := store.Open(ctx, dsn)
 			if err != nil {
 				return &exitError{2, err}
@@ -63,7 +62,6 @@ With --status, list the migrations and whether each has been applied, and change
 			return w.Flush()
 		},
 	}
-	cmd.Flags().StringVar(&dsn, "db", "clearhouse.db", "database: a SQLite file path or a postgres:// URL")
 	cmd.Flags().BoolVar(&status, "status", false, "list migrations and their state; change nothing")
 	return cmd
 }

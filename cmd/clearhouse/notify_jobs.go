@@ -76,7 +76,7 @@ func newNotifyCmd() *cobra.Command {
 }
 
 func newNotifySendCmd() *cobra.Command {
-	var dsn, publicURL string
+	var publicURL string
 	var mc mailer.Config
 	cmd := &cobra.Command{
 		Use:   "send",
@@ -94,7 +94,7 @@ password, if the server needs one, is read from CLEARHOUSE_SMTP_PASSWORD.`,
 			if err := mc.Validate(); err != nil {
 				return &exitError{2, err}
 			}
-			return withDB(cmd, dsn, func(db *store.DB) error {
+			return withDB(cmd, func(db *store.DB) error {
 				log := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: slog.LevelWarn}))
 				a := &App{cfg: Config{Mail: mc, PublicURL: publicURL}, log: log, now: time.Now, Market: marketFor(db)}
 				fmt.Fprintf(cmd.OutOrStdout(), "%d emails sent\n", a.SendEmails(cmd.Context()))
@@ -103,7 +103,6 @@ password, if the server needs one, is read from CLEARHOUSE_SMTP_PASSWORD.`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&dsn, "db", defaultDB, "SQLite file or PostgreSQL URL")
 	f.StringVar(&mc.Addr, "smtp-addr", "", "host:port of the SMTP server")
 	f.StringVar(&mc.From, "smtp-from", "", "the address emails come from")
 	f.StringVar(&mc.Username, "smtp-user", "", "user name for the SMTP server (its password in CLEARHOUSE_SMTP_PASSWORD)")

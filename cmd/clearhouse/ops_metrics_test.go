@@ -83,7 +83,7 @@ func newOpsMarket(t *testing.T, edit func(*Config)) *opsMarket {
 	must(app.Market.SaveCurve(ctx, "standard", "Standard", auction.DefaultCurve))
 	must(app.Market.AddCluster(ctx, exchange.Cluster{ID: "us-east"}))
 	must(app.Market.AddPool(ctx, exchange.PoolSpec{ClusterID: "us-east", Resource: "cpu", Unit: "core", Capacity: 100,
-		UnitCost: int64(ledger.Dollar), Utilization: 0.5, CurveID: "standard"}))
+		UnitCost: ledger.Dollar, Utilization: 0.5, CurveID: "standard"}))
 	must(app.Market.AddTeam(ctx, exchange.NewTeam{ID: "search", Budget: 1000 * ledger.Dollar}))
 	member, err := app.Identity.AddUser(ctx, exchange.NewUser{Email: "member@search.io", Role: exchange.RoleMember, TeamID: "search"})
 	must(member, err)

@@ -217,7 +217,7 @@ func seedReplicaMarket(t *testing.T, db *store.DB) []string {
 		_, err := m.AddCluster(ctx, exchange.Cluster{ID: cl})
 		must(err)
 		_, err = m.AddPool(ctx, exchange.PoolSpec{ClusterID: cl, Resource: "cpu", Unit: "core", Capacity: 1000,
-			UnitCost: int64(ledger.Dollar), Utilization: 0.5, CurveID: "standard"})
+			UnitCost: ledger.Dollar, Utilization: 0.5, CurveID: "standard"})
 		must(err)
 	}
 	var tokens []string

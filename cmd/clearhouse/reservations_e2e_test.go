@@ -135,7 +135,7 @@ func TestReservationsEndToEnd(t *testing.T) {
 	must(err)
 	_, err = m.AddCluster(ctx, exchange.Cluster{ID: "us-east"})
 	must(err)
-	_, err = m.AddPool(ctx, exchange.PoolSpec{ClusterID: "us-east", Resource: "cpu", Unit: "core", Capacity: 100, UnitCost: int64(ledger.Dollar), Utilization: 0.5, CurveID: "standard"})
+	_, err = m.AddPool(ctx, exchange.PoolSpec{ClusterID: "us-east", Resource: "cpu", Unit: "core", Capacity: 100, UnitCost: ledger.Dollar, Utilization: 0.5, CurveID: "standard"})
 	must(err)
 	tokens := map[string]string{}
 	for _, u := range []exchange.NewUser{{Email: "ana@search.io", Role: exchange.RoleMember, TeamID: "search"},

@@ -32,6 +32,7 @@ share one database; run 'clearhouse migrate' once and start them with --migrate=
   clearhouse serve --addr 0.0.0.0:8080 --db postgres://clearhouse@db/clearhouse --migrate=false`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg.DB = dbFlag(cmd)
 			cfg.Mail.Password = os.Getenv("CLEARHOUSE_SMTP_PASSWORD") // not a flag: command lines are visible to every user
 			cfg.MetricsToken = os.Getenv("CLEARHOUSE_METRICS_TOKEN")
 			log, err := logs.logger(cmd.ErrOrStderr())
@@ -49,7 +50,6 @@ share one database; run 'clearhouse migrate' once and start them with --migrate=
 	}
 	f := cmd.Flags()
 	f.StringVar(&cfg.Addr, "addr", "127.0.0.1:8080", "address to listen on")
-	f.StringVar(&cfg.DB, "db", defaultDB, "SQLite file or PostgreSQL URL")
 	f.BoolVar(&cfg.Migrate, "migrate", true, "apply pending migrations at start (refuse to start on an old schema otherwise)")
 	f.StringVar(&cfg.ProxyHeader, "proxy-header", "", "trust this header (e.g. X-Forwarded-Email) for the user's email from --trusted-proxies")
 	f.StringVar(&cfg.TrustedProxies, "trusted-proxies", "", "comma-separated addresses or CIDRs of the reverse proxies: their X-Forwarded-For names the client, and --proxy-header is trusted from them")

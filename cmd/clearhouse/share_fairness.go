@@ -16,13 +16,12 @@ import (
 
 // newShareFairnessCmd computes the fairness reports, as the scheduled job does.
 func newShareFairnessCmd() *cobra.Command {
-	var dsn string
 	cmd := &cobra.Command{
 		Use:   "fairness",
 		Short: "Compute every cluster's fairness report of idle capacity (teams' waits against their Shapley values, last day and week), as the scheduled job does hourly",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return withDB(cmd, dsn, func(db *store.DB) error {
+			return withDB(cmd, func(db *store.DB) error {
 				be := besteffort.New(db, ledger.New(db, time.Now), time.Now, besteffort.DefaultConfig)
 				reports, err := be.ComputeFairness(cmd.Context())
 				if err != nil {
@@ -33,7 +32,6 @@ func newShareFairnessCmd() *cobra.Command {
 			})
 		},
 	}
-	cmd.Flags().StringVar(&dsn, "db", defaultDB, "SQLite file or PostgreSQL URL")
 	return cmd
 }
 

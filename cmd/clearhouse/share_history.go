@@ -13,13 +13,12 @@ import (
 
 // newShareHistoryCmd records the idle-capacity history point, as the scheduled job does.
 func newShareHistoryCmd() *cobra.Command {
-	var dsn string
 	cmd := &cobra.Command{
 		Use:   "history",
 		Short: "Record every team's contribution, utility and priority per pool for the current 15-minute interval (once per interval), and prune old points, as the scheduled job does",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return withDB(cmd, dsn, func(db *store.DB) error {
+			return withDB(cmd, func(db *store.DB) error {
 				be := besteffort.New(db, ledger.New(db, time.Now), time.Now, besteffort.DefaultConfig)
 				rep, err := be.RecordHistory(cmd.Context())
 				if err != nil {
@@ -30,7 +29,6 @@ func newShareHistoryCmd() *cobra.Command {
 			})
 		},
 	}
-	cmd.Flags().StringVar(&dsn, "db", defaultDB, "SQLite file or PostgreSQL URL")
 	return cmd
 }
 

@@ -4,10 +4,10 @@ import (
 	"fmt"
 	"io"
 	"slices"
-	"strconv"
 	"strings"
 	"text/tabwriter"
 
+	"github.com/clearhouse/clearhouse/moneyfmt"
 	"github.com/clearhouse/clearhouse/scheduler"
 )
 
@@ -38,14 +38,14 @@ func workloadClasses(jobs []scheduler.Job) []string {
 }
 
 func printSimTable(w io.Writer, res simResult) {
-	fmt.Fprintf(w, "%s\n%d jobs over %d slots, requested value $%s, upper bound $%s (%.1f%% of requested)\n\n",
-		res.title, res.Workload.Jobs, res.Workload.Slots, dollars(res.Workload.RequestedValue), dollars(res.UpperBoundValue),
+	fmt.Fprintf(w, "%s\n%d jobs over %d slots, requested value %s, upper bound %s (%.1f%% of requested)\n\n",
+		res.title, res.Workload.Jobs, res.Workload.Slots, moneyfmt.Dollars(res.Workload.RequestedValue), moneyfmt.Dollars(res.UpperBoundValue),
 		100*res.UpperBoundValue/max(res.Workload.RequestedValue, 1e-9))
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "algorithm\taccepted jobs\taccepted value\tof requested\tof upper bound\trevenue\tutilization\tprice/unit-slot\t")
 	for _, a := range res.Algorithms {
-		fmt.Fprintf(tw, "%s\t%d\t$%s\t%.1f%%\t%.1f%%\t$%s\t%.1f%%\t$%.2f\t\n", a.Name, a.AcceptedJobs, dollars(a.AcceptedValue),
-			100*a.ValueShare, 100*a.UpperBoundShare, dollars(a.Revenue), 100*a.Utilization, a.MeanPrice)
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%.1f%%\t%.1f%%\t%s\t%.1f%%\t$%.2f\t\n", a.Name, a.AcceptedJobs, moneyfmt.Dollars(a.AcceptedValue),
+			100*a.ValueShare, 100*a.UpperBoundShare, moneyfmt.Dollars(a.Revenue), 100*a.Utilization, a.MeanPrice)
 	}
 	tw.Flush()
 	if res.Cloud != nil {
@@ -53,8 +53,8 @@ func printSimTable(w io.Writer, res simResult) {
 		tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 		fmt.Fprintln(tw, "algorithm\tlate jobs\tlate\tat risk\tfailed\tearly starts\tlost: no room\tpriced out\tnot honoured\t")
 		for _, a := range res.Algorithms {
-			fmt.Fprintf(tw, "%s\t%d\t%.1f%%\t%d\t%d\t%d\t$%s\t$%s\t$%s\t\n", a.Name, a.LateJobs, 100*a.LateShare, a.AtRisk, a.Failed, a.EarlyStarts,
-				dollars(a.LostValue[scheduler.LostNoRoom]), dollars(a.LostValue[scheduler.LostPricedOut]), dollars(a.LostValue[scheduler.LostNotHonoured]))
+			fmt.Fprintf(tw, "%s\t%d\t%.1f%%\t%d\t%d\t%d\t%s\t%s\t%s\t\n", a.Name, a.LateJobs, 100*a.LateShare, a.AtRisk, a.Failed, a.EarlyStarts,
+				moneyfmt.Dollars(a.LostValue[scheduler.LostNoRoom]), moneyfmt.Dollars(a.LostValue[scheduler.LostPricedOut]), moneyfmt.Dollars(a.LostValue[scheduler.LostNotHonoured]))
 		}
 		tw.Flush()
 	}
@@ -74,17 +74,4 @@ func printSimTable(w io.Writer, res simResult) {
 		fmt.Fprintln(tw)
 	}
 	tw.Flush()
-}
-
-// dollars formats whole dollars with thousands separators.
-func dollars(x float64) string {
-	s := strconv.FormatInt(int64(x+0.5), 10)
-	var b strings.Builder
-	for i, r := range s {
-		if i > 0 && (len(s)-i)%3 == 0 {
-			b.WriteByte(',')
-		}
-		b.WriteRune(r)
-	}
-	return b.String()
 }

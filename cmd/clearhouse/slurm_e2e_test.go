@@ -56,7 +56,7 @@ func newSlurmMarket(t *testing.T) *slurmMarket {
 	must(app.Market.SaveCurve(ctx, "standard", "Standard", auction.DefaultCurve))
 	must(app.Market.AddCluster(ctx, exchange.Cluster{ID: "hpc"}))
 	must(app.Market.AddPool(ctx, exchange.PoolSpec{ClusterID: "hpc", Resource: "cpu", Unit: "core", Capacity: 16,
-		UnitCost: int64(ledger.Dollar), Utilization: 0.8, CurveID: "standard"}))
+		UnitCost: ledger.Dollar, Utilization: 0.8, CurveID: "standard"}))
 	must(app.Market.AddTeam(ctx, exchange.NewTeam{ID: "search", Budget: 1000 * ledger.Dollar}))
 	must(app.Market.AddTeam(ctx, exchange.NewTeam{ID: "ads", Budget: 1000 * ledger.Dollar}))
 	member, err := app.Identity.AddUser(ctx, exchange.NewUser{Email: "member@search.io", Role: exchange.RoleMember, TeamID: "search"})

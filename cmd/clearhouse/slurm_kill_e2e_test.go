@@ -20,8 +20,8 @@ import (
 	"time"
 
 	"github.com/clearhouse/clearhouse/agent"
+	"github.com/clearhouse/clearhouse/besteffort"
 	"github.com/clearhouse/clearhouse/exchange"
-	"github.com/clearhouse/clearhouse/fleet"
 )
 
 // reportGate stands between the agent and the real server: it passes every request on
@@ -191,12 +191,12 @@ func TestSlurmAgentKilledMidPollSubmitsOnceAndLosesNoEvent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	job, err := m.app.Idle.Submit(ctx, adsUser, fleet.JobSpec{Configuration: map[string]int64{"hpc/cpu": 6}, Tasks: 1,
-		Workload: &fleet.Workload{Slurm: &fleet.SlurmWorkload{Command: "sleep 600"}}})
+	job, err := m.app.Idle.Submit(ctx, adsUser, besteffort.JobSpec{Configuration: map[string]int64{"hpc/cpu": 6}, Tasks: 1,
+		Workload: &besteffort.Workload{Slurm: &besteffort.SlurmWorkload{Command: "sleep 600"}}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	runs := func() []fleet.Task {
+	runs := func() []besteffort.Task {
 		v, err := m.app.Idle.Job(ctx, job.ID)
 		if err != nil {
 			t.Fatal(err)
@@ -286,7 +286,7 @@ func TestSlurmAgentKilledMidPollSubmitsOnceAndLosesNoEvent(t *testing.T) {
 	}
 	start := strings.Split(got[0], "|")[3]
 	r := runs()
-	if len(r) != 1 || r[0].Status != fleet.TaskRunning || r[0].ConfirmedAt == nil || r[0].ConfirmedAt.Local().Format("2006-01-02T15:04:05") != start {
+	if len(r) != 1 || r[0].Status != besteffort.TaskRunning || r[0].ConfirmedAt == nil || r[0].ConfirmedAt.Local().Format("2006-01-02T15:04:05") != start {
 		t.Errorf("the task on the server: %+v, want running, confirmed at Slurm's start %s", r, start)
 	}
 	if code, out, errOut := runCLI(t, "", "verify", "--db", m.dsn); code != 0 {

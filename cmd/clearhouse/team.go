@@ -22,7 +22,7 @@ func newTeamCmd() *cobra.Command {
 }
 
 func newTeamAddCmd() *cobra.Command {
-	var dsn, id, name, budget, threshold string
+	var id, name, budget, threshold string
 	cmd := &cobra.Command{
 		Use:   "add",
 		Short: "Add a team, with an initial budget granted from the grants account",
@@ -44,7 +44,7 @@ func newTeamAddCmd() *cobra.Command {
 				}
 				nt.ApprovalThreshold = int64(t)
 			}
-			return withDB(cmd, dsn, func(db *store.DB) error {
+			return withDB(cmd, func(db *store.DB) error {
 				m := exchange.NewMarket(db, ledger.New(db, time.Now), time.Now)
 				t, err := m.AddTeam(cmd.Context(), nt)
 				if err != nil {
@@ -56,7 +56,6 @@ func newTeamAddCmd() *cobra.Command {
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&dsn, "db", defaultDB, "SQLite file or PostgreSQL URL")
 	f.StringVar(&id, "id", "", "the team's id: lower-case letters, digits and dashes (required)")
 	f.StringVar(&name, "name", "", "the team's display name (defaults to the id)")
 	f.StringVar(&budget, "budget", "", "initial budget in dollars, e.g. 250,000")
@@ -66,13 +65,12 @@ func newTeamAddCmd() *cobra.Command {
 }
 
 func newTeamListCmd() *cobra.Command {
-	var dsn string
 	cmd := &cobra.Command{
 		Use:   "list",
 		Short: "List the teams",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return withDB(cmd, dsn, func(db *store.DB) error {
+			return withDB(cmd, func(db *store.DB) error {
 				teams, err := exchange.NewMarket(db, ledger.New(db, time.Now), time.Now).Teams(cmd.Context())
 				if err != nil {
 					return err
@@ -86,6 +84,5 @@ func newTeamListCmd() *cobra.Command {
 			})
 		},
 	}
-	cmd.Flags().StringVar(&dsn, "db", defaultDB, "SQLite file or PostgreSQL URL")
 	return cmd
 }

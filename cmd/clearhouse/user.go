@@ -25,9 +25,9 @@ func newUserCmd() *cobra.Command {
 }
 
 // withDB opens the configured database, which must be current, for one command.
-func withDB(cmd *cobra.Command, dsn string, fn func(db *store.DB) error) error {
+func withDB(cmd *cobra.Command, fn func(db *store.DB) error) error {
 	log := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: slog.LevelWarn}))
-	db, err := openMigrated(cmd.Context(), dsn, false, log)
+	db, err := openMigrated(cmd.Context(), dbFlag(cmd), false, log)
 	if err != nil {
 		return err
 	}
@@ -36,7 +36,7 @@ func withDB(cmd *cobra.Command, dsn string, fn func(db *store.DB) error) error {
 }
 
 func newUserAddCmd() *cobra.Command {
-	var dsn, email, name, role, team string
+	var email, name, role, team string
 	var passwordStdin bool
 	cmd := &cobra.Command{
 		Use:   "add",
@@ -52,7 +52,7 @@ once.`,
 			if err != nil {
 				return err
 			}
-			return withDB(cmd, dsn, func(db *store.DB) error {
+			return withDB(cmd, func(db *store.DB) error {
 				id := exchange.NewIdentity(db, time.Now, 0)
 				u, err := id.AddUser(cmd.Context(), exchange.NewUser{Email: email, Name: name, Role: exchange.Role(role), TeamID: team, Password: password})
 				if err != nil {
@@ -71,7 +71,6 @@ once.`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&dsn, "db", defaultDB, "SQLite file or PostgreSQL URL")
 	f.StringVar(&email, "email", "", "the user's email (required)")
 	f.StringVar(&name, "name", "", "the user's display name")
 	f.StringVar(&role, "role", "member", "member, owner, finance or operator")

@@ -10,8 +10,8 @@ import (
 )
 
 // withUser opens the database and finds the user with the email for one command.
-func withUser(cmd *cobra.Command, dsn, email string, fn func(id *exchange.Identity, u exchange.User) error) error {
-	return withDB(cmd, dsn, func(db *store.DB) error {
+func withUser(cmd *cobra.Command, email string, fn func(id *exchange.Identity, u exchange.User) error) error {
+	return withDB(cmd, func(db *store.DB) error {
 		id := exchange.NewIdentity(db, time.Now, 0)
 		u, err := id.UserByEmail(cmd.Context(), email)
 		if err != nil {
@@ -22,7 +22,7 @@ func withUser(cmd *cobra.Command, dsn, email string, fn func(id *exchange.Identi
 }
 
 func newUserPasswordCmd() *cobra.Command {
-	var dsn, email string
+	var email string
 	var passwordStdin bool
 	cmd := &cobra.Command{
 		Use:   "password",
@@ -38,7 +38,7 @@ printed once. Every browser session of the user ends; their API tokens keep work
 			if err != nil {
 				return err
 			}
-			return withUser(cmd, dsn, email, func(id *exchange.Identity, u exchange.User) error {
+			return withUser(cmd, email, func(id *exchange.Identity, u exchange.User) error {
 				if err := id.SetPassword(cmd.Context(), u.ID, password); err != nil {
 					return err
 				}
@@ -51,7 +51,6 @@ printed once. Every browser session of the user ends; their API tokens keep work
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&dsn, "db", defaultDB, "SQLite file or PostgreSQL URL")
 	f.StringVar(&email, "email", "", "the user's email (required)")
 	f.BoolVar(&passwordStdin, "password-stdin", false, "read the new password from the first line of standard input")
 	_ = cmd.MarkFlagRequired("email")
@@ -60,7 +59,7 @@ printed once. Every browser session of the user ends; their API tokens keep work
 
 // newUserDisableCmd is 'user disable' (disable true) or 'user enable'.
 func newUserDisableCmd(disable bool) *cobra.Command {
-	var dsn, email string
+	var email string
 	cmd := &cobra.Command{
 		Use:   "disable",
 		Short: "Disable a user: they cannot sign in, their sessions end and their tokens stop working",
@@ -70,7 +69,7 @@ proxy), every session of theirs ends at once and their API tokens are refused un
 		Example: `  clearhouse user disable --email ana@example.com`,
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return withUser(cmd, dsn, email, func(id *exchange.Identity, u exchange.User) error {
+			return withUser(cmd, email, func(id *exchange.Identity, u exchange.User) error {
 				if disable {
 					if err := id.DisableUser(cmd.Context(), u.ID); err != nil {
 						return err
@@ -92,7 +91,6 @@ proxy), every session of theirs ends at once and their API tokens are refused un
 neither expired nor been revoked work again.`
 	}
 	f := cmd.Flags()
-	f.StringVar(&dsn, "db", defaultDB, "SQLite file or PostgreSQL URL")
 	f.StringVar(&email, "email", "", "the user's email (required)")
 	_ = cmd.MarkFlagRequired("email")
 	return cmd

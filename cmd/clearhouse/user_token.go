@@ -38,7 +38,7 @@ func parseLifetime(s string) (d time.Duration, never bool, err error) {
 }
 
 func newUserTokenCmd() *cobra.Command {
-	var dsn, email, name, expires string
+	var email, name, expires string
 	cmd := &cobra.Command{
 		Use:   "token",
 		Short: "Issue an API token for a user (printed on the last line); list and revoke tokens",
@@ -59,7 +59,7 @@ for). 'clearhouse user token list' shows every token; 'clearhouse user token rev
 			if err != nil {
 				return &exitError{2, err}
 			}
-			return withUser(cmd, dsn, email, func(id *exchange.Identity, u exchange.User) error {
+			return withUser(cmd, email, func(id *exchange.Identity, u exchange.User) error {
 				if name == "" {
 					name = "cli " + time.Now().UTC().Format(time.DateOnly)
 				}
@@ -82,7 +82,6 @@ for). 'clearhouse user token list' shows every token; 'clearhouse user token rev
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&dsn, "db", defaultDB, "SQLite file or PostgreSQL URL")
 	f.StringVar(&email, "email", "", "the user's email (required)")
 	f.StringVar(&name, "name", "", "a label for the token")
 	f.StringVar(&expires, "expires", "90d", `how long the token works: days (90d), a duration (12h), or "never"`)
@@ -91,7 +90,7 @@ for). 'clearhouse user token list' shows every token; 'clearhouse user token rev
 }
 
 func newUserTokenListCmd() *cobra.Command {
-	var dsn, email string
+	var email string
 	cmd := &cobra.Command{
 		Use:   "list",
 		Short: "List API tokens (users' and cluster agents'), newest first; never the tokens themselves",
@@ -99,7 +98,7 @@ func newUserTokenListCmd() *cobra.Command {
   clearhouse user token list --email ana@example.com`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return withDB(cmd, dsn, func(db *store.DB) error {
+			return withDB(cmd, func(db *store.DB) error {
 				id := exchange.NewIdentity(db, time.Now, 0)
 				f := exchange.TokenFilter{Limit: 500}
 				if email != "" {
@@ -129,7 +128,6 @@ func newUserTokenListCmd() *cobra.Command {
 			})
 		},
 	}
-	cmd.Flags().StringVar(&dsn, "db", defaultDB, "SQLite file or PostgreSQL URL")
 	cmd.Flags().StringVar(&email, "email", "", "only this user's tokens")
 	return cmd
 }
@@ -159,7 +157,6 @@ func dateOr(t *time.Time, none string) string {
 }
 
 func newUserTokenRevokeCmd() *cobra.Command {
-	var dsn string
 	var tokenID int64
 	cmd := &cobra.Command{
 		Use:     "revoke",
@@ -170,7 +167,7 @@ func newUserTokenRevokeCmd() *cobra.Command {
 			if tokenID <= 0 {
 				return &exitError{2, fmt.Errorf("--id: give the token's id from 'clearhouse user token list'")}
 			}
-			return withDB(cmd, dsn, func(db *store.DB) error {
+			return withDB(cmd, func(db *store.DB) error {
 				id := exchange.NewIdentity(db, time.Now, 0)
 				t, err := id.RevokeToken(cmd.Context(), tokenID)
 				if err != nil {
@@ -181,7 +178,6 @@ func newUserTokenRevokeCmd() *cobra.Command {
 			})
 		},
 	}
-	cmd.Flags().StringVar(&dsn, "db", defaultDB, "SQLite file or PostgreSQL URL")
 	cmd.Flags().Int64Var(&tokenID, "id", 0, "the token's id (required)")
 	return cmd
 }

@@ -27,13 +27,12 @@ func utilizationFor(db *store.DB) *fleet.Utilization {
 }
 
 func newUtilizationRefreshCmd() *cobra.Command {
-	var dsn string
 	cmd := &cobra.Command{
 		Use:   "refresh",
 		Short: "Run the utilization job once (what serve runs every slot): fill from the plan, aggregate hours, prune, measure every pool",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return withDB(cmd, dsn, func(db *store.DB) error {
+			return withDB(cmd, func(db *store.DB) error {
 				var rep fleet.RefreshReport
 				ran, err := db.Exclusive(cmd.Context(), utilizationLock, func() error {
 					var err error
@@ -57,18 +56,16 @@ func newUtilizationRefreshCmd() *cobra.Command {
 			})
 		},
 	}
-	cmd.Flags().StringVar(&dsn, "db", defaultDB, "SQLite file or PostgreSQL URL")
 	return cmd
 }
 
 func newUtilizationShowCmd() *cobra.Command {
-	var dsn string
 	cmd := &cobra.Command{
 		Use:   "show",
 		Short: "Each pool's psi: measured, overridden or held/capacity, with its percentile and window",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return withDB(cmd, dsn, func(db *store.DB) error {
+			return withDB(cmd, func(db *store.DB) error {
 				ps, err := utilizationFor(db).Pools(cmd.Context())
 				if err != nil {
 					return err
@@ -89,21 +86,20 @@ func newUtilizationShowCmd() *cobra.Command {
 			})
 		},
 	}
-	cmd.Flags().StringVar(&dsn, "db", defaultDB, "SQLite file or PostgreSQL URL")
 	return cmd
 }
 
 func pct(x float64) string { return strconv.FormatFloat(100*x, 'f', 1, 64) + "%" }
 
 func newUtilizationPolicyCmd() *cobra.Command {
-	var dsn, pool string
+	var pool string
 	var percentile, window int
 	cmd := &cobra.Command{
 		Use:   "policy --pool us-east/cpu --percentile 95 --window 7",
 		Short: "Set the percentile (50, 90, 95, 99) and trailing window (1-14 days) a pool's psi is measured with",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return withDB(cmd, dsn, func(db *store.DB) error {
+			return withDB(cmd, func(db *store.DB) error {
 				u := utilizationFor(db)
 				if err := u.SetPolicy(cmd.Context(), pool, percentile, window); err != nil {
 					return err
@@ -118,7 +114,6 @@ func newUtilizationPolicyCmd() *cobra.Command {
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&dsn, "db", defaultDB, "SQLite file or PostgreSQL URL")
 	f.StringVar(&pool, "pool", "", "pool id, cluster/resource")
 	f.IntVar(&percentile, "percentile", fleet.DefaultPercentile, "50, 90, 95 or 99")
 	f.IntVar(&window, "window", fleet.DefaultWindowDays, "trailing window in days, 1 to 14")
@@ -126,7 +121,7 @@ func newUtilizationPolicyCmd() *cobra.Command {
 }
 
 func newUtilizationOverrideCmd() *cobra.Command {
-	var dsn, pool, reason, by string
+	var pool, reason, by string
 	var psi float64
 	var expires time.Duration
 	var clear bool
@@ -135,7 +130,7 @@ func newUtilizationOverrideCmd() *cobra.Command {
 		Short: "Override a pool's psi with a reason until it expires (or --clear the override)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return withDB(cmd, dsn, func(db *store.DB) error {
+			return withDB(cmd, func(db *store.DB) error {
 				u := utilizationFor(db)
 				if clear {
 					if err := u.ClearOverride(cmd.Context(), pool); err != nil {
@@ -154,7 +149,6 @@ func newUtilizationOverrideCmd() *cobra.Command {
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&dsn, "db", defaultDB, "SQLite file or PostgreSQL URL")
 	f.StringVar(&pool, "pool", "", "pool id, cluster/resource")
 	f.Float64Var(&psi, "psi", -1, "utilization from 0 to 1")
 	f.StringVar(&reason, "reason", "", "why the measured value is overridden")

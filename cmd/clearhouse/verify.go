@@ -17,7 +17,6 @@ import (
 var errViolations = errors.New("")
 
 func newVerifyCmd() *cobra.Command {
-	var dsn string
 	cmd := &cobra.Command{
 		Use:   "verify",
 		Short: "Check the database's invariants (ledger, market, reservations) and name every violation",
@@ -34,7 +33,7 @@ check), 2 when the database cannot be read.`,
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			var found []ledger.Violation
-			err := withDB(cmd, dsn, func(db *store.DB) error {
+			err := withDB(cmd, func(db *store.DB) error {
 				var err error
 				found, err = verifyAll(cmd.Context(), db)
 				return err
@@ -54,7 +53,6 @@ check), 2 when the database cannot be read.`,
 			return nil
 		},
 	}
-	cmd.Flags().StringVar(&dsn, "db", defaultDB, "SQLite file or PostgreSQL URL")
 	return cmd
 }
 

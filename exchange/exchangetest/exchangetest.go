@@ -52,9 +52,9 @@ func NewAuctionMarket(t testing.TB, db *store.DB) *Market {
 		must(err)
 	}
 	for _, p := range []exchange.PoolSpec{
-		{ClusterID: "us-east", Resource: "cpu", Unit: "core", Capacity: 100, UnitCost: int64(ledger.Dollar), Utilization: 0.8, CurveID: "standard"},
+		{ClusterID: "us-east", Resource: "cpu", Unit: "core", Capacity: 100, UnitCost: ledger.Dollar, Utilization: 0.8, CurveID: "standard"},
 		{ClusterID: "us-east", Resource: "ram", Unit: "GiB", Capacity: 400, UnitCost: 100_000, Utilization: 0.8, CurveID: "standard"},
-		{ClusterID: "eu-west", Resource: "cpu", Unit: "core", Capacity: 100, UnitCost: int64(ledger.Dollar), Utilization: 0.8, CurveID: "standard"},
+		{ClusterID: "eu-west", Resource: "cpu", Unit: "core", Capacity: 100, UnitCost: ledger.Dollar, Utilization: 0.8, CurveID: "standard"},
 	} {
 		_, err := mk.M.AddPool(ctx, p)
 		must(err)
@@ -239,7 +239,7 @@ func NewBig(tb testing.TB, db *store.DB, teams int, capacity int64) *Big {
 	must(err)
 	for p := range 10 {
 		_, err := b.M.AddPool(ctx, exchange.PoolSpec{ClusterID: "big", Resource: fmt.Sprintf("r%d", p), Unit: "unit",
-			Capacity: capacity, UnitCost: int64(ledger.Dollar), Utilization: 0.5, CurveID: "standard"})
+			Capacity: capacity, UnitCost: ledger.Dollar, Utilization: 0.5, CurveID: "standard"})
 		must(err)
 	}
 	must(b.M.SetLimits(ctx, exchange.Limits{OpenOrdersPerTeam: exchange.MaxOpenOrdersPerTeam, BundlesPerOrder: 4, PoolsPerBundle: 4}))
