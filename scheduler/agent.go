@@ -149,14 +149,18 @@ func (e *Engine) Update(now Slot, u Update) (Report, error) {
 	for _, j := range u.Ends {
 		r := e.res[j.Reservation]
 		at := max(j.At, r.Starts[j.Request])
-		if at >= r.End(j.Request) {
+		if r.Ended == nil {
+			r.Ended = slices.Repeat([]Slot{-1}, len(r.Requests))
+		}
+		if end := r.End(j.Request); at >= end {
+			// Nothing left to release (it ended in its last slot), but it is over
+			// all the same: a re-planning must not move it to a later slot, as
+			// it would a request that started in the current slot.
+			r.Ended[j.Request] = end
 			continue
 		}
 		e.reclaim(r, j.Request, at)
 		e.applyRequest(r, j.Request, at, 1)
-		if r.Ended == nil {
-			r.Ended = slices.Repeat([]Slot{-1}, len(r.Requests))
-		}
 		r.Ended[j.Request] = at
 	}
 	for _, us := range u.Usage {

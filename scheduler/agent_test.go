@@ -53,6 +53,33 @@ func TestEarlyEndReturnsCapacity(t *testing.T) {
 	}
 }
 
+// A request that ends in its last slot has nothing left to release, but it is
+// over: a capacity drop in that slot must not re-plan it into a later slot (a
+// request that started in the current slot and has not ended would move).
+func TestEndInTheLastSlotKeepsTheRequestFromMoving(t *testing.T) {
+	e := NewEngine(50, map[string]int64{"c/cpu": 10}, Greedy{UnitPrice: 1})
+	a, _, _ := e.MakeReservation(0, Bid{Requests: []Request{req(6, 1, 0, 20)}, Value: 100})
+	if a.Starts[0] != 0 {
+		t.Fatalf("setup: starts at %d", a.Starts[0])
+	}
+	if _, err := e.Update(0, Update{Ends: []JobEnd{{Reservation: a.ID, Request: 0, At: 1}}}); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := e.Update(0, Update{Capacity: []CapacityChange{{Pool: "c/cpu", From: 0, To: 1, Units: 4}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Moved) != 0 {
+		t.Fatalf("the ended request moved: %+v", rep.Moved)
+	}
+	if got := e.Free("c/cpu", 1, 20); got != 10 {
+		t.Fatalf("free from slot 1: %d, want 10 (the ended request holds a later slot)", got)
+	}
+	if r, ok := e.Reservation(a.ID); ok && (r.Starts[0] != 0 || r.End(0) != 1) {
+		t.Fatalf("the ended request is at [%d, %d), want [0, 1)", r.Starts[0], r.End(0))
+	}
+}
+
 func TestCapacityDropMovesThenReportsAtRisk(t *testing.T) {
 	e := NewEngine(40, map[string]int64{"c/cpu": 10}, Greedy{UnitPrice: 1})
 	flexible, _, _ := e.MakeReservation(0, Bid{Requests: []Request{req(5, 4, 0, 30)}, Value: 100}) // at 0, can move
