@@ -81,6 +81,7 @@ func (s *Server) routes(e *gin.Engine) {
 	op.POST("/clusters/:id/remove", s.removeCluster)
 	op.POST("/pools/:cluster/:resource/remove", s.removePool)
 	op.POST("/pools/:cluster/:resource/reference", s.setReferencePrice)
+	op.POST("/pools/:cluster/:resource/holding", s.setHoldingCharge)
 	op.GET("/pools/:cluster/:resource", s.editPoolPage)
 	op.POST("/pools/:cluster/:resource", s.updatePool)
 	op.POST("/pools/:cluster/:resource/utilization", s.savePsiPolicy)

@@ -127,6 +127,7 @@ as underscores (--db becomes CLEARHOUSE_DB). A flag on the command line wins.`,
 		newHealthCmd(),
 		newBackupCmd(),
 		newRestoreCmd(),
+		newChargeCmd(),
 	)
 	return root
 }
