@@ -261,7 +261,10 @@ func (s *Server) settlementPage(c *gin.Context) {
 			row.Bundle = bundleText(l.Bundle, units)
 			// A final-round payment that differs from the bundle at the prices is also
 			// listed with both amounts in the final round's section.
-			row.Won, row.Uniform, row.AtPrices = true, l.Uniform(), monOf(l.AtPrices)
+			row.Won, row.Uniform, row.AtPrices, row.Total = true, l.Uniform(), monOf(l.AtPrices), row.Payment
+			if !row.Uniform {
+				row.Total = row.AtPrices
+			}
 			row.Derivation = derivation(l.Bundle, byPool, units)
 		}
 		v.Lines = append(v.Lines, row)
