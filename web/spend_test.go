@@ -50,7 +50,9 @@ func TestSpendByMonthPerTeam(t *testing.T) {
 	}
 	net := func(sel string) []string {
 		var out []string
-		doc.Find(sel).Each(func(_ int, s *goquery.Selection) { out = append(out, strings.TrimSpace(s.Find("[data-testid=net]").Text())) })
+		doc.Find(sel).Each(func(_ int, s *goquery.Selection) {
+			out = append(out, strings.TrimSpace(s.Find("[data-testid=net]").Text()))
+		})
 		return out
 	}
 	if got := net("[data-testid=spend-search] [data-testid=spend-month]"); strings.Join(got, " ") != "$10.00 $4.00" {
