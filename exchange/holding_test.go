@@ -2,6 +2,7 @@ package exchange_test
 
 import (
 	"context"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -148,6 +149,13 @@ func TestHoldingChargeIsMadeOncePerPoolTeamAndMonth(t *testing.T) {
 			if vs, err := verify(ctx); err != nil || len(vs) != 0 {
 				t.Fatalf("%s verify: %v, %v", name, vs, err)
 			}
+		}
+		// A charge that no longer matches its entry is a violation.
+		if err := db.Write.Exec("UPDATE holding_charges SET amount = amount + 1").Error; err != nil {
+			t.Fatal(err)
+		}
+		if vs, err := mk.M.Verify(ctx); err != nil || len(vs) != 1 || !strings.Contains(vs[0].String(), "holding charge of team ads") {
+			t.Fatalf("verify after tampering: %v, %v", vs, err)
 		}
 	})
 }
