@@ -39,7 +39,8 @@ func newMarket(t *testing.T, db *store.DB) *exchange.Market {
 func TestModelsMatchSchema(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		storetest.AssertModelsMatchSchema(t, db, &exchange.Team{}, &exchange.User{}, &exchange.Session{},
-			&exchange.APIToken{}, &exchange.Cluster{}, &exchange.Pool{}, &exchange.Holding{}, &exchange.ReferencePrice{})
+			&exchange.APIToken{}, &exchange.Cluster{}, &exchange.Pool{}, &exchange.Holding{}, &exchange.ReferencePrice{},
+			&exchange.HoldingRate{}, &exchange.HoldingCharge{})
 	})
 }
 

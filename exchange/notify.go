@@ -119,6 +119,21 @@ func teamUsers(tx *gorm.DB, teams []string, roles ...Role) (map[string][]User, e
 	return out, nil
 }
 
+// lossFacts is what a settled run knows to explain its lost orders; empty when
+// none lost or the run did not clear.
+func lossFacts(tx *gorm.DB, a Auction, converged bool, prices map[string]float64, lines []SettlementLine) (LossFacts, error) {
+	f := LossFacts{Prices: prices, Final: true}
+	if !converged || !slices.ContainsFunc(lines, func(l SettlementLine) bool { return l.BundleIndex < 0 }) {
+		return f, nil
+	}
+	var err error
+	if f.Offered, err = offeredIn(tx, a.ID); err != nil {
+		return f, err
+	}
+	f.Units, err = poolUnits(tx)
+	return f, err
+}
+
 // maxOrderLines bounds the orders one settlement message lists; the rest are
 // counted.
 const maxOrderLines = 20
@@ -127,7 +142,7 @@ const maxOrderLines = 20
 // run what its orders got: won, lost or rejected, paid and received. It runs in
 // the settlement's transaction, so the messages exist exactly when the settlement
 // does, once.
-func (m *Market) notifySettled(tx *gorm.DB, a Auction, converged bool, views []OrderView, lines []SettlementLine, rejected []int64) error {
+func (m *Market) notifySettled(tx *gorm.DB, a Auction, converged bool, prices map[string]float64, views []OrderView, lines []SettlementLine, rejected []int64) error {
 	type outcome struct {
 		won, lost, rejected int
 		paid, received      int64
@@ -152,12 +167,20 @@ func (m *Market) notifySettled(tx *gorm.DB, a Auction, converged bool, views []O
 		}
 		o.orders = append(o.orders, fmt.Sprintf(format, args...))
 	}
+	facts, err := lossFacts(tx, a, converged, prices, lines)
+	if err != nil {
+		return err
+	}
 	for _, l := range lines {
 		o := get(l.TeamID)
 		switch {
 		case l.BundleIndex < 0:
 			o.lost++
-			say(o, "Order #%d got nothing; its holds were released.", l.OrderID)
+			if why := LossReason(specs[l.OrderID], facts); converged && why != "" {
+				say(o, "Order #%d got nothing: %s. Its holds were released.", l.OrderID, why)
+			} else {
+				say(o, "Order #%d got nothing; its holds were released.", l.OrderID)
+			}
 		case l.Payment >= 0:
 			o.won++
 			o.paid += l.Payment

@@ -66,3 +66,22 @@ func (m *Market) OnOfferIn(ctx context.Context, id int64) (map[string]OnOffer, e
 	}
 	return out, nil
 }
+
+// SetAsideForSale returns, per pool, the quota that live offers have set aside
+// for sale (open orders and those awaiting an owner). It is still held, and counts
+// in the holdings ("Held by teams"), but its holders cannot use it meanwhile: the
+// reservation scheduler counts a team's quota as its holding less this.
+func (m *Market) SetAsideForSale(ctx context.Context) (map[string]int64, error) {
+	var rows []struct {
+		PoolID string
+		Units  int64
+	}
+	if err := m.db.Read.WithContext(ctx).Raw(`SELECT pool_id, SUM(quantity) AS units FROM quota_holds GROUP BY pool_id`).Scan(&rows).Error; err != nil {
+		return nil, err
+	}
+	out := make(map[string]int64, len(rows))
+	for _, r := range rows {
+		out[r.PoolID] = r.Units
+	}
+	return out, nil
+}

@@ -56,14 +56,15 @@ const (
 	ReasonReversal    Reason = "reversal"    // corrects an earlier entry
 	ReasonAdjustment  Reason = "adjustment"  // any other correction by finance
 	ReasonBestEffort  Reason = "best-effort" // an abacus best-effort job's budget, charged when the job is done (migration 00014)
+	ReasonHolding     Reason = "holding"     // a pool's monthly holding charge for the quota a team holds (migration 00027)
 )
 
 // reasonList names the reasons, for messages.
-const reasonList = "grant, settlement, reservation, reversal, adjustment, best-effort"
+const reasonList = "grant, settlement, reservation, reversal, adjustment, best-effort, holding"
 
 func (r Reason) valid() bool {
 	switch r {
-	case ReasonGrant, ReasonSettlement, ReasonReservation, ReasonReversal, ReasonAdjustment, ReasonBestEffort:
+	case ReasonGrant, ReasonSettlement, ReasonReservation, ReasonReversal, ReasonAdjustment, ReasonBestEffort, ReasonHolding:
 		return true
 	}
 	return false

@@ -508,7 +508,7 @@ func BidPage(p Page, f BidForm) templ.Component {
 						return templ_7745c5c3_Err
 					}
 				}
-				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 49, "<p class=\"help\">You bid for one of these bundles (XOR). At the end of the auction you get the one that leaves you the most surplus, if any.</p><p class=\"help\" data-testid=\"what-a-price-buys\">Prices are dollars per unit of quota (per core, per GiB, as each pool counts), paid once when the auction settles: the quota is your team's until it sells it, with no charge per hour or month.</p><div class=\"table-wrap\"><table data-testid=\"bundles\" class=\"stack\"><thead><tr><th>Cluster</th><th>Bundle</th><th class=\"num\">Cost at reserve</th><th class=\"num\">Cost at current prices</th><th>Units on offer</th>")
+				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 49, "<p class=\"help\">You bid for one of these bundles (XOR). At the end of the auction you get the one that leaves you the most surplus, if any.</p><p class=\"help\" data-testid=\"what-a-price-buys\">Prices are dollars per unit of quota (per core, per GiB, as each pool counts), paid once when the auction settles: the quota is your team's until it sells it, with no further charge unless an operator has set a holding charge per unit and month on the pool (charged on the first of each month and shown on your statement).</p><div class=\"table-wrap\"><table data-testid=\"bundles\" class=\"stack\"><thead><tr><th>Cluster</th><th>Bundle</th><th class=\"num\">Cost at reserve</th><th class=\"num\">Cost at current prices</th><th>Units on offer</th>")
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}

@@ -263,7 +263,7 @@ func MarketPage(p Page, v MarketView) templ.Component {
 						return templ_7745c5c3_Err
 					}
 				}
-				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 21, "</h2><div class=\"table-wrap\"><table><thead><tr><th>Pool</th><th class=\"num wide-only\">Capacity</th><th class=\"num wide-only\">Held by teams</th><th class=\"num wide-only\" title=\"psi: the chosen percentile of measured used/capacity (p95 over 7 days unless an operator chose otherwise); the line is the hourly mean over the last 7 days\">Utilization</th><th class=\"num wide-only\">Unit cost</th><th class=\"num\">Reserve</th><th class=\"num\">Current price</th><th class=\"num\">Bids</th><th class=\"num\">Offers</th></tr></thead> <tbody>")
+				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 21, "</h2><div class=\"table-wrap\"><table><thead><tr><th>Pool</th><th class=\"num wide-only\">Capacity</th><th class=\"num wide-only\" title=\"All quota teams hold, including what their open offers set aside for sale (the scheduler's 'Quota usable' leaves that part out)\">Held by teams</th><th class=\"num wide-only\" title=\"psi: the chosen percentile of measured used/capacity (p95 over 7 days unless an operator chose otherwise); the line is the hourly mean over the last 7 days\">Utilization</th><th class=\"num wide-only\">Unit cost</th><th class=\"num\">Reserve</th><th class=\"num\">Current price</th><th class=\"num\">Bids</th><th class=\"num\">Offers</th></tr></thead> <tbody>")
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}
@@ -320,14 +320,14 @@ func MarketPage(p Page, v MarketView) templ.Component {
 					if templ_7745c5c3_Err != nil {
 						return templ_7745c5c3_Err
 					}
-					templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 26, "</td><td class=\"num wide-only\">")
+					templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 26, "</td><td class=\"num wide-only\" data-testid=\"held-by-teams\">")
 					if templ_7745c5c3_Err != nil {
 						return templ_7745c5c3_Err
 					}
 					var templ_7745c5c3_Var18 string
 					templ_7745c5c3_Var18, templ_7745c5c3_Err = templ.JoinStringErrs(count(pl.Held))
 					if templ_7745c5c3_Err != nil {
-						return templ.Error{Err: templ_7745c5c3_Err, FileName: `templates/market.templ`, Line: 86, Col: 51}
+						return templ.Error{Err: templ_7745c5c3_Err, FileName: `templates/market.templ`, Line: 86, Col: 79}
 					}
 					_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var18))
 					if templ_7745c5c3_Err != nil {

@@ -259,11 +259,13 @@ func (s *Server) settlementPage(c *gin.Context) {
 		row := templates.SettlementRow{Order: l.OrderID, Team: teamName(names, l.TeamID), Payment: mon(ledger.Money(l.Payment)), Exact: monOf(l.Exact)}
 		if l.Bundle != nil {
 			row.Bundle = bundleText(l.Bundle, units)
-			if l.Uniform() {
-				// A final-round payment that differs from the bundle at the prices is
-				// listed with both amounts in the final round's section instead.
-				row.Derivation = derivation(l.Bundle, byPool, units)
+			// A final-round payment that differs from the bundle at the prices is also
+			// listed with both amounts in the final round's section.
+			row.Won, row.Uniform, row.AtPrices, row.Total = true, l.Uniform(), monOf(l.AtPrices), row.Payment
+			if !row.Uniform {
+				row.Total = row.AtPrices
 			}
+			row.Derivation = derivation(l.Bundle, byPool, units)
 		}
 		v.Lines = append(v.Lines, row)
 	}
@@ -281,8 +283,10 @@ func (s *Server) settlementPage(c *gin.Context) {
 // columns have six decimals on every row; bundles are numbered from 1, as on pages;
 // the text cells (team, bundle) go through clearhouse.CSVText.
 // unit_prices are the binding prices per unit of the bundle's pools, to the
-// micro-dollar: the bundle's quantities times them give clock_payment.
-var SettlementCSVHeader = []string{"auction_id", "order_id", "team", "bundle_number", "bundle", "clock_payment", "settled_payment", "entry_id", "unit_prices"}
+// micro-dollar: the bundle's quantities times them give at_prices, the bundle's
+// cost at the published prices, which is the payment unless the final round set
+// another (then settled_payment differs from at_prices).
+var SettlementCSVHeader = []string{"auction_id", "order_id", "team", "bundle_number", "bundle", "clock_payment", "settled_payment", "entry_id", "unit_prices", "at_prices"}
 
 func (s *Server) settlementCSV(c *gin.Context) {
 	id, err := auctionID(c)
@@ -313,17 +317,18 @@ func (s *Server) settlementCSV(c *gin.Context) {
 		if l.EntryID != nil {
 			entry = strconv.FormatInt(*l.EntryID, 10)
 		}
-		bundle, unitPrices := "", ""
+		bundle, unitPrices, atPrices := "", "", ""
 		if l.Bundle != nil {
 			bundle = strings.ReplaceAll(l.Bundle.String(), ", ", ";")
 			unitPrices = csvUnitPrices(l.Bundle, byPool)
+			atPrices = ledger.Money(monOf(l.AtPrices)).CSV()
 		}
 		number := "" // counted from 1, as pages count bundles
 		if l.BundleIndex >= 0 {
 			number = strconv.Itoa(l.BundleIndex + 1)
 		}
 		_ = w.Write([]string{strconv.FormatInt(id, 10), strconv.FormatInt(l.OrderID, 10), clearhouse.CSVText(l.TeamID), number, clearhouse.CSVText(bundle),
-			ledger.Money(monOf(l.Exact)).CSV(), ledger.Money(l.Payment).CSV(), entry, unitPrices})
+			ledger.Money(monOf(l.Exact)).CSV(), ledger.Money(l.Payment).CSV(), entry, unitPrices, atPrices})
 	}
 	w.Flush()
 }

@@ -55,6 +55,9 @@ func describeEntry(ref, memo string, forFinance bool) (text, url, words string) 
 			url = fmt.Sprintf(f, m[2])
 		}
 	}
+	if pool, ok := strings.CutPrefix(ref, "pool:"); ok { // a holding charge
+		text = "Pool " + pool
+	}
 	switch m := capturePat.FindStringSubmatch(memo); {
 	case m != nil && m[2] == "order":
 		words = "Payment for order #" + m[3]
@@ -78,6 +81,9 @@ func describeEntry(ref, memo string, forFinance bool) (text, url, words string) 
 func reasonWords(reason ledger.Reason, ref string) string {
 	if reason == ledger.ReasonBestEffort || strings.HasPrefix(ref, "best-effort:") {
 		return "best-effort job"
+	}
+	if reason == ledger.ReasonHolding {
+		return "holding charge"
 	}
 	return string(reason)
 }

@@ -231,29 +231,35 @@ func (s *Server) editPoolPage(c *gin.Context) {
 		s.fail(c, err)
 		return
 	}
+	f, err := s.poolEditForm(c, p)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	s.render(c, http.StatusOK, templates.PoolEditPage(s.page(c, "Pool "+p.ID, "operate"), f))
+}
+
+// poolEditForm is the pool edit page's form with the pool's stored values.
+func (s *Server) poolEditForm(c *gin.Context, p exchange.Pool) (templates.PoolForm, error) {
 	f, err := s.poolForm(c, templates.PoolForm{ID: p.ID, Unit: p.Unit, Capacity: strconv.FormatInt(p.Capacity, 10),
 		UnitCost: p.UnitCost.Plain(), Utilization: strconv.FormatFloat(p.Utilization*100, 'f', -1, 64), Curve: p.CurveID})
 	if err != nil {
-		s.fail(c, err)
-		return
+		return f, err
 	}
 	if f.Util, err = s.poolUtilization(c, p, nil); err != nil {
-		s.fail(c, err)
-		return
+		return f, err
 	}
 	if f.Measured, err = s.measuredCapacity(c, p); err != nil {
-		s.fail(c, err)
-		return
+		return f, err
 	}
 	refs, err := s.svc.Market.ReferencePrices(c.Request.Context())
 	if err != nil {
-		s.fail(c, err)
-		return
+		return f, err
 	}
 	if r := refs[p.ID]; r > 0 {
 		f.Reference = ledger.Money(r).Plain()
 	}
-	s.render(c, http.StatusOK, templates.PoolEditPage(s.page(c, "Pool "+p.ID, "operate"), f))
+	return f, s.holdingChargeForm(c.Request.Context(), p, &f)
 }
 
 func (s *Server) updatePool(c *gin.Context) {

@@ -34,6 +34,8 @@ func (s *Server) routes(e *gin.Engine) {
 	all.GET("/auctions/:id", s.auctionPage)
 	all.GET("/search", s.searchPage)
 	all.GET("/help", s.helpPage)
+	all.GET("/spend", s.spendPage)    // finance and operators: every team; members and owners: their own
+	all.GET("/spend.csv", s.spendCSV) // the same, as CSV
 	all.GET("/notifications", s.notificationsPage)
 	all.POST("/notifications/read", s.markNotificationsRead)
 	all.POST("/notifications/email", s.setEmailNotifications)
@@ -81,6 +83,7 @@ func (s *Server) routes(e *gin.Engine) {
 	op.POST("/clusters/:id/remove", s.removeCluster)
 	op.POST("/pools/:cluster/:resource/remove", s.removePool)
 	op.POST("/pools/:cluster/:resource/reference", s.setReferencePrice)
+	op.POST("/pools/:cluster/:resource/holding", s.setHoldingCharge)
 	op.GET("/pools/:cluster/:resource", s.editPoolPage)
 	op.POST("/pools/:cluster/:resource", s.updatePool)
 	op.POST("/pools/:cluster/:resource/utilization", s.savePsiPolicy)

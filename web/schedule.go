@@ -42,6 +42,11 @@ func (s *Server) renderSchedule(c *gin.Context, status int, failedPool string, e
 	if failedPool != "" {
 		selected = failedPool
 	}
+	setAside, err := s.svc.Market.SetAsideForSale(ctx)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
 	for _, p := range pools {
 		now1, err := s.svc.Reservations.PoolLoad(ctx, p.ID, now, now.Add(time.Minute), time.Minute)
 		if err != nil {
@@ -49,7 +54,7 @@ func (s *Server) renderSchedule(c *gin.Context, status int, failedPool string, e
 			return
 		}
 		pol := pols[p.ID]
-		ps := templates.PoolSchedule{ID: p.ID, Unit: p.Unit, Algorithm: pol.Algorithm, Predictor: pol.Predictor, UnitPrice: pol.UnitPrice.Plain(), UnitPriceDollars: pol.UnitPrice.Dollars()}
+		ps := templates.PoolSchedule{ID: p.ID, Unit: p.Unit, Algorithm: pol.Algorithm, Predictor: pol.Predictor, UnitPrice: pol.UnitPrice.Plain(), UnitPriceDollars: pol.UnitPrice.Dollars(), SetAside: setAside[p.ID]}
 		if len(now1) > 0 {
 			ps.Capacity, ps.Quota, ps.ReservedNow = now1[0].Capacity, now1[0].Quota, now1[0].Reserved
 		}
@@ -100,7 +105,7 @@ func (s *Server) renderSchedule(c *gin.Context, status int, failedPool string, e
 
 // loadChart plots a pool's capacity, quotas and reservations over the next two days.
 func loadChart(p exchange.Pool, load []fleet.LoadPoint, now time.Time) templates.LineChart {
-	series := []templates.Series{{Name: "capacity", Step: true}, {Name: "held as quota", Step: true},
+	series := []templates.Series{{Name: "capacity", Step: true}, {Name: "quota usable", Step: true},
 		{Name: "reserved", Step: true}, {Name: "reserved inside quotas", Step: true}}
 	for _, pt := range load {
 		x := pt.At.Sub(now).Hours()

@@ -100,6 +100,10 @@ func TestSettlementUnitPricesReproduceThePayments(t *testing.T) {
 		if math.Abs(recomputed-exact) > units*0.5e-6+1e-9 {
 			t.Errorf("%q recomputes to %.6f", d, recomputed)
 		}
+		// The bundle's cost at the unit prices is shown beside it, to the micro-dollar.
+		if at := dollars(t, tr.Find("[data-testid=at-prices]").Text()); math.Abs(recomputed-at) > units*0.5e-6+1e-9 {
+			t.Errorf("%q: at unit prices %.6f, recomputed %.6f", d, at, recomputed)
+		}
 		if paid := dollars(t, tr.Find("[data-testid=paid]").Text()); math.Abs(math.Round(exact*100)/100-paid) > 1e-9 {
 			t.Errorf("%q: the Paid column shows %.2f", d, paid)
 		}
@@ -130,6 +134,15 @@ func TestSettlementUnitPricesReproduceThePayments(t *testing.T) {
 	for i, h := range recs[0] {
 		col[h] = i
 	}
+	if _, ok := col["at_prices"]; !ok {
+		t.Fatalf("the settlement CSV has no at_prices column: %q", recs[0])
+	}
+	checked := 0
+	defer func() {
+		if checked != 2 {
+			t.Errorf("%d CSV lines with a bundle, want 2", checked)
+		}
+	}()
 	for _, r := range recs[1:] {
 		if r[col["bundle"]] == "" {
 			continue
@@ -148,6 +161,10 @@ func TestSettlementUnitPricesReproduceThePayments(t *testing.T) {
 		if settled := dollars(t, r[col["settled_payment"]]); math.Abs(recomputed-settled) > units*0.5e-6+1e-9 {
 			t.Errorf("CSV order %s: unit prices give %.6f, settled %.6f", r[col["order_id"]], recomputed, settled)
 		}
+		if at := dollars(t, r[col["at_prices"]]); math.Abs(recomputed-at) > units*0.5e-6+1e-9 {
+			t.Errorf("CSV order %s: unit prices give %.6f, at_prices %.6f", r[col["order_id"]], recomputed, at)
+		}
+		checked++
 	}
 }
 

@@ -15,6 +15,7 @@ const (
 	jobFairness    = "fairness"
 	jobHistory     = "idle_history"
 	jobVerify      = "verify"
+	jobHolding     = "holding_charge"
 )
 
 // runJob runs one scheduled job's run: it times it, turns a panic into a failure

@@ -150,6 +150,7 @@ as underscores (--db becomes CLEARHOUSE_DB). A flag on the command line wins.`,
 		newHealthCmd(),
 		newBackupCmd(),
 		newRestoreCmd(),
+		newChargeCmd(),
 	)
 	return root
 }

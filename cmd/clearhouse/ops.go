@@ -21,6 +21,9 @@ func (a *App) scheduleJobs() error {
 		{fmt.Sprintf("@every %s", a.Util.Config().Slot), jobUtilization, a.utilization},
 		{"@every 1h", jobFairness, a.fairness},
 		{historySchedule, jobHistory, a.history},
+		// Hourly, so a month is charged in its first hour, or as soon as a stopped
+		// server starts again; a (pool, team, month) is charged once.
+		{"@hourly", jobHolding, a.holding},
 	}
 	if a.cfg.Mail.Enabled() {
 		jobs = append(jobs, struct {

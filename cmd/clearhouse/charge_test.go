@@ -1,0 +1,75 @@
+package main
+
+import (
+	"context"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/clearhouse/clearhouse/auction"
+	"github.com/clearhouse/clearhouse/exchange"
+	"github.com/clearhouse/clearhouse/ledger"
+	"github.com/clearhouse/clearhouse/store"
+)
+
+// `clearhouse charge holding --month` charges a month once: a second run makes no
+// charge, a malformed month is a usage error, and verify holds afterwards.
+func TestChargeHoldingFromTheCommandLineChargesOnce(t *testing.T) {
+	dsn := filepath.Join(t.TempDir(), "charge.db")
+	if code, out, errOut := runCLI(t, "", "migrate", "--db", dsn); code != 0 {
+		t.Fatalf("migrate: %d\n%s%s", code, out, errOut)
+	}
+	ctx := context.Background()
+	db, err := store.Open(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The rate is set in January 2026, so it applies from February.
+	jan := func() time.Time { return time.Date(2026, 1, 15, 12, 0, 0, 0, time.UTC) }
+	m := exchange.NewMarket(db, ledger.New(db, jan), jan)
+	_, err = m.SaveCurve(ctx, "standard", "Standard", auction.DefaultCurve)
+	if err == nil {
+		_, err = m.AddCluster(ctx, exchange.Cluster{ID: "ap-south"})
+	}
+	if err == nil {
+		_, err = m.AddPool(ctx, exchange.PoolSpec{ClusterID: "ap-south", Resource: "cpu", Unit: "core", Capacity: 4000, UnitCost: ledger.Dollar, Utilization: 0.5, CurveID: "standard"})
+	}
+	if err == nil {
+		_, err = m.AddTeam(ctx, exchange.NewTeam{ID: "search", Budget: 1000 * ledger.Dollar})
+	}
+	if err == nil {
+		err = m.GrantQuota(ctx, "search", "ap-south/cpu", 1600)
+	}
+	if err == nil {
+		_, err = m.SetHoldingCharge(ctx, "ap-south/cpu", ledger.Dollar/10)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+
+	code, out, errOut := runCLI(t, "", "charge", "holding", "--month", "2026-02", "--db", dsn)
+	if code != 0 || !strings.Contains(out, "charged team search $160.00 for ap-south/cpu") || !strings.Contains(out, "1 made ($160.00), 0 made before") {
+		t.Fatalf("charge holding: %d\n%s%s", code, out, errOut)
+	}
+	code, out, errOut = runCLI(t, "", "charge", "holding", "--month", "2026-02", "--db", dsn)
+	if code != 0 || !strings.Contains(out, "0 made ($0.00), 1 made before") {
+		t.Fatalf("charge holding again: %d\n%s%s", code, out, errOut)
+	}
+	if code, _, errOut = runCLI(t, "", "charge", "holding", "--month", "Feb", "--db", dsn); code != 2 || !strings.Contains(errOut, "YYYY-MM") {
+		t.Fatalf("a malformed month: %d %q", code, errOut)
+	}
+	if code, out, errOut = runCLI(t, "", "verify", "--db", dsn); code != 0 {
+		t.Fatalf("verify: %d\n%s%s", code, out, errOut)
+	}
+	db, err = store.Open(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	e, err := ledger.New(db, time.Now).EntryByKey(ctx, "holding/ap-south/cpu/search/2026-02")
+	if err != nil || e.Memo != "Holding charge, ap-south/cpu, February 2026: 1,600 cores x $0.10" {
+		t.Fatalf("entry %+v, %v", e, err)
+	}
+}
