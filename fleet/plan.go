@@ -244,21 +244,37 @@ func (s *Reservations) transact(ctx context.Context, bump bool, fn func(tx *gorm
 // read runs fn on an engine that matches the database, bringing it up to date
 // first when it is stale.
 func (s *Reservations) read(ctx context.Context, fn func(p *plan, now time.Time) error) error {
-	var version int64
 	db := s.db.Read.WithContext(ctx)
-	if err := db.Raw("SELECT version FROM plan_state WHERE id = 1").Scan(&version).Error; err != nil {
-		return err
-	}
-	learnt, err := learnedVersion(db)
+	version, learnt, err := planVersions(db)
 	if err != nil {
 		return err
+	}
+	// Other servers' writes, replayed from what they recorded: no lock on the
+	// plan's row is needed to read committed versions, and they are read before
+	// the server's lock is taken, so that this server's writer (which holds the
+	// plan's row while it waits for that lock) and pages never wait for the
+	// query. When the plan moved meanwhile, what it lacks is replayed from them,
+	// or read again.
+	s.mu.Lock()
+	from := int64(-1)
+	if s.plan != nil && s.plan.version < version && version-s.plan.version <= maxCatchUp {
+		from = s.plan.version
+	}
+	s.mu.Unlock()
+	var changes []planChange
+	if from >= 0 {
+		changes, _ = changesBetween(db, from, version) // on an error: read again below
 	}
 	s.mu.Lock()
 	now := s.now()
 	if s.plan != nil && s.plan.version < version && !s.rebaseDue(now) {
-		// Other servers' writes, replayed from what they recorded: no lock on the
-		// plan's row is needed to read committed versions.
-		if err := catchUp(db, s.plan, version); err != nil {
+		var err error
+		if len(changes) > 0 && changes[0].Version <= s.plan.version+1 {
+			err = replayChanges(s.plan, changes, version)
+		} else {
+			err = catchUp(db, s.plan, version)
+		}
+		if err != nil {
 			s.plan = nil
 		} else {
 			s.updates.Replayed++

@@ -281,13 +281,14 @@ func (s *Reservations) foldLearned(tx *gorm.DB, now time.Time) error {
 	return tx.Where("id <= ?", s.learn.upto).Delete(&PredictorObservation{}).Error
 }
 
-// learnedVersion is the newest observation the database knows of: a server whose
-// predictors applied less must catch up before it quotes.
-func learnedVersion(tx *gorm.DB) (int64, error) {
-	var v struct{ Obs, Snap int64 }
-	err := tx.Raw(`SELECT (SELECT COALESCE(MAX(id), 0) FROM predictor_observations) AS obs,
-		(SELECT upto FROM predictor_state WHERE id = 1) AS snap`).Scan(&v).Error
-	return max(v.Obs, v.Snap), err
+// planVersions reads, in one statement, the plan's version and the newest
+// observation the database knows of (learnt): a server whose plan is older, or
+// whose predictors applied less, must catch up before it reads the plan or quotes.
+func planVersions(tx *gorm.DB) (version, learnt int64, err error) {
+	var v struct{ Version, Obs, Snap int64 }
+	err = tx.Raw(`SELECT version, (SELECT COALESCE(MAX(id), 0) FROM predictor_observations) AS obs,
+		(SELECT upto FROM predictor_state WHERE id = 1) AS snap FROM plan_state WHERE id = 1`).Scan(&v).Error
+	return v.Version, max(v.Obs, v.Snap), err
 }
 
 // learningPlan is the plan's pricing algorithm with learning routed through the
