@@ -1,12 +1,15 @@
 package fleet
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/clearhouse/clearhouse"
 	"github.com/clearhouse/clearhouse/scheduler"
+	"github.com/clearhouse/clearhouse/store"
 	"gorm.io/gorm"
 )
 
@@ -300,14 +303,16 @@ func (s *Reservations) Report(ctx context.Context, cluster string, rep AgentRepo
 		}
 		var up scheduler.Update
 		capacity := make([]CapacityReport, 0, len(rep.Capacity))
+		capacityRows := make([][]any, 0, len(rep.Capacity))
 		for _, c := range rep.Capacity {
-			row := CapacityChange{PoolID: c.Pool, FromAt: c.From.UTC(), ToAt: c.To.UTC(), Units: c.Units, ReportedAt: now}
-			if err := tx.Omit("ID").Create(&row).Error; err != nil {
-				return err
-			}
-			capacity = append(capacity, CapacityReport{Pool: c.Pool, From: row.FromAt, To: row.ToAt, Units: c.Units})
+			capacity = append(capacity, CapacityReport{Pool: c.Pool, From: c.From.UTC(), To: c.To.UTC(), Units: c.Units})
+			capacityRows = append(capacityRows, []any{c.Pool, c.From.UTC(), c.To.UTC(), c.Units, now})
+		}
+		if _, err := store.Insert(tx, "capacity_changes", []string{"pool_id", "from_at", "to_at", "units", "reported_at"}, capacityRows, ""); err != nil {
+			return err
 		}
 		touched := map[int64]bool{}
+		var endRows [][]any
 		for _, e := range rep.Ends {
 			v := byID[e.Reservation]
 			q := v.Requests[e.Request]
@@ -318,9 +323,7 @@ func (s *Reservations) Report(ctx context.Context, cluster string, rep AgentRepo
 			if at.Before(*q.StartAt) {
 				at = *q.StartAt
 			}
-			if err := tx.Model(&ReservationRequest{}).Where("reservation_id = ? AND idx = ?", v.ID, e.Request).Update("ended_at", at).Error; err != nil {
-				return err
-			}
+			endRows = append(endRows, []any{v.ID, int64(e.Request), at})
 			if e.Failed {
 				note := fmt.Sprintf("request %d failed at %s", e.Request, at.Format(time.RFC3339))
 				if err := tx.Model(&Reservation{}).Where("id = ?", v.ID).Update("note", note).Error; err != nil {
@@ -355,20 +358,24 @@ func (s *Reservations) Report(ctx context.Context, cluster string, rep AgentRepo
 				up.Starts = append(up.Starts, scheduler.JobStart{Reservation: st.Reservation, Request: st.Request, At: p.slot(st.At)})
 			}
 		}
+		if err := updateRequests(ctx, tx, []store.Column{{Name: "ended_at", Type: "TIMESTAMPTZ"}}, endRows); err != nil {
+			return err
+		}
+		var waitingRows [][]any
 		for _, w := range rep.Waiting {
 			if byID[w.Reservation].Status != ReservationAccepted {
 				continue
 			}
-			if err := tx.Model(&ReservationRequest{}).Where("reservation_id = ? AND idx = ?", w.Reservation, w.Request).
-				Updates(map[string]any{"waiting_tasks": w.Tasks, "reported_at": now}).Error; err != nil {
-				return err
-			}
+			waitingRows = append(waitingRows, []any{w.Reservation, int64(w.Request), w.Tasks, now})
+		}
+		if err := updateRequests(ctx, tx, []store.Column{{Name: "waiting_tasks", Type: "BIGINT"}, {Name: "reported_at", Type: "TIMESTAMPTZ"}}, waitingRows); err != nil {
+			return err
 		}
 		out, err := p.update(p.slot(now), up, capacity)
 		if err != nil {
 			return err
 		}
-		if err := s.applyUse(tx, p, up, out, byID, usage, now, &res); err != nil {
+		if err := s.applyUse(ctx, tx, p, up, out, byID, usage, now, &res); err != nil {
 			return err
 		}
 		if err := s.applyReport(ctx, tx, p, out, now, "capacity in its cluster fell below what was promised"); err != nil {
@@ -434,17 +441,20 @@ func (s *Reservations) applyReport(ctx context.Context, tx *gorm.DB, p *plan, re
 // applyUse records what usage and early starts did to the plan: each reported
 // request's usage with, when the plan holds it, the unit-slots it has not used
 // so far (what the learned predictors are told when it leaves the plan), in one
-// statement per request; and the new starts of requests started early.
-func (s *Reservations) applyUse(tx *gorm.DB, p *plan, up scheduler.Update, out scheduler.Report, byID map[int64]ReservationView,
+// statement for all; and the new starts of requests started early.
+func (s *Reservations) applyUse(ctx context.Context, tx *gorm.DB, p *plan, up scheduler.Update, out scheduler.Report, byID map[int64]ReservationView,
 	usage map[[2]int64]map[string]int64, now time.Time, res *AgentResult) error {
+	rows := make([][]any, 0, len(usage))
 	for k, m := range usage {
-		set := map[string]any{"usage": configJSON(m), "reported_at": now}
+		unused := byID[k[0]].Requests[k[1]].Unused // as stored, unless the plan holds the request
 		if r, ok := p.eng.Reservation(k[0]); ok && r.Unused != nil && int(k[1]) < len(r.Unused) {
-			set["unused"] = max(r.Unused[k[1]], 0)
+			unused = max(r.Unused[k[1]], 0)
 		}
-		if err := tx.Model(&ReservationRequest{}).Where("reservation_id = ? AND idx = ?", k[0], k[1]).Updates(set).Error; err != nil {
-			return err
-		}
+		rows = append(rows, []any{k[0], k[1], configJSON(m), unused, now})
+	}
+	set := []store.Column{{Name: "usage", Type: "TEXT"}, {Name: "unused", Type: "BIGINT"}, {Name: "reported_at", Type: "TIMESTAMPTZ"}}
+	if err := updateRequests(ctx, tx, set, rows); err != nil {
+		return err
 	}
 	refused := map[JobRef]bool{}
 	for _, st := range out.Refused {
@@ -467,4 +477,30 @@ func (s *Reservations) applyUse(tx *gorm.DB, p *plan, up scheduler.Update, out s
 		}
 	}
 	return nil
+}
+
+// updateRequests sets the set columns of reservation requests, each row naming
+// one request (reservation id, index, both int64) and then its values, in one
+// statement on PostgreSQL. A request named twice takes its last row, as it
+// would from one statement per row; rows go in key order, one lock order for
+// every writer.
+func updateRequests(ctx context.Context, tx *gorm.DB, set []store.Column, rows [][]any) error {
+	key := func(r []any) [2]int64 { return [2]int64{r[0].(int64), r[1].(int64)} }
+	last := map[[2]int64]int{}
+	for i, r := range rows {
+		last[key(r)] = i
+	}
+	once := make([][]any, 0, len(last))
+	for i, r := range rows {
+		if last[key(r)] == i {
+			once = append(once, r)
+		}
+	}
+	slices.SortFunc(once, func(a, b []any) int {
+		ka, kb := key(a), key(b)
+		return cmp.Or(cmp.Compare(ka[0], kb[0]), cmp.Compare(ka[1], kb[1]))
+	})
+	_, err := store.UpdateRows(ctx, tx, "reservation_requests",
+		[]store.Column{{Name: "reservation_id", Type: "BIGINT"}, {Name: "idx", Type: "BIGINT"}}, set, once)
+	return err
 }

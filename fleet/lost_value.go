@@ -9,6 +9,7 @@ import (
 	"github.com/clearhouse/clearhouse"
 	"github.com/clearhouse/clearhouse/ledger"
 	"github.com/clearhouse/clearhouse/scheduler"
+	"github.com/clearhouse/clearhouse/store"
 	"gorm.io/gorm"
 )
 
@@ -36,20 +37,21 @@ func (s *Reservations) storeLost(tx *gorm.DB, p *plan, now time.Time) error {
 	if p == nil {
 		return nil
 	}
+	var rows [][]any
 	for _, l := range p.eng.TakeLostValue() {
-		row := LostValue{TeamID: l.Owner, PoolID: l.Pool, At: p.at(l.Slot), Value: moneyOf(l.Value), Reason: l.Reason, CreatedAt: now}
-		if l.Reservation > 0 {
-			id := l.Reservation
-			row.ReservationID = &id
-		}
-		if _, known := p.pools[l.Pool]; !known || row.Value == 0 {
+		value := moneyOf(l.Value)
+		if _, known := p.pools[l.Pool]; !known || value == 0 {
 			continue
 		}
-		if err := tx.Omit("ID").Create(&row).Error; err != nil {
-			return err
+		var reservation *int64
+		if l.Reservation > 0 {
+			id := l.Reservation
+			reservation = &id
 		}
+		rows = append(rows, []any{reservation, l.Owner, l.Pool, p.at(l.Slot), int64(value), l.Reason, now})
 	}
-	return nil
+	_, err := store.Insert(tx, "lost_value", []string{"reservation_id", "team_id", "pool_id", "at", "value", "reason", "created_at"}, rows, "")
+	return err
 }
 
 // loseReservation records an accepted reservation the plan could no longer hold

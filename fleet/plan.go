@@ -51,6 +51,13 @@ type Reservations struct {
 	now    func() time.Time
 	cfg    PlanConfig
 
+	// writers lets one of this server's plan writes at a time wait for the
+	// plan's row: they are serialized by it anyway, and one waiting there holds a
+	// database connection, so a burst of them would take the whole pool and
+	// pages would wait for a connection (PostgreSQL shares it between reads and
+	// writes).
+	writers chan struct{}
+
 	mu         sync.Mutex
 	plan       *plan
 	updates    PlanUpdates        // how this server's plan was brought up to date
@@ -71,7 +78,7 @@ func NewReservations(db *store.DB, l *ledger.Ledger, now func() time.Time, cfg P
 	if cfg.Period <= 0 {
 		cfg.Period = DefaultPlanConfig.Period
 	}
-	return &Reservations{db: db, ledger: l, now: func() time.Time { return now().UTC() }, cfg: cfg}
+	return &Reservations{db: db, ledger: l, now: func() time.Time { return now().UTC() }, cfg: cfg, writers: make(chan struct{}, 1)}
 }
 
 // Config is the plan's clock.
@@ -135,6 +142,12 @@ func (s *Reservations) refresh(ctx context.Context, fn func(tx *gorm.DB, p *plan
 }
 
 func (s *Reservations) transact(ctx context.Context, bump bool, fn func(tx *gorm.DB, p *plan, now time.Time) error) error {
+	select {
+	case s.writers <- struct{}{}:
+		defer func() { <-s.writers }()
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 	now := s.now()
 	var version int64
 	start, reloaded := time.Now(), false // for the observer: whether the plan was rebuilt from the database
@@ -148,18 +161,15 @@ func (s *Reservations) transact(ctx context.Context, bump bool, fn func(tx *gorm
 	}()
 	err := s.db.Write.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 		// The row lock serializes the plan's writers across servers.
-		lock := "UPDATE plan_state SET version = version WHERE id = 1"
+		lock := "UPDATE plan_state SET version = version WHERE id = 1 RETURNING version"
 		if bump {
-			lock = "UPDATE plan_state SET version = version + 1 WHERE id = 1"
+			lock = "UPDATE plan_state SET version = version + 1 WHERE id = 1 RETURNING version"
 		}
-		if err := tx.Exec(lock).Error; err != nil {
+		if err := tx.Raw(lock).Scan(&version).Error; err != nil {
 			return err
 		}
 		s.mu.Lock()
 		locked = true
-		if err := tx.Raw("SELECT version FROM plan_state WHERE id = 1").Scan(&version).Error; err != nil {
-			return err
-		}
 		seen := version
 		if bump {
 			seen--
@@ -234,21 +244,37 @@ func (s *Reservations) transact(ctx context.Context, bump bool, fn func(tx *gorm
 // read runs fn on an engine that matches the database, bringing it up to date
 // first when it is stale.
 func (s *Reservations) read(ctx context.Context, fn func(p *plan, now time.Time) error) error {
-	var version int64
 	db := s.db.Read.WithContext(ctx)
-	if err := db.Raw("SELECT version FROM plan_state WHERE id = 1").Scan(&version).Error; err != nil {
-		return err
-	}
-	learnt, err := learnedVersion(db)
+	version, learnt, err := planVersions(db)
 	if err != nil {
 		return err
+	}
+	// Other servers' writes, replayed from what they recorded: no lock on the
+	// plan's row is needed to read committed versions, and they are read before
+	// the server's lock is taken, so that this server's writer (which holds the
+	// plan's row while it waits for that lock) and pages never wait for the
+	// query. When the plan moved meanwhile, what it lacks is replayed from them,
+	// or read again.
+	s.mu.Lock()
+	from := int64(-1)
+	if s.plan != nil && s.plan.version < version && version-s.plan.version <= maxCatchUp {
+		from = s.plan.version
+	}
+	s.mu.Unlock()
+	var changes []planChange
+	if from >= 0 {
+		changes, _ = changesBetween(db, from, version) // on an error: read again below
 	}
 	s.mu.Lock()
 	now := s.now()
 	if s.plan != nil && s.plan.version < version && !s.rebaseDue(now) {
-		// Other servers' writes, replayed from what they recorded: no lock on the
-		// plan's row is needed to read committed versions.
-		if err := catchUp(db, s.plan, version); err != nil {
+		var err error
+		if len(changes) > 0 && changes[0].Version <= s.plan.version+1 {
+			err = replayChanges(s.plan, changes, version)
+		} else {
+			err = catchUp(db, s.plan, version)
+		}
+		if err != nil {
 			s.plan = nil
 		} else {
 			s.updates.Replayed++

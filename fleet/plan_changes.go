@@ -1,9 +1,11 @@
 package fleet
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/clearhouse/clearhouse/scheduler"
@@ -209,11 +211,31 @@ func catchUp(tx *gorm.DB, p *plan, version int64) error {
 	if version < p.version || version-p.version > maxCatchUp {
 		return errCatchUp
 	}
-	var rows []planChange
-	if err := tx.Where("version > ? AND version <= ?", p.version, version).Order("version").Find(&rows).Error; err != nil {
+	rows, err := changesBetween(tx, p.version, version)
+	if err != nil {
 		return err
 	}
-	if int64(len(rows)) != version-p.version {
+	return replayChanges(p, rows, version)
+}
+
+// changesBetween reads the rows recorded for versions after from, up to to, in
+// order.
+func changesBetween(tx *gorm.DB, from, to int64) ([]planChange, error) {
+	var rows []planChange
+	err := tx.Where("version > ? AND version <= ?", from, to).Order("version").Find(&rows).Error
+	return rows, err
+}
+
+// replayChanges brings p to version by replaying rows, the rows of the versions
+// after p's (those of versions p already has are skipped). errCatchUp, or any
+// error, means the caller must rebuild: p may be half updated.
+func replayChanges(p *plan, rows []planChange, version int64) error {
+	if version < p.version {
+		return errCatchUp
+	}
+	first, _ := slices.BinarySearchFunc(rows, p.version+1, func(r planChange, v int64) int { return cmp.Compare(r.Version, v) })
+	rows = rows[first:]
+	if int64(len(rows)) != version-p.version || (len(rows) > 0 && rows[len(rows)-1].Version != version) {
 		return errCatchUp // a version without a row: a change replay cannot follow
 	}
 	for _, row := range rows {

@@ -195,12 +195,23 @@ func (s *Reservations) refitLearned(tx *gorm.DB, now time.Time) error {
 
 // syncLearned brings the server's predictors up to date with the database, inside
 // the plan's write lock, and points the plan's price views at them.
+// It reads the snapshot and the log only when they hold what the server has not
+// applied: a write usually costs one small statement here.
 func (s *Reservations) syncLearned(tx *gorm.DB, now time.Time) error {
-	var row predictorStateRow
-	if err := tx.Take(&row, 1).Error; err != nil {
-		return fmt.Errorf("predictor state: %w", err)
+	var v struct{ Upto, Obs int64 }
+	got := tx.Raw(`SELECT upto, (SELECT COALESCE(MAX(id), 0) FROM predictor_observations) AS obs
+		FROM predictor_state WHERE id = 1`).Scan(&v)
+	if got.Error != nil {
+		return fmt.Errorf("predictor state: %w", got.Error)
 	}
-	if s.learn == nil || row.Upto > s.learn.upto {
+	if got.RowsAffected == 0 {
+		return fmt.Errorf("predictor state: %w", gorm.ErrRecordNotFound)
+	}
+	if s.learn == nil || v.Upto > s.learn.upto {
+		var row predictorStateRow
+		if err := tx.Take(&row, 1).Error; err != nil {
+			return fmt.Errorf("predictor state: %w", err)
+		}
 		l, err := s.restoreLearned(tx, row, now)
 		if err != nil {
 			return err
@@ -208,8 +219,10 @@ func (s *Reservations) syncLearned(tx *gorm.DB, now time.Time) error {
 		s.learn = l
 	}
 	var obs []PredictorObservation
-	if err := tx.Where("id > ?", s.learn.upto).Order("id").Find(&obs).Error; err != nil {
-		return err
+	if v.Obs > s.learn.upto {
+		if err := tx.Where("id > ?", s.learn.upto).Order("id").Find(&obs).Error; err != nil {
+			return err
+		}
 	}
 	for _, o := range obs {
 		if err := s.learn.apply(o); err != nil {
@@ -268,13 +281,14 @@ func (s *Reservations) foldLearned(tx *gorm.DB, now time.Time) error {
 	return tx.Where("id <= ?", s.learn.upto).Delete(&PredictorObservation{}).Error
 }
 
-// learnedVersion is the newest observation the database knows of: a server whose
-// predictors applied less must catch up before it quotes.
-func learnedVersion(tx *gorm.DB) (int64, error) {
-	var v struct{ Obs, Snap int64 }
-	err := tx.Raw(`SELECT (SELECT COALESCE(MAX(id), 0) FROM predictor_observations) AS obs,
-		(SELECT upto FROM predictor_state WHERE id = 1) AS snap`).Scan(&v).Error
-	return max(v.Obs, v.Snap), err
+// planVersions reads, in one statement, the plan's version and the newest
+// observation the database knows of (learnt): a server whose plan is older, or
+// whose predictors applied less, must catch up before it reads the plan or quotes.
+func planVersions(tx *gorm.DB) (version, learnt int64, err error) {
+	var v struct{ Version, Obs, Snap int64 }
+	err = tx.Raw(`SELECT version, (SELECT COALESCE(MAX(id), 0) FROM predictor_observations) AS obs,
+		(SELECT upto FROM predictor_state WHERE id = 1) AS snap FROM plan_state WHERE id = 1`).Scan(&v).Error
+	return v.Version, max(v.Obs, v.Snap), err
 }
 
 // learningPlan is the plan's pricing algorithm with learning routed through the

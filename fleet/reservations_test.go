@@ -362,3 +362,77 @@ func TestModelsMatchSchema(t *testing.T) {
 		storetest.AssertModelsMatchSchema(t, db, &fleet.Reservation{}, &fleet.ReservationRequest{}, &fleet.PricingPolicy{}, &fleet.CapacityChange{}, &fleet.PredictorObservation{}, &fleet.LostValue{})
 	})
 }
+
+// One report naming several requests writes each its own usage, unused
+// unit-slots, waiting tasks (the last count when one is named twice), end and
+// capacity change, on both dialects (PostgreSQL takes each kind in one statement).
+func TestAReportWritesWhatItSaysOfEachRequest(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		pl := newPlanned(t, db)
+		ctx := context.Background()
+		a := pl.reserve("member@ads", pl.job("us-east/cpu", 4, time.Hour, 0, 2*time.Hour, 10))
+		b := pl.reserve("member@search", pl.job("us-east/cpu", 6, time.Hour, 0, 2*time.Hour, 10))
+		c := pl.reserve("member@ml", pl.job("us-east/cpu", 2, time.Hour, 0, 2*time.Hour, 10))
+		now := pl.Clock.Now()
+		for _, v := range []fleet.ReservationView{a, b, c} {
+			if v.Status != fleet.ReservationAccepted || !v.Requests[0].StartAt.Equal(now) {
+				t.Fatalf("reservation %d: %s, starts %v; want accepted, now", v.ID, v.Status, v.Requests[0].StartAt)
+			}
+		}
+		res, err := pl.r.Report(ctx, "us-east", fleet.AgentReport{
+			Usage:    []fleet.UsageReport{{Reservation: a.ID, Pool: "us-east/cpu", Units: 1}, {Reservation: b.ID, Pool: "us-east/cpu", Units: 6}},
+			Waiting:  []fleet.WaitingReport{{Reservation: a.ID, Tasks: 5}, {Reservation: b.ID, Tasks: 3}, {Reservation: a.ID, Tasks: 7}},
+			Ends:     []fleet.EndReport{{Reservation: c.ID, At: now}},
+			Capacity: []fleet.CapacityReport{{Pool: "us-east/cpu", From: now.Add(72 * time.Hour), To: now.Add(73 * time.Hour), Units: 90}},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(res.Ended) != 1 || res.Ended[0] != c.ID {
+			t.Errorf("ended %v, want [%d]", res.Ended, c.ID)
+		}
+		get := func(id int64) fleet.ReservationRequest {
+			t.Helper()
+			v, err := pl.r.Reservation(ctx, id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return v.Requests[0]
+		}
+		for _, w := range []struct {
+			id            int64
+			used, waiting int64
+			unused        bool // the plan holds unit-slots it did not use
+		}{{a.ID, 1, 7, true}, {b.ID, 6, 3, false}} {
+			q := get(w.id)
+			if q.UsageByPool()["us-east/cpu"] != w.used || q.WaitingTasks == nil || *q.WaitingTasks != w.waiting || q.ReportedAt == nil || !q.ReportedAt.Equal(now) {
+				t.Errorf("reservation %d: usage %v, waiting %v, reported %v; want %d, %d, %v", w.id, q.UsageByPool(), q.WaitingTasks, q.ReportedAt, w.used, w.waiting, now)
+			}
+			if (q.Unused > 0) != w.unused || q.EndedAt != nil {
+				t.Errorf("reservation %d: unused %d (want some: %v), ended %v", w.id, q.Unused, w.unused, q.EndedAt)
+			}
+		}
+		if q := get(c.ID); q.EndedAt == nil || !q.EndedAt.Equal(now) || q.Usage != nil || q.WaitingTasks != nil {
+			t.Errorf("ended reservation %d: ended %v, usage %v, waiting %v", c.ID, q.EndedAt, q.Usage, q.WaitingTasks)
+		}
+		var changes []fleet.CapacityChange
+		if err := db.Read.Find(&changes).Error; err != nil {
+			t.Fatal(err)
+		}
+		if len(changes) != 1 || changes[0].PoolID != "us-east/cpu" || changes[0].Units != 90 || !changes[0].FromAt.Equal(now.Add(72*time.Hour)) ||
+			!changes[0].ToAt.Equal(now.Add(73*time.Hour)) || !changes[0].ReportedAt.Equal(now) {
+			t.Errorf("capacity changes %+v", changes)
+		}
+		// A restart rebuilds the same plan: a's unused capacity is back in the slot.
+		fresh := fleet.NewReservations(db, pl.L, pl.Clock.Now, fleet.DefaultPlanConfig)
+		want, err := pl.r.PoolLoad(ctx, "us-east/cpu", now, now.Add(time.Hour), time.Hour)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := fresh.PoolLoad(ctx, "us-east/cpu", now, now.Add(time.Hour), time.Hour)
+		if err != nil || len(got) != 1 || got[0] != want[0] {
+			t.Errorf("the rebuilt plan's load %+v (%v), the writer's %+v", got, err, want)
+		}
+		pl.trialBalanceIsZero()
+	})
+}
