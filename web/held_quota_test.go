@@ -41,7 +41,7 @@ func TestHeldQuotaIsTheSameOnTheMarketAndSchedulePages(t *testing.T) {
 	row := doc.Find("[data-testid='schedule-row-us-east/cpu']")
 	usable := strings.TrimSpace(row.Find("[data-testid=quota-usable]").Text())
 	aside := strings.TrimSpace(row.Find("[data-testid=quota-set-aside]").Text())
-	if held != "60" || usable != "50" || aside != "10" {
+	if held != "60" || usable != "50 cores" || aside != "10 cores" {
 		t.Fatalf("market holds %q; scheduler: %q usable and %q set aside; want 60 = 50 + 10", held, usable, aside)
 	}
 	if help := doc.Find("[data-testid=quota-help]").Text(); !strings.Contains(help, "Held by teams") {
