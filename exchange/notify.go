@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/clearhouse/clearhouse"
+	"github.com/clearhouse/clearhouse/identity"
 	"github.com/clearhouse/clearhouse/moneyfmt"
 	"github.com/clearhouse/clearhouse/store"
 	"gorm.io/gorm"
@@ -70,10 +71,10 @@ type message struct {
 
 // notifyUsers stores msg for each user in tx and queues its email when email is on
 // and the user has not turned it off. Disabled users get nothing.
-func (m *Market) notifyUsers(tx *gorm.DB, users []User, msg func(u User) message) error {
+func (m *Market) notifyUsers(tx *gorm.DB, users []identity.User, msg func(u identity.User) message) error {
 	now := m.now()
 	var rows [][]any
-	var sent []User
+	var sent []identity.User
 	var msgs []message
 	for _, u := range users {
 		if u.DisabledAt != nil {
@@ -101,10 +102,10 @@ func (m *Market) notifyUsers(tx *gorm.DB, users []User, msg func(u User) message
 }
 
 // teamUsers returns the members and owners of teams, by team.
-func teamUsers(tx *gorm.DB, teams []string, roles ...Role) (map[string][]User, error) {
-	out := map[string][]User{}
+func teamUsers(tx *gorm.DB, teams []string, roles ...identity.Role) (map[string][]identity.User, error) {
+	out := map[string][]identity.User{}
 	for part := range slices.Chunk(teams, chunkSize) {
-		var us []User
+		var us []identity.User
 		q := tx.Where("team_id IN ?", part)
 		if len(roles) > 0 {
 			q = q.Where("role IN ?", roles)
@@ -187,12 +188,12 @@ func (m *Market) notifySettled(tx *gorm.DB, a Auction, converged bool, views []O
 	if err != nil {
 		return err
 	}
-	var all []User
+	var all []identity.User
 	for _, t := range teams {
 		all = append(all, users[t]...)
 	}
 	ref := fmt.Sprintf("auction:%d", a.ID)
-	return m.notifyUsers(tx, all, func(u User) message {
+	return m.notifyUsers(tx, all, func(u identity.User) message {
 		o := byTeam[u.TeamID]
 		var b strings.Builder
 		if !converged {
@@ -220,8 +221,8 @@ func orderList(lines []string, more int) string {
 }
 
 // notifyApproval tells the team's owners that order o waits for one of them.
-func (m *Market) notifyApproval(tx *gorm.DB, o Order, by User, spec OrderSpec) error {
-	owners, err := teamUsers(tx, []string{o.TeamID}, RoleOwner)
+func (m *Market) notifyApproval(tx *gorm.DB, o Order, by identity.User, spec OrderSpec) error {
+	owners, err := teamUsers(tx, []string{o.TeamID}, identity.RoleOwner)
 	if err != nil {
 		return err
 	}
@@ -229,7 +230,7 @@ func (m *Market) notifyApproval(tx *gorm.DB, o Order, by User, spec OrderSpec) e
 	if who == "" {
 		who = by.Email
 	}
-	return m.notifyUsers(tx, owners[o.TeamID], func(User) message {
+	return m.notifyUsers(tx, owners[o.TeamID], func(identity.User) message {
 		body := fmt.Sprintf("%s placed order #%d for team %s. It could pay up to %s, above the team's approval threshold, so it takes part in the auction only once an owner approves it. Orders still waiting when the auction closes are rejected.\n\n%s",
 			who, o.ID, o.TeamID, moneyfmt.Cents(int64(spec.MaxPayment())), bundlesText(spec))
 		return message{NoticeApprovalNeeded, fmt.Sprintf("order:%d", o.ID), fmt.Sprintf("Order #%d waits for your approval", o.ID), body, "/approvals"}

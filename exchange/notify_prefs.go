@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/clearhouse/clearhouse/identity"
 	"gorm.io/gorm"
 )
 
@@ -17,9 +18,9 @@ func (m *Market) SetEmailNotifications(ctx context.Context, userID int64, on boo
 	now := m.now()
 	return m.db.Write.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 		if on {
-			return tx.Model(&User{}).Where("id = ?", userID).Update("email_off_at", nil).Error
+			return tx.Model(&identity.User{}).Where("id = ?", userID).Update("email_off_at", nil).Error
 		}
-		if err := tx.Model(&User{}).Where("id = ? AND email_off_at IS NULL", userID).Update("email_off_at", now).Error; err != nil {
+		if err := tx.Model(&identity.User{}).Where("id = ? AND email_off_at IS NULL", userID).Update("email_off_at", now).Error; err != nil {
 			return err
 		}
 		return dropEmailsOff(tx, now, userID)
@@ -40,11 +41,11 @@ func dropEmailsOff(tx *gorm.DB, now time.Time, userID int64) error {
 
 // notifyDecision tells whoever placed order o that an owner approved or rejected
 // it (nobody, when the owner decided an order of their own).
-func (m *Market) notifyDecision(tx *gorm.DB, o Order, by User, approved bool) error {
+func (m *Market) notifyDecision(tx *gorm.DB, o Order, by identity.User, approved bool) error {
 	if o.CreatedBy == by.ID {
 		return nil
 	}
-	var placer []User
+	var placer []identity.User
 	if err := tx.Where("id = ?", o.CreatedBy).Find(&placer).Error; err != nil {
 		return err
 	}
@@ -61,7 +62,7 @@ func (m *Market) notifyDecision(tx *gorm.DB, o Order, by User, approved bool) er
 		auction = fmt.Sprintf("auction #%d", *o.AuctionID)
 	}
 	ref := fmt.Sprintf("order:%d", o.ID)
-	return m.notifyUsers(tx, placer, func(User) message {
+	return m.notifyUsers(tx, placer, func(identity.User) message {
 		if approved {
 			return message{NoticeOrderApproved, ref, fmt.Sprintf("Order #%d approved", o.ID),
 				fmt.Sprintf("%s approved your order #%d for %s. It now takes part in %s; what it may pay stays held on the team's budget until the auction settles.", owner, o.ID, team.Name, auction),

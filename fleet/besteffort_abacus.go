@@ -9,6 +9,7 @@ import (
 
 	"github.com/clearhouse/clearhouse"
 	"github.com/clearhouse/clearhouse/exchange"
+	"github.com/clearhouse/clearhouse/identity"
 	"github.com/clearhouse/clearhouse/sharing"
 	"github.com/clearhouse/clearhouse/sharing/abacus"
 	"gorm.io/gorm"
@@ -322,7 +323,7 @@ func (s *BestEffort) Auction(ctx context.Context, cluster string) (AuctionView, 
 // Quote returns the shares of each pool a job would get in its cluster's auction
 // now, against the jobs waiting there, without saving anything. EINVALID for a bad
 // spec or a cluster that is not under the abacus policy.
-func (s *BestEffort) Quote(ctx context.Context, by exchange.User, spec JobSpec) (ShareQuote, error) {
+func (s *BestEffort) Quote(ctx context.Context, by identity.User, spec JobSpec) (ShareQuote, error) {
 	if spec.Team == "" {
 		spec.Team = by.TeamID
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/clearhouse/clearhouse"
 	"github.com/clearhouse/clearhouse/exchange"
+	"github.com/clearhouse/clearhouse/identity"
 	"github.com/clearhouse/clearhouse/ledger"
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
@@ -152,7 +153,7 @@ func ensureIdleCluster(tx *gorm.DB, cluster string, now time.Time) error {
 // it); EFORBIDDEN for a user on no team or acting for another; EUNPROCESSABLE
 // when the budget cannot cover the hold. Nothing is saved then. With spec.Key,
 // submitting again returns the first job; another spec under the key is ECONFLICT.
-func (s *BestEffort) Submit(ctx context.Context, by exchange.User, spec JobSpec) (JobView, error) {
+func (s *BestEffort) Submit(ctx context.Context, by identity.User, spec JobSpec) (JobView, error) {
 	if spec.Team == "" {
 		spec.Team = by.TeamID
 	}

@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/clearhouse/clearhouse"
-	"github.com/clearhouse/clearhouse/exchange"
 	"github.com/clearhouse/clearhouse/fleet"
+	"github.com/clearhouse/clearhouse/identity"
 	"github.com/clearhouse/clearhouse/ledger"
 	"github.com/gin-gonic/gin"
 )
@@ -238,6 +238,6 @@ func isAgent(c *gin.Context) bool {
 	if !ok {
 		return false
 	}
-	t, _ := v.(exchange.APIToken)
-	return t.Scope == exchange.ScopeAgent
+	t, _ := v.(identity.APIToken)
+	return t.Scope == identity.ScopeAgent
 }

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/clearhouse/clearhouse"
-	"github.com/clearhouse/clearhouse/exchange"
+	"github.com/clearhouse/clearhouse/identity"
 	"github.com/clearhouse/clearhouse/ledger"
 	"github.com/clearhouse/clearhouse/moneyfmt"
 	"github.com/clearhouse/clearhouse/templates"
@@ -78,7 +78,7 @@ func groupString(s string) string {
 }
 
 // userOf returns the signed-in user; routes behind requireRole always have one.
-func userOf(c *gin.Context) exchange.User {
+func userOf(c *gin.Context) identity.User {
 	u, _ := userFrom(c)
 	return u
 }

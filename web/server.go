@@ -14,6 +14,7 @@ import (
 
 	"github.com/clearhouse/clearhouse/exchange"
 	"github.com/clearhouse/clearhouse/fleet"
+	"github.com/clearhouse/clearhouse/identity"
 	"github.com/clearhouse/clearhouse/static"
 	"github.com/gin-gonic/gin"
 )
@@ -48,7 +49,7 @@ type Config struct {
 
 // Services are the domain services the handlers call.
 type Services struct {
-	Identity     *exchange.Identity
+	Identity     *identity.Identity
 	Market       *exchange.Market
 	Reservations *fleet.Reservations
 	Utilization  *fleet.Utilization // measured utilization; nil: pages show none

@@ -5,13 +5,13 @@ import (
 	"strings"
 
 	"github.com/clearhouse/clearhouse"
-	"github.com/clearhouse/clearhouse/exchange"
+	"github.com/clearhouse/clearhouse/identity"
 	"github.com/clearhouse/clearhouse/templates"
 	"github.com/gin-gonic/gin"
 )
 
 // maxEmail is the longest email address an account may have.
-const maxEmail = exchange.MaxEmail
+const maxEmail = identity.MaxEmail
 
 // loginPage shows the sign-in form.
 func (s *Server) loginPage(c *gin.Context) {
@@ -60,7 +60,7 @@ func (s *Server) login(c *gin.Context) {
 		s.fail(c, err)
 		return
 	}
-	s.setCookie(c, sessionCookie, token, int(exchange.SessionAbsolute.Seconds()))
+	s.setCookie(c, sessionCookie, token, int(identity.SessionAbsolute.Seconds()))
 	s.clearCookie(c, csrfCookie)
 	c.Redirect(http.StatusSeeOther, next)
 }

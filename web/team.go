@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/clearhouse/clearhouse"
-	"github.com/clearhouse/clearhouse/exchange"
+	"github.com/clearhouse/clearhouse/identity"
 	"github.com/clearhouse/clearhouse/ledger"
 	"github.com/clearhouse/clearhouse/moneyfmt"
 	"github.com/clearhouse/clearhouse/templates"
@@ -162,7 +162,7 @@ func (s *Server) teamPage(c *gin.Context) {
 	if !ok {
 		return
 	}
-	v.CanSetThreshold = u.Role == exchange.RoleOwner
+	v.CanSetThreshold = u.Role == identity.RoleOwner
 	s.render(c, http.StatusOK, templates.TeamPage(s.page(c, "Team "+v.Name, "team"), v))
 }
 

@@ -18,6 +18,7 @@ import (
 	"github.com/clearhouse/clearhouse/auction"
 	"github.com/clearhouse/clearhouse/exchange"
 	"github.com/clearhouse/clearhouse/fleet"
+	"github.com/clearhouse/clearhouse/identity"
 	"github.com/clearhouse/clearhouse/ledger"
 	"github.com/clearhouse/clearhouse/mailer"
 	"github.com/clearhouse/clearhouse/metrics"
@@ -145,7 +146,7 @@ type App struct {
 
 	DB       *store.DB
 	cron     *cron.Cron
-	Identity *exchange.Identity
+	Identity *identity.Identity
 	Market   *exchange.Market
 	Ledger   *ledger.Ledger
 	Plan     *fleet.Reservations
@@ -179,7 +180,7 @@ func (a *App) Open(ctx context.Context) error {
 		return err
 	}
 	a.DB = db
-	a.Identity = exchange.NewIdentity(db, a.now, 0)
+	a.Identity = identity.NewIdentity(db, a.now, 0)
 	a.Ledger = ledger.New(db, a.now)
 	a.Market = exchange.NewMarket(db, a.Ledger, a.now)
 	a.Plan = fleet.NewReservations(db, a.Ledger, a.now, fleet.DefaultPlanConfig)

@@ -13,6 +13,7 @@ import (
 	"github.com/clearhouse/clearhouse/auction"
 	"github.com/clearhouse/clearhouse/exchange"
 	"github.com/clearhouse/clearhouse/fleet"
+	"github.com/clearhouse/clearhouse/identity"
 	"github.com/clearhouse/clearhouse/ledger"
 )
 
@@ -120,8 +121,8 @@ func seedDemo(ctx context.Context, a *App, out io.Writer) error {
 		return base64.RawURLEncoding.EncodeToString(b[:])
 	}
 	logins := demoLogins()
-	id := exchange.NewIdentity(a.DB, clock.now, 0)
-	users := map[string]exchange.User{}
+	id := identity.NewIdentity(a.DB, clock.now, 0)
+	users := map[string]identity.User{}
 	for i := range logins {
 		logins[i].Password = pw()
 		u, err := id.AddUser(ctx, logins[i])
@@ -176,7 +177,7 @@ func seedDemo(ctx context.Context, a *App, out io.Writer) error {
 }
 
 // demoOrders places a day's worth of bids and offers.
-func demoOrders(ctx context.Context, m *exchange.Market, users map[string]exchange.User, rng *rand.Rand) error {
+func demoOrders(ctx context.Context, m *exchange.Market, users map[string]identity.User, rng *rand.Rand) error {
 	jitter := func(base float64) *ledger.Money {
 		v, _ := ledger.FromDollars(base * (0.8 + 0.5*rng.Float64()))
 		return &v

@@ -14,6 +14,7 @@ import (
 
 	"github.com/clearhouse/clearhouse/auction"
 	"github.com/clearhouse/clearhouse/exchange"
+	"github.com/clearhouse/clearhouse/identity"
 	"github.com/clearhouse/clearhouse/ledger"
 	"github.com/clearhouse/clearhouse/store/storetest"
 	dto "github.com/prometheus/client_model/go"
@@ -31,7 +32,7 @@ type opsMarket struct {
 	app     *App
 	clock   *storetest.Clock
 	dsn     string
-	member  exchange.User
+	member  identity.User
 	auction exchange.Auction
 	logs    *syncBuffer
 }
@@ -85,7 +86,7 @@ func newOpsMarket(t *testing.T, edit func(*Config)) *opsMarket {
 	must(app.Market.AddPool(ctx, exchange.PoolSpec{ClusterID: "us-east", Resource: "cpu", Unit: "core", Capacity: 100,
 		UnitCost: int64(ledger.Dollar), Utilization: 0.5, CurveID: "standard"}))
 	must(app.Market.AddTeam(ctx, exchange.NewTeam{ID: "search", Budget: 1000 * ledger.Dollar}))
-	member, err := app.Identity.AddUser(ctx, exchange.NewUser{Email: "member@search.io", Role: exchange.RoleMember, TeamID: "search"})
+	member, err := app.Identity.AddUser(ctx, identity.NewUser{Email: "member@search.io", Role: identity.RoleMember, TeamID: "search"})
 	must(member, err)
 	a, err := app.Market.ScheduleAuction(ctx, clock.Now(), clock.Now().Add(time.Hour), auction.DefaultParams)
 	must(a, err)

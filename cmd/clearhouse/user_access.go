@@ -4,15 +4,15 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/clearhouse/clearhouse/exchange"
+	"github.com/clearhouse/clearhouse/identity"
 	"github.com/clearhouse/clearhouse/store"
 	"github.com/spf13/cobra"
 )
 
 // withUser opens the database and finds the user with the email for one command.
-func withUser(cmd *cobra.Command, dsn, email string, fn func(id *exchange.Identity, u exchange.User) error) error {
+func withUser(cmd *cobra.Command, dsn, email string, fn func(id *identity.Identity, u identity.User) error) error {
 	return withDB(cmd, dsn, func(db *store.DB) error {
-		id := exchange.NewIdentity(db, time.Now, 0)
+		id := identity.NewIdentity(db, time.Now, 0)
 		u, err := id.UserByEmail(cmd.Context(), email)
 		if err != nil {
 			return err
@@ -38,7 +38,7 @@ printed once. Every browser session of the user ends; their API tokens keep work
 			if err != nil {
 				return err
 			}
-			return withUser(cmd, dsn, email, func(id *exchange.Identity, u exchange.User) error {
+			return withUser(cmd, dsn, email, func(id *identity.Identity, u identity.User) error {
 				if err := id.SetPassword(cmd.Context(), u.ID, password); err != nil {
 					return err
 				}
@@ -70,7 +70,7 @@ proxy), every session of theirs ends at once and their API tokens are refused un
 		Example: `  clearhouse user disable --email ana@example.com`,
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return withUser(cmd, dsn, email, func(id *exchange.Identity, u exchange.User) error {
+			return withUser(cmd, dsn, email, func(id *identity.Identity, u identity.User) error {
 				if disable {
 					if err := id.DisableUser(cmd.Context(), u.ID); err != nil {
 						return err
