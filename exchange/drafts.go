@@ -9,6 +9,7 @@ import (
 	"github.com/clearhouse/clearhouse"
 	"github.com/clearhouse/clearhouse/identity"
 	"github.com/clearhouse/clearhouse/ledger"
+	"github.com/clearhouse/clearhouse/notify"
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
 )
@@ -240,13 +241,13 @@ func (m *Market) notifyDrafts(tx *gorm.DB, a Auction) error {
 	for _, t := range teams {
 		all = append(all, users[t]...)
 	}
-	return m.notifyUsers(tx, all, func(u identity.User) message {
+	return m.notices.Send(tx, all, func(u identity.User) notify.Message {
 		drafts := "1 draft order"
 		if n[u.TeamID] != 1 {
 			drafts = fmt.Sprintf("%d draft orders", n[u.TeamID])
 		}
 		body := fmt.Sprintf("Auction #%d takes bids until %s. Your team %s has %s: place them from your orders page, where each is checked and its holds are taken as it is placed.",
 			a.ID, a.ClosesAt.UTC().Format("2006-01-02 15:04 MST"), u.TeamID, drafts)
-		return message{NoticeDraftsReady, fmt.Sprintf("auction:%d", a.ID), fmt.Sprintf("Auction #%d is open: your team has %s", a.ID, drafts), body, "/orders"}
+		return notify.Message{Kind: NoticeDraftsReady, Ref: fmt.Sprintf("auction:%d", a.ID), Subject: fmt.Sprintf("Auction #%d is open: your team has %s", a.ID, drafts), Body: body, Link: "/orders"}
 	})
 }

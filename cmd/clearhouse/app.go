@@ -202,7 +202,7 @@ func (a *App) Open(ctx context.Context) error {
 			return errors.Join(fmt.Errorf("demo data: %w", err), a.DB.Close())
 		}
 	}
-	a.Market.UseEmail(a.cfg.Mail.Enabled())
+	a.Market.Notices().UseEmail(a.cfg.Mail.Enabled())
 	a.jobs, a.stopJobs = context.WithCancel(context.WithoutCancel(ctx))
 	a.cron = cron.New(cron.WithLocation(time.UTC), cron.WithChain(cron.Recover(cronLogger{a.log}), cron.SkipIfStillRunning(cronLogger{a.log})))
 	if err := a.scheduleJobs(); err != nil {
