@@ -8,18 +8,20 @@ import (
 
 // Dependencies point one way (DESIGN.md, "Shape of the code"): web -> exchange and
 // fleet -> the engines, ledger and store, and any of them -> identity (which imports
-// none of them but store). A package importing one above it would make a cycle of
-// responsibilities even where Go would still compile it.
+// none of them but store); exchange -> notify -> identity. A package importing one
+// above it would make a cycle of responsibilities even where Go would still compile
+// it.
 func TestDependenciesPointOneWay(t *testing.T) {
 	const mod = "github.com/clearhouse/clearhouse/"
-	server := []string{"exchange", "identity", "fleet", "web", "templates", "store", "ledger", "auction", "scheduler", "sharing", "mailer", "moneyfmt", "cmd/"}
+	server := []string{"exchange", "identity", "notify", "fleet", "web", "templates", "store", "ledger", "auction", "scheduler", "sharing", "mailer", "moneyfmt", "cmd/"}
 	forbidden := map[string][]string{
 		"exchange": {"fleet", "web", "templates", "cmd/"},
-		"identity": {"exchange", "fleet", "web", "templates", "cmd/"},
+		"identity": {"exchange", "notify", "fleet", "web", "templates", "cmd/"},
+		"notify":   {"exchange", "fleet", "web", "templates", "cmd/"},
 		"fleet":    {"web", "templates", "cmd/"},
 		"ledger":   {"exchange", "fleet", "web", "templates"},
-		"store":    {"ledger", "exchange", "identity", "fleet", "web", "templates"},
-		"mailer":   {"store", "ledger", "exchange", "identity", "fleet", "web", "templates"},
+		"store":    {"ledger", "exchange", "identity", "notify", "fleet", "web", "templates"},
+		"mailer":   {"store", "ledger", "exchange", "identity", "notify", "fleet", "web", "templates"},
 		// The cluster agent speaks only the JSON API, as any other agent would.
 		"agent":          server,
 		"agent/simulate": server,
