@@ -13,6 +13,12 @@ import (
 	"golang.org/x/crypto/bcrypt"
 )
 
+func TestModelsMatchSchema(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		storetest.AssertModelsMatchSchema(t, db, &identity.User{}, &identity.Session{}, &identity.APIToken{})
+	})
+}
+
 func TestUsersAndSignIn(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		ctx, clock := context.Background(), storetest.NewClock(time.Time{})
