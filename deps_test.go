@@ -31,7 +31,7 @@ var (
 	// binary, the demo seed and the cluster agent, which speaks only the JSON API.
 	above = []string{"web", "templates", "cmd", "demo", "agent"}
 	// server lists every package the server is made of, below the binary.
-	server = []string{"store", "ledger", "mailer", "identity", "exchange", "fleet", "besteffort", "metrics", "demo", "web", "templates", "static", "migrations", "cmd"}
+	server = []string{"store", "ledger", "mailer", "identity", "notify", "exchange", "fleet", "besteffort", "metrics", "demo", "web", "templates", "static", "migrations", "cmd"}
 )
 
 func join(groups ...[]string) []string {
@@ -73,18 +73,23 @@ var depRules = map[string]depRule{
 	"sharing/abacus": engine,
 
 	// Storage and money: store -> migrations; ledger -> store.
-	"store":           {deny: join([]string{"ledger", "mailer", "identity", "exchange", "fleet", "besteffort", "metrics"}, above)},
-	"store/storetest": {deny: join([]string{"ledger", "mailer", "identity", "exchange", "fleet", "besteffort", "metrics"}, above)},
-	"ledger":          {deny: join([]string{"mailer", "identity", "exchange", "fleet", "besteffort", "metrics"}, above)},
+	"store":           {deny: join([]string{"ledger", "mailer", "identity", "notify", "exchange", "fleet", "besteffort", "metrics"}, above)},
+	"store/storetest": {deny: join([]string{"ledger", "mailer", "identity", "notify", "exchange", "fleet", "besteffort", "metrics"}, above)},
+	"ledger":          {deny: join([]string{"mailer", "identity", "notify", "exchange", "fleet", "besteffort", "metrics"}, above)},
 
 	// Sending e-mail knows nothing of the market.
-	"mailer":            {deny: join([]string{"store", "ledger", "identity", "exchange", "fleet", "besteffort", "metrics"}, above)},
-	"mailer/mailertest": {deny: join([]string{"store", "ledger", "identity", "exchange", "fleet", "besteffort", "metrics"}, above)},
+	"mailer":            {deny: join([]string{"store", "ledger", "identity", "notify", "exchange", "fleet", "besteffort", "metrics"}, above)},
+	"mailer/mailertest": {deny: join([]string{"store", "ledger", "identity", "notify", "exchange", "fleet", "besteffort", "metrics"}, above)},
 
 	// Identity (people, passwords, sessions, tokens) sits below the market: any
 	// service may ask who someone is, and identity asks none of them.
-	"identity":              {deny: join([]string{"exchange", "fleet", "besteffort", "metrics"}, above)},
-	"identity/identitytest": {deny: join([]string{"exchange", "fleet", "besteffort", "metrics"}, above)},
+	"identity":              {deny: join([]string{"notify", "exchange", "fleet", "besteffort", "metrics"}, above)},
+	"identity/identitytest": {deny: join([]string{"notify", "exchange", "fleet", "besteffort", "metrics"}, above)},
+
+	// Notifications and the e-mail outbox: messages stored for users, sent by the
+	// mailer job. The market decides what they say and writes them in its own
+	// transactions; notify knows users by identity, nothing of the market.
+	"notify": {deny: join([]string{"exchange", "fleet", "besteffort", "metrics"}, above)},
 
 	// The market.
 	"exchange":              {deny: join([]string{"fleet", "besteffort", "metrics"}, above)},

@@ -7,12 +7,14 @@ import (
 	"slices"
 	"strconv"
 
+	"gorm.io/gorm"
+
 	"github.com/clearhouse/clearhouse"
 	"github.com/clearhouse/clearhouse/exchange"
 	"github.com/clearhouse/clearhouse/fleet"
+	"github.com/clearhouse/clearhouse/identity"
 	"github.com/clearhouse/clearhouse/sharing"
 	"github.com/clearhouse/clearhouse/sharing/abacus"
-	"gorm.io/gorm"
 )
 
 // The abacus policy (issue 14) in the product. At every decision the cluster's
@@ -323,7 +325,7 @@ func (s *Service) Auction(ctx context.Context, cluster string) (AuctionView, err
 // Quote returns the shares of each pool a job would get in its cluster's auction
 // now, against the jobs waiting there, without saving anything. EINVALID for a bad
 // spec or a cluster that is not under the abacus policy.
-func (s *Service) Quote(ctx context.Context, by exchange.User, spec JobSpec) (ShareQuote, error) {
+func (s *Service) Quote(ctx context.Context, by identity.User, spec JobSpec) (ShareQuote, error) {
 	if spec.Team == "" {
 		spec.Team = by.TeamID
 	}

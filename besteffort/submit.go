@@ -11,12 +11,14 @@ import (
 	"slices"
 	"time"
 
+	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
+
 	"github.com/clearhouse/clearhouse"
 	"github.com/clearhouse/clearhouse/exchange"
 	"github.com/clearhouse/clearhouse/fleet"
+	"github.com/clearhouse/clearhouse/identity"
 	"github.com/clearhouse/clearhouse/ledger"
-	"gorm.io/gorm"
-	"gorm.io/gorm/clause"
 )
 
 // JobSpec is a best-effort job as a team enters it.
@@ -153,7 +155,7 @@ func ensureIdleCluster(tx *gorm.DB, cluster string, now time.Time) error {
 // it); EFORBIDDEN for a user on no team or acting for another; EUNPROCESSABLE
 // when the budget cannot cover the hold. Nothing is saved then. With spec.Key,
 // submitting again returns the first job; another spec under the key is ECONFLICT.
-func (s *Service) Submit(ctx context.Context, by exchange.User, spec JobSpec) (JobView, error) {
+func (s *Service) Submit(ctx context.Context, by identity.User, spec JobSpec) (JobView, error) {
 	if spec.Team == "" {
 		spec.Team = by.TeamID
 	}

@@ -7,11 +7,13 @@ import (
 	"strconv"
 	"time"
 
+	"gorm.io/gorm"
+
 	"github.com/clearhouse/clearhouse"
 	"github.com/clearhouse/clearhouse/exchange"
 	"github.com/clearhouse/clearhouse/fleet"
+	"github.com/clearhouse/clearhouse/identity"
 	"github.com/clearhouse/clearhouse/sharing"
-	"gorm.io/gorm"
 )
 
 // JobView is a best-effort job as pages and the API show it: the job, its place in
@@ -323,7 +325,7 @@ func (q *clusterQueue) ahead(id int64) int64 {
 // tasks stopped (the agent is told to stop them) and what is left of its budget
 // released. Cancelling a cancelled job again changes nothing. ENOTFOUND for a job
 // of another team; ECONFLICT for a job that is done.
-func (s *Service) Cancel(ctx context.Context, by exchange.User, id int64) (JobView, error) {
+func (s *Service) Cancel(ctx context.Context, by identity.User, id int64) (JobView, error) {
 	var j Job
 	if err := s.db.Read.WithContext(ctx).Limit(1).Find(&j, "id = ?", id).Error; err != nil {
 		return JobView{}, err

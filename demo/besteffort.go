@@ -9,6 +9,7 @@ import (
 	"github.com/clearhouse/clearhouse/besteffort"
 	"github.com/clearhouse/clearhouse/exchange"
 	"github.com/clearhouse/clearhouse/fleet"
+	"github.com/clearhouse/clearhouse/identity"
 	"github.com/clearhouse/clearhouse/ledger"
 )
 
@@ -17,7 +18,7 @@ import (
 // one decision per cluster (as an agent's poll would) and records the history
 // point, having queued the demo's best-effort jobs half an hour in. It then queues
 // the same jobs now, runs one decision per cluster, and the fairness job.
-func seedBestEffort(ctx context.Context, s Services, users map[string]exchange.User) error {
+func seedBestEffort(ctx context.Context, s Services, users map[string]identity.User) error {
 	end := s.Now()
 	clock := &replayClock{t: end.Add(-24 * time.Hour).Truncate(besteffort.HistoryInterval)}
 	be := besteffort.New(s.DB, s.Ledger, clock.now, besteffort.DefaultConfig)
@@ -124,7 +125,7 @@ var sloUtility = 0.4
 // ap-south, each measured as an agent would report it (its utility the inverse of
 // its run time, its average shares), so that search's budgets are charged and its
 // weights for cpu-and-ram jobs are fitted.
-func seedMeasuredJobs(ctx context.Context, be *besteffort.Service, member exchange.User, now func() time.Time) error {
+func seedMeasuredJobs(ctx context.Context, be *besteffort.Service, member identity.User, now func() time.Time) error {
 	mixes := [][2]float64{{0.9, 0.3}, {0.4, 0.8}, {0.6, 0.5}, {0.2, 0.7}}
 	for _, mix := range mixes {
 		j, err := be.Submit(ctx, member, besteffort.JobSpec{Configuration: map[string]int64{"ap-south/cpu": 1, "ap-south/ram": 4}, Tasks: 1, Budget: 2 * ledger.Dollar})

@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/clearhouse/clearhouse/exchange"
 	"github.com/clearhouse/clearhouse/fleet"
+	"github.com/clearhouse/clearhouse/identity"
 	"github.com/clearhouse/clearhouse/ledger"
 )
 
@@ -14,7 +14,7 @@ import (
 // ran earlier today (charged, so statements show reservation charges), some
 // running now and some scheduled later, inside the teams' quota and beyond it, and
 // a few pools with other pricing policies.
-func seedReservations(ctx context.Context, s Services, users map[string]exchange.User, now time.Time) error {
+func seedReservations(ctx context.Context, s Services, users map[string]identity.User, now time.Time) error {
 	clock := &replayClock{t: now.Add(-6 * time.Hour)}
 	plan := fleet.NewReservations(s.DB, ledger.New(s.DB, clock.now), clock.now, fleet.DefaultPlanConfig)
 	for _, p := range []fleet.PricingPolicy{

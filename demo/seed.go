@@ -21,6 +21,7 @@ import (
 	"github.com/clearhouse/clearhouse/besteffort"
 	"github.com/clearhouse/clearhouse/exchange"
 	"github.com/clearhouse/clearhouse/fleet"
+	"github.com/clearhouse/clearhouse/identity"
 	"github.com/clearhouse/clearhouse/ledger"
 	"github.com/clearhouse/clearhouse/store"
 )
@@ -31,7 +32,7 @@ type Services struct {
 	DB            *store.DB
 	Ledger        *ledger.Ledger
 	Market        *exchange.Market
-	Identity      *exchange.Identity
+	Identity      *identity.Identity
 	BestEffort    *besteffort.Service
 	Now           func() time.Time
 	AuctionWindow time.Duration // how long an auction stays open
@@ -182,15 +183,15 @@ func addShapes(ctx context.Context, m *exchange.Market) error {
 
 // addUsers adds the demo logins with fresh random passwords. It returns the logins
 // (with their passwords, to print) and the users by "team/role".
-func addUsers(ctx context.Context, db *store.DB, now func() time.Time) ([]exchange.NewUser, map[string]exchange.User, error) {
+func addUsers(ctx context.Context, db *store.DB, now func() time.Time) ([]identity.NewUser, map[string]identity.User, error) {
 	pw := func() string {
 		var b [12]byte
 		_, _ = crand.Read(b[:])
 		return base64.RawURLEncoding.EncodeToString(b[:])
 	}
 	logins := Logins()
-	id := exchange.NewIdentity(db, now, 0)
-	users := map[string]exchange.User{}
+	id := identity.NewIdentity(db, now, 0)
+	users := map[string]identity.User{}
 	for i := range logins {
 		logins[i].Password = pw()
 		u, err := id.AddUser(ctx, logins[i])
@@ -206,7 +207,7 @@ func addUsers(ctx context.Context, db *store.DB, now func() time.Time) ([]exchan
 // day's orders, closed and settled; then opens today's, with its orders and a
 // preview. The clock ends at the last auction's opening, now.
 func replayAuctions(ctx context.Context, m *exchange.Market, util *fleet.Utilization, clock *replayClock, now time.Time,
-	window, openWindow time.Duration, users map[string]exchange.User) error {
+	window, openWindow time.Duration, users map[string]identity.User) error {
 	rng := rand.New(rand.NewPCG(7, 11))
 	for day := 7; day >= 0; day-- {
 		clock.t = now.Add(-time.Duration(day) * 24 * time.Hour)
@@ -240,7 +241,7 @@ func replayAuctions(ctx context.Context, m *exchange.Market, util *fleet.Utiliza
 }
 
 // printLogins tells how to sign in: every demo login with its fresh password.
-func printLogins(out io.Writer, logins []exchange.NewUser) {
+func printLogins(out io.Writer, logins []identity.NewUser) {
 	fmt.Fprintln(out, "Demo market ready. Sign in as any of these (passwords are new each time the demo is made):")
 	for _, u := range logins {
 		team := ""
@@ -252,7 +253,7 @@ func printLogins(out io.Writer, logins []exchange.NewUser) {
 }
 
 // placeOrders places a day's worth of bids and offers.
-func placeOrders(ctx context.Context, m *exchange.Market, users map[string]exchange.User, rng *rand.Rand) error {
+func placeOrders(ctx context.Context, m *exchange.Market, users map[string]identity.User, rng *rand.Rand) error {
 	jitter := func(base float64) *ledger.Money {
 		v, _ := ledger.FromDollars(base * (0.8 + 0.5*rng.Float64()))
 		return &v

@@ -10,6 +10,7 @@ import (
 	"github.com/clearhouse/clearhouse/besteffort"
 	"github.com/clearhouse/clearhouse/exchange"
 	"github.com/clearhouse/clearhouse/fleet"
+	"github.com/clearhouse/clearhouse/identity"
 	"github.com/clearhouse/clearhouse/ledger"
 	"github.com/clearhouse/clearhouse/store"
 	"github.com/clearhouse/clearhouse/store/storetest"
@@ -21,7 +22,7 @@ func services(db *store.DB, now func() time.Time) Services {
 	m := exchange.NewMarket(db, l, now)
 	m.UseQuotaCommitments(fleet.NewReservations(db, l, now, fleet.DefaultPlanConfig))
 	m.UseMeasuredUtilization(fleet.NewUtilization(db, now, fleet.DefaultUtilizationConfig))
-	return Services{DB: db, Ledger: l, Market: m, Identity: exchange.NewIdentity(db, now, 0),
+	return Services{DB: db, Ledger: l, Market: m, Identity: identity.NewIdentity(db, now, 0),
 		BestEffort: besteffort.New(db, l, now, besteffort.DefaultConfig), Now: now, AuctionWindow: time.Hour, DBName: "demo.db"}
 }
 

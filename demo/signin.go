@@ -7,21 +7,21 @@ import (
 	"strings"
 
 	"github.com/clearhouse/clearhouse"
-	"github.com/clearhouse/clearhouse/exchange"
+	"github.com/clearhouse/clearhouse/identity"
 )
 
 // Logins are the demo market's users (their passwords are made fresh).
-func Logins() []exchange.NewUser {
-	return []exchange.NewUser{
-		{Email: "operator@example.com", Name: "Olu Operator", Role: exchange.RoleOperator},
-		{Email: "finance@example.com", Name: "Fay Finance", Role: exchange.RoleFinance},
-		{Email: "owner@search.example.com", Name: "Sam Search", Role: exchange.RoleOwner, TeamID: "search"},
-		{Email: "member@search.example.com", Name: "Mia Member", Role: exchange.RoleMember, TeamID: "search"},
-		{Email: "owner@ml.example.com", Name: "Max Learner", Role: exchange.RoleOwner, TeamID: "ml"},
-		{Email: "member@ads.example.com", Name: "Ada Ads", Role: exchange.RoleMember, TeamID: "ads"},
-		{Email: "owner@storage.example.com", Name: "Stu Storage", Role: exchange.RoleOwner, TeamID: "storage"},
-		{Email: "owner@analytics.example.com", Name: "Ana Lytics", Role: exchange.RoleOwner, TeamID: "analytics"},
-		{Email: "owner@video.example.com", Name: "Vid Ya", Role: exchange.RoleOwner, TeamID: "video"},
+func Logins() []identity.NewUser {
+	return []identity.NewUser{
+		{Email: "operator@example.com", Name: "Olu Operator", Role: identity.RoleOperator},
+		{Email: "finance@example.com", Name: "Fay Finance", Role: identity.RoleFinance},
+		{Email: "owner@search.example.com", Name: "Sam Search", Role: identity.RoleOwner, TeamID: "search"},
+		{Email: "member@search.example.com", Name: "Mia Member", Role: identity.RoleMember, TeamID: "search"},
+		{Email: "owner@ml.example.com", Name: "Max Learner", Role: identity.RoleOwner, TeamID: "ml"},
+		{Email: "member@ads.example.com", Name: "Ada Ads", Role: identity.RoleMember, TeamID: "ads"},
+		{Email: "owner@storage.example.com", Name: "Stu Storage", Role: identity.RoleOwner, TeamID: "storage"},
+		{Email: "owner@analytics.example.com", Name: "Ana Lytics", Role: identity.RoleOwner, TeamID: "analytics"},
+		{Email: "owner@video.example.com", Name: "Vid Ya", Role: identity.RoleOwner, TeamID: "video"},
 	}
 }
 

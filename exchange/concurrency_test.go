@@ -10,6 +10,7 @@ import (
 
 	"github.com/clearhouse/clearhouse"
 	"github.com/clearhouse/clearhouse/exchange"
+	"github.com/clearhouse/clearhouse/identity"
 	"github.com/clearhouse/clearhouse/ledger"
 	"github.com/clearhouse/clearhouse/store"
 	"github.com/clearhouse/clearhouse/store/storetest"
@@ -111,7 +112,7 @@ func TestCloseRacingOrderWritesSettlesExactlyTheConfirmedWrites(t *testing.T) {
 						}
 						mine = mine[1:]
 					}
-					if by.Role == exchange.RoleOwner && by.TeamID == "ml" {
+					if by.Role == identity.RoleOwner && by.TeamID == "ml" {
 						log.mu.Lock()
 						var next int64
 						if len(log.awaiting) > 0 {

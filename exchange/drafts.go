@@ -6,10 +6,13 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/clearhouse/clearhouse"
-	"github.com/clearhouse/clearhouse/ledger"
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
+
+	"github.com/clearhouse/clearhouse"
+	"github.com/clearhouse/clearhouse/identity"
+	"github.com/clearhouse/clearhouse/ledger"
+	"github.com/clearhouse/clearhouse/notify"
 )
 
 // Draft is an order a team prepares before an auction takes bids. It holds no
@@ -79,7 +82,7 @@ func (r draftRow) draft() (Draft, error) {
 
 // checkDraftSpec checks what every draft write checks: by acts for spec's team, and
 // the spec is well formed and names pools that exist.
-func (m *Market) checkDraftSpec(ctx context.Context, by User, spec OrderSpec) error {
+func (m *Market) checkDraftSpec(ctx context.Context, by identity.User, spec OrderSpec) error {
 	if !by.Role.OnTeam() || by.TeamID != spec.Team {
 		return clearhouse.Errorf(clearhouse.EFORBIDDEN, "only the team's members and owners keep its drafts")
 	}
@@ -96,7 +99,7 @@ func (m *Market) checkDraftSpec(ctx context.Context, by User, spec OrderSpec) er
 // it replaces draft id. Nothing is held. Returns EINVALID for a bad spec,
 // ENOTFOUND for an unknown pool or another team's draft, EFORBIDDEN for a user
 // not on the team, and EUNPROCESSABLE when the team has MaxDraftsPerTeam drafts.
-func (m *Market) SaveDraft(ctx context.Context, by User, id int64, spec OrderSpec) (Draft, error) {
+func (m *Market) SaveDraft(ctx context.Context, by identity.User, id int64, spec OrderSpec) (Draft, error) {
 	if err := m.checkDraftSpec(ctx, by, spec); err != nil {
 		return Draft{}, err
 	}
@@ -154,7 +157,7 @@ func (m *Market) Drafts(ctx context.Context, team string) ([]Draft, error) {
 }
 
 // Draft returns one draft of by's team (ENOTFOUND for another team's).
-func (m *Market) Draft(ctx context.Context, by User, id int64) (Draft, error) {
+func (m *Market) Draft(ctx context.Context, by identity.User, id int64) (Draft, error) {
 	var r draftRow
 	if err := m.db.Read.WithContext(ctx).Take(&r, "id = ?", id).Error; err != nil {
 		return Draft{}, notFound(err, "draft: no draft %d", id)
@@ -166,7 +169,7 @@ func (m *Market) Draft(ctx context.Context, by User, id int64) (Draft, error) {
 }
 
 // DeleteDraft deletes a draft of by's team (ENOTFOUND when there is none).
-func (m *Market) DeleteDraft(ctx context.Context, by User, id int64) error {
+func (m *Market) DeleteDraft(ctx context.Context, by identity.User, id int64) error {
 	if !by.Role.OnTeam() {
 		return clearhouse.Errorf(clearhouse.EFORBIDDEN, "only the team's members and owners keep its drafts")
 	}
@@ -183,7 +186,7 @@ func (m *Market) DeleteDraft(ctx context.Context, by User, id int64) error {
 // draft placed from its form), spec is placed instead of the stored order.
 // Returns PlaceOrder's errors, ENOTFOUND for another team's draft, and ECONFLICT
 // when the draft was placed or deleted concurrently.
-func (m *Market) PlaceDraft(ctx context.Context, by User, id int64, spec *OrderSpec) (Order, error) {
+func (m *Market) PlaceDraft(ctx context.Context, by identity.User, id int64, spec *OrderSpec) (Order, error) {
 	d, err := m.Draft(ctx, by, id)
 	if err != nil {
 		return Order{}, err
@@ -231,21 +234,21 @@ func (m *Market) notifyDrafts(tx *gorm.DB, a Auction) error {
 	for i, c := range counts {
 		teams[i], n[c.TeamID] = c.TeamID, c.N
 	}
-	users, err := teamUsers(tx, teams, RoleMember, RoleOwner)
+	users, err := teamUsers(tx, teams, identity.RoleMember, identity.RoleOwner)
 	if err != nil {
 		return err
 	}
-	var all []User
+	var all []identity.User
 	for _, t := range teams {
 		all = append(all, users[t]...)
 	}
-	return m.notifyUsers(tx, all, func(u User) message {
+	return m.notices.Send(tx, all, func(u identity.User) notify.Message {
 		drafts := "1 draft order"
 		if n[u.TeamID] != 1 {
 			drafts = fmt.Sprintf("%d draft orders", n[u.TeamID])
 		}
 		body := fmt.Sprintf("Auction #%d takes bids until %s. Your team %s has %s: place them from your orders page, where each is checked and its holds are taken as it is placed.",
 			a.ID, a.ClosesAt.UTC().Format("2006-01-02 15:04 MST"), u.TeamID, drafts)
-		return message{NoticeDraftsReady, fmt.Sprintf("auction:%d", a.ID), fmt.Sprintf("Auction #%d is open: your team has %s", a.ID, drafts), body, "/orders"}
+		return notify.Message{Kind: NoticeDraftsReady, Ref: fmt.Sprintf("auction:%d", a.ID), Subject: fmt.Sprintf("Auction #%d is open: your team has %s", a.ID, drafts), Body: body, Link: "/orders"}
 	})
 }

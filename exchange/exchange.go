@@ -9,10 +9,12 @@ import (
 	"regexp"
 	"time"
 
+	"gorm.io/gorm"
+
 	"github.com/clearhouse/clearhouse"
 	"github.com/clearhouse/clearhouse/ledger"
+	"github.com/clearhouse/clearhouse/notify"
 	"github.com/clearhouse/clearhouse/store"
-	"gorm.io/gorm"
 )
 
 // Market is the market's service: teams, clusters, pools, holdings, orders and
@@ -25,15 +27,20 @@ type Market struct {
 	committed QuotaCommitments    // quota reservations need; nil: none
 	measured  MeasuredUtilization // each pool's psi; nil: the pool's stored utilization
 	interest  interestCache       // the last count of open interest
-	email     bool                // queue an email for every notification
+	notices   *notify.Service     // what users are told, in the app and by email
 	closes    CloseObserver       // told of every binding close; nil: nobody
 }
 
 // NewMarket returns the market service on db, keeping budgets in l, with the clock
 // now.
 func NewMarket(db *store.DB, l *ledger.Ledger, now func() time.Time) *Market {
-	return &Market{db: db, ledger: l, now: func() time.Time { return now().UTC() }}
+	utc := func() time.Time { return now().UTC() }
+	return &Market{db: db, ledger: l, now: utc, notices: notify.New(db, utc)}
 }
+
+// Notices is the service that keeps what the market tells its users: notifications
+// and their emails.
+func (m *Market) Notices() *notify.Service { return m.notices }
 
 // Ledger is the budget ledger the market posts to.
 func (m *Market) Ledger() *ledger.Ledger { return m.ledger }

@@ -6,6 +6,7 @@ import (
 
 	"github.com/clearhouse/clearhouse"
 	"github.com/clearhouse/clearhouse/exchange"
+	"github.com/clearhouse/clearhouse/identity"
 	"github.com/clearhouse/clearhouse/ledger"
 	"github.com/clearhouse/clearhouse/store"
 	"github.com/clearhouse/clearhouse/store/storetest"
@@ -38,8 +39,8 @@ func newMarket(t *testing.T, db *store.DB) *exchange.Market {
 
 func TestModelsMatchSchema(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
-		storetest.AssertModelsMatchSchema(t, db, &exchange.Team{}, &exchange.User{}, &exchange.Session{},
-			&exchange.APIToken{}, &exchange.Cluster{}, &exchange.Pool{}, &exchange.Holding{}, &exchange.ReferencePrice{},
+		storetest.AssertModelsMatchSchema(t, db, &exchange.Team{}, &identity.User{}, &identity.Session{},
+			&identity.APIToken{}, &exchange.Cluster{}, &exchange.Pool{}, &exchange.Holding{}, &exchange.ReferencePrice{},
 			&exchange.HoldingRate{}, &exchange.HoldingCharge{})
 	})
 }

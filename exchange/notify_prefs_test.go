@@ -8,12 +8,13 @@ import (
 
 	"github.com/clearhouse/clearhouse/exchange"
 	"github.com/clearhouse/clearhouse/exchange/exchangetest"
+	"github.com/clearhouse/clearhouse/notify"
 	"github.com/clearhouse/clearhouse/store"
 	"github.com/clearhouse/clearhouse/store/storetest"
 )
 
 // claimedFor is how many of the claimed emails go to addr.
-func claimedFor(es []exchange.Email, addr string) int {
+func claimedFor(es []notify.Email, addr string) int {
 	n := 0
 	for _, e := range es {
 		if e.ToAddr == addr {
@@ -30,7 +31,7 @@ func claimedFor(es []exchange.Email, addr string) int {
 func TestDecisionsNotifyWhoPlacedTheOrderAndEmailOffIsHonoured(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		mk := exchangetest.NewAuctionMarket(t, db)
-		mk.M.UseEmail(true)
+		mk.M.Notices().UseEmail(true)
 		ctx := context.Background()
 		place := func() exchange.Order {
 			t.Helper()
@@ -51,10 +52,10 @@ func TestDecisionsNotifyWhoPlacedTheOrderAndEmailOffIsHonoured(t *testing.T) {
 			t.Fatalf("after approval, the member has %+v", ns)
 		}
 		// The member turns email off: the approval's email, not yet sent, is dropped.
-		if err := mk.M.SetEmailNotifications(ctx, member.ID, false); err != nil {
+		if err := mk.M.Notices().SetEmailNotifications(ctx, member.ID, false); err != nil {
 			t.Fatal(err)
 		}
-		if err := mk.M.SetEmailNotifications(ctx, member.ID, false); err != nil { // again: no change
+		if err := mk.M.Notices().SetEmailNotifications(ctx, member.ID, false); err != nil { // again: no change
 			t.Fatal(err)
 		}
 		if err := mk.M.DecideOrder(ctx, owner, second.ID, false); err != nil {
@@ -64,7 +65,7 @@ func TestDecisionsNotifyWhoPlacedTheOrderAndEmailOffIsHonoured(t *testing.T) {
 		if len(ns) != 2 || ns[0].Kind != exchange.NoticeOrderRejected || !strings.Contains(ns[0].Body, "rejected your order") || !strings.Contains(ns[0].Body, "released") {
 			t.Fatalf("after rejection, the member has %+v", ns)
 		}
-		es, err := mk.M.ClaimEmails(ctx, 100, time.Minute)
+		es, err := mk.M.Notices().ClaimEmails(ctx, 100, time.Minute)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -75,14 +76,14 @@ func TestDecisionsNotifyWhoPlacedTheOrderAndEmailOffIsHonoured(t *testing.T) {
 			t.Fatalf("%d approval emails to the owner, want 3", n)
 		}
 		// The member turns email on again: only what comes after is emailed.
-		if err := mk.M.SetEmailNotifications(ctx, member.ID, true); err != nil {
+		if err := mk.M.Notices().SetEmailNotifications(ctx, member.ID, true); err != nil {
 			t.Fatal(err)
 		}
 		if err := mk.M.DecideOrder(ctx, owner, third.ID, true); err != nil {
 			t.Fatal(err)
 		}
 		mk.Clock.Advance(2 * time.Minute)
-		es, err = mk.M.ClaimEmails(ctx, 100, time.Minute)
+		es, err = mk.M.Notices().ClaimEmails(ctx, 100, time.Minute)
 		if err != nil || claimedFor(es, member.Email) != 1 || !strings.Contains(es[len(es)-1].Subject, "approved") {
 			t.Fatalf("after turning email on: %+v, %v", es, err)
 		}
@@ -95,7 +96,7 @@ func TestDecisionsNotifyWhoPlacedTheOrderAndEmailOffIsHonoured(t *testing.T) {
 func TestEmailsOfAUserWhoTurnedEmailOffAreDroppedAtSending(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		mk := exchangetest.NewAuctionMarket(t, db)
-		mk.M.UseEmail(true)
+		mk.M.Notices().UseEmail(true)
 		ctx := context.Background()
 		if _, err := mk.Order("member@search", exchange.OrderSpec{Team: "search", Limit: exchangetest.Money(500), Bundles: []exchange.Bundle{{"us-east/cpu": 10}}}); err != nil {
 			t.Fatal(err)
@@ -107,12 +108,12 @@ func TestEmailsOfAUserWhoTurnedEmailOffAreDroppedAtSending(t *testing.T) {
 		if err := db.Write.Exec("UPDATE users SET email_off_at = ? WHERE id = ?", mk.Clock.Now(), mk.Users["member@search"].ID).Error; err != nil {
 			t.Fatal(err)
 		}
-		es, err := mk.M.ClaimEmails(ctx, 100, time.Minute)
+		es, err := mk.M.Notices().ClaimEmails(ctx, 100, time.Minute)
 		if err != nil || len(es) != 1 || es[0].ToAddr != mk.Users["owner@search"].Email {
 			t.Fatalf("claimed %+v, %v; want the owner's email only", es, err)
 		}
 		var dropped int64
-		if err := db.Read.Model(&exchange.Email{}).Where("dropped_at IS NOT NULL AND sent_at IS NULL").Count(&dropped).Error; err != nil || dropped != 1 {
+		if err := db.Read.Model(&notify.Email{}).Where("dropped_at IS NOT NULL AND sent_at IS NULL").Count(&dropped).Error; err != nil || dropped != 1 {
 			t.Fatalf("%d dropped, %v; want the member's", dropped, err)
 		}
 		if ns := notices(t, mk, "member@search"); len(ns) != 1 {

@@ -9,13 +9,14 @@ import (
 
 	"github.com/clearhouse/clearhouse/exchange"
 	"github.com/clearhouse/clearhouse/exchange/exchangetest"
+	"github.com/clearhouse/clearhouse/notify"
 	"github.com/clearhouse/clearhouse/store"
 	"github.com/clearhouse/clearhouse/store/storetest"
 )
 
-func notices(t *testing.T, mk *exchangetest.Market, who string) []exchange.Notification {
+func notices(t *testing.T, mk *exchangetest.Market, who string) []notify.Notification {
 	t.Helper()
-	ns, err := mk.M.Notifications(context.Background(), mk.Users[who].ID, 50)
+	ns, err := mk.M.Notices().Notifications(context.Background(), mk.Users[who].ID, 50)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -29,7 +30,7 @@ func notices(t *testing.T, mk *exchangetest.Market, who string) []exchange.Notif
 func TestSettlementNotifiesEveryTraderOnceAndQueuesEmail(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		mk := exchangetest.NewAuctionMarket(t, db)
-		mk.M.UseEmail(true)
+		mk.M.Notices().UseEmail(true)
 		ctx := context.Background()
 		if _, err := mk.Order("member@search", exchange.OrderSpec{Team: "search", Limit: exchangetest.Money(500), Bundles: []exchange.Bundle{{"us-east/cpu": 10}}}); err != nil {
 			t.Fatal(err)
@@ -62,31 +63,31 @@ func TestSettlementNotifiesEveryTraderOnceAndQueuesEmail(t *testing.T) {
 		if ns := notices(t, mk, "owner@ml"); len(ns) != 2 || !strings.Contains(ns[0].Body, "still waiting for approval and was rejected") {
 			t.Errorf("ml's owner after settlement: %+v", ns)
 		}
-		if n, err := mk.M.UnreadCount(ctx, mk.Users["member@search"].ID); err != nil || n != 1 {
+		if n, err := mk.M.Notices().UnreadCount(ctx, mk.Users["member@search"].ID); err != nil || n != 1 {
 			t.Fatalf("unread %d, %v", n, err)
 		}
-		if n, err := mk.M.MarkRead(ctx, mk.Users["member@search"].ID, 0); err != nil || n != 1 {
+		if n, err := mk.M.Notices().MarkRead(ctx, mk.Users["member@search"].ID, 0); err != nil || n != 1 {
 			t.Fatalf("marked %d, %v", n, err)
 		}
-		if n, _ := mk.M.UnreadCount(ctx, mk.Users["member@search"].ID); n != 0 {
+		if n, _ := mk.M.Notices().UnreadCount(ctx, mk.Users["member@search"].ID); n != 0 {
 			t.Fatalf("unread after marking: %d", n)
 		}
 		// 4 settlement notices for search and ads, 2 for ml (its member and owner), 1 approval.
-		es, err := mk.M.ClaimEmails(ctx, 100, time.Minute)
+		es, err := mk.M.Notices().ClaimEmails(ctx, 100, time.Minute)
 		if err != nil || len(es) != 7 {
 			t.Fatalf("claimed %d emails, %v; want 7", len(es), err)
 		}
-		if again, _ := mk.M.ClaimEmails(ctx, 100, time.Minute); len(again) != 0 {
+		if again, _ := mk.M.Notices().ClaimEmails(ctx, 100, time.Minute); len(again) != 0 {
 			t.Fatalf("leased emails claimed again: %d", len(again))
 		}
-		if err := mk.M.EmailSent(ctx, es[0].ID); err != nil {
+		if err := mk.M.Notices().EmailSent(ctx, es[0].ID); err != nil {
 			t.Fatal(err)
 		}
-		if err := mk.M.EmailFailed(ctx, es[1].ID, "421 try later", mk.Clock.Now().Add(30*time.Second)); err != nil {
+		if err := mk.M.Notices().EmailFailed(ctx, es[1].ID, "421 try later", mk.Clock.Now().Add(30*time.Second)); err != nil {
 			t.Fatal(err)
 		}
 		mk.Clock.Advance(2 * time.Minute)
-		again, err := mk.M.ClaimEmails(ctx, 100, time.Minute)
+		again, err := mk.M.Notices().ClaimEmails(ctx, 100, time.Minute)
 		if err != nil || len(again) != 6 || again[0].ID != es[1].ID || again[0].Attempts != 2 || again[0].LastError != "421 try later" {
 			t.Fatalf("after the lease: %d emails (%+v), %v; want the 6 unsent, the failed one on its second attempt", len(again), again, err)
 		}
@@ -106,7 +107,7 @@ func TestNoEmailIsQueuedWithoutAMailServer(t *testing.T) {
 	if ns := notices(t, mk, "member@search"); len(ns) != 1 {
 		t.Fatalf("%d notices, want 1", len(ns))
 	}
-	if es, err := mk.M.ClaimEmails(context.Background(), 10, time.Minute); err != nil || len(es) != 0 {
+	if es, err := mk.M.Notices().ClaimEmails(context.Background(), 10, time.Minute); err != nil || len(es) != 0 {
 		t.Fatalf("%d emails queued without a mail server, %v", len(es), err)
 	}
 }
@@ -116,7 +117,7 @@ func TestNoEmailIsQueuedWithoutAMailServer(t *testing.T) {
 func TestConcurrentSendersClaimEachEmailOnce(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		mk := exchangetest.NewAuctionMarket(t, db)
-		mk.M.UseEmail(true)
+		mk.M.Notices().UseEmail(true)
 		ctx := context.Background()
 		for _, team := range []string{"search", "ads"} {
 			if _, err := mk.Order("member@"+team, exchange.OrderSpec{Team: team, Limit: exchangetest.Money(100), Bundles: []exchange.Bundle{{"eu-west/cpu": 1}}}); err != nil {
@@ -133,7 +134,7 @@ func TestConcurrentSendersClaimEachEmailOnce(t *testing.T) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				es, err := mk.M.ClaimEmails(ctx, 10, time.Minute)
+				es, err := mk.M.Notices().ClaimEmails(ctx, 10, time.Minute)
 				if err != nil {
 					t.Error(err)
 					return

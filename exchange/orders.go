@@ -10,12 +10,14 @@ import (
 	"sync"
 	"time"
 
+	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
+
 	"github.com/clearhouse/clearhouse"
+	"github.com/clearhouse/clearhouse/identity"
 	"github.com/clearhouse/clearhouse/ledger"
 	"github.com/clearhouse/clearhouse/moneyfmt"
 	"github.com/clearhouse/clearhouse/store"
-	"gorm.io/gorm"
-	"gorm.io/gorm/clause"
 )
 
 // Order is a team's XOR bid or offer in one auction.
@@ -90,7 +92,7 @@ type Outcome struct {
 // With spec.Key, placing is idempotent per team: the same key and order return the
 // first order, also to concurrent requests on other servers (and also once the
 // auction has closed); the same key with another order is ECONFLICT.
-func (m *Market) PlaceOrder(ctx context.Context, by User, spec OrderSpec) (Order, error) {
+func (m *Market) PlaceOrder(ctx context.Context, by identity.User, spec OrderSpec) (Order, error) {
 	if err := spec.Validate(); err != nil {
 		return Order{}, err
 	}
@@ -149,7 +151,7 @@ func (m *Market) replayOrder(db *gorm.DB, spec OrderSpec, digest string) (Order,
 func scopedKey(team, key string) string { return team + "/" + key }
 
 // placeOrder is PlaceOrder's transaction, taking its locks in the package's order.
-func (m *Market) placeOrder(ctx context.Context, tx *gorm.DB, by User, spec OrderSpec, digest string) (Order, error) {
+func (m *Market) placeOrder(ctx context.Context, tx *gorm.DB, by identity.User, spec OrderSpec, digest string) (Order, error) {
 	now := m.now()
 	a, err := biddingAuction(tx, now)
 	if err != nil {
@@ -167,7 +169,7 @@ func (m *Market) placeOrder(ctx context.Context, tx *gorm.DB, by User, spec Orde
 		k := scopedKey(team.ID, spec.Key)
 		o.IdemKey = &k
 	}
-	if team.ApprovalThreshold > 0 && int64(spec.MaxPayment()) > team.ApprovalThreshold && by.Role != RoleOwner {
+	if team.ApprovalThreshold > 0 && int64(spec.MaxPayment()) > team.ApprovalThreshold && by.Role != identity.RoleOwner {
 		o.Status = OrderAwaitingApproval
 	}
 	if spec.Limit != nil {
@@ -345,7 +347,7 @@ func (m *Market) releaseOrder(ctx context.Context, tx *gorm.DB, o Order, status 
 // taking the locks of the package's order: the order's auction (shared), then the
 // order. It refuses an order of another team (ENOTFOUND), a final one, and one
 // whose auction is closing or whose bid window has ended (ECONFLICT).
-func (m *Market) changeOrder(ctx context.Context, by User, id int64, fn func(tx *gorm.DB, o Order) error) error {
+func (m *Market) changeOrder(ctx context.Context, by identity.User, id int64, fn func(tx *gorm.DB, o Order) error) error {
 	defer m.interestChanged()
 	return m.db.Write.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 		var peek Order
@@ -385,7 +387,7 @@ func (m *Market) changeOrder(ctx context.Context, by User, id int64, fn func(tx 
 // WithdrawOrder withdraws a live order while its auction still takes bids, and
 // releases its holds. Returns ENOTFOUND for another team's order and ECONFLICT when
 // the order is final, its auction is closing or its bid window has ended.
-func (m *Market) WithdrawOrder(ctx context.Context, by User, id int64) error {
+func (m *Market) WithdrawOrder(ctx context.Context, by identity.User, id int64) error {
 	if !by.Role.OnTeam() {
 		return clearhouse.Errorf(clearhouse.EFORBIDDEN, "only the team's members withdraw its orders")
 	}
@@ -397,8 +399,8 @@ func (m *Market) WithdrawOrder(ctx context.Context, by User, id int64) error {
 // DecideOrder approves or rejects an order awaiting approval. Only an owner of the
 // order's team decides. A rejected order's holds are released. ECONFLICT as for
 // WithdrawOrder, and for an order not awaiting approval.
-func (m *Market) DecideOrder(ctx context.Context, by User, id int64, approve bool) error {
-	if by.Role != RoleOwner {
+func (m *Market) DecideOrder(ctx context.Context, by identity.User, id int64, approve bool) error {
+	if by.Role != identity.RoleOwner {
 		return clearhouse.Errorf(clearhouse.EFORBIDDEN, "only a team owner approves orders")
 	}
 	return m.changeOrder(ctx, by, id, func(tx *gorm.DB, o Order) error {
@@ -477,7 +479,7 @@ func (m *Market) Orders(ctx context.Context, f OrderFilter) ([]OrderView, error)
 }
 
 // Order returns one order as user may see it (ENOTFOUND for another team's).
-func (m *Market) Order(ctx context.Context, by User, id int64) (OrderView, error) {
+func (m *Market) Order(ctx context.Context, by identity.User, id int64) (OrderView, error) {
 	var o Order
 	if err := m.db.Read.WithContext(ctx).Take(&o, "id = ?", id).Error; err != nil {
 		return OrderView{}, notFound(err, "order: no order %d", id)

@@ -8,29 +8,31 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/crypto/bcrypt"
+
 	"github.com/clearhouse/clearhouse/auction"
 	"github.com/clearhouse/clearhouse/exchange"
 	"github.com/clearhouse/clearhouse/fleet"
+	"github.com/clearhouse/clearhouse/identity"
 	"github.com/clearhouse/clearhouse/ledger"
 	"github.com/clearhouse/clearhouse/store"
 	"github.com/clearhouse/clearhouse/store/storetest"
-	"golang.org/x/crypto/bcrypt"
 )
 
 // busyPlan is a plan with n accepted reservations from 50 teams over 10 pools of
 // one cluster, spread over the next two days, half inside the teams' quota.
-func busyPlan(b *testing.B, n int) (*exchange.Market, *fleet.Reservations, []exchange.User, *storetest.Clock) {
+func busyPlan(b *testing.B, n int) (*exchange.Market, *fleet.Reservations, []identity.User, *storetest.Clock) {
 	b.Helper()
 	_, m, r, users, clock := busyPlanOn(b, n)
 	return m, r, users, clock
 }
 
-func busyPlanOn(b *testing.B, n int) (*store.DB, *exchange.Market, *fleet.Reservations, []exchange.User, *storetest.Clock) {
+func busyPlanOn(b *testing.B, n int) (*store.DB, *exchange.Market, *fleet.Reservations, []identity.User, *storetest.Clock) {
 	b.Helper()
 	return busyPlanIn(b, storetest.New(b), n)
 }
 
-func busyPlanIn(b *testing.B, db *store.DB, n int) (*store.DB, *exchange.Market, *fleet.Reservations, []exchange.User, *storetest.Clock) {
+func busyPlanIn(b *testing.B, db *store.DB, n int) (*store.DB, *exchange.Market, *fleet.Reservations, []identity.User, *storetest.Clock) {
 	b.Helper()
 	ctx := context.Background()
 	clock := storetest.NewClock(storetest.Epoch)
@@ -50,13 +52,13 @@ func busyPlanIn(b *testing.B, db *store.DB, n int) (*store.DB, *exchange.Market,
 			Capacity: 1_000_000, UnitCost: ledger.Dollar, Utilization: 0.5, CurveID: "standard"})
 		must(err)
 	}
-	id := exchange.NewIdentity(db, clock.Now, bcrypt.MinCost)
-	users := make([]exchange.User, 50)
+	id := identity.NewIdentity(db, clock.Now, bcrypt.MinCost)
+	users := make([]identity.User, 50)
 	for t := range users {
 		team := fmt.Sprintf("team-%02d", t)
 		_, err := m.AddTeam(ctx, exchange.NewTeam{ID: team, Budget: 1e9 * ledger.Dollar})
 		must(err)
-		users[t], err = id.AddUser(ctx, exchange.NewUser{Email: team + "@x.io", Role: exchange.RoleMember, TeamID: team})
+		users[t], err = id.AddUser(ctx, identity.NewUser{Email: team + "@x.io", Role: identity.RoleMember, TeamID: team})
 		must(err)
 		must(m.GrantQuota(ctx, team, fmt.Sprintf("big/r%d", t%10), 1000))
 	}

@@ -10,15 +10,17 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/crypto/bcrypt"
+	"pgregory.net/rapid"
+
 	"github.com/clearhouse/clearhouse"
 	"github.com/clearhouse/clearhouse/auction"
 	"github.com/clearhouse/clearhouse/exchange"
+	"github.com/clearhouse/clearhouse/identity"
 	"github.com/clearhouse/clearhouse/ledger"
 	"github.com/clearhouse/clearhouse/scheduler"
 	"github.com/clearhouse/clearhouse/store"
 	"github.com/clearhouse/clearhouse/store/storetest"
-	"golang.org/x/crypto/bcrypt"
-	"pgregory.net/rapid"
 )
 
 // replicaMarket is one cluster with two small pools and three teams holding quota
@@ -28,7 +30,7 @@ type replicaMarket struct {
 	clock *storetest.Clock
 	l     *ledger.Ledger
 	a, b  *Reservations
-	users []exchange.User
+	users []identity.User
 	teams []string
 }
 
@@ -54,12 +56,12 @@ func newReplicaMarket(t testing.TB, db *store.DB) *replicaMarket {
 		must(err)
 	}
 	rm := &replicaMarket{db: db, clock: clock, l: l}
-	id := exchange.NewIdentity(db, clock.Now, bcrypt.MinCost)
+	id := identity.NewIdentity(db, clock.Now, bcrypt.MinCost)
 	for i := range 3 {
 		team := fmt.Sprintf("t%d", i)
 		_, err := m.AddTeam(ctx, exchange.NewTeam{ID: team, Budget: 1e6 * ledger.Dollar})
 		must(err)
-		u, err := id.AddUser(ctx, exchange.NewUser{Email: team + "@x.io", Role: exchange.RoleMember, TeamID: team})
+		u, err := id.AddUser(ctx, identity.NewUser{Email: team + "@x.io", Role: identity.RoleMember, TeamID: team})
 		must(err)
 		must(m.GrantQuota(ctx, team, "cc/cpu", int64(4+4*i)))
 		rm.users, rm.teams = append(rm.users, u), append(rm.teams, team)

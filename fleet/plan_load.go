@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"github.com/clearhouse/clearhouse"
-	"github.com/clearhouse/clearhouse/exchange"
+	"github.com/clearhouse/clearhouse/identity"
 	"github.com/clearhouse/clearhouse/scheduler"
 )
 
@@ -56,7 +56,7 @@ func (s *Reservations) PoolLoad(ctx context.Context, pool string, from, to time.
 
 // Reserve submits a definition for by's team under a new id, in one call: the web
 // form's way. A bad definition is refused before any id is taken.
-func (s *Reservations) Reserve(ctx context.Context, by exchange.User, d Definition) (ReservationView, error) {
+func (s *Reservations) Reserve(ctx context.Context, by identity.User, d Definition) (ReservationView, error) {
 	if err := s.prepare(by, &d, true); err != nil {
 		return ReservationView{}, err
 	}

@@ -5,16 +5,17 @@ import (
 	"fmt"
 	"time"
 
+	"gorm.io/gorm"
+
 	"github.com/clearhouse/clearhouse"
-	"github.com/clearhouse/clearhouse/exchange"
+	"github.com/clearhouse/clearhouse/identity"
 	"github.com/clearhouse/clearhouse/ledger"
 	"github.com/clearhouse/clearhouse/scheduler"
-	"gorm.io/gorm"
 )
 
 // NewReservation hands out a reservation id for the user's team, to submit a
 // definition under (YARN's new-reservation). EFORBIDDEN for a user on no team.
-func (s *Reservations) NewReservation(ctx context.Context, by exchange.User) (int64, error) {
+func (s *Reservations) NewReservation(ctx context.Context, by identity.User) (int64, error) {
 	if !by.Role.OnTeam() || by.TeamID == "" {
 		return 0, clearhouse.Errorf(clearhouse.EFORBIDDEN, "Only team members and owners make reservations.")
 	}
@@ -26,7 +27,7 @@ func (s *Reservations) NewReservation(ctx context.Context, by exchange.User) (in
 
 // ActFor checks that by may act for team (EFORBIDDEN otherwise); best-effort
 // jobs use it too.
-func ActFor(by exchange.User, team string) error {
+func ActFor(by identity.User, team string) error {
 	if !by.Role.OnTeam() || by.TeamID != team {
 		return clearhouse.Errorf(clearhouse.EFORBIDDEN, "team: you cannot act for team %q", team)
 	}
@@ -34,7 +35,7 @@ func ActFor(by exchange.User, team string) error {
 }
 
 // prepare fills in the team and checks the definition before any write.
-func (s *Reservations) prepare(by exchange.User, d *Definition, needValue bool) error {
+func (s *Reservations) prepare(by identity.User, d *Definition, needValue bool) error {
 	if d.Team == "" {
 		d.Team = by.TeamID
 	}
@@ -45,7 +46,7 @@ func (s *Reservations) prepare(by exchange.User, d *Definition, needValue bool) 
 }
 
 // takeReservation loads one reservation of by's team with its requests, inside tx.
-func (s *Reservations) takeReservation(tx *gorm.DB, by exchange.User, id int64, now time.Time) (ReservationView, error) {
+func (s *Reservations) takeReservation(tx *gorm.DB, by identity.User, id int64, now time.Time) (ReservationView, error) {
 	vs, err := s.views(tx, tx.Where("id = ?", id), now)
 	if err != nil {
 		return ReservationView{}, err
@@ -63,7 +64,7 @@ func (s *Reservations) takeReservation(tx *gorm.DB, by exchange.User, id int64, 
 // the same definition again returns the first result; another definition under a
 // used id is ECONFLICT. EINVALID names the field of a bad definition;
 // EUNPROCESSABLE when the budget cannot cover the price (the id stays unused).
-func (s *Reservations) Submit(ctx context.Context, by exchange.User, id int64, d Definition) (ReservationView, error) {
+func (s *Reservations) Submit(ctx context.Context, by identity.User, id int64, d Definition) (ReservationView, error) {
 	if err := s.prepare(by, &d, true); err != nil {
 		return ReservationView{}, err
 	}
@@ -93,7 +94,7 @@ func (s *Reservations) Submit(ctx context.Context, by exchange.User, id int64, d
 // honoured; otherwise the old one stands and the error says why (EUNPROCESSABLE
 // when the new one does not fit or its value does not cover its price). Slots the
 // old definition already used are charged; the new one is priced from now.
-func (s *Reservations) Update(ctx context.Context, by exchange.User, id int64, d Definition) (ReservationView, error) {
+func (s *Reservations) Update(ctx context.Context, by identity.User, id int64, d Definition) (ReservationView, error) {
 	if err := s.prepare(by, &d, true); err != nil {
 		return ReservationView{}, err
 	}
@@ -226,7 +227,7 @@ func moneyOf(dollars float64) ledger.Money {
 // Cancel cancels a reservation of by's team: its capacity is free from the next
 // slot boundary, slots already used are charged and the rest of the hold is
 // released. ECONFLICT for a reservation that has ended.
-func (s *Reservations) Cancel(ctx context.Context, by exchange.User, id int64) error {
+func (s *Reservations) Cancel(ctx context.Context, by identity.User, id int64) error {
 	return s.write(ctx, func(tx *gorm.DB, p *plan, now time.Time) error {
 		v, err := s.takeReservation(tx, by, id, now)
 		if err != nil {
@@ -259,7 +260,7 @@ type Quote struct {
 
 // Quote prices a definition for by's team without its value. EINVALID names the
 // field of a bad definition.
-func (s *Reservations) Quote(ctx context.Context, by exchange.User, d Definition) (Quote, error) {
+func (s *Reservations) Quote(ctx context.Context, by identity.User, d Definition) (Quote, error) {
 	if err := s.prepare(by, &d, false); err != nil {
 		return Quote{}, err
 	}

@@ -4,7 +4,7 @@ import (
 	"net/url"
 	"testing"
 
-	"github.com/clearhouse/clearhouse/exchange"
+	"github.com/clearhouse/clearhouse/identity"
 )
 
 // Every page starts with a link past the navigation, and a form refused for its
@@ -12,7 +12,7 @@ import (
 func TestSkipLinkAndFocusOnTheFirstError(t *testing.T) {
 	f := newFixture(t)
 	f.openMarket()
-	f.user("fin@x.io", exchange.RoleFinance, "")
+	f.user("fin@x.io", identity.RoleFinance, "")
 	b := f.browser()
 	b.login("fin@x.io")
 	_, doc := b.get("/finance")

@@ -9,7 +9,8 @@ import (
 	"testing"
 
 	"github.com/PuerkitoBio/goquery"
-	"github.com/clearhouse/clearhouse/exchange"
+
+	"github.com/clearhouse/clearhouse/identity"
 )
 
 // TestOperatorsRevokeTokensEndSessionsAndDisableUsers drives /operate/access: the
@@ -17,8 +18,8 @@ import (
 // away at once.
 func TestOperatorsRevokeTokensEndSessionsAndDisableUsers(t *testing.T) {
 	f := newFixture(t)
-	opUser := f.user("op@x.io", exchange.RoleOperator, "")
-	mem := f.user("mem@x.io", exchange.RoleMember, "search")
+	opUser := f.user("op@x.io", identity.RoleOperator, "")
+	mem := f.user("mem@x.io", identity.RoleMember, "search")
 	memToken, memTok, err := f.id.IssueToken(context.Background(), mem.ID, "laptop")
 	if err != nil {
 		t.Fatal(err)
@@ -125,10 +126,10 @@ func TestOperatorsRevokeTokensEndSessionsAndDisableUsers(t *testing.T) {
 // TestTheAccessPageIsPaged lists 150 users and 150 tokens over two pages each.
 func TestTheAccessPageIsPaged(t *testing.T) {
 	f := newFixture(t)
-	f.user("op@x.io", exchange.RoleOperator, "")
+	f.user("op@x.io", identity.RoleOperator, "")
 	ctx := context.Background()
 	for i := range 149 {
-		u, err := f.id.AddUser(ctx, exchange.NewUser{Email: fmt.Sprintf("u%03d@x.io", i), Role: exchange.RoleFinance})
+		u, err := f.id.AddUser(ctx, identity.NewUser{Email: fmt.Sprintf("u%03d@x.io", i), Role: identity.RoleFinance})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -6,10 +6,12 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/gin-gonic/gin"
+
 	"github.com/clearhouse/clearhouse"
 	"github.com/clearhouse/clearhouse/exchange"
+	"github.com/clearhouse/clearhouse/identity"
 	"github.com/clearhouse/clearhouse/ledger"
-	"github.com/gin-gonic/gin"
 )
 
 // apiRoutes registers the JSON API. Answers give money and prices per unit as
@@ -32,7 +34,7 @@ func (s *Server) apiRoutes(g *gin.RouterGroup) {
 	fin := g.Group("", s.requireRole(finance...))
 	fin.GET("/teams/:team/budget", s.apiTeamBudget)
 	fin.GET("/ledger/trial-balance", s.apiTrialBalance)
-	g.GET("/auctions/:id/settlement", s.requireRole(exchange.RoleFinance, exchange.RoleOperator), s.apiSettlement)
+	g.GET("/auctions/:id/settlement", s.requireRole(identity.RoleFinance, identity.RoleOperator), s.apiSettlement)
 	g.POST("/auctions/:id/close", s.requireRole(operator...), s.apiCloseAuction)
 
 	// Reservations: teams make them; finance and operators read them.
@@ -50,9 +52,9 @@ func (s *Server) apiRoutes(g *gin.RouterGroup) {
 	all.GET("/best-effort", s.apiBestEffortJobs)
 	all.GET("/best-effort/:id", s.apiBestEffortJob)
 	// Cluster agents, each with a token bound to its cluster; operators may read.
-	g.GET("/clusters/:cluster/allocation", s.requireAgent(exchange.RoleOperator), s.apiAllocation)
+	g.GET("/clusters/:cluster/allocation", s.requireAgent(identity.RoleOperator), s.apiAllocation)
 	g.POST("/clusters/:cluster/updates", s.requireAgent(), s.apiClusterUpdates)
-	g.GET("/lost-value", s.requireRole(exchange.RoleOperator, exchange.RoleFinance), s.apiLostValue)
+	g.GET("/lost-value", s.requireRole(identity.RoleOperator, identity.RoleFinance), s.apiLostValue)
 }
 
 type apiPool struct {

@@ -5,20 +5,21 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gin-gonic/gin"
+
 	"github.com/clearhouse/clearhouse"
 	"github.com/clearhouse/clearhouse/besteffort"
-	"github.com/clearhouse/clearhouse/exchange"
 	"github.com/clearhouse/clearhouse/fleet"
-	"github.com/gin-gonic/gin"
+	"github.com/clearhouse/clearhouse/identity"
 )
 
 // requireAgent lets through a cluster agent's token bound to the cluster in the
 // path, and, when readers allow it, signed-in users with those roles. An agent
 // token for another cluster is EFORBIDDEN.
-func (s *Server) requireAgent(readers ...exchange.Role) gin.HandlerFunc {
+func (s *Server) requireAgent(readers ...identity.Role) gin.HandlerFunc {
 	return func(c *gin.Context) {
 		if v, ok := c.Get(ctxToken); ok {
-			if t, _ := v.(exchange.APIToken); t.Scope == exchange.ScopeAgent {
+			if t, _ := v.(identity.APIToken); t.Scope == identity.ScopeAgent {
 				if t.ClusterID == nil || *t.ClusterID != c.Param("cluster") {
 					s.fail(c, clearhouse.Errorf(clearhouse.EFORBIDDEN, "This agent token is for another cluster."))
 					return

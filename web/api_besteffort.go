@@ -7,11 +7,12 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/gin-gonic/gin"
+
 	"github.com/clearhouse/clearhouse"
 	"github.com/clearhouse/clearhouse/besteffort"
-	"github.com/clearhouse/clearhouse/exchange"
+	"github.com/clearhouse/clearhouse/identity"
 	"github.com/clearhouse/clearhouse/ledger"
-	"github.com/gin-gonic/gin"
 )
 
 // apiJobInput is a best-effort job as the API takes it.
@@ -227,6 +228,6 @@ func isAgent(c *gin.Context) bool {
 	if !ok {
 		return false
 	}
-	t, _ := v.(exchange.APIToken)
-	return t.Scope == exchange.ScopeAgent
+	t, _ := v.(identity.APIToken)
+	return t.Scope == identity.ScopeAgent
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/clearhouse/clearhouse/auction"
 	"github.com/clearhouse/clearhouse/exchange"
+	"github.com/clearhouse/clearhouse/identity"
 	"github.com/clearhouse/clearhouse/ledger"
 )
 
@@ -20,7 +21,7 @@ func TestAPICountsBundlesFromOne(t *testing.T) {
 	f := newFixture(t)
 	f.openMarket()
 	ctx := context.Background()
-	owner := f.user("owner@x.io", exchange.RoleOwner, "search")
+	owner := f.user("owner@x.io", identity.RoleOwner, "search")
 	limit := 50 * ledger.Dollar
 	o, err := f.market.PlaceOrder(ctx, owner, exchange.OrderSpec{Team: "search", Bundles: []exchange.Bundle{{"us-east/cpu": 10}}, Limit: &limit})
 	if err != nil {
@@ -52,7 +53,7 @@ func TestAPICountsBundlesFromOne(t *testing.T) {
 			BundleIndex  int  `json:"bundle_index"`
 		} `json:"lines"`
 	}
-	get(f.token(f.user("fin@x.io", exchange.RoleFinance, "")), "/api/v1/auctions/1/settlement", &settlement)
+	get(f.token(f.user("fin@x.io", identity.RoleFinance, "")), "/api/v1/auctions/1/settlement", &settlement)
 	if len(settlement.Lines) != 1 || settlement.Lines[0].BundleNumber == nil || *settlement.Lines[0].BundleNumber != 1 || settlement.Lines[0].BundleIndex != 0 {
 		t.Errorf("settlement lines %+v, want bundle_number 1 and bundle_index 0", settlement.Lines)
 	}
@@ -73,7 +74,7 @@ func TestAPICountsBundlesFromOne(t *testing.T) {
 func TestAPIWarnsOfALimitBelowReserve(t *testing.T) {
 	f := newFixture(t)
 	f.openMarket()
-	token := f.token(f.user("mia@x.io", exchange.RoleMember, "search"))
+	token := f.token(f.user("mia@x.io", identity.RoleMember, "search"))
 	place := func(limit string) (int, []string) {
 		t.Helper()
 		req, _ := http.NewRequest(http.MethodPost, f.srv.URL+"/api/v1/orders", strings.NewReader(`{"bundles":[{"us-east/cpu":10}],"limit":"`+limit+`"}`))
@@ -120,7 +121,7 @@ func TestAuctionPageExplainsAPoolUnsoldAboveReserve(t *testing.T) {
 	if _, err := f.market.OpenDue(ctx); err != nil {
 		t.Fatal(err)
 	}
-	mia := f.user("mia@x.io", exchange.RoleMember, "search")
+	mia := f.user("mia@x.io", identity.RoleMember, "search")
 	limit := 180 * ledger.Dollar // 90 cores, of the 60 on offer, for at most $2 each
 	if _, err := f.market.PlaceOrder(ctx, mia, exchange.OrderSpec{Team: "search", Bundles: []exchange.Bundle{{"us-east/cpu": 90}}, Limit: &limit}); err != nil {
 		t.Fatal(err)

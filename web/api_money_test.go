@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/clearhouse/clearhouse/exchange"
+	"github.com/clearhouse/clearhouse/identity"
 	"github.com/clearhouse/clearhouse/ledger"
 )
 
@@ -16,7 +16,7 @@ import (
 func TestAPIAcceptsMoneyAsStringOrNumberExactly(t *testing.T) {
 	f := newFixture(t)
 	f.openMarket()
-	tok := f.token(f.user("owner@x.io", exchange.RoleOwner, "search"))
+	tok := f.token(f.user("owner@x.io", identity.RoleOwner, "search"))
 	for body, want := range map[string]ledger.Money{
 		`{"bundles":[{"us-east/cpu":1}],"limit":"0.3"}`:                          300_000,
 		`{"bundles":[{"us-east/cpu":1}],"limit":0.3}`:                            300_000,

@@ -8,11 +8,12 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/clearhouse/clearhouse"
-	"github.com/clearhouse/clearhouse/exchange"
-	"github.com/clearhouse/clearhouse/fleet"
-	"github.com/clearhouse/clearhouse/ledger"
 	"github.com/gin-gonic/gin"
+
+	"github.com/clearhouse/clearhouse"
+	"github.com/clearhouse/clearhouse/fleet"
+	"github.com/clearhouse/clearhouse/identity"
+	"github.com/clearhouse/clearhouse/ledger"
 )
 
 // The reservation API follows the YARN ReservationSystem's REST conventions: ask
@@ -218,7 +219,7 @@ func (s *Server) apiDeleteReservation(c *gin.Context) {
 
 // visibleTeam is the team whose reservations u may read: their own for team
 // members (asking for another is EFORBIDDEN), any for finance and operators.
-func visibleTeam(u exchange.User, asked string) (string, error) {
+func visibleTeam(u identity.User, asked string) (string, error) {
 	if !u.Role.OnTeam() {
 		return asked, nil
 	}

@@ -6,7 +6,9 @@ import (
 	"testing"
 
 	"github.com/PuerkitoBio/goquery"
+
 	"github.com/clearhouse/clearhouse/exchange"
+	"github.com/clearhouse/clearhouse/identity"
 	"github.com/clearhouse/clearhouse/ledger"
 )
 
@@ -19,8 +21,8 @@ func TestApprovalsShowWhatAnOwnerNeeds(t *testing.T) {
 	if err := f.market.SetApprovalThreshold(ctx, "search", int64(10*ledger.Dollar)); err != nil {
 		t.Fatal(err)
 	}
-	member := f.user("mia@x.io", exchange.RoleMember, "search")
-	f.user("sam@x.io", exchange.RoleOwner, "search")
+	member := f.user("mia@x.io", identity.RoleMember, "search")
+	f.user("sam@x.io", identity.RoleOwner, "search")
 	limit := 40 * ledger.Dollar
 	if _, err := f.market.PlaceOrder(ctx, member, exchange.OrderSpec{Team: "search", Limit: &limit, Bundles: []exchange.Bundle{{"us-east/cpu": 5}}}); err != nil {
 		t.Fatal(err)
@@ -55,8 +57,8 @@ func TestApprovalsShowEachBundlesOwnLimit(t *testing.T) {
 	if err := f.market.SetApprovalThreshold(ctx, "search", int64(10*ledger.Dollar)); err != nil {
 		t.Fatal(err)
 	}
-	member := f.user("mia@x.io", exchange.RoleMember, "search")
-	f.user("sam@x.io", exchange.RoleOwner, "search")
+	member := f.user("mia@x.io", identity.RoleMember, "search")
+	f.user("sam@x.io", identity.RoleOwner, "search")
 	if _, err := f.market.PlaceOrder(ctx, member, exchange.OrderSpec{Team: "search", Limits: []ledger.Money{40 * ledger.Dollar, 25 * ledger.Dollar},
 		Bundles: []exchange.Bundle{{"us-east/cpu": 5}, {"us-east/cpu": 3}}}); err != nil {
 		t.Fatal(err)

@@ -9,8 +9,10 @@ import (
 	"time"
 
 	"github.com/PuerkitoBio/goquery"
+
 	"github.com/clearhouse/clearhouse/auction"
 	"github.com/clearhouse/clearhouse/exchange"
+	"github.com/clearhouse/clearhouse/identity"
 	"github.com/clearhouse/clearhouse/ledger"
 )
 
@@ -25,7 +27,7 @@ func TestPriceHistoryFollowsWhenAuctionsClosed(t *testing.T) {
 	f := newFixture(t)
 	f.openMarket() // auction 1: the next hour
 	ctx := context.Background()
-	member := f.user("mia@x.io", exchange.RoleMember, "search")
+	member := f.user("mia@x.io", identity.RoleMember, "search")
 	bid := func() {
 		t.Helper()
 		limit := 50 * ledger.Dollar

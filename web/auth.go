@@ -4,10 +4,11 @@ import (
 	"net/http"
 	"strings"
 
-	"github.com/clearhouse/clearhouse"
-	"github.com/clearhouse/clearhouse/exchange"
-	"github.com/clearhouse/clearhouse/templates"
 	"github.com/gin-gonic/gin"
+
+	"github.com/clearhouse/clearhouse"
+	"github.com/clearhouse/clearhouse/identity"
+	"github.com/clearhouse/clearhouse/templates"
 )
 
 const (
@@ -69,12 +70,12 @@ func (s *Server) withIdentity() gin.HandlerFunc {
 }
 
 // userFrom returns the signed-in user, if any.
-func userFrom(c *gin.Context) (exchange.User, bool) {
+func userFrom(c *gin.Context) (identity.User, bool) {
 	v, ok := c.Get(ctxUser)
 	if !ok {
-		return exchange.User{}, false
+		return identity.User{}, false
 	}
-	u, ok := v.(exchange.User)
+	u, ok := v.(identity.User)
 	return u, ok
 }
 
@@ -89,7 +90,7 @@ func viewerFrom(c *gin.Context) *templates.Viewer {
 
 // requireRole lets through signed-in users with one of the roles. Without a user, a
 // page redirects to sign-in and the API answers 401; with the wrong role, 403.
-func (s *Server) requireRole(roles ...exchange.Role) gin.HandlerFunc {
+func (s *Server) requireRole(roles ...identity.Role) gin.HandlerFunc {
 	return func(c *gin.Context) {
 		u, ok := userFrom(c)
 		if !ok {
@@ -111,7 +112,7 @@ func (s *Server) requireRole(roles ...exchange.Role) gin.HandlerFunc {
 	}
 }
 
-func joinRoles(roles []exchange.Role) string {
+func joinRoles(roles []identity.Role) string {
 	parts := make([]string, len(roles))
 	for i, r := range roles {
 		parts[i] = string(r)

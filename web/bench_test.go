@@ -11,13 +11,15 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/crypto/bcrypt"
+
 	"github.com/clearhouse/clearhouse/auction"
 	"github.com/clearhouse/clearhouse/exchange"
 	"github.com/clearhouse/clearhouse/exchange/exchangetest"
+	"github.com/clearhouse/clearhouse/identity"
 	"github.com/clearhouse/clearhouse/ledger"
 	"github.com/clearhouse/clearhouse/store/storetest"
 	"github.com/clearhouse/clearhouse/web"
-	"golang.org/x/crypto/bcrypt"
 )
 
 // busyMarket serves a market with an open auction holding n open orders from 100
@@ -28,7 +30,7 @@ func busyMarket(b *testing.B, n int) (*httptest.Server, string) {
 	db := storetest.New(b)
 	clock := storetest.NewClock(storetest.Epoch)
 	m := exchange.NewMarket(db, ledger.New(db, clock.Now), clock.Now)
-	id := exchange.NewIdentity(db, clock.Now, bcrypt.MinCost)
+	id := identity.NewIdentity(db, clock.Now, bcrypt.MinCost)
 	must := func(err error) {
 		if err != nil {
 			b.Fatal(err)
@@ -46,12 +48,12 @@ func busyMarket(b *testing.B, n int) (*httptest.Server, string) {
 			must(err)
 		}
 	}
-	users := make([]exchange.User, 100)
+	users := make([]identity.User, 100)
 	for t := range users {
 		team := fmt.Sprintf("team-%03d", t)
 		_, err := m.AddTeam(ctx, exchange.NewTeam{ID: team, Budget: 1e9 * ledger.Dollar})
 		must(err)
-		users[t], err = id.AddUser(ctx, exchange.NewUser{Email: team + "@x.io", Role: exchange.RoleOwner, TeamID: team})
+		users[t], err = id.AddUser(ctx, identity.NewUser{Email: team + "@x.io", Role: identity.RoleOwner, TeamID: team})
 		must(err)
 	}
 	_, err = m.ScheduleAuction(ctx, clock.Now(), clock.Now().Add(time.Hour), auction.DefaultParams)
@@ -128,7 +130,7 @@ func BenchmarkWithAHundredThousandOpenOrders(b *testing.B) {
 	if _, err := big.M.Preview(ctx, big.AuctionID); err != nil {
 		b.Fatal(err)
 	}
-	id := exchange.NewIdentity(db, big.Clock.Now, bcrypt.MinCost)
+	id := identity.NewIdentity(db, big.Clock.Now, bcrypt.MinCost)
 	token, _, err := id.IssueToken(ctx, big.Users[0].ID, "bench")
 	if err != nil {
 		b.Fatal(err)

@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/clearhouse/clearhouse/besteffort"
-	"github.com/clearhouse/clearhouse/exchange"
+	"github.com/clearhouse/clearhouse/identity"
 )
 
 // The API takes an SLO (refusing one that cannot be met, naming min_utility) and
@@ -22,8 +22,8 @@ func TestAbacusSLOAndLearningThroughTheAPIAndPages(t *testing.T) {
 	f := newFixture(t)
 	f.openMarket()
 	ctx := context.Background()
-	member := f.token(f.user("ana@x.io", exchange.RoleMember, "search"))
-	f.user("op@x.io", exchange.RoleOperator, "")
+	member := f.token(f.user("ana@x.io", identity.RoleMember, "search"))
+	f.user("op@x.io", identity.RoleOperator, "")
 	agent, _, err := f.id.IssueAgentToken(ctx, "us-east", "agent")
 	if err != nil {
 		t.Fatal(err)

@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/clearhouse/clearhouse/besteffort"
-	"github.com/clearhouse/clearhouse/exchange"
+	"github.com/clearhouse/clearhouse/identity"
 )
 
 // A member queues a best-effort job from the form (bad input keeps the form and
@@ -19,8 +19,8 @@ func TestBestEffortPages(t *testing.T) {
 	f := newFixture(t)
 	f.openMarket()
 	ctx := context.Background()
-	f.user("ana@x.io", exchange.RoleMember, "search")
-	f.user("op@x.io", exchange.RoleOperator, "")
+	f.user("ana@x.io", identity.RoleMember, "search")
+	f.user("op@x.io", identity.RoleOperator, "")
 	b := f.browser()
 	b.login("ana@x.io")
 	tok := b.csrf("/best-effort")
@@ -94,7 +94,7 @@ func TestTeamPageChartsIdleHistory(t *testing.T) {
 	f := newFixture(t)
 	f.openMarket()
 	ctx := context.Background()
-	ana := f.user("ana@x.io", exchange.RoleMember, "search")
+	ana := f.user("ana@x.io", identity.RoleMember, "search")
 	b := f.browser()
 	b.login("ana@x.io")
 	_, doc := b.get("/team")

@@ -10,6 +10,7 @@ import (
 
 	"github.com/clearhouse/clearhouse/besteffort"
 	"github.com/clearhouse/clearhouse/exchange"
+	"github.com/clearhouse/clearhouse/identity"
 	"github.com/clearhouse/clearhouse/ledger"
 )
 
@@ -23,9 +24,9 @@ func TestBestEffortAPI(t *testing.T) {
 	if _, err := f.market.AddTeam(ctx, exchange.NewTeam{ID: "ads", Budget: 100 * ledger.Dollar}); err != nil {
 		t.Fatal(err)
 	}
-	member := f.token(f.user("ana@x.io", exchange.RoleMember, "search"))
-	other := f.token(f.user("bo@x.io", exchange.RoleMember, "ads"))
-	fin := f.token(f.user("fay@x.io", exchange.RoleFinance, ""))
+	member := f.token(f.user("ana@x.io", identity.RoleMember, "search"))
+	other := f.token(f.user("bo@x.io", identity.RoleMember, "ads"))
+	fin := f.token(f.user("fay@x.io", identity.RoleFinance, ""))
 	agent, _, err := f.id.IssueAgentToken(ctx, "us-east", "agent")
 	if err != nil {
 		t.Fatal(err)

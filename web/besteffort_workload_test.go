@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/clearhouse/clearhouse/besteffort"
-	"github.com/clearhouse/clearhouse/exchange"
+	"github.com/clearhouse/clearhouse/identity"
 )
 
 // A best-effort job's workload: refused with the field named (form and API) and
@@ -19,8 +19,8 @@ func TestBestEffortWorkloadFromFormAndAPIToTheAgent(t *testing.T) {
 	f := newFixture(t)
 	f.openMarket()
 	ctx := context.Background()
-	f.user("ana@x.io", exchange.RoleMember, "search")
-	member := f.token(f.user("cy@x.io", exchange.RoleMember, "search"))
+	f.user("ana@x.io", identity.RoleMember, "search")
+	member := f.token(f.user("cy@x.io", identity.RoleMember, "search"))
 	agent, _, err := f.id.IssueAgentToken(ctx, "us-east", "agent")
 	if err != nil {
 		t.Fatal(err)

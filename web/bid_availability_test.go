@@ -8,6 +8,7 @@ import (
 
 	"github.com/clearhouse/clearhouse/auction"
 	"github.com/clearhouse/clearhouse/exchange"
+	"github.com/clearhouse/clearhouse/identity"
 )
 
 // The bid form shows, beside each bundle's cost, the units the auction offers and
@@ -29,7 +30,7 @@ func TestBidFormShowsWhatIsOnOffer(t *testing.T) {
 	if _, err := f.market.OpenDue(ctx); err != nil {
 		t.Fatal(err)
 	}
-	f.user("mia@x.io", exchange.RoleMember, "search")
+	f.user("mia@x.io", identity.RoleMember, "search")
 	b := f.browser()
 	b.login("mia@x.io")
 	_, doc := b.get("/orders/new?step=2&q.cpu=10&cluster=us-east")

@@ -10,6 +10,7 @@ import (
 
 	"github.com/clearhouse/clearhouse/auction"
 	"github.com/clearhouse/clearhouse/exchange"
+	"github.com/clearhouse/clearhouse/identity"
 	"github.com/clearhouse/clearhouse/ledger"
 )
 
@@ -30,7 +31,7 @@ func TestBidFormChecksEarly(t *testing.T) {
 	if _, err := f.market.AddTeam(ctx, exchange.NewTeam{ID: "search", Budget: 100_000 * ledger.Dollar}); err != nil {
 		t.Fatal(err)
 	}
-	f.user("mia@x.io", exchange.RoleMember, "search")
+	f.user("mia@x.io", identity.RoleMember, "search")
 	b := f.browser()
 	b.login("mia@x.io")
 	_, doc := b.get("/orders/new")
@@ -103,7 +104,7 @@ func TestFormsRefuseBuyingAndSellingOnePool(t *testing.T) {
 	if _, err := f.market.OpenDue(ctx); err != nil {
 		t.Fatal(err)
 	}
-	u := f.user("ada@x.io", exchange.RoleMember, "ads")
+	u := f.user("ada@x.io", identity.RoleMember, "ads")
 	ask := -100 * ledger.Dollar
 	if _, err := f.market.PlaceOrder(ctx, u, exchange.OrderSpec{Team: "ads", Limit: &ask, Bundles: []exchange.Bundle{{"us-east/cpu": -100}}}); err != nil {
 		t.Fatal(err)
@@ -141,7 +142,7 @@ func TestOrdersShowQuantitiesWithTheirUnits(t *testing.T) {
 	if _, err := f.market.AddTeam(ctx, exchange.NewTeam{ID: "search", Budget: 100_000 * ledger.Dollar}); err != nil {
 		t.Fatal(err)
 	}
-	mia := f.user("mia@x.io", exchange.RoleMember, "search")
+	mia := f.user("mia@x.io", identity.RoleMember, "search")
 	if _, err := f.market.ScheduleAuction(ctx, f.clock.Now(), f.clock.Now().Add(time.Hour), auction.DefaultParams); err != nil {
 		t.Fatal(err)
 	}

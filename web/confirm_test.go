@@ -8,7 +8,9 @@ import (
 	"testing"
 
 	"github.com/PuerkitoBio/goquery"
+
 	"github.com/clearhouse/clearhouse/exchange"
+	"github.com/clearhouse/clearhouse/identity"
 	"github.com/clearhouse/clearhouse/ledger"
 )
 
@@ -81,7 +83,7 @@ func TestWithdrawingAnOrderAsksFirst(t *testing.T) {
 func TestSavingAPoolAtZeroUnitCostAsksFirst(t *testing.T) {
 	f := newFixture(t)
 	f.openMarket()
-	f.user("op@x.io", exchange.RoleOperator, "")
+	f.user("op@x.io", identity.RoleOperator, "")
 	b := f.browser()
 	b.login("op@x.io")
 	ctx := context.Background()

@@ -7,7 +7,7 @@ import (
 	"net/http/httptest"
 	"testing"
 
-	"github.com/clearhouse/clearhouse/exchange"
+	"github.com/clearhouse/clearhouse/identity"
 	"github.com/clearhouse/clearhouse/store/storetest"
 	"github.com/clearhouse/clearhouse/web"
 )
@@ -50,7 +50,7 @@ func TestSecureCookiesFollowTheConfigurationNotTheHost(t *testing.T) {
 // cookie, a malformed Authorization and an unknown proxy user.
 func TestHealthzIgnoresCredentials(t *testing.T) {
 	f := newFixtureOn(t, storetest.New(t), web.Config{ProxyHeader: "X-Forwarded-Email", TrustedProxies: nil})
-	u := f.user("ana@x.io", exchange.RoleMember, "search")
+	u := f.user("ana@x.io", identity.RoleMember, "search")
 	stale := f.token(u)
 	if err := f.id.DisableUser(t.Context(), u.ID); err != nil {
 		t.Fatal(err)

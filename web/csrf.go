@@ -8,9 +8,10 @@ import (
 	"net/http"
 	"net/url"
 
-	"github.com/clearhouse/clearhouse"
-	"github.com/clearhouse/clearhouse/exchange"
 	"github.com/gin-gonic/gin"
+
+	"github.com/clearhouse/clearhouse"
+	"github.com/clearhouse/clearhouse/identity"
 )
 
 const ctxCSRF = "csrf"
@@ -62,7 +63,7 @@ func (s *Server) csrfToken(c *gin.Context) string {
 	}
 	var token string
 	if v, ok := c.Get(ctxSession); ok {
-		token = v.(exchange.Session).CSRFToken
+		token = v.(identity.Session).CSRFToken
 	} else if ck, err := c.Cookie(csrfCookie); err == nil && len(ck) >= 32 {
 		token = ck
 	} else if c.Request.Method == http.MethodGet || c.Request.Method == http.MethodHead {

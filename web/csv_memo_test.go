@@ -9,7 +9,9 @@ import (
 	"testing"
 
 	"github.com/PuerkitoBio/goquery"
+
 	"github.com/clearhouse/clearhouse/exchange"
+	"github.com/clearhouse/clearhouse/identity"
 	"github.com/clearhouse/clearhouse/ledger"
 )
 
@@ -19,7 +21,7 @@ func TestCSVMemosMatchThePage(t *testing.T) {
 	f := newFixture(t)
 	f.openMarket()
 	ctx := context.Background()
-	mia := f.user("mia@x.io", exchange.RoleMember, "search")
+	mia := f.user("mia@x.io", identity.RoleMember, "search")
 	limit := 50 * ledger.Dollar
 	if _, err := f.market.PlaceOrder(ctx, mia, exchange.OrderSpec{Team: "search", Limit: &limit, Bundles: []exchange.Bundle{{"us-east/cpu": 10}}}); err != nil {
 		t.Fatal(err)
@@ -64,7 +66,7 @@ func TestCSVMemosMatchThePage(t *testing.T) {
 	if strings.Join(got, "|") != strings.Join(page, "|") || !strings.Contains(strings.Join(page, "|"), "Payment for order #1") {
 		t.Errorf("statement CSV memos %q, page %q", got, page)
 	}
-	journal := strings.Join(read("/finance/journal.csv", f.token(f.user("fin@x.io", exchange.RoleFinance, ""))), "|")
+	journal := strings.Join(read("/finance/journal.csv", f.token(f.user("fin@x.io", identity.RoleFinance, ""))), "|")
 	if !strings.Contains(journal, "Payment for order #1") {
 		t.Errorf("journal CSV memos %q do not say what the page says", journal)
 	}

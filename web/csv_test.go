@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/clearhouse/clearhouse/exchange"
+	"github.com/clearhouse/clearhouse/identity"
 	"github.com/clearhouse/clearhouse/ledger"
 )
 
@@ -27,7 +28,7 @@ func TestEveryCSVExportNeutralizesFormulas(t *testing.T) {
 	if _, err := f.market.Grant(ctx, "g2", "search", 10*ledger.Dollar, "@SUM(A1:A2)"); err != nil {
 		t.Fatal(err)
 	}
-	owner := f.user("owner@x.io", exchange.RoleOwner, "search")
+	owner := f.user("owner@x.io", identity.RoleOwner, "search")
 	limit := 50 * ledger.Dollar
 	if _, err := f.market.PlaceOrder(ctx, owner, exchange.OrderSpec{Team: "search", Bundles: []exchange.Bundle{{"us-east/cpu": 10}}, Limit: &limit}); err != nil {
 		t.Fatal(err)
@@ -35,8 +36,8 @@ func TestEveryCSVExportNeutralizesFormulas(t *testing.T) {
 	if _, err := f.market.Close(ctx, 1); err != nil {
 		t.Fatal(err)
 	}
-	fin := f.token(f.user("fin@x.io", exchange.RoleFinance, ""))
-	mem := f.token(f.user("mem@x.io", exchange.RoleMember, "search"))
+	fin := f.token(f.user("fin@x.io", identity.RoleFinance, ""))
+	mem := f.token(f.user("mem@x.io", identity.RoleMember, "search"))
 	read := func(token, path string) [][]string {
 		t.Helper()
 		req, _ := http.NewRequest(http.MethodGet, f.srv.URL+path, nil)

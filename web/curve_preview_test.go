@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/clearhouse/clearhouse/auction"
-	"github.com/clearhouse/clearhouse/exchange"
 	"github.com/clearhouse/clearhouse/fleet"
+	"github.com/clearhouse/clearhouse/identity"
 )
 
 // The curve editor previews each pool's reserve at the pool's own measured
@@ -29,7 +29,7 @@ func TestCurvePreviewUsesEachPoolsMeasuredUtilization(t *testing.T) {
 	if _, err := u.Refresh(ctx); err != nil {
 		t.Fatal(err)
 	}
-	f.user("op@x.io", exchange.RoleOperator, "")
+	f.user("op@x.io", identity.RoleOperator, "")
 	op := f.browser()
 	op.login("op@x.io")
 	edited := auction.CurveSpec{Kind: "parametric", K: 8, Threshold: 0.8, Gamma: 3}

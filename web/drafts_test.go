@@ -10,6 +10,7 @@ import (
 
 	"github.com/clearhouse/clearhouse/auction"
 	"github.com/clearhouse/clearhouse/exchange"
+	"github.com/clearhouse/clearhouse/identity"
 	"github.com/clearhouse/clearhouse/ledger"
 )
 
@@ -36,7 +37,7 @@ func TestDraftsArePreparedThenPlacedWhenAnAuctionOpens(t *testing.T) {
 	if err := f.market.GrantQuota(ctx, "search", "us-east/cpu", 100); err != nil {
 		t.Fatal(err)
 	}
-	f.user("mia@x.io", exchange.RoleMember, "search")
+	f.user("mia@x.io", identity.RoleMember, "search")
 	b := f.browser()
 	b.login("mia@x.io")
 
@@ -123,7 +124,7 @@ func TestDraftsArePreparedThenPlacedWhenAnAuctionOpens(t *testing.T) {
 		t.Errorf("%d drafts left after placing them all", len(ds))
 	}
 	// Another team's member cannot place or delete them (none left here: a made-up id).
-	f.user("ada@x.io", exchange.RoleMember, "ads")
+	f.user("ada@x.io", identity.RoleMember, "ads")
 	other := f.browser()
 	other.login("ada@x.io")
 	if res, _ := other.post("/drafts/1/delete", url.Values{"csrf_token": {other.csrf("/orders")}}); res.StatusCode != http.StatusNotFound {

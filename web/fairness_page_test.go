@@ -8,8 +8,10 @@ import (
 	"time"
 
 	"github.com/PuerkitoBio/goquery"
+
 	"github.com/clearhouse/clearhouse/besteffort"
 	"github.com/clearhouse/clearhouse/exchange"
+	"github.com/clearhouse/clearhouse/identity"
 	"github.com/clearhouse/clearhouse/ledger"
 )
 
@@ -26,8 +28,8 @@ func TestOperatorSeesTheFairnessReportWithOwnersUsage(t *testing.T) {
 	if err := f.market.GrantQuota(ctx, "ads", "us-east/cpu", 60); err != nil {
 		t.Fatal(err)
 	}
-	ana := f.user("ana@x.io", exchange.RoleMember, "search")
-	f.user("op@x.io", exchange.RoleOperator, "")
+	ana := f.user("ana@x.io", identity.RoleMember, "search")
+	f.user("op@x.io", identity.RoleOperator, "")
 	usage := func(units int64) {
 		t.Helper()
 		if err := f.be.Report(ctx, "us-east", besteffort.Report{Usage: []besteffort.OwnerUsage{{Team: "ads", Pool: "us-east/cpu", Units: units}}}); err != nil {

@@ -10,8 +10,10 @@ import (
 	"time"
 
 	"github.com/PuerkitoBio/goquery"
+
 	"github.com/clearhouse/clearhouse/auction"
 	"github.com/clearhouse/clearhouse/exchange"
+	"github.com/clearhouse/clearhouse/identity"
 	"github.com/clearhouse/clearhouse/ledger"
 	"github.com/clearhouse/clearhouse/templates"
 )
@@ -59,7 +61,7 @@ func TestPagesShowTheFinalRound(t *testing.T) {
 		{"ads", 400 * ledger.Dollar, exchange.Bundle{"us-east/cpu": 60}},
 		{"ml", 290 * ledger.Dollar, exchange.Bundle{"us-east/ram": 300}},
 	} {
-		u := f.user("owner@"+o.team+".io", exchange.RoleOwner, o.team)
+		u := f.user("owner@"+o.team+".io", identity.RoleOwner, o.team)
 		limit := o.limit
 		_, err := f.market.PlaceOrder(ctx, u, exchange.OrderSpec{Team: o.team, Limit: &limit, Bundles: []exchange.Bundle{o.bundle}})
 		must(err)
@@ -68,7 +70,7 @@ func TestPagesShowTheFinalRound(t *testing.T) {
 	if err != nil || !run.FinalRound || run.Welfare <= run.ClockWelfare {
 		t.Fatalf("close: %+v %v", run, err)
 	}
-	finUser := f.user("fin@x.io", exchange.RoleFinance, "")
+	finUser := f.user("fin@x.io", identity.RoleFinance, "")
 	// The API's settlement report carries the final round and each line's bundle at
 	// the published prices.
 	code, m := f.api(f.token(finUser), "GET", "/api/v1/auctions/1/settlement", "")
@@ -139,7 +141,7 @@ func TestFinalRoundShowsTheGapWhenNotProved(t *testing.T) {
 func TestScheduleFormSetsTheFinalRound(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
-	f.user("op@x.io", exchange.RoleOperator, "")
+	f.user("op@x.io", identity.RoleOperator, "")
 	op := f.browser()
 	op.login("op@x.io")
 	_, doc := op.get("/operate")

@@ -8,8 +8,9 @@ import (
 	"testing"
 
 	"github.com/PuerkitoBio/goquery"
+
 	"github.com/clearhouse/clearhouse/besteffort"
-	"github.com/clearhouse/clearhouse/exchange"
+	"github.com/clearhouse/clearhouse/identity"
 	"github.com/clearhouse/clearhouse/ledger"
 )
 
@@ -40,8 +41,8 @@ func TestFinanceSeesBestEffortCharges(t *testing.T) {
 	f := newFixture(t)
 	f.openMarket()
 	ctx := context.Background()
-	ana := f.user("ana@x.io", exchange.RoleMember, "search")
-	f.user("fin@x.io", exchange.RoleFinance, "")
+	ana := f.user("ana@x.io", identity.RoleMember, "search")
+	f.user("fin@x.io", identity.RoleFinance, "")
 	if err := f.be.SetSettings(ctx, besteffort.IdleSettings{Pool: "us-east/cpu", Policy: besteffort.PolicyAbacus, Alpha: 0.5}); err != nil {
 		t.Fatal(err)
 	}

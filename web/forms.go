@@ -8,12 +8,13 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gin-gonic/gin"
+
 	"github.com/clearhouse/clearhouse"
-	"github.com/clearhouse/clearhouse/exchange"
+	"github.com/clearhouse/clearhouse/identity"
 	"github.com/clearhouse/clearhouse/ledger"
 	"github.com/clearhouse/clearhouse/moneyfmt"
 	"github.com/clearhouse/clearhouse/templates"
-	"github.com/gin-gonic/gin"
 )
 
 // fieldOf returns the field a domain error names ("limit: must ..." names limit),
@@ -88,7 +89,7 @@ func unitWord(unit string, one bool) string {
 }
 
 // userOf returns the signed-in user; routes behind requireRole always have one.
-func userOf(c *gin.Context) exchange.User {
+func userOf(c *gin.Context) identity.User {
 	u, _ := userFrom(c)
 	return u
 }

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/clearhouse/clearhouse/exchange"
+	"github.com/clearhouse/clearhouse/identity"
 	"github.com/clearhouse/clearhouse/store"
 	"github.com/clearhouse/clearhouse/store/storetest"
 	"github.com/clearhouse/clearhouse/web"
@@ -25,7 +25,7 @@ import (
 // cluster agent.
 type fuzzMarket struct {
 	*fixture
-	tokens map[exchange.Role]string
+	tokens map[identity.Role]string
 	agent  string
 }
 
@@ -38,8 +38,8 @@ func newFuzzMarket(f *testing.F) *fuzzMarket {
 	}
 	fx := newFixtureOn(f, db, web.Config{LoginRate: 1 << 30, LoginRatePerAddress: 1 << 30, PublicURL: "http://127.0.0.1"})
 	fx.openMarket()
-	m := &fuzzMarket{fixture: fx, tokens: map[exchange.Role]string{}}
-	for _, r := range exchange.Roles {
+	m := &fuzzMarket{fixture: fx, tokens: map[identity.Role]string{}}
+	for _, r := range identity.Roles {
 		team := ""
 		if r.OnTeam() {
 			team = "search"
@@ -85,7 +85,7 @@ func (m *fuzzMarket) send(t *testing.T, method, path, token, ctype, input string
 // route is one form route a fuzz target posts to, as a role.
 type route struct {
 	method, path string
-	as           exchange.Role
+	as           identity.Role
 }
 
 // fuzzForms posts (or, for GET, queries) arbitrary URL-encoded forms to the routes,
@@ -104,20 +104,20 @@ func fuzzForms(f *testing.F, routes []route, seeds ...url.Values) {
 }
 
 func FuzzBidForm(f *testing.F) {
-	fuzzForms(f, []route{{"POST", "/orders", exchange.RoleMember}, {"GET", "/orders/new", exchange.RoleOwner}},
+	fuzzForms(f, []route{{"POST", "/orders", identity.RoleMember}, {"GET", "/orders/new", identity.RoleOwner}},
 		url.Values{"q.cpu": {"10"}, "cluster": {"us-east"}, "limit_mode": {"one"}, "limit": {"20"}},
 		url.Values{"q.cpu": {"10"}, "cluster": {"us-east"}, "step": {"2"}, "limit_mode": {"each"}, "limit.us-east": {"2,000"}},
 		url.Values{"q.cpu": {"-9223372036854775808"}, "cluster": {"us-east", "eu-west"}, "limit": {"1e400"}})
 }
 
 func FuzzOfferForm(f *testing.F) {
-	fuzzForms(f, []route{{"POST", "/orders/offer", exchange.RoleOwner}, {"POST", "/orders/1/withdraw", exchange.RoleMember}},
+	fuzzForms(f, []route{{"POST", "/orders/offer", identity.RoleOwner}, {"POST", "/orders/1/withdraw", identity.RoleMember}},
 		url.Values{"pool": {"us-east/cpu"}, "quantity": {"5"}, "minimum": {"1.50"}},
 		url.Values{"pool": {"us-east/cpu"}, "quantity": {"9223372036854775807"}, "minimum": {"-1"}})
 }
 
 func FuzzReservationForm(f *testing.F) {
-	fuzzForms(f, []route{{"POST", "/reservations", exchange.RoleMember}, {"POST", "/reservations/1/cancel", exchange.RoleMember}},
+	fuzzForms(f, []route{{"POST", "/reservations", identity.RoleMember}, {"POST", "/reservations/1/cancel", identity.RoleMember}},
 		url.Values{"cluster": {"us-east"}, "u.cpu": {"2"}, "count": {"5"}, "duration": {"1h"}, "arrival": {"2026-03-02T09:00"},
 			"deadline": {"2026-03-02T15:00"}, "value": {"40"}, "action": {"quote"}},
 		url.Values{"cluster": {"us-east"}, "u.cpu": {"1"}, "count": {"1"}, "duration": {"9999999h"}, "arrival": {"0001-01-01T00:00"},
@@ -125,8 +125,8 @@ func FuzzReservationForm(f *testing.F) {
 }
 
 func FuzzTeamForms(f *testing.F) {
-	fuzzForms(f, []route{{"POST", "/team/threshold", exchange.RoleOwner}, {"POST", "/approvals/1", exchange.RoleOwner},
-		{"GET", "/team", exchange.RoleMember}, {"GET", "/team/statement.csv", exchange.RoleMember}},
+	fuzzForms(f, []route{{"POST", "/team/threshold", identity.RoleOwner}, {"POST", "/approvals/1", identity.RoleOwner},
+		{"GET", "/team", identity.RoleMember}, {"GET", "/team/statement.csv", identity.RoleMember}},
 		url.Values{"threshold": {"1,000"}},
 		url.Values{"decision": {"approve"}},
 		url.Values{"from": {"2026-01-01"}, "to": {"2026-03-01"}},
@@ -134,19 +134,19 @@ func FuzzTeamForms(f *testing.F) {
 }
 
 func FuzzFinanceForms(f *testing.F) {
-	fuzzForms(f, []route{{"POST", "/finance/grants", exchange.RoleFinance}, {"GET", "/finance/journal.csv", exchange.RoleFinance},
-		{"GET", "/finance/teams/search", exchange.RoleFinance}},
+	fuzzForms(f, []route{{"POST", "/finance/grants", identity.RoleFinance}, {"GET", "/finance/journal.csv", identity.RoleFinance},
+		{"GET", "/finance/teams/search", identity.RoleFinance}},
 		url.Values{"team": {"search"}, "amount": {"100"}, "memo": {"=1+1"}},
 		url.Values{"from": {"2026-01-01"}, "to": {"2026-12-31"}},
 		url.Values{"team": {"search"}, "amount": {"-99999999999999"}, "memo": {strings.Repeat("m", 300)}})
 }
 
 func FuzzOperateForms(f *testing.F) {
-	fuzzForms(f, []route{{"POST", "/operate/clusters", exchange.RoleOperator}, {"POST", "/operate/pools", exchange.RoleOperator},
-		{"POST", "/operate/pools/us-east/cpu", exchange.RoleOperator}, {"POST", "/operate/curves/standard", exchange.RoleOperator},
-		{"POST", "/operate/auctions", exchange.RoleOperator}, {"POST", "/operate/schedule/us-east/cpu", exchange.RoleOperator},
-		{"GET", "/operate/curves/standard", exchange.RoleOperator}, {"GET", "/operate/schedule", exchange.RoleOperator},
-		{"POST", "/operate/access/users/1/disable", exchange.RoleOperator}},
+	fuzzForms(f, []route{{"POST", "/operate/clusters", identity.RoleOperator}, {"POST", "/operate/pools", identity.RoleOperator},
+		{"POST", "/operate/pools/us-east/cpu", identity.RoleOperator}, {"POST", "/operate/curves/standard", identity.RoleOperator},
+		{"POST", "/operate/auctions", identity.RoleOperator}, {"POST", "/operate/schedule/us-east/cpu", identity.RoleOperator},
+		{"GET", "/operate/curves/standard", identity.RoleOperator}, {"GET", "/operate/schedule", identity.RoleOperator},
+		{"POST", "/operate/access/users/1/disable", identity.RoleOperator}},
 		url.Values{"id": {"eu-west"}, "name": {"EU West"}, "region": {"eu"}},
 		url.Values{"cluster": {"us-east"}, "resource": {"ram"}, "unit": {"GiB"}, "capacity": {"400"}, "unit_cost": {"0.01"}, "utilization": {"0.5"}, "curve": {"standard"}},
 		url.Values{"unit": {"core"}, "capacity": {"-1"}, "unit_cost": {"NaN"}, "utilization": {"1e308"}, "curve": {"standard"}},
@@ -193,7 +193,7 @@ func FuzzAPIOrderBody(f *testing.F) {
 		if key != "" {
 			header = []string{"Idempotency-Key", key}
 		}
-		m.send(t, "POST", "/api/v1/orders", m.tokens[exchange.RoleMember], "application/json", body, header...)
+		m.send(t, "POST", "/api/v1/orders", m.tokens[identity.RoleMember], "application/json", body, header...)
 	})
 }
 
@@ -212,7 +212,7 @@ func FuzzAPIReservationBody(f *testing.F) {
 	}
 	paths := []string{"/api/v1/reservations/quote", "/api/v1/reservations", "/api/v1/reservations/1/update", "/api/v1/reservations/new"}
 	f.Fuzz(func(t *testing.T, which uint8, body string) {
-		m.send(t, "POST", paths[int(which)%len(paths)], m.tokens[exchange.RoleOwner], "application/json", body)
+		m.send(t, "POST", paths[int(which)%len(paths)], m.tokens[identity.RoleOwner], "application/json", body)
 	})
 }
 

@@ -8,6 +8,7 @@ import (
 
 	"github.com/clearhouse/clearhouse/auction"
 	"github.com/clearhouse/clearhouse/exchange"
+	"github.com/clearhouse/clearhouse/identity"
 	"github.com/clearhouse/clearhouse/ledger"
 )
 
@@ -27,12 +28,12 @@ func TestHeldQuotaIsTheSameOnTheMarketAndSchedulePages(t *testing.T) {
 	if _, err := f.market.OpenDue(ctx); err != nil {
 		t.Fatal(err)
 	}
-	mia := f.user("mia@x.io", exchange.RoleMember, "search")
+	mia := f.user("mia@x.io", identity.RoleMember, "search")
 	ask := -ledger.Dollar
 	if _, err := f.market.PlaceOrder(ctx, mia, exchange.OrderSpec{Team: "search", Limit: &ask, Bundles: []exchange.Bundle{{"us-east/cpu": -10}}}); err != nil {
 		t.Fatal(err)
 	}
-	f.user("op@x.io", exchange.RoleOperator, "")
+	f.user("op@x.io", identity.RoleOperator, "")
 	b := f.browser()
 	b.login("op@x.io")
 	_, doc := b.get("/")

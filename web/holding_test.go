@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/clearhouse/clearhouse/exchange"
+	"github.com/clearhouse/clearhouse/identity"
 	"github.com/clearhouse/clearhouse/ledger"
 )
 
@@ -23,8 +23,8 @@ func TestHoldingChargeFromThePoolPageToTheStatement(t *testing.T) {
 	if err := f.market.GrantQuota(ctx, "search", "us-east/cpu", 40); err != nil {
 		t.Fatal(err)
 	}
-	f.user("op@x.io", exchange.RoleOperator, "")
-	f.user("mia@x.io", exchange.RoleMember, "search")
+	f.user("op@x.io", identity.RoleOperator, "")
+	f.user("mia@x.io", identity.RoleMember, "search")
 	op := f.browser()
 	op.login("op@x.io")
 	const page = "/operate/pools/us-east/cpu"

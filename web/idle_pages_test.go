@@ -10,8 +10,9 @@ import (
 	"time"
 
 	"github.com/PuerkitoBio/goquery"
+
 	"github.com/clearhouse/clearhouse/besteffort"
-	"github.com/clearhouse/clearhouse/exchange"
+	"github.com/clearhouse/clearhouse/identity"
 )
 
 // labelledRows fails unless the table marked testid stacks into labelled rows on
@@ -46,8 +47,8 @@ func TestIdleAccountsSayTheirUnitsAndTablesStack(t *testing.T) {
 	f := newFixture(t)
 	f.openMarket()
 	ctx := context.Background()
-	ana := f.user("ana@x.io", exchange.RoleMember, "search")
-	f.user("op@x.io", exchange.RoleOperator, "")
+	ana := f.user("ana@x.io", identity.RoleMember, "search")
+	f.user("op@x.io", identity.RoleOperator, "")
 	if _, err := f.be.Submit(ctx, ana, besteffort.JobSpec{Configuration: map[string]int64{"us-east/cpu": 2}, Tasks: 35}); err != nil {
 		t.Fatal(err)
 	}

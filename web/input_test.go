@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/clearhouse/clearhouse/exchange"
+	"github.com/clearhouse/clearhouse/identity"
 	"github.com/clearhouse/clearhouse/store"
 	"github.com/clearhouse/clearhouse/store/storetest"
 	"github.com/clearhouse/clearhouse/web"
@@ -19,7 +19,7 @@ import (
 // reads.
 type badInput struct {
 	name, method, path, body, ctype string
-	as                              exchange.Role // "" for nobody
+	as                              identity.Role // "" for nobody
 	header                          [2]string
 }
 
@@ -27,24 +27,24 @@ type badInput struct {
 // form fields, JSON strings and keys, and the headers the app reads. On PostgreSQL
 // each of them once ended in a 500.
 var badInputs = []badInput{
-	{name: "path", method: "GET", path: "/finance/teams/se%00arch", as: exchange.RoleFinance},
-	{name: "path utf-8", method: "GET", path: "/finance/teams/se%ffarch", as: exchange.RoleFinance},
-	{name: "api path", method: "GET", path: "/api/v1/teams/%00/budget", as: exchange.RoleFinance},
-	{name: "query", method: "GET", path: "/api/v1/orders?team=se%00arch", as: exchange.RoleFinance},
-	{name: "query utf-8", method: "GET", path: "/api/v1/orders?team=%c3%28", as: exchange.RoleFinance},
-	{name: "query key", method: "GET", path: "/api/v1/orders?te%00am=search", as: exchange.RoleFinance},
-	{name: "reservations query", method: "GET", path: "/api/v1/reservations?team=%00", as: exchange.RoleFinance},
-	{name: "operate query", method: "GET", path: "/operate/schedule?pool=us-east%2Fcpu%00", as: exchange.RoleOperator},
+	{name: "path", method: "GET", path: "/finance/teams/se%00arch", as: identity.RoleFinance},
+	{name: "path utf-8", method: "GET", path: "/finance/teams/se%ffarch", as: identity.RoleFinance},
+	{name: "api path", method: "GET", path: "/api/v1/teams/%00/budget", as: identity.RoleFinance},
+	{name: "query", method: "GET", path: "/api/v1/orders?team=se%00arch", as: identity.RoleFinance},
+	{name: "query utf-8", method: "GET", path: "/api/v1/orders?team=%c3%28", as: identity.RoleFinance},
+	{name: "query key", method: "GET", path: "/api/v1/orders?te%00am=search", as: identity.RoleFinance},
+	{name: "reservations query", method: "GET", path: "/api/v1/reservations?team=%00", as: identity.RoleFinance},
+	{name: "operate query", method: "GET", path: "/operate/schedule?pool=us-east%2Fcpu%00", as: identity.RoleOperator},
 	{name: "login form, signed out", method: "POST", path: "/login", body: "email=ana%00%40x.io&password=x", ctype: "application/x-www-form-urlencoded"},
 	{name: "login form utf-8", method: "POST", path: "/login", body: "email=ana%ff%40x.io&password=x", ctype: "application/x-www-form-urlencoded"},
-	{name: "grant form", method: "POST", path: "/finance/grants", body: "team=search&amount=1&memo=a%00b", ctype: "application/x-www-form-urlencoded", as: exchange.RoleFinance},
-	{name: "cluster form", method: "POST", path: "/operate/clusters", body: "id=eu%00&name=x&region=y", ctype: "application/x-www-form-urlencoded", as: exchange.RoleOperator},
-	{name: "offer form", method: "POST", path: "/orders/offer", body: "pool=us-east%2Fcpu%00&quantity=1&minimum=1", ctype: "application/x-www-form-urlencoded", as: exchange.RoleMember},
-	{name: "json string", method: "POST", path: "/api/v1/orders", body: `{"team":"search\u0000","bundles":[{"us-east/cpu":1}],"limit":"1"}`, as: exchange.RoleMember},
-	{name: "json pool key", method: "POST", path: "/api/v1/orders", body: `{"bundles":[{"us-east/cpu\u0000":1}],"limit":"1"}`, as: exchange.RoleMember},
-	{name: "json raw utf-8", method: "POST", path: "/api/v1/orders", body: "{\"bundles\":[{\"us-east/cpu\xff\":1}],\"limit\":\"1\"}", as: exchange.RoleMember},
-	{name: "json reservation", method: "POST", path: "/api/v1/reservations/quote", body: `{"value":"1","requests":[{"configuration":{"us-east/cpu":1},"count":1,"duration":"1h\u0000","arrival":"x","deadline":"y"}]}`, as: exchange.RoleMember},
-	{name: "idempotency key", method: "POST", path: "/api/v1/orders", body: `{"bundles":[{"us-east/cpu":1}],"limit":"1"}`, as: exchange.RoleMember, header: [2]string{"Idempotency-Key", "k\xff"}},
+	{name: "grant form", method: "POST", path: "/finance/grants", body: "team=search&amount=1&memo=a%00b", ctype: "application/x-www-form-urlencoded", as: identity.RoleFinance},
+	{name: "cluster form", method: "POST", path: "/operate/clusters", body: "id=eu%00&name=x&region=y", ctype: "application/x-www-form-urlencoded", as: identity.RoleOperator},
+	{name: "offer form", method: "POST", path: "/orders/offer", body: "pool=us-east%2Fcpu%00&quantity=1&minimum=1", ctype: "application/x-www-form-urlencoded", as: identity.RoleMember},
+	{name: "json string", method: "POST", path: "/api/v1/orders", body: `{"team":"search\u0000","bundles":[{"us-east/cpu":1}],"limit":"1"}`, as: identity.RoleMember},
+	{name: "json pool key", method: "POST", path: "/api/v1/orders", body: `{"bundles":[{"us-east/cpu\u0000":1}],"limit":"1"}`, as: identity.RoleMember},
+	{name: "json raw utf-8", method: "POST", path: "/api/v1/orders", body: "{\"bundles\":[{\"us-east/cpu\xff\":1}],\"limit\":\"1\"}", as: identity.RoleMember},
+	{name: "json reservation", method: "POST", path: "/api/v1/reservations/quote", body: `{"value":"1","requests":[{"configuration":{"us-east/cpu":1},"count":1,"duration":"1h\u0000","arrival":"x","deadline":"y"}]}`, as: identity.RoleMember},
+	{name: "idempotency key", method: "POST", path: "/api/v1/orders", body: `{"bundles":[{"us-east/cpu":1}],"limit":"1"}`, as: identity.RoleMember, header: [2]string{"Idempotency-Key", "k\xff"}},
 	{name: "authorization", method: "GET", path: "/api/v1/market", header: [2]string{"Authorization", "Bearer chu_\xff"}},
 	{name: "proxy header", method: "GET", path: "/finance", header: [2]string{"X-Forwarded-Email", "ana\xff@x.io"}},
 }
@@ -56,8 +56,8 @@ func TestNULAndInvalidUTF8AreRefusedBeforeAnyHandler(t *testing.T) {
 		_, proxy, _ := net.ParseCIDR("192.0.2.0/24")
 		f := newFixtureOn(t, db, web.Config{LoginRate: 1000, ProxyHeader: "X-Forwarded-Email", TrustedProxies: []*net.IPNet{proxy}})
 		f.openMarket()
-		tokens := map[exchange.Role]string{}
-		for _, r := range exchange.Roles {
+		tokens := map[identity.Role]string{}
+		for _, r := range identity.Roles {
 			team := ""
 			if r.OnTeam() {
 				team = "search"
@@ -121,7 +121,7 @@ func (r *countingBody) Read(p []byte) (int, error) {
 func TestBodiesAreBoundedBeforeTheyAreRead(t *testing.T) {
 	f := newFixture(t)
 	f.openMarket()
-	member := f.token(f.user("mem@x.io", exchange.RoleMember, "search"))
+	member := f.token(f.user("mem@x.io", identity.RoleMember, "search"))
 	agent, _, err := f.id.IssueAgentToken(t.Context(), "us-east", "agent")
 	if err != nil {
 		t.Fatal(err)
@@ -173,7 +173,7 @@ func TestBodiesAreBoundedBeforeTheyAreRead(t *testing.T) {
 func TestEveryJSONBodyRefusesDuplicateAndUnknownKeys(t *testing.T) {
 	f := newFixture(t)
 	f.openMarket()
-	member := f.token(f.user("mem@x.io", exchange.RoleMember, "search"))
+	member := f.token(f.user("mem@x.io", identity.RoleMember, "search"))
 	agent, _, err := f.id.IssueAgentToken(t.Context(), "us-east", "agent")
 	if err != nil {
 		t.Fatal(err)
@@ -210,7 +210,7 @@ func TestEveryJSONBodyRefusesDuplicateAndUnknownKeys(t *testing.T) {
 // the token in a multipart form (refused unread), then in the header.
 func TestTheCSRFTokenIsReadFromAHeaderOrAURLEncodedFormOnly(t *testing.T) {
 	f := newFixture(t)
-	f.user("ana@x.io", exchange.RoleMember, "search")
+	f.user("ana@x.io", identity.RoleMember, "search")
 	b := f.browser()
 	b.login("ana@x.io")
 	tok := b.csrf("/")

@@ -10,8 +10,10 @@ import (
 	"time"
 
 	"github.com/PuerkitoBio/goquery"
+
 	"github.com/clearhouse/clearhouse/auction"
 	"github.com/clearhouse/clearhouse/exchange"
+	"github.com/clearhouse/clearhouse/identity"
 	"github.com/clearhouse/clearhouse/ledger"
 )
 
@@ -20,7 +22,7 @@ import (
 func TestOperatorsSetTheLimits(t *testing.T) {
 	f := newFixture(t)
 	f.openMarket()
-	f.user("op@x.io", exchange.RoleOperator, "")
+	f.user("op@x.io", identity.RoleOperator, "")
 	b := f.browser()
 	b.login("op@x.io")
 	tok := b.csrf("/operate")
@@ -48,7 +50,7 @@ func TestOperatorsSetTheLimits(t *testing.T) {
 func TestOperatorsCancelAScheduledAuction(t *testing.T) {
 	f := newFixture(t)
 	f.openMarket()
-	f.user("op@x.io", exchange.RoleOperator, "")
+	f.user("op@x.io", identity.RoleOperator, "")
 	later, err := f.market.ScheduleAuction(context.Background(), f.clock.Now().Add(24*time.Hour), f.clock.Now().Add(25*time.Hour), auction.DefaultParams)
 	if err != nil {
 		t.Fatal(err)
@@ -82,7 +84,7 @@ func TestOperatorsCancelAScheduledAuction(t *testing.T) {
 func TestOrderListsArePaginated(t *testing.T) {
 	f := newFixture(t)
 	f.openMarket()
-	u := f.user("m@x.io", exchange.RoleMember, "search")
+	u := f.user("m@x.io", identity.RoleMember, "search")
 	limit := 1 * ledger.Dollar
 	for range 120 {
 		if _, err := f.market.PlaceOrder(context.Background(), u, exchange.OrderSpec{Team: "search", Limit: &limit, Bundles: []exchange.Bundle{{"us-east/cpu": 1}}}); err != nil {

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/clearhouse/clearhouse/exchange"
+	"github.com/clearhouse/clearhouse/identity"
 )
 
 // A bid refused for want of room is value lost: the scheduler page shows it per
@@ -16,8 +16,8 @@ import (
 func TestLostValueShowsOnTheSchedulerPageTheAPIAndTheCSV(t *testing.T) {
 	f := newFixture(t)
 	f.openMarket()
-	member := f.token(f.user("ana@x.io", exchange.RoleMember, "search"))
-	operator := f.user("op@x.io", exchange.RoleOperator, "")
+	member := f.token(f.user("ana@x.io", identity.RoleMember, "search"))
+	operator := f.user("op@x.io", identity.RoleOperator, "")
 	// 500 cores of a 100-core pool never fit: refused, its $80 lost for no room.
 	code, body := f.api(member, "POST", "/api/v1/reservations", f.definition(f.newID(member), 500, "1h", 0, 2*time.Hour, `"80.00"`))
 	if code != http.StatusUnprocessableEntity || !strings.Contains(errorMessage(body), "no room") {
@@ -61,14 +61,14 @@ func TestLostValueShowsOnTheSchedulerPageTheAPIAndTheCSV(t *testing.T) {
 func TestLostValueCSVHasOneLinePerPoolAndDay(t *testing.T) {
 	f := newFixture(t)
 	f.openMarket()
-	member := f.token(f.user("ana@x.io", exchange.RoleMember, "search"))
+	member := f.token(f.user("ana@x.io", identity.RoleMember, "search"))
 	for range 2 {
 		if code, body := f.api(member, "POST", "/api/v1/reservations", f.definition(f.newID(member), 500, "1h", 0, 2*time.Hour, `"80.00"`)); code != http.StatusUnprocessableEntity {
 			t.Fatalf("reservation: %d %v", code, body)
 		}
 	}
 	b := f.browser()
-	b.login(f.user("op@x.io", exchange.RoleOperator, "").Email)
+	b.login(f.user("op@x.io", identity.RoleOperator, "").Email)
 	res, err := b.c.Get(f.srv.URL + "/operate/schedule/lost-value.csv")
 	if err != nil {
 		t.Fatal(err)

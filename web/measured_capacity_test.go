@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/clearhouse/clearhouse/exchange"
+	"github.com/clearhouse/clearhouse/identity"
 )
 
 // The agent's report carries a pool's measured capacity: a negative one, or one for
@@ -23,7 +23,7 @@ func TestMeasuredCapacityOnThePoolPage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f.user("op@x.io", exchange.RoleOperator, "")
+	f.user("op@x.io", identity.RoleOperator, "")
 	b := f.browser()
 	b.login("op@x.io")
 	page := "/operate/pools/us-east/cpu"

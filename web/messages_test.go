@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/clearhouse/clearhouse/exchange"
+	"github.com/clearhouse/clearhouse/identity"
 )
 
 // A refused reservation form says "Nothing was saved" when it would have reserved,
@@ -16,7 +16,7 @@ import (
 func TestReservationFormMessagesSayWhatHappened(t *testing.T) {
 	f := newFixture(t)
 	f.openMarket()
-	f.user("ana@x.io", exchange.RoleMember, "search")
+	f.user("ana@x.io", identity.RoleMember, "search")
 	b := f.browser()
 	b.login("ana@x.io")
 	now := f.clock.Now()

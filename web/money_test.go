@@ -11,8 +11,10 @@ import (
 	"time"
 
 	"github.com/PuerkitoBio/goquery"
+
 	"github.com/clearhouse/clearhouse/auction"
 	"github.com/clearhouse/clearhouse/exchange"
+	"github.com/clearhouse/clearhouse/identity"
 	"github.com/clearhouse/clearhouse/ledger"
 )
 
@@ -60,9 +62,9 @@ func moneyMarket(t *testing.T) *fixture {
 	if _, err := f.market.OpenDue(ctx); err != nil {
 		t.Fatal(err)
 	}
-	owner := f.user("owner@x.io", exchange.RoleOwner, "search")
-	seller := f.user("seller@x.io", exchange.RoleOwner, "ads")
-	place := func(u exchange.User, spec exchange.OrderSpec) {
+	owner := f.user("owner@x.io", identity.RoleOwner, "search")
+	seller := f.user("seller@x.io", identity.RoleOwner, "ads")
+	place := func(u identity.User, spec exchange.OrderSpec) {
 		t.Helper()
 		if _, err := f.market.PlaceOrder(ctx, u, spec); err != nil {
 			t.Fatal(err)
@@ -88,8 +90,8 @@ func moneyMarket(t *testing.T) *fixture {
 	if _, err := f.market.Preview(ctx, a.ID); err != nil {
 		t.Fatal(err)
 	}
-	f.user("fin@x.io", exchange.RoleFinance, "")
-	f.user("op@x.io", exchange.RoleOperator, "")
+	f.user("fin@x.io", identity.RoleFinance, "")
+	f.user("op@x.io", identity.RoleOperator, "")
 	return f
 }
 
@@ -178,7 +180,7 @@ func TestEveryPageShowsMoneyOneWay(t *testing.T) {
 // numbered from 1.
 func TestCSVMoneyColumnsHaveFixedDecimals(t *testing.T) {
 	f := moneyMarket(t)
-	fin := f.token(f.user("fin2@x.io", exchange.RoleFinance, ""))
+	fin := f.token(f.user("fin2@x.io", identity.RoleFinance, ""))
 	six := regexp.MustCompile(`^-?\d+\.\d{6}$`)
 	for path, cols := range map[string][]string{
 		"/finance/teams/search/statement.csv": {"amount", "balance"},

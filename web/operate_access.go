@@ -7,10 +7,11 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/clearhouse/clearhouse"
-	"github.com/clearhouse/clearhouse/exchange"
-	"github.com/clearhouse/clearhouse/templates"
 	"github.com/gin-gonic/gin"
+
+	"github.com/clearhouse/clearhouse"
+	"github.com/clearhouse/clearhouse/identity"
+	"github.com/clearhouse/clearhouse/templates"
 )
 
 // accessPageSize is how many users, and how many tokens, one page of /operate/access
@@ -28,7 +29,7 @@ func (s *Server) accessPage(c *gin.Context) {
 		s.fail(c, err)
 		return
 	}
-	tokens, err := s.svc.Identity.Tokens(ctx, exchange.TokenFilter{Before: before, Limit: accessPageSize})
+	tokens, err := s.svc.Identity.Tokens(ctx, identity.TokenFilter{Before: before, Limit: accessPageSize})
 	if err != nil {
 		s.fail(c, err)
 		return
@@ -46,7 +47,7 @@ func (s *Server) accessPage(c *gin.Context) {
 	for _, t := range tokens {
 		row := templates.TokenRow{ID: t.ID, Name: t.Name, Owner: t.Owner, Created: fmtTime(t.CreatedAt), LastUsed: timeOr(t.LastUsedAt, "never"),
 			Expires: timeOr(t.ExpiresAt, "never"), State: "live", Revocable: t.RevokedAt == nil, Live: t.Live(now)}
-		if t.Scope == exchange.ScopeAgent {
+		if t.Scope == identity.ScopeAgent {
 			row.Owner = "agent of " + t.ClusterID
 		}
 		switch {
@@ -99,7 +100,7 @@ func (s *Server) revokeToken(c *gin.Context) {
 
 // changeUser applies one change to the user in the path and goes back to the access
 // page saying what happened.
-func (s *Server) changeUser(c *gin.Context, change func(u exchange.User) (string, error)) {
+func (s *Server) changeUser(c *gin.Context, change func(u identity.User) (string, error)) {
 	id, err := pathID(c, "user")
 	if err != nil {
 		s.fail(c, err)
@@ -125,14 +126,14 @@ func (s *Server) changeUser(c *gin.Context, change func(u exchange.User) (string
 }
 
 func (s *Server) endUserSessions(c *gin.Context) {
-	s.changeUser(c, func(u exchange.User) (string, error) {
+	s.changeUser(c, func(u identity.User) (string, error) {
 		n, err := s.svc.Identity.EndSessions(c.Request.Context(), u.ID)
 		return fmt.Sprintf("Ended %s of %s.", countOf(int64(n), "session"), u.Email), err
 	})
 }
 
 func (s *Server) disableUser(c *gin.Context) {
-	s.changeUser(c, func(u exchange.User) (string, error) {
+	s.changeUser(c, func(u identity.User) (string, error) {
 		if u.ID == userOf(c).ID {
 			return "", clearhouse.Errorf(clearhouse.EINVALID, "You cannot disable your own account.")
 		}
@@ -149,7 +150,7 @@ func (s *Server) disableUser(c *gin.Context) {
 }
 
 func (s *Server) enableUser(c *gin.Context) {
-	s.changeUser(c, func(u exchange.User) (string, error) {
+	s.changeUser(c, func(u identity.User) (string, error) {
 		return fmt.Sprintf("Enabled %s.", u.Email), s.svc.Identity.EnableUser(c.Request.Context(), u.ID)
 	})
 }

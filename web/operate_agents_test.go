@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/clearhouse/clearhouse/exchange"
+	"github.com/clearhouse/clearhouse/identity"
 )
 
 // Each report's agent status reaches /operate: the backend, how long ago the last
@@ -38,7 +39,7 @@ func TestOperateShowsEachClustersAgent(t *testing.T) {
 	}
 	f.clock.Advance(2 * time.Minute)
 
-	f.user("op@x.io", exchange.RoleOperator, "")
+	f.user("op@x.io", identity.RoleOperator, "")
 	op := f.browser()
 	op.login("op@x.io")
 	res, doc := op.get("/operate")
@@ -76,7 +77,7 @@ func TestOperateShowsEachClustersAgent(t *testing.T) {
 	}
 
 	member := f.browser()
-	f.user("mem@x.io", exchange.RoleMember, "search")
+	f.user("mem@x.io", identity.RoleMember, "search")
 	member.login("mem@x.io")
 	if res, _ := member.get("/operate"); res.StatusCode != http.StatusForbidden {
 		t.Errorf("a member reads /operate: %d", res.StatusCode)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/clearhouse/clearhouse/auction"
 	"github.com/clearhouse/clearhouse/exchange"
+	"github.com/clearhouse/clearhouse/identity"
 	"github.com/clearhouse/clearhouse/ledger"
 )
 
@@ -18,7 +19,7 @@ func TestCloseAuctionAsksForConfirmation(t *testing.T) {
 	f := newFixture(t)
 	f.openMarket()
 	ctx := context.Background()
-	owner := f.user("owner@x.io", exchange.RoleOwner, "search")
+	owner := f.user("owner@x.io", identity.RoleOwner, "search")
 	limit := 50 * ledger.Dollar
 	if _, err := f.market.PlaceOrder(ctx, owner, exchange.OrderSpec{Team: "search", Limit: &limit, Bundles: []exchange.Bundle{{"us-east/cpu": 10}}}); err != nil {
 		t.Fatal(err)
@@ -33,7 +34,7 @@ func TestCloseAuctionAsksForConfirmation(t *testing.T) {
 	if _, err := f.market.Preview(ctx, 1); err != nil {
 		t.Fatal(err)
 	}
-	f.user("op@x.io", exchange.RoleOperator, "")
+	f.user("op@x.io", identity.RoleOperator, "")
 	op := f.browser()
 	op.login("op@x.io")
 	_, doc := op.get("/operate")
@@ -89,7 +90,7 @@ func TestOperatorCurvesAndRemovals(t *testing.T) {
 	if _, err := f.market.SaveCurve(ctx, "gpu", "Scarce accelerators", auction.CurveSpec{Kind: "parametric", K: 8, Threshold: 0.7, Gamma: 2.5}); err != nil {
 		t.Fatal(err)
 	}
-	f.user("op@x.io", exchange.RoleOperator, "")
+	f.user("op@x.io", identity.RoleOperator, "")
 	op := f.browser()
 	op.login("op@x.io")
 	_, doc := op.get("/operate")

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/clearhouse/clearhouse/exchange"
+	"github.com/clearhouse/clearhouse/identity"
 	"github.com/clearhouse/clearhouse/ledger"
 )
 
@@ -17,7 +18,7 @@ func TestOrdersSayWhyTheyLostAndWithdrawnIsNotLost(t *testing.T) {
 	f := newFixture(t)
 	f.openMarket()
 	ctx := context.Background()
-	member := f.user("mia@x.io", exchange.RoleMember, "search")
+	member := f.user("mia@x.io", identity.RoleMember, "search")
 	place := func(limit ledger.Money, q int64) exchange.Order {
 		t.Helper()
 		o, err := f.market.PlaceOrder(ctx, member, exchange.OrderSpec{Team: "search", Limit: &limit, Bundles: []exchange.Bundle{{"us-east/cpu": q}}})

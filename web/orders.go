@@ -9,12 +9,14 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/gin-gonic/gin"
+
 	"github.com/clearhouse/clearhouse"
 	"github.com/clearhouse/clearhouse/exchange"
+	"github.com/clearhouse/clearhouse/identity"
 	"github.com/clearhouse/clearhouse/ledger"
 	"github.com/clearhouse/clearhouse/moneyfmt"
 	"github.com/clearhouse/clearhouse/templates"
-	"github.com/gin-gonic/gin"
 )
 
 // bundleText is a bundle for people: each pool with its signed quantity and unit,
@@ -33,7 +35,7 @@ func bundleText(b exchange.Bundle, units map[string]string) string {
 
 // orderRows turns order views into table rows for viewer u; units maps pools to
 // their units.
-func orderRows(u exchange.User, vs []exchange.OrderView, biddingOpen bool, units map[string]string) []templates.OrderRow {
+func orderRows(u identity.User, vs []exchange.OrderView, biddingOpen bool, units map[string]string) []templates.OrderRow {
 	rows := make([]templates.OrderRow, 0, len(vs))
 	for _, v := range vs {
 		r := templates.OrderRow{ID: v.ID, Team: v.TeamID, Kind: v.Spec.Kind(), Status: string(v.Status), Created: fmtTime(v.CreatedAt)}
@@ -71,7 +73,7 @@ func orderRows(u exchange.User, vs []exchange.OrderView, biddingOpen bool, units
 			r.Provisional = templates.Outcome{Bundle: v.Provisional.BundleIndex + 1, Amount: monOf(v.Provisional.Payment), Final: v.Status == exchange.OrderWon}
 		}
 		r.CanWithdraw = biddingOpen && v.Status.Live() && u.Role.OnTeam() && u.TeamID == v.TeamID
-		r.CanDecide = biddingOpen && v.Status == exchange.OrderAwaitingApproval && u.Role == exchange.RoleOwner && u.TeamID == v.TeamID
+		r.CanDecide = biddingOpen && v.Status == exchange.OrderAwaitingApproval && u.Role == identity.RoleOwner && u.TeamID == v.TeamID
 		rows = append(rows, r)
 	}
 	return rows
@@ -377,7 +379,7 @@ func (s *Server) newBidPage(c *gin.Context) {
 
 func (s *Server) approvalNote(c *gin.Context) string {
 	t, err := s.svc.Market.Team(c.Request.Context(), userOf(c).TeamID)
-	if err != nil || t.ApprovalThreshold == 0 || userOf(c).Role == exchange.RoleOwner {
+	if err != nil || t.ApprovalThreshold == 0 || userOf(c).Role == identity.RoleOwner {
 		return ""
 	}
 	return "A bid that could pay more than " + moneyfmt.Cents(t.ApprovalThreshold) + " waits for a team owner's approval."

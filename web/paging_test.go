@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/clearhouse/clearhouse/exchange"
+	"github.com/clearhouse/clearhouse/identity"
 )
 
 // Every paged list reads ?limit= and ?before= with one parser: the same bad input
@@ -14,7 +15,7 @@ import (
 func TestPagingRefusesBadInputAlike(t *testing.T) {
 	f := newFixture(t)
 	f.openMarket()
-	u := f.user("ana@x.io", exchange.RoleMember, "search")
+	u := f.user("ana@x.io", identity.RoleMember, "search")
 	tok := f.token(u)
 	const badBefore = "before: must be an id of 1 or more, as a list's next link gives"
 	for _, list := range []struct {

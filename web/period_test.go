@@ -5,8 +5,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/clearhouse/clearhouse/exchange"
 	"github.com/clearhouse/clearhouse/fleet"
+	"github.com/clearhouse/clearhouse/identity"
 	"github.com/clearhouse/clearhouse/ledger"
 	"github.com/clearhouse/clearhouse/store"
 	"github.com/clearhouse/clearhouse/store/storetest"
@@ -21,7 +21,7 @@ func TestLostValuePeriodToTheLastDate(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		f := newFixtureOn(t, db, web.Config{LoginRate: 5, PublicURL: "http://127.0.0.1"})
 		f.cpuPool()
-		op := f.token(f.user("op@x.io", exchange.RoleOperator, ""))
+		op := f.token(f.user("op@x.io", identity.RoleOperator, ""))
 		for _, at := range []time.Time{time.Date(9999, 12, 30, 8, 0, 0, 0, time.UTC), time.Date(9999, 12, 31, 23, 0, 0, 0, time.UTC)} {
 			if err := db.Write.Create(&fleet.LostValue{TeamID: "search", PoolID: "us-east/cpu", At: at, Value: 3 * ledger.Dollar,
 				Reason: "no-room", CreatedAt: at}).Error; err != nil {

@@ -9,8 +9,10 @@ import (
 	"time"
 
 	"github.com/PuerkitoBio/goquery"
+
 	"github.com/clearhouse/clearhouse/auction"
 	"github.com/clearhouse/clearhouse/exchange"
+	"github.com/clearhouse/clearhouse/identity"
 	"github.com/clearhouse/clearhouse/ledger"
 )
 
@@ -30,7 +32,7 @@ func TestPricesSayWhetherAnythingTraded(t *testing.T) {
 	if _, err := f.market.OpenDue(ctx); err != nil {
 		t.Fatal(err)
 	}
-	mia := f.user("mia@x.io", exchange.RoleMember, "search")
+	mia := f.user("mia@x.io", identity.RoleMember, "search")
 	limit := 100 * ledger.Dollar
 	if _, err := f.market.PlaceOrder(ctx, mia, exchange.OrderSpec{Team: "search", Limit: &limit, Bundles: []exchange.Bundle{{"us-east/cpu": 10}}}); err != nil {
 		t.Fatal(err)

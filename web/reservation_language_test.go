@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/clearhouse/clearhouse/exchange"
 	"github.com/clearhouse/clearhouse/fleet"
+	"github.com/clearhouse/clearhouse/identity"
 )
 
 // The web form makes a map-then-reduce reservation (ORDER) with an overhead; the
@@ -19,7 +19,7 @@ import (
 func TestTheFormReservesMapThenReduce(t *testing.T) {
 	f := newFixture(t)
 	f.openMarket()
-	f.user("ana@x.io", exchange.RoleMember, "search")
+	f.user("ana@x.io", identity.RoleMember, "search")
 	b := f.browser()
 	b.login("ana@x.io")
 	now := f.clock.Now()
@@ -58,7 +58,7 @@ func TestTheFormReservesMapThenReduce(t *testing.T) {
 func TestTheAPITakesALanguage(t *testing.T) {
 	f := newFixture(t)
 	f.openMarket()
-	member := f.token(f.user("ana@x.io", exchange.RoleMember, "search"))
+	member := f.token(f.user("ana@x.io", identity.RoleMember, "search"))
 	now := f.clock.Now()
 	req := func(count int, dur string) string {
 		return fmt.Sprintf(`{"configuration": {"us-east/cpu": 1}, "count": %d, "duration": %q, "arrival": %q, "deadline": %q, "overhead": {"us-east/cpu": 1}}`,

@@ -9,8 +9,9 @@ import (
 	"time"
 
 	"github.com/PuerkitoBio/goquery"
-	"github.com/clearhouse/clearhouse/exchange"
+
 	"github.com/clearhouse/clearhouse/fleet"
+	"github.com/clearhouse/clearhouse/identity"
 )
 
 // quoteOf is the quote token a quoted reservation form carries ("" when none).
@@ -43,7 +44,7 @@ func quote(t *testing.T, b *browser, form url.Values) string {
 func TestReserveNeedsAFreshQuoteOfTheSameRequest(t *testing.T) {
 	f := newFixture(t)
 	f.openMarket()
-	f.user("ana@x.io", exchange.RoleMember, "search")
+	f.user("ana@x.io", identity.RoleMember, "search")
 	b := f.browser()
 	b.login("ana@x.io")
 	_, doc := b.get("/reservations")
@@ -125,7 +126,7 @@ func TestReserveNeedsAFreshQuoteOfTheSameRequest(t *testing.T) {
 func TestAQuoteIsGoodOnlyInItsSession(t *testing.T) {
 	f := newFixture(t)
 	f.openMarket()
-	f.user("ana@x.io", exchange.RoleMember, "search")
+	f.user("ana@x.io", identity.RoleMember, "search")
 	a, b := f.browser(), f.browser()
 	a.login("ana@x.io")
 	b.login("ana@x.io")

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/clearhouse/clearhouse/exchange"
+	"github.com/clearhouse/clearhouse/identity"
 )
 
 // A reservation the scheduler refuses is reported truthfully: the refused request
@@ -14,7 +14,7 @@ import (
 func TestRefusedReservationIsReportedTruthfully(t *testing.T) {
 	f := newFixture(t)
 	f.openMarket()
-	f.user("mia@x.io", exchange.RoleMember, "search")
+	f.user("mia@x.io", identity.RoleMember, "search")
 	b := f.browser()
 	b.login("mia@x.io")
 	_, doc := b.get("/reservations")

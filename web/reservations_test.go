@@ -13,6 +13,7 @@ import (
 
 	"github.com/clearhouse/clearhouse/exchange"
 	"github.com/clearhouse/clearhouse/fleet"
+	"github.com/clearhouse/clearhouse/identity"
 	"github.com/clearhouse/clearhouse/ledger"
 )
 
@@ -35,7 +36,7 @@ func (f *fixture) api(token, method, path, body string) (int, map[string]any) {
 	return res.StatusCode, out
 }
 
-func (f *fixture) token(u exchange.User) string {
+func (f *fixture) token(u identity.User) string {
 	f.t.Helper()
 	tok, _, err := f.id.IssueToken(context.Background(), u.ID, "test")
 	if err != nil {
@@ -64,7 +65,7 @@ func errorMessage(body map[string]any) string {
 func TestTheReservationAPIFollowsYARNsConventions(t *testing.T) {
 	f := newFixture(t)
 	f.openMarket()
-	member := f.token(f.user("ana@x.io", exchange.RoleMember, "search"))
+	member := f.token(f.user("ana@x.io", identity.RoleMember, "search"))
 	code, body := f.api(member, "POST", "/api/v1/reservations/new", "")
 	if code != http.StatusCreated {
 		t.Fatalf("new: %d %v", code, body)
@@ -113,7 +114,7 @@ func TestTheReservationAPIFollowsYARNsConventions(t *testing.T) {
 	if _, err := f.market.AddTeam(context.Background(), exchange.NewTeam{ID: "ads"}); err != nil {
 		t.Fatal(err)
 	}
-	other := f.token(f.user("bob@x.io", exchange.RoleMember, "ads"))
+	other := f.token(f.user("bob@x.io", identity.RoleMember, "ads"))
 	if code, _ := f.api(other, "GET", "/api/v1/reservations?team=search", ""); code != http.StatusForbidden {
 		t.Fatalf("another team's list: %d", code)
 	}
@@ -123,7 +124,7 @@ func TestTheReservationAPIFollowsYARNsConventions(t *testing.T) {
 	if code, _ := f.api(other, "DELETE", fmt.Sprintf("/api/v1/reservations/%d", id), ""); code != http.StatusNotFound {
 		t.Fatalf("another team cancelled it: %d", code)
 	}
-	finance := f.token(f.user("fin@x.io", exchange.RoleFinance, ""))
+	finance := f.token(f.user("fin@x.io", identity.RoleFinance, ""))
 	if code, list := f.api(finance, "GET", "/api/v1/reservations?team=search", ""); code != http.StatusOK || len(list["reservations"].([]any)) != 1 {
 		t.Fatalf("finance reads every team's: %d", code)
 	}
@@ -144,7 +145,7 @@ func TestTheReservationAPIFollowsYARNsConventions(t *testing.T) {
 func TestABadDefinitionGetsA400NamingTheField(t *testing.T) {
 	f := newFixture(t)
 	f.openMarket()
-	member := f.token(f.user("ana@x.io", exchange.RoleMember, "search"))
+	member := f.token(f.user("ana@x.io", identity.RoleMember, "search"))
 	now := f.clock.Now()
 	at := func(d time.Duration) string { return now.Add(d).Format(time.RFC3339) }
 	req := func(cfg, dur, arrival, deadline string) string {
@@ -185,7 +186,7 @@ func TestAgentTokensReachOnlyTheirClustersRoutes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	member := f.user("ana@x.io", exchange.RoleMember, "search")
+	member := f.user("ana@x.io", identity.RoleMember, "search")
 	v, err := f.plan.Reserve(ctx, member, fleet.Definition{Value: 5 * ledger.Dollar, Requests: []fleet.RequestSpec{{
 		Configuration: map[string]int64{"us-east/cpu": 2}, Count: 3, Duration: time.Hour, Arrival: f.clock.Now(), Deadline: f.clock.Now().Add(2 * time.Hour)}}})
 	if err != nil || v.Status != fleet.ReservationAccepted {
@@ -203,7 +204,7 @@ func TestAgentTokensReachOnlyTheirClustersRoutes(t *testing.T) {
 	if got, _ := f.plan.Reservation(ctx, v.ID); got.Requests[0].UsageByPool()["us-east/cpu"] != 5 {
 		t.Fatal("the reported usage was not recorded")
 	}
-	memberTok, operatorTok := f.token(member), f.token(f.user("op@x.io", exchange.RoleOperator, ""))
+	memberTok, operatorTok := f.token(member), f.token(f.user("op@x.io", identity.RoleOperator, ""))
 	for _, c := range []struct {
 		token, method, path, body string
 		want                      int
@@ -235,7 +236,7 @@ func TestAgentTokensReachOnlyTheirClustersRoutes(t *testing.T) {
 func TestTheReservationPagesQuoteReserveAndCancel(t *testing.T) {
 	f := newFixture(t)
 	f.openMarket()
-	f.user("ana@x.io", exchange.RoleMember, "search")
+	f.user("ana@x.io", identity.RoleMember, "search")
 	b := f.browser()
 	b.login("ana@x.io")
 	res, doc := b.get("/reservations")
@@ -294,7 +295,7 @@ func TestTheReservationPagesQuoteReserveAndCancel(t *testing.T) {
 func TestOperatorsSetAPoolsPricingAndSeeItsPlan(t *testing.T) {
 	f := newFixture(t)
 	f.openMarket()
-	f.user("op@x.io", exchange.RoleOperator, "")
+	f.user("op@x.io", identity.RoleOperator, "")
 	b := f.browser()
 	b.login("op@x.io")
 	res, doc := b.get("/operate/schedule")

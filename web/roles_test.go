@@ -16,6 +16,7 @@ import (
 
 	"github.com/clearhouse/clearhouse/auction"
 	"github.com/clearhouse/clearhouse/exchange"
+	"github.com/clearhouse/clearhouse/identity"
 	"github.com/clearhouse/clearhouse/ledger"
 	"github.com/clearhouse/clearhouse/web"
 )
@@ -57,8 +58,8 @@ func (f *fixture) cpuPool() {
 func TestEveryPageRefusesOtherRoles(t *testing.T) {
 	f := newFixture(t)
 	f.openMarket()
-	users := map[exchange.Role]*browser{}
-	for _, r := range exchange.Roles {
+	users := map[identity.Role]*browser{}
+	for _, r := range identity.Roles {
 		team := ""
 		if r.OnTeam() {
 			team = "search"
@@ -68,48 +69,48 @@ func TestEveryPageRefusesOtherRoles(t *testing.T) {
 		b.login(string(r) + "@x.io")
 		users[r] = b
 	}
-	pages := map[string][]exchange.Role{
-		"/":                                   exchange.Roles,
-		"/auctions":                           exchange.Roles,
-		"/auctions/1":                         exchange.Roles,
-		"/search":                             exchange.Roles,
-		"/help":                               exchange.Roles,
-		"/notifications":                      exchange.Roles,
-		"/orders":                             {exchange.RoleMember, exchange.RoleOwner},
-		"/orders/new":                         {exchange.RoleMember, exchange.RoleOwner},
-		"/orders/offer":                       {exchange.RoleMember, exchange.RoleOwner},
-		"/team":                               {exchange.RoleMember, exchange.RoleOwner},
-		"/team/statement.csv":                 {exchange.RoleMember, exchange.RoleOwner},
-		"/approvals":                          {exchange.RoleOwner},
-		"/finance":                            {exchange.RoleFinance},
-		"/finance/teams/search":               {exchange.RoleFinance},
-		"/finance/journal.csv":                {exchange.RoleFinance},
-		"/finance/best-effort":                {exchange.RoleFinance},
-		"/finance/auctions/1":                 {exchange.RoleFinance},
-		"/operate":                            {exchange.RoleOperator},
-		"/operate/trades":                     {exchange.RoleOperator},
-		"/operate/curves/standard":            {exchange.RoleOperator},
-		"/operate/pools/us-east/cpu":          {exchange.RoleOperator},
-		"/api/v1/market":                      exchange.Roles,
-		"/api/v1/budget":                      {exchange.RoleMember, exchange.RoleOwner},
-		"/api/v1/teams/search/budget":         {exchange.RoleFinance},
-		"/finance/auctions/1/settlement.csv":  {exchange.RoleFinance},
-		"/api/v1/ledger/trial-balance":        {exchange.RoleFinance},
-		"/api/v1/auctions/1/settlement":       {exchange.RoleFinance, exchange.RoleOperator},
-		"/reservations":                       {exchange.RoleMember, exchange.RoleOwner},
-		"/operate/schedule":                   {exchange.RoleOperator},
-		"/operate/schedule/lost-value.csv":    {exchange.RoleOperator},
-		"/operate/access":                     {exchange.RoleOperator},
-		"/operate/shapes":                     {exchange.RoleOperator},
-		"/orders/move":                        {exchange.RoleMember, exchange.RoleOwner},
-		"/api/v1/reservations":                exchange.Roles,
-		"/api/v1/clusters/us-east/allocation": {exchange.RoleOperator},
-		"/api/v1/best-effort":                 exchange.Roles,
-		"/best-effort":                        {exchange.RoleMember, exchange.RoleOwner},
-		"/operate/idle":                       {exchange.RoleOperator},
+	pages := map[string][]identity.Role{
+		"/":                                   identity.Roles,
+		"/auctions":                           identity.Roles,
+		"/auctions/1":                         identity.Roles,
+		"/search":                             identity.Roles,
+		"/help":                               identity.Roles,
+		"/notifications":                      identity.Roles,
+		"/orders":                             {identity.RoleMember, identity.RoleOwner},
+		"/orders/new":                         {identity.RoleMember, identity.RoleOwner},
+		"/orders/offer":                       {identity.RoleMember, identity.RoleOwner},
+		"/team":                               {identity.RoleMember, identity.RoleOwner},
+		"/team/statement.csv":                 {identity.RoleMember, identity.RoleOwner},
+		"/approvals":                          {identity.RoleOwner},
+		"/finance":                            {identity.RoleFinance},
+		"/finance/teams/search":               {identity.RoleFinance},
+		"/finance/journal.csv":                {identity.RoleFinance},
+		"/finance/best-effort":                {identity.RoleFinance},
+		"/finance/auctions/1":                 {identity.RoleFinance},
+		"/operate":                            {identity.RoleOperator},
+		"/operate/trades":                     {identity.RoleOperator},
+		"/operate/curves/standard":            {identity.RoleOperator},
+		"/operate/pools/us-east/cpu":          {identity.RoleOperator},
+		"/api/v1/market":                      identity.Roles,
+		"/api/v1/budget":                      {identity.RoleMember, identity.RoleOwner},
+		"/api/v1/teams/search/budget":         {identity.RoleFinance},
+		"/finance/auctions/1/settlement.csv":  {identity.RoleFinance},
+		"/api/v1/ledger/trial-balance":        {identity.RoleFinance},
+		"/api/v1/auctions/1/settlement":       {identity.RoleFinance, identity.RoleOperator},
+		"/reservations":                       {identity.RoleMember, identity.RoleOwner},
+		"/operate/schedule":                   {identity.RoleOperator},
+		"/operate/schedule/lost-value.csv":    {identity.RoleOperator},
+		"/operate/access":                     {identity.RoleOperator},
+		"/operate/shapes":                     {identity.RoleOperator},
+		"/orders/move":                        {identity.RoleMember, identity.RoleOwner},
+		"/api/v1/reservations":                identity.Roles,
+		"/api/v1/clusters/us-east/allocation": {identity.RoleOperator},
+		"/api/v1/best-effort":                 identity.Roles,
+		"/best-effort":                        {identity.RoleMember, identity.RoleOwner},
+		"/operate/idle":                       {identity.RoleOperator},
 	}
 	for page, allowed := range pages {
-		for _, r := range exchange.Roles {
+		for _, r := range identity.Roles {
 			want := http.StatusForbidden
 			for _, a := range allowed {
 				if a == r {
@@ -123,11 +124,11 @@ func TestEveryPageRefusesOtherRoles(t *testing.T) {
 		}
 	}
 	// Forms refuse the wrong role too, even with a valid CSRF token.
-	tok := users[exchange.RoleMember].csrf("/orders")
+	tok := users[identity.RoleMember].csrf("/orders")
 	for _, path := range []string{"/finance/grants", "/operate/clusters", "/approvals/1", "/team/threshold", "/operate/schedule/us-east/cpu",
 		"/operate/access/tokens/1/revoke", "/operate/access/users/1/sessions/end", "/operate/access/users/1/disable", "/operate/access/users/1/enable",
 		"/operate/shapes", "/operate/shapes/x/delete"} {
-		res, _ := users[exchange.RoleMember].post(path, url.Values{"csrf_token": {tok}})
+		res, _ := users[identity.RoleMember].post(path, url.Values{"csrf_token": {tok}})
 		if res.StatusCode != http.StatusForbidden {
 			t.Errorf("POST %s as member: %d, want 403", path, res.StatusCode)
 		}
@@ -137,7 +138,7 @@ func TestEveryPageRefusesOtherRoles(t *testing.T) {
 func TestAPIWithATokenPlacesAndWithdrawsAnOrder(t *testing.T) {
 	f := newFixture(t)
 	f.openMarket()
-	u := f.user("ana@x.io", exchange.RoleMember, "search")
+	u := f.user("ana@x.io", identity.RoleMember, "search")
 	token, _, err := f.id.IssueToken(context.Background(), u.ID, "test")
 	if err != nil {
 		t.Fatal(err)
@@ -233,7 +234,7 @@ func itoa(n int) string { return strconv.Itoa(n) }
 func TestBidFormKeepsWhatWasTypedAndSavesNothingWhenRefused(t *testing.T) {
 	f := newFixture(t)
 	f.openMarket()
-	f.user("ana@x.io", exchange.RoleMember, "search")
+	f.user("ana@x.io", identity.RoleMember, "search")
 	b := f.browser()
 	b.login("ana@x.io")
 	tok := b.csrf("/orders/new")
@@ -261,8 +262,8 @@ func TestAPICloseSettlementAndTrialBalance(t *testing.T) {
 	f := newFixture(t)
 	f.openMarket()
 	ctx := context.Background()
-	tokens := map[exchange.Role]string{}
-	for _, r := range []exchange.Role{exchange.RoleOwner, exchange.RoleOperator, exchange.RoleFinance} {
+	tokens := map[identity.Role]string{}
+	for _, r := range []identity.Role{identity.RoleOwner, identity.RoleOperator, identity.RoleFinance} {
 		team := ""
 		if r.OnTeam() {
 			team = "search"
@@ -274,7 +275,7 @@ func TestAPICloseSettlementAndTrialBalance(t *testing.T) {
 		}
 		tokens[r] = tok
 	}
-	call := func(r exchange.Role, method, path, body string) (int, map[string]any) {
+	call := func(r identity.Role, method, path, body string) (int, map[string]any) {
 		req, _ := http.NewRequest(method, f.srv.URL+path, strings.NewReader(body))
 		req.Header.Set("Authorization", "Bearer "+tokens[r])
 		res, err := http.DefaultClient.Do(req)
@@ -286,28 +287,28 @@ func TestAPICloseSettlementAndTrialBalance(t *testing.T) {
 		_ = json.NewDecoder(res.Body).Decode(&m)
 		return res.StatusCode, m
 	}
-	if code, m := call(exchange.RoleOwner, "POST", "/api/v1/orders", `{"bundles":[{"us-east/cpu":10}],"limit":"50"}`); code != 201 {
+	if code, m := call(identity.RoleOwner, "POST", "/api/v1/orders", `{"bundles":[{"us-east/cpu":10}],"limit":"50"}`); code != 201 {
 		t.Fatalf("order: %d %v", code, m)
 	}
-	if code, _ := call(exchange.RoleFinance, "POST", "/api/v1/auctions/1/close", ""); code != http.StatusForbidden {
+	if code, _ := call(identity.RoleFinance, "POST", "/api/v1/auctions/1/close", ""); code != http.StatusForbidden {
 		t.Fatalf("finance closed an auction: %d", code)
 	}
-	code, m := call(exchange.RoleOperator, "POST", "/api/v1/auctions/1/close", "")
+	code, m := call(identity.RoleOperator, "POST", "/api/v1/auctions/1/close", "")
 	if code != 200 || m["status"] != "settled" {
 		t.Fatalf("close: %d %v", code, m)
 	}
-	code, m = call(exchange.RoleFinance, "GET", "/api/v1/auctions/1/settlement", "")
+	code, m = call(identity.RoleFinance, "GET", "/api/v1/auctions/1/settlement", "")
 	totals, _ := m["totals"].(map[string]any)
 	lines, _ := m["lines"].([]any)
 	if code != 200 || len(lines) != 1 || totals["buyers_paid"] == "0.00" || totals["treasury_net"] != totals["buyers_paid"] {
 		t.Fatalf("settlement: %d %v", code, m)
 	}
-	code, m = call(exchange.RoleFinance, "GET", "/api/v1/ledger/trial-balance", "")
+	code, m = call(identity.RoleFinance, "GET", "/api/v1/ledger/trial-balance", "")
 	if code != 200 || m["total"] != "0.00" {
 		t.Fatalf("trial balance: %d %v", code, m)
 	}
 	req, _ := http.NewRequest("GET", f.srv.URL+"/api/v1/auctions/1/settlement?format=csv", nil)
-	req.Header.Set("Authorization", "Bearer "+tokens[exchange.RoleOperator])
+	req.Header.Set("Authorization", "Bearer "+tokens[identity.RoleOperator])
 	res, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
@@ -325,7 +326,7 @@ func TestNamesAreEscaped(t *testing.T) {
 	if _, err := f.market.AddTeam(ctx, exchange.NewTeam{ID: "evil", Name: `<script>alert("x")</script>`}); err != nil {
 		t.Fatal(err)
 	}
-	f.user("eve@x.io", exchange.RoleOwner, "evil")
+	f.user("eve@x.io", identity.RoleOwner, "evil")
 	b := f.browser()
 	b.login("eve@x.io")
 	res, err := b.c.Get(f.srv.URL + "/team")
@@ -343,7 +344,7 @@ func TestNamesAreEscaped(t *testing.T) {
 // addresses, and only for users with an account.
 func TestProxyHeaderSignsInFromTrustedAddressesOnly(t *testing.T) {
 	f := newFixture(t)
-	f.user("ana@x.io", exchange.RoleFinance, "")
+	f.user("ana@x.io", identity.RoleFinance, "")
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	serve := func(cidr string) *httptest.Server {
 		_, n, _ := net.ParseCIDR(cidr)
@@ -379,7 +380,7 @@ func TestProxyHeaderSignsInFromTrustedAddressesOnly(t *testing.T) {
 func TestGrantsFromTheFinanceForm(t *testing.T) {
 	f := newFixture(t)
 	f.openMarket()
-	f.user("fin@x.io", exchange.RoleFinance, "")
+	f.user("fin@x.io", identity.RoleFinance, "")
 	b := f.browser()
 	b.login("fin@x.io")
 	tok := b.csrf("/finance")

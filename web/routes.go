@@ -3,17 +3,18 @@ package web
 import (
 	"net/http"
 
-	"github.com/clearhouse/clearhouse/exchange"
 	"github.com/gin-gonic/gin"
+
+	"github.com/clearhouse/clearhouse/identity"
 )
 
 // Role sets used by the routes.
 var (
-	anyone   = exchange.Roles
-	onTeam   = []exchange.Role{exchange.RoleMember, exchange.RoleOwner}
-	owner    = []exchange.Role{exchange.RoleOwner}
-	finance  = []exchange.Role{exchange.RoleFinance}
-	operator = []exchange.Role{exchange.RoleOperator}
+	anyone   = identity.Roles
+	onTeam   = []identity.Role{identity.RoleMember, identity.RoleOwner}
+	owner    = []identity.Role{identity.RoleOwner}
+	finance  = []identity.Role{identity.RoleFinance}
+	operator = []identity.Role{identity.RoleOperator}
 )
 
 // healthPath answers "ok" to anyone: load balancers probe it, and identity and CSRF

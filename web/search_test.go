@@ -9,6 +9,7 @@ import (
 	"github.com/PuerkitoBio/goquery"
 
 	"github.com/clearhouse/clearhouse/exchange"
+	"github.com/clearhouse/clearhouse/identity"
 	"github.com/clearhouse/clearhouse/ledger"
 )
 
@@ -50,7 +51,7 @@ func TestSearchSaysWhereAShapeCanBeHadCheapestFirst(t *testing.T) {
 	}
 	// Quota a team offers in the open auction is available too, at its asking price.
 	ask := -ledger.Dollar
-	if _, err := f.market.PlaceOrder(ctx, f.user("seller@x.io", exchange.RoleMember, "search"), exchange.OrderSpec{Team: "search", Limit: &ask, Bundles: []exchange.Bundle{{"us-east/cpu": -20}}}); err != nil {
+	if _, err := f.market.PlaceOrder(ctx, f.user("seller@x.io", identity.RoleMember, "search"), exchange.OrderSpec{Team: "search", Limit: &ask, Bundles: []exchange.Bundle{{"us-east/cpu": -20}}}); err != nil {
 		t.Fatal(err)
 	}
 	_, doc = b.get("/search?shape=web&count=30")

@@ -12,11 +12,13 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/gin-gonic/gin"
+
 	"github.com/clearhouse/clearhouse/besteffort"
 	"github.com/clearhouse/clearhouse/exchange"
 	"github.com/clearhouse/clearhouse/fleet"
+	"github.com/clearhouse/clearhouse/identity"
 	"github.com/clearhouse/clearhouse/static"
-	"github.com/gin-gonic/gin"
 )
 
 // Config is what the web layer needs to know.
@@ -49,7 +51,7 @@ type Config struct {
 
 // Services are the domain services the handlers call.
 type Services struct {
-	Identity     *exchange.Identity
+	Identity     *identity.Identity
 	Market       *exchange.Market
 	Reservations *fleet.Reservations
 	Utilization  *fleet.Utilization // measured utilization; nil: pages show none

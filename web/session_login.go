@@ -4,14 +4,15 @@ import (
 	"net/http"
 	"strings"
 
-	"github.com/clearhouse/clearhouse"
-	"github.com/clearhouse/clearhouse/exchange"
-	"github.com/clearhouse/clearhouse/templates"
 	"github.com/gin-gonic/gin"
+
+	"github.com/clearhouse/clearhouse"
+	"github.com/clearhouse/clearhouse/identity"
+	"github.com/clearhouse/clearhouse/templates"
 )
 
 // maxEmail is the longest email address an account may have.
-const maxEmail = exchange.MaxEmail
+const maxEmail = identity.MaxEmail
 
 // loginPage shows the sign-in form.
 func (s *Server) loginPage(c *gin.Context) {
@@ -60,7 +61,7 @@ func (s *Server) login(c *gin.Context) {
 		s.fail(c, err)
 		return
 	}
-	s.setCookie(c, sessionCookie, token, int(exchange.SessionAbsolute.Seconds()))
+	s.setCookie(c, sessionCookie, token, int(identity.SessionAbsolute.Seconds()))
 	s.clearCookie(c, csrfCookie)
 	c.Redirect(http.StatusSeeOther, next)
 }

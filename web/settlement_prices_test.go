@@ -13,8 +13,10 @@ import (
 	"time"
 
 	"github.com/PuerkitoBio/goquery"
+
 	"github.com/clearhouse/clearhouse/auction"
 	"github.com/clearhouse/clearhouse/exchange"
+	"github.com/clearhouse/clearhouse/identity"
 	"github.com/clearhouse/clearhouse/ledger"
 )
 
@@ -54,10 +56,10 @@ func TestSettlementUnitPricesReproduceThePayments(t *testing.T) {
 	if _, err := f.market.OpenDue(ctx); err != nil {
 		t.Fatal(err)
 	}
-	mia := f.user("mia@x.io", exchange.RoleMember, "search")
-	ann := f.user("ann@x.io", exchange.RoleMember, "ads")
+	mia := f.user("mia@x.io", identity.RoleMember, "search")
+	ann := f.user("ann@x.io", identity.RoleMember, "ads")
 	for _, o := range []struct {
-		by     exchange.User
+		by     identity.User
 		team   string
 		bundle exchange.Bundle
 		limit  ledger.Money
@@ -73,7 +75,7 @@ func TestSettlementUnitPricesReproduceThePayments(t *testing.T) {
 	if _, err := f.market.Close(ctx, 1); err != nil {
 		t.Fatal(err)
 	}
-	f.user("fin@x.io", exchange.RoleFinance, "")
+	f.user("fin@x.io", identity.RoleFinance, "")
 	b := f.browser()
 	b.login("fin@x.io")
 	_, doc := b.get("/finance/auctions/1")
@@ -119,7 +121,7 @@ func TestSettlementUnitPricesReproduceThePayments(t *testing.T) {
 	}
 
 	req, _ := http.NewRequest(http.MethodGet, f.srv.URL+"/finance/auctions/1/settlement.csv", nil)
-	req.Header.Set("Authorization", "Bearer "+f.token(f.user("fin2@x.io", exchange.RoleFinance, "")))
+	req.Header.Set("Authorization", "Bearer "+f.token(f.user("fin2@x.io", identity.RoleFinance, "")))
 	res, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
@@ -176,7 +178,7 @@ func TestBudgetTableHasTotals(t *testing.T) {
 	if _, err := f.market.AddTeam(ctx, exchange.NewTeam{ID: "ads", Budget: 250 * ledger.Dollar}); err != nil {
 		t.Fatal(err)
 	}
-	f.user("fin@x.io", exchange.RoleFinance, "")
+	f.user("fin@x.io", identity.RoleFinance, "")
 	b := f.browser()
 	b.login("fin@x.io")
 	_, doc := b.get("/finance")

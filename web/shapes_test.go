@@ -8,12 +8,13 @@ import (
 	"testing"
 
 	"github.com/clearhouse/clearhouse/exchange"
+	"github.com/clearhouse/clearhouse/identity"
 )
 
 func TestOperatorsDefineServiceShapes(t *testing.T) {
 	f := newFixture(t)
 	f.tradeMarket()
-	f.user("op@x.io", exchange.RoleOperator, "")
+	f.user("op@x.io", identity.RoleOperator, "")
 	b := f.browser()
 	b.login("op@x.io")
 	res, doc := b.get("/operate/shapes")

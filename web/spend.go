@@ -8,11 +8,13 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gin-gonic/gin"
+
 	"github.com/clearhouse/clearhouse"
 	"github.com/clearhouse/clearhouse/exchange"
+	"github.com/clearhouse/clearhouse/identity"
 	"github.com/clearhouse/clearhouse/ledger"
 	"github.com/clearhouse/clearhouse/templates"
-	"github.com/gin-gonic/gin"
 )
 
 // maxSpendMonths bounds the months one spend page or CSV covers.
@@ -24,9 +26,9 @@ const maxSpendMonths = 120
 func spendTeam(c *gin.Context) (string, error) {
 	u, asked := userOf(c), c.Query("team")
 	switch u.Role {
-	case exchange.RoleFinance, exchange.RoleOperator:
+	case identity.RoleFinance, identity.RoleOperator:
 		return asked, nil
-	case exchange.RoleMember, exchange.RoleOwner:
+	case identity.RoleMember, identity.RoleOwner:
 		if asked != "" && asked != u.TeamID {
 			return "", clearhouse.Errorf(clearhouse.EFORBIDDEN, "You may see your own team's spend only.")
 		}

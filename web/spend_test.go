@@ -9,7 +9,9 @@ import (
 	"time"
 
 	"github.com/PuerkitoBio/goquery"
+
 	"github.com/clearhouse/clearhouse/exchange"
+	"github.com/clearhouse/clearhouse/identity"
 	"github.com/clearhouse/clearhouse/ledger"
 )
 
@@ -37,8 +39,8 @@ func TestSpendByMonthPerTeam(t *testing.T) {
 	f.clock.Set(time.Date(2026, 4, 3, 0, 0, 0, 0, time.UTC))
 	charge("h-search-4", "search", ledger.ReasonHolding, 4*ledger.Dollar)
 
-	f.user("fin@x.io", exchange.RoleFinance, "")
-	f.user("mia@x.io", exchange.RoleMember, "search")
+	f.user("fin@x.io", identity.RoleFinance, "")
+	f.user("mia@x.io", identity.RoleMember, "search")
 	fin := f.browser()
 	fin.login("fin@x.io")
 	res, doc := fin.get("/spend?from=2026-03&to=2026-04")

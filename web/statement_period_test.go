@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/clearhouse/clearhouse/exchange"
+	"github.com/clearhouse/clearhouse/identity"
 	"github.com/clearhouse/clearhouse/ledger"
 	"github.com/clearhouse/clearhouse/store"
 	"github.com/clearhouse/clearhouse/store/storetest"
@@ -26,8 +26,8 @@ func TestStatementPeriods(t *testing.T) {
 		if _, err := f.market.Grant(ctx, "g1", "search", 500*ledger.Dollar, "top-up"); err != nil {
 			t.Fatal(err)
 		}
-		f.user("mem@x.io", exchange.RoleMember, "search")
-		fin := f.token(f.user("fin@x.io", exchange.RoleFinance, ""))
+		f.user("mem@x.io", identity.RoleMember, "search")
+		fin := f.token(f.user("fin@x.io", identity.RoleFinance, ""))
 		rows := func(path string) int {
 			t.Helper()
 			req, _ := http.NewRequest(http.MethodGet, f.srv.URL+path, nil)

@@ -6,12 +6,13 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gin-gonic/gin"
+
 	"github.com/clearhouse/clearhouse"
-	"github.com/clearhouse/clearhouse/exchange"
+	"github.com/clearhouse/clearhouse/identity"
 	"github.com/clearhouse/clearhouse/ledger"
 	"github.com/clearhouse/clearhouse/moneyfmt"
 	"github.com/clearhouse/clearhouse/templates"
-	"github.com/gin-gonic/gin"
 )
 
 // What the team page lists at most; the CSV download has everything.
@@ -131,7 +132,7 @@ func (s *Server) teamPage(c *gin.Context) {
 	if !ok {
 		return
 	}
-	v.CanSetThreshold = u.Role == exchange.RoleOwner
+	v.CanSetThreshold = u.Role == identity.RoleOwner
 	s.render(c, http.StatusOK, templates.TeamPage(s.page(c, "Team "+v.Name, "team"), v))
 }
 

@@ -5,7 +5,8 @@ import (
 	"testing"
 
 	"github.com/PuerkitoBio/goquery"
-	"github.com/clearhouse/clearhouse/exchange"
+
+	"github.com/clearhouse/clearhouse/identity"
 )
 
 // The team page puts money first (budget, holds, statement, approval rule), then
@@ -13,7 +14,7 @@ import (
 func TestTeamPageShowsMoneyFirst(t *testing.T) {
 	f := newFixture(t)
 	f.openMarket()
-	f.user("mia@x.io", exchange.RoleMember, "search")
+	f.user("mia@x.io", identity.RoleMember, "search")
 	b := f.browser()
 	b.login("mia@x.io")
 	res, err := b.c.Get(f.srv.URL + "/team")

@@ -10,6 +10,7 @@ import (
 
 	"github.com/clearhouse/clearhouse/auction"
 	"github.com/clearhouse/clearhouse/exchange"
+	"github.com/clearhouse/clearhouse/identity"
 	"github.com/clearhouse/clearhouse/ledger"
 )
 
@@ -52,7 +53,7 @@ func (f *fixture) tradeMarket() *browser {
 	if _, err := f.market.OpenDue(ctx); err != nil {
 		f.t.Fatal(err)
 	}
-	f.user("member@x.io", exchange.RoleMember, "search")
+	f.user("member@x.io", identity.RoleMember, "search")
 	b := f.browser()
 	b.login("member@x.io")
 	return b

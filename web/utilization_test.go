@@ -13,13 +13,15 @@ import (
 	"time"
 
 	"github.com/PuerkitoBio/goquery"
+	"golang.org/x/crypto/bcrypt"
+
 	"github.com/clearhouse/clearhouse/auction"
 	"github.com/clearhouse/clearhouse/exchange"
 	"github.com/clearhouse/clearhouse/fleet"
+	"github.com/clearhouse/clearhouse/identity"
 	"github.com/clearhouse/clearhouse/ledger"
 	"github.com/clearhouse/clearhouse/store/storetest"
 	"github.com/clearhouse/clearhouse/web"
-	"golang.org/x/crypto/bcrypt"
 )
 
 // newUtilFixture is newFixture with measured utilization wired in, as serve has it.
@@ -28,7 +30,7 @@ func newUtilFixture(t *testing.T) (*fixture, *fleet.Utilization) {
 	db := storetest.New(t)
 	clock := storetest.NewClock(storetest.Epoch)
 	l := ledger.New(db, clock.Now)
-	f := &fixture{t: t, db: db, clock: clock, market: exchange.NewMarket(db, l, clock.Now), id: exchange.NewIdentity(db, clock.Now, bcrypt.MinCost),
+	f := &fixture{t: t, db: db, clock: clock, market: exchange.NewMarket(db, l, clock.Now), id: identity.NewIdentity(db, clock.Now, bcrypt.MinCost),
 		plan: fleet.NewReservations(db, l, clock.Now, fleet.DefaultPlanConfig)}
 	u := fleet.NewUtilization(db, clock.Now, fleet.DefaultUtilizationConfig)
 	f.market.UseQuotaCommitments(f.plan)
@@ -63,7 +65,7 @@ func TestUtilizationPages(t *testing.T) {
 	if _, err := u.Refresh(ctx); err != nil {
 		t.Fatal(err)
 	}
-	f.user("op@x.io", exchange.RoleOperator, "")
+	f.user("op@x.io", identity.RoleOperator, "")
 	b := f.browser()
 	b.login("op@x.io")
 
@@ -149,7 +151,7 @@ func TestUtilizationPages(t *testing.T) {
 	if _, err := f.market.OpenDue(ctx); err != nil {
 		t.Fatal(err)
 	}
-	member := f.user("member@search.io", exchange.RoleMember, "search")
+	member := f.user("member@search.io", identity.RoleMember, "search")
 	if _, err := f.market.PlaceOrder(ctx, member, exchange.OrderSpec{Team: "search", Bundles: []exchange.Bundle{{"us-east/cpu": 10}}, Limit: money(100)}); err != nil {
 		t.Fatal(err)
 	}

@@ -15,15 +15,17 @@ import (
 	"testing"
 
 	"github.com/PuerkitoBio/goquery"
+	"golang.org/x/crypto/bcrypt"
+
 	"github.com/clearhouse/clearhouse/besteffort"
 	"github.com/clearhouse/clearhouse/exchange"
 	"github.com/clearhouse/clearhouse/fleet"
+	"github.com/clearhouse/clearhouse/identity"
 	"github.com/clearhouse/clearhouse/ledger"
 	"github.com/clearhouse/clearhouse/store"
 	"github.com/clearhouse/clearhouse/store/storetest"
 	"github.com/clearhouse/clearhouse/templates"
 	"github.com/clearhouse/clearhouse/web"
-	"golang.org/x/crypto/bcrypt"
 )
 
 // fixture is a running server on a fresh database with a fixed clock.
@@ -32,7 +34,7 @@ type fixture struct {
 	db     *store.DB
 	clock  *storetest.Clock
 	market *exchange.Market
-	id     *exchange.Identity
+	id     *identity.Identity
 	plan   *fleet.Reservations
 	be     *besteffort.Service
 	srv    *httptest.Server
@@ -50,7 +52,7 @@ func newFixtureOn(t testing.TB, db *store.DB, cfg web.Config) *fixture {
 	t.Helper()
 	clock := storetest.NewClock(storetest.Epoch)
 	l := ledger.New(db, clock.Now)
-	f := &fixture{t: t, db: db, clock: clock, market: exchange.NewMarket(db, l, clock.Now), id: exchange.NewIdentity(db, clock.Now, bcrypt.MinCost),
+	f := &fixture{t: t, db: db, clock: clock, market: exchange.NewMarket(db, l, clock.Now), id: identity.NewIdentity(db, clock.Now, bcrypt.MinCost),
 		plan: fleet.NewReservations(db, l, clock.Now, fleet.DefaultPlanConfig), be: besteffort.New(db, l, clock.Now, besteffort.DefaultConfig)}
 	f.market.UseQuotaCommitments(f.plan)
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -64,7 +66,7 @@ func newFixtureOn(t testing.TB, db *store.DB, cfg web.Config) *fixture {
 const testPassword = "correct horse battery"
 
 // user adds a user (and its team, when it needs one).
-func (f *fixture) user(email string, role exchange.Role, team string) exchange.User {
+func (f *fixture) user(email string, role identity.Role, team string) identity.User {
 	f.t.Helper()
 	ctx := context.Background()
 	if team != "" {
@@ -74,7 +76,7 @@ func (f *fixture) user(email string, role exchange.Role, team string) exchange.U
 			}
 		}
 	}
-	u, err := f.id.AddUser(ctx, exchange.NewUser{Email: email, Role: role, TeamID: team, Password: testPassword})
+	u, err := f.id.AddUser(ctx, identity.NewUser{Email: email, Role: role, TeamID: team, Password: testPassword})
 	if err != nil {
 		f.t.Fatal(err)
 	}
@@ -154,7 +156,7 @@ func (b *browser) login(email string) {
 
 func TestSignInFlow(t *testing.T) {
 	f := newFixture(t)
-	f.user("ana@x.io", exchange.RoleMember, "search")
+	f.user("ana@x.io", identity.RoleMember, "search")
 	b := f.browser()
 
 	res, _ := b.get("/")
@@ -202,7 +204,7 @@ func TestSignInFlow(t *testing.T) {
 
 func TestSignInIsRateLimited(t *testing.T) {
 	f := newFixture(t)
-	f.user("ana@x.io", exchange.RoleMember, "search")
+	f.user("ana@x.io", identity.RoleMember, "search")
 	b := f.browser()
 	tok := b.csrf("/login")
 	var last int
@@ -217,7 +219,7 @@ func TestSignInIsRateLimited(t *testing.T) {
 
 func TestLoginRedirectStaysOnSite(t *testing.T) {
 	f := newFixture(t)
-	f.user("ana@x.io", exchange.RoleMember, "search")
+	f.user("ana@x.io", identity.RoleMember, "search")
 	b := f.browser()
 	res, _ := b.post("/login", url.Values{"email": {"ana@x.io"}, "password": {testPassword}, "next": {"//evil.example/"}, "csrf_token": {b.csrf("/login")}})
 	if loc := res.Header.Get("Location"); loc != "/" {
@@ -231,7 +233,7 @@ func TestSecurityHeadersAndEscaping(t *testing.T) {
 	if _, err := f.market.AddCluster(ctx, exchange.Cluster{ID: "us-east", Name: `<script>alert(1)</script>`}); err != nil {
 		t.Fatal(err)
 	}
-	f.user("ana@x.io", exchange.RoleMember, "search")
+	f.user("ana@x.io", identity.RoleMember, "search")
 	b := f.browser()
 	b.login("ana@x.io")
 	res, err := b.c.Get(f.srv.URL + "/")
@@ -266,7 +268,7 @@ func mustURL(s string) *url.URL {
 func TestOneClientBehindTheProxyLocksOutOnlyItself(t *testing.T) {
 	_, proxies, _ := net.ParseCIDR("10.0.0.0/8")
 	f := newFixtureOn(t, storetest.New(t), web.Config{LoginRate: 3, TrustedProxies: []*net.IPNet{proxies}})
-	f.user("ana@x.io", exchange.RoleMember, "search")
+	f.user("ana@x.io", identity.RoleMember, "search")
 	csrf := strings.Repeat("c", 43)
 	signIn := func(peer, forwarded, password string) int {
 		form := url.Values{"email": {"ana@x.io"}, "password": {password}}

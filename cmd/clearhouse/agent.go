@@ -6,10 +6,11 @@ import (
 	"strings"
 	"time"
 
-	"github.com/clearhouse/clearhouse/agent"
-	"github.com/clearhouse/clearhouse/exchange"
-	"github.com/clearhouse/clearhouse/store"
 	"github.com/spf13/cobra"
+
+	"github.com/clearhouse/clearhouse/agent"
+	"github.com/clearhouse/clearhouse/identity"
+	"github.com/clearhouse/clearhouse/store"
 )
 
 // agentFlags is the reference agent's configuration.
@@ -214,7 +215,7 @@ the output; only its hash is stored.`,
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return withDB(cmd, func(db *store.DB) error {
-				id := exchange.NewIdentity(db, time.Now, 0)
+				id := identity.NewIdentity(db, time.Now, 0)
 				if name == "" {
 					name = "agent " + cluster + " " + time.Now().UTC().Format(time.DateOnly)
 				}

@@ -18,6 +18,7 @@ import (
 	"github.com/clearhouse/clearhouse/auction"
 	"github.com/clearhouse/clearhouse/exchange"
 	"github.com/clearhouse/clearhouse/fleet"
+	"github.com/clearhouse/clearhouse/identity"
 	"github.com/clearhouse/clearhouse/ledger"
 	"github.com/clearhouse/clearhouse/store/storetest"
 )
@@ -30,7 +31,7 @@ type agentMarket struct {
 	app    *App
 	clock  *storetest.Clock
 	dsn    string
-	member exchange.User
+	member identity.User
 }
 
 func newAgentMarket(t *testing.T) *agentMarket {
@@ -60,7 +61,7 @@ func newAgentMarket(t *testing.T) *agentMarket {
 	must(app.Market.AddPool(ctx, exchange.PoolSpec{ClusterID: "us-east", Resource: "cpu", Unit: "core", Capacity: 100,
 		UnitCost: ledger.Dollar, Utilization: 0.8, CurveID: "standard"}))
 	must(app.Market.AddTeam(ctx, exchange.NewTeam{ID: "search", Budget: 1000 * ledger.Dollar}))
-	member, err := app.Identity.AddUser(ctx, exchange.NewUser{Email: "member@search.io", Role: exchange.RoleMember, TeamID: "search"})
+	member, err := app.Identity.AddUser(ctx, identity.NewUser{Email: "member@search.io", Role: identity.RoleMember, TeamID: "search"})
 	must(member, err)
 	return &agentMarket{t: t, app: app, clock: clock, dsn: dsn, member: member}
 }

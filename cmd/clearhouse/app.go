@@ -15,17 +15,19 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/robfig/cron/v3"
+
 	"github.com/clearhouse/clearhouse/auction"
 	"github.com/clearhouse/clearhouse/besteffort"
 	"github.com/clearhouse/clearhouse/demo"
 	"github.com/clearhouse/clearhouse/exchange"
 	"github.com/clearhouse/clearhouse/fleet"
+	"github.com/clearhouse/clearhouse/identity"
 	"github.com/clearhouse/clearhouse/ledger"
 	"github.com/clearhouse/clearhouse/mailer"
 	"github.com/clearhouse/clearhouse/metrics"
 	"github.com/clearhouse/clearhouse/store"
 	"github.com/clearhouse/clearhouse/web"
-	"github.com/robfig/cron/v3"
 )
 
 // Config is the server's whole configuration, from flags and CLEARHOUSE_* variables.
@@ -147,7 +149,7 @@ type App struct {
 
 	DB       *store.DB
 	cron     *cron.Cron
-	Identity *exchange.Identity
+	Identity *identity.Identity
 	Market   *exchange.Market
 	Ledger   *ledger.Ledger
 	Plan     *fleet.Reservations
@@ -181,7 +183,7 @@ func (a *App) Open(ctx context.Context) error {
 		return err
 	}
 	a.DB = db
-	a.Identity = exchange.NewIdentity(db, a.now, 0)
+	a.Identity = identity.NewIdentity(db, a.now, 0)
 	a.Ledger = ledger.New(db, a.now)
 	a.Market = exchange.NewMarket(db, a.Ledger, a.now)
 	a.Plan = fleet.NewReservations(db, a.Ledger, a.now, fleet.DefaultPlanConfig)
@@ -205,7 +207,7 @@ func (a *App) Open(ctx context.Context) error {
 			return errors.Join(fmt.Errorf("demo data: %w", err), a.DB.Close())
 		}
 	}
-	a.Market.UseEmail(a.cfg.Mail.Enabled())
+	a.Market.Notices().UseEmail(a.cfg.Mail.Enabled())
 	a.jobs, a.stopJobs = context.WithCancel(context.WithoutCancel(ctx))
 	a.cron = cron.New(cron.WithLocation(time.UTC), cron.WithChain(cron.Recover(cronLogger{a.log}), cron.SkipIfStillRunning(cronLogger{a.log})))
 	if err := a.scheduleJobs(); err != nil {

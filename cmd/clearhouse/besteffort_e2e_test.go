@@ -14,6 +14,7 @@ import (
 
 	"github.com/clearhouse/clearhouse/besteffort"
 	"github.com/clearhouse/clearhouse/exchange"
+	"github.com/clearhouse/clearhouse/identity"
 	"github.com/clearhouse/clearhouse/ledger"
 )
 
@@ -57,7 +58,7 @@ func lendingMarket(t *testing.T) (*agentMarket, string, string, apiBEJob) {
 	if _, err := app.Market.AddTeam(ctx, exchange.NewTeam{ID: "ads", Budget: 100 * ledger.Dollar}); err != nil {
 		t.Fatal(err)
 	}
-	u, err := app.Identity.AddUser(ctx, exchange.NewUser{Email: "member@ads.io", Role: exchange.RoleMember, TeamID: "ads"})
+	u, err := app.Identity.AddUser(ctx, identity.NewUser{Email: "member@ads.io", Role: identity.RoleMember, TeamID: "ads"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -158,7 +159,7 @@ func close(a, b float64) bool { return a-b < 1e-6 && b-a < 1e-6 }
 func (m *agentMarket) operatorToken() string {
 	m.t.Helper()
 	ctx := context.Background()
-	u, err := m.app.Identity.AddUser(ctx, exchange.NewUser{Email: "op@x.io", Role: exchange.RoleOperator})
+	u, err := m.app.Identity.AddUser(ctx, identity.NewUser{Email: "op@x.io", Role: identity.RoleOperator})
 	if err != nil {
 		m.t.Fatal(err)
 	}

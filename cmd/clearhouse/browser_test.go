@@ -12,7 +12,9 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+
 	"github.com/clearhouse/clearhouse/exchange"
+	"github.com/clearhouse/clearhouse/identity"
 	"github.com/clearhouse/clearhouse/store/storetest"
 )
 
@@ -81,7 +83,7 @@ func TestBrowserSignIn(t *testing.T) {
 	if _, err := app.Market.AddTeam(bg, exchange.NewTeam{ID: "search", Name: "Search"}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := app.Identity.AddUser(bg, exchange.NewUser{Email: "ana@x.io", Role: exchange.RoleMember, TeamID: "search", Password: "correct horse battery"}); err != nil {
+	if _, err := app.Identity.AddUser(bg, identity.NewUser{Email: "ana@x.io", Role: identity.RoleMember, TeamID: "search", Password: "correct horse battery"}); err != nil {
 		t.Fatal(err)
 	}
 	err := chromedp.Do(ctx,

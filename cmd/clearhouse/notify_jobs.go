@@ -31,7 +31,7 @@ func (a *App) SendEmails(ctx context.Context) int {
 // sendEmails is SendEmails returning the outbox's failure (a failure to send one
 // email is not one: it is retried later).
 func (a *App) sendEmails(ctx context.Context) (int, error) {
-	es, err := a.Market.ClaimEmails(ctx, 100, emailLease)
+	es, err := a.Market.Notices().ClaimEmails(ctx, 100, emailLease)
 	if err != nil {
 		return 0, err
 	}
@@ -41,12 +41,12 @@ func (a *App) sendEmails(ctx context.Context) (int, error) {
 		if err := a.cfg.Mail.Send(ctx, e.ToAddr, e.Subject, body); err != nil {
 			backoff := min(time.Duration(1<<min(e.Attempts, 6))*time.Minute, time.Hour)
 			a.log.Warn("email not sent; will retry", "email", e.ID, "attempt", e.Attempts, "retry_in", backoff, "err", err)
-			if err := a.Market.EmailFailed(ctx, e.ID, err.Error(), a.now().Add(backoff)); err != nil {
+			if err := a.Market.Notices().EmailFailed(ctx, e.ID, err.Error(), a.now().Add(backoff)); err != nil {
 				a.log.Error("email outbox", "err", err)
 			}
 			continue
 		}
-		if err := a.Market.EmailSent(ctx, e.ID); err != nil {
+		if err := a.Market.Notices().EmailSent(ctx, e.ID); err != nil {
 			a.log.Error("email outbox", "err", err)
 			continue
 		}

@@ -26,7 +26,7 @@ func TestNotifySendSendsTheOutboxOnceFromTheCommandLine(t *testing.T) {
 		t.Fatal(err)
 	}
 	mk := exchangetest.NewAuctionMarket(t, db)
-	mk.M.UseEmail(true)
+	mk.M.Notices().UseEmail(true)
 	if _, err := mk.Order("member@search", exchange.OrderSpec{Team: "search", Limit: exchangetest.Money(500), Bundles: []exchange.Bundle{{"us-east/cpu": 10}}}); err != nil {
 		t.Fatal(err)
 	}
@@ -70,8 +70,8 @@ func TestEmailOptOutThroughTheSMTPServer(t *testing.T) {
 		t.Fatal(err)
 	}
 	mk := migrated(t, ctx, db)
-	mk.M.UseEmail(true)
-	if err := mk.M.SetEmailNotifications(ctx, mk.Users["member@search"].ID, false); err != nil {
+	mk.M.Notices().UseEmail(true)
+	if err := mk.M.Notices().SetEmailNotifications(ctx, mk.Users["member@search"].ID, false); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := mk.Order("member@search", exchange.OrderSpec{Team: "search", Limit: exchangetest.Money(500), Bundles: []exchange.Bundle{{"us-east/cpu": 10}}}); err != nil {
@@ -87,7 +87,7 @@ func TestEmailOptOutThroughTheSMTPServer(t *testing.T) {
 	if _, err := mk.M.Close(ctx, mk.AuctionID); err != nil {
 		t.Fatal(err)
 	}
-	if ns, err := mk.M.Notifications(ctx, mk.Users["member@search"].ID, 10); err != nil || len(ns) != 1 {
+	if ns, err := mk.M.Notices().Notifications(ctx, mk.Users["member@search"].ID, 10); err != nil || len(ns) != 1 {
 		t.Fatalf("the opted-out member has %d notifications in the app, %v; want the settlement", len(ns), err)
 	}
 	db.Close()

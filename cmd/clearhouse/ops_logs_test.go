@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/clearhouse/clearhouse/exchange"
+	"github.com/clearhouse/clearhouse/identity"
 	"github.com/clearhouse/clearhouse/store"
 	"github.com/clearhouse/clearhouse/store/storetest"
 )
@@ -50,7 +51,7 @@ func TestLogsHoldNoSecret(t *testing.T) {
 	if _, err := market.AddCluster(context.Background(), exchange.Cluster{ID: "us-east"}); err != nil {
 		t.Fatal(err)
 	}
-	agentToken, _, err := exchange.NewIdentity(db, time.Now, 0).IssueAgentToken(context.Background(), "us-east", "agent")
+	agentToken, _, err := identity.NewIdentity(db, time.Now, 0).IssueAgentToken(context.Background(), "us-east", "agent")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,13 +12,15 @@ import (
 	"testing"
 	"time"
 
-	"github.com/clearhouse/clearhouse/auction"
-	"github.com/clearhouse/clearhouse/exchange"
-	"github.com/clearhouse/clearhouse/ledger"
-	"github.com/clearhouse/clearhouse/store/storetest"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
+
+	"github.com/clearhouse/clearhouse/auction"
+	"github.com/clearhouse/clearhouse/exchange"
+	"github.com/clearhouse/clearhouse/identity"
+	"github.com/clearhouse/clearhouse/ledger"
+	"github.com/clearhouse/clearhouse/store/storetest"
 )
 
 const testMetricsToken = "metrics-token-0123456789abcdef"
@@ -31,7 +33,7 @@ type opsMarket struct {
 	app     *App
 	clock   *storetest.Clock
 	dsn     string
-	member  exchange.User
+	member  identity.User
 	auction exchange.Auction
 	logs    *syncBuffer
 }
@@ -85,7 +87,7 @@ func newOpsMarket(t *testing.T, edit func(*Config)) *opsMarket {
 	must(app.Market.AddPool(ctx, exchange.PoolSpec{ClusterID: "us-east", Resource: "cpu", Unit: "core", Capacity: 100,
 		UnitCost: ledger.Dollar, Utilization: 0.5, CurveID: "standard"}))
 	must(app.Market.AddTeam(ctx, exchange.NewTeam{ID: "search", Budget: 1000 * ledger.Dollar}))
-	member, err := app.Identity.AddUser(ctx, exchange.NewUser{Email: "member@search.io", Role: exchange.RoleMember, TeamID: "search"})
+	member, err := app.Identity.AddUser(ctx, identity.NewUser{Email: "member@search.io", Role: identity.RoleMember, TeamID: "search"})
 	must(member, err)
 	a, err := app.Market.ScheduleAuction(ctx, clock.Now(), clock.Now().Add(time.Hour), auction.DefaultParams)
 	must(a, err)

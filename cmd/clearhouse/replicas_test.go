@@ -16,12 +16,14 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/crypto/bcrypt"
+
 	"github.com/clearhouse/clearhouse/auction"
 	"github.com/clearhouse/clearhouse/exchange"
+	"github.com/clearhouse/clearhouse/identity"
 	"github.com/clearhouse/clearhouse/ledger"
 	"github.com/clearhouse/clearhouse/store"
 	"github.com/clearhouse/clearhouse/store/storetest"
-	"golang.org/x/crypto/bcrypt"
 )
 
 // replica is one `clearhouse serve` process of the replica test.
@@ -204,7 +206,7 @@ func seedReplicaMarket(t *testing.T, db *store.DB) []string {
 	ctx := context.Background()
 	l := ledger.New(db, time.Now)
 	m := exchange.NewMarket(db, l, time.Now)
-	id := exchange.NewIdentity(db, time.Now, bcrypt.MinCost)
+	id := identity.NewIdentity(db, time.Now, bcrypt.MinCost)
 	must := func(err error) {
 		t.Helper()
 		if err != nil {
@@ -224,7 +226,7 @@ func seedReplicaMarket(t *testing.T, db *store.DB) []string {
 	for _, team := range []string{"search", "ads", "maps"} {
 		_, err := m.AddTeam(ctx, exchange.NewTeam{ID: team, Budget: 1e6 * ledger.Dollar})
 		must(err)
-		u, err := id.AddUser(ctx, exchange.NewUser{Email: "member@" + team + ".io", Role: exchange.RoleMember, TeamID: team})
+		u, err := id.AddUser(ctx, identity.NewUser{Email: "member@" + team + ".io", Role: identity.RoleMember, TeamID: team})
 		must(err)
 		tok, _, err := id.IssueToken(ctx, u.ID, "replica-test")
 		must(err)

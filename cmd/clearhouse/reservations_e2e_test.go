@@ -16,6 +16,7 @@ import (
 	"github.com/clearhouse/clearhouse/auction"
 	"github.com/clearhouse/clearhouse/exchange"
 	"github.com/clearhouse/clearhouse/fleet"
+	"github.com/clearhouse/clearhouse/identity"
 	"github.com/clearhouse/clearhouse/ledger"
 	"github.com/clearhouse/clearhouse/store/storetest"
 )
@@ -138,8 +139,8 @@ func TestReservationsEndToEnd(t *testing.T) {
 	_, err = m.AddPool(ctx, exchange.PoolSpec{ClusterID: "us-east", Resource: "cpu", Unit: "core", Capacity: 100, UnitCost: ledger.Dollar, Utilization: 0.5, CurveID: "standard"})
 	must(err)
 	tokens := map[string]string{}
-	for _, u := range []exchange.NewUser{{Email: "ana@search.io", Role: exchange.RoleMember, TeamID: "search"},
-		{Email: "bo@ads.io", Role: exchange.RoleMember, TeamID: "ads"}, {Email: "op@x.io", Role: exchange.RoleOperator}, {Email: "fin@x.io", Role: exchange.RoleFinance}} {
+	for _, u := range []identity.NewUser{{Email: "ana@search.io", Role: identity.RoleMember, TeamID: "search"},
+		{Email: "bo@ads.io", Role: identity.RoleMember, TeamID: "ads"}, {Email: "op@x.io", Role: identity.RoleOperator}, {Email: "fin@x.io", Role: identity.RoleFinance}} {
 		if u.TeamID != "" {
 			_, err := m.AddTeam(ctx, exchange.NewTeam{ID: u.TeamID, Budget: 1000 * ledger.Dollar})
 			must(err)

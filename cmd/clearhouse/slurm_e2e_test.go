@@ -17,6 +17,7 @@ import (
 	"github.com/clearhouse/clearhouse/besteffort"
 	"github.com/clearhouse/clearhouse/exchange"
 	"github.com/clearhouse/clearhouse/fleet"
+	"github.com/clearhouse/clearhouse/identity"
 	"github.com/clearhouse/clearhouse/ledger"
 	"github.com/clearhouse/clearhouse/store/storetest"
 )
@@ -59,7 +60,7 @@ func newSlurmMarket(t *testing.T) *slurmMarket {
 		UnitCost: ledger.Dollar, Utilization: 0.8, CurveID: "standard"}))
 	must(app.Market.AddTeam(ctx, exchange.NewTeam{ID: "search", Budget: 1000 * ledger.Dollar}))
 	must(app.Market.AddTeam(ctx, exchange.NewTeam{ID: "ads", Budget: 1000 * ledger.Dollar}))
-	member, err := app.Identity.AddUser(ctx, exchange.NewUser{Email: "member@search.io", Role: exchange.RoleMember, TeamID: "search"})
+	member, err := app.Identity.AddUser(ctx, identity.NewUser{Email: "member@search.io", Role: identity.RoleMember, TeamID: "search"})
 	must(member, err)
 	m := &slurmMarket{agentMarket: &agentMarket{t: t, app: app, clock: clock, dsn: dsn, member: member}, accounts: map[string]string{}}
 
@@ -267,7 +268,7 @@ func TestSlurmBestEffortTaskRunsAsAJobAcrossRestarts(t *testing.T) {
 	ctx := context.Background()
 	token := m.token("hpc")
 	m.win("search", 13)
-	adsUser, err := m.app.Identity.AddUser(ctx, exchange.NewUser{Email: "member@ads.io", Role: exchange.RoleMember, TeamID: "ads"})
+	adsUser, err := m.app.Identity.AddUser(ctx, identity.NewUser{Email: "member@ads.io", Role: identity.RoleMember, TeamID: "ads"})
 	if err != nil {
 		t.Fatal(err)
 	}

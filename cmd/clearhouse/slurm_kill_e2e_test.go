@@ -21,7 +21,7 @@ import (
 
 	"github.com/clearhouse/clearhouse/agent"
 	"github.com/clearhouse/clearhouse/besteffort"
-	"github.com/clearhouse/clearhouse/exchange"
+	"github.com/clearhouse/clearhouse/identity"
 )
 
 // reportGate stands between the agent and the real server: it passes every request on
@@ -187,7 +187,7 @@ func TestSlurmAgentKilledMidPollSubmitsOnceAndLosesNoEvent(t *testing.T) {
 	token := m.token("hpc")
 	gate := newReportGate(t, m.app.Server.URL())
 	m.win("search", 13)
-	adsUser, err := m.app.Identity.AddUser(ctx, exchange.NewUser{Email: "member@ads.io", Role: exchange.RoleMember, TeamID: "ads"})
+	adsUser, err := m.app.Identity.AddUser(ctx, identity.NewUser{Email: "member@ads.io", Role: identity.RoleMember, TeamID: "ads"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,9 +9,10 @@ import (
 	"strings"
 	"time"
 
-	"github.com/clearhouse/clearhouse/exchange"
-	"github.com/clearhouse/clearhouse/store"
 	"github.com/spf13/cobra"
+
+	"github.com/clearhouse/clearhouse/identity"
+	"github.com/clearhouse/clearhouse/store"
 )
 
 func newUserCmd() *cobra.Command {
@@ -53,8 +54,8 @@ once.`,
 				return err
 			}
 			return withDB(cmd, func(db *store.DB) error {
-				id := exchange.NewIdentity(db, time.Now, 0)
-				u, err := id.AddUser(cmd.Context(), exchange.NewUser{Email: email, Name: name, Role: exchange.Role(role), TeamID: team, Password: password})
+				id := identity.NewIdentity(db, time.Now, 0)
+				u, err := id.AddUser(cmd.Context(), identity.NewUser{Email: email, Name: name, Role: identity.Role(role), TeamID: team, Password: password})
 				if err != nil {
 					return err
 				}

@@ -4,15 +4,16 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/clearhouse/clearhouse/exchange"
-	"github.com/clearhouse/clearhouse/store"
 	"github.com/spf13/cobra"
+
+	"github.com/clearhouse/clearhouse/identity"
+	"github.com/clearhouse/clearhouse/store"
 )
 
 // withUser opens the database and finds the user with the email for one command.
-func withUser(cmd *cobra.Command, email string, fn func(id *exchange.Identity, u exchange.User) error) error {
+func withUser(cmd *cobra.Command, email string, fn func(id *identity.Identity, u identity.User) error) error {
 	return withDB(cmd, func(db *store.DB) error {
-		id := exchange.NewIdentity(db, time.Now, 0)
+		id := identity.NewIdentity(db, time.Now, 0)
 		u, err := id.UserByEmail(cmd.Context(), email)
 		if err != nil {
 			return err
@@ -38,7 +39,7 @@ printed once. Every browser session of the user ends; their API tokens keep work
 			if err != nil {
 				return err
 			}
-			return withUser(cmd, email, func(id *exchange.Identity, u exchange.User) error {
+			return withUser(cmd, email, func(id *identity.Identity, u identity.User) error {
 				if err := id.SetPassword(cmd.Context(), u.ID, password); err != nil {
 					return err
 				}
@@ -69,7 +70,7 @@ proxy), every session of theirs ends at once and their API tokens are refused un
 		Example: `  clearhouse user disable --email ana@example.com`,
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return withUser(cmd, email, func(id *exchange.Identity, u exchange.User) error {
+			return withUser(cmd, email, func(id *identity.Identity, u identity.User) error {
 				if disable {
 					if err := id.DisableUser(cmd.Context(), u.ID); err != nil {
 						return err

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/clearhouse/clearhouse/exchange"
+	"github.com/clearhouse/clearhouse/identity"
 	"github.com/clearhouse/clearhouse/store"
 )
 
@@ -78,7 +78,7 @@ func TestCredentialCommands(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	id := exchange.NewIdentity(st, time.Now, 0)
+	id := identity.NewIdentity(st, time.Now, 0)
 	ana, _ := id.UserByEmail(context.Background(), "ana@x.io")
 	session, _, err := id.StartSession(context.Background(), ana.ID)
 	if err != nil {

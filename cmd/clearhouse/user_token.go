@@ -7,9 +7,10 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/clearhouse/clearhouse/exchange"
-	"github.com/clearhouse/clearhouse/store"
 	"github.com/spf13/cobra"
+
+	"github.com/clearhouse/clearhouse/identity"
+	"github.com/clearhouse/clearhouse/store"
 )
 
 // maxTokenLifetime bounds --expires: a token that should outlive this is "never".
@@ -59,7 +60,7 @@ for). 'clearhouse user token list' shows every token; 'clearhouse user token rev
 			if err != nil {
 				return &exitError{2, err}
 			}
-			return withUser(cmd, email, func(id *exchange.Identity, u exchange.User) error {
+			return withUser(cmd, email, func(id *identity.Identity, u identity.User) error {
 				if name == "" {
 					name = "cli " + time.Now().UTC().Format(time.DateOnly)
 				}
@@ -99,8 +100,8 @@ func newUserTokenListCmd() *cobra.Command {
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return withDB(cmd, func(db *store.DB) error {
-				id := exchange.NewIdentity(db, time.Now, 0)
-				f := exchange.TokenFilter{Limit: 500}
+				id := identity.NewIdentity(db, time.Now, 0)
+				f := identity.TokenFilter{Limit: 500}
 				if email != "" {
 					u, err := id.UserByEmail(cmd.Context(), email)
 					if err != nil {
@@ -132,14 +133,14 @@ func newUserTokenListCmd() *cobra.Command {
 	return cmd
 }
 
-func tokenOwner(t exchange.TokenView) string {
-	if t.Scope == exchange.ScopeAgent {
+func tokenOwner(t identity.TokenView) string {
+	if t.Scope == identity.ScopeAgent {
 		return "agent of " + t.ClusterID
 	}
 	return t.Owner
 }
 
-func tokenState(t exchange.TokenView, now time.Time) string {
+func tokenState(t identity.TokenView, now time.Time) string {
 	switch {
 	case t.RevokedAt != nil:
 		return "revoked " + t.RevokedAt.UTC().Format(time.DateOnly)
@@ -168,7 +169,7 @@ func newUserTokenRevokeCmd() *cobra.Command {
 				return &exitError{2, fmt.Errorf("--id: give the token's id from 'clearhouse user token list'")}
 			}
 			return withDB(cmd, func(db *store.DB) error {
-				id := exchange.NewIdentity(db, time.Now, 0)
+				id := identity.NewIdentity(db, time.Now, 0)
 				t, err := id.RevokeToken(cmd.Context(), tokenID)
 				if err != nil {
 					return err

@@ -9,12 +9,14 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/crypto/bcrypt"
+
 	"github.com/clearhouse/clearhouse/auction"
 	"github.com/clearhouse/clearhouse/exchange"
+	"github.com/clearhouse/clearhouse/identity"
 	"github.com/clearhouse/clearhouse/ledger"
 	"github.com/clearhouse/clearhouse/store"
 	"github.com/clearhouse/clearhouse/store/storetest"
-	"golang.org/x/crypto/bcrypt"
 )
 
 // Market is a small market with an open auction: cluster us-east with cpu (100
@@ -27,7 +29,7 @@ type Market struct {
 	Clock     *storetest.Clock
 	M         *exchange.Market
 	L         *ledger.Ledger
-	Users     map[string]exchange.User
+	Users     map[string]identity.User
 	AuctionID int64
 }
 
@@ -38,7 +40,7 @@ func NewAuctionMarket(t testing.TB, db *store.DB) *Market {
 	ctx := context.Background()
 	clock := storetest.NewClock(storetest.Epoch)
 	l := ledger.New(db, clock.Now)
-	mk := &Market{T: t, DB: db, Clock: clock, L: l, M: exchange.NewMarket(db, l, clock.Now), Users: map[string]exchange.User{}}
+	mk := &Market{T: t, DB: db, Clock: clock, L: l, M: exchange.NewMarket(db, l, clock.Now), Users: map[string]identity.User{}}
 	must := func(err error) {
 		t.Helper()
 		if err != nil {
@@ -59,13 +61,13 @@ func NewAuctionMarket(t testing.TB, db *store.DB) *Market {
 		_, err := mk.M.AddPool(ctx, p)
 		must(err)
 	}
-	id := exchange.NewIdentity(db, clock.Now, bcrypt.MinCost)
+	id := identity.NewIdentity(db, clock.Now, bcrypt.MinCost)
 	for _, tm := range []exchange.NewTeam{{ID: "search", Budget: 1000 * ledger.Dollar}, {ID: "ads", Budget: 500 * ledger.Dollar},
 		{ID: "ml", Budget: 2000 * ledger.Dollar, ApprovalThreshold: int64(300 * ledger.Dollar)}} {
 		_, err := mk.M.AddTeam(ctx, tm)
 		must(err)
-		for _, role := range []exchange.Role{exchange.RoleMember, exchange.RoleOwner} {
-			u, err := id.AddUser(ctx, exchange.NewUser{Email: string(role) + "@" + tm.ID + ".io", Role: role, TeamID: tm.ID})
+		for _, role := range []identity.Role{identity.RoleMember, identity.RoleOwner} {
+			u, err := id.AddUser(ctx, identity.NewUser{Email: string(role) + "@" + tm.ID + ".io", Role: role, TeamID: tm.ID})
 			must(err)
 			mk.Users[string(role)+"@"+tm.ID] = u
 		}
@@ -146,7 +148,7 @@ func (mk *Market) Verify() {
 // team's budget): a fixture for tests and benchmarks of very large auctions, where
 // placing each order one by one would take minutes. spec(i) gives order i; it must
 // be valid and only buy (quota is not set aside). Budgets must cover the holds.
-func SeedOrders(tb testing.TB, db *store.DB, auction int64, n int, by func(i int) exchange.User, spec func(i int) exchange.OrderSpec) {
+func SeedOrders(tb testing.TB, db *store.DB, auction int64, n int, by func(i int) identity.User, spec func(i int) exchange.OrderSpec) {
 	tb.Helper()
 	const batch = 5000
 	now := storetest.Epoch
@@ -216,7 +218,7 @@ type Big struct {
 	M         *exchange.Market
 	L         *ledger.Ledger
 	Clock     *storetest.Clock
-	Users     []exchange.User // the owner of each team, in team order
+	Users     []identity.User // the owner of each team, in team order
 	AuctionID int64
 }
 
@@ -243,13 +245,13 @@ func NewBig(tb testing.TB, db *store.DB, teams int, capacity int64) *Big {
 		must(err)
 	}
 	must(b.M.SetLimits(ctx, exchange.Limits{OpenOrdersPerTeam: exchange.MaxOpenOrdersPerTeam, BundlesPerOrder: 4, PoolsPerBundle: 4}))
-	id := exchange.NewIdentity(db, clock.Now, bcrypt.MinCost)
-	b.Users = make([]exchange.User, teams)
+	id := identity.NewIdentity(db, clock.Now, bcrypt.MinCost)
+	b.Users = make([]identity.User, teams)
 	for t := range b.Users {
 		team := fmt.Sprintf("team-%03d", t)
 		_, err := b.M.AddTeam(ctx, exchange.NewTeam{ID: team, Budget: 1_000_000 * ledger.Dollar})
 		must(err)
-		b.Users[t], err = id.AddUser(ctx, exchange.NewUser{Email: team + "@x.io", Role: exchange.RoleOwner, TeamID: team})
+		b.Users[t], err = id.AddUser(ctx, identity.NewUser{Email: team + "@x.io", Role: identity.RoleOwner, TeamID: team})
 		must(err)
 	}
 	a, err := b.M.ScheduleAuction(ctx, clock.Now(), clock.Now().Add(time.Hour), auction.DefaultParams)
@@ -272,5 +274,5 @@ func (b *Big) Bid(i int) exchange.OrderSpec {
 // Seed enters n orders of the usual mix in bulk (see SeedOrders).
 func (b *Big) Seed(tb testing.TB, db *store.DB, n int) {
 	tb.Helper()
-	SeedOrders(tb, db, b.AuctionID, n, func(i int) exchange.User { return b.Users[i%len(b.Users)] }, b.Bid)
+	SeedOrders(tb, db, b.AuctionID, n, func(i int) identity.User { return b.Users[i%len(b.Users)] }, b.Bid)
 }

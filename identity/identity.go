@@ -1,4 +1,18 @@
-package exchange
+// Package identity is who may use Clearhouse: people and scripts (users with a
+// login, a password hash and a role), their browser sessions, their API tokens, and
+// the agent tokens bound to one cluster. It hashes passwords with bcrypt, stores
+// only hashes of session and API tokens, and ends a user's sessions in the same
+// transaction that resets their password or disables them. Its services return
+// domain errors (clearhouse.Error) that the web layer maps to statuses.
+//
+// Teams and clusters are the market's (package exchange): a team's budget, approval
+// threshold and orders, and which of its members are told what. A user row records
+// only the id of the team a member or owner acts for; identity checks that the team
+// exists and that the role fits (members and owners on one team, finance and
+// operators on none) and knows nothing else of it. Likewise an agent token names its
+// cluster by id. So identity imports neither exchange nor anything above it, and the
+// market reads a user (its id, role and team) to decide what it may do.
+package identity
 
 import (
 	"context"

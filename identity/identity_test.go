@@ -1,4 +1,4 @@
-package exchange_test
+package identity_test
 
 import (
 	"context"
@@ -7,37 +7,40 @@ import (
 	"time"
 
 	"github.com/clearhouse/clearhouse"
-	"github.com/clearhouse/clearhouse/exchange"
+	"github.com/clearhouse/clearhouse/identity"
 	"github.com/clearhouse/clearhouse/store"
 	"github.com/clearhouse/clearhouse/store/storetest"
 	"golang.org/x/crypto/bcrypt"
 )
 
+func TestModelsMatchSchema(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		storetest.AssertModelsMatchSchema(t, db, &identity.User{}, &identity.Session{}, &identity.APIToken{})
+	})
+}
+
 func TestUsersAndSignIn(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		ctx, clock := context.Background(), storetest.NewClock(time.Time{})
-		m := newMarket(t, db)
-		id := exchange.NewIdentity(db, clock.Now, bcrypt.MinCost)
-		if _, err := m.AddTeam(ctx, exchange.NewTeam{ID: "search"}); err != nil {
-			t.Fatal(err)
-		}
-		for _, bad := range []exchange.NewUser{
-			{Email: "not-an-email", Role: exchange.RoleFinance},
+		id := identity.NewIdentity(db, clock.Now, bcrypt.MinCost)
+		addTeam(t, db, "search")
+		for _, bad := range []identity.NewUser{
+			{Email: "not-an-email", Role: identity.RoleFinance},
 			{Email: "a@x.io", Role: "king"},
-			{Email: "a@x.io", Role: exchange.RoleMember},
-			{Email: "a@x.io", Role: exchange.RoleFinance, TeamID: "search"},
-			{Email: "a@x.io", Role: exchange.RoleFinance, Password: "short"},
+			{Email: "a@x.io", Role: identity.RoleMember},
+			{Email: "a@x.io", Role: identity.RoleFinance, TeamID: "search"},
+			{Email: "a@x.io", Role: identity.RoleFinance, Password: "short"},
 		} {
 			_, err := id.AddUser(ctx, bad)
 			wantCode(t, err, clearhouse.EINVALID)
 		}
-		_, err := id.AddUser(ctx, exchange.NewUser{Email: "a@x.io", Role: exchange.RoleMember, TeamID: "ghost"})
+		_, err := id.AddUser(ctx, identity.NewUser{Email: "a@x.io", Role: identity.RoleMember, TeamID: "ghost"})
 		wantCode(t, err, clearhouse.ENOTFOUND)
-		u, err := id.AddUser(ctx, exchange.NewUser{Email: " Ana@X.io ", Role: exchange.RoleOwner, TeamID: "search", Password: "correct horse battery"})
+		u, err := id.AddUser(ctx, identity.NewUser{Email: " Ana@X.io ", Role: identity.RoleOwner, TeamID: "search", Password: "correct horse battery"})
 		if err != nil || u.Email != "ana@x.io" || strings.Contains(u.PasswordHash, "horse") {
 			t.Fatalf("AddUser = %+v, %v", u, err)
 		}
-		_, err = id.AddUser(ctx, exchange.NewUser{Email: "ana@x.io", Role: exchange.RoleFinance})
+		_, err = id.AddUser(ctx, identity.NewUser{Email: "ana@x.io", Role: identity.RoleFinance})
 		wantCode(t, err, clearhouse.ECONFLICT)
 
 		_, err = id.Authenticate(ctx, "ana@x.io", "wrong password")
@@ -62,7 +65,7 @@ func TestUsersAndSignIn(t *testing.T) {
 		if stored != 0 {
 			t.Error("the session token is stored in the clear")
 		}
-		clock.Advance(exchange.SessionIdle + time.Minute)
+		clock.Advance(identity.SessionIdle + time.Minute)
 		_, _, err = id.SessionUser(ctx, token)
 		wantCode(t, err, clearhouse.EUNAUTHORIZED)
 
@@ -78,9 +81,9 @@ func TestUsersAndSignIn(t *testing.T) {
 func TestTokens(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		ctx := context.Background()
-		newMarket(t, db)
-		id := exchange.NewIdentity(db, storetest.NewClock(time.Time{}).Now, bcrypt.MinCost)
-		u, err := id.AddUser(ctx, exchange.NewUser{Email: "op@x.io", Role: exchange.RoleOperator})
+		addCluster(t, db, "us-east")
+		id := identity.NewIdentity(db, storetest.NewClock(time.Time{}).Now, bcrypt.MinCost)
+		u, err := id.AddUser(ctx, identity.NewUser{Email: "op@x.io", Role: identity.RoleOperator})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -88,7 +91,7 @@ func TestTokens(t *testing.T) {
 		if err != nil || !strings.HasPrefix(tok, "chu_") {
 			t.Fatalf("IssueToken = %q, %v", tok, err)
 		}
-		if tk, got, err := id.TokenUser(ctx, tok); err != nil || got.ID != u.ID || tk.Scope != exchange.ScopeAPI {
+		if tk, got, err := id.TokenUser(ctx, tok); err != nil || got.ID != u.ID || tk.Scope != identity.ScopeAPI {
 			t.Fatalf("TokenUser = %+v %+v, %v", tk, got, err)
 		}
 		_, _, err = id.TokenUser(ctx, tok+"x")

@@ -1,4 +1,4 @@
-package exchange_test
+package identity_test
 
 import (
 	"context"
@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/clearhouse/clearhouse"
-	"github.com/clearhouse/clearhouse/exchange"
+	"github.com/clearhouse/clearhouse/identity"
 	"github.com/clearhouse/clearhouse/store"
 	"github.com/clearhouse/clearhouse/store/storetest"
 	"golang.org/x/crypto/bcrypt"
@@ -16,8 +16,8 @@ import (
 func TestTokensExpireAreRevokedAndRecordTheirUse(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		ctx, clock := context.Background(), storetest.NewClock(time.Time{})
-		id := exchange.NewIdentity(db, clock.Now, bcrypt.MinCost)
-		u, err := id.AddUser(ctx, exchange.NewUser{Email: "op@x.io", Role: exchange.RoleOperator})
+		id := identity.NewIdentity(db, clock.Now, bcrypt.MinCost)
+		u, err := id.AddUser(ctx, identity.NewUser{Email: "op@x.io", Role: identity.RoleOperator})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -27,7 +27,7 @@ func TestTokensExpireAreRevokedAndRecordTheirUse(t *testing.T) {
 		_, _, err = id.IssueTokenUntil(ctx, 999, "ghost", nil)
 		wantCode(t, err, clearhouse.ENOTFOUND)
 
-		in90 := clock.Now().Add(exchange.DefaultTokenLifetime)
+		in90 := clock.Now().Add(identity.DefaultTokenLifetime)
 		expiring, t1, err := id.IssueTokenUntil(ctx, u.ID, "ci", &in90)
 		if err != nil {
 			t.Fatal(err)
@@ -36,7 +36,7 @@ func TestTokensExpireAreRevokedAndRecordTheirUse(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var stored []exchange.APIToken
+		var stored []identity.APIToken
 		if err := db.Read.Find(&stored).Error; err != nil || len(stored) != 2 {
 			t.Fatalf("tokens stored: %d, %v", len(stored), err)
 		}
@@ -52,7 +52,7 @@ func TestTokensExpireAreRevokedAndRecordTheirUse(t *testing.T) {
 		if _, _, err := id.TokenUser(ctx, expiring); err != nil {
 			t.Fatal(err)
 		}
-		views, err := id.Tokens(ctx, exchange.TokenFilter{UserID: u.ID})
+		views, err := id.Tokens(ctx, identity.TokenFilter{UserID: u.ID})
 		if err != nil || len(views) != 2 || views[0].ID != t2.ID || views[1].Owner != "op@x.io" {
 			t.Fatalf("Tokens = %+v, %v", views, err)
 		}
@@ -63,7 +63,7 @@ func TestTokensExpireAreRevokedAndRecordTheirUse(t *testing.T) {
 			t.Fatalf("expiries %v and %v", views[1].ExpiresAt, views[0].ExpiresAt)
 		}
 
-		clock.Advance(exchange.DefaultTokenLifetime)
+		clock.Advance(identity.DefaultTokenLifetime)
 		_, _, err = id.TokenUser(ctx, expiring)
 		wantCode(t, err, clearhouse.EUNAUTHORIZED)
 		if _, _, err := id.TokenUser(ctx, forever); err != nil {
@@ -79,13 +79,13 @@ func TestTokensExpireAreRevokedAndRecordTheirUse(t *testing.T) {
 		wantCode(t, err, clearhouse.EUNAUTHORIZED)
 		_, err = id.RevokeToken(ctx, 999)
 		wantCode(t, err, clearhouse.ENOTFOUND)
-		views, _ = id.Tokens(ctx, exchange.TokenFilter{})
+		views, _ = id.Tokens(ctx, identity.TokenFilter{})
 		for _, v := range views {
 			if v.Live(clock.Now()) {
 				t.Errorf("token %d (%s) is live", v.ID, v.Name)
 			}
 		}
-		if page, err := id.Tokens(ctx, exchange.TokenFilter{Before: t2.ID, Limit: 1}); err != nil || len(page) != 1 || page[0].ID != t1.ID {
+		if page, err := id.Tokens(ctx, identity.TokenFilter{Before: t2.ID, Limit: 1}); err != nil || len(page) != 1 || page[0].ID != t1.ID {
 			t.Fatalf("the next page = %+v, %v", page, err)
 		}
 	})
@@ -94,16 +94,13 @@ func TestTokensExpireAreRevokedAndRecordTheirUse(t *testing.T) {
 func TestDisablingAndPasswordResetsEndSessions(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		ctx, clock := context.Background(), storetest.NewClock(time.Time{})
-		m := newMarket(t, db)
-		id := exchange.NewIdentity(db, clock.Now, bcrypt.MinCost)
-		if _, err := m.AddTeam(ctx, exchange.NewTeam{ID: "search"}); err != nil {
-			t.Fatal(err)
-		}
-		u, err := id.AddUser(ctx, exchange.NewUser{Email: "ana@x.io", Role: exchange.RoleMember, TeamID: "search", Password: "correct horse battery"})
+		id := identity.NewIdentity(db, clock.Now, bcrypt.MinCost)
+		addTeam(t, db, "search")
+		u, err := id.AddUser(ctx, identity.NewUser{Email: "ana@x.io", Role: identity.RoleMember, TeamID: "search", Password: "correct horse battery"})
 		if err != nil {
 			t.Fatal(err)
 		}
-		other, err := id.AddUser(ctx, exchange.NewUser{Email: "bob@x.io", Role: exchange.RoleMember, TeamID: "search", Password: "correct horse battery"})
+		other, err := id.AddUser(ctx, identity.NewUser{Email: "bob@x.io", Role: identity.RoleMember, TeamID: "search", Password: "correct horse battery"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -167,11 +164,11 @@ func TestDisablingAndPasswordResetsEndSessions(t *testing.T) {
 }
 
 func TestEmailsLongerThan254BytesAreRefused(t *testing.T) {
-	id := exchange.NewIdentity(storetest.New(t), storetest.NewClock(time.Time{}).Now, bcrypt.MinCost)
-	long := "ab@" + strings.Repeat("x", exchange.MaxEmail-5) + ".io" // 255 bytes
-	_, err := id.AddUser(context.Background(), exchange.NewUser{Email: long, Role: exchange.RoleFinance})
+	id := identity.NewIdentity(storetest.New(t), storetest.NewClock(time.Time{}).Now, bcrypt.MinCost)
+	long := "ab@" + strings.Repeat("x", identity.MaxEmail-5) + ".io" // 255 bytes
+	_, err := id.AddUser(context.Background(), identity.NewUser{Email: long, Role: identity.RoleFinance})
 	wantCode(t, err, clearhouse.EINVALID)
-	if _, err := id.AddUser(context.Background(), exchange.NewUser{Email: long[1:], Role: exchange.RoleFinance}); err != nil {
+	if _, err := id.AddUser(context.Background(), identity.NewUser{Email: long[1:], Role: identity.RoleFinance}); err != nil {
 		t.Fatalf("a 254-byte email: %v", err)
 	}
 }
