@@ -169,6 +169,45 @@ func TestAnAuctionFromOrdersToSettlement(t *testing.T) {
 		if _, ok := st.Utilization["us-east/cpu"]; !ok {
 			t.Errorf("utilization of settled pools: %v", st.Utilization)
 		}
+		// Traded prices are those of pools a winner bought in; every other pool's price
+		// is indicative only, and kept apart.
+		bought := map[string]bool{}
+		specs := map[int64]exchange.OrderSpec{}
+		for _, o := range []struct {
+			who string
+			id  int64
+		}{{"member@search", buy.ID}, {"member@ads", sell.ID}, {"member@ml", big.ID}} {
+			v, err := mk.M.Order(ctx, mk.Users[o.who], o.id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			specs[o.id] = v.Spec
+		}
+		for _, l := range lines {
+			if spec, ok := specs[l.OrderID]; ok && l.BundleIndex >= 0 {
+				for pool, q := range spec.Bundles[l.BundleIndex] {
+					if q > 0 {
+						bought[pool] = true
+					}
+				}
+			}
+		}
+		if len(st.Prices)+len(st.Indicative) != 3 {
+			t.Errorf("prices %v and indicative %v: want the three pools between them", st.Prices, st.Indicative)
+		}
+		for pool := range st.Prices {
+			if !bought[pool] {
+				t.Errorf("%s shown as traded, but no winner bought there", pool)
+			}
+		}
+		for pool := range st.Indicative {
+			if bought[pool] {
+				t.Errorf("%s shown as indicative, but a winner bought there", pool)
+			}
+		}
+		if len(st.Prices) == 0 {
+			t.Errorf("no traded price, though search's bid won")
+		}
 		// Closing again changes nothing.
 		before := mk.Balance("search")
 		if _, err := mk.M.Close(ctx, mk.AuctionID); err != nil {

@@ -153,8 +153,9 @@ type AuctionStats struct {
 	ShareSettled  float64 // won orders over orders that took part
 	PremiumMedian float64 // bid premium of the winners (eq. 5): buyers (limit - paid) / paid, sellers (received - minimum) / received
 	PremiumMean   float64
-	Prices        map[string]float64 // binding price per pool (dollars per unit)
-	PriceChange   map[string]float64 // relative change against the previous settled auction, per pool
+	Prices        map[string]float64 // traded price per pool (dollars per unit): pools where units changed hands
+	Indicative    map[string]float64 // where the clock stopped in pools where nothing traded: no one paid it
+	PriceChange   map[string]float64 // relative change of a traded price against the previous auction's traded price there
 	Utilization   map[string]float64 // utilization of pools where trades settled
 }
 
@@ -225,9 +226,10 @@ func recordFigures(tx *gorm.DB, a Auction, views []OrderView, lines []Settlement
 
 // Stats returns the operator's figures for the last n settled auctions, newest
 // first: share of orders settled, the winners' bid premium (eq. 5 of Stokely et al.:
-// buyers (limit - paid) / paid, sellers (received - minimum) / received), the binding
-// prices, each pool's price change against
-// the previous settled auction, and the utilization of pools where trades settled.
+// buyers (limit - paid) / paid, sellers (received - minimum) / received), the traded
+// prices (and apart, the indicative ones of pools where nothing traded), each traded
+// price's change against the previous settled auction's traded price in the pool,
+// and the utilization of pools where trades settled.
 // The figures of each auction were computed when it settled (or, for an auction
 // settled before they were kept, the first time they are asked for), so the page
 // costs the same whatever the auctions' size.
@@ -237,14 +239,30 @@ func (m *Market) Stats(ctx context.Context, n int) ([]AuctionStats, error) {
 	if err := db.Where("status = ?", AuctionSettled).Order(closedOrder).Limit(n + 1).Find(&as).Error; err != nil {
 		return nil, err
 	}
-	prices := func(id int64) (map[string]float64, error) {
+	// prices are the binding run's prices, split into traded ones and indicative ones
+	// (pools where nothing changed hands).
+	prices := func(id int64) (traded, indicative map[string]float64, err error) {
 		var rows []RunPrice
-		err := db.Raw(`SELECT p.* FROM run_prices p JOIN auction_runs r ON r.id = p.run_id WHERE r.auction_id = ? AND r.binding`, id).Scan(&rows).Error
-		out := map[string]float64{}
-		for _, r := range rows {
-			out[r.PoolID] = r.Price
+		if err := db.Raw(`SELECT p.* FROM run_prices p JOIN auction_runs r ON r.id = p.run_id WHERE r.auction_id = ? AND r.binding`, id).Scan(&rows).Error; err != nil {
+			return nil, nil, err
 		}
-		return out, err
+		var runs []int64
+		if len(rows) > 0 {
+			runs = []int64{rows[0].RunID}
+		}
+		units, err := tradedUnits(db, runs)
+		if err != nil {
+			return nil, nil, err
+		}
+		traded, indicative = map[string]float64{}, map[string]float64{}
+		for _, r := range rows {
+			if units[r.RunID][r.PoolID] > 0 {
+				traded[r.PoolID] = r.Price
+			} else {
+				indicative[r.PoolID] = r.Price
+			}
+		}
+		return traded, indicative, nil
 	}
 	var out []AuctionStats
 	for i, a := range as {
@@ -266,13 +284,13 @@ func (m *Market) Stats(ctx context.Context, n int) ([]AuctionStats, error) {
 		if st.Orders > 0 {
 			st.ShareSettled = float64(st.Won) / float64(st.Orders)
 		}
-		now, err := prices(a.ID)
+		now, indicative, err := prices(a.ID)
 		if err != nil {
 			return nil, err
 		}
-		st.Prices = now
+		st.Prices, st.Indicative = now, indicative
 		if i+1 < len(as) {
-			prev, err := prices(as[i+1].ID)
+			prev, _, err := prices(as[i+1].ID)
 			if err != nil {
 				return nil, err
 			}

@@ -647,7 +647,10 @@ func (s *Server) statsPage(c *gin.Context) {
 			}
 		}
 		if len(r.Changes) == 0 && len(st.PriceChange) > 0 {
-			r.Changes = []string{"no pool's price moved"}
+			r.Changes = []string{"no traded price moved"}
+		}
+		if len(st.Indicative) > 0 {
+			r.Indicative = "Nothing traded in " + strings.Join(sortedKeys(st.Indicative), ", ") + ": their prices are indicative only and left out."
 		}
 		for _, pool := range sortedKeys(st.Utilization) {
 			r.Utilization = append(r.Utilization, fmt.Sprintf("%s %.0f%%", pool, 100*st.Utilization[pool]))
