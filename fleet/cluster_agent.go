@@ -169,34 +169,55 @@ const (
 
 // validateReport checks a report from cluster's agent against the plan: every
 // pool and reservation must be the cluster's, and every number within bounds.
-// EINVALID names the field at fault.
+// EINVALID names the field at fault. It returns the reservations the report names.
 func (s *Reservations) validateReport(tx *gorm.DB, p *plan, cluster string, rep AgentReport, now time.Time) (map[int64]ReservationView, error) {
-	bad := func(field string, i int, format string, args ...any) error {
-		return clearhouse.Errorf(clearhouse.EINVALID, "%s[%d]: %s", field, i, fmt.Sprintf(format, args...))
-	}
 	for field, n := range map[string]int{"capacity": len(rep.Capacity), "ends": len(rep.Ends), "starts": len(rep.Starts), "usage": len(rep.Usage), "waiting": len(rep.Waiting)} {
 		if n > MaxReportRows {
 			return nil, clearhouse.Errorf(clearhouse.EINVALID, "%s: at most %d rows per report, got %d; send the rest in another report", field, MaxReportRows, n)
 		}
 	}
+	if err := validateCapacity(p, cluster, rep.Capacity, now); err != nil {
+		return nil, err
+	}
+	byID, err := s.reportedReservations(tx, cluster, rep, now)
+	if err != nil {
+		return nil, err
+	}
+	return byID, validateJobRows(p, cluster, rep, byID, now)
+}
+
+// badRow is the error of row i of a report's list field.
+func badRow(field string, i int, format string, args ...any) error {
+	return clearhouse.Errorf(clearhouse.EINVALID, "%s[%d]: %s", field, i, fmt.Sprintf(format, args...))
+}
+
+// validateCapacity checks a report's capacity changes: the cluster's pools, within a
+// sane multiple of their configured capacity, from a day ago to the plan's horizon.
+func validateCapacity(p *plan, cluster string, capacity []CapacityReport, now time.Time) error {
 	earliest, latest := now.Add(-24*time.Hour), p.at(p.eng.Horizon())
-	for i, c := range rep.Capacity {
+	for i, c := range capacity {
 		pl, ok := p.pools[c.Pool]
 		switch {
 		case !ok || pl.ClusterID != cluster:
-			return nil, bad("capacity", i, "pool %q is not a pool of cluster %s", c.Pool, cluster)
+			return badRow("capacity", i, "pool %q is not a pool of cluster %s", c.Pool, cluster)
 		case c.Units < 0:
-			return nil, bad("capacity", i, "units must not be negative")
+			return badRow("capacity", i, "units must not be negative")
 		case c.Units > MaxCapacityFactor*max(pl.Capacity, 1):
-			return nil, bad("capacity", i, "units: %d is more than %d times the pool's configured capacity of %d; have an operator raise it first",
+			return badRow("capacity", i, "units: %d is more than %d times the pool's configured capacity of %d; have an operator raise it first",
 				c.Units, MaxCapacityFactor, pl.Capacity)
 		case !c.To.After(c.From):
-			return nil, bad("capacity", i, "to must be after from")
+			return badRow("capacity", i, "to must be after from")
 		case c.From.Before(earliest) || c.To.After(latest):
-			return nil, bad("capacity", i, "from and to must lie between %s and the plan's horizon, %s",
+			return badRow("capacity", i, "from and to must lie between %s and the plan's horizon, %s",
 				earliest.Format(time.RFC3339), latest.Format(time.RFC3339))
 		}
 	}
+	return nil
+}
+
+// reportedReservations reads the reservations a report's ends, usage, starts and
+// waiting tasks name, keeping only the cluster's own.
+func (s *Reservations) reportedReservations(tx *gorm.DB, cluster string, rep AgentReport, now time.Time) (map[int64]ReservationView, error) {
 	ids := map[int64]bool{}
 	for _, e := range rep.Ends {
 		ids[e.Reservation] = true
@@ -226,63 +247,71 @@ func (s *Reservations) validateReport(tx *gorm.DB, p *plan, cluster string, rep 
 			}
 		}
 	}
+	return byID, nil
+}
+
+// validateJobRows checks a report's ends, starts, usage and waiting tasks: each names
+// a request of one of the cluster's reservations (byID), times are not in the future
+// and numbers are within bounds.
+func validateJobRows(p *plan, cluster string, rep AgentReport, byID map[int64]ReservationView, now time.Time) error {
 	check := func(field string, i int, id int64, req int) error {
 		v, ok := byID[id]
 		if !ok {
-			return bad(field, i, "cluster %s has no reservation %d", cluster, id)
+			return badRow(field, i, "cluster %s has no reservation %d", cluster, id)
 		}
 		if req < 0 || req >= len(v.Requests) {
-			return bad(field, i, "reservation %d has no request %d", id, req)
+			return badRow(field, i, "reservation %d has no request %d", id, req)
 		}
 		return nil
 	}
+	soon := p.at(p.slot(now) + 1)
 	for i, e := range rep.Ends {
 		if err := check("ends", i, e.Reservation, e.Request); err != nil {
-			return nil, err
+			return err
 		}
 		if e.At.IsZero() {
-			return nil, bad("ends", i, "at: required (RFC 3339)")
+			return badRow("ends", i, "at: required (RFC 3339)")
 		}
-		if e.At.After(p.at(p.slot(now) + 1)) {
-			return nil, bad("ends", i, "at: %s is in the future; report an end when it happens", e.At.UTC().Format(time.RFC3339))
+		if e.At.After(soon) {
+			return badRow("ends", i, "at: %s is in the future; report an end when it happens", e.At.UTC().Format(time.RFC3339))
 		}
 	}
 	for i, st := range rep.Starts {
 		if err := check("starts", i, st.Reservation, st.Request); err != nil {
-			return nil, err
+			return err
 		}
 		if st.At.IsZero() {
-			return nil, bad("starts", i, "at: required (RFC 3339)")
+			return badRow("starts", i, "at: required (RFC 3339)")
 		}
-		if st.At.After(p.at(p.slot(now) + 1)) {
-			return nil, bad("starts", i, "at: %s is in the future; report a start when it happens", st.At.UTC().Format(time.RFC3339))
+		if st.At.After(soon) {
+			return badRow("starts", i, "at: %s is in the future; report a start when it happens", st.At.UTC().Format(time.RFC3339))
 		}
 	}
 	for i, u := range rep.Usage {
 		if err := check("usage", i, u.Reservation, u.Request); err != nil {
-			return nil, err
+			return err
 		}
 		if u.Units < 0 {
-			return nil, bad("usage", i, "units must not be negative")
+			return badRow("usage", i, "units must not be negative")
 		}
 		q := byID[u.Reservation].Requests[u.Request]
 		per, ok := q.Config()[u.Pool]
 		if !ok {
-			return nil, bad("usage", i, "reservation %d request %d uses no pool %q", u.Reservation, u.Request, u.Pool)
+			return badRow("usage", i, "reservation %d request %d uses no pool %q", u.Reservation, u.Request, u.Pool)
 		}
 		if u.Units > maxReportedUsageFactor*per*q.Count {
-			return nil, bad("usage", i, "units: %d is more than %d times the %d units the request reserved", u.Units, maxReportedUsageFactor, per*q.Count)
+			return badRow("usage", i, "units: %d is more than %d times the %d units the request reserved", u.Units, maxReportedUsageFactor, per*q.Count)
 		}
 	}
 	for i, w := range rep.Waiting {
 		if err := check("waiting", i, w.Reservation, w.Request); err != nil {
-			return nil, err
+			return err
 		}
 		if w.Tasks < 0 || w.Tasks > 1_000_000_000 {
-			return nil, bad("waiting", i, "tasks must be from 0 to 1,000,000,000")
+			return badRow("waiting", i, "tasks must be from 0 to 1,000,000,000")
 		}
 	}
-	return byID, nil
+	return nil
 }
 
 // Report applies what cluster's agent reports, in one transaction: capacity
@@ -301,53 +330,16 @@ func (s *Reservations) Report(ctx context.Context, cluster string, rep AgentRepo
 		if err := s.recordPoolUsage(tx, p, cluster, rep.Pools, now); err != nil {
 			return err
 		}
-		var up scheduler.Update
-		capacity := make([]CapacityReport, 0, len(rep.Capacity))
-		capacityRows := make([][]any, 0, len(rep.Capacity))
-		for _, c := range rep.Capacity {
-			capacity = append(capacity, CapacityReport{Pool: c.Pool, From: c.From.UTC(), To: c.To.UTC(), Units: c.Units})
-			capacityRows = append(capacityRows, []any{c.Pool, c.From.UTC(), c.To.UTC(), c.Units, now})
-		}
-		if _, err := store.Insert(tx, "capacity_changes", []string{"pool_id", "from_at", "to_at", "units", "reported_at"}, capacityRows, ""); err != nil {
+		capacity, err := recordCapacity(tx, rep.Capacity, now)
+		if err != nil {
 			return err
 		}
-		touched := map[int64]bool{}
-		var endRows [][]any
-		for _, e := range rep.Ends {
-			v := byID[e.Reservation]
-			q := v.Requests[e.Request]
-			if v.Status != ReservationAccepted || q.StartAt == nil || !e.At.Before(q.End()) {
-				continue // already over: nothing to release
-			}
-			at := e.At.UTC()
-			if at.Before(*q.StartAt) {
-				at = *q.StartAt
-			}
-			endRows = append(endRows, []any{v.ID, int64(e.Request), at})
-			if e.Failed {
-				note := fmt.Sprintf("request %d failed at %s", e.Request, at.Format(time.RFC3339))
-				if err := tx.Model(&Reservation{}).Where("id = ?", v.ID).Update("note", note).Error; err != nil {
-					return err
-				}
-			}
-			up.Ends = append(up.Ends, scheduler.JobEnd{Reservation: v.ID, Request: e.Request, At: p.ceil(at)})
-			touched[v.ID] = true
+		var up scheduler.Update
+		touched, err := recordEnds(ctx, tx, p, rep.Ends, byID, &up)
+		if err != nil {
+			return err
 		}
-		usage := map[[2]int64]map[string]int64{} // reservation, request: units per pool
-		for _, u := range rep.Usage {
-			v := byID[u.Reservation]
-			if v.Status != ReservationAccepted {
-				continue // a late report about a reservation that has ended
-			}
-			k := [2]int64{u.Reservation, int64(u.Request)}
-			if usage[k] == nil {
-				usage[k] = v.Requests[u.Request].UsageByPool()
-				if usage[k] == nil {
-					usage[k] = map[string]int64{}
-				}
-			}
-			usage[k][u.Pool] = u.Units
-		}
+		usage := usageByRequest(rep.Usage, byID)
 		for _, u := range rep.Usage {
 			if _, planned := p.eng.Reservation(u.Reservation); planned && byID[u.Reservation].Status == ReservationAccepted {
 				up.Usage = append(up.Usage, scheduler.Usage{Reservation: u.Reservation, Request: u.Request, Pool: u.Pool, Units: u.Units})
@@ -358,17 +350,7 @@ func (s *Reservations) Report(ctx context.Context, cluster string, rep AgentRepo
 				up.Starts = append(up.Starts, scheduler.JobStart{Reservation: st.Reservation, Request: st.Request, At: p.slot(st.At)})
 			}
 		}
-		if err := updateRequests(ctx, tx, []store.Column{{Name: "ended_at", Type: "TIMESTAMPTZ"}}, endRows); err != nil {
-			return err
-		}
-		var waitingRows [][]any
-		for _, w := range rep.Waiting {
-			if byID[w.Reservation].Status != ReservationAccepted {
-				continue
-			}
-			waitingRows = append(waitingRows, []any{w.Reservation, int64(w.Request), w.Tasks, now})
-		}
-		if err := updateRequests(ctx, tx, []store.Column{{Name: "waiting_tasks", Type: "BIGINT"}, {Name: "reported_at", Type: "TIMESTAMPTZ"}}, waitingRows); err != nil {
+		if err := recordWaiting(ctx, tx, rep.Waiting, byID, now); err != nil {
 			return err
 		}
 		out, err := p.update(p.slot(now), up, capacity)
@@ -388,26 +370,108 @@ func (s *Reservations) Report(ctx context.Context, cluster string, rep AgentRepo
 			res.AtRisk = append(res.AtRisk, r.ID)
 			delete(touched, r.ID)
 		}
-		for id := range touched {
-			vs, err := s.views(tx, tx.Where("id = ?", id), now)
-			if err != nil || len(vs) == 0 {
-				return err
-			}
-			done, err := s.settleCharges(ctx, tx, &vs[0], now, false)
-			if err != nil {
-				return err
-			}
-			if done {
-				s.observeUse(vs[0])
-				res.Ended = append(res.Ended, id)
-				if err := tx.Model(&Reservation{}).Where("id = ?", id).Updates(map[string]any{"status": ReservationDone, "updated_at": now}).Error; err != nil {
-					return err
-				}
-			}
-		}
-		return nil
+		return s.settleEnded(ctx, tx, touched, now, &res)
 	})
 	return res, err
+}
+
+// recordCapacity stores a report's capacity changes (so a restart keeps them) and
+// returns them in UTC.
+func recordCapacity(tx *gorm.DB, reported []CapacityReport, now time.Time) ([]CapacityReport, error) {
+	capacity := make([]CapacityReport, 0, len(reported))
+	rows := make([][]any, 0, len(reported))
+	for _, c := range reported {
+		capacity = append(capacity, CapacityReport{Pool: c.Pool, From: c.From.UTC(), To: c.To.UTC(), Units: c.Units})
+		rows = append(rows, []any{c.Pool, c.From.UTC(), c.To.UTC(), c.Units, now})
+	}
+	_, err := store.Insert(tx, "capacity_changes", []string{"pool_id", "from_at", "to_at", "units", "reported_at"}, rows, "")
+	return capacity, err
+}
+
+// recordEnds stores the early ends of running requests (a failure also as the
+// reservation's note), adds them to up for the engine, and returns the
+// reservations they touched. An end at or after a request's planned end releases
+// nothing and is left out.
+func recordEnds(ctx context.Context, tx *gorm.DB, p *plan, ends []EndReport, byID map[int64]ReservationView, up *scheduler.Update) (map[int64]bool, error) {
+	touched := map[int64]bool{}
+	var rows [][]any
+	for _, e := range ends {
+		v := byID[e.Reservation]
+		q := v.Requests[e.Request]
+		if v.Status != ReservationAccepted || q.StartAt == nil || !e.At.Before(q.End()) {
+			continue // already over: nothing to release
+		}
+		at := e.At.UTC()
+		if at.Before(*q.StartAt) {
+			at = *q.StartAt
+		}
+		rows = append(rows, []any{v.ID, int64(e.Request), at})
+		if e.Failed {
+			note := fmt.Sprintf("request %d failed at %s", e.Request, at.Format(time.RFC3339))
+			if err := tx.Model(&Reservation{}).Where("id = ?", v.ID).Update("note", note).Error; err != nil {
+				return nil, err
+			}
+		}
+		up.Ends = append(up.Ends, scheduler.JobEnd{Reservation: v.ID, Request: e.Request, At: p.ceil(at)})
+		touched[v.ID] = true
+	}
+	return touched, updateRequests(ctx, tx, []store.Column{{Name: "ended_at", Type: "TIMESTAMPTZ"}}, rows)
+}
+
+// usageByRequest is the usage a report gives each running request, per pool, over
+// what the request last reported. Reports about reservations that ended are left out.
+func usageByRequest(reported []UsageReport, byID map[int64]ReservationView) map[[2]int64]map[string]int64 {
+	usage := map[[2]int64]map[string]int64{} // reservation, request: units per pool
+	for _, u := range reported {
+		v := byID[u.Reservation]
+		if v.Status != ReservationAccepted {
+			continue // a late report about a reservation that has ended
+		}
+		k := [2]int64{u.Reservation, int64(u.Request)}
+		if usage[k] == nil {
+			usage[k] = v.Requests[u.Request].UsageByPool()
+			if usage[k] == nil {
+				usage[k] = map[string]int64{}
+			}
+		}
+		usage[k][u.Pool] = u.Units
+	}
+	return usage
+}
+
+// recordWaiting stores the tasks waiting in each running request's job.
+func recordWaiting(ctx context.Context, tx *gorm.DB, waiting []WaitingReport, byID map[int64]ReservationView, now time.Time) error {
+	var rows [][]any
+	for _, w := range waiting {
+		if byID[w.Reservation].Status != ReservationAccepted {
+			continue
+		}
+		rows = append(rows, []any{w.Reservation, int64(w.Request), w.Tasks, now})
+	}
+	return updateRequests(ctx, tx, []store.Column{{Name: "waiting_tasks", Type: "BIGINT"}, {Name: "reported_at", Type: "TIMESTAMPTZ"}}, rows)
+}
+
+// settleEnded settles the charges of the reservations an end touched; those with
+// nothing left to run are done.
+func (s *Reservations) settleEnded(ctx context.Context, tx *gorm.DB, touched map[int64]bool, now time.Time, res *AgentResult) error {
+	for id := range touched {
+		vs, err := s.views(tx, tx.Where("id = ?", id), now)
+		if err != nil || len(vs) == 0 {
+			return err
+		}
+		done, err := s.settleCharges(ctx, tx, &vs[0], now, false)
+		if err != nil {
+			return err
+		}
+		if done {
+			s.observeUse(vs[0])
+			res.Ended = append(res.Ended, id)
+			if err := tx.Model(&Reservation{}).Where("id = ?", id).Updates(map[string]any{"status": ReservationDone, "updated_at": now}).Error; err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // applyReport records what re-planning did: moved reservations get their new
