@@ -64,7 +64,8 @@ func Nav(v *Viewer) []NavItem {
 	if v.Can("operator") {
 		items = append(items, NavItem{"operate", "Operate", "/operate"}, NavItem{"schedule", "Scheduler", "/operate/schedule"},
 			NavItem{"shapes", "Shapes", "/operate/shapes"},
-			NavItem{"access", "Access", "/operate/access"}, NavItem{"idle", "Idle capacity", "/operate/idle"})
+			NavItem{"access", "Access", "/operate/access"}, NavItem{"idle", "Idle capacity", "/operate/idle"},
+			NavItem{"spend", "Spend", "/spend"}) // finance reach it from the finance page
 	}
 	return items
 }

@@ -207,6 +207,14 @@ func (s *Server) cancelBestEffort(c *gin.Context) {
 		s.fail(c, err)
 		return
 	}
+	if !s.confirmed(c, "best-effort", templates.Confirm{
+		Question: fmt.Sprintf("Cancel best-effort job #%d?", id),
+		Lines: []string{"Its waiting tasks are dropped and its running tasks stopped; tasks already done stay done.",
+			"What is left of its budget, if it has one, is released to the team."},
+		Button: fmt.Sprintf("Cancel job #%d", id), Back: "/best-effort", Keep: "Keep the job",
+	}) {
+		return
+	}
 	if _, err := s.svc.BestEffort.Cancel(c.Request.Context(), userOf(c), id); err != nil {
 		if clearhouse.ErrorCode(err) == clearhouse.ECONFLICT {
 			s.redirectWithFlash(c, "/best-effort", "error", clearhouse.ErrorMessage(err))

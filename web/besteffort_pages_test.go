@@ -51,7 +51,14 @@ func TestBestEffortPages(t *testing.T) {
 		t.Fatalf("borrowed on the team page: %q", got)
 	}
 	action, _ := row.Find("form").Attr("action")
-	if res, _ = b.post(action, url.Values{"csrf_token": {tok}}); res.StatusCode != http.StatusSeeOther {
+	// The first click only asks: the job still runs.
+	if res, doc = b.post(action, url.Values{"csrf_token": {tok}}); res.StatusCode != http.StatusOK || !strings.Contains(doc.Text(), "Keep the job") {
+		t.Fatalf("cancel without confirmation: %d %q", res.StatusCode, strings.Join(strings.Fields(doc.Find("main").Text()), " "))
+	}
+	if _, doc = b.get("/best-effort"); doc.Find("[data-testid=best-effort-jobs] [data-testid=status]").First().Text() != "running" {
+		t.Fatal("asking to cancel stopped the job")
+	}
+	if res, _ = b.post(action, url.Values{"csrf_token": {tok}, "confirm": {"yes"}}); res.StatusCode != http.StatusSeeOther {
 		t.Fatalf("cancel: %d", res.StatusCode)
 	}
 	_, doc = b.get("/best-effort")
