@@ -157,17 +157,25 @@ func (b *Backend) applyKueue(ctx context.Context, byTeam map[string]map[string]i
 		note, _ := json.Marshal(want)
 		cq = cq.WithAnnotations(map[string]string{AnnotationQueue: string(note)})
 		memo := fmt.Sprint(nominal, lending, nss)
-		drift, current := b.queueDrift(t.name, name, want)
+		drift, current, seen := b.queueDrift(t.name, name, want)
 		b.mu.Lock()
 		same := b.kueueApplied[name] == memo
+		if seen != "" && b.kueueCorrected[name] == seen {
+			drift = nil // already put back and reported; the informer has not seen the write yet
+		}
 		b.mu.Unlock()
-		corrections = append(corrections, drift...)
 		if same && current {
 			continue
 		}
 		if _, err := api.ClusterQueues().Apply(ctx, cq, opts); err != nil {
 			errs = append(errs, fmt.Errorf("ClusterQueue %s: %w", name, err))
 			continue
+		}
+		if len(drift) > 0 {
+			corrections = append(corrections, drift...)
+			b.mu.Lock()
+			b.kueueCorrected[name] = seen
+			b.mu.Unlock()
 		}
 		for _, ns := range nss {
 			lq := kueueac.LocalQueue(LocalQueueName, ns).WithLabels(managed).WithSpec(kueueac.LocalQueueSpec().WithClusterQueue(kueue.ClusterQueueReference(name)))
@@ -201,16 +209,18 @@ func queueLimits(nominal, lending map[corev1.ResourceName]resource.Quantity, cov
 // queueDrift compares the ClusterQueue the informer holds with want. A limit that
 // differs from what the backend last applied (the queue's AnnotationQueue) was changed
 // by someone else: it is returned as a Correction to want. current is false when the
-// queue is missing or holds other limits than want (it must be written). An informer
-// that has not seen the backend's last apply holds the old limits beside the old
-// annotation, so it never reports drift, only current false.
-func (b *Backend) queueDrift(team, name string, want map[string]string) (drift []agent.Correction, current bool) {
+// queue is missing or holds other limits than want (it must be written); version is
+// the queue's resourceVersion as the informer holds it. An informer that has not seen
+// the backend's last apply holds the old limits beside the old annotation, so it never
+// reports drift, only current false; one that has not seen the backend's correction
+// yet holds the very version already corrected, which the caller does not report twice.
+func (b *Backend) queueDrift(team, name string, want map[string]string) (drift []agent.Correction, current bool, version string) {
 	if b.clusterQueues == nil {
-		return nil, false
+		return nil, false, ""
 	}
 	cq, err := b.clusterQueues.Get(name)
 	if err != nil {
-		return nil, false
+		return nil, false, ""
 	}
 	have := map[string]string{}
 	for _, rg := range cq.Spec.ResourceGroups {
@@ -241,7 +251,7 @@ func (b *Backend) queueDrift(team, name string, want map[string]string) (drift [
 				Object: "ClusterQueue " + name + " " + field, Was: was, Now: want[k]})
 		}
 	}
-	return drift, equalHard(have, want)
+	return drift, equalHard(have, want), cq.ResourceVersion
 }
 
 // poolOfResource names the configured pools of a resource, joined by "+" (a
