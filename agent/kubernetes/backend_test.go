@@ -123,7 +123,9 @@ func TestQuotaIsEnforcedByAdmissionAndDriftIsCorrected(t *testing.T) {
 	if m := q.Spec.Hard[corev1.ResourceName("requests.memory")]; m.String() != "64Gi" {
 		t.Fatalf("requests.memory = %s, want 64Gi", m.String())
 	}
-	if _, err := f.cs.CoreV1().Pods(f.ns).Create(ctx, ownerPod("big", "5"), metav1.CreateOptions{}); !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), "exceeded quota") {
+	// The API server's quota admission learns of the new quota through its own informer.
+	kubetest.WaitForQuotaAdmission(t, f.cs, f.ns, ownerPod("big", "5"))
+	if _, err := f.cs.CoreV1().Pods(f.ns).Create(ctx, ownerPod("big", "5"), metav1.CreateOptions{}); !kubetest.IsQuotaRefusal(err) {
 		t.Fatalf("a 5-core pod under a 4-core quota: %v", err)
 	}
 	if cs := f.apply(8); len(cs) != 0 {

@@ -143,7 +143,7 @@ func TestKubernetesSettlementBecomesTheEnforcedQuota(t *testing.T) {
 		t.Helper()
 		kubetest.Eventually(t, fmt.Sprintf("a 6-core pod admitted=%v", want), func() (bool, error) {
 			_, err := cs.CoreV1().Pods(k.ns).Create(ctx, cpuPod("six", "6"), metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
-			if err != nil && (!apierrors.IsForbidden(err) || !strings.Contains(err.Error(), "exceeded quota")) {
+			if err != nil && !kubetest.IsQuotaRefusal(err) {
 				return false, err
 			}
 			return (err == nil) == want, nil

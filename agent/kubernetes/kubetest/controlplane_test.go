@@ -2,7 +2,6 @@ package kubetest_test
 
 import (
 	"context"
-	"strings"
 	"testing"
 
 	"github.com/clearhouse/clearhouse/agent/kubernetes/kubetest"
@@ -44,9 +43,9 @@ func quota(name, cpu string) *corev1.ResourceQuota {
 	}
 }
 
-// createQuota creates q and waits until the quota controller has filled in its status:
-// only then does admission count pods against it.
-func createQuota(t *testing.T, cs kubernetes.Interface, ns string, q *corev1.ResourceQuota) {
+// createQuota creates q, waits until the quota controller has filled in its status and
+// until admission refuses beyond, a pod that exceeds q: only then is q enforced.
+func createQuota(t *testing.T, cs kubernetes.Interface, ns string, q *corev1.ResourceQuota, beyond *corev1.Pod) {
 	t.Helper()
 	ctx := context.Background()
 	if _, err := cs.CoreV1().ResourceQuotas(ns).Create(ctx, q, metav1.CreateOptions{}); err != nil {
@@ -60,6 +59,7 @@ func createQuota(t *testing.T, cs kubernetes.Interface, ns string, q *corev1.Res
 		_, ok := got.Status.Hard[corev1.ResourceRequestsCPU]
 		return ok, nil
 	})
+	kubetest.WaitForQuotaAdmission(t, cs, ns, beyond)
 }
 
 func usedCPU(t *testing.T, cs kubernetes.Interface, ns, name string) resource.Quantity {
@@ -71,21 +71,17 @@ func usedCPU(t *testing.T, cs kubernetes.Interface, ns, name string) resource.Qu
 	return q.Status.Used[corev1.ResourceRequestsCPU]
 }
 
-func isQuotaRefusal(err error) bool {
-	return apierrors.IsForbidden(err) && strings.Contains(err.Error(), "exceeded quota")
-}
-
 func TestQuotaAdmissionRefusesBeyondHardAndAdmitsAfterRaise(t *testing.T) {
 	cs := kubetest.Client(t)
 	ns := kubetest.Namespace(t, cs)
 	ctx := context.Background()
-	createQuota(t, cs, ns, quota("clearhouse", "2"))
+	createQuota(t, cs, ns, quota("clearhouse", "2"), pod("probe", "3", ""))
 
 	if _, err := cs.CoreV1().Pods(ns).Create(ctx, pod("fits", "1500m", ""), metav1.CreateOptions{}); err != nil {
 		t.Fatalf("a pod within the quota was refused: %v", err)
 	}
 	_, err := cs.CoreV1().Pods(ns).Create(ctx, pod("beyond", "1", ""), metav1.CreateOptions{})
-	if !isQuotaRefusal(err) {
+	if !kubetest.IsQuotaRefusal(err) {
 		t.Fatalf("a pod beyond requests.cpu=2 (1.5 used): err = %v, want a Forbidden 'exceeded quota'", err)
 	}
 	if _, err := cs.CoreV1().Pods(ns).Get(ctx, "beyond", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
@@ -107,7 +103,7 @@ func TestQuotaAdmissionRefusesBeyondHardAndAdmitsAfterRaise(t *testing.T) {
 	// until then the pod is refused as before, and nothing else is acceptable.
 	kubetest.Eventually(t, "the pod admitted under the raised quota", func() (bool, error) {
 		_, err := cs.CoreV1().Pods(ns).Create(ctx, pod("beyond", "1", ""), metav1.CreateOptions{})
-		if isQuotaRefusal(err) {
+		if kubetest.IsQuotaRefusal(err) {
 			return false, nil
 		}
 		return err == nil, err
@@ -186,7 +182,7 @@ func TestScopedQuotaDoesNotCountPodsOfExcludedPriorityClass(t *testing.T) {
 		Operator:  corev1.ScopeSelectorOpNotIn,
 		Values:    []string{pc.Name},
 	}}}
-	createQuota(t, cs, ns, q)
+	createQuota(t, cs, ns, q, pod("probe", "2", ""))
 
 	if _, err := cs.CoreV1().Pods(ns).Create(ctx, pod("best-effort", "4", pc.Name), metav1.CreateOptions{}); err != nil {
 		t.Fatalf("a pod of the excluded class, beyond the quota, was refused: %v", err)
@@ -195,7 +191,7 @@ func TestScopedQuotaDoesNotCountPodsOfExcludedPriorityClass(t *testing.T) {
 		t.Fatalf("a pod within the quota was refused: %v", err)
 	}
 	_, err = cs.CoreV1().Pods(ns).Create(ctx, pod("own-beyond", "1", ""), metav1.CreateOptions{})
-	if !isQuotaRefusal(err) {
+	if !kubetest.IsQuotaRefusal(err) {
 		t.Fatalf("a pod beyond the scoped quota: err = %v, want a Forbidden 'exceeded quota'", err)
 	}
 	if used := usedCPU(t, cs, ns, "clearhouse"); used.Cmp(resource.MustParse("500m")) != 0 {

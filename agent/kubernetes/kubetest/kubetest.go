@@ -149,3 +149,31 @@ func WaitForPodPhase(t testing.TB, cs kubernetes.Interface, namespace, name stri
 	})
 	return pod
 }
+
+// WaitForQuotaAdmission waits until the API server's quota admission refuses probe, a
+// pod that exceeds a ResourceQuota just created or changed in namespace, and fails the
+// test when it does not within Timeout. The quota admission reads quotas from the API
+// server's own informer, which can lag the written object (and the quota controller's
+// status) under load: until it has the quota, pods are admitted as if there were none.
+// The probe is a dry run, so it is never stored and never counted in the quota's usage.
+func WaitForQuotaAdmission(t testing.TB, cs kubernetes.Interface, namespace string, probe *corev1.Pod) {
+	t.Helper()
+	dryRun := metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}}
+	Eventually(t, fmt.Sprintf("quota admission in %s refusing pod %s", namespace, probe.Name), func() (bool, error) {
+		_, err := cs.CoreV1().Pods(namespace).Create(context.Background(), probe, dryRun)
+		switch {
+		case err == nil:
+			return false, nil
+		case IsQuotaRefusal(err):
+			return true, nil
+		default:
+			return false, err
+		}
+	})
+}
+
+// IsQuotaRefusal reports whether err is the quota admission's refusal of a request that
+// would exceed a ResourceQuota.
+func IsQuotaRefusal(err error) bool {
+	return apierrors.IsForbidden(err) && strings.Contains(err.Error(), "exceeded quota")
+}
