@@ -98,8 +98,9 @@ var depRules = map[string]depRule{
 	// The cluster-facing services, built on the market, side by side. Best-effort
 	// jobs read the reservation plan, so besteffort may import fleet, never the
 	// other way.
-	"fleet":      {deny: join([]string{"besteffort", "metrics"}, above)},
-	"besteffort": {deny: join([]string{"metrics"}, above)},
+	"fleet":           {deny: join([]string{"besteffort", "metrics"}, above)},
+	"fleet/fleettest": {deny: join([]string{"besteffort", "metrics"}, above)},
+	"besteffort":      {deny: join([]string{"metrics"}, above)},
 
 	// Instrumentation reads the services; only the web layer and the binary use it.
 	"metrics": {deny: above},

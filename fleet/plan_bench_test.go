@@ -3,80 +3,22 @@ package fleet_test
 import (
 	"context"
 	"fmt"
+	"os"
 	"slices"
 	"sync"
 	"testing"
 	"time"
 
-	"golang.org/x/crypto/bcrypt"
-
-	"github.com/clearhouse/clearhouse/auction"
-	"github.com/clearhouse/clearhouse/exchange"
 	"github.com/clearhouse/clearhouse/fleet"
-	"github.com/clearhouse/clearhouse/identity"
+	"github.com/clearhouse/clearhouse/fleet/fleettest"
 	"github.com/clearhouse/clearhouse/ledger"
-	"github.com/clearhouse/clearhouse/store"
 	"github.com/clearhouse/clearhouse/store/storetest"
 )
 
-// busyPlan is a plan with n accepted reservations from 50 teams over 10 pools of
-// one cluster, spread over the next two days, half inside the teams' quota.
-func busyPlan(b *testing.B, n int) (*exchange.Market, *fleet.Reservations, []identity.User, *storetest.Clock) {
+// busyPlan is fleettest's busy plan of n reservations on SQLite.
+func busyPlan(b *testing.B, n int) fleettest.Busy {
 	b.Helper()
-	_, m, r, users, clock := busyPlanOn(b, n)
-	return m, r, users, clock
-}
-
-func busyPlanOn(b *testing.B, n int) (*store.DB, *exchange.Market, *fleet.Reservations, []identity.User, *storetest.Clock) {
-	b.Helper()
-	return busyPlanIn(b, storetest.New(b), n)
-}
-
-func busyPlanIn(b *testing.B, db *store.DB, n int) (*store.DB, *exchange.Market, *fleet.Reservations, []identity.User, *storetest.Clock) {
-	b.Helper()
-	ctx := context.Background()
-	clock := storetest.NewClock(storetest.Epoch)
-	l := ledger.New(db, clock.Now)
-	m := exchange.NewMarket(db, l, clock.Now)
-	must := func(err error) {
-		if err != nil {
-			b.Fatal(err)
-		}
-	}
-	_, err := m.SaveCurve(ctx, "standard", "Standard", auction.DefaultCurve)
-	must(err)
-	_, err = m.AddCluster(ctx, exchange.Cluster{ID: "big"})
-	must(err)
-	for p := range 10 {
-		_, err := m.AddPool(ctx, exchange.PoolSpec{ClusterID: "big", Resource: fmt.Sprintf("r%d", p), Unit: "unit",
-			Capacity: 1_000_000, UnitCost: ledger.Dollar, Utilization: 0.5, CurveID: "standard"})
-		must(err)
-	}
-	id := identity.NewIdentity(db, clock.Now, bcrypt.MinCost)
-	users := make([]identity.User, 50)
-	for t := range users {
-		team := fmt.Sprintf("team-%02d", t)
-		_, err := m.AddTeam(ctx, exchange.NewTeam{ID: team, Budget: 1e9 * ledger.Dollar})
-		must(err)
-		users[t], err = id.AddUser(ctx, identity.NewUser{Email: team + "@x.io", Role: identity.RoleMember, TeamID: team})
-		must(err)
-		must(m.GrantQuota(ctx, team, fmt.Sprintf("big/r%d", t%10), 1000))
-	}
-	r := fleet.NewReservations(db, l, clock.Now, fleet.DefaultPlanConfig)
-	for i := range n {
-		u := users[i%len(users)]
-		from := time.Duration(i%48) * time.Hour
-		d := fleet.Definition{Value: 1000 * ledger.Dollar, Requests: []fleet.RequestSpec{{
-			Configuration: map[string]int64{fmt.Sprintf("big/r%d", i%10): 2, fmt.Sprintf("big/r%d", (i+1)%10): 8},
-			Count:         int64(5 + i%20), Duration: time.Duration(1+i%4) * time.Hour,
-			Arrival: clock.Now().Add(from), Deadline: clock.Now().Add(from + 12*time.Hour)}}}
-		v, err := r.Reserve(ctx, u, d)
-		must(err)
-		if v.Status != fleet.ReservationAccepted {
-			b.Fatalf("reservation %d: %s", i, v.Note)
-		}
-	}
-	return db, m, r, users, clock
+	return fleettest.NewBusy(b, storetest.New(b), n)
 }
 
 // BenchmarkPlanRebuild is what a server pays, once, after a settlement, an offer
@@ -84,7 +26,8 @@ func busyPlanIn(b *testing.B, db *store.DB, n int) (*store.DB, *exchange.Market,
 func BenchmarkPlanRebuild(b *testing.B) {
 	for _, n := range []int{1000, 10000} {
 		b.Run(fmt.Sprintf("reservations=%d", n), func(b *testing.B) {
-			m, r, _, _ := busyPlan(b, n)
+			bz := busyPlan(b, n)
+			m, r := bz.Market, bz.Reservations
 			ctx := context.Background()
 			b.ResetTimer()
 			for range b.N {
@@ -105,7 +48,8 @@ func BenchmarkPlanRebuild(b *testing.B) {
 // BenchmarkReserve is one reservation submitted, priced, held and planned, with
 // 10,000 already in the plan.
 func BenchmarkReserve(b *testing.B) {
-	_, r, users, clock := busyPlan(b, 10000)
+	bz := busyPlan(b, 10000)
+	r, users, clock := bz.Reservations, bz.Users, bz.Clock
 	ctx := context.Background()
 	b.ResetTimer()
 	for i := range b.N {
@@ -126,7 +70,8 @@ func BenchmarkReserve(b *testing.B) {
 func BenchmarkRestartWithLearnedPredictors(b *testing.B) {
 	for _, from := range []string{"log", "snapshot"} {
 		b.Run("from="+from, func(b *testing.B) {
-			db, _, r, users, clock := busyPlanOn(b, 1000)
+			bz := busyPlan(b, 1000)
+			db, r, users, clock := bz.DB, bz.Reservations, bz.Users, bz.Clock
 			ctx := context.Background()
 			if from == "snapshot" {
 				clock.Advance(25 * time.Hour)
@@ -153,29 +98,6 @@ func BenchmarkRestartWithLearnedPredictors(b *testing.B) {
 	}
 }
 
-// agentReport is what the agent of cluster "big" in busyPlan reports in one poll:
-// usage of up to eight running requests and one capacity change that keeps
-// capacity where it is (the plan re-plans nothing).
-func agentReport(b *testing.B, r *fleet.Reservations, clock *storetest.Clock, i int) fleet.AgentReport {
-	b.Helper()
-	alloc, err := r.Allocation(context.Background(), "big")
-	if err != nil {
-		b.Fatal(err)
-	}
-	var rep fleet.AgentReport
-	for k, a := range alloc.Running {
-		if k >= 8 {
-			break
-		}
-		for pool, per := range a.Configuration {
-			rep.Usage = append(rep.Usage, fleet.UsageReport{Reservation: a.Reservation, Request: a.Request, Pool: pool, Units: per * a.Count * int64(i%2)})
-		}
-	}
-	from := clock.Now().Add(72 * time.Hour)
-	rep.Capacity = []fleet.CapacityReport{{Pool: fmt.Sprintf("big/r%d", i%10), From: from, To: from.Add(time.Hour), Units: 1_000_000}}
-	return rep
-}
-
 // BenchmarkReportApplied is one agent report with 10,000 reservations planned:
 // taken by the server it reached (writer), and then applied by another server
 // that had the plan before it (replica: its next read of the plan, one pool's
@@ -186,12 +108,14 @@ func agentReport(b *testing.B, r *fleet.Reservations, clock *storetest.Clock, i 
 // own connection pool).
 func BenchmarkReportApplied(b *testing.B) {
 	b.Run("sqlite", func(b *testing.B) {
-		db, _, a, _, clock := busyPlanOn(b, 10000)
+		bz := busyPlan(b, 10000)
+		db, a, clock := bz.DB, bz.Reservations, bz.Clock
 		reportApplied(b, a, fleet.NewReservations(db, ledger.New(db, clock.Now), clock.Now, fleet.DefaultPlanConfig), clock)
 	})
 	if pg, ok := storetest.NewPostgres(b); ok {
 		b.Run("postgres", func(b *testing.B) {
-			db, _, a, _, clock := busyPlanIn(b, pg, 10000)
+			bz := fleettest.NewBusy(b, pg, 10000)
+			db, a, clock := bz.DB, bz.Reservations, bz.Clock
 			other := storetest.Another(b, db)
 			reportApplied(b, a, fleet.NewReservations(other, ledger.New(other, clock.Now), clock.Now, fleet.DefaultPlanConfig), clock)
 		})
@@ -210,7 +134,7 @@ func reportApplied(b *testing.B, a, replica *fleet.Reservations, clock *storetes
 	b.Run("writer", func(b *testing.B) {
 		for i := range b.N {
 			b.StopTimer()
-			rep := agentReport(b, a, clock, i)
+			rep := fleettest.Report(b, a, clock, i)
 			b.StartTimer()
 			if _, err := a.Report(ctx, "big", rep); err != nil {
 				b.Fatal(err)
@@ -229,7 +153,7 @@ func reportApplied(b *testing.B, a, replica *fleet.Reservations, clock *storetes
 		before := replica.Updates()
 		for i := range b.N {
 			b.StopTimer()
-			if _, err := a.Report(ctx, "big", agentReport(b, a, clock, i)); err != nil {
+			if _, err := a.Report(ctx, "big", fleettest.Report(b, a, clock, i)); err != nil {
 				b.Fatal(err)
 			}
 			b.StartTimer()
@@ -249,16 +173,19 @@ func reportApplied(b *testing.B, a, replica *fleet.Reservations, clock *storetes
 // iteration with 10,000 reservations planned, while pages read the plan from
 // both servers as fast as one reader each can: a cluster's allocation and a
 // pool's load over a day (what /operate/schedule shows). It reports the reports
-// taken per second and the 50th and 99th percentiles of a report's and a page's
-// latency. Run it with -benchtime 1x.
+// taken per second, the 50th and 99th percentiles of a report's and a page's
+// latency, and the plan rebuilds in the window (none in a steady state). Run it with
+// -benchtime 1x.
 func BenchmarkThousandAgents(b *testing.B) {
 	b.Run("sqlite", func(b *testing.B) {
-		_, _, a, _, clock := busyPlanOn(b, 10000)
-		thousandAgents(b, []*fleet.Reservations{a}, clock)
+		bz := busyPlan(b, 10000)
+		thousandAgents(b, []*fleet.Reservations{bz.Reservations}, bz.Clock)
 	})
-	if pg, ok := storetest.NewPostgres(b); ok {
+	if os.Getenv(storetest.PostgresEnv) != "" {
 		b.Run("postgres", func(b *testing.B) {
-			db, _, a, _, clock := busyPlanIn(b, pg, 10000)
+			pg, _ := storetest.NewPostgres(b) // a fresh database for each run of the function
+			bz := fleettest.NewBusy(b, pg, 10000)
+			db, a, clock := bz.DB, bz.Reservations, bz.Clock
 			other := storetest.Another(b, db)
 			thousandAgents(b, []*fleet.Reservations{a, fleet.NewReservations(other, ledger.New(other, clock.Now), clock.Now, fleet.DefaultPlanConfig)}, clock)
 		})
@@ -271,7 +198,18 @@ func thousandAgents(b *testing.B, servers []*fleet.Reservations, clock *storetes
 	a := servers[0]
 	reps := make([]fleet.AgentReport, 16)
 	for i := range reps {
-		reps[i] = agentReport(b, a, clock, i)
+		reps[i] = fleettest.Report(b, a, clock, i)
+	}
+	// Every server has its plan in memory before the window opens, as a running
+	// server has: a server's first read builds it from every reservation (what
+	// BenchmarkPlanRebuild measures), once, at start-up. Rebuilds in the window are
+	// reported; a steady state has none.
+	rebuilt := int64(0)
+	for _, s := range servers {
+		if _, err := s.Allocation(ctx, "big"); err != nil {
+			b.Fatal(err)
+		}
+		rebuilt -= s.Updates().Rebuilt
 	}
 	var mu sync.Mutex
 	var reportLat, pageLat []time.Duration
@@ -339,6 +277,10 @@ func thousandAgents(b *testing.B, servers []*fleet.Reservations, clock *storetes
 		slices.Sort(ds)
 		return float64(ds[min(int(p*float64(len(ds))), len(ds)-1)].Microseconds()) / 1000
 	}
+	for _, s := range servers {
+		rebuilt += s.Updates().Rebuilt
+	}
+	b.ReportMetric(float64(rebuilt), "rebuilds")
 	b.ReportMetric(float64(taken)/b.Elapsed().Seconds(), "reports/s")
 	b.ReportMetric(pct(reportLat, 0.5), "report-p50-ms")
 	b.ReportMetric(pct(reportLat, 0.99), "report-p99-ms")
