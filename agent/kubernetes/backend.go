@@ -48,10 +48,13 @@ type Backend struct {
 
 	kq             kueuecs.Interface // nil: no Kueue
 	kueueServed    bool
-	flavorOK       bool
+	flavorOK       bool                            // this process saw or wrote the ResourceFlavor
 	kueueApplied   map[string]string               // ClusterQueue -> what this process last wrote
 	clusterQueues  kueuelisters.ClusterQueueLister // the ClusterQueues it owns; nil until Kueue is found
-	queuesSynced   cache.InformerSynced
+	localQueues    kueuelisters.LocalQueueLister   // the LocalQueues it owns; nil until Kueue is found
+	flavors        kueuelisters.ResourceFlavorLister
+	kueueSynced    []cache.InformerSynced
+	localKnown     map[string]bool              // "ns/name" -> this process saw or wrote the LocalQueue
 	kueueCorrected map[string]string            // ClusterQueue -> the resourceVersion whose drift this process put back
 	sharing        map[string]agent.PoolSharing // pool -> its idle-sharing settings, from the allocation
 	classOK        bool                         // the PriorityClass exists
@@ -127,7 +130,7 @@ func newBackend(ctx context.Context, cs kubernetes.Interface, kq kueuecs.Interfa
 		out = io.Discard
 	}
 	b := &Backend{cs: cs, m: m, out: out, now: time.Now, stop: make(chan struct{}),
-		reported: map[int64]string{}, started: map[int64]struct{}{}, jobs: map[agent.JobKey]jobSeen{}, applied: map[string]map[string]string{}, kueueApplied: map[string]string{}, kueueCorrected: map[string]string{}, kq: kq}
+		reported: map[int64]string{}, started: map[int64]struct{}{}, jobs: map[agent.JobKey]jobSeen{}, applied: map[string]map[string]string{}, kueueApplied: map[string]string{}, kueueCorrected: map[string]string{}, localKnown: map[string]bool{}, kq: kq}
 	all := informers.NewSharedInformerFactory(cs, 0)
 	own := informers.NewSharedInformerFactoryWithOptions(cs, 0, informers.WithTweakListOptions(func(o *metav1ListOptions) {
 		o.FieldSelector = fields.OneTermEqualSelector("metadata.name", QuotaName).String()

@@ -184,7 +184,11 @@ func TestManifestsApplyAndAgentRBACIsLeastPrivilege(t *testing.T) {
 		{"patch", "kueue.x-k8s.io", "clusterqueues", ""}, {"create", "kueue.x-k8s.io", "clusterqueues", ""},
 		{"list", "kueue.x-k8s.io", "clusterqueues", ""}, {"watch", "kueue.x-k8s.io", "clusterqueues", ""},
 		{"patch", "kueue.x-k8s.io", "resourceflavors", ""}, {"create", "kueue.x-k8s.io", "resourceflavors", ""},
+		{"get", "kueue.x-k8s.io", "resourceflavors", ""}, {"list", "kueue.x-k8s.io", "resourceflavors", ""}, {"watch", "kueue.x-k8s.io", "resourceflavors", ""},
 		{"patch", "kueue.x-k8s.io", "localqueues", team}, {"create", "kueue.x-k8s.io", "localqueues", team},
+		{"get", "kueue.x-k8s.io", "localqueues", ""}, {"list", "kueue.x-k8s.io", "localqueues", ""}, {"watch", "kueue.x-k8s.io", "localqueues", ""},
+		// a repointed LocalQueue is put back by delete and create (spec.clusterQueue is immutable)
+		{"delete", "kueue.x-k8s.io", "localqueues", team},
 	}
 	denied := []access{
 		{"delete", "", "namespaces", ""}, {"create", "", "namespaces", ""},
@@ -197,7 +201,8 @@ func TestManifestsApplyAndAgentRBACIsLeastPrivilege(t *testing.T) {
 		{"patch", "rbac.authorization.k8s.io", "clusterroles", ""}, {"create", "rbac.authorization.k8s.io", "rolebindings", team},
 		{"delete", "kueue.x-k8s.io", "clusterqueues", ""}, {"update", "kueue.x-k8s.io", "clusterqueues", ""},
 		{"patch", "kueue.x-k8s.io", "cohorts", ""}, {"patch", "kueue.x-k8s.io", "workloads", team},
-		{"patch", "kueue.x-k8s.io", "localqueues", "kube-system"}, {"delete", "kueue.x-k8s.io", "localqueues", team},
+		{"patch", "kueue.x-k8s.io", "localqueues", "kube-system"}, {"delete", "kueue.x-k8s.io", "localqueues", "kube-system"},
+		{"delete", "kueue.x-k8s.io", "localqueues", home}, {"delete", "kueue.x-k8s.io", "resourceflavors", ""},
 		{"create", "", "serviceaccounts/token", home},
 		{"update", "", "resourcequotas", team}, {"list", "scheduling.k8s.io", "priorityclasses", ""},
 	}
