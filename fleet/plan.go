@@ -296,6 +296,15 @@ func (s *Reservations) read(ctx context.Context, fn func(p *plan, now time.Time)
 	return fn(s.plan, s.now())
 }
 
+// Follow brings this server's plan up to date with the database, as every read does
+// first: it replays what other servers wrote, or builds the plan from every
+// reservation on a server's first call and after a settlement (about a second at
+// 10,000 reservations). A server calls it when it starts and on every tick, so that
+// this work is done before a page or an agent's report would wait for it.
+func (s *Reservations) Follow(ctx context.Context) error {
+	return s.read(ctx, func(*plan, time.Time) error { return nil })
+}
+
 func (s *Reservations) stale(version int64, now time.Time) bool {
 	return s.plan == nil || s.plan.version != version || s.rebaseDue(now)
 }

@@ -379,3 +379,36 @@ func TestConcurrentWritersReplayToOnePlan(t *testing.T) {
 		t.Logf("%d reservations accepted; %d catch-ups by replay", accepted, replayed)
 	})
 }
+
+// Follow builds a server's plan on its first call and then replays what another
+// server wrote, so that the read after it has nothing left to do.
+func TestFollowBuildsThenReplaysAnotherServersWrites(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		rm := newReplicaMarket(t, db)
+		if err := rm.b.Follow(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if u := rm.b.Updates(); u.Rebuilt != 1 || u.Replayed != 0 {
+			t.Fatalf("a server's first Follow: %+v, want one rebuild", u)
+		}
+		now := rm.clock.Now()
+		d := Definition{Value: 1000 * ledger.Dollar, Requests: []RequestSpec{{Configuration: map[string]int64{"cc/cpu": 2},
+			Count: 1, Duration: time.Hour, Arrival: now, Deadline: now.Add(3 * time.Hour)}}}
+		if _, err := rm.a.Reserve(ctx, rm.users[0], d); err != nil {
+			t.Fatal(err)
+		}
+		if err := rm.b.Follow(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if u := rm.b.Updates(); u.Rebuilt != 1 || u.Replayed != 1 {
+			t.Fatalf("after another server's reservation: %+v, want it replayed by Follow", u)
+		}
+		if _, err := rm.b.PoolLoad(ctx, "cc/cpu", now, now.Add(time.Hour), time.Hour); err != nil {
+			t.Fatal(err)
+		}
+		if u := rm.b.Updates(); u.Rebuilt != 1 || u.Replayed != 1 {
+			t.Fatalf("a read after Follow: %+v, want nothing left to replay", u)
+		}
+	})
+}

@@ -157,14 +157,15 @@ type App struct {
 	Idle     *besteffort.Service
 	Server   *web.Server
 
-	metrics    *metrics.Metrics
-	metricsSrv *http.Server
-	metricsLn  net.Listener
-	jobs       context.Context // scheduled jobs run on it; Close cancels it
-	stopJobs   context.CancelFunc
-	running    sync.WaitGroup // goroutines Close waits for (the start-up catch-up)
-	scheduling atomic.Bool    // the scheduler runs
-	failed     chan error     // a listener that stopped serving
+	metrics      *metrics.Metrics
+	metricsSrv   *http.Server
+	metricsLn    net.Listener
+	jobs         context.Context // scheduled jobs run on it; Close cancels it
+	stopJobs     context.CancelFunc
+	running      sync.WaitGroup // goroutines Close waits for (the start-up catch-up)
+	scheduling   atomic.Bool    // the scheduler runs
+	planFollowed atomic.Bool    // this server's reservation plan was built once (Ready waits for it)
+	failed       chan error     // a listener that stopped serving
 }
 
 // NewApp returns an unopened App.
@@ -230,6 +231,7 @@ func (a *App) Open(ctx context.Context) error {
 	a.cron.Start()
 	a.scheduling.Store(true)
 	a.goJob(func(ctx context.Context) { // catch up at once after a restart
+		_ = a.runJob(ctx, jobPlan, a.followPlan) // the plan in memory before anything reads it
 		_ = a.RunUtilization(ctx)
 		_ = a.RunTick(ctx)
 		_ = a.RunHistory(ctx) // the current interval's point, if no server took it yet

@@ -16,6 +16,7 @@ const (
 	jobHistory     = "idle_history"
 	jobVerify      = "verify"
 	jobHolding     = "holding_charge"
+	jobPlan        = "plan_follow"
 )
 
 // runJob runs one scheduled job's run: it times it, turns a panic into a failure

@@ -18,6 +18,7 @@ func (a *App) scheduleJobs() error {
 		fn         func(context.Context) (bool, error)
 	}{
 		{fmt.Sprintf("@every %s", a.cfg.Tick), jobTick, a.tick},
+		{fmt.Sprintf("@every %s", a.cfg.Tick), jobPlan, a.followPlan},
 		{fmt.Sprintf("@every %s", a.Util.Config().Slot), jobUtilization, a.utilization},
 		{"@every 1h", jobFairness, a.fairness},
 		{historySchedule, jobHistory, a.history},
@@ -75,7 +76,8 @@ func (a *App) MetricsURL() string {
 }
 
 // Ready is /readyz's check: the database answers, its schema is the one this
-// binary was built for, and the scheduler runs.
+// binary was built for, the scheduler runs, and the reservation plan is in memory
+// (a replica is not sent traffic while it builds the plan).
 func (a *App) Ready(ctx context.Context) error {
 	// The read pool: on SQLite the one writer connection may be busy with a long
 	// settlement, which does not make the server unready.
@@ -88,7 +90,24 @@ func (a *App) Ready(ctx context.Context) error {
 	if !a.scheduling.Load() {
 		return errors.New("the scheduler is not running")
 	}
+	if !a.planFollowed.Load() { // start-up's first build has not finished: do it here
+		if err := a.Plan.Follow(ctx); err != nil {
+			return fmt.Errorf("the reservation plan is not built: %w", err)
+		}
+		a.planFollowed.Store(true)
+	}
 	return nil
+}
+
+// followPlan is the plan_follow job, on every server (no lock): this server's plan
+// brought up to date with the database, so that the first page or agent report after
+// another server's writes, or after a settlement, does not wait for it.
+func (a *App) followPlan(ctx context.Context) (bool, error) {
+	if err := a.Plan.Follow(ctx); err != nil {
+		return true, err
+	}
+	a.planFollowed.Store(true)
+	return true, nil
 }
 
 // emails is the e-mail job: one run of the outbox.

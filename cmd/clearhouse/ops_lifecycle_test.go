@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/clearhouse/clearhouse/fleet"
+	"github.com/clearhouse/clearhouse/ledger"
 	"github.com/clearhouse/clearhouse/migrations"
 	"github.com/clearhouse/clearhouse/store"
 	"github.com/clearhouse/clearhouse/store/storetest"
@@ -252,3 +254,30 @@ func pgDSNOf(t *testing.T, db *store.DB) string {
 }
 
 func discardLog() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+
+// A server has its reservation plan in memory when it reports ready, and the
+// plan_follow job brings it up to date with another server's write without a read.
+func TestReadyServerHasItsPlanAndFollowsOtherServers(t *testing.T) {
+	m := newOpsMarket(t, nil)
+	ctx := context.Background()
+	if err := m.app.Ready(ctx); err != nil {
+		t.Fatalf("not ready: %v", err)
+	}
+	if u := m.app.Plan.Updates(); u.Rebuilt == 0 {
+		t.Fatalf("ready, but the plan was never built: %+v", u)
+	}
+	other := fleet.NewReservations(m.app.DB, m.app.Ledger, m.clock.Now, fleet.DefaultPlanConfig)
+	now := m.clock.Now()
+	d := fleet.Definition{Value: 10 * ledger.Dollar, Requests: []fleet.RequestSpec{{Configuration: map[string]int64{"us-east/cpu": 1},
+		Count: 1, Duration: time.Hour, Arrival: now, Deadline: now.Add(3 * time.Hour)}}}
+	if _, err := other.Reserve(ctx, m.member, d); err != nil {
+		t.Fatal(err)
+	}
+	before := m.app.Plan.Updates()
+	if err := m.app.runJob(ctx, jobPlan, m.app.followPlan); err != nil {
+		t.Fatal(err)
+	}
+	if after := m.app.Plan.Updates(); after.Replayed+after.Rebuilt <= before.Replayed+before.Rebuilt {
+		t.Fatalf("plan_follow after another server's reservation: %+v, then %+v", before, after)
+	}
+}
