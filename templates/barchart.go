@@ -81,13 +81,13 @@ func (ch BarChart) layout() barGeom {
 		fy = compactNumber
 	}
 	for _, v := range ys {
-		g.YTicks = append(g.YTicks, tick{g.y(v), fy(v)})
+		g.YTicks = append(g.YTicks, tick{Pos: g.y(v), Label: fy(v)})
 	}
 	g.Zero = g.y(0)
 	group := (g.Right - g.Left) / float64(len(ch.Groups))
 	barW := group * 0.8 / float64(max(len(ch.Series), 1))
 	for k, label := range ch.Groups {
-		g.XTicks = append(g.XTicks, tick{g.x(float64(k) + 0.5), label})
+		g.XTicks = append(g.XTicks, tick{Pos: g.x(float64(k) + 0.5), Label: label})
 		for i, s := range ch.Series {
 			if k >= len(s.Values) || !g.drawable(Point{Y: s.Values[k]}) {
 				continue
@@ -103,6 +103,7 @@ func (ch BarChart) layout() barGeom {
 			g.Legend = append(g.Legend, chartLine{Name: s.Name, Color: s.color(i, -1)})
 		}
 	}
+	g.XTicks = anchorAtEdges(g.XTicks, float64(g.W))
 	return g
 }
 

@@ -3,6 +3,7 @@ package templates
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 )
 
@@ -46,8 +47,63 @@ type chartGeom struct {
 }
 
 type tick struct {
-	Pos   float64
-	Label string
+	Pos    float64
+	Label  string
+	Anchor string // the label's text-anchor; "" is middle
+}
+
+// labelCharWidth is a generous width of one character of a chart's labels, in the
+// SVG's units, at the 14px that static/app.css gives them on wide screens. (Narrow
+// screens draw them at 22px in a chart scaled down to fit; labels may touch there.)
+const labelCharWidth = 8.0
+
+// anchorAtEdges anchors x-axis labels that, centred on their tick, would run past
+// the chart's left or right edge (width w) at that edge instead, so that no label is
+// cut (the last month of a chart ends at the right edge), and then drops, from the
+// right, a label that would overlap the one after it. It returns the labels kept.
+func anchorAtEdges(ts []tick, w float64) []tick {
+	for i := range ts {
+		switch lo, hi := labelExtent(ts[i]); {
+		case hi > w:
+			ts[i].Anchor = "end"
+		case lo < 0:
+			ts[i].Anchor = "start"
+		}
+	}
+	var kept []tick
+	next := math.Inf(1) // where the kept label to the right begins
+	for i := len(ts) - 1; i >= 0; i-- {
+		lo, hi := labelExtent(ts[i])
+		if hi+labelGap > next {
+			continue
+		}
+		kept, next = append(kept, ts[i]), lo
+	}
+	slices.Reverse(kept)
+	return kept
+}
+
+// labelExtent is where an x-axis label begins and ends, as anchored.
+func labelExtent(t tick) (lo, hi float64) {
+	width := labelCharWidth * float64(len([]rune(t.Label)))
+	switch t.Anchor {
+	case "end":
+		return t.Pos - width, t.Pos
+	case "start":
+		return t.Pos, t.Pos + width
+	}
+	return t.Pos - width/2, t.Pos + width/2
+}
+
+// labelGap is the least space between two x-axis labels.
+const labelGap = 6.0
+
+// anchor is the label's text-anchor.
+func (t tick) anchor() string {
+	if t.Anchor == "" {
+		return "middle"
+	}
+	return t.Anchor
 }
 
 type chartLine struct {
@@ -113,13 +169,14 @@ func (ch LineChart) layout() chartGeom {
 		fy = compactNumber
 	}
 	for _, v := range ys {
-		g.YTicks = append(g.YTicks, tick{g.yOf(v), fy(v)})
+		g.YTicks = append(g.YTicks, tick{Pos: g.yOf(v), Label: fy(v)})
 	}
 	for _, v := range niceTicks(g.minX, g.maxX, 6) {
 		if v >= g.minX && v <= g.maxX {
-			g.XTicks = append(g.XTicks, tick{g.x(v), fx(v)})
+			g.XTicks = append(g.XTicks, tick{Pos: g.x(v), Label: fx(v)})
 		}
 	}
+	g.XTicks = anchorAtEdges(g.XTicks, float64(g.W))
 	for _, m := range ch.Markers {
 		if m >= g.minX && m <= g.maxX {
 			g.Markers = append(g.Markers, g.x(m))

@@ -125,3 +125,55 @@ func TestEveryOfManySeriesIsDrawnAndTold(t *testing.T) {
 		seen[key] = true
 	}
 }
+
+// A label that would run past the chart's right edge if centred on its tick ends at
+// the edge instead; labels well inside stay centred.
+func TestXLabelsAtTheEdgeAreNotCut(t *testing.T) {
+	ch := LineChart{Series: []Series{{Name: "a", Points: []Point{{0, 1}, {10, 3}}}},
+		FormatX: func(v float64) string { return "2026-" + compactNumber(v) }}
+	var buf bytes.Buffer
+	if err := Chart(ch).Render(context.Background(), &buf); err != nil {
+		t.Fatal(err)
+	}
+	g := ch.layout()
+	last, first := g.XTicks[len(g.XTicks)-1], g.XTicks[0]
+	if last.Pos != g.Right || last.anchor() != "end" {
+		t.Fatalf("last x label at %v (right edge %v) anchored %q, want end", last.Pos, g.Right, last.anchor())
+	}
+	if mid := g.XTicks[len(g.XTicks)/2]; mid.anchor() != "middle" {
+		t.Fatalf("a middle label anchored %q", mid.anchor())
+	}
+	if first.anchor() != "middle" { // the left margin holds half of it
+		t.Fatalf("first label anchored %q", first.anchor())
+	}
+	if !strings.Contains(buf.String(), `text-anchor="end">2026-10</text>`) {
+		t.Fatal("the rendered chart does not anchor its last x label at the end")
+	}
+}
+
+// No two x-axis labels overlap, whatever their length and the chart's width, and
+// none runs past the chart where it could fit.
+func TestXLabelsNeverOverlap(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		n := rapid.IntRange(2, 40).Draw(t, "points")
+		label := rapid.StringMatching(`[A-Za-z0-9 ]{1,16}`).Draw(t, "label")
+		ch := LineChart{Width: rapid.IntRange(200, 1400).Draw(t, "width"), Series: []Series{{Name: "a"}},
+			FormatX: func(v float64) string { return label + compactNumber(v) }}
+		for i := range n {
+			ch.Series[0].Points = append(ch.Series[0].Points, Point{X: float64(i), Y: float64(i % 3)})
+		}
+		g := ch.layout()
+		for i := 1; i < len(g.XTicks); i++ {
+			_, prevHi := labelExtent(g.XTicks[i-1])
+			lo, _ := labelExtent(g.XTicks[i])
+			if prevHi+labelGap > lo {
+				t.Fatalf("labels %q and %q overlap", g.XTicks[i-1].Label, g.XTicks[i].Label)
+			}
+		}
+		for _, tk := range g.XTicks {
+			if lo, hi := labelExtent(tk); (lo < 0 || hi > float64(ch.Width)) && len([]rune(tk.Label))*int(labelCharWidth) < ch.Width {
+				t.Fatalf("label %q at %v runs past the chart [0, %d]", tk.Label, tk.Pos, ch.Width)
+			}
+		}
+	})
+}
