@@ -18,7 +18,7 @@ func (a *App) scheduleJobs() error {
 		fn         func(context.Context) (bool, error)
 	}{
 		{fmt.Sprintf("@every %s", a.cfg.Tick), jobTick, a.tick},
-		{fmt.Sprintf("@every %s", a.cfg.Tick), jobPlan, a.followPlan},
+		{fmt.Sprintf("@every %s", min(a.cfg.Tick, planFollowEvery)), jobPlan, a.followPlan},
 		{fmt.Sprintf("@every %s", a.Util.Config().Slot), jobUtilization, a.utilization},
 		{"@every 1h", jobFairness, a.fairness},
 		{historySchedule, jobHistory, a.history},
@@ -98,6 +98,11 @@ func (a *App) Ready(ctx context.Context) error {
 	}
 	return nil
 }
+
+// planFollowEvery is how often plan_follow runs at most (each --tick when shorter):
+// reading the plan's version is one small query, and a rebuild after a settlement
+// is then done within seconds of it, before most pages ask.
+const planFollowEvery = 10 * time.Second
 
 // followPlan is the plan_follow job, on every server (no lock): this server's plan
 // brought up to date with the database, so that the first page or agent report after
