@@ -190,12 +190,22 @@ func (b *Backend) applyClusterQueue(ctx context.Context, team, name string, nss 
 	drift, current, seen := b.queueDrift(team, name, want)
 	b.mu.Lock()
 	same := b.kueueApplied[name] == memo
+	_, written := b.kueueApplied[name]
 	if seen != "" && b.kueueCorrected[name] == seen {
 		drift = nil // already put back and reported; the informer has not seen the write yet
 	}
 	b.mu.Unlock()
 	if same && current {
 		return nil, nil
+	}
+	if seen == "" && written { // written by this process, and not in the informer
+		deleted, err := b.clusterQueueDeleted(ctx, name)
+		if err != nil {
+			return nil, err
+		}
+		if deleted {
+			drift = append(drift, agent.Correction{Team: team, Object: "ClusterQueue " + name, Now: name})
+		}
 	}
 	if _, err := b.kq.KueueV1beta2().ClusterQueues().Apply(ctx, cq, kueueApply); err != nil {
 		return nil, fmt.Errorf("ClusterQueue %s: %w", name, err)
@@ -207,6 +217,19 @@ func (b *Backend) applyClusterQueue(ctx context.Context, team, name string, nss 
 	b.kueueApplied[name] = memo
 	b.mu.Unlock()
 	return drift, nil
+}
+
+// clusterQueueDeleted reports whether the API server holds no ClusterQueue name (the
+// informer may not hold this process's own write yet, so it is asked).
+func (b *Backend) clusterQueueDeleted(ctx context.Context, name string) (bool, error) {
+	_, err := b.kq.KueueV1beta2().ClusterQueues().Get(ctx, name, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		return true, nil
+	case err != nil:
+		return false, fmt.Errorf("ClusterQueue %s: %w", name, err)
+	}
+	return false, nil
 }
 
 // queueQuotas are a team's ClusterQueue quotas for its units of each pool, per covered

@@ -186,3 +186,22 @@ func TestKueueDeletedResourceFlavorIsRecreated(t *testing.T) {
 	}
 	f.expectOnce(cs, agent.Correction{Object: "ResourceFlavor", Now: f.flavor})
 }
+
+// A ClusterQueue someone deleted is recreated with the team's limits by the next
+// apply that sees it gone, and reported once.
+func TestKueueDeletedClusterQueueIsRecreatedAndReportedOnce(t *testing.T) {
+	f := newKueueFixture(t)
+	f.apply()
+	if err := f.kq.KueueV1beta2().ClusterQueues().Delete(f.ctx, f.cq, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	cs := f.applyUntilCorrected("the deleted ClusterQueue")
+	cq, err := f.kq.KueueV1beta2().ClusterQueues().Get(f.ctx, f.cq, metav1.GetOptions{})
+	if err != nil || cq.Labels[kubernetes.ManagedBy] != kubernetes.FieldManager {
+		t.Fatalf("after the correction ClusterQueue %s: %+v, %v", f.cq, cq, err)
+	}
+	if got := cq.Spec.ResourceGroups[0].Flavors[0].Resources[0].NominalQuota; got.String() != "10" {
+		t.Fatalf("recreated ClusterQueue nominalQuota = %s, want the team's 10", got.String())
+	}
+	f.expectOnce(cs, agent.Correction{Team: "ads", Object: "ClusterQueue " + f.cq, Now: f.cq})
+}

@@ -182,7 +182,7 @@ func TestManifestsApplyAndAgentRBACIsLeastPrivilege(t *testing.T) {
 		{"get", "scheduling.k8s.io", "priorityclasses", ""}, {"create", "scheduling.k8s.io", "priorityclasses", ""},
 		// rbac-kueue.yaml (optional): the Kueue queues the backend applies.
 		{"patch", "kueue.x-k8s.io", "clusterqueues", ""}, {"create", "kueue.x-k8s.io", "clusterqueues", ""},
-		{"list", "kueue.x-k8s.io", "clusterqueues", ""}, {"watch", "kueue.x-k8s.io", "clusterqueues", ""},
+		{"list", "kueue.x-k8s.io", "clusterqueues", ""}, {"watch", "kueue.x-k8s.io", "clusterqueues", ""}, {"get", "kueue.x-k8s.io", "clusterqueues", ""},
 		{"patch", "kueue.x-k8s.io", "resourceflavors", ""}, {"create", "kueue.x-k8s.io", "resourceflavors", ""},
 		{"get", "kueue.x-k8s.io", "resourceflavors", ""}, {"list", "kueue.x-k8s.io", "resourceflavors", ""}, {"watch", "kueue.x-k8s.io", "resourceflavors", ""},
 		{"patch", "kueue.x-k8s.io", "localqueues", team}, {"create", "kueue.x-k8s.io", "localqueues", team},
