@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"slices"
-	"sync"
 	"testing"
 	"time"
 
@@ -193,7 +191,6 @@ func BenchmarkThousandAgents(b *testing.B) {
 }
 
 func thousandAgents(b *testing.B, servers []*fleet.Reservations, clock *storetest.Clock) {
-	const agents, every, span, pagesPerServer = 1000, 10 * time.Second, 10 * time.Second, 5
 	ctx := context.Background()
 	a := servers[0]
 	reps := make([]fleet.AgentReport, 16)
@@ -211,80 +208,28 @@ func thousandAgents(b *testing.B, servers []*fleet.Reservations, clock *storetes
 		}
 		rebuilt -= s.Updates().Rebuilt
 	}
-	var mu sync.Mutex
-	var reportLat, pageLat []time.Duration
-	taken := 0
-	b.ResetTimer()
-	for range b.N {
-		stop := make(chan struct{})
-		var readers sync.WaitGroup
-		for _, s := range servers {
-			readers.Go(func() {
-				every := time.NewTicker(time.Second / pagesPerServer)
-				defer every.Stop()
-				for {
-					select {
-					case <-stop:
-						return
-					case <-every.C:
-					}
-					start := time.Now()
-					if _, err := s.Allocation(ctx, "big"); err != nil {
-						b.Error(err)
-						return
-					}
-					if _, err := s.PoolLoad(ctx, "big/r3", clock.Now(), clock.Now().Add(24*time.Hour), time.Hour); err != nil {
-						b.Error(err)
-						return
-					}
-					mu.Lock()
-					pageLat = append(pageLat, time.Since(start))
-					mu.Unlock()
-				}
-			})
-		}
-		var senders sync.WaitGroup
-		tick := time.NewTicker(every / agents)
-		end := time.After(span)
-	pace:
-		for i := 0; ; i++ {
-			select {
-			case <-end:
-				break pace
-			case <-tick.C:
-			}
-			senders.Go(func() {
-				start := time.Now()
-				if _, err := servers[i%len(servers)].Report(ctx, "big", reps[i%len(reps)]); err != nil {
-					b.Error(err)
-					return
-				}
-				mu.Lock()
-				reportLat = append(reportLat, time.Since(start))
-				taken++
-				mu.Unlock()
-			})
-		}
-		tick.Stop()
-		senders.Wait()
-		close(stop)
-		readers.Wait()
+	report := func(i int) error {
+		_, err := servers[i%len(servers)].Report(ctx, "big", reps[i%len(reps)])
+		return err
 	}
-	pct := func(ds []time.Duration, p float64) float64 {
-		if len(ds) == 0 {
-			return 0
-		}
-		slices.Sort(ds)
-		return float64(ds[min(int(p*float64(len(ds))), len(ds)-1)].Microseconds()) / 1000
+	var pages []func() error
+	for _, s := range servers {
+		pages = append(pages, func() error {
+			if _, err := s.Allocation(ctx, "big"); err != nil {
+				return err
+			}
+			_, err := s.PoolLoad(ctx, "big/r3", clock.Now(), clock.Now().Add(24*time.Hour), time.Hour)
+			return err
+		})
+	}
+	b.ResetTimer()
+	var m fleettest.Measured
+	for range b.N {
+		fleettest.ThousandAgents.Run(b, &m, report, pages...)
 	}
 	for _, s := range servers {
 		rebuilt += s.Updates().Rebuilt
 	}
 	b.ReportMetric(float64(rebuilt), "rebuilds")
-	b.ReportMetric(float64(taken)/b.Elapsed().Seconds(), "reports/s")
-	b.ReportMetric(pct(reportLat, 0.5), "report-p50-ms")
-	b.ReportMetric(pct(reportLat, 0.99), "report-p99-ms")
-	b.ReportMetric(pct(pageLat, 0.5), "page-p50-ms")
-	b.ReportMetric(pct(pageLat, 0.99), "page-p99-ms")
-	b.ReportMetric(float64(len(pageLat))/b.Elapsed().Seconds(), "pages/s")
+	m.ReportMetrics(b)
 }

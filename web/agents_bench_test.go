@@ -4,13 +4,12 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"slices"
-	"sync"
 	"testing"
 	"time"
 
@@ -96,7 +95,6 @@ func apiReport(b *testing.B, rep fleet.AgentReport) []byte {
 }
 
 func agentsOverHTTP(b *testing.B, bz fleettest.Busy, servers ...*httptest.Server) {
-	const agents, every, span, pagesPerServer = 1000, 10 * time.Second, 10 * time.Second, 5
 	ctx := context.Background()
 	op, err := bz.Identity.AddUser(ctx, identity.NewUser{Email: "operator@x.io", Role: identity.RoleOperator})
 	if err != nil {
@@ -115,112 +113,41 @@ func agentsOverHTTP(b *testing.B, bz fleettest.Busy, servers ...*httptest.Server
 		reps[i] = apiReport(b, fleettest.Report(b, bz.Reservations, bz.Clock, i))
 	}
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 256}}
-	call := func(method, url, token string, body []byte) (time.Duration, error) {
+	call := func(method, url, token string, body []byte) error {
 		req, err := http.NewRequest(method, url, bytes.NewReader(body))
 		if err != nil {
-			return 0, err
+			return err
 		}
 		req.Header.Set("Authorization", "Bearer "+token)
-		start := time.Now()
 		res, err := client.Do(req)
 		if err != nil {
-			return 0, err
+			return err
 		}
 		_, _ = io.Copy(io.Discard, res.Body)
 		res.Body.Close()
 		if res.StatusCode != http.StatusOK {
-			return 0, &statusError{method, url, res.StatusCode}
+			return fmt.Errorf("%s %s: %s", method, url, res.Status)
 		}
-		return time.Since(start), nil
-	}
-	page := func(srv *httptest.Server) (time.Duration, error) {
-		return call(http.MethodGet, srv.URL+"/operate/schedule", opToken, nil)
+		return nil
 	}
 	// Every server has its plan in memory before the window opens, as a running
 	// server has (its first read builds it from every reservation, once).
+	var pages []func() error
 	for _, srv := range servers {
-		if _, err := page(srv); err != nil {
+		page := func() error { return call(http.MethodGet, srv.URL+"/operate/schedule", opToken, nil) }
+		if err := page(); err != nil {
 			b.Fatal(err)
 		}
+		pages = append(pages, page)
 	}
-	var mu sync.Mutex
-	var reportLat, pageLat []time.Duration
-	taken := 0
+	report := func(i int) error {
+		url := servers[i%len(servers)].URL + "/api/v1/clusters/" + fleettest.Cluster + "/updates"
+		return call(http.MethodPost, url, agentToken, reps[i%len(reps)])
+	}
 	b.ResetTimer()
+	var m fleettest.Measured
 	for range b.N {
-		stop := make(chan struct{})
-		var readers sync.WaitGroup
-		for _, srv := range servers {
-			readers.Go(func() {
-				tick := time.NewTicker(time.Second / pagesPerServer)
-				defer tick.Stop()
-				for {
-					select {
-					case <-stop:
-						return
-					case <-tick.C:
-					}
-					d, err := page(srv)
-					if err != nil {
-						b.Error(err)
-						return
-					}
-					mu.Lock()
-					pageLat = append(pageLat, d)
-					mu.Unlock()
-				}
-			})
-		}
-		var senders sync.WaitGroup
-		tick := time.NewTicker(every / agents)
-		end := time.After(span)
-	pace:
-		for i := 0; ; i++ {
-			select {
-			case <-end:
-				break pace
-			case <-tick.C:
-			}
-			senders.Go(func() {
-				url := servers[i%len(servers)].URL + "/api/v1/clusters/" + fleettest.Cluster + "/updates"
-				d, err := call(http.MethodPost, url, agentToken, reps[i%len(reps)])
-				if err != nil {
-					b.Error(err)
-					return
-				}
-				mu.Lock()
-				reportLat = append(reportLat, d)
-				taken++
-				mu.Unlock()
-			})
-		}
-		tick.Stop()
-		senders.Wait()
-		close(stop)
-		readers.Wait()
+		fleettest.ThousandAgents.Run(b, &m, report, pages...)
 	}
-	b.ReportMetric(float64(taken)/b.Elapsed().Seconds(), "reports/s")
-	b.ReportMetric(percentileMS(reportLat, 0.5), "report-p50-ms")
-	b.ReportMetric(percentileMS(reportLat, 0.99), "report-p99-ms")
-	b.ReportMetric(percentileMS(pageLat, 0.5), "page-p50-ms")
-	b.ReportMetric(percentileMS(pageLat, 0.99), "page-p99-ms")
-	b.ReportMetric(float64(len(pageLat))/b.Elapsed().Seconds(), "pages/s")
-}
-
-type statusError struct {
-	method, url string
-	status      int
-}
-
-func (e *statusError) Error() string {
-	return e.method + " " + e.url + ": " + http.StatusText(e.status)
-}
-
-// percentileMS is the p-th percentile of ds in milliseconds (0 for none).
-func percentileMS(ds []time.Duration, p float64) float64 {
-	if len(ds) == 0 {
-		return 0
-	}
-	slices.Sort(ds)
-	return float64(ds[min(int(p*float64(len(ds))), len(ds)-1)].Microseconds()) / 1000
+	m.ReportMetrics(b)
 }
