@@ -273,9 +273,35 @@ type relaxation struct {
 // fixed, with supply less the fixed columns' demand, at most one column per
 // bidder. ok is false when the LP gave up; x is nil when the node is infeasible.
 func (p *problem) nodeLP(n *node, deadline time.Time) (rel relaxation, ok bool) {
+	res := p.fix(n, &rel)
+	free := rel.free
+	poolRow, rows := p.poolRows(free, len(res))
+	if overdrawn(res, poolRow) {
+		return relaxation{}, true
+	}
+	bidRow, rows := p.bidderRows(free, res, rows)
+	A, b, c := p.nodeMatrix(free, res, poolRow, bidRow, rows)
+	s, st := lpSolve(A, b, c, deadline)
+	switch st {
+	case lpInfeasible:
+		return relaxation{}, true
+	case lpOptimal:
+	default:
+		return relaxation{}, false
+	}
+	rel.lp = s
+	rel.x, rel.bound = p.expand(s, free, n.ones, rel.fixed)
+	return rel, true
+}
+
+// fix applies a node's fixings: it sets rel.fixed to the fixed-in columns'
+// welfare and rel.free to the columns left free (neither fixed out nor of a
+// bidder with a column fixed in, in column order), and returns the supply the
+// fixed-in columns leave.
+func (p *problem) fix(n *node, rel *relaxation) (res []float64) {
 	out := make([]bool, len(p.cols))
 	busy := make([]bool, p.bidders())
-	res := slices.Clone(p.supply)
+	res = slices.Clone(p.supply)
 	for _, j := range n.ones {
 		busy[p.cols[j].bidder] = true
 		take(res, p.cols[j].items)
@@ -289,17 +315,17 @@ func (p *problem) nodeLP(n *node, deadline time.Time) (rel relaxation, ok bool) 
 			rel.free = append(rel.free, int32(j))
 		}
 	}
-	free := rel.free
-	// Rows: pools any free column uses, and bidders with free columns.
-	poolRow := make([]int32, len(res))
+	return res
+}
+
+// poolRows numbers the LP's pool rows: one for each of the pools any free column
+// uses, in the order the free columns first use them. poolRow is -1 for the
+// others; rows is how many there are.
+func (p *problem) poolRows(free []int32, pools int) (poolRow []int32, rows int) {
+	poolRow = make([]int32, pools)
 	for i := range poolRow {
 		poolRow[i] = -1
 	}
-	bidRow := make([]int32, p.bidders())
-	for i := range bidRow {
-		bidRow[i] = -1
-	}
-	rows := 0
 	for _, j := range free {
 		for _, it := range p.cols[j].items {
 			if poolRow[it.pool] < 0 {
@@ -308,15 +334,33 @@ func (p *problem) nodeLP(n *node, deadline time.Time) (rel relaxation, ok bool) 
 			}
 		}
 	}
+	return poolRow, rows
+}
+
+// overdrawn reports whether some pool without a row is short after the fixings:
+// nothing left can make room in it, so the node is infeasible.
+func overdrawn(res []float64, poolRow []int32) bool {
 	for r, v := range res {
 		if poolRow[r] < 0 && v < -feasibleTol {
-			return relaxation{}, true // nothing left can make room in r
+			return true
 		}
 	}
-	// A bidder's row (its columns sum to at most 1) is left out when it has one free
-	// column and a pool row already bounds that column by 1: a pool where it needs
-	// all that is left and no free column sells. Single-minded CATS bidders are
-	// many, and every row left out makes each pivot cheaper.
+	return false
+}
+
+// bidderRows numbers the LP's bidder rows, after the first rows (the pool rows):
+// one for each bidder with free columns, in the order of their first free
+// column. bidRow is -1 for the others; total is the LP's number of rows.
+//
+// A bidder's row (its columns sum to at most 1) is left out when it has one free
+// column and a pool row already bounds that column by 1: a pool where it needs
+// all that is left and no free column sells. Single-minded CATS bidders are
+// many, and every row left out makes each pivot cheaper.
+func (p *problem) bidderRows(free []int32, res []float64, rows int) (bidRow []int32, total int) {
+	bidRow = make([]int32, p.bidders())
+	for i := range bidRow {
+		bidRow[i] = -1
+	}
 	freeOf := make([]int32, p.bidders())
 	sold := make([]bool, len(res))
 	for _, j := range free {
@@ -336,13 +380,22 @@ func (p *problem) nodeLP(n *node, deadline time.Time) (rel relaxation, ok bool) 
 		bidRow[b] = int32(rows)
 		rows++
 	}
-	A := make([][]float64, rows)
+	return bidRow, rows
+}
+
+// nodeMatrix builds the node's LP, max c.x subject to A x <= b: a column per free
+// column, worth its welfare; pool rows holding the free columns' quantities
+// against the supply left, each divided by the largest of 1, its right-hand side
+// and its coefficients (in absolute value); bidder rows holding 1 per column
+// against 1.
+func (p *problem) nodeMatrix(free []int32, res []float64, poolRow, bidRow []int32, rows int) (A [][]float64, b, c []float64) {
+	A = make([][]float64, rows)
 	flat := make([]float64, rows*len(free))
 	for i := range A {
 		A[i] = flat[i*len(free) : (i+1)*len(free)]
 	}
-	b := make([]float64, rows)
-	c := make([]float64, len(free))
+	b = make([]float64, rows)
+	c = make([]float64, len(free))
 	scale := make([]float64, rows)
 	for r, row := range poolRow {
 		if row >= 0 {
@@ -375,17 +428,7 @@ func (p *problem) nodeLP(n *node, deadline time.Time) (rel relaxation, ok bool) 
 			b[row] = 1
 		}
 	}
-	s, st := lpSolve(A, b, c, deadline)
-	switch st {
-	case lpInfeasible:
-		return relaxation{}, true
-	case lpOptimal:
-	default:
-		return relaxation{}, false
-	}
-	rel.lp = s
-	rel.x, rel.bound = p.expand(s, free, n.ones, rel.fixed)
-	return rel, true
+	return A, b, c
 }
 
 // expand maps an LP solution over free columns back to every column.
