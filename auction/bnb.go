@@ -58,116 +58,181 @@ func (p *problem) fitsLP() bool {
 // deadline or when maxNodes nodes were solved (0: no limit); s.bound is then the
 // best bound of the nodes left, and s.optimal says whether none were.
 func (p *problem) branchAndBound(s *solution, deadline time.Time, maxNodes int) {
-	h := &nodeHeap{{bound: s.bound}}
-	seq, lost := 0, math.Inf(-1) // lost: bounds of nodes whose LP gave up
-	var dive *node               // the child to solve next: a dive from the node just solved
-	var parent relaxation        // the LP of the node just solved, which the dive starts from
-	kept := 0                    // bytes of tableaux queued nodes keep
-	release := func(n *node) {
-		if n.from.lp != nil {
-			kept -= 8 * len(n.from.lp.t)
-		}
-	}
-	for dive != nil || h.Len() > 0 {
-		top := dive
+	t := &bnbTree{queue: nodeHeap{{bound: s.bound}}, lost: math.Inf(-1)}
+	for {
+		top, diving := t.next(s, deadline, maxNodes)
 		if top == nil {
-			top = (*h)[0]
+			break
+		}
+		s.nodes++
+		rel, ok := t.solve(p, top, diving, deadline)
+		t.parent = relaxation{}
+		if !ok {
+			t.lost = max(t.lost, top.bound)
+			continue
+		}
+		if rel.x == nil || rel.bound <= s.value+pruneTol(s.value) {
+			continue // infeasible, or cannot beat the incumbent
+		}
+		t.parent = rel
+		p.round(s, top.ones, rel.x, deadline)
+		br := branchColumn(rel.x)
+		if br < 0 {
+			continue // integral: round's whole allocation is exactly this one
+		}
+		t.branch(top, br, min(rel.bound, top.bound), rel)
+	}
+	t.close(s)
+}
+
+// bnbTree is branch and bound's state between nodes: the queue of open nodes, the
+// dive under way, and the memory that queued nodes' tableaux hold.
+type bnbTree struct {
+	queue  nodeHeap
+	seq    int        // the last node's sequence number
+	lost   float64    // the best bound of nodes whose LP gave up
+	dive   *node      // the child to solve next: a dive from the node just solved
+	parent relaxation // the LP of the node just solved, which the dive starts from
+	kept   int        // bytes of tableaux queued nodes keep
+}
+
+// release returns the memory of a node's parent tableau, when it kept one, to the
+// warm-start budget.
+func (t *bnbTree) release(n *node) {
+	if n.from.lp != nil {
+		t.kept -= 8 * len(n.from.lp.t)
+	}
+}
+
+// next takes the node to solve next: the dive's child while a dive goes on, else
+// the queued node with the best bound, dropping queued nodes that cannot beat the
+// incumbent. It returns nil when no node is left, or when the deadline has passed
+// or maxNodes nodes were solved; a dive's pending child is then queued, so that
+// its bound stays open. diving says whether the node is the dive's child.
+func (t *bnbTree) next(s *solution, deadline time.Time, maxNodes int) (*node, bool) {
+	for t.dive != nil || t.queue.Len() > 0 {
+		top := t.dive
+		if top == nil {
+			top = t.queue[0]
 			if top.bound <= s.value+pruneTol(s.value) {
-				release(heap.Pop(h).(*node))
+				t.release(heap.Pop(&t.queue).(*node))
 				continue
 			}
 		}
 		if time.Now().After(deadline) || (maxNodes > 0 && s.nodes >= maxNodes) {
-			if dive != nil {
-				heap.Push(h, dive)
+			if t.dive != nil {
+				heap.Push(&t.queue, t.dive)
+				t.dive = nil
 			}
-			break
+			return nil, false
 		}
-		if dive == nil {
-			heap.Pop(h)
-			release(top)
+		diving := t.dive != nil
+		if !diving {
+			heap.Pop(&t.queue)
+			t.release(top)
 		}
-		diving := dive
-		dive = nil
-		s.nodes++
-		var rel relaxation
-		ok := false
-		switch {
-		case top == diving && parent.lp != nil:
-			rel, ok = p.childLP(parent, top.ones, top.ones[len(top.ones)-1], true, deadline)
-		case top.from.lp != nil:
-			rel, ok = p.childLP(top.from, top.ones, top.zeros[len(top.zeros)-1], false, deadline)
-			top.from = relaxation{}
-		}
-		if !ok {
-			rel, ok = p.nodeLP(top, deadline)
-		}
-		parent = relaxation{}
-		if !ok {
-			lost = max(lost, top.bound)
-			continue
-		}
-		x, bound := rel.x, rel.bound
-		if x == nil || bound <= s.value+pruneTol(s.value) {
-			continue // infeasible, or cannot beat the incumbent
-		}
-		parent = rel
-		bound = min(bound, top.bound)
-		// Round: the fixed columns, then the LP's columns by value, then greedily.
-		choice := p.fixed(top.ones)
-		order := make([]int32, 0, len(x))
-		for j, v := range x {
-			if v > 1e-6 {
-				order = append(order, int32(j))
-			}
-		}
-		slices.SortStableFunc(order, func(a, b int32) int {
-			if x[a] != x[b] {
-				if x[a] > x[b] {
-					return -1
-				}
-				return 1
-			}
-			return 0
-		})
-		before := s.value
-		// The columns at one are an allocation of their own: when x is integral it is
-		// the node's optimum, which may hold columns of negative welfare (a seller
-		// whose sale lets a buyer fit) that greedy rounding never adds.
-		whole := slices.Clone(choice)
-		for j, v := range x {
-			if v > 1-1e-6 {
-				whole[p.cols[j].bidder] = int32(j)
-			}
-		}
-		s.better(p, whole)
-		rounded := p.greedy(choice, order)
-		s.better(p, rounded)
-		s.better(p, p.greedy(rounded, p.orderBy(func(c *column) float64 { return c.w / max(c.size, 1e-9) })))
-		if s.value > before {
-			p.improve(s, order, deadline) // a new incumbent: search around it
-		}
-		// Branch on the fractional column with the largest value.
-		br, bv := int32(-1), 0.0
-		for j, v := range x {
-			if v > 1e-6 && v < 1-1e-6 && v > bv {
-				br, bv = int32(j), v
-			}
-		}
-		if br < 0 {
-			continue // integral: whole above is exactly this allocation
-		}
-		seq++
-		down := &node{bound: bound, ones: top.ones, zeros: append(slices.Clip(top.zeros), br), seq: seq}
-		if size := 8 * len(rel.lp.t); kept+size <= warmBudget {
-			down.from, kept = rel, kept+size
-		}
-		heap.Push(h, down)
-		seq++
-		dive = &node{bound: bound, ones: append(slices.Clip(top.ones), br), zeros: top.zeros, seq: seq}
+		t.dive = nil
+		return top, diving
 	}
-	open := lost
-	for _, n := range *h {
+	return nil, false
+}
+
+// solve solves a node's LP: a dive's child from the tableau of the node just
+// solved, a queued node from the tableau it kept of its parent, and otherwise (or
+// when that re-solve gave up) from scratch. ok is false when the LP gave up.
+func (t *bnbTree) solve(p *problem, top *node, diving bool, deadline time.Time) (rel relaxation, ok bool) {
+	switch {
+	case diving && t.parent.lp != nil:
+		rel, ok = p.childLP(t.parent, top.ones, top.ones[len(top.ones)-1], true, deadline)
+	case top.from.lp != nil:
+		rel, ok = p.childLP(top.from, top.ones, top.zeros[len(top.zeros)-1], false, deadline)
+		top.from = relaxation{}
+	}
+	if !ok {
+		rel, ok = p.nodeLP(top, deadline)
+	}
+	return rel, ok
+}
+
+// round turns a node's LP solution x into allocations and offers them to s: the
+// columns at one, then the fixed columns and the LP's columns by value completed
+// greedily, then that completed again by welfare per size. A new incumbent is
+// searched around (improve).
+func (p *problem) round(s *solution, ones []int32, x []float64, deadline time.Time) {
+	choice := p.fixed(ones)
+	order := byValue(x)
+	before := s.value
+	// The columns at one are an allocation of their own: when x is integral it is
+	// the node's optimum, which may hold columns of negative welfare (a seller
+	// whose sale lets a buyer fit) that greedy rounding never adds.
+	whole := slices.Clone(choice)
+	for j, v := range x {
+		if v > 1-1e-6 {
+			whole[p.cols[j].bidder] = int32(j)
+		}
+	}
+	s.better(p, whole)
+	rounded := p.greedy(choice, order)
+	s.better(p, rounded)
+	s.better(p, p.greedy(rounded, p.orderBy(func(c *column) float64 { return c.w / max(c.size, 1e-9) })))
+	if s.value > before {
+		p.improve(s, order, deadline) // a new incumbent: search around it
+	}
+}
+
+// byValue returns the columns with a positive value in x, largest value first
+// (ties in column order).
+func byValue(x []float64) []int32 {
+	order := make([]int32, 0, len(x))
+	for j, v := range x {
+		if v > 1e-6 {
+			order = append(order, int32(j))
+		}
+	}
+	slices.SortStableFunc(order, func(a, b int32) int {
+		if x[a] != x[b] {
+			if x[a] > x[b] {
+				return -1
+			}
+			return 1
+		}
+		return 0
+	})
+	return order
+}
+
+// branchColumn returns the fractional column of x with the largest value (the
+// first of equals), or -1 when x is integral.
+func branchColumn(x []float64) int32 {
+	br, bv := int32(-1), 0.0
+	for j, v := range x {
+		if v > 1e-6 && v < 1-1e-6 && v > bv {
+			br, bv = int32(j), v
+		}
+	}
+	return br
+}
+
+// branch splits top on column br: the child with br out is queued (keeping the
+// node's tableau rel to re-solve from, while the memory budget allows), and the
+// child with br in is the dive's next node. Both children get bound.
+func (t *bnbTree) branch(top *node, br int32, bound float64, rel relaxation) {
+	t.seq++
+	down := &node{bound: bound, ones: top.ones, zeros: append(slices.Clip(top.zeros), br), seq: t.seq}
+	if size := 8 * len(rel.lp.t); t.kept+size <= warmBudget {
+		down.from, t.kept = rel, t.kept+size
+	}
+	heap.Push(&t.queue, down)
+	t.seq++
+	t.dive = &node{bound: bound, ones: append(slices.Clip(top.ones), br), zeros: top.zeros, seq: t.seq}
+}
+
+// close sets s's bound when the search stops: the best bound among the nodes left
+// open (queued ones that could still beat the incumbent, and those whose LP gave
+// up), or the incumbent's value, proved optimal, when none is.
+func (t *bnbTree) close(s *solution) {
+	open := t.lost
+	for _, n := range t.queue {
 		if n.bound > s.value+pruneTol(s.value) {
 			open = max(open, n.bound)
 		}
@@ -208,9 +273,35 @@ type relaxation struct {
 // fixed, with supply less the fixed columns' demand, at most one column per
 // bidder. ok is false when the LP gave up; x is nil when the node is infeasible.
 func (p *problem) nodeLP(n *node, deadline time.Time) (rel relaxation, ok bool) {
+	res := p.fix(n, &rel)
+	free := rel.free
+	poolRow, rows := p.poolRows(free, len(res))
+	if overdrawn(res, poolRow) {
+		return relaxation{}, true
+	}
+	bidRow, rows := p.bidderRows(free, res, rows)
+	A, b, c := p.nodeMatrix(free, res, poolRow, bidRow, rows)
+	s, st := lpSolve(A, b, c, deadline)
+	switch st {
+	case lpInfeasible:
+		return relaxation{}, true
+	case lpOptimal:
+	default:
+		return relaxation{}, false
+	}
+	rel.lp = s
+	rel.x, rel.bound = p.expand(s, free, n.ones, rel.fixed)
+	return rel, true
+}
+
+// fix applies a node's fixings: it sets rel.fixed to the fixed-in columns'
+// welfare and rel.free to the columns left free (neither fixed out nor of a
+// bidder with a column fixed in, in column order), and returns the supply the
+// fixed-in columns leave.
+func (p *problem) fix(n *node, rel *relaxation) (res []float64) {
 	out := make([]bool, len(p.cols))
 	busy := make([]bool, p.bidders())
-	res := slices.Clone(p.supply)
+	res = slices.Clone(p.supply)
 	for _, j := range n.ones {
 		busy[p.cols[j].bidder] = true
 		take(res, p.cols[j].items)
@@ -224,17 +315,17 @@ func (p *problem) nodeLP(n *node, deadline time.Time) (rel relaxation, ok bool) 
 			rel.free = append(rel.free, int32(j))
 		}
 	}
-	free := rel.free
-	// Rows: pools any free column uses, and bidders with free columns.
-	poolRow := make([]int32, len(res))
+	return res
+}
+
+// poolRows numbers the LP's pool rows: one for each of the pools any free column
+// uses, in the order the free columns first use them. poolRow is -1 for the
+// others; rows is how many there are.
+func (p *problem) poolRows(free []int32, pools int) (poolRow []int32, rows int) {
+	poolRow = make([]int32, pools)
 	for i := range poolRow {
 		poolRow[i] = -1
 	}
-	bidRow := make([]int32, p.bidders())
-	for i := range bidRow {
-		bidRow[i] = -1
-	}
-	rows := 0
 	for _, j := range free {
 		for _, it := range p.cols[j].items {
 			if poolRow[it.pool] < 0 {
@@ -243,15 +334,33 @@ func (p *problem) nodeLP(n *node, deadline time.Time) (rel relaxation, ok bool) 
 			}
 		}
 	}
+	return poolRow, rows
+}
+
+// overdrawn reports whether some pool without a row is short after the fixings:
+// nothing left can make room in it, so the node is infeasible.
+func overdrawn(res []float64, poolRow []int32) bool {
 	for r, v := range res {
 		if poolRow[r] < 0 && v < -feasibleTol {
-			return relaxation{}, true // nothing left can make room in r
+			return true
 		}
 	}
-	// A bidder's row (its columns sum to at most 1) is left out when it has one free
-	// column and a pool row already bounds that column by 1: a pool where it needs
-	// all that is left and no free column sells. Single-minded CATS bidders are
-	// many, and every row left out makes each pivot cheaper.
+	return false
+}
+
+// bidderRows numbers the LP's bidder rows, after the first rows (the pool rows):
+// one for each bidder with free columns, in the order of their first free
+// column. bidRow is -1 for the others; total is the LP's number of rows.
+//
+// A bidder's row (its columns sum to at most 1) is left out when it has one free
+// column and a pool row already bounds that column by 1: a pool where it needs
+// all that is left and no free column sells. Single-minded CATS bidders are
+// many, and every row left out makes each pivot cheaper.
+func (p *problem) bidderRows(free []int32, res []float64, rows int) (bidRow []int32, total int) {
+	bidRow = make([]int32, p.bidders())
+	for i := range bidRow {
+		bidRow[i] = -1
+	}
 	freeOf := make([]int32, p.bidders())
 	sold := make([]bool, len(res))
 	for _, j := range free {
@@ -271,13 +380,22 @@ func (p *problem) nodeLP(n *node, deadline time.Time) (rel relaxation, ok bool) 
 		bidRow[b] = int32(rows)
 		rows++
 	}
-	A := make([][]float64, rows)
+	return bidRow, rows
+}
+
+// nodeMatrix builds the node's LP, max c.x subject to A x <= b: a column per free
+// column, worth its welfare; pool rows holding the free columns' quantities
+// against the supply left, each divided by the largest of 1, its right-hand side
+// and its coefficients (in absolute value); bidder rows holding 1 per column
+// against 1.
+func (p *problem) nodeMatrix(free []int32, res []float64, poolRow, bidRow []int32, rows int) (A [][]float64, b, c []float64) {
+	A = make([][]float64, rows)
 	flat := make([]float64, rows*len(free))
 	for i := range A {
 		A[i] = flat[i*len(free) : (i+1)*len(free)]
 	}
-	b := make([]float64, rows)
-	c := make([]float64, len(free))
+	b = make([]float64, rows)
+	c = make([]float64, len(free))
 	scale := make([]float64, rows)
 	for r, row := range poolRow {
 		if row >= 0 {
@@ -310,17 +428,7 @@ func (p *problem) nodeLP(n *node, deadline time.Time) (rel relaxation, ok bool) 
 			b[row] = 1
 		}
 	}
-	s, st := lpSolve(A, b, c, deadline)
-	switch st {
-	case lpInfeasible:
-		return relaxation{}, true
-	case lpOptimal:
-	default:
-		return relaxation{}, false
-	}
-	rel.lp = s
-	rel.x, rel.bound = p.expand(s, free, n.ones, rel.fixed)
-	return rel, true
+	return A, b, c
 }
 
 // expand maps an LP solution over free columns back to every column.

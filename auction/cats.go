@@ -116,102 +116,149 @@ func (g *catsGen) instance() Instance {
 // neighbours it values, and its alternatives grow from other goods of the first,
 // to the same size, valued with the bidder's private values.
 func (g *catsGen) regions(bids int, arbitrary bool) {
-	side := int(math.Ceil(math.Sqrt(float64(g.goods))))
-	common := make([]float64, g.goods)
-	for i := range common {
-		common[i] = 1 + 99*g.rng.Float64()
-	}
-	affinity := make([][]float64, g.goods) // arbitrary: pairwise affinity
-	if arbitrary {
-		for i := range affinity {
-			affinity[i] = make([]float64, g.goods)
-			for j := range affinity[i] {
-				affinity[i][j] = g.rng.Float64()
-			}
-		}
-	}
-	neighbours := func(x int) []int {
-		if arbitrary {
-			return nil
-		}
-		r, c := x/side, x%side
-		var out []int
-		for _, d := range [][2]int{{-1, 0}, {1, 0}, {0, -1}, {0, 1}} {
-			if rr, cc := r+d[0], c+d[1]; rr >= 0 && rr < side && cc >= 0 && cc < side && rr*side+cc < g.goods {
-				out = append(out, rr*side+cc)
-			}
-		}
-		return out
-	}
-	grow := func(start, size int, private []float64) catsBid {
-		in := map[int]bool{start: true}
-		set := []int{start}
-		for len(set) < size {
-			// Candidates: neighbours of the set (regions) or every other good
-			// weighted by its affinity to the set (arbitrary), by value.
-			weight := map[int]float64{}
-			for _, x := range set {
-				if arbitrary {
-					for y := range g.goods {
-						if !in[y] {
-							weight[y] += affinity[x][y] * (common[y] + private[y])
-						}
-					}
-				} else {
-					for _, y := range neighbours(x) {
-						if !in[y] {
-							weight[y] = common[y] + private[y]
-						}
-					}
-				}
-			}
-			if len(weight) == 0 {
-				break
-			}
-			keys := make([]int, 0, len(weight))
-			sum := 0.0
-			for y, w := range weight {
-				keys = append(keys, y)
-				sum += max(w, 0.01)
-			}
-			slices.Sort(keys)
-			pick, u := keys[len(keys)-1], g.rng.Float64()*sum
-			for _, y := range keys {
-				if u -= max(weight[y], 0.01); u <= 0 {
-					pick = y
-					break
-				}
-			}
-			in[pick] = true
-			set = append(set, pick)
-		}
-		v := 0.0
-		for _, x := range set {
-			v += common[x] + private[x]
-		}
-		return catsBid{goods: set, value: v * math.Pow(float64(len(set)), 0.2)} // superadditive
-	}
+	r := g.newRegionsGen(arbitrary)
 	for g.count < bids {
-		private := make([]float64, g.goods)
-		for i := range private {
-			private[i] = common[i] * (g.rng.Float64()*0.4 - 0.2)
-		}
-		size := 1
-		for size < g.goods/4 && g.rng.Float64() < 0.8 {
-			size++
-		}
-		first := grow(g.rng.IntN(g.goods), size, private)
-		alts := []catsBid{first}
-		for _, start := range first.goods[1:] {
-			if len(alts) >= 1+g.rng.IntN(6) {
-				break
-			}
-			if b := grow(start, len(first.goods), private); b.value >= 0.8*first.value {
-				alts = append(alts, b)
-			}
-		}
-		g.add(alts)
+		g.add(r.bidder())
 	}
+}
+
+// regionsGen is what regions draws bidders from: the goods' layout and their
+// common values.
+type regionsGen struct {
+	*catsGen
+	arbitrary bool
+	side      int         // regions: the grid's side
+	common    []float64   // per good: its common value
+	affinity  [][]float64 // arbitrary: pairwise affinity
+}
+
+// newRegionsGen draws the goods' common values and (arbitrary) their pairwise
+// affinities.
+func (g *catsGen) newRegionsGen(arbitrary bool) *regionsGen {
+	r := &regionsGen{catsGen: g, arbitrary: arbitrary, side: int(math.Ceil(math.Sqrt(float64(g.goods))))}
+	r.common = make([]float64, g.goods)
+	for i := range r.common {
+		r.common[i] = 1 + 99*g.rng.Float64()
+	}
+	r.affinity = make([][]float64, g.goods)
+	if arbitrary {
+		for i := range r.affinity {
+			r.affinity[i] = make([]float64, g.goods)
+			for j := range r.affinity[i] {
+				r.affinity[i][j] = g.rng.Float64()
+			}
+		}
+	}
+	return r
+}
+
+// bidder draws one bidder's bundles: its private values (within 20% of the
+// common ones), a size (growing by one with probability 0.8, up to a quarter of
+// the goods), a first bundle grown from a random good, and up to five
+// alternatives grown from the first's other goods, kept when worth at least 80%
+// of the first.
+func (r *regionsGen) bidder() []catsBid {
+	private := make([]float64, r.goods)
+	for i := range private {
+		private[i] = r.common[i] * (r.rng.Float64()*0.4 - 0.2)
+	}
+	size := 1
+	for size < r.goods/4 && r.rng.Float64() < 0.8 {
+		size++
+	}
+	first := r.grow(r.rng.IntN(r.goods), size, private)
+	alts := []catsBid{first}
+	for _, start := range first.goods[1:] {
+		if len(alts) >= 1+r.rng.IntN(6) {
+			break
+		}
+		if b := r.grow(start, len(first.goods), private); b.value >= 0.8*first.value {
+			alts = append(alts, b)
+		}
+	}
+	return alts
+}
+
+// neighbours returns the goods next to x on the grid (none for arbitrary).
+func (r *regionsGen) neighbours(x int) []int {
+	if r.arbitrary {
+		return nil
+	}
+	side := r.side
+	row, col := x/side, x%side
+	var out []int
+	for _, d := range [][2]int{{-1, 0}, {1, 0}, {0, -1}, {0, 1}} {
+		if rr, cc := row+d[0], col+d[1]; rr >= 0 && rr < side && cc >= 0 && cc < side && rr*side+cc < r.goods {
+			out = append(out, rr*side+cc)
+		}
+	}
+	return out
+}
+
+// grow grows a bundle of up to size goods from start, adding one candidate at a
+// time, drawn with probability in proportion to its weight; the bundle is worth
+// its goods' common and private values, superadditively.
+func (r *regionsGen) grow(start, size int, private []float64) catsBid {
+	in := map[int]bool{start: true}
+	set := []int{start}
+	for len(set) < size {
+		weight := r.candidates(set, in, private)
+		if len(weight) == 0 {
+			break
+		}
+		pick := r.draw(weight)
+		in[pick] = true
+		set = append(set, pick)
+	}
+	v := 0.0
+	for _, x := range set {
+		v += r.common[x] + private[x]
+	}
+	return catsBid{goods: set, value: v * math.Pow(float64(len(set)), 0.2)} // superadditive
+}
+
+// candidates returns the goods a bundle (set, and in its goods) may grow by, with
+// their weights.
+func (r *regionsGen) candidates(set []int, in map[int]bool, private []float64) map[int]float64 {
+	// Candidates: neighbours of the set (regions) or every other good
+	// weighted by its affinity to the set (arbitrary), by value.
+	weight := map[int]float64{}
+	for _, x := range set {
+		if r.arbitrary {
+			for y := range r.goods {
+				if !in[y] {
+					weight[y] += r.affinity[x][y] * (r.common[y] + private[y])
+				}
+			}
+		} else {
+			for _, y := range r.neighbours(x) {
+				if !in[y] {
+					weight[y] = r.common[y] + private[y]
+				}
+			}
+		}
+	}
+	return weight
+}
+
+// draw picks one of the candidates (weight not empty) with probability in
+// proportion to its weight (at least 0.01), going through them in order.
+func (r *regionsGen) draw(weight map[int]float64) int {
+	keys := make([]int, 0, len(weight))
+	sum := 0.0
+	for y, w := range weight {
+		keys = append(keys, y)
+		sum += max(w, 0.01)
+	}
+	slices.Sort(keys)
+	pick, u := keys[len(keys)-1], r.rng.Float64()*sum
+	for _, y := range keys {
+		if u -= max(weight[y], 0.01); u <= 0 {
+			pick = y
+			break
+		}
+	}
+	return pick
 }
 
 // paths: cities in the unit square; goods are edges, each city joined to its

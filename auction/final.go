@@ -73,116 +73,160 @@ type allocation struct {
 // cannot add welfare (they only buy and are worth less than their reserve value)
 // or can never fit are left out, except the clock's own choices.
 func (c *clock) decompose() []*problem {
-	n := len(c.ids)
-	parent := make([]int32, n)
+	sets := newPoolSets(len(c.ids))
+	root := c.joinPools(sets)
+	parts := c.partsOf(sets, root)
+	local := make([]int32, len(c.ids)) // pool -> local index in its part
+	for r := range local {
+		local[r] = -1
+	}
+	for _, p := range parts {
+		c.localize(p, local)
+	}
+	return parts
+}
+
+// poolSets is a union-find forest over pools: each pool leads, through its
+// parent, to the root pool of its set.
+type poolSets []int32
+
+// newPoolSets returns n pools, each a set of its own.
+func newPoolSets(n int) poolSets {
+	parent := make(poolSets, n)
 	for i := range parent {
 		parent[i] = int32(i)
 	}
-	find := func(x int32) int32 {
-		for parent[x] != x {
-			parent[x] = parent[parent[x]]
-			x = parent[x]
-		}
-		return x
+	return parent
+}
+
+// find returns the root of x's set, halving the path to it on the way.
+func (parent poolSets) find(x int32) int32 {
+	for parent[x] != x {
+		parent[x] = parent[parent[x]]
+		x = parent[x]
 	}
-	keep := func(b *bidder, k int) bool {
-		if k == b.choice {
-			return true
-		}
-		w, sells := b.limits[k], false
-		for _, it := range b.bundles[k] {
-			w -= it.q * c.reserve[it.pool]
-			if it.q < 0 {
-				sells = true
-			} else if it.q > c.scale[it.pool]+feasibleTol {
-				return false
-			}
-		}
-		return w > 0 || sells
+	return x
+}
+
+// keeps reports whether bidder b's bundle k goes into the final round: the
+// clock's choice always does; another bundle when it sells, or when it only buys,
+// is worth more than its reserve value, and asks for no pool more than the pool
+// can ever hold.
+func (c *clock) keeps(b *bidder, k int) bool {
+	if k == b.choice {
+		return true
 	}
-	root := make([]int32, len(c.bidders)) // per bidder: its part's root pool, or -1
+	w, sells := b.limits[k], false
+	for _, it := range b.bundles[k] {
+		w -= it.q * c.reserve[it.pool]
+		if it.q < 0 {
+			sells = true
+		} else if it.q > c.scale[it.pool]+feasibleTol {
+			return false
+		}
+	}
+	return w > 0 || sells
+}
+
+// joinPools joins in sets the pools of each bidder's kept bundles, and returns
+// per bidder a pool of its set, or -1 when it keeps no bundle.
+func (c *clock) joinPools(sets poolSets) []int32 {
+	root := make([]int32, len(c.bidders))
 	for bi := range c.bidders {
 		b := &c.bidders[bi]
 		root[bi] = -1
 		for k, items := range b.bundles {
-			if !keep(b, k) {
+			if !c.keeps(b, k) {
 				continue
 			}
 			for _, it := range items {
 				if root[bi] < 0 {
-					root[bi] = find(it.pool)
-				} else if a, z := find(root[bi]), find(it.pool); a != z {
-					parent[z] = a
+					root[bi] = sets.find(it.pool)
+				} else if a, z := sets.find(root[bi]), sets.find(it.pool); a != z {
+					sets[z] = a
 				}
 			}
 		}
 	}
-	parts := map[int32]*problem{}
-	local := make([]int32, n) // pool -> local index in its part
-	var order []int32
+	return root
+}
+
+// partsOf returns a problem per set of pools, in the order of each set's first
+// bidder, holding the bidders whose kept bundles use the set (root: a pool of
+// each bidder's set, or -1). Its columns' items still use the instance's pools.
+func (c *clock) partsOf(sets poolSets, root []int32) []*problem {
+	byRoot := map[int32]*problem{}
+	var parts []*problem
 	for bi := range c.bidders {
 		if root[bi] < 0 {
 			continue
 		}
-		r := find(root[bi])
-		p := parts[r]
+		r := sets.find(root[bi])
+		p := byRoot[r]
 		if p == nil {
 			p = &problem{}
-			parts[r] = p
-			order = append(order, r)
+			byRoot[r] = p
+			parts = append(parts, p)
 		}
-		b := &c.bidders[bi]
-		lb := int32(len(p.owner))
-		p.owner = append(p.owner, int32(bi))
-		p.first = append(p.first, int32(len(p.cols)))
-		p.clock = append(p.clock, -1)
-		for k, items := range b.bundles {
-			if !keep(b, k) {
-				continue
-			}
-			col := column{bidder: lb, bundle: int32(k), w: b.limits[k]}
-			for _, it := range items {
-				col.w -= it.q * c.reserve[it.pool]
-				if it.q > 0 {
-					col.size += it.q / max(c.scale[it.pool], 1)
-				}
-			}
-			col.items = items // pools renumbered below
-			if k == b.choice {
-				p.clock[lb] = int32(len(p.cols))
-			}
-			p.cols = append(p.cols, col)
-		}
+		c.addBidder(p, bi)
 	}
-	for r := range local {
-		local[r] = -1
-	}
-	out := make([]*problem, 0, len(order))
-	for _, r := range order {
-		p := parts[r]
-		p.first = append(p.first, int32(len(p.cols)))
-		var pools []int32
-		for j := range p.cols {
-			items := make([]item, len(p.cols[j].items))
-			for i, it := range p.cols[j].items {
-				if local[it.pool] < 0 || int(local[it.pool]) >= len(pools) || pools[local[it.pool]] != it.pool {
-					local[it.pool] = int32(len(pools))
-					pools = append(pools, it.pool)
-				}
-				items[i] = item{local[it.pool], it.q}
+	return parts
+}
+
+// addBidder adds bidder bi to p as its next local bidder: a column per kept
+// bundle, worth the bundle's limit less its reserve value, and the clock's
+// choice among them.
+func (c *clock) addBidder(p *problem, bi int) {
+	b := &c.bidders[bi]
+	lb := int32(len(p.owner))
+	p.owner = append(p.owner, int32(bi))
+	p.first = append(p.first, int32(len(p.cols)))
+	p.clock = append(p.clock, -1)
+	for k, items := range b.bundles {
+		if !c.keeps(b, k) {
+			continue
+		}
+		col := column{bidder: lb, bundle: int32(k), w: b.limits[k]}
+		for _, it := range items {
+			col.w -= it.q * c.reserve[it.pool]
+			if it.q > 0 {
+				col.size += it.q / max(c.scale[it.pool], 1)
 			}
-			slices.SortFunc(items, func(a, b item) int { return cmp.Compare(a.pool, b.pool) })
-			p.cols[j].items = items
 		}
-		p.supply = make([]float64, len(pools))
-		p.lambda = make([]float64, len(pools))
-		for i, g := range pools {
-			p.supply[i] = c.supply[g]
-			p.lambda[i] = max(c.price[g]-c.reserve[g], 0)
+		col.items = items // pools renumbered by localize
+		if k == b.choice {
+			p.clock[lb] = int32(len(p.cols))
 		}
-		out = append(out, p)
+		p.cols = append(p.cols, col)
 	}
-	return out
+}
+
+// localize finishes a part: it closes p.first, renumbers the pools its columns
+// use to local ones (in the order the columns first use them, each column's items
+// sorted by them), and sets the local pools' supply and lambda. local maps pools
+// to local indices; entries a previous part left are told apart by checking them
+// against this part's pools.
+func (c *clock) localize(p *problem, local []int32) {
+	p.first = append(p.first, int32(len(p.cols)))
+	var pools []int32
+	for j := range p.cols {
+		items := make([]item, len(p.cols[j].items))
+		for i, it := range p.cols[j].items {
+			if local[it.pool] < 0 || int(local[it.pool]) >= len(pools) || pools[local[it.pool]] != it.pool {
+				local[it.pool] = int32(len(pools))
+				pools = append(pools, it.pool)
+			}
+			items[i] = item{local[it.pool], it.q}
+		}
+		slices.SortFunc(items, func(a, b item) int { return cmp.Compare(a.pool, b.pool) })
+		p.cols[j].items = items
+	}
+	p.supply = make([]float64, len(pools))
+	p.lambda = make([]float64, len(pools))
+	for i, g := range pools {
+		p.supply[i] = c.supply[g]
+		p.lambda[i] = max(c.price[g]-c.reserve[g], 0)
+	}
 }
 
 // finalRound chooses the allocation of greatest welfare among all submitted
