@@ -242,15 +242,19 @@ func (r *regionsGen) candidates(set []int, in map[int]bool, private []float64) m
 }
 
 // draw picks one of the candidates (weight not empty) with probability in
-// proportion to its weight (at least 0.01), going through them in order.
+// proportion to its weight (at least 0.01), going through them in order. The weights
+// are summed in that order too: a float sum in the map's random order could differ in
+// its last bits from run to run, and so, rarely, the pick.
 func (r *regionsGen) draw(weight map[int]float64) int {
 	keys := make([]int, 0, len(weight))
-	sum := 0.0
-	for y, w := range weight {
+	for y := range weight {
 		keys = append(keys, y)
-		sum += max(w, 0.01)
 	}
 	slices.Sort(keys)
+	sum := 0.0
+	for _, y := range keys {
+		sum += max(weight[y], 0.01)
+	}
 	pick, u := keys[len(keys)-1], r.rng.Float64()*sum
 	for _, y := range keys {
 		if u -= max(weight[y], 0.01); u <= 0 {
