@@ -87,7 +87,7 @@ func TestABidNoPoolCouldSupplyIsRefused(t *testing.T) {
 		mk := newAuctionMarket(t, db)
 		before := mk.Balance("search")
 		_, err := mk.Order("member@search", exchange.OrderSpec{Team: "search", Bundles: []exchange.Bundle{{"us-east/ram": 1}, {"us-east/cpu": 1_000_000_000_000}}, Limit: money(500)})
-		if clearhouse.ErrorCode(err) != clearhouse.EINVALID || !strings.Contains(clearhouse.ErrorMessage(err), "1,000,000,000,000 core is more than the pool's whole capacity of 100 core") {
+		if clearhouse.ErrorCode(err) != clearhouse.EINVALID || !strings.Contains(clearhouse.ErrorMessage(err), "1,000,000,000,000 cores is more than the pool's whole capacity of 100 cores") {
 			t.Fatalf("a bid for 10^12 cores of a 100-core pool: %v", err)
 		}
 		if mk.Balance("search") != before {

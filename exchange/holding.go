@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"strings"
 	"time"
-	"unicode"
 
 	"github.com/clearhouse/clearhouse"
 	"github.com/clearhouse/clearhouse/ledger"
@@ -233,21 +232,7 @@ func (m *Market) chargeOne(ctx context.Context, p Pool, rate ledger.Money, team 
 // HoldingMemo is a holding charge's memo, as statements show it: "Holding charge,
 // ap-south/cpu, November 2026: 1,600 cores x $0.10".
 func HoldingMemo(pool, unit string, month time.Time, units int64, rate ledger.Money) string {
-	return fmt.Sprintf("Holding charge, %s, %s: %s %s x %s", pool, month.Format("January 2006"), moneyfmt.Count(units), unitWord(unit, units), moneyfmt.Exact(int64(rate)))
-}
-
-// unitWord is a unit for a count: a lower-case word takes an s when the count is
-// not one ("1 core", "2 cores"); symbols such as GiB stay as they are.
-func unitWord(unit string, n int64) string {
-	if n == 1 || unit == "" || strings.HasSuffix(unit, "s") {
-		return unit
-	}
-	for _, r := range unit {
-		if !unicode.IsLower(r) {
-			return unit
-		}
-	}
-	return unit + "s"
+	return fmt.Sprintf("Holding charge, %s, %s: %s x %s", pool, month.Format("January 2006"), moneyfmt.Quantity(units, unit), moneyfmt.Exact(int64(rate)))
 }
 
 // HoldingCharges lists the holding charges made to a team (every team's for ""),

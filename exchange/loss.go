@@ -63,7 +63,7 @@ func LossReason(spec OrderSpec, f LossFacts) string {
 				unit = "unit"
 			}
 			n := abs64(b[p])
-			detail += fmt.Sprintf("%s %s of %s at %s", moneyfmt.Count(n), unitWord(unit, n), p, moneyfmt.UnitPrice(f.Prices[p], unit))
+			detail += fmt.Sprintf("%s of %s at %s", moneyfmt.Quantity(n, unit), p, moneyfmt.UnitPrice(f.Prices[p], unit))
 		}
 		detail += ")"
 		if limit < 0 {

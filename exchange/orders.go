@@ -311,8 +311,8 @@ func poolsExist(tx *gorm.DB, spec OrderSpec) error {
 	for i, b := range spec.Bundles {
 		for _, p := range slices.Sorted(maps.Keys(b)) {
 			if pool := found[have[p]]; b[p] > pool.Capacity {
-				return clearhouse.Errorf(clearhouse.EINVALID, "bundles[%d][%s]: %s %s is more than the pool's whole capacity of %s %s; no auction could supply it",
-					i, p, moneyfmt.Count(b[p]), pool.Unit, moneyfmt.Count(pool.Capacity), pool.Unit)
+				return clearhouse.Errorf(clearhouse.EINVALID, "bundles[%d][%s]: %s is more than the pool's whole capacity of %s; no auction could supply it",
+					i, p, moneyfmt.Quantity(b[p], pool.Unit), moneyfmt.Quantity(pool.Capacity, pool.Unit))
 			}
 		}
 	}

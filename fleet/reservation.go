@@ -222,7 +222,7 @@ func (d Definition) Validate(now time.Time, slot, horizon time.Duration, needVal
 		case !r.Deadline.After(r.Arrival):
 			return bad(field("deadline"), "must be after the earliest start")
 		case r.Deadline.After(now.Add(horizon)):
-			return bad(field("deadline"), "the window must end within %s of now (%s)", horizonText(horizon), now.Add(horizon).Format(time.RFC3339))
+			return bad(field("deadline"), "the window must end within %s of now (by %s)", horizonText(horizon), now.Add(horizon).UTC().Format("2006-01-02 15:04 UTC"))
 		}
 		from := r.Arrival // as plan.requests: the current slot's start at the earliest, rounded up below
 		if open := now.Truncate(slot); from.Before(open) {

@@ -12,7 +12,8 @@
 //   - Amounts the simulators compute in float dollars are shown in whole dollars:
 //     Dollars(-1234.5) = "-$1,235".
 //   - Counts and other figures share the thousands grouping: Count(4000) = "4,000",
-//     Decimal(17990.16, 1) = "17,990.2".
+//     Decimal(17990.16, 1) = "17,990.2"; a quantity says its unit in the right
+//     number: Quantity(4000, "core") = "4,000 cores", Quantity(16, "GiB") = "16 GiB".
 //
 // This package is the one place where digits are grouped in threes; ledger.Money's
 // String is Amount. Rounding is to the nearest shown digit, halves away from zero,
@@ -207,4 +208,20 @@ func Count(n int64) string {
 		return "-" + group(uint64(-(n+1))+1)
 	}
 	return group(uint64(n))
+}
+
+// Unit is a pool's unit in the singular (one) or the plural: "core" and "cores",
+// "GPU" and "GPUs". Units of bytes ("GiB", "TiB") and words that already end in s stay
+// as they are.
+func Unit(unit string, one bool) string {
+	if one || unit == "" || strings.HasSuffix(unit, "B") || strings.HasSuffix(unit, "s") {
+		return unit
+	}
+	return unit + "s"
+}
+
+// Quantity is a quantity of a unit, grouped, with the unit in the right number:
+// "1 core", "4,000 cores", "16 GiB", "2 GPUs", "1 task".
+func Quantity(n int64, unit string) string {
+	return strings.TrimSpace(Count(n) + " " + Unit(unit, n == 1))
 }

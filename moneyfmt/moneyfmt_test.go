@@ -115,3 +115,19 @@ func TestCount(t *testing.T) {
 		}
 	}
 }
+
+func TestQuantitySaysItsUnitInTheRightNumber(t *testing.T) {
+	for _, c := range []struct {
+		n    int64
+		unit string
+		want string
+	}{
+		{1, "core", "1 core"}, {4000, "core", "4,000 cores"}, {0, "core", "0 cores"}, {-1, "core", "-1 cores"},
+		{2, "GPU", "2 GPUs"}, {1, "GPU", "1 GPU"}, {16, "GiB", "16 GiB"}, {2000, "TiB", "2,000 TiB"},
+		{3, "tasks", "3 tasks"}, {7, "", "7"},
+	} {
+		if got := Quantity(c.n, c.unit); got != c.want {
+			t.Errorf("Quantity(%d, %q) = %q, want %q", c.n, c.unit, got, c.want)
+		}
+	}
+}

@@ -829,9 +829,9 @@ func SettlementPage(p Page, v SettlementView) templ.Component {
 					}
 					if r.Traded > 0 {
 						var templ_7745c5c3_Var36 string
-						templ_7745c5c3_Var36, templ_7745c5c3_Err = templ.JoinStringErrs(count(r.Traded) + " " + r.Unit)
+						templ_7745c5c3_Var36, templ_7745c5c3_Err = templ.JoinStringErrs(units(r.Traded, r.Unit))
 						if templ_7745c5c3_Err != nil {
-							return templ.Error{Err: templ_7745c5c3_Err, FileName: `templates/finance.templ`, Line: 210, Col: 42}
+							return templ.Error{Err: templ_7745c5c3_Err, FileName: `templates/finance.templ`, Line: 210, Col: 35}
 						}
 						_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var36))
 						if templ_7745c5c3_Err != nil {

@@ -2,13 +2,14 @@ package templates
 
 import (
 	"fmt"
-	"github.com/clearhouse/clearhouse/moneyfmt"
 	"maps"
 	"net/http"
 	"net/url"
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/clearhouse/clearhouse/moneyfmt"
 )
 
 func statusText(status int) string {
@@ -155,12 +156,7 @@ func count(n int64) string { return moneyfmt.Count(n) }
 // units is a quantity with its pool's unit in the right number: "1 core",
 // "1,500 cores", "6,800 GiB", "2 GPUs" (units of bytes and words ending in s stay
 // as they are).
-func units(n int64, unit string) string {
-	if n == 1 || unit == "" || strings.HasSuffix(unit, "B") || strings.HasSuffix(unit, "s") {
-		return strings.TrimSpace(count(n) + " " + unit)
-	}
-	return count(n) + " " + unit + "s"
-}
+func units(n int64, unit string) string { return moneyfmt.Quantity(n, unit) }
 
 // counti is count for an int: "1,200".
 func counti(n int) string { return moneyfmt.Count(int64(n)) }

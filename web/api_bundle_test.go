@@ -132,7 +132,7 @@ func TestAuctionPageExplainsAPoolUnsoldAboveReserve(t *testing.T) {
 	b := f.browser()
 	b.login("mia@x.io")
 	_, doc := b.get("/auctions/1")
-	if s := doc.Find("[data-testid=price-notes]").Text(); !strings.Contains(s, "Why is us-east/cpu") || !strings.Contains(s, "60 core unsold") {
+	if s := doc.Find("[data-testid=price-notes]").Text(); !strings.Contains(s, "Why is us-east/cpu") || !strings.Contains(s, "60 cores unsold") {
 		t.Errorf("price notes: %q", s)
 	}
 }

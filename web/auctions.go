@@ -107,10 +107,10 @@ func (s *Server) auctionPage(c *gin.Context) {
 // unsold: bids for more than it supplied raised its price, and each bid takes its
 // whole bundle or nothing, so they moved to other clusters or dropped out.
 func unsoldAboveReserve(pool, change string, unsold float64, unit string) string {
-	return fmt.Sprintf("Why is %s %s over reserve with %s %s unsold? Bids asked for more of it than was on offer, so its price rose round by round. "+
+	return fmt.Sprintf("Why is %s %s over reserve with %s unsold? Bids asked for more of it than was on offer, so its price rose round by round. "+
 		"Each bid gets all of its bundle or nothing: as the price rose, they chose another cluster or dropped out, "+
 		"and none was left that the units on offer could fill. The price shows where the last of them left; nobody pays it for units not sold.",
-		pool, change, groupDigits(int64(unsold)), unit)
+		pool, change, countOf(int64(unsold), unit))
 }
 
 // trajectorySeries draws every pool's price round by round as a multiple of its

@@ -34,7 +34,7 @@ func TestBidFormShowsWhatIsOnOffer(t *testing.T) {
 	b := f.browser()
 	b.login("mia@x.io")
 	_, doc := b.get("/orders/new?step=2&q.cpu=10&cluster=us-east")
-	if s := strings.Join(strings.Fields(doc.Find("[data-testid=availability]").Text()), " "); s != "us-east/cpu: 60 core offered, 60 of 100 free" {
+	if s := strings.Join(strings.Fields(doc.Find("[data-testid=availability]").Text()), " "); s != "us-east/cpu: 60 cores offered, 60 of 100 free" {
 		t.Errorf("availability %q", s)
 	}
 	if doc.Find("[data-testid=short]").Length() != 0 {
@@ -48,7 +48,7 @@ func TestBidFormShowsWhatIsOnOffer(t *testing.T) {
 		t.Error("80 cores of 60 offered is not called short")
 	}
 	_, doc = b.get("/orders/new?step=2&q.cpu=1000000&cluster=us-east")
-	if s := doc.Find("#f-q\\.cpu").Closest(".field").Text(); !strings.Contains(s, "1,000,000 core is more than") || !strings.Contains(s, "100 core in all") {
+	if s := doc.Find("#f-q\\.cpu").Closest(".field").Text(); !strings.Contains(s, "1,000,000 cores is more than") || !strings.Contains(s, "100 cores in all") {
 		t.Errorf("a million cores of a 100-core pool: %q", strings.Join(strings.Fields(s), " "))
 	}
 }

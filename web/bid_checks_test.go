@@ -156,7 +156,7 @@ func TestOrdersShowQuantitiesWithTheirUnits(t *testing.T) {
 	b := f.browser()
 	b.login("mia@x.io")
 	_, doc := b.get("/orders")
-	if s := doc.Find("main").Text(); !strings.Contains(s, "us-east/cpu +100 core, us-east/ram +400 GiB") {
+	if s := doc.Find("main").Text(); !strings.Contains(s, "us-east/cpu +100 cores, us-east/ram +400 GiB") {
 		t.Errorf("the order's bundle without units: %q", s)
 	}
 }

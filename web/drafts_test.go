@@ -68,7 +68,7 @@ func TestDraftsArePreparedThenPlacedWhenAnAuctionOpens(t *testing.T) {
 	if rows.Length() != 3 || doc.Find("[data-testid=place-draft]").Length() != 0 {
 		t.Fatalf("%d draft rows (want 3), %d place buttons (want none before an auction)", rows.Length(), doc.Find("[data-testid=place-draft]").Length())
 	}
-	if s := rows.Text(); !strings.Contains(s, "eu-west/cpu +10 core") || !strings.Contains(s, "us-east/cpu -20 core") {
+	if s := rows.Text(); !strings.Contains(s, "eu-west/cpu +10 cores") || !strings.Contains(s, "us-east/cpu -20 cores") {
 		t.Errorf("drafts table %q", s)
 	}
 	// Edit the bid draft (the oldest, last row): its form comes back filled in.

@@ -73,20 +73,8 @@ func parseWhole(raw string, lo, hi int64) (int64, error) {
 // read large numbers.
 func groupDigits(n int64) string { return moneyfmt.Count(n) }
 
-// countOf is a count with its unit, with thousands separators, in the right
-// number: "1 core", "4,000 cores", "16 GiB", "2 GPUs", "1 task".
-func countOf(n int64, unit string) string {
-	return moneyfmt.Count(n) + " " + unitWord(unit, n == 1)
-}
-
-// unitWord is a unit in the singular or plural. Units of bytes (GiB, TiB) and
-// words already ending in s stay as they are.
-func unitWord(unit string, one bool) string {
-	if one || unit == "" || strings.HasSuffix(unit, "B") || strings.HasSuffix(unit, "s") {
-		return unit
-	}
-	return unit + "s"
-}
+// countOf is moneyfmt.Quantity: "1 core", "4,000 cores", "16 GiB", "2 GPUs".
+func countOf(n int64, unit string) string { return moneyfmt.Quantity(n, unit) }
 
 // userOf returns the signed-in user; routes behind requireRole always have one.
 func userOf(c *gin.Context) identity.User {

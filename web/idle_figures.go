@@ -55,7 +55,7 @@ func idleFigure(x float64, places int, unit string) templates.Figure {
 func idleAccountRow(t besteffort.TeamPool, unit string) templates.IdleAccountRow {
 	amount, prio := idleUnits(t.Policy)
 	r := templates.IdleAccountRow{Pool: t.Pool, Policy: t.Policy, PolicyWords: idlePolicyWords[t.Policy], PolicyTitle: idlePolicyWords[t.Policy],
-		Lent: idleFigure(t.Lent, 1, unitWord(unit, t.Lent == 1)), Borrowed: idleFigure(t.Borrowed, 0, unitWord(unit, t.Borrowed == 1)),
+		Lent: idleFigure(t.Lent, 1, moneyfmt.Unit(unit, t.Lent == 1)), Borrowed: idleFigure(t.Borrowed, 0, moneyfmt.Unit(unit, t.Borrowed == 1)),
 		Contribution: idleFigure(t.Contribution, 1, amount), Utility: idleFigure(t.Utility, 1, amount)}
 	switch t.Policy {
 	case "round-robin": // minus the sequence number of the team's last start: a whole number
@@ -77,7 +77,7 @@ func idleWords(t besteffort.TeamPool, unit string) string {
 		return ""
 	}
 	amount := func(x float64, places int) string {
-		return fmtDecimal(x, places) + " " + unitWord(unit, x == 1)
+		return fmtDecimal(x, places) + " " + moneyfmt.Unit(unit, x == 1)
 	}
 	var now string
 	switch {

@@ -20,15 +20,15 @@ import (
 )
 
 // bundleText is a bundle for people: each pool with its signed quantity and unit,
-// "us-east/cpu +100 core, us-east/ram +400 GiB" (pools sorted).
+// "us-east/cpu +100 cores, us-east/ram +400 GiB" (pools sorted).
 func bundleText(b exchange.Bundle, units map[string]string) string {
 	parts := make([]string, 0, len(b))
 	for _, p := range slices.Sorted(maps.Keys(b)) {
-		part := fmt.Sprintf("%s %+d", p, b[p])
-		if u := units[p]; u != "" {
-			part += " " + u
+		sign, n := "+", b[p]
+		if n < 0 {
+			sign, n = "-", -n
 		}
-		parts = append(parts, part)
+		parts = append(parts, p+" "+sign+countOf(n, units[p]))
 	}
 	return strings.Join(parts, ", ")
 }
@@ -279,7 +279,7 @@ func checkSupply(bc bidContext, need map[string]int64, bundles map[string]exchan
 		if len(bundles) > 0 && q > most {
 			field := "q." + r
 			if _, typed := errs[field]; !typed {
-				errs[field] = fmt.Sprintf("%s: %s %s is more than any cluster you chose could ever supply (the largest has %s %s in all).", r, groupDigits(q), unit, groupDigits(most), unit)
+				errs[field] = fmt.Sprintf("%s: %s is more than any cluster you chose could ever supply (the largest has %s in all).", r, countOf(q, unit), countOf(most, unit))
 			}
 		}
 	}
@@ -304,10 +304,10 @@ func availability(bc bidContext, b exchange.Bundle) (text string, short bool) {
 			continue
 		}
 		p := bc.pools[pool]
-		part := fmt.Sprintf("%s: %s of %s %s free", pool, groupDigits(max(bc.free[pool], 0)), groupDigits(p.Capacity), p.Unit)
+		part := fmt.Sprintf("%s: %s of %s free", pool, groupDigits(max(bc.free[pool], 0)), countOf(p.Capacity, p.Unit))
 		if bc.supply != nil {
 			offered := bc.supply[pool]
-			part = fmt.Sprintf("%s: %s %s offered, %s of %s free", pool, groupDigits(offered), p.Unit, groupDigits(max(bc.free[pool], 0)), groupDigits(p.Capacity))
+			part = fmt.Sprintf("%s: %s offered, %s of %s free", pool, countOf(offered, p.Unit), groupDigits(max(bc.free[pool], 0)), groupDigits(p.Capacity))
 			if offered < q {
 				short = true
 			}

@@ -35,7 +35,7 @@ func TestSearchSaysWhereAShapeCanBeHadCheapestFirst(t *testing.T) {
 		t.Fatalf("%d result rows, want one per cluster", rows.Length())
 	}
 	east, west := doc.Find("[data-testid=result-us-east]").Text(), doc.Find("[data-testid=result-eu-west]").Text()
-	if !strings.Contains(east, "us-east/cpu +60 core, us-east/ram +240 GiB") || !strings.Contains(east, "only 25 of 30 units") {
+	if !strings.Contains(east, "us-east/cpu +60 cores, us-east/ram +240 GiB") || !strings.Contains(east, "only 25 of 30 units") {
 		t.Errorf("us-east: %q", east)
 	}
 	if !strings.Contains(west, "enough for 50 units") || !strings.Contains(west, "per web server") || !strings.Contains(west, "50% used") {
@@ -46,7 +46,7 @@ func TestSearchSaysWhereAShapeCanBeHadCheapestFirst(t *testing.T) {
 		t.Errorf("bid link %q: want the requirement and only the clusters with enough", href)
 	}
 	_, doc = b.get(href)
-	if s := doc.Find("[data-testid=bundles]").Text(); !strings.Contains(s, "eu-west/cpu +60 core") || doc.Find("[data-testid=bundles] .pool-id").Length() != 2 {
+	if s := doc.Find("[data-testid=bundles]").Text(); !strings.Contains(s, "eu-west/cpu +60 cores") || doc.Find("[data-testid=bundles] .pool-id").Length() != 2 {
 		t.Errorf("the bid link's step two: %q", s)
 	}
 	// Quota a team offers in the open auction is available too, at its asking price.

@@ -83,7 +83,7 @@ func TestBidInServiceUnitsBecomesCoveringBundlesPerCluster(t *testing.T) {
 		t.Fatalf("summary %q", s)
 	}
 	rows := doc.Find("[data-testid=bundles] tbody tr")
-	if rows.Length() != 2 || !strings.Contains(rows.Text(), "eu-west/cpu +21 core, eu-west/ram +80 GiB") || !strings.Contains(rows.Text(), "us-east/cpu +21 core, us-east/ram +80 GiB") {
+	if rows.Length() != 2 || !strings.Contains(rows.Text(), "eu-west/cpu +21 cores, eu-west/ram +80 GiB") || !strings.Contains(rows.Text(), "us-east/cpu +21 cores, us-east/ram +80 GiB") {
 		t.Fatalf("covering bundles: %q", rows.Text())
 	}
 	form := url.Values{"csrf_token": {b.csrf("/orders/new")}, "shape": {"web"}, "count": {"10"}, "q.cpu": {"1"}, "cluster": {"us-east", "eu-west"}, "limit_mode": {"one"}, "limit": {"100"}}

@@ -118,7 +118,7 @@ func (s *Server) placeOffer(c *gin.Context) {
 		case err != nil:
 			f.Errors["sell."+pc.ID] = "Units to sell in " + pc.ID + ": " + err.Error() + "."
 		case q > pc.Free:
-			f.Errors["sell."+pc.ID] = fmt.Sprintf("Your team has only %d %s free to offer in %s.", pc.Free, pc.Unit, pc.ID)
+			f.Errors["sell."+pc.ID] = fmt.Sprintf("Your team has only %s free to offer in %s.", countOf(pc.Free, pc.Unit), pc.ID)
 		case q > 0:
 			bundle[pc.ID] = -q
 		}
@@ -233,7 +233,7 @@ func (mc moveContext) moveForm(get func(string) string) (templates.MoveForm, exc
 		case buy > 0 && mc.pools[to].ID == "":
 			f.Errors["buy."+r.Name] = fmt.Sprintf("%s has no %s to buy.", f.To, r.Name)
 		case sell > mc.free[from]:
-			f.Errors["q."+r.Name] = fmt.Sprintf("Your team has only %d %s of %s free to sell in %s.", mc.free[from], r.Unit, r.Name, f.From)
+			f.Errors["q."+r.Name] = fmt.Sprintf("Your team has only %s of %s free to sell in %s.", countOf(mc.free[from], r.Unit), r.Name, f.From)
 		default:
 			if sell > 0 {
 				bundle[from] = -sell
@@ -299,9 +299,9 @@ func (mc moveContext) estimate(b exchange.Bundle) *templates.MoveEstimate {
 		v := float64(q) * prices[p]
 		net += v
 		if q < 0 {
-			e.Sell = append(e.Sell, fmt.Sprintf("%s: sell %d %s at %s, receive %s", p, -q, unit, moneyfmt.UnitPrice(prices[p], unit), centsOf(-v)))
+			e.Sell = append(e.Sell, fmt.Sprintf("%s: sell %s at %s, receive %s", p, countOf(-q, unit), moneyfmt.UnitPrice(prices[p], unit), centsOf(-v)))
 		} else {
-			e.Buy = append(e.Buy, fmt.Sprintf("%s: buy %d %s at %s, pay %s", p, q, unit, moneyfmt.UnitPrice(prices[p], unit), centsOf(v)))
+			e.Buy = append(e.Buy, fmt.Sprintf("%s: buy %s at %s, pay %s", p, countOf(q, unit), moneyfmt.UnitPrice(prices[p], unit), centsOf(v)))
 		}
 	}
 	if net >= 0 {

@@ -87,8 +87,8 @@ func TestMoveFormRefusesBadInputInUsersWordsAndSavesNothing(t *testing.T) {
 		{url.Values{"to": {"eu-west"}, "q.cpu": {"10"}, "net": {"pay"}, "amount": {"5"}}, "from", "Choose the cluster to move out of"},
 		{url.Values{"from": {"us-east"}, "to": {"us-east"}, "q.cpu": {"10"}, "net": {"pay"}, "amount": {"5"}}, "to", "other than the one you move out of"},
 		{url.Values{"from": {"us-east"}, "to": {"eu-west"}, "net": {"pay"}, "amount": {"5"}}, "quantity", "at least one resource"},
-		{url.Values{"from": {"us-east"}, "to": {"eu-west"}, "q.cpu": {"51"}, "net": {"pay"}, "amount": {"5"}}, "q.cpu", "only 50 core of cpu free to sell in us-east"},
-		{url.Values{"from": {"eu-west"}, "to": {"us-east"}, "q.cpu": {"1"}, "net": {"pay"}, "amount": {"5"}}, "q.cpu", "only 0 core"},
+		{url.Values{"from": {"us-east"}, "to": {"eu-west"}, "q.cpu": {"51"}, "net": {"pay"}, "amount": {"5"}}, "q.cpu", "only 50 cores of cpu free to sell in us-east"},
+		{url.Values{"from": {"eu-west"}, "to": {"us-east"}, "q.cpu": {"1"}, "net": {"pay"}, "amount": {"5"}}, "q.cpu", "only 0 cores"},
 		{url.Values{"from": {"us-east"}, "to": {"eu-west"}, "q.cpu": {"ten"}, "net": {"pay"}, "amount": {"5"}}, "q.cpu", "whole number"},
 		{url.Values{"from": {"us-east"}, "to": {"eu-west"}, "q.cpu": {"10"}, "net": {"pay"}, "amount": {"lots"}}, "amount", ""},
 		{url.Values{"from": {"us-east"}, "to": {"eu-west"}, "q.cpu": {"10"}, "net": {"pay"}, "amount": {"-5"}}, "amount", "without a sign"},
@@ -123,7 +123,7 @@ func TestMoveFormPricesThenPlacesOneTradeBetweenClusters(t *testing.T) {
 	form.Set("action", "price")
 	res, doc := b.post("/orders/move", form)
 	est := doc.Find("[data-testid=move-estimate]").Text()
-	if res.StatusCode != http.StatusOK || !strings.Contains(est, "us-east/cpu: sell 10 core") || !strings.Contains(est, "eu-west/ram: buy 40 GiB") {
+	if res.StatusCode != http.StatusOK || !strings.Contains(est, "us-east/cpu: sell 10 cores") || !strings.Contains(est, "eu-west/ram: buy 40 GiB") {
 		t.Fatalf("pricing: %d, estimate %q", res.StatusCode, est)
 	}
 	if v, _ := doc.Find("[data-testid=net-receive]").Attr("checked"); v != "checked" && doc.Find("[data-testid=net-receive][checked]").Length() != 1 {
@@ -156,7 +156,7 @@ func TestMoveFormPricesThenPlacesOneTradeBetweenClusters(t *testing.T) {
 	// The quota is set aside: 41 more cores are more than is free.
 	form.Set("q.cpu", "41")
 	res, doc = b.post("/orders/move", form)
-	if res.StatusCode != http.StatusUnprocessableEntity || !strings.Contains(doc.Find("[data-testid=error-q\\.cpu]").Text(), "only 40 core") {
+	if res.StatusCode != http.StatusUnprocessableEntity || !strings.Contains(doc.Find("[data-testid=error-q\\.cpu]").Text(), "only 40 cores") {
 		t.Fatalf("a second move of the same quota: %d %q", res.StatusCode, doc.Find("[data-testid=error-q\\.cpu]").Text())
 	}
 }
@@ -175,7 +175,7 @@ func TestOfferFormOffersSeveralPoolsInOneOrder(t *testing.T) {
 		want  string
 	}{
 		{url.Values{"minimum": {"5"}}, "pools", "at least one pool"},
-		{url.Values{"sell.us-east/cpu": {"60"}, "minimum": {"5"}}, "sell\\.us-east\\/cpu", "only 50 core free to offer in us-east/cpu"},
+		{url.Values{"sell.us-east/cpu": {"60"}, "minimum": {"5"}}, "sell\\.us-east\\/cpu", "only 50 cores free to offer in us-east/cpu"},
 		{url.Values{"sell.us-east/cpu": {"10"}, "minimum": {"-1"}}, "minimum", "cannot be negative"},
 		{url.Values{"sell.us-east/cpu": {"10"}}, "minimum", "Enter an amount"},
 	} {

@@ -137,7 +137,7 @@ func (s *Server) poolUtilization(c *gin.Context, p exchange.Pool, form *template
 	} else {
 		v.Rows = append(v.Rows, templates.PsiRow{What: "override", Psi: "none", Phi: "—", Reserve: "—"})
 	}
-	held := row("held", u.Fallback, fmt.Sprintf("%d of %d %s held by teams: used when there is no data", u.Held, u.Capacity, p.Unit))
+	held := row("held", u.Fallback, fmt.Sprintf("%s of %s held by teams: used when there is no data", groupDigits(u.Held), countOf(u.Capacity, p.Unit)))
 	held.InEffect = u.Source == fleet.PsiHeld
 	v.Rows = append(v.Rows, held)
 	v.Override.Expires = now.Add(72 * time.Hour).Format(formTime)

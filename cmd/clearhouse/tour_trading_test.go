@@ -183,7 +183,7 @@ func TestBrowserRequirementToBundles(t *testing.T) {
 		t.Fatalf("summary %q", s)
 	}
 	bundles := text(t, ctx, `[data-testid=bundles]`)
-	if !strings.Contains(bundles, "us-east/cpu +200 core, us-east/disk +100 TiB, us-east/ram +800 GiB") || !strings.Contains(bundles, "eu-west/cpu +200") {
+	if !strings.Contains(bundles, "us-east/cpu +200 cores, us-east/disk +100 TiB, us-east/ram +800 GiB") || !strings.Contains(bundles, "eu-west/cpu +200") {
 		t.Fatalf("bundles %q", bundles)
 	}
 	err = chromedp.Do(ctx,
@@ -194,7 +194,7 @@ func TestBrowserRequirementToBundles(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s := text(t, ctx, `[data-testid=orders] tbody tr:nth-child(1)`); !strings.Contains(s, "eu-west/cpu +200 core, eu-west/disk +100 TiB, eu-west/ram +800 GiB") || !strings.Contains(s, "us-east/cpu +200 core") {
+	if s := text(t, ctx, `[data-testid=orders] tbody tr:nth-child(1)`); !strings.Contains(s, "eu-west/cpu +200 cores, eu-west/disk +100 TiB, eu-west/ram +800 GiB") || !strings.Contains(s, "us-east/cpu +200 cores") {
 		t.Fatalf("the newest order %q", s)
 	}
 }
