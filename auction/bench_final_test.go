@@ -53,6 +53,36 @@ func BenchmarkFinalRoundCATS(b *testing.B) {
 	}
 }
 
+// BenchmarkFinalRoundCATSDefaultLimit is the final round on the generated 96x450
+// instances of the distributions whose optimum it does not prove within 2 s, with its
+// default time limit (DefaultFinalSeconds), as a binding run has it.
+func BenchmarkFinalRoundCATSDefaultLimit(b *testing.B) {
+	for _, dist := range []string{"arbitrary", "regions", "scheduling"} {
+		b.Run(dist+"-96x450", func(b *testing.B) {
+			inst, err := auction.GenerateCATS(dist, 96, 450, 1)
+			if err != nil {
+				b.Fatal(err)
+			}
+			opt, _ := cbcOptimum(b, inst)
+			var res auction.Result
+			b.ResetTimer()
+			for b.Loop() {
+				if res, err = auction.Solve(inst, auction.Options{}); err != nil {
+					b.Fatal(err)
+				}
+			}
+			f := res.FinalRound
+			proved := 0.0
+			if f.Optimal {
+				proved = 1
+			}
+			b.ReportMetric(f.Welfare/opt, "welfare/optimum")
+			b.ReportMetric(proved, "proved")
+			b.ReportMetric(f.Seconds, "final-s")
+		})
+	}
+}
+
 // BenchmarkFinalRoundQuota runs the clock and the final round with its default
 // time limit on quota-shaped markets (BenchmarkSolve's two smaller sizes), and reports the final
 // round's time, its gain over the clock and its proven gap.
