@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -129,8 +130,10 @@ func BenchmarkLivePoll(b *testing.B) {
 
 // timingRunner is a Runner that adds up the time each command (its name and the
 // first words of its arguments that are not options) takes: where a poll's time goes.
+// Commands run together add up their own times, so the sum can exceed the poll's.
 type timingRunner struct {
 	run   Runner
+	mu    sync.Mutex
 	took  map[string]time.Duration
 	calls map[string]int
 }
@@ -147,6 +150,8 @@ func (t *timingRunner) Run(ctx context.Context, stdin, name string, args ...stri
 	}
 	start := time.Now()
 	out, err := t.run.Run(ctx, stdin, name, args...)
+	t.mu.Lock()
+	defer t.mu.Unlock()
 	t.took[key] += time.Since(start)
 	t.calls[key]++
 	return out, err

@@ -16,12 +16,12 @@ import (
 // (squeue), and each team's own usage the TRES of its account's running jobs outside
 // the best-effort QOS. Every configured team and pool is listed, zeros included.
 func (b *Backend) Measure(ctx context.Context, now time.Time) (agent.Measurement, error) {
-	capacity, err := b.capacity(ctx)
-	if err != nil {
-		return agent.Measurement{}, err
-	}
-	running, err := b.queue(ctx, "RUNNING")
-	if err != nil {
+	var capacity tres
+	var running []job
+	if err := together(
+		func() (err error) { capacity, err = b.capacity(ctx); return err },
+		func() (err error) { running, err = b.queue(ctx, "RUNNING"); return err },
+	); err != nil {
 		return agent.Measurement{}, err
 	}
 	return b.measurement(capacity, running), nil

@@ -6,6 +6,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -164,15 +165,19 @@ func TestParseNodesAndReservations(t *testing.T) {
 }
 
 // fakeSlurm answers the backend's commands with the captured outputs and records
-// what it was asked to change.
+// what it was asked to change. The backend may run commands together: mu guards the
+// records while it does.
 type fakeSlurm struct {
 	t       *testing.T
+	mu      sync.Mutex
 	changes []string
 	calls   []string // every command line
 }
 
 func (f *fakeSlurm) Run(_ context.Context, stdin, name string, args ...string) (string, error) {
 	line := name + " " + strings.Join(args, " ")
+	f.mu.Lock()
+	defer f.mu.Unlock()
 	f.calls = append(f.calls, line)
 	switch {
 	case strings.Contains(line, "show associations") && slices.Contains(args, "user="):

@@ -22,8 +22,12 @@ import (
 // configured pools are written; the association's other TRES stay as found. Each
 // value changed is returned with what it was.
 func (b *Backend) ApplyQuotas(ctx context.Context, want []agent.Quota) ([]agent.Correction, error) {
-	rows, err := b.associations(ctx, false)
-	if err != nil {
+	var rows []association
+	var running []job
+	if err := together(
+		func() (err error) { rows, err = b.associations(ctx, false); return err },
+		func() (err error) { running, err = b.queue(ctx, "RUNNING", "--qos="+b.qos); return err },
+	); err != nil {
 		return nil, err
 	}
 	if err := b.ensureQOS(ctx, rows); err != nil {
@@ -34,10 +38,6 @@ func (b *Backend) ApplyQuotas(ctx context.Context, want []agent.Quota) ([]agent.
 		if r.user == "" {
 			limits[strings.ToLower(r.account)] = r.grpTRES
 		}
-	}
-	running, err := b.queue(ctx, "RUNNING", "--qos="+b.qos)
-	if err != nil {
-		return nil, err
 	}
 	borrowed := map[string]tres{} // team -> TRES of its best-effort jobs
 	for _, j := range running {

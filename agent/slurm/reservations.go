@@ -56,12 +56,12 @@ func (b *Backend) FollowReservations(ctx context.Context, plan agent.Plan) (agen
 	}
 	var report agent.JobReport
 	var errs []error
-	have, err := b.reservations(ctx)
-	if err != nil {
-		return report, err
-	}
-	jobs, err := b.queue(ctx, "PENDING,RUNNING,CONFIGURING,COMPLETING")
-	if err != nil {
+	var have map[string]slurmReservation
+	var jobs []job
+	if err := together(
+		func() (err error) { have, err = b.reservations(ctx); return err },
+		func() (err error) { jobs, err = b.queue(ctx, "PENDING,RUNNING,CONFIGURING,COMPLETING"); return err },
+	); err != nil {
 		return report, err
 	}
 	inRes := map[string][]job{}

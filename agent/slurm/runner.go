@@ -6,11 +6,13 @@ import (
 	"fmt"
 	"os/exec"
 	"strings"
+	"sync"
 )
 
 // Runner runs one of Slurm's command-line tools and returns its standard output. The
 // backend speaks to Slurm only through a Runner, so its parsing is tested on outputs
-// captured from real daemons (testdata/) and its commands on a live cluster.
+// captured from real daemons (testdata/) and its commands on a live cluster. The
+// backend may call Run from several goroutines at once (together).
 type Runner interface {
 	// Run runs name with args, stdin (may be empty) on its standard input, and returns
 	// its standard output; a command that exits non-zero is an error carrying its
@@ -34,4 +36,25 @@ func (ExecRunner) Run(ctx context.Context, stdin, name string, args ...string) (
 		return out.String(), fmt.Errorf("%s %s: %w: %s", name, strings.Join(args, " "), err, strings.TrimSpace(errb.String()))
 	}
 	return out.String(), nil
+}
+
+// together runs reads, each in its own goroutine, and returns the first one's error
+// (in the order given) once all have returned. A poll's reads that do not depend on
+// each other go to slurmctld together: with thousands of jobs queued, slurmctld holds
+// its job and node locks for a second or more in each scheduling pass, and reads sent
+// one after the other can each wait for a pass of their own, where reads sent
+// together wait for the same one.
+func together(reads ...func() error) error {
+	errs := make([]error, len(reads))
+	var wg sync.WaitGroup
+	for i, read := range reads {
+		wg.Go(func() { errs[i] = read() })
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
