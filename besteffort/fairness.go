@@ -195,8 +195,37 @@ func (s *Service) fairness(ctx context.Context, cluster, span string, now time.T
 	return rep, nil
 }
 
+// poolFairness replays one pool's best-effort work under every policy (see the
+// fairness report above). It reports false, with no error, when no job used the
+// pool.
 func poolFairness(p exchange.Pool, qs []fleet.QuotaRow, jobs []Job, byJob map[int64][]Task, load map[[2]string][]loadStep, st IdleSettings, from, now time.Time) (PoolFairness, bool, error) {
 	pf := PoolFairness{Pool: p.ID, Unfairness: map[string]float64{}}
+	procs := quotaProcessors(p, qs)
+	demand, rise := ownerDemand(p.ID, procs, load)
+	scale := fairnessScale(p.ID, jobs, rise)
+	pf.Scale = scale
+	measured, simJobs := replayJobs(p.ID, jobs, byJob, procs, scale, from, now)
+	if len(simJobs) == 0 {
+		return pf, false, nil
+	}
+	background, ownerLoad := backgroundLoad(demand, procs, scale, from, now)
+	simJobs = append(simJobs, background...)
+	pf.OwnerLoad = ownerLoad
+	names, orgs := fairnessOrgs(procs, scale)
+	policies := fairnessPolicies()
+	ev, err := sharing.Evaluate(sharing.Experiment{Orgs: orgs, Jobs: simJobs, Policies: policies, MinRuntime: st.MinRuntime.Hours(),
+		Exposure: st.Exposure, Horizon: now.Sub(from).Hours(), Seed: 1, SharedValues: true})
+	if err != nil {
+		return pf, false, err
+	}
+	setFairnessResults(&pf, ev, names, policies, measured, scale)
+	return pf, true, nil
+}
+
+// quotaProcessors returns each organization's processors in pool p: the quota each
+// team holds there, and for the operator the capacity no team holds (never below
+// zero).
+func quotaProcessors(p exchange.Pool, qs []fleet.QuotaRow) map[string]int64 {
 	procs := map[string]int64{}
 	var held int64
 	for _, q := range qs {
@@ -206,13 +235,19 @@ func poolFairness(p exchange.Pool, qs []fleet.QuotaRow, jobs []Job, byJob map[in
 		}
 	}
 	procs[sharing.Operator] = max(p.Capacity-held, 0)
+	return procs
+}
+
+// ownerDemand returns the quota-holding teams' demand of their quota in pool, and
+// the unit tasks that demand takes (the sum of its rises).
+func ownerDemand(pool string, procs map[string]int64, load map[[2]string][]loadStep) (map[string][]loadStep, float64) {
 	// Owners' demand of their quota (never more than it), which the replay runs as
 	// each team's background load.
 	demand := map[string][]loadStep{}
 	var rise float64 // unit tasks the background load takes
 	for k, steps := range load {
 		q, ok := procs[k[1]]
-		if k[0] != p.ID || !ok || k[1] == sharing.Operator {
+		if k[0] != pool || !ok || k[1] == sharing.Operator {
 			continue
 		}
 		prev := 0.0
@@ -223,18 +258,30 @@ func poolFairness(p exchange.Pool, qs []fleet.QuotaRow, jobs []Job, byJob map[in
 			prev = u
 		}
 	}
+	return demand, rise
+}
+
+// fairnessScale returns the units one simulated task stands for in pool: 1 unless
+// the jobs' unit tasks there and the background load's rise exceed
+// maxFairnessTasks.
+func fairnessScale(pool string, jobs []Job, rise float64) int64 {
 	// One simulated task stands for scale units (and each organization has its
 	// units / scale processors), so a pool's replay never exceeds maxFairnessTasks.
 	total := int64(math.Ceil(rise))
 	for _, j := range jobs {
-		total += int64(j.Tasks) * j.Config()[p.ID]
+		total += int64(j.Tasks) * j.Config()[pool]
 	}
-	scale := max(1, (total+maxFairnessTasks-1)/maxFairnessTasks)
-	pf.Scale = scale
+	return max(1, (total+maxFairnessTasks-1)/maxFairnessTasks)
+}
+
+// replayJobs returns each team's wait measured in pool (unit-hours) and the
+// simulated jobs of the jobs that used it, each task scale units taking its job's
+// mean run time. A team that submitted there without quota joins procs with none.
+func replayJobs(pool string, jobs []Job, byJob map[int64][]Task, procs map[string]int64, scale int64, from, now time.Time) (map[string]float64, []sharing.SimJob) {
 	measured := map[string]float64{}
 	var simJobs []sharing.SimJob
 	for _, j := range jobs {
-		units := j.Config()[p.ID]
+		units := j.Config()[pool]
 		if units == 0 {
 			continue
 		}
@@ -263,9 +310,15 @@ func poolFairness(p exchange.Pool, qs []fleet.QuotaRow, jobs []Job, byJob map[in
 		count := int((int64(j.Tasks)*units + scale - 1) / scale)
 		simJobs = append(simJobs, sharing.SimJob{ID: fmt.Sprint(j.ID), Team: j.TeamID, Release: j.EnqueuedAt.Sub(from).Hours(), Tasks: count, TaskHours: max(hours, 1.0/60)})
 	}
-	if len(simJobs) == 0 {
-		return pf, false, nil
-	}
+	return measured, simJobs
+}
+
+// backgroundLoad returns the owners' demand as simulated background jobs (in
+// scaled units, never above a team's scaled processors), team by team in name
+// order, and the unit-hours of that demand up to now.
+func backgroundLoad(demand map[string][]loadStep, procs map[string]int64, scale int64, from, now time.Time) ([]sharing.SimJob, float64) {
+	var simJobs []sharing.SimJob
+	var ownerLoad float64
 	span := now.Sub(from).Hours()
 	for _, team := range sortedPools(demand) {
 		steps := make([]sharing.LoadStep, len(demand[team]))
@@ -275,10 +328,16 @@ func poolFairness(p exchange.Pool, qs []fleet.QuotaRow, jobs []Job, byJob map[in
 			if i+1 < len(demand[team]) {
 				next = demand[team][i+1].At
 			}
-			pf.OwnerLoad += x.Units * next.Sub(x.At).Hours()
+			ownerLoad += x.Units * next.Sub(x.At).Hours()
 		}
 		simJobs = append(simJobs, sharing.BackgroundJobs(team, steps, span)...)
 	}
+	return simJobs, ownerLoad
+}
+
+// fairnessOrgs returns the organizations of the replay, by name (at most the first
+// 64), each with its processors divided by scale, and their names in that order.
+func fairnessOrgs(procs map[string]int64, scale int64) ([]string, []sharing.Org) {
 	names := make([]string, 0, len(procs))
 	for t := range procs {
 		names = append(names, t)
@@ -291,16 +350,23 @@ func poolFairness(p exchange.Pool, qs []fleet.QuotaRow, jobs []Job, byJob map[in
 	for i, t := range names {
 		orgs[i] = sharing.Org{Name: t, Processors: procs[t] / scale}
 	}
+	return names, orgs
+}
+
+// fairnessPolicies returns every sharing policy, in sharing.Names order.
+func fairnessPolicies() []sharing.Policy {
 	var policies []sharing.Policy
 	for _, name := range sharing.Names() {
 		pol, _ := sharing.ByName(name)
 		policies = append(policies, pol)
 	}
-	ev, err := sharing.Evaluate(sharing.Experiment{Orgs: orgs, Jobs: simJobs, Policies: policies, MinRuntime: st.MinRuntime.Hours(),
-		Exposure: st.Exposure, Horizon: now.Sub(from).Hours(), Seed: 1, SharedValues: true})
-	if err != nil {
-		return pf, false, err
-	}
+	return policies
+}
+
+// setFairnessResults fills pf from the evaluation ev: the coalition value, each
+// team's Shapley value, measured and simulated waits, and each policy's and the
+// measured unfairness, all scaled back to unit-hours.
+func setFairnessResults(pf *PoolFairness, ev sharing.Evaluation, names []string, policies []sharing.Policy, measured map[string]float64, scale int64) {
 	f := float64(scale) // simulated task-hours to unit-hours
 	pf.Exact, pf.CoalitionValue = ev.Exact, f*ev.CoalitionValue
 	meas, shapley := make([]float64, len(names)), make([]float64, len(names))
@@ -317,5 +383,4 @@ func poolFairness(p exchange.Pool, qs []fleet.QuotaRow, jobs []Job, byJob map[in
 		pf.Unfairness[pol.Name()] = f * ev.Unfairness[k]
 	}
 	pf.MeasuredUnfairness = sharing.Unfairness(meas, shapley)
-	return pf, true, nil
 }

@@ -23,21 +23,44 @@ import (
 // value changed is returned with what it was.
 func (b *Backend) ApplyQuotas(ctx context.Context, want []agent.Quota) ([]agent.Correction, error) {
 	var rows []association
-	var running []job
-	if err := together(
+	var borrowed map[string]tres
+	if err := together( // two reads that wait for slurmctld apart: one wait, not two
 		func() (err error) { rows, err = b.associations(ctx, false); return err },
-		func() (err error) { running, err = b.queue(ctx, "RUNNING", "--qos="+b.qos); return err },
+		func() (err error) { borrowed, err = b.borrowedTRES(ctx); return err },
 	); err != nil {
 		return nil, err
 	}
 	if err := b.ensureQOS(ctx, rows); err != nil {
 		return nil, err
 	}
+	limits := accountLimits(rows)
+	desired := b.desiredTRES(want, borrowed)
+	bySet, sets, errs := b.quotaChanges(desired, limits)
+	fixes, setErrs := b.setQuotas(ctx, bySet, sets)
+	errs = append(errs, setErrs...)
+	slices.SortStableFunc(fixes, func(x, y agent.Correction) int {
+		return cmp.Or(cmp.Compare(x.Team, y.Team), cmp.Compare(x.Pool, y.Pool))
+	})
+	return fixes, errors.Join(errs...)
+}
+
+// accountLimits returns each account's own association's GrpTRES (users' rows left
+// out), by lower-case account name.
+func accountLimits(rows []association) map[string]tres {
 	limits := map[string]tres{} // lower-case account -> its association's GrpTRES
 	for _, r := range rows {
 		if r.user == "" {
 			limits[strings.ToLower(r.account)] = r.grpTRES
 		}
+	}
+	return limits
+}
+
+// borrowedTRES returns, by team, the TRES of its best-effort jobs running now.
+func (b *Backend) borrowedTRES(ctx context.Context) (map[string]tres, error) {
+	running, err := b.queue(ctx, "RUNNING", "--qos="+b.qos)
+	if err != nil {
+		return nil, err
 	}
 	borrowed := map[string]tres{} // team -> TRES of its best-effort jobs
 	for _, j := range running {
@@ -48,6 +71,13 @@ func (b *Backend) ApplyQuotas(ctx context.Context, want []agent.Quota) ([]agent.
 			borrowed[team].add(j.TRES)
 		}
 	}
+	return borrowed, nil
+}
+
+// desiredTRES returns every configured team's GrpTRES for the configured pools:
+// what it borrows plus its units in want converted to TRES (want's unknown teams
+// and pools left out).
+func (b *Backend) desiredTRES(want []agent.Quota, borrowed map[string]tres) map[string]tres {
 	desired := map[string]tres{} // team -> TRES
 	for team := range b.accounts {
 		desired[team] = tres{}
@@ -62,13 +92,24 @@ func (b *Backend) ApplyQuotas(ctx context.Context, want []agent.Quota) ([]agent.
 		}
 		desired[q.Team][p.tres] += q.Units * p.unit
 	}
+	return desired
+}
+
+// quotaChange is one team's account to set to a GrpTRES, with the corrections
+// that makes.
+type quotaChange struct {
+	team, acct string
+	fixes      []agent.Correction
+}
+
+// quotaChanges compares desired with the accounts' limits, team by team in name
+// order, and groups the teams whose accounts need a change by the GrpTRES to set
+// (sets: in the order of their first team). A team whose account has no
+// association is an error.
+func (b *Backend) quotaChanges(desired, limits map[string]tres) (map[string][]quotaChange, []string, []error) {
 	// Accounts that get the same GrpTRES are set in one command: sacctmgr's cost is
 	// mostly per call, and a config's first poll may set hundreds of accounts alike.
-	type change struct {
-		team, acct string
-		fixes      []agent.Correction
-	}
-	bySet := map[string][]change{}
+	bySet := map[string][]quotaChange{}
 	var sets []string // in the order of their first team
 	var errs []error
 	for _, team := range slices.Sorted(maps.Keys(desired)) {
@@ -78,30 +119,46 @@ func (b *Backend) ApplyQuotas(ctx context.Context, want []agent.Quota) ([]agent.
 			errs = append(errs, fmt.Errorf("slurm: team %s: account %s has no association in cluster %s (create it: sacctmgr add account %s cluster=%s)", team, acct, b.cluster, acct, b.cluster))
 			continue
 		}
-		set := tres{}
-		var changed []agent.Correction
-		for _, name := range slices.Sorted(maps.Keys(b.pools)) {
-			p := b.pools[name]
-			now := desired[team][p.tres]
-			was, had := have[p.tres]
-			if had && was == now {
-				continue
-			}
-			set[p.tres] = now
-			c := agent.Correction{Team: team, Pool: name, Object: "assoc " + acct + " GrpTRES", Now: p.tres + "=" + strconv.FormatInt(now, 10)}
-			if had {
-				c.Was = p.tres + "=" + strconv.FormatInt(was, 10)
-			}
-			changed = append(changed, c)
-		}
+		set, changed := b.teamQuotaChange(team, acct, have, desired[team])
 		if len(set) > 0 {
 			if bySet[set.String()] == nil {
 				sets = append(sets, set.String())
 			}
-			bySet[set.String()] = append(bySet[set.String()], change{team, acct, changed})
+			bySet[set.String()] = append(bySet[set.String()], quotaChange{team, acct, changed})
 		}
 	}
+	return bySet, sets, errs
+}
+
+// teamQuotaChange returns the TRES of team's account acct to set, those of the
+// configured pools where want differs from have or have has none, and a correction
+// for each, by pool name.
+func (b *Backend) teamQuotaChange(team, acct string, have, want tres) (tres, []agent.Correction) {
+	set := tres{}
+	var changed []agent.Correction
+	for _, name := range slices.Sorted(maps.Keys(b.pools)) {
+		p := b.pools[name]
+		now := want[p.tres]
+		was, had := have[p.tres]
+		if had && was == now {
+			continue
+		}
+		set[p.tres] = now
+		c := agent.Correction{Team: team, Pool: name, Object: "assoc " + acct + " GrpTRES", Now: p.tres + "=" + strconv.FormatInt(now, 10)}
+		if had {
+			c.Was = p.tres + "=" + strconv.FormatInt(was, 10)
+		}
+		changed = append(changed, c)
+	}
+	return set, changed
+}
+
+// setQuotas sets each GrpTRES of sets on its accounts in bySet, accountsPerCall
+// accounts a sacctmgr call, and returns the corrections of the calls that
+// succeeded and an error naming the teams of each that failed.
+func (b *Backend) setQuotas(ctx context.Context, bySet map[string][]quotaChange, sets []string) ([]agent.Correction, []error) {
 	var fixes []agent.Correction
+	var errs []error
 	for _, set := range sets {
 		for chunk := range slices.Chunk(bySet[set], accountsPerCall) {
 			names := make([]string, len(chunk))
@@ -122,10 +179,7 @@ func (b *Backend) ApplyQuotas(ctx context.Context, want []agent.Quota) ([]agent.
 			}
 		}
 	}
-	slices.SortStableFunc(fixes, func(x, y agent.Correction) int {
-		return cmp.Or(cmp.Compare(x.Team, y.Team), cmp.Compare(x.Pool, y.Pool))
-	})
-	return fixes, errors.Join(errs...)
+	return fixes, errs
 }
 
 // association is one row of sacctmgr show associations.

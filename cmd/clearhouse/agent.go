@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/clearhouse/clearhouse/agent"
 	"github.com/clearhouse/clearhouse/identity"
@@ -94,12 +95,8 @@ func (f agentFlags) openBackend(cmd *cobra.Command) (agent.Backend, *agent.Confi
 	return b, cfg, nil
 }
 
-func newAgentCmd() *cobra.Command {
-	var f agentFlags
-	cmd := &cobra.Command{
-		Use:   "agent",
-		Short: "Run a cluster's agent: enforce its quotas, follow its reservation plan and best-effort tasks, or simulate the cluster",
-		Long: `Follow one cluster's allocation, polling the server every --every, and drive the
+// agentLong is the agent command's long help.
+const agentLong = `Follow one cluster's allocation, polling the server every --every, and drive the
 cluster manager named by --backend to match it. Each poll the agent
   1. applies each team's quota: its holdings plus its reservations running now, per pool;
   2. follows the reservation plan: the jobs (a reservation's request) to start and stop,
@@ -147,60 +144,107 @@ The agent prints the server's answer when a report moved reservations, put them 
 risk or ended them. It runs until interrupted, for --for, or for one poll with --once.
 A token the server refuses stops it at once with the server's message; other errors
 are printed and retried after a backoff that doubles with each failure in a row (from
---every up to 5 minutes, with jitter); with --once they fail the command.`,
-		Example: `  export CLEARHOUSE_TOKEN=$(clearhouse agent token --cluster us-east | tail -n 1)
+--every up to 5 minutes, with jitter); with --once they fail the command.`
+
+// agentExample is the agent command's examples.
+const agentExample = `  export CLEARHOUSE_TOKEN=$(clearhouse agent token --cluster us-east | tail -n 1)
   clearhouse agent --server http://127.0.0.1:8080 --cluster us-east
   clearhouse agent --server http://127.0.0.1:8080 --cluster us-east \
     --backend simulate --finish-early 0.3 --fail-rate 0.05 --every 2s --for 10m
   clearhouse agent --server http://127.0.0.1:8080 --cluster us-east \
-    --backend kubernetes --config us-east.yaml`,
-		Args: cobra.NoArgs,
+    --backend kubernetes --config us-east.yaml`
+
+// newAgentCmd returns the agent command, with its token subcommand.
+func newAgentCmd() *cobra.Command {
+	var f agentFlags
+	cmd := &cobra.Command{
+		Use:     "agent",
+		Short:   "Run a cluster's agent: enforce its quotas, follow its reservation plan and best-effort tasks, or simulate the cluster",
+		Long:    agentLong,
+		Example: agentExample,
+		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := f.validate(cmd); err != nil {
-				return &exitError{2, err}
-			}
-			client, err := agent.NewClient(f.server, f.cluster, f.token)
-			if err != nil {
-				return &exitError{2, err}
-			}
-			backend, cfg, err := f.openBackend(cmd)
-			if err != nil {
-				return err
-			}
-			defer backend.Close()
-			loop := &agent.Loop{Client: client, Backend: backend, Config: cfg, Out: cmd.OutOrStdout(), ErrOut: cmd.ErrOrStderr(),
-				Now: time.Now, OwnerUsage: f.ownerUsage, Version: version, Every: f.every, MaxBackoff: max(f.every, 5*time.Minute)}
-			if f.once {
-				return loop.Poll(cmd.Context())
-			}
-			var stop <-chan time.Time
-			if f.forDur > 0 {
-				timer := time.NewTimer(f.forDur)
-				defer timer.Stop()
-				stop = timer.C
-			}
-			return loop.Run(cmd.Context(), stop)
+			return f.run(cmd)
 		},
 	}
-	fl := cmd.Flags()
+	f.register(cmd.Flags())
+	cmd.AddCommand(newAgentTokenCmd())
+	return cmd
+}
+
+// run validates the flags, opens the backend and runs the agent's loop: one poll
+// with --once, else until interrupted or for --for. Errors in the flags are usage
+// errors (exit status 2).
+func (f agentFlags) run(cmd *cobra.Command) error {
+	if err := f.validate(cmd); err != nil {
+		return &exitError{2, err}
+	}
+	client, err := agent.NewClient(f.server, f.cluster, f.token)
+	if err != nil {
+		return &exitError{2, err}
+	}
+	backend, cfg, err := f.openBackend(cmd)
+	if err != nil {
+		return err
+	}
+	defer backend.Close()
+	loop := &agent.Loop{Client: client, Backend: backend, Config: cfg, Out: cmd.OutOrStdout(), ErrOut: cmd.ErrOrStderr(),
+		Now: time.Now, OwnerUsage: f.ownerUsage, Version: version, Every: f.every, MaxBackoff: max(f.every, 5*time.Minute)}
+	if f.once {
+		return loop.Poll(cmd.Context())
+	}
+	var stop <-chan time.Time
+	if f.forDur > 0 {
+		timer := time.NewTimer(f.forDur)
+		defer timer.Stop()
+		stop = timer.C
+	}
+	return loop.Run(cmd.Context(), stop)
+}
+
+// register defines the agent's flags on fl, in the order help lists them, and sets
+// the owners' usage command's timeout.
+func (f *agentFlags) register(fl *pflag.FlagSet) {
+	f.registerServer(fl)
+	f.registerBackend(fl)
+	f.registerSimulation(fl)
+	fl.DurationVar(&f.forDur, "for", 0, "stop after this long (0: run until interrupted)")
+	f.registerOwnerUsage(fl)
+}
+
+// registerServer defines the flags of the server to poll, the cluster and how
+// often: --server, --token, --cluster, --every and --once.
+func (f *agentFlags) registerServer(fl *pflag.FlagSet) {
 	fl.StringVar(&f.server, "server", "", "the Clearhouse server's URL (required)")
 	fl.StringVar(&f.token, "token", "", "the cluster's agent token (required; see clearhouse agent token)")
 	fl.StringVar(&f.cluster, "cluster", "", "the cluster this agent runs (required)")
 	fl.DurationVar(&f.every, "every", 10*time.Second, "how often to poll the allocation")
 	fl.BoolVar(&f.once, "once", false, "poll (and report) once, then exit")
+}
+
+// registerBackend defines the flags of the cluster manager to drive: --backend,
+// --config and --simulate.
+func (f *agentFlags) registerBackend(fl *pflag.FlagSet) {
 	fl.StringVar(&f.backend, "backend", "print", "the cluster manager to drive: "+strings.Join(agent.Kinds(), ", ")+" (kubernetes and slurm where built in)")
 	fl.StringVar(&f.config, "config", "", "the cluster's config file (YAML: teams and pools to the cluster's names; see docs/agent-config.md)")
 	fl.BoolVar(&f.simulate, "simulate", false, "the same as --backend simulate")
+}
+
+// registerSimulation defines the flags of --backend simulate: --fail-rate,
+// --finish-early, --seed and --use.
+func (f *agentFlags) registerSimulation(fl *pflag.FlagSet) {
 	fl.Float64Var(&f.failRate, "fail-rate", 0, "with --backend simulate, the probability that a job fails before its planned end")
 	fl.Float64Var(&f.finishEarly, "finish-early", 0, "with --backend simulate, the probability that a job finishes before its planned end")
 	fl.Uint64Var(&f.seed, "seed", 1, "with --backend simulate, the seed of every random draw (the same seed, the same run)")
 	fl.Float64Var(&f.useShare, "use", 1, "with --backend simulate, the share of its units a running job uses (below 1, the rest goes back to the plan each slot)")
-	fl.DurationVar(&f.forDur, "for", 0, "stop after this long (0: run until interrupted)")
+}
+
+// registerOwnerUsage defines the flags of owners' own usage (--owner-usage and
+// --owner-usage-command) and sets the command's timeout.
+func (f *agentFlags) registerOwnerUsage(fl *pflag.FlagSet) {
 	fl.StringVar(&f.ownerUsage.File, "owner-usage", "", `a JSON file of owners' own usage, re-read at every poll: [{"team","pool","units"}]`)
 	fl.StringVar(&f.ownerUsage.Command, "owner-usage-command", "", "a command (sh -c) printing owners' own usage as --owner-usage's JSON, run at every poll")
 	f.ownerUsage.Timeout = 10 * time.Second
-	cmd.AddCommand(newAgentTokenCmd())
-	return cmd
 }
 
 func newAgentTokenCmd() *cobra.Command {
