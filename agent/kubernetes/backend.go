@@ -75,8 +75,8 @@ func open(ctx context.Context, s agent.Setup) (agent.Backend, error) {
 	if err != nil {
 		return nil, err
 	}
-	// An API server that does not answer at start is an error after a minute (the
-	// command exits; its supervisor restarts it), not a silent wait.
+	// An API server that does not answer at start fails this attempt after a minute,
+	// not a silent wait; the agent reports it and tries again (agent.Opener).
 	ctx, cancel := context.WithTimeout(ctx, OpenTimeout)
 	defer cancel()
 	return New(ctx, cfg, s.Config, s.Out)

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strings"
@@ -72,8 +73,10 @@ func (f agentFlags) backendName() string {
 }
 
 // openBackend looks the backend up, loads and validates the config file for it, and
-// opens it. Errors in the flags or the file are usage errors (exit status 2).
-func (f agentFlags) openBackend(cmd *cobra.Command) (agent.Backend, *agent.Config, error) {
+// opens it. Errors in the flags or the file are usage errors (exit status 2). Unless
+// --once, a backend that cannot be opened (its cluster manager unreachable) is tried
+// again with backoff, each failure reported through client (agent.Opener).
+func (f agentFlags) openBackend(cmd *cobra.Command, client *agent.Client) (agent.Backend, *agent.Config, error) {
 	kind, err := agent.Lookup(f.backendName())
 	if err != nil {
 		return nil, nil, &exitError{2, fmt.Errorf("--backend: %w", err)}
@@ -87,8 +90,22 @@ func (f agentFlags) openBackend(cmd *cobra.Command) (agent.Backend, *agent.Confi
 	case kind.NeedsConfig:
 		return nil, nil, &exitError{2, fmt.Errorf("--config: required by --backend %s (see docs/agent-config.md)", kind.Name)}
 	}
-	b, err := kind.Open(cmd.Context(), agent.Setup{Cluster: f.cluster, Config: cfg, Out: cmd.OutOrStdout(),
-		Simulate: agent.Simulation{Seed: f.seed, FailRate: f.failRate, FinishEarly: f.finishEarly, Use: f.useShare}})
+	setup := agent.Setup{Cluster: f.cluster, Config: cfg, Out: cmd.OutOrStdout(),
+		Simulate: agent.Simulation{Seed: f.seed, FailRate: f.failRate, FinishEarly: f.finishEarly, Use: f.useShare}}
+	open := func(ctx context.Context) (agent.Backend, error) { return kind.Open(ctx, setup) }
+	var b agent.Backend
+	if f.once {
+		b, err = open(cmd.Context())
+	} else {
+		ctx := cmd.Context()
+		if f.forDur > 0 { // --for bounds the attempts too
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithTimeout(ctx, f.forDur)
+			defer cancel()
+		}
+		b, err = agent.Opener{Name: kind.Name, Open: open, Client: client, Version: version, ErrOut: cmd.ErrOrStderr(),
+			Every: f.every, Max: max(f.every, 5*time.Minute)}.Run(ctx)
+	}
 	if err != nil {
 		return nil, nil, fmt.Errorf("--backend %s: %w", kind.Name, err)
 	}
@@ -144,7 +161,9 @@ The agent prints the server's answer when a report moved reservations, put them 
 risk or ended them. It runs until interrupted, for --for, or for one poll with --once.
 A token the server refuses stops it at once with the server's message; other errors
 are printed and retried after a backoff that doubles with each failure in a row (from
---every up to 5 minutes, with jitter); with --once they fail the command.`
+--every up to 5 minutes, with jitter); with --once they fail the command. So is a
+backend that cannot be opened at start (its cluster manager not answering): each
+attempt's error is also reported to the server, shown to operators on /operate.`
 
 // agentExample is the agent command's examples.
 const agentExample = `  export CLEARHOUSE_TOKEN=$(clearhouse agent token --cluster us-east | tail -n 1)
@@ -183,7 +202,7 @@ func (f agentFlags) run(cmd *cobra.Command) error {
 	if err != nil {
 		return &exitError{2, err}
 	}
-	backend, cfg, err := f.openBackend(cmd)
+	backend, cfg, err := f.openBackend(cmd, client)
 	if err != nil {
 		return err
 	}

@@ -320,3 +320,34 @@ func TestAgentHelpDescribesBackendsAndConfig(t *testing.T) {
 		}
 	}
 }
+
+// A backend that cannot be opened when the agent starts (here a kubeconfig that is not
+// there yet) is tried again with backoff, and operators see why on the agent's status;
+// --once tries once.
+func TestAgentRetriesABackendThatCannotOpenAndReportsIt(t *testing.T) {
+	m := newAgentMarket(t)
+	dir := t.TempDir()
+	config := filepath.Join(dir, "us-east.yaml")
+	missing := filepath.Join(dir, "kubeconfig")
+	body := fmt.Sprintf("cluster: us-east\nteams:\n  search: {namespaces: [search]}\npools:\n  us-east/cpu: {resource: cpu, unit: \"1\"}\nkubernetes: {kubeconfig: %s}\n", missing)
+	if err := os.WriteFile(config, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	token := m.token("us-east")
+	code, _, errOut := m.agent("us-east", token, "--backend", "kubernetes", "--config", config, "--every", "10ms", "--for", "300ms")
+	if code == 0 || strings.Count(errOut, "open the backend: kubernetes: kubeconfig "+missing) < 2 || !strings.Contains(errOut, "trying again in") {
+		t.Fatalf("an agent whose backend cannot open: code %d, stderr %q; want several attempts, then a failure", code, errOut)
+	}
+	views, err := m.app.Plan.AgentViews(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(views) != 1 || views[0].Backend != "kubernetes" || len(views[0].Errors) == 0 ||
+		!strings.Contains(views[0].Errors[0], "open the backend: kubernetes: kubeconfig "+missing) {
+		t.Fatalf("operators see %+v; want the kubernetes agent's open error", views)
+	}
+	code, _, errOut = m.agent("us-east", token, "--backend", "kubernetes", "--config", config, "--once")
+	if code == 0 || strings.Contains(errOut, "trying again") {
+		t.Fatalf("--once with a backend that cannot open: code %d, stderr %q; want one attempt", code, errOut)
+	}
+}
