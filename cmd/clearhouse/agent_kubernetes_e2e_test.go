@@ -4,10 +4,12 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/PuerkitoBio/goquery"
 	"github.com/clearhouse/clearhouse/agent"
 	"github.com/clearhouse/clearhouse/agent/kubernetes"
 	"github.com/clearhouse/clearhouse/agent/kubernetes/kubetest"
@@ -406,9 +408,42 @@ func TestKubernetesBestEffortPodIsPreemptedWhenTheOwnerNeedsItsQuota(t *testing.
 		err := m.app.DB.Read.Model(&besteffort.Task{}).Where("id IN ? AND stop_acked_at IS NULL", preempted).Count(&unacked).Error
 		return unacked == 0, err
 	})
+	// The job's row on its owner's best-effort page counts the preempted tasks.
+	tok, _, err := m.app.Identity.IssueToken(ctx, m.member.ID, "e2e")
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := m.app.Idle.Job(ctx, job.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	row := m.page(tok, "/best-effort").Find(fmt.Sprintf("[data-testid=best-effort-jobs] [data-testid=job-%d]", job.ID))
+	if got := row.Find("[data-testid=preempted]").Text(); got != fmt.Sprint(v.Preempted) || v.Preempted < int64(len(preempted)) {
+		t.Fatalf("job #%d's preempted tasks on its owner's page: %q, want %d (%d preempted before)\n%s", job.ID, got, v.Preempted, len(preempted), strings.Join(strings.Fields(row.Text()), " "))
+	}
 	if code, out, errOut := runCLI(t, "", "verify", "--db", m.dsn); code != 0 {
 		t.Fatalf("verify: %d %s %s", code, out, errOut)
 	}
+}
+
+// page fetches a page of the app with a user's bearer token and parses it.
+func (m *agentMarket) page(token, path string) *goquery.Document {
+	m.t.Helper()
+	req, err := http.NewRequest(http.MethodGet, m.app.Server.URL()+path, nil)
+	if err != nil {
+		m.t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+token)
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		m.t.Fatal(err)
+	}
+	defer res.Body.Close()
+	doc, err := goquery.NewDocumentFromReader(res.Body)
+	if err != nil || res.StatusCode != http.StatusOK {
+		m.t.Fatalf("GET %s: %d %v", path, res.StatusCode, err)
+	}
+	return doc
 }
 
 // deletePods deletes every pod of the namespace at once and waits until they are gone.
