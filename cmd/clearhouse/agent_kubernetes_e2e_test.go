@@ -42,6 +42,23 @@ func newKubeAgent(t *testing.T, m *agentMarket) *kubeAgent { return newKubeAgent
 // newKubeAgentWith also maps the other teams given to their namespaces.
 func newKubeAgentWith(t *testing.T, m *agentMarket, others map[string]string) *kubeAgent {
 	t.Helper()
+	ns, text := kubeAgentConfig(t, others, "")
+	cfg, err := agent.ParseConfig("us-east.yaml", text)
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := &kubeAgent{m: m, ns: ns, cfg: cfg, token: m.token("us-east")}
+	k.loop = k.start(k.token)
+	return k
+}
+
+// kubeAgentConfig is the agent's config file for cluster us-east on the kubernetes
+// backend (kubeconfig, when not empty, the file the backend connects with): team
+// search owns a fresh namespace (returned), the other teams given theirs, and the
+// best-effort PriorityClass is the test's own. The pods of these namespaces are
+// deleted when the test ends.
+func kubeAgentConfig(t *testing.T, others map[string]string, kubeconfig string) (string, []byte) {
+	t.Helper()
 	cs := kubetest.Client(t)
 	ns := kubetest.Namespace(t, cs)
 	class := "ch-e2e-" + ns[len(ns)-5:]
@@ -57,13 +74,11 @@ func newKubeAgentWith(t *testing.T, m *agentMarket, others map[string]string) *k
 	for team, n := range others {
 		teams += fmt.Sprintf("  %s: {namespaces: [%s]}\n", team, n)
 	}
-	cfg, err := agent.ParseConfig("us-east.yaml", fmt.Appendf(nil, "cluster: us-east\nteams:\n%spools:\n  us-east/cpu: {resource: cpu, unit: \"1\"}\nkubernetes: {priority_class: %s, kueue: \"off\"}\n", teams, class))
-	if err != nil {
-		t.Fatal(err)
+	kube := fmt.Sprintf("priority_class: %s, kueue: \"off\"", class)
+	if kubeconfig != "" {
+		kube += fmt.Sprintf(", kubeconfig: %q", kubeconfig)
 	}
-	k := &kubeAgent{m: m, ns: ns, cfg: cfg, token: m.token("us-east")}
-	k.loop = k.start(k.token)
-	return k
+	return ns, fmt.Appendf(nil, "cluster: us-east\nteams:\n%spools:\n  us-east/cpu: {resource: cpu, unit: \"1\"}\nkubernetes: {%s}\n", teams, kube)
 }
 
 // start opens a backend and a loop (as `clearhouse agent --backend kubernetes` does).
