@@ -4,10 +4,12 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/PuerkitoBio/goquery"
 	"github.com/clearhouse/clearhouse/agent"
 	"github.com/clearhouse/clearhouse/agent/kubernetes"
 	"github.com/clearhouse/clearhouse/agent/kubernetes/kubetest"
@@ -40,6 +42,23 @@ func newKubeAgent(t *testing.T, m *agentMarket) *kubeAgent { return newKubeAgent
 // newKubeAgentWith also maps the other teams given to their namespaces.
 func newKubeAgentWith(t *testing.T, m *agentMarket, others map[string]string) *kubeAgent {
 	t.Helper()
+	ns, text := kubeAgentConfig(t, others, "")
+	cfg, err := agent.ParseConfig("us-east.yaml", text)
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := &kubeAgent{m: m, ns: ns, cfg: cfg, token: m.token("us-east")}
+	k.loop = k.start(k.token)
+	return k
+}
+
+// kubeAgentConfig is the agent's config file for cluster us-east on the kubernetes
+// backend (kubeconfig, when not empty, the file the backend connects with): team
+// search owns a fresh namespace (returned), the other teams given theirs, and the
+// best-effort PriorityClass is the test's own. The pods of these namespaces are
+// deleted when the test ends.
+func kubeAgentConfig(t *testing.T, others map[string]string, kubeconfig string) (string, []byte) {
+	t.Helper()
 	cs := kubetest.Client(t)
 	ns := kubetest.Namespace(t, cs)
 	class := "ch-e2e-" + ns[len(ns)-5:]
@@ -55,13 +74,11 @@ func newKubeAgentWith(t *testing.T, m *agentMarket, others map[string]string) *k
 	for team, n := range others {
 		teams += fmt.Sprintf("  %s: {namespaces: [%s]}\n", team, n)
 	}
-	cfg, err := agent.ParseConfig("us-east.yaml", fmt.Appendf(nil, "cluster: us-east\nteams:\n%spools:\n  us-east/cpu: {resource: cpu, unit: \"1\"}\nkubernetes: {priority_class: %s, kueue: \"off\"}\n", teams, class))
-	if err != nil {
-		t.Fatal(err)
+	kube := fmt.Sprintf("priority_class: %s, kueue: \"off\"", class)
+	if kubeconfig != "" {
+		kube += fmt.Sprintf(", kubeconfig: %q", kubeconfig)
 	}
-	k := &kubeAgent{m: m, ns: ns, cfg: cfg, token: m.token("us-east")}
-	k.loop = k.start(k.token)
-	return k
+	return ns, fmt.Appendf(nil, "cluster: us-east\nteams:\n%spools:\n  us-east/cpu: {resource: cpu, unit: \"1\"}\nkubernetes: {%s}\n", teams, kube)
 }
 
 // start opens a backend and a loop (as `clearhouse agent --backend kubernetes` does).
@@ -229,54 +246,100 @@ func (w testWriter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// A reservation running now raises its team's quota by its units; its pods, found by
-// their labels, end it: the end (at the pod's finish) reaches the reservation, and the
-// quota goes back down.
-func TestKubernetesReservationRaisesTheQuotaAndItsPodsEndIt(t *testing.T) {
+// A reservation running now raises its team's quota by its units; a reservation
+// planned after it, whose pods start early in the capacity the first leaves unused, is
+// reported started: the plan moves its start to the slot of its first pod's start,
+// and its units join the quota. Their pods, found by their labels, end them: each end
+// (at the pod's finish) reaches its reservation, and the quota goes back down.
+func TestKubernetesReservationRaisesTheQuotaAndItsPodsStartAndEndIt(t *testing.T) {
 	m := newAgentMarket(t)
 	k := newKubeAgent(t, m)
 	ctx := context.Background()
 	cs := kubetest.Client(t)
+	// The early start fits in the current slot, freed by the running job's under-use:
+	// the test runs within one 5-minute slot, not at the end of one.
+	if left := time.Until(time.Now().Truncate(5 * time.Minute).Add(5 * time.Minute)); left < time.Minute {
+		time.Sleep(left)
+	}
 	m.clock.Set(time.Now().UTC().Truncate(5 * time.Minute))
-	job := m.reserve(40, time.Hour, 0, time.Hour)
+	job := m.reserve(60, time.Hour, 0, time.Hour)
+	later := m.reserve(50, 5*time.Minute, 0, 3*time.Hour) // 110 of 100 cores: after the first
+	planned := *later.Requests[0].StartAt
+	if !planned.After(m.clock.Now()) {
+		t.Fatalf("the second reservation is planned at %v, beside the first", planned)
+	}
 	k.poll()
-	q, err := cs.CoreV1().ResourceQuotas(k.ns).Get(ctx, kubernetes.QuotaName, metav1.GetOptions{})
-	if h := q.Spec.Hard[corev1.ResourceRequestsCPU]; err != nil || h.String() != "40" {
-		t.Fatalf("quota while the reservation runs: %v %v", q.Spec.Hard, err)
+	quota := func() string {
+		t.Helper()
+		q, err := cs.CoreV1().ResourceQuotas(k.ns).Get(ctx, kubernetes.QuotaName, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		h := q.Spec.Hard[corev1.ResourceRequestsCPU]
+		return h.String()
 	}
-	pod := cpuPod("train-0", "2")
-	pod.Labels = map[string]string{kubernetes.LabelReservation: fmt.Sprint(job.ID), kubernetes.LabelRequest: "0"}
-	if _, err := cs.CoreV1().Pods(k.ns).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
+	if got := quota(); got != "60" {
+		t.Fatalf("quota while the first reservation runs: %s, want 60", got)
 	}
-	kubetest.WaitForPodPhase(t, cs, k.ns, "train-0", corev1.PodRunning)
+	run := func(name string, res int64) *corev1.Pod {
+		pod := cpuPod(name, "2")
+		pod.Labels = map[string]string{kubernetes.LabelReservation: fmt.Sprint(res), kubernetes.LabelRequest: "0"}
+		if _, err := cs.CoreV1().Pods(k.ns).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		return kubetest.WaitForPodPhase(t, cs, k.ns, name, corev1.PodRunning)
+	}
+	run("train-0", job.ID)
 	k.poll()
 	if v := m.reservation(job.ID); v.Status == fleet.ReservationDone {
 		t.Fatal("the reservation ended while its pod runs")
 	}
-	exit := []byte(`{"metadata": {"annotations": {"clearhouse.io/kwok-exit": "0"}}}`)
-	if _, err := cs.CoreV1().Pods(k.ns).Patch(ctx, "train-0", types.MergePatchType, exit, metav1.PatchOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	done := kubetest.WaitForPodPhase(t, cs, k.ns, "train-0", corev1.PodSucceeded)
-	var finished time.Time
-	for _, c := range done.Status.ContainerStatuses {
-		if c.State.Terminated != nil {
-			finished = c.State.Terminated.FinishedAt.Time
+
+	// The second reservation's pod starts now, an hour before its planned start.
+	early := run("early-0", later.ID)
+	var started time.Time
+	for _, c := range early.Status.ContainerStatuses {
+		if c.State.Running != nil {
+			started = c.State.Running.StartedAt.Time
 		}
 	}
-	kubetest.Eventually(t, "the reservation ended", func() (bool, error) {
+	kubetest.Eventually(t, "the early start reaching the plan", func() (bool, error) {
 		k.poll()
-		return m.reservation(job.ID).Status == fleet.ReservationDone, nil
+		return m.reservation(later.ID).Requests[0].StartAt.Before(planned), nil
 	})
-	v := m.reservation(job.ID)
-	if v.Requests[0].EndedAt == nil || !v.Requests[0].EndedAt.Equal(finished.UTC()) {
-		t.Fatalf("ended at %v, the pod finished at %v", v.Requests[0].EndedAt, finished)
+	if got, want := *m.reservation(later.ID).Requests[0].StartAt, started.UTC().Truncate(5*time.Minute); !got.Equal(want) {
+		t.Fatalf("the second reservation starts at %v, want the slot of its pod's start %v (planned %v)", got, want, planned)
 	}
 	k.poll()
-	q, err = cs.CoreV1().ResourceQuotas(k.ns).Get(ctx, kubernetes.QuotaName, metav1.GetOptions{})
-	if h := q.Spec.Hard[corev1.ResourceRequestsCPU]; err != nil || h.String() != "0" {
-		t.Fatalf("quota after the reservation ended: %v %v", q.Spec.Hard, err)
+	if got := quota(); got != "110" {
+		t.Fatalf("quota while both reservations run: %s, want 110", got)
+	}
+
+	finished := map[string]time.Time{}
+	for _, name := range []string{"train-0", "early-0"} {
+		exit := []byte(`{"metadata": {"annotations": {"clearhouse.io/kwok-exit": "0"}}}`)
+		if _, err := cs.CoreV1().Pods(k.ns).Patch(ctx, name, types.MergePatchType, exit, metav1.PatchOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		done := kubetest.WaitForPodPhase(t, cs, k.ns, name, corev1.PodSucceeded)
+		for _, c := range done.Status.ContainerStatuses {
+			if c.State.Terminated != nil {
+				finished[name] = c.State.Terminated.FinishedAt.Time
+			}
+		}
+	}
+	kubetest.Eventually(t, "the reservations ended", func() (bool, error) {
+		k.poll()
+		return m.reservation(job.ID).Status == fleet.ReservationDone && m.reservation(later.ID).Status == fleet.ReservationDone, nil
+	})
+	for name, id := range map[string]int64{"train-0": job.ID, "early-0": later.ID} {
+		if v := m.reservation(id); v.Requests[0].EndedAt == nil || !v.Requests[0].EndedAt.Equal(finished[name].UTC()) {
+			t.Fatalf("reservation %d ended at %v, its pod %s finished at %v", id, v.Requests[0].EndedAt, name, finished[name])
+		}
+	}
+	k.poll()
+	if got := quota(); got != "0" {
+		t.Fatalf("quota after the reservations ended: %s, want 0", got)
 	}
 }
 
@@ -406,9 +469,42 @@ func TestKubernetesBestEffortPodIsPreemptedWhenTheOwnerNeedsItsQuota(t *testing.
 		err := m.app.DB.Read.Model(&besteffort.Task{}).Where("id IN ? AND stop_acked_at IS NULL", preempted).Count(&unacked).Error
 		return unacked == 0, err
 	})
+	// The job's row on its owner's best-effort page counts the preempted tasks.
+	tok, _, err := m.app.Identity.IssueToken(ctx, m.member.ID, "e2e")
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := m.app.Idle.Job(ctx, job.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	row := m.page(tok, "/best-effort").Find(fmt.Sprintf("[data-testid=best-effort-jobs] [data-testid=job-%d]", job.ID))
+	if got := row.Find("[data-testid=preempted]").Text(); got != fmt.Sprint(v.Preempted) || v.Preempted < int64(len(preempted)) {
+		t.Fatalf("job #%d's preempted tasks on its owner's page: %q, want %d (%d preempted before)\n%s", job.ID, got, v.Preempted, len(preempted), strings.Join(strings.Fields(row.Text()), " "))
+	}
 	if code, out, errOut := runCLI(t, "", "verify", "--db", m.dsn); code != 0 {
 		t.Fatalf("verify: %d %s %s", code, out, errOut)
 	}
+}
+
+// page fetches a page of the app with a user's bearer token and parses it.
+func (m *agentMarket) page(token, path string) *goquery.Document {
+	m.t.Helper()
+	req, err := http.NewRequest(http.MethodGet, m.app.Server.URL()+path, nil)
+	if err != nil {
+		m.t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+token)
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		m.t.Fatal(err)
+	}
+	defer res.Body.Close()
+	doc, err := goquery.NewDocumentFromReader(res.Body)
+	if err != nil || res.StatusCode != http.StatusOK {
+		m.t.Fatalf("GET %s: %d %v", path, res.StatusCode, err)
+	}
+	return doc
 }
 
 // deletePods deletes every pod of the namespace at once and waits until they are gone.

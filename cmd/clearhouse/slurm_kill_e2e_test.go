@@ -25,16 +25,17 @@ import (
 )
 
 // reportGate stands between the agent and the real server: it passes every request on
-// and counts the best-effort start events that reached the server; armed with a task,
-// it holds the first report carrying that task's start instead (the agent waits for
+// and counts the best-effort start events that reached the server; armed with a task
+// (or with anyTask), it holds the first report carrying that task's start instead (the agent waits for
 // the answer as it would for a slow network) and never passes it on. A test kills the
 // agent while its report is held: the poll made in Slurm what it made, and the server
 // never heard of it.
 type reportGate struct {
 	*httptest.Server
 	mu      sync.Mutex
-	hold    int64         // the task whose start is held (0: none)
+	hold    int64         // the task whose start is held (0: none, anyTask: the first)
 	held    bool          // a report was held
+	heldFor int64         // the task whose start was held
 	started map[int64]int // task -> reports with its start the server accepted
 	reports int           // reports the server accepted
 }
@@ -61,8 +62,8 @@ func newReportGate(t *testing.T, server string) *reportGate {
 		g.mu.Lock()
 		hold := g.hold
 		for _, e := range up.BestEffort {
-			if hold != 0 && e.Task == hold && e.Event == agent.TaskStarted {
-				g.hold, g.held = 0, true
+			if hold != 0 && (e.Task == hold || hold == anyTask) && e.Event == agent.TaskStarted {
+				g.hold, g.held, g.heldFor = 0, true, e.Task
 				g.mu.Unlock()
 				<-r.Context().Done() // the agent is gone: nothing reaches the server
 				return
@@ -87,7 +88,11 @@ func newReportGate(t *testing.T, server string) *reportGate {
 	return g
 }
 
-// holdStart arms the gate for task's start; isHeld says whether it held it yet.
+// anyTask arms a reportGate for the first task's start it sees.
+const anyTask = -1
+
+// holdStart arms the gate for task's start; isHeld says whether it held it yet, and
+// heldTask whose start it held.
 func (g *reportGate) holdStart(task int64) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -98,6 +103,12 @@ func (g *reportGate) isHeld() bool {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	return g.held
+}
+
+func (g *reportGate) heldTask() int64 {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.heldFor
 }
 
 func (g *reportGate) counts(task int64) (started, reports int) {
@@ -116,9 +127,9 @@ func (s *statusRecorder) WriteHeader(code int) {
 	s.ResponseWriter.WriteHeader(code)
 }
 
-// agentProcess is `clearhouse agent --backend slurm` polling every second in a child
-// process (the test binary running the command line: cliEnv), in a process group of
-// its own so that a kill takes the Slurm command it runs with it, as the end of its
+// agentProcess is `clearhouse agent` polling every second in a child process (the
+// test binary running the command line: cliEnv), in a process group of its own so
+// that a kill takes the commands it runs (Slurm's) with it, as the end of its
 // container would.
 type agentProcess struct {
 	cmd  *exec.Cmd
@@ -128,22 +139,29 @@ type agentProcess struct {
 
 func (m *slurmMarket) startAgent(server, token string, env ...string) *agentProcess {
 	m.t.Helper()
-	args := []string{"agent", "--server", server, "--token", token, "--cluster", "hpc", "--backend", "slurm", "--config", m.config, "--every", "1s"}
+	return startAgentProcess(m.t, []string{"--server", server, "--token", token, "--cluster", "hpc", "--backend", "slurm", "--config", m.config}, env...)
+}
+
+// startAgentProcess starts `clearhouse agent <args> --every 1s` with env added to the
+// test's environment; the agent is killed when the test ends.
+func startAgentProcess(t *testing.T, args []string, env ...string) *agentProcess {
+	t.Helper()
+	args = append(append([]string{"agent"}, args...), "--every", "1s")
 	cmd := exec.Command(os.Args[0])
 	cmd.Env = append(append(os.Environ(), cliEnv+"="+strings.Join(args, "\x1f")), env...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	log, err := os.CreateTemp(m.t.TempDir(), "agent-*.log")
+	log, err := os.CreateTemp(t.TempDir(), "agent-*.log")
 	if err != nil {
-		m.t.Fatal(err)
+		t.Fatal(err)
 	}
 	cmd.Stdout, cmd.Stderr = log, log
 	if err := cmd.Start(); err != nil {
-		m.t.Fatal(err)
+		t.Fatal(err)
 	}
 	ended, end := context.WithCancel(context.Background())
 	a := &agentProcess{cmd: cmd, log: log.Name(), done: ended.Done()}
 	go func() { _ = cmd.Wait(); log.Close(); end() }()
-	m.t.Cleanup(a.kill)
+	t.Cleanup(a.kill)
 	return a
 }
 

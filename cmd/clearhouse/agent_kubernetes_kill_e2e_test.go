@@ -1,0 +1,112 @@
+package main
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/clearhouse/clearhouse/agent/kubernetes"
+	"github.com/clearhouse/clearhouse/agent/kubernetes/kubetest"
+	"github.com/clearhouse/clearhouse/besteffort"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// follow keeps the server's clock on the real time, which the cluster's events carry.
+func (m *agentMarket) follow() {
+	if now := time.Now().UTC(); now.After(m.clock.Now()) {
+		m.clock.Set(now)
+	}
+}
+
+// `clearhouse agent --backend kubernetes` killed with SIGKILL while the report
+// carrying a best-effort task's start is on its way to the server (the gate holds it),
+// and restarted: the restarted agent finds the task's pod, creates no other, and
+// reports the start again from the pod. In the end there is exactly one pod of the
+// task, the start reached the server once, at the pod's start, the job has one run,
+// running, and `clearhouse verify` is clean.
+func TestKubernetesAgentKilledMidReportCreatesOnePodAndLosesNoEvent(t *testing.T) {
+	m := newAgentMarket(t)
+	ctx := context.Background()
+	cs := kubetest.Client(t)
+	ns, text := kubeAgentConfig(t, nil, os.Getenv(kubetest.EnvKubeconfig))
+	config := filepath.Join(t.TempDir(), "us-east.yaml")
+	if err := os.WriteFile(config, text, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	token := m.token("us-east")
+	gate := newReportGate(t, m.app.Server.URL())
+	args := []string{"--server", gate.URL, "--token", token, "--cluster", "us-east", "--backend", "kubernetes", "--config", config}
+	job, err := m.app.Idle.Submit(ctx, m.member, besteffort.JobSpec{Configuration: map[string]int64{"us-east/cpu": 2}, Tasks: 1,
+		Workload: &besteffort.Workload{Kubernetes: &besteffort.KubernetesWorkload{Image: "busybox:1.36", Command: []string{"sleep", "600"}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	view := func() besteffort.JobView {
+		v, err := m.app.Idle.Job(ctx, job.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	pods := func() []corev1.Pod {
+		list, err := cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: kubernetes.LabelTask})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return list.Items
+	}
+
+	// 1. Killed with the task's start in a report the gate holds.
+	gate.holdStart(anyTask)
+	first := startAgentProcess(t, args)
+	kubetest.Eventually(t, "the agent reporting the task's start", func() (bool, error) {
+		m.follow()
+		return gate.isHeld(), nil
+	})
+	first.kill()
+	task := gate.heldTask()
+	if v := view(); len(v.Runs) != 1 || v.Runs[0].ID != task || v.Runs[0].ConfirmedAt != nil {
+		t.Fatalf("after the kill: runs %+v, want task %d alone, its start not confirmed\nagent:\n%s", v.Runs, task, first.output())
+	}
+	if got := pods(); len(got) != 1 || got[0].Name != kubernetes.PodName(task) {
+		t.Fatalf("best-effort pods after the kill: %d, want task %d's alone\nagent:\n%s", len(got), task, first.output())
+	}
+
+	// 2. Restarted: the start reaches the server, once, and no pod is added.
+	second := startAgentProcess(t, args)
+	kubetest.Eventually(t, "the server confirming the task's start", func() (bool, error) {
+		m.follow()
+		return view().Runs[0].ConfirmedAt != nil, nil
+	})
+	_, after := gate.counts(task)
+	kubetest.Eventually(t, "three more reports", func() (bool, error) {
+		m.follow()
+		_, n := gate.counts(task)
+		return n >= after+3, nil
+	})
+	second.kill()
+
+	got := pods()
+	if len(got) != 1 || got[0].Name != kubernetes.PodName(task) || got[0].Status.Phase != corev1.PodRunning {
+		t.Fatalf("best-effort pods in the end: %d, want task %d's alone, running\nagent:\n%s", len(got), task, second.output())
+	}
+	var start time.Time
+	for _, c := range got[0].Status.ContainerStatuses {
+		if c.State.Running != nil {
+			start = c.State.Running.StartedAt.Time
+		}
+	}
+	if started, _ := gate.counts(task); started != 1 {
+		t.Errorf("reports with task %d's start the server accepted: %d, want 1", task, started)
+	}
+	v := view()
+	if len(v.Runs) != 1 || v.Running != 1 || v.Runs[0].Status != besteffort.TaskRunning || v.Runs[0].ConfirmedAt == nil || !v.Runs[0].ConfirmedAt.Equal(start.UTC()) {
+		t.Errorf("the job on the server: %d running, runs %+v, want one, running, confirmed at the pod's start %v", v.Running, v.Runs, start)
+	}
+	if code, out, errOut := runCLI(t, "", "verify", "--db", m.dsn); code != 0 {
+		t.Fatalf("clearhouse verify: exit %d\n%s%s", code, out, errOut)
+	}
+}
