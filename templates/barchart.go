@@ -103,7 +103,7 @@ func (ch BarChart) layout() barGeom {
 			g.Legend = append(g.Legend, chartLine{Name: s.Name, Color: s.color(i, -1)})
 		}
 	}
-	g.XTicks = anchorAtEdges(g.XTicks, float64(g.W))
+	g.placeXLabels(g.XTicks)
 	return g
 }
 

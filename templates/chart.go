@@ -39,6 +39,7 @@ type chartGeom struct {
 	W, H                   int
 	Left, Right, Top, Bot  float64
 	XTicks, YTicks         []tick
+	XTicksNarrow           []tick // the x labels for narrow screens, where they are drawn larger
 	Lines                  []chartLine
 	Markers                []float64
 	Empty                  bool
@@ -52,18 +53,31 @@ type tick struct {
 	Anchor string // the label's text-anchor; "" is middle
 }
 
-// labelCharWidth is a generous width of one character of a chart's labels, in the
-// SVG's units, at the 14px that static/app.css gives them on wide screens. (Narrow
-// screens draw them at 22px in a chart scaled down to fit; labels may touch there.)
-const labelCharWidth = 8.0
+// labelCharWidth and narrowCharWidth are generous widths of one character of a
+// chart's labels, in the SVG's units, at the 14px that static/app.css gives them on
+// wide screens and the 22px it gives them on narrow ones (where the chart is scaled
+// down to fit). Each screen gets the labels that fit it (placeXLabels).
+const (
+	labelCharWidth  = 8.0
+	narrowCharWidth = 13.0
+)
+
+// placeXLabels sets the x-axis labels from ts, one set for each screen width
+// (anchorAtEdges).
+func (g *chartGeom) placeXLabels(ts []tick) {
+	g.XTicks = anchorAtEdges(slices.Clone(ts), float64(g.W), labelCharWidth)
+	g.XTicksNarrow = anchorAtEdges(slices.Clone(ts), float64(g.W), narrowCharWidth)
+}
 
 // anchorAtEdges anchors x-axis labels that, centred on their tick, would run past
 // the chart's left or right edge (width w) at that edge instead, so that no label is
 // cut (the last month of a chart ends at the right edge), and then drops, from the
-// right, a label that would overlap the one after it. It returns the labels kept.
-func anchorAtEdges(ts []tick, w float64) []tick {
+// right, a label that would overlap the one after it or is too long to fit at its
+// tick either way. It returns the labels kept.
+// charWidth is the width of a character (labelCharWidth, narrowCharWidth).
+func anchorAtEdges(ts []tick, w, charWidth float64) []tick {
 	for i := range ts {
-		switch lo, hi := labelExtent(ts[i]); {
+		switch lo, hi := labelExtent(ts[i], charWidth); {
 		case hi > w:
 			ts[i].Anchor = "end"
 		case lo < 0:
@@ -73,8 +87,8 @@ func anchorAtEdges(ts []tick, w float64) []tick {
 	var kept []tick
 	next := math.Inf(1) // where the kept label to the right begins
 	for i := len(ts) - 1; i >= 0; i-- {
-		lo, hi := labelExtent(ts[i])
-		if hi+labelGap > next {
+		lo, hi := labelExtent(ts[i], charWidth)
+		if hi+labelGap > next || lo < 0 || hi > w { // overlaps, or too long to fit here
 			continue
 		}
 		kept, next = append(kept, ts[i]), lo
@@ -83,9 +97,10 @@ func anchorAtEdges(ts []tick, w float64) []tick {
 	return kept
 }
 
-// labelExtent is where an x-axis label begins and ends, as anchored.
-func labelExtent(t tick) (lo, hi float64) {
-	width := labelCharWidth * float64(len([]rune(t.Label)))
+// labelExtent is where an x-axis label begins and ends, as anchored, at charWidth a
+// character.
+func labelExtent(t tick, charWidth float64) (lo, hi float64) {
+	width := charWidth * float64(len([]rune(t.Label)))
 	switch t.Anchor {
 	case "end":
 		return t.Pos - width, t.Pos
@@ -176,7 +191,7 @@ func (ch LineChart) layout() chartGeom {
 			g.XTicks = append(g.XTicks, tick{Pos: g.x(v), Label: fx(v)})
 		}
 	}
-	g.XTicks = anchorAtEdges(g.XTicks, float64(g.W))
+	g.placeXLabels(g.XTicks)
 	for _, m := range ch.Markers {
 		if m >= g.minX && m <= g.maxX {
 			g.Markers = append(g.Markers, g.x(m))

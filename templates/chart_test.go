@@ -152,7 +152,8 @@ func TestXLabelsAtTheEdgeAreNotCut(t *testing.T) {
 }
 
 // No two x-axis labels overlap, whatever their length and the chart's width, and
-// none runs past the chart where it could fit.
+// none runs past the chart's edges: on wide screens and on narrow ones,
+// where they are drawn larger.
 func TestXLabelsNeverOverlap(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		n := rapid.IntRange(2, 40).Draw(t, "points")
@@ -163,16 +164,21 @@ func TestXLabelsNeverOverlap(t *testing.T) {
 			ch.Series[0].Points = append(ch.Series[0].Points, Point{X: float64(i), Y: float64(i % 3)})
 		}
 		g := ch.layout()
-		for i := 1; i < len(g.XTicks); i++ {
-			_, prevHi := labelExtent(g.XTicks[i-1])
-			lo, _ := labelExtent(g.XTicks[i])
-			if prevHi+labelGap > lo {
-				t.Fatalf("labels %q and %q overlap", g.XTicks[i-1].Label, g.XTicks[i].Label)
+		for _, set := range []struct {
+			ticks     []tick
+			charWidth float64
+		}{{g.XTicks, labelCharWidth}, {g.XTicksNarrow, narrowCharWidth}} {
+			for i := 1; i < len(set.ticks); i++ {
+				_, prevHi := labelExtent(set.ticks[i-1], set.charWidth)
+				lo, _ := labelExtent(set.ticks[i], set.charWidth)
+				if prevHi+labelGap > lo {
+					t.Fatalf("labels %q and %q overlap at %g a character", set.ticks[i-1].Label, set.ticks[i].Label, set.charWidth)
+				}
 			}
-		}
-		for _, tk := range g.XTicks {
-			if lo, hi := labelExtent(tk); (lo < 0 || hi > float64(ch.Width)) && len([]rune(tk.Label))*int(labelCharWidth) < ch.Width {
-				t.Fatalf("label %q at %v runs past the chart [0, %d]", tk.Label, tk.Pos, ch.Width)
+			for _, tk := range set.ticks {
+				if lo, hi := labelExtent(tk, set.charWidth); lo < 0 || hi > float64(ch.Width) {
+					t.Fatalf("label %q at %v runs past the chart [0, %d] at %g a character", tk.Label, tk.Pos, ch.Width, set.charWidth)
+				}
 			}
 		}
 	})

@@ -75,7 +75,7 @@ func TestPriceHistoryFollowsWhenAuctionsClosed(t *testing.T) {
 	_, doc := b.get("/auctions")
 	ch := doc.Find(`[data-testid="history-us-east"]`)
 	var labels []string
-	ch.Find("svg.chart > text.label[text-anchor=middle]").Each(func(_ int, s *goquery.Selection) {
+	ch.Find("svg.chart > text.label.wide-only[text-anchor=middle]").Each(func(_ int, s *goquery.Selection) {
 		if s.Text() != "" {
 			labels = append(labels, s.Text())
 		}

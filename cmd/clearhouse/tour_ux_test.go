@@ -162,7 +162,7 @@ func TestBrowserEarlyCloseThenAnotherAuction(t *testing.T) {
 		t.Fatal(err)
 	}
 	screenshot(t, op, "auctions-after-early-close")
-	labels, err := chromedp.Run(op, chromedp.Evaluate[[]string](`Array.from(document.querySelectorAll('[data-testid="history-us-east"] svg.chart > text.label[text-anchor=middle]')).map(e => e.textContent).filter(s => s !== '')`))
+	labels, err := chromedp.Run(op, chromedp.Evaluate[[]string](`Array.from(document.querySelectorAll('[data-testid="history-us-east"] svg.chart > text.label.wide-only[text-anchor=middle]')).map(e => e.textContent).filter(s => s !== '')`))
 	if err != nil {
 		t.Fatal(err)
 	}
