@@ -83,6 +83,7 @@ func (ch BarChart) layout() barGeom {
 	for _, v := range ys {
 		g.YTicks = append(g.YTicks, tick{Pos: g.y(v), Label: fy(v)})
 	}
+	g.fitYLabels()
 	g.Zero = g.y(0)
 	group := (g.Right - g.Left) / float64(len(ch.Groups))
 	barW := group * 0.8 / float64(max(len(ch.Series), 1))

@@ -97,6 +97,17 @@ func anchorAtEdges(ts []tick, w, charWidth float64) []tick {
 	return kept
 }
 
+// fitYLabels widens the left margin, before anything is placed by x, so that the
+// longest y-axis label fits beside the axis at the narrow screens' size too (a
+// minus sign was cut there), at most to a third of the chart.
+func (g *chartGeom) fitYLabels() {
+	longest := 0
+	for _, t := range g.YTicks {
+		longest = max(longest, len([]rune(t.Label)))
+	}
+	g.Left = max(g.Left, min(narrowCharWidth*float64(longest)+8, float64(g.W)/3))
+}
+
 // labelExtent is where an x-axis label begins and ends, as anchored, at charWidth a
 // character.
 func labelExtent(t tick, charWidth float64) (lo, hi float64) {
@@ -186,6 +197,7 @@ func (ch LineChart) layout() chartGeom {
 	for _, v := range ys {
 		g.YTicks = append(g.YTicks, tick{Pos: g.yOf(v), Label: fy(v)})
 	}
+	g.fitYLabels()
 	for _, v := range niceTicks(g.minX, g.maxX, 6) {
 		if v >= g.minX && v <= g.maxX {
 			g.XTicks = append(g.XTicks, tick{Pos: g.x(v), Label: fx(v)})

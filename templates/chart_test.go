@@ -183,3 +183,21 @@ func TestXLabelsNeverOverlap(t *testing.T) {
 		}
 	})
 }
+
+// The y-axis labels, drawn right-aligned left of the axis, fit the chart even at the
+// narrow screens' size: "-2000" lost its minus sign there.
+func TestYLabelsFitLeftOfTheAxis(t *testing.T) {
+	for _, pts := range [][]Point{{{0, -1300}, {1, 4700}}, {{0, 0}, {1, 3}}, {{0, -123456789}, {1, 987654321}}} {
+		for _, g := range []chartGeom{LineChart{Series: []Series{{Name: "a", Points: pts}}}.layout(),
+			BarChart{Groups: []string{"a", "b"}, Series: []BarSeries{{Name: "a", Values: []float64{pts[0].Y, pts[1].Y}}}}.layout().chartGeom} {
+			for _, tk := range g.YTicks {
+				if room := g.Left - 6; float64(len([]rune(tk.Label)))*narrowCharWidth > room && room < float64(g.W)/3-6 {
+					t.Errorf("y label %q needs %g, has %g left of the axis", tk.Label, float64(len([]rune(tk.Label)))*narrowCharWidth, room)
+				}
+			}
+			if g.Left < 64 || g.Left > float64(g.W)/3 {
+				t.Errorf("left margin %g, want from 64 to a third of %d", g.Left, g.W)
+			}
+		}
+	}
+}
