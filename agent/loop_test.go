@@ -102,7 +102,8 @@ func (b *fakeBackend) Measure(context.Context, time.Time) (Measurement, error) {
 }
 func (b *fakeBackend) Close() error { return nil }
 
-func newTestLoop(t *testing.T, f *fakeServer, b Backend) (*Loop, *bytes.Buffer) {
+// newTestClient is a client of cluster us-east for the fake server f.
+func newTestClient(t *testing.T, f *fakeServer) *Client {
 	t.Helper()
 	srv := httptest.NewServer(f)
 	t.Cleanup(srv.Close)
@@ -110,8 +111,13 @@ func newTestLoop(t *testing.T, f *fakeServer, b Backend) (*Loop, *bytes.Buffer) 
 	if err != nil {
 		t.Fatal(err)
 	}
+	return c
+}
+
+func newTestLoop(t *testing.T, f *fakeServer, b Backend) (*Loop, *bytes.Buffer) {
+	t.Helper()
 	var errOut bytes.Buffer
-	return &Loop{Client: c, Backend: b, Out: io.Discard, ErrOut: &errOut, Every: time.Millisecond, MaxBackoff: 4 * time.Millisecond}, &errOut
+	return &Loop{Client: newTestClient(t, f), Backend: b, Out: io.Discard, ErrOut: &errOut, Every: time.Millisecond, MaxBackoff: 4 * time.Millisecond}, &errOut
 }
 
 // Each team's quota is its holdings plus its reservations running now; with a config,

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -12,15 +11,9 @@ import (
 
 func newTestOpener(t *testing.T, f *fakeServer, open func(context.Context) (Backend, error)) (*Opener, *bytes.Buffer, *[]time.Duration) {
 	t.Helper()
-	srv := httptest.NewServer(f)
-	t.Cleanup(srv.Close)
-	c, err := NewClient(srv.URL, "us-east", "cha_x")
-	if err != nil {
-		t.Fatal(err)
-	}
 	var errOut bytes.Buffer
 	var waits []time.Duration
-	o := &Opener{Name: "kubernetes", Open: open, Client: c, Version: "v1", ErrOut: &errOut, Every: time.Second, Max: 8 * time.Second,
+	o := &Opener{Name: "kubernetes", Open: open, Client: newTestClient(t, f), Version: "v1", ErrOut: &errOut, Every: time.Second, Max: 8 * time.Second,
 		wait: func(ctx context.Context, d time.Duration) bool { waits = append(waits, d); return ctx.Err() == nil }}
 	return o, &errOut, &waits
 }

@@ -29,28 +29,35 @@ func BenchmarkFinalRoundCATS(b *testing.B) {
 	}
 	for _, c := range cases {
 		b.Run(c.name, func(b *testing.B) {
-			opt, _ := cbcOptimum(b, c.inst)
 			inst := c.inst
 			inst.Params.FinalRound = &auction.FinalParams{Seconds: 2}
-			var res auction.Result
-			b.ResetTimer()
-			for b.Loop() {
-				var err error
-				if res, err = auction.Solve(inst, auction.Options{}); err != nil {
-					b.Fatal(err)
-				}
-			}
-			f := res.FinalRound
-			proved := 0.0
-			if f.Optimal {
-				proved = 1
-			}
-			b.ReportMetric(f.Welfare/opt, "welfare/optimum")
-			b.ReportMetric(f.ClockWelfare/opt, "clock/optimum")
-			b.ReportMetric(proved, "proved")
-			b.ReportMetric(f.Seconds, "final-s")
+			benchFinalRound(b, inst)
 		})
 	}
+}
+
+// benchFinalRound solves inst once per iteration and reports its final round's
+// welfare and the clock's as shares of cbc's optimum, whether it proved optimality,
+// and its time.
+func benchFinalRound(b *testing.B, inst auction.Instance) {
+	opt, _ := cbcOptimum(b, inst)
+	var res auction.Result
+	b.ResetTimer()
+	for b.Loop() {
+		var err error
+		if res, err = auction.Solve(inst, auction.Options{}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	f := res.FinalRound
+	proved := 0.0
+	if f.Optimal {
+		proved = 1
+	}
+	b.ReportMetric(f.Welfare/opt, "welfare/optimum")
+	b.ReportMetric(f.ClockWelfare/opt, "clock/optimum")
+	b.ReportMetric(proved, "proved")
+	b.ReportMetric(f.Seconds, "final-s")
 }
 
 // BenchmarkFinalRoundCATSDefaultLimit is the final round on the generated 96x450
@@ -63,22 +70,7 @@ func BenchmarkFinalRoundCATSDefaultLimit(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			opt, _ := cbcOptimum(b, inst)
-			var res auction.Result
-			b.ResetTimer()
-			for b.Loop() {
-				if res, err = auction.Solve(inst, auction.Options{}); err != nil {
-					b.Fatal(err)
-				}
-			}
-			f := res.FinalRound
-			proved := 0.0
-			if f.Optimal {
-				proved = 1
-			}
-			b.ReportMetric(f.Welfare/opt, "welfare/optimum")
-			b.ReportMetric(proved, "proved")
-			b.ReportMetric(f.Seconds, "final-s")
+			benchFinalRound(b, inst)
 		})
 	}
 }

@@ -130,6 +130,18 @@ func (m *agentMarket) buy(cores int64) {
 	}
 }
 
+// submitSleeper submits, for the member's team, a best-effort job of one task of two
+// cores whose pod sleeps ten minutes.
+func (m *agentMarket) submitSleeper(t *testing.T) besteffort.JobView {
+	t.Helper()
+	job, err := m.app.Idle.Submit(context.Background(), m.member, besteffort.JobSpec{Configuration: map[string]int64{"us-east/cpu": 2}, Tasks: 1,
+		Workload: &besteffort.Workload{Kubernetes: &besteffort.KubernetesWorkload{Image: "busybox:1.36", Command: []string{"sleep", "600"}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return job
+}
+
 func cpuPod(name, cpu string) *corev1.Pod {
 	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "main", Image: "busybox:1.36",
 		Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu)}}}}}}
@@ -187,11 +199,7 @@ func TestKubernetesBestEffortTaskRunsAsAPodAcrossARestart(t *testing.T) {
 	k := newKubeAgent(t, m)
 	ctx := context.Background()
 	cs := kubetest.Client(t)
-	job, err := m.app.Idle.Submit(ctx, m.member, besteffort.JobSpec{Configuration: map[string]int64{"us-east/cpu": 2}, Tasks: 1,
-		Workload: &besteffort.Workload{Kubernetes: &besteffort.KubernetesWorkload{Image: "busybox:1.36", Command: []string{"sleep", "600"}}}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	job := m.submitSleeper(t)
 	view := func() besteffort.JobView {
 		v, err := m.app.Idle.Job(ctx, job.ID)
 		if err != nil || len(v.Runs) != 1 {

@@ -39,11 +39,7 @@ func TestKubernetesAgentKilledMidReportCreatesOnePodAndLosesNoEvent(t *testing.T
 	token := m.token("us-east")
 	gate := newReportGate(t, m.app.Server.URL())
 	args := []string{"--server", gate.URL, "--token", token, "--cluster", "us-east", "--backend", "kubernetes", "--config", config}
-	job, err := m.app.Idle.Submit(ctx, m.member, besteffort.JobSpec{Configuration: map[string]int64{"us-east/cpu": 2}, Tasks: 1,
-		Workload: &besteffort.Workload{Kubernetes: &besteffort.KubernetesWorkload{Image: "busybox:1.36", Command: []string{"sleep", "600"}}}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	job := m.submitSleeper(t)
 	view := func() besteffort.JobView {
 		v, err := m.app.Idle.Job(ctx, job.ID)
 		if err != nil {
