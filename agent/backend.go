@@ -65,11 +65,13 @@ type Backend interface {
 }
 
 // Quota is a team's limit of one pool: units of the pool (cores, GiB, GPUs), as the
-// pool counts them.
+// pool counts them. Units is the limit of the team's own work; BestEffort the units
+// granted to its best-effort tasks now, which the backend enforces apart (see Limit).
 type Quota struct {
-	Team  string `json:"team"`
-	Pool  string `json:"pool"`
-	Units int64  `json:"units"`
+	Team       string `json:"team"`
+	Pool       string `json:"pool"`
+	Units      int64  `json:"units"`
+	BestEffort int64  `json:"best_effort,omitempty"`
 }
 
 // Correction is one value a backend set that differed from what the cluster held.
@@ -311,6 +313,14 @@ func (c Correction) clipped() Correction {
 		*s = clipText(*s, maxStatusText)
 	}
 	return c
+}
+
+// Reclaimer is a backend that can take back a team's own work beyond its limit: for
+// each Reclaim it stops the team's newest work in the pool (Kubernetes: evicts pods;
+// Slurm: requeues jobs) until at least Units are freed, touching only what it maps,
+// and says what it stopped. Best-effort tasks and reservations' jobs are never taken.
+type Reclaimer interface {
+	Reclaim(ctx context.Context, r []Reclaim) ([]Reclaimed, error)
 }
 
 // SharingAware is a backend that maps the pools' idle-sharing settings onto the

@@ -32,6 +32,88 @@ type Allocation struct {
 	Quotas []Quota `json:"quotas"`
 	// Pools is each pool of the cluster with its idle-sharing settings.
 	Pools []PoolSharing `json:"pools"`
+	// Limits is the one rule's answer for each team and pool of the cluster (see
+	// Limit): what the backend enforces. A server that sends none (nil: an older
+	// server) leaves the loop to compute limits from Quotas and Running as before.
+	Limits []Limit `json:"limits,omitempty"`
+	// Upcoming lists the booked jobs whose planned start is still ahead (within the
+	// plan's horizon), so that a backend whose manager reserves ahead (Slurm) makes
+	// their reservations at booking, not when their slot starts.
+	Upcoming []Job `json:"upcoming,omitempty"`
+	// OverLimit is the operator's policy for work running beyond a team's limit.
+	OverLimit OverLimitPolicy `json:"over_limit"`
+	// Reclaim lists, per team and pool, the units of the team's own work to take back
+	// now: the server lists a team's excess once it has lasted the policy's grace
+	// period and the policy is "evict". A backend that is a Reclaimer acts on it.
+	Reclaim []Reclaim `json:"reclaim,omitempty"`
+}
+
+// Limit is a team's limit in one pool, by the one rule the server applies for every
+// backend and page: Units = Held (its holdings, including what it offers for sale
+// until the sale settles) + Reserved (its reservations running now, only the units
+// beyond its own unreserved quota: a reservation inside own quota does not raise the
+// limit). BestEffort is what the server granted the team's best-effort tasks now
+// (their configurations summed): a backend enforces it apart from Units (a quota
+// scoped to the best-effort class; an association only the agent holds), so that a
+// team's own work can never use it and its own limit never grows because of work it
+// started itself.
+type Limit struct {
+	Team       string `json:"team"`
+	Pool       string `json:"pool"`
+	Units      int64  `json:"units"`
+	Held       int64  `json:"held"`
+	Reserved   int64  `json:"reserved"`
+	BestEffort int64  `json:"best_effort"`
+}
+
+// OverLimitPolicy is what happens when a team's own usage exceeds its limit: the agent
+// reports it each poll; after GraceSeconds, with Action "evict", the server lists the
+// excess in Allocation.Reclaim and the backend takes it back (newest pods evicted,
+// newest jobs requeued); with Action "report" nothing is taken back.
+type OverLimitPolicy struct {
+	Action       string `json:"action"`
+	GraceSeconds int64  `json:"grace_seconds"`
+}
+
+// The over-limit policy's actions.
+const (
+	OverLimitReport = "report"
+	OverLimitEvict  = "evict"
+)
+
+// Reclaim is the excess Units of Team's own work in Pool to take back now, over since
+// Since.
+type Reclaim struct {
+	Team  string    `json:"team"`
+	Pool  string    `json:"pool"`
+	Units int64     `json:"units"`
+	Since time.Time `json:"since"`
+}
+
+// OverLimit is a team whose own usage of a pool exceeds its limit now, as the agent
+// measured it: reported each poll while it lasts.
+type OverLimit struct {
+	Team  string `json:"team"`
+	Pool  string `json:"pool"`
+	Used  int64  `json:"used"`
+	Limit int64  `json:"limit"`
+}
+
+// Reclaimed is one object a backend stopped to take back a team's excess: a pod
+// evicted, a job requeued.
+type Reclaimed struct {
+	Team   string `json:"team"`
+	Pool   string `json:"pool"`
+	Object string `json:"object"`
+	Units  int64  `json:"units"`
+}
+
+// JobUnplaceable is a booked job the cluster refused to reserve (Slurm: "Requested
+// nodes are busy"): the server tells the team, refunds it, and never shows it running.
+type JobUnplaceable struct {
+	Reservation int64  `json:"reservation"`
+	Request     int    `json:"request"`
+	Reason      string `json:"reason"`
 }
 
 // PoolSharing is how a pool shares its idle capacity, as operators set it.
@@ -59,6 +141,12 @@ type Updates struct {
 	OwnerUsage []OwnerUsage `json:"owner_usage,omitempty"`
 	// BestEffortJobs is what the agent measured of finished abacus jobs.
 	BestEffortJobs []JobMeasurement `json:"best_effort_jobs,omitempty"`
+	// OverLimit lists the teams whose own usage exceeds their limit now.
+	OverLimit []OverLimit `json:"over_limit,omitempty"`
+	// Reclaimed lists what the backend stopped to take back excess since the last report.
+	Reclaimed []Reclaimed `json:"reclaimed,omitempty"`
+	// Unplaceable lists booked jobs the cluster refused to reserve.
+	Unplaceable []JobUnplaceable `json:"unplaceable,omitempty"`
 	// Agent is the agent's own status, shown to operators on /operate.
 	Agent *Status `json:"agent,omitempty"`
 }
