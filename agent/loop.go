@@ -188,21 +188,43 @@ func (l *Loop) note(now time.Time, what string, err error) {
 	}
 }
 
-// quotas is each team's quota of each pool now: its holdings (the allocation's
-// quotas) plus its reservations running now (units times configuration). With a
-// config, every team and pool it maps is listed (0 where the team has nothing), so a
-// limit a team sold goes back to 0; the others are left out and noted once.
+// quotas is each team's quota of each pool now: the server's Limits when it sends
+// them (the one rule), else its holdings (the allocation's quotas) plus its
+// reservations running now (units times configuration); and the units granted to its
+// best-effort tasks now (the server's, else the tasks to run summed). With a config,
+// every team and pool it maps is listed (0 where the team has nothing), so a limit a
+// team sold goes back to 0; the others are left out and noted once.
 func (l *Loop) quotas(alloc Allocation, now time.Time) []Quota {
 	sum := map[[2]string]int64{}
-	for _, q := range alloc.Quotas {
-		sum[[2]string{q.Team, q.Pool}] += q.Units
-	}
-	for _, j := range alloc.Running {
-		if j.Units <= 0 || !j.End.IsZero() && !j.End.After(now) {
-			continue // the server lists a job that ended early until its slot ends
+	be := map[[2]string]int64{}
+	if alloc.Limits != nil {
+		for _, q := range alloc.Limits {
+			sum[[2]string{q.Team, q.Pool}] += q.Units
+			if q.BestEffort > 0 {
+				be[[2]string{q.Team, q.Pool}] += q.BestEffort
+			}
 		}
-		for p, n := range j.Configuration {
-			sum[[2]string{j.Team, p}] += j.Units * n
+	} else {
+		for _, q := range alloc.Quotas {
+			sum[[2]string{q.Team, q.Pool}] += q.Units
+		}
+		for _, j := range alloc.Running {
+			if j.Units <= 0 || !j.End.IsZero() && !j.End.After(now) {
+				continue // the server lists a job that ended early until its slot ends
+			}
+			for p, n := range j.Configuration {
+				sum[[2]string{j.Team, p}] += j.Units * n
+			}
+		}
+		for _, t := range alloc.BestEffort {
+			for p, n := range t.Configuration {
+				be[[2]string{t.Team, p}] += n
+			}
+		}
+	}
+	for k := range be {
+		if _, ok := sum[k]; !ok {
+			sum[k] = 0
 		}
 	}
 	if l.Config != nil {
@@ -239,7 +261,7 @@ func (l *Loop) quotas(alloc Allocation, now time.Time) []Quota {
 	keys := slices.SortedFunc(maps.Keys(sum), func(x, y [2]string) int { return cmp.Or(cmp.Compare(x[0], y[0]), cmp.Compare(x[1], y[1])) })
 	out := make([]Quota, 0, len(keys))
 	for _, k := range keys {
-		out = append(out, Quota{Team: k[0], Pool: k[1], Units: sum[k]})
+		out = append(out, Quota{Team: k[0], Pool: k[1], Units: sum[k], BestEffort: be[k]})
 	}
 	return out
 }

@@ -125,7 +125,7 @@ func newTestLoop(t *testing.T, f *fakeServer, b Backend) (*Loop, *bytes.Buffer) 
 // not map is left out and reported once, in the report's agent errors.
 func TestLoopAppliesHoldingsPlusRunningReservations(t *testing.T) {
 	f := &fakeServer{alloc: Allocation{Cluster: "us-east", Now: epoch,
-		Quotas: []Quota{{"ads", "us-east/cpu", 40}, {"ghost", "us-east/cpu", 5}},
+		Quotas: []Quota{{Team: "ads", Pool: "us-east/cpu", Units: 40}, {Team: "ghost", Pool: "us-east/cpu", Units: 5}},
 		Running: []Job{{Reservation: 1, Team: "ads", Configuration: map[string]int64{"us-east/cpu": 2, "us-east/ram": 8}, Units: 3},
 			{Reservation: 2, Team: "search", Configuration: map[string]int64{"us-east/cpu": 1}, Units: 0}}}}
 	b := &fakeBackend{}
@@ -137,7 +137,7 @@ func TestLoopAppliesHoldingsPlusRunningReservations(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	want := []Quota{{"ads", "us-east/cpu", 40 + 6}, {"ads", "us-east/ram", 24}, {"search", "us-east/cpu", 0}, {"search", "us-east/ram", 0}}
+	want := []Quota{{Team: "ads", Pool: "us-east/cpu", Units: 40 + 6}, {Team: "ads", Pool: "us-east/ram", Units: 24}, {Team: "search", Pool: "us-east/cpu"}, {Team: "search", Pool: "us-east/ram"}}
 	if !slices.Equal(b.quotas[0], want) || !slices.Equal(b.quotas[1], want) {
 		t.Fatalf("quotas %+v, want %+v", b.quotas, want)
 	}
