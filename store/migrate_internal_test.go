@@ -23,7 +23,11 @@ func openAt(t *testing.T, version int64) map[string]*DB {
 	}
 	t.Cleanup(func() { lite.Close() })
 	dbs[SQLite] = lite
-	if base := os.Getenv("CLEARHOUSE_TEST_POSTGRES"); base != "" {
+	base := os.Getenv("CLEARHOUSE_TEST_POSTGRES")
+	if base == "" && os.Getenv("CI") != "" {
+		t.Fatal("CI is set but CLEARHOUSE_TEST_POSTGRES is not: the PostgreSQL half must run in CI (storetest.PostgresURL's rule)")
+	}
+	if base != "" {
 		admin, err := Open(ctx, base)
 		if err != nil {
 			t.Fatal(err)

@@ -208,7 +208,7 @@ func TestKilledSettlementLeavesNothingPartialOnSQLite(t *testing.T) {
 // The same 20 kills on PostgreSQL, each on a database copied from a seeded
 // template.
 func TestKilledSettlementLeavesNothingPartialOnPostgres(t *testing.T) {
-	base := os.Getenv(storetest.PostgresEnv)
+	base := storetest.PostgresURL(t)
 	if base == "" {
 		t.Skip(storetest.PostgresEnv + " is not set: the PostgreSQL half of the crash test needs a server")
 	}

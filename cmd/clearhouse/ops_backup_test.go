@@ -155,7 +155,7 @@ func TestRestoreRefusesWhatItCannotTrust(t *testing.T) {
 // when CLEARHOUSE_TEST_POSTGRES is set and pg_dump is installed; pg_dump's major
 // version must be at least the server's.
 func TestPostgresDumpAndRestoreProcedure(t *testing.T) {
-	base := os.Getenv(storetest.PostgresEnv)
+	base := storetest.PostgresURL(t)
 	if base == "" {
 		t.Skip(storetest.PostgresEnv + " is not set")
 	}

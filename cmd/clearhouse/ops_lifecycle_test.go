@@ -111,7 +111,7 @@ func TestStartRefusesASchemaNewerThanTheBinary(t *testing.T) {
 // Three replicas starting at once on one fresh PostgreSQL database migrate it once:
 // every start succeeds and each migration is recorded once.
 func TestThreeReplicasOnPostgresMigrateOnce(t *testing.T) {
-	base := os.Getenv(storetest.PostgresEnv)
+	base := storetest.PostgresURL(t)
 	if base == "" {
 		t.Skip(storetest.PostgresEnv + " is not set")
 	}

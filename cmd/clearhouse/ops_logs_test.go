@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/url"
-	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -26,7 +25,7 @@ import (
 func TestLogsHoldNoSecret(t *testing.T) {
 	const dbPassword, smtpPassword, userPassword = "pg-Secret-Pass-42", "smtp-Secret-Pass-42", "user-Secret-Pass-42"
 	dsn := filepath.Join(t.TempDir(), "logs.db")
-	if base := os.Getenv(storetest.PostgresEnv); base != "" {
+	if base := storetest.PostgresURL(t); base != "" {
 		u, _ := url.Parse(freshPostgresSchema(t, base))
 		u.User = url.UserPassword(u.User.Username(), dbPassword) // the test server trusts local connections
 		dsn = u.String()

@@ -256,7 +256,7 @@ func freeAddrs(t *testing.T, n int) []string {
 // After each phase every order a server confirmed is in the database, no auction
 // has two binding runs and `clearhouse verify` is clean; auctions keep settling.
 func TestThreeReplicasOnPostgres(t *testing.T) {
-	base := os.Getenv(storetest.PostgresEnv)
+	base := storetest.PostgresURL(t)
 	if base == "" {
 		t.Skip(storetest.PostgresEnv + " is not set: the replica test needs a PostgreSQL server")
 	}

@@ -28,12 +28,25 @@ func New(t testing.TB) *store.DB {
 	return open(t, filepath.Join(t.TempDir(), "clearhouse.db"))
 }
 
-// NewPostgres returns a fresh migrated schema on the PostgreSQL server named by
-// CLEARHOUSE_TEST_POSTGRES, dropped when the test ends. The second result is false
-// when the variable is unset.
-func NewPostgres(t testing.TB) (*store.DB, bool) {
+// PostgresURL returns the PostgreSQL URL of CLEARHOUSE_TEST_POSTGRES, or "" when it is
+// unset; a test that needs PostgreSQL skips on "". In CI (the environment variable CI
+// set) an unset URL fails the test instead: .ci/run starts a server and sets it, so
+// a PostgreSQL test that would skip there means CI lost half its coverage.
+func PostgresURL(t testing.TB) string {
 	t.Helper()
 	base := os.Getenv(PostgresEnv)
+	if base == "" && os.Getenv("CI") != "" {
+		t.Fatalf("storetest: CI is set but %s is not: the PostgreSQL half of the tests must run in CI (.ci/run starts a server)", PostgresEnv)
+	}
+	return base
+}
+
+// NewPostgres returns a fresh migrated schema on the PostgreSQL server named by
+// CLEARHOUSE_TEST_POSTGRES, dropped when the test ends. The second result is false
+// when the variable is unset (in CI that fails the test: see PostgresURL).
+func NewPostgres(t testing.TB) (*store.DB, bool) {
+	t.Helper()
+	base := PostgresURL(t)
 	if base == "" {
 		return nil, false
 	}
@@ -101,7 +114,7 @@ func Another(t testing.TB, db *store.DB) *store.DB {
 func Each(t *testing.T, fn func(t *testing.T, db *store.DB)) {
 	t.Helper()
 	t.Run(store.SQLite, func(t *testing.T) { fn(t, New(t)) })
-	if os.Getenv(PostgresEnv) != "" {
+	if PostgresURL(t) != "" {
 		t.Run(store.Postgres, func(t *testing.T) {
 			db, _ := NewPostgres(t)
 			fn(t, db)
