@@ -30,7 +30,7 @@ for arg in "$@"; do
   case "$arg" in
     --no-kueue) kueue=0 ;;
     --kueue) kueue=1 ;;
-    -h|--help) sed -n '2,26p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,25p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "kube-up: unknown argument $arg" >&2; exit 2 ;;
   esac
 done
