@@ -206,6 +206,7 @@ kubernetes: {kueue: "on"}
 		c := meta.FindStatusCondition(wl.Status.Conditions, kueue.WorkloadQuotaReserved)
 		return c != nil && c.Status == metav1.ConditionFalse && strings.Contains(c.Message, "insufficient quota for cpu")
 	})
+	t.Logf("held: %s", meta.FindStatusCondition(wl.Status.Conditions, kueue.WorkloadQuotaReserved).Message)
 	if admitted(wl) || wl.Status.Admission != nil {
 		t.Fatalf("Workload %s of the 6-core Job is admitted: %+v", wl.Name, wl.Status)
 	}
