@@ -49,10 +49,12 @@ check-generated: generate
 	  if [ -n "$$untracked" ]; then echo "uncommitted generated files: $$untracked" >&2; exit 1; fi
 
 ## check-tidy: fail when `go mod tidy` would change go.mod or go.sum, of the product's
-## module and of tools/kube's (the test control plane's own module). Prints the diff.
+## module and of the test control plane's own modules (tools/kube, tools/kueue). Prints the diff.
 check-tidy:
 	@$(GO) mod tidy -diff || (echo "go.mod/go.sum are not tidy: run 'go mod tidy' and commit" >&2; exit 1)
-	@cd tools/kube && $(GO) mod tidy -diff || (echo "tools/kube/go.mod/go.sum are not tidy: run 'cd tools/kube && go mod tidy' and commit" >&2; exit 1)
+	@for m in tools/kube tools/kueue; do \
+	  (cd $$m && $(GO) mod tidy -diff) || { echo "$$m/go.mod/go.sum are not tidy: run 'cd $$m && go mod tidy' and commit" >&2; exit 1; }; \
+	done
 
 ## lint: formatting, vet and staticcheck (pinned in go.mod as a tool).
 lint:
@@ -72,12 +74,15 @@ check-deploy:
 	promtool test rules deploy/prometheus/clearhouse-alerts.test.yml
 	$(GO) test -count=1 -run 'TestDeploy' ./metrics
 
-## kube-build: the test control plane's binaries (tools/kube), cached; ~12 min cold.
+## kube-build: the test control plane's binaries (tools/kube) and Kueue's controller
+## (tools/kueue), cached; ~12 and ~4 min cold.
 kube-build:
 	./scripts/kube-build.sh
+	./scripts/kueue-build.sh
 
-## kube-up: a Kubernetes control plane on loopback for the tests and docs/kubernetes.md
-## (KUBE_UP_FLAGS=--no-kueue to leave out Kueue's CRDs); prints the kubeconfig to export.
+## kube-up: a Kubernetes control plane on loopback for the tests and docs/kubernetes.md, with
+## Kueue's CRDs and controller (KUBE_UP_FLAGS=--no-kueue to leave Kueue out); prints the
+## kubeconfig to export.
 kube-up:
 	./scripts/kube-up.sh $(KUBE_UP_FLAGS)
 

@@ -10,7 +10,7 @@ if [ ! -e "$state/.clearhouse-kube" ]; then
   exit 1
 fi
 # Stop in the reverse order of start, so the controllers do not log etcd's absence.
-for name in kwok kube-scheduler kube-controller-manager kube-apiserver etcd; do
+for name in kueue kwok kube-scheduler kube-controller-manager kube-apiserver etcd; do
   pidfile="$state/run/$name.pid"
   pid="$(cat "$pidfile" 2>/dev/null)" || continue
   [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null || continue

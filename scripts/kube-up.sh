@@ -15,7 +15,14 @@
 #   KUBE_NODES             number of fake nodes (default 4; each 32 cpu, 128Gi, 4 GPUs)
 #   KUBE_APISERVER_PORT    default 6443; KUBE_ETCD_PORT default 23790 (peer: +10);
 #   KUBE_CONTROLLER_MANAGER_PORT 10257, KUBE_SCHEDULER_PORT 10259, KUBE_KWOK_PORT 10247
-#   --no-kueue             do not install Kueue's CRDs (sigs.k8s.io/kueue v0.17.0)
+#   KUBE_KUEUE_WEBHOOK_PORT 10263, KUBE_KUEUE_HEALTH_PORT 10264 (Kueue's controller)
+#   KUEUE_BIN              Kueue's controller (default: scripts/kueue-build.sh's cache dir)
+#   --no-kueue             no Kueue: neither its CRDs nor its controller
+#
+# Kueue (sigs.k8s.io/kueue v0.17.0): its CRDs, its controller (cmd/kueue, built from
+# tools/kueue) and its webhooks for Jobs and Kueue's own objects, registered with a url:
+# client config on 127.0.0.1. Kueue v0.17.0 reads its metrics certificate from the
+# hard-coded /etc/kueue/metrics/certs; a self-signed one is made there when missing.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 kueue=1
@@ -23,7 +30,7 @@ for arg in "$@"; do
   case "$arg" in
     --no-kueue) kueue=0 ;;
     --kueue) kueue=1 ;;
-    -h|--help) sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,25p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "kube-up: unknown argument $arg" >&2; exit 2 ;;
   esac
 done
@@ -36,6 +43,8 @@ etcd_peer_port=$((etcd_port + 10))
 kcm_port="${KUBE_CONTROLLER_MANAGER_PORT:-10257}"
 sched_port="${KUBE_SCHEDULER_PORT:-10259}"
 kwok_port="${KUBE_KWOK_PORT:-10247}"
+kueue_webhook_port="${KUBE_KUEUE_WEBHOOK_PORT:-10263}"
+kueue_health_port="${KUBE_KUEUE_HEALTH_PORT:-10264}"
 kueue_version=v0.17.0
 
 log() { echo "kube-up: $*" >&2; }
@@ -264,6 +273,108 @@ if [ "$kueue" = 1 ]; then
   kubectl wait --for condition=Established --timeout=60s \
     $(kubectl get crd -o name | grep 'kueue.x-k8s.io') >>"$state/logs/kueue-crds.log" 2>&1
   log "Kueue $kueue_version CRDs established"
+
+  # Kueue's controller, as a process of this state dir like the control plane's.
+  kueue_bin="$("$root/scripts/kueue-build.sh")"
+  kdir="$state/kueue"
+  mkdir -p "$kdir/webhook-certs"
+  # Its identity: a client certificate in system:masters (a real install binds Kueue's
+  # ClusterRole to its ServiceAccount; this test cluster does not model that part).
+  cert kueue "/O=system:masters/CN=kueue"
+  kubeconfig "$pki/kueue.kubeconfig" kueue
+  # Its webhook server's certificate, signed by the state dir's CA (the webhook
+  # configurations below carry that CA).
+  cert kueue-webhook "/CN=kueue-webhook" "IP:127.0.0.1,DNS:localhost"
+  cp "$pki/kueue-webhook.crt" "$kdir/webhook-certs/tls.crt"
+  cp "$pki/kueue-webhook.key" "$kdir/webhook-certs/tls.key"
+  chmod 600 "$pki"/*.key "$kdir/webhook-certs/tls.key"
+  # With internal certificate management off, Kueue v0.17.0 reads a metrics certificate
+  # from a path it hard-codes (cmd/kueue/main.go) and exits without it, even with its
+  # metrics server off (bindAddress "0", as below). Any key pair serves.
+  metrics_certs=/etc/kueue/metrics/certs
+  if [ ! -s "$metrics_certs/tls.crt" ] || [ ! -s "$metrics_certs/tls.key" ]; then
+    { mkdir -p "$metrics_certs" && [ -w "$metrics_certs" ]; } 2>/dev/null ||
+      die "Kueue $kueue_version reads its metrics certificate from $metrics_certs (hard-coded): run as root once, or 'sudo mkdir -p $metrics_certs && sudo chown $(id -un) $metrics_certs', or use --no-kueue"
+    ossl req -x509 -newkey rsa:2048 -nodes -days 3650 -subj "/CN=kueue-metrics" \
+      -keyout "$metrics_certs/tls.key" -out "$metrics_certs/tls.crt"
+    chmod 600 "$metrics_certs/tls.key"
+    log "made a self-signed metrics certificate for Kueue in $metrics_certs"
+  fi
+  # Only the batch/job integration: the webhooks registered below are those of Jobs and of
+  # Kueue's own objects, and a registered webhook whose integration is off would refuse
+  # every request it matches (failurePolicy Fail, and Kueue not serving its path).
+  cat >"$kdir/config.yaml" <<EOF
+apiVersion: config.kueue.x-k8s.io/v1beta2
+kind: Configuration
+namespace: kueue-system
+health:
+  healthProbeBindAddress: 127.0.0.1:$kueue_health_port
+metrics:
+  bindAddress: "0"
+webhook:
+  host: 127.0.0.1
+  port: $kueue_webhook_port
+  certDir: $kdir/webhook-certs
+leaderElection:
+  leaderElect: false
+internalCertManagement:
+  enable: false
+clientConnection:
+  qps: 50
+  burst: 100
+integrations:
+  frameworks:
+  - batch/job
+EOF
+  kubectl create namespace kueue-system 2>&1 | grep -v AlreadyExists >&2 || true
+  port_free "$kueue_health_port" || running kueue "$kueue_bin/kueue" ||
+    die "port $kueue_health_port (for Kueue's health probes) is taken by another program; set KUBE_KUEUE_HEALTH_PORT"
+  # VisibilityOnDemand off: its API server would need a certificate at another hard-coded
+  # path (/visibility/tls.crt), and nothing here asks for pending workloads through it.
+  start kueue "$kueue_webhook_port" "$kueue_bin/kueue" \
+    --config "$kdir/config.yaml" --kubeconfig "$pki/kueue.kubeconfig" \
+    --feature-gates VisibilityOnDemand=false
+  wait_for kueue 120 "$state/logs/kueue.log" curl -sf "http://127.0.0.1:$kueue_health_port/readyz"
+
+  # Kueue's webhooks, from its own manifests, with a url: client config in place of its
+  # Service (no Service routing here): mutating and validating for Jobs, ClusterQueues,
+  # Cohorts, ResourceFlavors and Workloads. The mutating Job webhook suspends a new Job
+  # that names a LocalQueue, so its pods wait for Kueue's admission.
+  awk -v url="https://127.0.0.1:$kueue_webhook_port" -v ca="$(base64 -w0 <"$pki/ca.crt")" '
+    function flush() { if (buf != "" && keep) printf "%s", buf; buf = ""; keep = 0 }
+    /^---$/ || /^apiVersion:/ || /^kind:/ || /^metadata:/ || /^webhooks:/ { flush(); print; next }
+    /^  name: (mutating|validating)-webhook-configuration$/ { flush(); sub(/name: /, "name: kueue-"); print; next }
+    /^- admissionReviewVersions:/ { flush() }
+    /^    service:$/ || /^      name: webhook-service$/ || /^      namespace: system$/ { next }
+    /^      path: / { buf = buf "    url: " url $2 "\n    caBundle: " ca "\n"; next }
+    /^  name: [mv](job|clusterqueue|cohort|resourceflavor|workload)\.kb\.io$/ { keep = 1 }
+    { buf = buf $0 "\n" }
+    END { flush() }
+  ' "$dir/config/components/webhook/manifests.yaml" >"$kdir/webhooks.yaml"
+  grep -q "url: https://127.0.0.1:$kueue_webhook_port/mutate-batch-v1-job" "$kdir/webhooks.yaml" ||
+    die "Kueue's Job webhook not found in $dir/config/components/webhook/manifests.yaml"
+  kubectl apply --server-side --force-conflicts --field-manager clearhouse-kube-up \
+    -f "$kdir/webhooks.yaml" >"$state/logs/kueue-webhooks.log"
+  # Ready when the API server calls the Job webhook: a dry run of a Job naming a
+  # LocalQueue comes back suspended.
+  cat >"$kdir/probe-job.yaml" <<EOF
+apiVersion: batch/v1
+kind: Job
+metadata:
+  name: kueue-webhook-probe
+  namespace: default
+  labels: {kueue.x-k8s.io/queue-name: probe}
+spec:
+  template:
+    spec:
+      restartPolicy: Never
+      containers: [{name: probe, image: probe}]
+EOF
+  kueue_webhook_called() {
+    [ "$(kubectl create --dry-run=server -f "$kdir/probe-job.yaml" -o jsonpath='{.spec.suspend}')" = true ]
+  }
+  wait_for "Kueue's webhooks" 60 "$state/logs/kueue.log" kueue_webhook_called
+  log "Kueue $kueue_version controller ready (log: $state/logs/kueue.log)"
 fi
 
 log "ready: $(kubectl get nodes -l type=kwok --no-headers | wc -l) nodes; kubectl: $bin/kubectl"

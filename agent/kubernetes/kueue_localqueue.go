@@ -41,7 +41,9 @@ func (b *Backend) applyLocalQueues(ctx context.Context, team, cq string, nss []s
 //     deleted by someone else, and its recreation is the returned Correction (Was "");
 //   - pointing elsewhere and labelled as the backend's: Kueue makes spec.clusterQueue
 //     immutable, so the queue is deleted (that version only: preconditions on its uid
-//     and resourceVersion) and applied again; the Correction's Was is where it pointed;
+//     and resourceVersion, read again and decided again when a newer version, such as
+//     one with the status Kueue's controller writes, took its place) and applied again;
+//     the Correction's Was is where it pointed;
 //   - pointing elsewhere without the label: someone else's, left alone and named in
 //     the error;
 //   - pointing at cq without the label: the label is applied, nothing reported.
@@ -52,35 +54,43 @@ func (b *Backend) applyLocalQueue(ctx context.Context, team, ns, cq string) (*ag
 		return nil, nil
 	}
 	api := b.kq.KueueV1beta2().LocalQueues(ns)
-	cur, err := api.Get(ctx, LocalQueueName, metav1.GetOptions{})
-	if apierrors.IsNotFound(err) {
-		cur, err = nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	fix := &agent.Correction{Team: team, Object: "LocalQueue " + key + " clusterQueue", Now: cq}
-	switch {
-	case cur == nil:
-		if !b.localKnown[key] {
+	var fix *agent.Correction
+	for attempt := 1; ; attempt++ {
+		cur, err := api.Get(ctx, LocalQueueName, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			cur, err = nil, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		fix = &agent.Correction{Team: team, Object: "LocalQueue " + key + " clusterQueue", Now: cq}
+		switch {
+		case cur == nil:
+			if !b.localKnown[key] {
+				fix = nil
+			}
+		case string(cur.Spec.ClusterQueue) == cq:
+			if cur.Labels[ManagedBy] == FieldManager {
+				b.localKnown[key] = true
+				return nil, nil // the informer has not seen it yet
+			}
 			fix = nil
+		case cur.Labels[ManagedBy] != FieldManager:
+			return nil, fmt.Errorf("exists, points at ClusterQueue %q and is not Clearhouse's (no %s=%s label): left alone; delete it", cur.Spec.ClusterQueue, ManagedBy, FieldManager)
+		case cur.DeletionTimestamp != nil:
+			return nil, fmt.Errorf("points at ClusterQueue %q and is being deleted: put back once it is gone", cur.Spec.ClusterQueue)
+		default:
+			fix.Was = string(cur.Spec.ClusterQueue)
+			pre := metav1.Preconditions{UID: &cur.UID, ResourceVersion: &cur.ResourceVersion}
+			err := api.Delete(ctx, LocalQueueName, metav1.DeleteOptions{Preconditions: &pre})
+			if apierrors.IsConflict(err) && attempt < 5 {
+				continue // a newer version (Kueue's controller writes the status): decide on it
+			}
+			if err != nil && !apierrors.IsNotFound(err) {
+				return nil, fmt.Errorf("points at ClusterQueue %q; deleting it to put it back: %w", cur.Spec.ClusterQueue, err)
+			}
 		}
-	case string(cur.Spec.ClusterQueue) == cq:
-		if cur.Labels[ManagedBy] == FieldManager {
-			b.localKnown[key] = true
-			return nil, nil // the informer has not seen it yet
-		}
-		fix = nil
-	case cur.Labels[ManagedBy] != FieldManager:
-		return nil, fmt.Errorf("exists, points at ClusterQueue %q and is not Clearhouse's (no %s=%s label): left alone; delete it", cur.Spec.ClusterQueue, ManagedBy, FieldManager)
-	case cur.DeletionTimestamp != nil:
-		return nil, fmt.Errorf("points at ClusterQueue %q and is being deleted: put back once it is gone", cur.Spec.ClusterQueue)
-	default:
-		fix.Was = string(cur.Spec.ClusterQueue)
-		pre := metav1.Preconditions{UID: &cur.UID, ResourceVersion: &cur.ResourceVersion}
-		if err := api.Delete(ctx, LocalQueueName, metav1.DeleteOptions{Preconditions: &pre}); err != nil && !apierrors.IsNotFound(err) {
-			return nil, fmt.Errorf("points at ClusterQueue %q; deleting it to put it back: %w", cur.Spec.ClusterQueue, err)
-		}
+		break
 	}
 	lq := kueueac.LocalQueue(LocalQueueName, ns).WithLabels(map[string]string{ManagedBy: FieldManager}).
 		WithSpec(kueueac.LocalQueueSpec().WithClusterQueue(kueue.ClusterQueueReference(cq)))

@@ -10,7 +10,9 @@ import (
 	"github.com/clearhouse/clearhouse/agent"
 	"github.com/clearhouse/clearhouse/agent/kubernetes"
 	"github.com/clearhouse/clearhouse/agent/kubernetes/kubetest"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 	kueuecs "sigs.k8s.io/kueue/client-go/clientset/versioned"
 )
@@ -177,6 +179,11 @@ func TestKueueDeletedResourceFlavorIsRecreated(t *testing.T) {
 	f := newKueueFixture(t)
 	f.apply()
 	if err := f.kq.KueueV1beta2().ResourceFlavors().Delete(f.ctx, f.flavor, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	// Kueue's controller (scripts/kube-up.sh runs it) holds a flavor a ClusterQueue uses
+	// by its finalizer; deleted anyway, as here, the finalizer goes too.
+	if _, err := f.kq.KueueV1beta2().ResourceFlavors().Patch(f.ctx, f.flavor, types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`), metav1.PatchOptions{}); err != nil && !apierrors.IsNotFound(err) {
 		t.Fatal(err)
 	}
 	cs := f.applyUntilCorrected("the deleted ResourceFlavor")

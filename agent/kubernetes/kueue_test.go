@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
 	kueuecs "sigs.k8s.io/kueue/client-go/clientset/versioned"
 )
 
@@ -115,9 +116,17 @@ pools:
 	}
 	// Drift: someone else raises the queue's nominal cpu quota to 99 (an update by
 	// another client, as kubectl edit would). The next apply of the same limits puts
-	// 12 back and reports the correction; the one after reports nothing.
-	cq.Spec.ResourceGroups[0].Flavors[0].Resources[0].NominalQuota = resource.MustParse("99")
-	if _, err := kq.KueueV1beta2().ClusterQueues().Update(ctx, cq, metav1.UpdateOptions{FieldManager: "someone"}); err != nil {
+	// 12 back and reports the correction; the one after reports nothing. Read again on a
+	// conflict: Kueue's controller, where it runs, writes the queue's status meanwhile.
+	if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		cq, err = kq.KueueV1beta2().ClusterQueues().Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		cq.Spec.ResourceGroups[0].Flavors[0].Resources[0].NominalQuota = resource.MustParse("99")
+		_, err = kq.KueueV1beta2().ClusterQueues().Update(ctx, cq, metav1.UpdateOptions{FieldManager: "someone"})
+		return err
+	}); err != nil {
 		t.Fatal(err)
 	}
 	var corrections []agent.Correction

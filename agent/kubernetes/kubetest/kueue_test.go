@@ -2,8 +2,10 @@ package kubetest_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/clearhouse/clearhouse/agent/kubernetes/kubetest"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -51,9 +53,10 @@ func TestKueueClusterQueuesValidatedByAPIServer(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	name := "t-" + strings.ToLower(strings.ReplaceAll(t.Name(), "_", "-"))[:20]
+	// A name of this run's own: Kueue's controller, where it runs, holds a deleted queue
+	// by its finalizer for a moment, so a fixed name could still be taken by the last run's.
+	name := fmt.Sprintf("t-%s-%x", strings.ToLower(strings.ReplaceAll(t.Name(), "_", "-"))[:20], time.Now().UnixNano())
 	cqs := dc.Resource(clusterQueues)
-	_ = cqs.Delete(ctx, name, metav1.DeleteOptions{})
 	if _, err := cqs.Create(ctx, clusterQueue(name, []any{"cpu"}), metav1.CreateOptions{}); err != nil {
 		t.Fatalf("a valid ClusterQueue was refused: %v", err)
 	}

@@ -6,9 +6,10 @@ import (
 	"testing"
 )
 
-// The control plane is built from tools/kube, a module of its own: the product's module
-// graph must not pull in k8s.io/kubernetes (and its hundreds of dependencies), and
-// `go list ./...` from the root must not descend into tools/kube.
+// The control plane is built from tools/kube and Kueue's controller from tools/kueue,
+// modules of their own: the product's module graph must not pull in k8s.io/kubernetes
+// (and its hundreds of dependencies), and `go list ./...` from the root must not descend
+// into either.
 func TestProductModuleLeavesTheControlPlaneOut(t *testing.T) {
 	out, err := exec.Command("go", "list", "-m", "all").Output()
 	if err != nil {
@@ -23,7 +24,9 @@ func TestProductModuleLeavesTheControlPlaneOut(t *testing.T) {
 	if err != nil {
 		t.Fatalf("go list: %v", err)
 	}
-	if strings.Contains(string(pkgs), "/tools/kube") {
-		t.Errorf("go list ./... includes tools/kube:\n%s", pkgs)
+	for _, m := range []string{"/tools/kube", "/tools/kueue"} {
+		if strings.Contains(string(pkgs), m) {
+			t.Errorf("go list ./... includes %s:\n%s", m, pkgs)
+		}
 	}
 }
