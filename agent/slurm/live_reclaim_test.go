@@ -26,7 +26,9 @@ func TestLiveReclaimRequeuesNewestOwnJobs(t *testing.T) {
 	if _, err := b.FollowReservations(c.ctx, plan); err != nil {
 		t.Fatal(err)
 	}
-	running := func(id string) { c.eventually("job "+id+" running", func() bool { s, _ := c.jobState(id); return s == "RUNNING" }) }
+	running := func(id string) {
+		c.eventually("job "+id+" running", func() bool { s, _ := c.jobState(id); return s == "RUNNING" })
+	}
 	oldest := c.sbatch("--account="+c.ads, "--cpus-per-task=2", "--mem=1G", "--wrap=sleep 300")
 	running(oldest)
 	noRequeue := c.sbatch("--account="+c.ads, "--no-requeue", "--cpus-per-task=2", "--mem=1G", "--wrap=sleep 300")
