@@ -37,10 +37,13 @@ type wantReservation struct {
 	running bool // the plan runs it now (not waiting in its window)
 }
 
-// FollowReservations implements agent.Backend. Each request the plan runs now, and
-// each one waiting in its window, is a Slurm advanced reservation named
-// ReservationName for the team's account, from its start to its end, of its tasks'
-// CPUs (Slurm 22.05 reserves cores, not memory nor GPUs: those stay bounded by the
+// FollowReservations implements agent.Backend. Each request the plan runs now, each
+// one waiting in its window, and each booked one planned to start later (Upcoming),
+// is a Slurm advanced reservation named ReservationName for the team's account, from
+// its start to its end, of its tasks' CPUs: made at booking, so the cores are Slurm's
+// promise from then on, not only when the slot starts. A reservation Slurm refuses
+// to create, move or resize ("Requested nodes are busy") is reported unplaceable, at
+// every call while the plan still has it; the server ends it and refunds the team (Slurm 22.05 reserves cores, not memory nor GPUs: those stay bounded by the
 // account's GrpTRES, which counts running reservations). A waiting request the plan
 // says may start now and whose reservation has jobs queued starts early: its
 // reservation moves to now and the start is reported. A reservation is moved when the
@@ -92,6 +95,7 @@ func (b *Backend) FollowReservations(ctx context.Context, plan agent.Plan) (agen
 			want[w.Name] = w
 		}
 	}
+	early := map[string]bool{} // started early in this call
 	for _, j := range plan.Waiting {
 		w := b.wanted(j, j.Count, false)
 		if h, ok := have[w.Name]; ok && !h.Start.After(now) && !slices.Contains(plan.Refused, j.Key()) {
@@ -99,17 +103,30 @@ func (b *Backend) FollowReservations(ctx context.Context, plan agent.Plan) (agen
 			w.Start, w.End = h.Start, h.Start.Add(j.End.Sub(j.Start))
 		} else if j.MayStartNow && queued(inRes[w.Name]) > 0 {
 			w.Start, w.End = now, now.Add(j.End.Sub(j.Start))
-			report.Starts = append(report.Starts, agent.JobStart{Reservation: j.Reservation, Request: j.Request, At: now})
+			early[w.Name] = true
 		}
 		want[w.Name] = w
+	}
+	for _, j := range plan.Upcoming {
+		if w := b.wanted(j, j.Count, false); want[w.Name].Name == "" && j.End.After(now) {
+			want[w.Name] = w
+		}
 	}
 	for _, name := range slices.Sorted(maps.Keys(want)) {
 		w := want[name]
 		if w.CPUs <= 0 || w.Accounts == "" {
 			continue // no cores to reserve, or a team without an account: its quota is all Slurm knows
 		}
-		if err := b.follow(ctx, w.slurmReservation, have, now); err != nil {
-			errs = append(errs, err)
+		err := b.follow(ctx, w.slurmReservation, have, now)
+		switch reason, refused := refusal(err); {
+		case err == nil && early[name]:
+			report.Starts = append(report.Starts, agent.JobStart{Reservation: w.job.Reservation, Request: w.job.Request, At: now})
+		case err == nil:
+		case refused && !early[name]:
+			report.Unplaceable = append(report.Unplaceable, agent.JobUnplaceable{Reservation: w.job.Reservation, Request: w.job.Request, Reason: reason})
+			fmt.Fprintf(b.out, "slurm: reservation %s refused by Slurm: %s (reported unplaceable)\n", name, reason)
+		default:
+			errs = append(errs, err) // an early start Slurm refused stays planned; anything else is retried
 		}
 	}
 	for _, name := range slices.Sorted(maps.Keys(have)) {
@@ -297,6 +314,22 @@ func parseReservations(out string) (map[string]slurmReservation, error) {
 		}
 	}
 	return have, nil
+}
+
+// refusal says whether err is Slurm refusing to create or change a reservation (as
+// opposed to slurmctld not answering), and Slurm's reason.
+func refusal(err error) (string, bool) {
+	if err == nil {
+		return "", false
+	}
+	msg := err.Error()
+	for _, prefix := range []string{"Error creating the reservation: ", "Error updating the reservation: "} {
+		if _, reason, ok := strings.Cut(msg, prefix); ok {
+			reason, _, _ = strings.Cut(reason, "\n")
+			return strings.TrimSpace(reason), true
+		}
+	}
+	return "", false
 }
 
 // slurmClock writes a time as Slurm's tools read it (the machine's zone).
