@@ -108,8 +108,12 @@ func TestLiveBestEffortQOSIsNoWayAroundQuota(t *testing.T) {
 
 	// Someone gives ads's account the QOS back: the next poll takes it away again.
 	c.sh("sacctmgr", "--immediate", "modify", "account", "where", "name="+c.ads, "cluster="+b.cluster, "set", "QOS+="+DefaultQOS)
-	if _, err := b.ApplyQuotas(c.ctx, grant); err != nil {
+	fixes, err = b.ApplyQuotas(c.ctx, grant)
+	if err != nil {
 		t.Fatal(err)
+	}
+	if len(fixes) != 1 || fixes[0].Object != "assoc "+c.ads+" QOS" || !strings.Contains(fixes[0].Was, DefaultQOS) || strings.Contains(fixes[0].Now, DefaultQOS) {
+		t.Errorf("corrections %v: want ads's QOS list put back without %s, as drift", fixes, DefaultQOS)
 	}
 	if qos := c.sh("sacctmgr", "--noheader", "--parsable2", "show", "assoc", "where", "account="+c.ads, "format=QOS"); strings.Contains(qos, DefaultQOS) {
 		t.Errorf("ads's associations' QOS %q after a poll, want no %s", qos, DefaultQOS)

@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/clearhouse/clearhouse/agent"
 )
 
 // bestEffortParent is the Slurm account under which the agent creates each team's
@@ -39,15 +41,16 @@ const qosCheckEvery = 10 * time.Minute
 //     Slurm cancel best-effort jobs at once.
 //
 // rows are the accounts' own associations as just read (nil: read them); they are
-// checked at every call. The QOS list and the users' associations are read at the
+// checked at every call. After the backend's first call (Open), a QOS list it puts
+// back on an account is returned as a correction: someone else changed it. The QOS list and the users' associations are read at the
 // first call, then every qosCheckEvery or sooner when the QOS the accounts use
 // change: with 1,000 accounts, sacctmgr takes seconds to list their users'
 // associations and a fraction of one for the accounts' own.
-func (b *Backend) ensureQOS(ctx context.Context, rows []association) error {
+func (b *Backend) ensureQOS(ctx context.Context, rows []association) ([]agent.Correction, error) {
 	var err error
 	if rows == nil {
 		if rows, err = b.associations(ctx, false); err != nil {
-			return err
+			return nil, err
 		}
 	}
 	owners := b.ownersQOS(rows)
@@ -56,40 +59,45 @@ func (b *Backend) ensureQOS(ctx context.Context, rows []association) error {
 	var all map[string]qos
 	if full {
 		if all, err = b.fixQOS(ctx); err != nil {
-			return err
+			return nil, err
 		}
 	}
-	if err := b.fixAccounts(ctx, rows); err != nil {
+	fixes, err := b.fixAccounts(ctx, rows)
+	if err != nil {
 		b.qosChecked = time.Time{} // the QOS itself may be gone: check it at the next call
-		return err
+		return fixes, err
+	}
+	if !b.opened {
+		fixes = nil // what the agent finds at its start is no one's change it can tell
 	}
 	if !full {
-		return nil
+		return fixes, nil
 	}
 	withUsers, err := b.associations(ctx, true)
 	if err != nil {
-		return err
+		return fixes, err
 	}
 	if err := b.fixUsers(ctx, withUsers); err != nil {
-		return err
+		return fixes, err
 	}
 	owners = b.ownersQOS(withUsers)
 	for _, q := range slices.Sorted(maps.Keys(owners)) {
 		if other, ok := all[q]; ok && !slices.Contains(other.preempt, b.qos) {
 			if _, err := b.sacctmgr(ctx, "modify", "qos", "where", "name="+q, "set", "Preempt+="+b.qos); err != nil {
-				return err
+				return fixes, err
 			}
 		}
 	}
 	b.qosChecked, b.qosUsed = b.now(), used
-	return nil
+	return fixes, nil
 }
 
 // fixAccounts checks the accounts' own associations: the teams' accounts lose the
 // best-effort QOS; the best-effort parent and accounts are created where missing
 // (with the agent's user) and get the QOS back where they lost it. Accounts that need
-// the same change are changed in one call (each costs about a second with many).
-func (b *Backend) fixAccounts(ctx context.Context, rows []association) error {
+// the same change are changed in one call (each costs about a second with many). It
+// returns a correction for each QOS list it changed.
+func (b *Backend) fixAccounts(ctx context.Context, rows []association) ([]agent.Correction, error) {
 	have := map[string]association{}
 	for _, r := range rows {
 		if r.user == "" {
@@ -97,27 +105,33 @@ func (b *Backend) fixAccounts(ctx context.Context, rows []association) error {
 		}
 	}
 	var revoke, create, grant []string
+	var fixes []agent.Correction
+	fix := func(team, acct string, was []string, now []string) {
+		fixes = append(fixes, agent.Correction{Team: team, Object: "assoc " + acct + " QOS", Was: strings.Join(was, ","), Now: strings.Join(now, ",")})
+	}
 	for _, acct := range slices.Sorted(maps.Values(b.accounts)) {
 		if r, ok := have[strings.ToLower(acct)]; ok && slices.Contains(r.qos, b.qos) {
 			revoke = append(revoke, acct)
+			fix(b.team(acct), acct, r.qos, slices.DeleteFunc(slices.Clone(r.qos), func(q string) bool { return q == b.qos }))
 		}
 		be := BestEffortAccount(acct)
 		if r, ok := have[be]; !ok {
 			create = append(create, be)
 		} else if !slices.Contains(r.qos, b.qos) {
 			grant = append(grant, be)
+			fix(b.team(acct), be, r.qos, append(slices.Clone(r.qos), b.qos))
 		}
 	}
 	for chunk := range slices.Chunk(revoke, accountsPerCall) {
 		if _, err := b.sacctmgr(ctx, "modify", "account", "where", "name="+strings.Join(chunk, ","), "cluster="+b.cluster, "set", "QOS-="+b.qos); err != nil {
-			return err
+			return nil, err
 		}
 		fmt.Fprintf(b.out, "slurm: accounts %s may no longer use QOS %s (best-effort work runs under the agent's own accounts)\n", strings.Join(chunk, ","), b.qos)
 	}
 	if len(create) > 0 {
 		if _, ok := have[bestEffortParent]; !ok {
 			if _, err := b.sacctmgr(ctx, "add", "account", bestEffortParent, "cluster="+b.cluster, "Description=Clearhouse best-effort accounts"); err != nil {
-				return err
+				return nil, err
 			}
 		}
 	}
@@ -125,19 +139,19 @@ func (b *Backend) fixAccounts(ctx context.Context, rows []association) error {
 		names := strings.Join(chunk, ",")
 		if _, err := b.sacctmgr(ctx, "add", "account", names, "parent="+bestEffortParent, "cluster="+b.cluster,
 			"QOS="+b.qos, "DefaultQOS="+b.qos, "Description=Clearhouse best-effort tasks"); err != nil {
-			return err
+			return nil, err
 		}
 		if _, err := b.sacctmgr(ctx, "add", "user", b.agentUser, "account="+names, "cluster="+b.cluster); err != nil {
-			return err
+			return nil, err
 		}
 		fmt.Fprintf(b.out, "slurm: created best-effort accounts %s for user %s\n", names, b.agentUser)
 	}
 	for chunk := range slices.Chunk(grant, accountsPerCall) {
 		if _, err := b.sacctmgr(ctx, "modify", "account", "where", "name="+strings.Join(chunk, ","), "cluster="+b.cluster, "set", "QOS+="+b.qos); err != nil {
-			return err
+			return nil, err
 		}
 	}
-	return nil
+	return fixes, nil
 }
 
 // fixUsers checks the users' associations: in a best-effort account only the agent's

@@ -30,12 +30,14 @@ func (b *Backend) ApplyQuotas(ctx context.Context, want []agent.Quota) ([]agent.
 	if err != nil {
 		return nil, err
 	}
-	if err := b.ensureQOS(ctx, rows); err != nil {
-		return nil, err
+	qosFixes, err := b.ensureQOS(ctx, rows)
+	if err != nil {
+		return qosFixes, err
 	}
 	limits := accountLimits(rows)
 	bySet, sets, errs := b.quotaChanges(b.desiredTRES(want), limits)
 	fixes, setErrs := b.setQuotas(ctx, bySet, sets)
+	fixes = append(fixes, qosFixes...)
 	errs = append(errs, setErrs...)
 	slices.SortStableFunc(fixes, func(x, y agent.Correction) int {
 		return cmp.Or(cmp.Compare(x.Team, y.Team), cmp.Compare(x.Pool, y.Pool), cmp.Compare(x.Object, y.Object))

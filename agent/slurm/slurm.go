@@ -122,6 +122,7 @@ type Backend struct {
 	// lastSetKey: a value that differs from it was changed by someone else (drift).
 	// It starts empty: after a restart the first write of a value is not drift.
 	lastSet map[string]int64
+	opened  bool // Open's checks are done: a QOS list put back from now on is drift
 }
 
 // Open checks that Slurm answers, reads the cluster name from scontrol when the config
@@ -168,9 +169,10 @@ func Open(ctx context.Context, c *agent.Config, r Runner, out io.Writer, now fun
 		}
 		b.cluster = name
 	}
-	if err := b.ensureQOS(ctx, nil); err != nil {
+	if _, err := b.ensureQOS(ctx, nil); err != nil {
 		return nil, err
 	}
+	b.opened = true
 	return b, nil
 }
 
