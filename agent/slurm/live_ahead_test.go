@@ -10,9 +10,10 @@ import (
 
 // A booked reservation exists in Slurm from booking, not from its slot (issue 37,
 // hole 3 of the issue): an upcoming request is reserved at once with its planned start,
-// moved and resized as the plan moves it; on busy cores Slurm refuses it and the
-// backend reports it unplaceable, at every call while the plan has it, with Slurm's
-// reason, and leaves no reservation behind.
+// moved and resized as the plan moves it; on cores busy with a team's job Slurm
+// refuses it and the backend reports it unplaceable, at every call while the plan has
+// it, with Slurm's reason, and leaves no reservation behind; on cores busy with
+// best-effort tasks only, it is reserved.
 func TestLiveReservationsAreMadeAtBooking(t *testing.T) {
 	c := newLiveCluster(t)
 	b := c.backend
@@ -44,6 +45,33 @@ func TestLiveReservationsAreMadeAtBooking(t *testing.T) {
 	}
 	c.sh("scancel", busy)
 	c.eventually("ml's job gone", func() bool { s, _ := c.jobState(busy); return s != "RUNNING" && s != "COMPLETING" })
+
+	// Every core busy with ml's best-effort task instead: the booking is reserved (the
+	// server stops the task by the reservation's start), not refused.
+	if _, err := b.ApplyQuotas(c.ctx, []agent.Quota{{Team: "ml", Pool: "hpc/cpu", BestEffort: 16}, {Team: "ml", Pool: "hpc/ram", BestEffort: 1}}); err != nil {
+		t.Fatal(err)
+	}
+	task := agent.Task{ID: 550000 + time.Now().UnixNano()%10000, Team: "ml", Configuration: map[string]int64{"hpc/cpu": 16, "hpc/ram": 1},
+		Workload: &agent.Workload{Slurm: &agent.SlurmWorkload{Command: "sleep 600"}}}
+	if _, err := b.SyncTasks(c.ctx, []agent.Task{task}, nil); err != nil {
+		t.Fatal(err)
+	}
+	c.eventually("ml's best-effort task on every core", func() bool {
+		return c.sh("squeue", "--noheader", "--name="+TaskJobName(task.ID), "--Format=State:") == "RUNNING"
+	})
+	beside := refused
+	beside.Reservation = 990203
+	report, err := b.FollowReservations(c.ctx, agent.Plan{Now: time.Now().UTC(), Upcoming: []agent.Job{beside}})
+	if err != nil || len(report.Unplaceable) != 0 {
+		t.Fatalf("booking beside a best-effort task: unplaceable %v, error %v; want it reserved", report.Unplaceable, err)
+	}
+	if have, _ := b.reservations(c.ctx); have[ReservationName(beside.Key())].CPUs != 2 {
+		t.Fatalf("reservation %s not in Slurm beside the best-effort task: %+v", ReservationName(beside.Key()), have)
+	}
+	c.sh("scancel", "--name="+TaskJobName(task.ID))
+	if _, err := b.FollowReservations(c.ctx, agent.Plan{Now: time.Now().UTC()}); err != nil { // dropped: deleted
+		t.Fatal(err)
+	}
 
 	// Booked for two hours from now: reserved now, with its start.
 	later := agent.Job{Reservation: 990202, Team: "ads", Configuration: map[string]int64{"hpc/cpu": 1}, Count: 3,
