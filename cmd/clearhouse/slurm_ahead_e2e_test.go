@@ -96,7 +96,10 @@ func TestSlurmBookedReservationOnBusyCoresIsRefunded(t *testing.T) {
 
 	// The cores free again: a reservation booked for later is in Slurm before its start.
 	m.slurm("scancel", busy)
-	m.eventually("the busy job gone", func() bool { s := m.jobState(busy); return !strings.HasPrefix(s, "RUNNING") && !strings.HasPrefix(s, "COMPLETING") })
+	m.eventually("the busy job gone", func() bool {
+		s := m.jobState(busy)
+		return !strings.HasPrefix(s, "RUNNING") && !strings.HasPrefix(s, "COMPLETING")
+	})
 	later := m.bookLater("hpc/cpu", 2, 30*time.Minute)
 	m.agentOnce(token)
 	start := *m.reservation(later.ID).Requests[0].StartAt
@@ -116,4 +119,3 @@ func TestSlurmBookedReservationOnBusyCoresIsRefunded(t *testing.T) {
 		t.Fatalf("clearhouse verify: exit %d\n%s%s", code, out, errOut)
 	}
 }
-
