@@ -28,6 +28,7 @@ func TestLiveBestEffortQOSIsNoWayAroundQuota(t *testing.T) {
 	// agent's best-effort account: both refused by Slurm.
 	for _, acct := range []string{c.ads, BestEffortAccount(c.ads)} {
 		out, err := c.sbatchAs("--account="+acct, "--qos="+DefaultQOS, "--cpus-per-task=8", "--wrap=sleep 300")
+		t.Logf("the team's user: sbatch --account=%s --qos=%s: %q, %v", acct, DefaultQOS, out, err)
 		if err == nil {
 			state, reason := c.jobState(out)
 			c.eventually("the team user's best-effort job held by a limit", func() bool {
