@@ -145,23 +145,29 @@ type Job struct {
 func (j Job) Key() JobKey { return JobKey{j.Reservation, j.Request} }
 
 // Plan is the reservations' part of the allocation at Now: the jobs that run in the
-// slot ending at SlotEnds, and the jobs waiting in their window. Refused lists the
-// early starts the server refused since the last call.
+// slot ending at SlotEnds, the jobs waiting in their window, and every booked job
+// planned to start later (Upcoming: a backend whose manager reserves ahead makes
+// their reservations now). Refused lists the early starts the server refused since
+// the last call.
 type Plan struct {
 	Cluster  string
 	Now      time.Time
 	SlotEnds time.Time
 	Running  []Job
 	Waiting  []Job
+	Upcoming []Job
 	Refused  []JobKey
 }
 
 // JobReport is what the reservations' jobs did, as the updates endpoint takes it.
+// Unplaceable lists the booked jobs the cluster refused to reserve, at every call
+// while it refuses them (the server ends each once).
 type JobReport struct {
-	Starts  []JobStart
-	Ends    []JobEnd
-	Usage   []JobUsage
-	Waiting []JobWaiting
+	Starts      []JobStart
+	Ends        []JobEnd
+	Usage       []JobUsage
+	Waiting     []JobWaiting
+	Unplaceable []JobUnplaceable
 }
 
 // JobStart is a job that started (early, before its planned start) at At.

@@ -135,7 +135,7 @@ func (l *Loop) Poll(ctx context.Context) error {
 		fmt.Fprintf(l.Out, "%s corrected %s\n", Clock(now), c)
 	}
 	jobs, err := b.FollowReservations(ctx, Plan{Cluster: alloc.Cluster, Now: now, SlotEnds: alloc.SlotEnds,
-		Running: alloc.Running, Waiting: alloc.Waiting, Refused: l.refused})
+		Running: alloc.Running, Waiting: alloc.Waiting, Upcoming: alloc.Upcoming, Refused: l.refused})
 	l.note(now, "follow reservations", err)
 	l.refused = nil
 	l.starts, l.ends = append(l.starts, jobs.Starts...), append(l.ends, jobs.Ends...)
@@ -146,7 +146,7 @@ func (l *Loop) Poll(ctx context.Context) error {
 	m, err := b.Measure(ctx, now)
 	l.note(now, "measure", err)
 
-	up := Updates{Ends: l.ends, Starts: l.starts, Usage: jobs.Usage, Waiting: jobs.Waiting, BestEffort: l.events,
+	up := Updates{Ends: l.ends, Starts: l.starts, Usage: jobs.Usage, Waiting: jobs.Waiting, Unplaceable: jobs.Unplaceable, BestEffort: l.events,
 		Pools: m.Pools, OwnerUsage: l.ownerUsage(ctx, alloc.Cluster, m.Owners, now), BestEffortJobs: l.measured,
 		Agent: &Status{Backend: b.Name(), Version: l.Version, Corrections: l.corrections, Errors: l.errs}}
 	ans, err := l.Client.Report(ctx, up)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"time"
+	"unicode/utf8"
 
 	"github.com/clearhouse/clearhouse"
 	"github.com/clearhouse/clearhouse/scheduler"
@@ -39,10 +40,14 @@ type Allocation struct {
 	SlotEnds time.Time // the allocation holds until then
 	Running  []Assignment
 	Waiting  []Assignment
+	// Upcoming is every booked request whose planned start is still ahead, within the
+	// plan's horizon (Units 0): a cluster manager that reserves ahead (Slurm) makes
+	// its reservation at booking, not when its slot starts.
+	Upcoming []Assignment
 }
 
-// Allocation returns the plan for cluster in the current slot. ENOTFOUND for an
-// unknown cluster.
+// Allocation returns the plan for cluster in the current slot, and the booked
+// requests planned to start later. ENOTFOUND for an unknown cluster.
 func (s *Reservations) Allocation(ctx context.Context, cluster string) (Allocation, error) {
 	if err := exists(s.db.Read.WithContext(ctx), "clusters", cluster, "cluster: no cluster %q", cluster); err != nil {
 		return Allocation{}, err
@@ -58,7 +63,10 @@ func (s *Reservations) Allocation(ctx context.Context, cluster string) (Allocati
 		}
 		return nil
 	})
-	if err != nil || len(ids) == 0 {
+	if err != nil {
+		return out, err
+	}
+	if out.Upcoming, err = s.upcoming(ctx, cluster, out.Now); err != nil || len(ids) == 0 {
 		return out, err
 	}
 	db := s.db.Read.WithContext(ctx)
@@ -143,6 +151,9 @@ type AgentReport struct {
 	Usage    []UsageReport
 	Waiting  []WaitingReport
 	Pools    []PoolUsageReport // what all the work in each pool uses now (measured utilization)
+	// Unplaceable are booked requests the cluster refused to reserve: their
+	// reservations end, refunded (refuseUnplaceable).
+	Unplaceable []UnplaceableReport
 }
 
 // AgentResult is what a report did to the plan.
@@ -171,7 +182,8 @@ const (
 // pool and reservation must be the cluster's, and every number within bounds.
 // EINVALID names the field at fault. It returns the reservations the report names.
 func (s *Reservations) validateReport(tx *gorm.DB, p *plan, cluster string, rep AgentReport, now time.Time) (map[int64]ReservationView, error) {
-	for field, n := range map[string]int{"capacity": len(rep.Capacity), "ends": len(rep.Ends), "starts": len(rep.Starts), "usage": len(rep.Usage), "waiting": len(rep.Waiting)} {
+	for field, n := range map[string]int{"capacity": len(rep.Capacity), "ends": len(rep.Ends), "starts": len(rep.Starts), "usage": len(rep.Usage), "waiting": len(rep.Waiting),
+		"unplaceable": len(rep.Unplaceable)} {
 		if n > MaxReportRows {
 			return nil, clearhouse.Errorf(clearhouse.EINVALID, "%s: at most %d rows per report, got %d; send the rest in another report", field, MaxReportRows, n)
 		}
@@ -230,6 +242,9 @@ func (s *Reservations) reportedReservations(tx *gorm.DB, cluster string, rep Age
 	}
 	for _, w := range rep.Waiting {
 		ids[w.Reservation] = true
+	}
+	for _, u := range rep.Unplaceable {
+		ids[u.Reservation] = true
 	}
 	list := make([]int64, 0, len(ids))
 	for id := range ids {
@@ -311,6 +326,14 @@ func validateJobRows(p *plan, cluster string, rep AgentReport, byID map[int64]Re
 			return badRow("waiting", i, "tasks must be from 0 to 1,000,000,000")
 		}
 	}
+	for i, u := range rep.Unplaceable {
+		if err := check("unplaceable", i, u.Reservation, u.Request); err != nil {
+			return err
+		}
+		if n := utf8.RuneCountInString(u.Reason); n > maxUnplaceableReason {
+			return badRow("unplaceable", i, "reason: at most %d characters, got %d", maxUnplaceableReason, n)
+		}
+	}
 	return nil
 }
 
@@ -370,7 +393,10 @@ func (s *Reservations) Report(ctx context.Context, cluster string, rep AgentRepo
 			res.AtRisk = append(res.AtRisk, r.ID)
 			delete(touched, r.ID)
 		}
-		return s.settleEnded(ctx, tx, touched, now, &res)
+		if err := s.settleEnded(ctx, tx, touched, now, &res); err != nil {
+			return err
+		}
+		return s.refuseUnplaceable(ctx, tx, p, rep.Unplaceable, now)
 	})
 	return res, err
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/clearhouse/clearhouse"
 	"github.com/clearhouse/clearhouse/exchange"
 	"github.com/clearhouse/clearhouse/ledger"
+	"github.com/clearhouse/clearhouse/notify"
 	"github.com/clearhouse/clearhouse/scheduler"
 	"github.com/clearhouse/clearhouse/store"
 	"gorm.io/gorm"
@@ -64,7 +65,8 @@ type Reservations struct {
 	learn      *learned           // the learned predictors as of the database's log (predictors.go)
 	seasonal   *scheduler.Shifted // the plan's views of them, in its slots
 	fractional *scheduler.Shifted
-	observer   PlanObserver // told of every plan update; nil: nobody
+	observer   PlanObserver    // told of every plan update; nil: nobody
+	notices    *notify.Service // teams told of reservations their cluster refused; nil: nobody
 }
 
 // NewReservations returns the reservation service on db, charging through l.

@@ -73,6 +73,9 @@ type APIAllocation struct {
 	// Pools is each pool of the cluster with its idle-sharing settings, for backends
 	// that map them onto the cluster's own sharing (e.g. Kueue's lending limits).
 	Pools []apiPoolSharing `json:"pools"`
+	// Upcoming lists the booked jobs planned to start later, within the plan's
+	// horizon (units 0), so that a cluster reserving ahead (Slurm) reserves at booking.
+	Upcoming []apiAssignment `json:"upcoming,omitempty"`
 }
 
 type apiPoolSharing struct {
@@ -110,6 +113,9 @@ func (s *Server) apiAllocation(c *gin.Context) {
 	}
 	out := APIAllocation{Cluster: a.Cluster, Now: a.Now, SlotEnds: a.SlotEnds,
 		Running: toAPIAssignments(a.Running), Waiting: toAPIAssignments(a.Waiting), BestEffort: []apiBestEffortTask{}, Preempt: []apiBestEffortTask{}, Quotas: []apiQuota{}, Pools: []apiPoolSharing{}}
+	if len(a.Upcoming) > 0 {
+		out.Upcoming = toAPIAssignments(a.Upcoming)
+	}
 	if s.svc.BestEffort != nil {
 		if isAgent(c) {
 			if _, err := s.svc.BestEffort.Step(ctx, cluster); err != nil {
@@ -196,6 +202,13 @@ type APIUpdates struct {
 		Utility *float64           `json:"utility"`
 		Shares  map[string]float64 `json:"shares,omitempty"`
 	} `json:"best_effort_jobs,omitempty"`
+	// Unplaceable lists booked jobs the cluster refused to reserve: each one's
+	// reservation ends, its team refunded and told.
+	Unplaceable []struct {
+		Reservation int64  `json:"reservation"`
+		Request     int    `json:"request"`
+		Reason      string `json:"reason"`
+	} `json:"unplaceable,omitempty"`
 	// Agent is the agent's status (optional): its backend and version, the drift it
 	// corrected and the errors it met since its last report.
 	Agent *APIAgentStatus `json:"agent,omitempty"`
@@ -239,6 +252,9 @@ func (s *Server) apiClusterUpdates(c *gin.Context) {
 	}
 	for _, x := range body.Pools {
 		rep.Pools = append(rep.Pools, fleet.PoolUsageReport{Pool: x.Pool, Used: x.Used, Capacity: x.Capacity})
+	}
+	for _, x := range body.Unplaceable {
+		rep.Unplaceable = append(rep.Unplaceable, fleet.UnplaceableReport{Reservation: x.Reservation, Request: x.Request, Reason: x.Reason})
 	}
 	var be besteffort.Report
 	for _, x := range body.BestEffort {

@@ -125,9 +125,41 @@ func (c *liveCluster) cleanup() {
 			}
 		}
 	}
+	for _, a := range c.accounts {
+		_, _ = c.runner.Run(ctx, "", "scancel", "--account="+BestEffortAccount(a))
+	}
 	time.Sleep(time.Second)
 	for _, a := range c.accounts {
-		_, _ = c.runner.Run(ctx, "", "sacctmgr", "--immediate", "delete", "user", "root", "account="+a)
-		_, _ = c.runner.Run(ctx, "", "sacctmgr", "--immediate", "delete", "account", a)
+		for _, acct := range []string{a, BestEffortAccount(a)} {
+			_, _ = c.runner.Run(ctx, "", "sacctmgr", "--immediate", "delete", "user", "where", "account="+acct)
+			_, _ = c.runner.Run(ctx, "", "sacctmgr", "--immediate", "delete", "account", acct)
+		}
 	}
+}
+
+// teamUser is the machine's user the tests submit as a team's member: not the agent's
+// (root), so what it may do is what any team's user may do.
+const teamUser = "nobody"
+
+// addTeamUser makes teamUser a user of acct in Slurm.
+func (c *liveCluster) addTeamUser(acct string) {
+	c.t.Helper()
+	c.sh("sacctmgr", "--immediate", "add", "user", teamUser, "account="+acct, "cluster="+liveSlurmCluster(c.t))
+}
+
+// sbatchAs submits a job as teamUser and returns sbatch's output and error.
+func (c *liveCluster) sbatchAs(args ...string) (string, error) {
+	out, err := c.runner.Run(c.ctx, "", "runuser", append([]string{"-u", teamUser, "--", "env", "SLURM_CONF=" + os.Getenv("SLURM_CONF"),
+		"sbatch", "--parsable", "--chdir=/tmp", "--output=/dev/null"}, args...)...)
+	return strings.TrimSpace(out), err
+}
+
+// grpTRES is an account's own association's GrpTRES as sacctmgr prints it.
+func (c *liveCluster) grpTRES(acct string) tres {
+	c.t.Helper()
+	t, err := parseTRES(c.sh("sacctmgr", "--noheader", "--parsable2", "show", "assoc", "where", "account="+acct, "user=", "format=GrpTRES"))
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	return t
 }

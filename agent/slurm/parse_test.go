@@ -139,7 +139,7 @@ func TestParseAssociationsAndQOS(t *testing.T) {
 	if n := all["normal"]; !slices.Equal(n.preempt, []string{DefaultQOS}) || n.preemptMode != "cluster" {
 		t.Errorf("normal %+v", n)
 	}
-	if be := all[DefaultQOS]; be.preemptMode != "cancel" || be.grpTRES["mem"] != unlimited || be.grpTRES["cpu"] != unlimited {
+	if be := all[DefaultQOS]; be.preemptMode != "cancel" || be.grpTRES["mem"] != 1_000_000_000 || be.grpTRES["cpu"] != 1_000_000_000 {
 		t.Errorf("%s %+v", DefaultQOS, be)
 	}
 }
@@ -255,12 +255,22 @@ pools:
 	return b, f
 }
 
-// On the captured cluster: Open adds nothing (the QOS is as Clearhouse needs it);
-// Measure counts running jobs; best-effort tasks are not their team's own usage.
+// On the captured cluster (made before best-effort accounts): Open takes the
+// best-effort QOS from the team's account and its users, clears the QOS's own limits,
+// and creates the best-effort accounts with the agent's user; Measure counts running
+// jobs; best-effort tasks are not their team's own usage.
 func TestMeasureOnCapturedCluster(t *testing.T) {
 	b, f := openFake(t)
-	if b.cluster != "clearhouse" || len(f.changes) != 1 || !strings.Contains(f.changes[0], "name=capads") || !strings.Contains(f.changes[0], "QOS+="+DefaultQOS) {
-		t.Fatalf("cluster %q, changes %q: want capads allowed the best-effort QOS, nothing else", b.cluster, f.changes)
+	want := []string{
+		"sacctmgr --immediate modify qos where name=clearhouse-best-effort set GrpTRES=cpu=-1,gres/gpu=-1,mem=-1",
+		"sacctmgr --immediate modify account where name=capml cluster=clearhouse set QOS-=clearhouse-best-effort",
+		"sacctmgr --immediate add account clearhouse-be cluster=clearhouse Description=Clearhouse best-effort accounts",
+		"sacctmgr --immediate add account clearhouse-be-capads,clearhouse-be-capml parent=clearhouse-be cluster=clearhouse QOS=clearhouse-best-effort DefaultQOS=clearhouse-best-effort Description=Clearhouse best-effort tasks",
+		"sacctmgr --immediate add user " + b.agentUser + " account=clearhouse-be-capads,clearhouse-be-capml cluster=clearhouse",
+		"sacctmgr --immediate modify user where name=root account=capml cluster=clearhouse set QOS-=clearhouse-best-effort",
+	}
+	if b.cluster != "clearhouse" || !slices.Equal(f.changes, want) {
+		t.Fatalf("cluster %q, changes %q\nwant %q", b.cluster, f.changes, want)
 	}
 	m, err := b.Measure(context.Background(), time.Now())
 	if err != nil {
@@ -277,19 +287,21 @@ func TestMeasureOnCapturedCluster(t *testing.T) {
 	}
 }
 
-// ApplyQuotas writes only the TRES that differ, adds the running best-effort TRES of
-// the borrower, and reports each change with what was there.
+// ApplyQuotas writes only the TRES that differ, the team's own account exactly its
+// units (its running best-effort work adds nothing) and its best-effort account the
+// grant; a first write is no drift; a value that then differs from what it set is.
 func TestApplyQuotasOnCapturedCluster(t *testing.T) {
 	b, f := openFake(t)
 	f.changes = nil
 	fixes, err := b.ApplyQuotas(context.Background(), []agent.Quota{{Team: "ads", Pool: "hpc/cpu", Units: 3}, {Team: "ads", Pool: "hpc/ram", Units: 4},
-		{Team: "ads", Pool: "hpc/gpu", Units: 2}, {Team: "search", Pool: "hpc/cpu", Units: 9}})
+		{Team: "ads", Pool: "hpc/gpu", Units: 2}, {Team: "search", Pool: "hpc/cpu", Units: 9}, {Team: "ml", Pool: "hpc/cpu", BestEffort: 2}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := []string{
 		"sacctmgr --immediate modify account where name=capads cluster=clearhouse set GrpTRES=gres/gpu=2",
-		"sacctmgr --immediate modify account where name=capml cluster=clearhouse set GrpTRES=cpu=2,gres/gpu=0,mem=512",
+		"sacctmgr --immediate modify account where name=clearhouse-be-capads,capml cluster=clearhouse set GrpTRES=cpu=0,gres/gpu=0,mem=0",
+		"sacctmgr --immediate modify account where name=clearhouse-be-capml cluster=clearhouse set GrpTRES=cpu=2,gres/gpu=0,mem=0",
 	}
 	var grp []string
 	for _, c := range f.changes {
@@ -300,8 +312,21 @@ func TestApplyQuotasOnCapturedCluster(t *testing.T) {
 	if !slices.Equal(grp, want) {
 		t.Errorf("commands %q\nwant %q", grp, want)
 	}
-	if len(fixes) != 4 || fixes[0] != (agent.Correction{Team: "ads", Pool: "hpc/gpu", Object: "assoc capads GrpTRES", Was: "gres/gpu=1", Now: "gres/gpu=2"}) {
-		t.Errorf("corrections %v", fixes)
+	// No GrpTRES write is drift yet; the captured capml still lists the best-effort QOS
+	// that Open took away: as if someone gave it back, which is.
+	qosBack := agent.Correction{Team: "ml", Object: "assoc capml QOS", Was: "clearhouse-best-effort,normal", Now: "normal"}
+	if !slices.Equal(fixes, []agent.Correction{qosBack}) {
+		t.Errorf("corrections %v, want only %v", fixes, qosBack)
+	}
+	// The captured cluster still shows capads's GPU at 1, not the 2 just set (and the
+	// other values as before): as if someone else changed them back.
+	fixes, err = b.ApplyQuotas(context.Background(), []agent.Quota{{Team: "ads", Pool: "hpc/cpu", Units: 3}, {Team: "ads", Pool: "hpc/ram", Units: 4},
+		{Team: "ads", Pool: "hpc/gpu", Units: 2}, {Team: "ml", Pool: "hpc/cpu", BestEffort: 2}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(fixes, agent.Correction{Team: "ads", Pool: "hpc/gpu", Object: "assoc capads GrpTRES", Was: "gres/gpu=1", Now: "gres/gpu=2"}) {
+		t.Errorf("corrections %v: want capads's GPU put back from 1 to 2", fixes)
 	}
 }
 
@@ -376,7 +401,7 @@ func TestSyncTasksOnCapturedCluster(t *testing.T) {
 	if !slices.Equal(got, want) {
 		t.Errorf("events %v, want %v", got, want)
 	}
-	sub := "sbatch --parsable --job-name=clearhouse-task-8 --account=capads --qos=clearhouse-best-effort --ntasks=1 --chdir=" + os.TempDir() +
+	sub := "sbatch --parsable --job-name=clearhouse-task-8 --account=clearhouse-be-capads --qos=clearhouse-best-effort --ntasks=1 --chdir=" + os.TempDir() +
 		" --output=%x-%j.out --cpus-per-task=2 --mem=3072M --gres=gpu:1 --wrap=sleep 60"
 	if !slices.Equal(f.changes, []string{sub}) {
 		t.Errorf("commands %q, want only %q", f.changes, sub)

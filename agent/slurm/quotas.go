@@ -13,33 +13,34 @@ import (
 	"github.com/clearhouse/clearhouse/agent"
 )
 
-// ApplyQuotas implements agent.Backend: each configured team's account association in
-// the cluster gets GrpTRES = want (holdings plus running reservations, converted from
-// pool units to TRES) plus what the account's best-effort jobs run now. Best-effort
-// jobs count toward their account's association usage in Slurm although their QOS
-// lifts the limit for them (ensureQOS), so without the addition a team's borrowed work
-// would eat its own quota. A (team, pool) missing from want is 0. Only the TRES of
-// configured pools are written; the association's other TRES stay as found. Each
-// value changed is returned with what it was.
+// ApplyQuotas implements agent.Backend. Each configured team has two accounts, and
+// each gets its GrpTRES for the configured pools (want's units converted to TRES):
+//   - the team's own account: GrpTRES = Units (holdings, less what is sold, plus
+//     reservations beyond own quota), exactly: nothing the team starts raises it;
+//   - its best-effort account (BestEffortAccount, which only the agent's user holds
+//     and the only place the best-effort QOS may be used): GrpTRES = BestEffort, the
+//     grant of the team's best-effort tasks now.
+//
+// A (team, pool) missing from want is 0. The associations' other TRES stay as found.
+// A value is returned as a correction only when someone else changed it: it differs
+// from what this process last set there (see lastSet). A first write, or a change
+// because want changed, is not one.
 func (b *Backend) ApplyQuotas(ctx context.Context, want []agent.Quota) ([]agent.Correction, error) {
-	var rows []association
-	var borrowed map[string]tres
-	if err := together( // two reads that wait for slurmctld apart: one wait, not two
-		func() (err error) { rows, err = b.associations(ctx, false); return err },
-		func() (err error) { borrowed, err = b.borrowedTRES(ctx); return err },
-	); err != nil {
+	rows, err := b.associations(ctx, false)
+	if err != nil {
 		return nil, err
 	}
-	if err := b.ensureQOS(ctx, rows); err != nil {
-		return nil, err
+	qosFixes, err := b.ensureQOS(ctx, rows)
+	if err != nil {
+		return qosFixes, err
 	}
 	limits := accountLimits(rows)
-	desired := b.desiredTRES(want, borrowed)
-	bySet, sets, errs := b.quotaChanges(desired, limits)
+	bySet, sets, errs := b.quotaChanges(b.desiredTRES(want), limits)
 	fixes, setErrs := b.setQuotas(ctx, bySet, sets)
+	fixes = append(fixes, qosFixes...)
 	errs = append(errs, setErrs...)
 	slices.SortStableFunc(fixes, func(x, y agent.Correction) int {
-		return cmp.Or(cmp.Compare(x.Team, y.Team), cmp.Compare(x.Pool, y.Pool))
+		return cmp.Or(cmp.Compare(x.Team, y.Team), cmp.Compare(x.Pool, y.Pool), cmp.Compare(x.Object, y.Object))
 	})
 	return fixes, errors.Join(errs...)
 }
@@ -56,33 +57,23 @@ func accountLimits(rows []association) map[string]tres {
 	return limits
 }
 
-// borrowedTRES returns, by team, the TRES of its best-effort jobs running now.
-func (b *Backend) borrowedTRES(ctx context.Context) (map[string]tres, error) {
-	running, err := b.queue(ctx, "RUNNING", "--qos="+b.qos)
-	if err != nil {
-		return nil, err
-	}
-	borrowed := map[string]tres{} // team -> TRES of its best-effort jobs
-	for _, j := range running {
-		if team := b.team(j.Account); team != "" && j.QOS == b.qos {
-			if borrowed[team] == nil {
-				borrowed[team] = tres{}
-			}
-			borrowed[team].add(j.TRES)
-		}
-	}
-	return borrowed, nil
+// accountWant is the GrpTRES one account should have: a team's own account or its
+// best-effort account.
+type accountWant struct {
+	team, acct string
+	bestEffort bool
+	tres       tres
 }
 
-// desiredTRES returns every configured team's GrpTRES for the configured pools:
-// what it borrows plus its units in want converted to TRES (want's unknown teams
-// and pools left out).
-func (b *Backend) desiredTRES(want []agent.Quota, borrowed map[string]tres) map[string]tres {
-	desired := map[string]tres{} // team -> TRES
+// desiredTRES returns, for every configured team, its own account's GrpTRES (want's
+// Units) and its best-effort account's (want's BestEffort), in TRES of the configured
+// pools (want's unknown teams and pools left out), sorted by team, own account first.
+func (b *Backend) desiredTRES(want []agent.Quota) []accountWant {
+	own, be := map[string]tres{}, map[string]tres{}
 	for team := range b.accounts {
-		desired[team] = tres{}
+		own[team], be[team] = tres{}, tres{}
 		for _, p := range b.pools {
-			desired[team][p.tres] = borrowed[team][p.tres]
+			own[team][p.tres], be[team][p.tres] = 0, 0
 		}
 	}
 	for _, q := range want {
@@ -90,72 +81,98 @@ func (b *Backend) desiredTRES(want []agent.Quota, borrowed map[string]tres) map[
 		if _, known := b.accounts[q.Team]; !ok || !known {
 			continue
 		}
-		desired[q.Team][p.tres] += q.Units * p.unit
+		own[q.Team][p.tres] += q.Units * p.unit
+		be[q.Team][p.tres] += q.BestEffort * p.unit
 	}
-	return desired
+	var out []accountWant
+	for _, team := range slices.Sorted(maps.Keys(own)) {
+		out = append(out, accountWant{team, b.accounts[team], false, own[team]},
+			accountWant{team, BestEffortAccount(b.accounts[team]), true, be[team]})
+	}
+	return out
 }
 
-// quotaChange is one team's account to set to a GrpTRES, with the corrections
-// that makes.
+// quotaChange is one account to set to a GrpTRES, with the corrections that makes
+// and the values to remember once it is set.
 type quotaChange struct {
 	team, acct string
+	set        tres
 	fixes      []agent.Correction
+	notes      []string
 }
 
-// quotaChanges compares desired with the accounts' limits, team by team in name
-// order, and groups the teams whose accounts need a change by the GrpTRES to set
-// (sets: in the order of their first team). A team whose account has no
-// association is an error.
-func (b *Backend) quotaChanges(desired, limits map[string]tres) (map[string][]quotaChange, []string, []error) {
+// quotaChanges compares desired with the accounts' limits and groups the accounts
+// that need a change by the GrpTRES to set (sets: in the order of their first
+// account). A team whose own account has no association is an error; a best-effort
+// account without one was just created (ensureQOS) and has no limit yet.
+func (b *Backend) quotaChanges(desired []accountWant, limits map[string]tres) (map[string][]quotaChange, []string, []error) {
 	// Accounts that get the same GrpTRES are set in one command: sacctmgr's cost is
 	// mostly per call, and a config's first poll may set hundreds of accounts alike.
 	bySet := map[string][]quotaChange{}
-	var sets []string // in the order of their first team
+	var sets []string
 	var errs []error
-	for _, team := range slices.Sorted(maps.Keys(desired)) {
-		acct := b.accounts[team]
-		have, ok := limits[strings.ToLower(acct)]
-		if !ok {
-			errs = append(errs, fmt.Errorf("slurm: team %s: account %s has no association in cluster %s (create it: sacctmgr add account %s cluster=%s)", team, acct, b.cluster, acct, b.cluster))
+	for _, w := range desired {
+		have, ok := limits[strings.ToLower(w.acct)]
+		if !ok && !w.bestEffort {
+			errs = append(errs, fmt.Errorf("slurm: team %s: account %s has no association in cluster %s (create it: sacctmgr add account %s cluster=%s)", w.team, w.acct, b.cluster, w.acct, b.cluster))
 			continue
 		}
-		set, changed := b.teamQuotaChange(team, acct, have, desired[team])
-		if len(set) > 0 {
-			if bySet[set.String()] == nil {
-				sets = append(sets, set.String())
+		c := b.accountChange(w, have)
+		if len(c.set) > 0 {
+			key := c.set.String()
+			if bySet[key] == nil {
+				sets = append(sets, key)
 			}
-			bySet[set.String()] = append(bySet[set.String()], quotaChange{team, acct, changed})
+			bySet[key] = append(bySet[key], c)
 		}
 	}
 	return bySet, sets, errs
 }
 
-// teamQuotaChange returns the TRES of team's account acct to set, those of the
-// configured pools where want differs from have or have has none, and a correction
-// for each, by pool name.
-func (b *Backend) teamQuotaChange(team, acct string, have, want tres) (tres, []agent.Correction) {
-	set := tres{}
-	var changed []agent.Correction
+// accountChange returns the TRES of w's account to set: those of the configured pools
+// where w differs from have or have has none. A value that differs from what this
+// process last set there is a correction (someone else changed it); one that still
+// holds what it last set is not (want changed); one it never set is not either (a
+// first write: after a restart the backend cannot tell who changed a value, and
+// says so in its output instead). A value that already holds w is remembered as set.
+func (b *Backend) accountChange(w accountWant, have tres) quotaChange {
+	c := quotaChange{team: w.team, acct: w.acct, set: tres{}}
 	for _, name := range slices.Sorted(maps.Keys(b.pools)) {
 		p := b.pools[name]
-		now := want[p.tres]
+		now := w.tres[p.tres]
 		was, had := have[p.tres]
+		key := lastSetKey(w.acct, p.tres)
 		if had && was == now {
+			b.lastSet[key] = now
 			continue
 		}
-		set[p.tres] = now
-		c := agent.Correction{Team: team, Pool: name, Object: "assoc " + acct + " GrpTRES", Now: p.tres + "=" + strconv.FormatInt(now, 10)}
-		if had {
-			c.Was = p.tres + "=" + strconv.FormatInt(was, 10)
+		if _, seen := c.set[p.tres]; seen {
+			continue // two pools of one TRES: one value
 		}
-		changed = append(changed, c)
+		c.set[p.tres] = now
+		nowText := p.tres + "=" + strconv.FormatInt(now, 10)
+		wasText := ""
+		if had {
+			wasText = p.tres + "=" + strconv.FormatInt(was, 10)
+		}
+		last, known := b.lastSet[key]
+		switch {
+		case known && (!had || was != last):
+			c.fixes = append(c.fixes, agent.Correction{Team: w.team, Pool: name, Object: "assoc " + w.acct + " GrpTRES", Was: wasText, Now: nowText})
+		case !known && had:
+			c.notes = append(c.notes, fmt.Sprintf("slurm: assoc %s GrpTRES %s -> %s (team %s, pool %s): first write since the agent started, not counted as drift",
+				w.acct, wasText, nowText, w.team, name))
+		}
 	}
-	return set, changed
+	return c
 }
 
+// lastSetKey names one TRES of one account's GrpTRES in Backend.lastSet.
+func lastSetKey(acct, tresName string) string { return strings.ToLower(acct) + " " + tresName }
+
 // setQuotas sets each GrpTRES of sets on its accounts in bySet, accountsPerCall
-// accounts a sacctmgr call, and returns the corrections of the calls that
-// succeeded and an error naming the teams of each that failed.
+// accounts a sacctmgr call, remembers what it set, and returns the corrections of the
+// calls that succeeded and an error naming the teams of each that failed.
 func (b *Backend) setQuotas(ctx context.Context, bySet map[string][]quotaChange, sets []string) ([]agent.Correction, []error) {
 	var fixes []agent.Correction
 	var errs []error
@@ -171,11 +188,17 @@ func (b *Backend) setQuotas(ctx context.Context, bySet map[string][]quotaChange,
 				for i, c := range chunk {
 					teams[i] = c.team
 				}
-				errs = append(errs, fmt.Errorf("slurm: team %s: %w", strings.Join(teams, ", "), err))
+				errs = append(errs, fmt.Errorf("slurm: team %s: %w", strings.Join(slices.Compact(teams), ", "), err))
 				continue
 			}
 			for _, c := range chunk {
+				for t, v := range c.set {
+					b.lastSet[lastSetKey(c.acct, t)] = v
+				}
 				fixes = append(fixes, c.fixes...)
+				for _, n := range c.notes {
+					fmt.Fprintln(b.out, n)
+				}
 			}
 		}
 	}
@@ -191,12 +214,17 @@ type association struct {
 
 const assocFormat = "Account,User,GrpTRES,QOS"
 
-// associations lists the configured accounts' associations in the cluster: the
-// accounts' own, and with users those of their users too. Users' associations are
-// what makes sacctmgr slow: with 1,000 accounts of one user each, 4 to 9 seconds with
-// them against about 0.4 without (user= asks for the accounts' own).
+// associations lists the associations in the cluster of the configured accounts,
+// their best-effort accounts and the best-effort accounts' parent: the accounts' own,
+// and with users those of their users too. Users' associations are what makes
+// sacctmgr slow: with 1,000 accounts of one user each, 4 to 9 seconds with them
+// against about 0.4 without (user= asks for the accounts' own).
 func (b *Backend) associations(ctx context.Context, users bool) ([]association, error) {
-	accts := slices.Sorted(maps.Values(b.accounts))
+	accts := []string{bestEffortParent}
+	for _, a := range b.accounts {
+		accts = append(accts, a, BestEffortAccount(a))
+	}
+	slices.Sort(accts)
 	args := []string{"--noheader", "--parsable2", "show", "associations", "where", "cluster=" + b.cluster, "account=" + strings.Join(accts, ",")}
 	if !users {
 		args = append(args, "user=")

@@ -37,11 +37,17 @@ type wantReservation struct {
 	running bool // the plan runs it now (not waiting in its window)
 }
 
-// FollowReservations implements agent.Backend. Each request the plan runs now, and
-// each one waiting in its window, is a Slurm advanced reservation named
-// ReservationName for the team's account, from its start to its end, of its tasks'
-// CPUs (Slurm 22.05 reserves cores, not memory nor GPUs: those stay bounded by the
-// account's GrpTRES, which counts running reservations). A waiting request the plan
+// FollowReservations implements agent.Backend. Each request the plan runs now, each
+// one waiting in its window, and each booked one planned to start later (Upcoming),
+// is a Slurm advanced reservation named ReservationName for the team's account, from
+// its start to its end, of its tasks' CPUs: made at booking, so the cores are Slurm's
+// promise from then on, not only when the slot starts (Slurm 22.05 reserves cores, not
+// memory nor GPUs: those stay bounded by the account's GrpTRES, which counts running
+// reservations). A reservation Slurm refuses to create, move or resize ("Requested
+// nodes are busy") is made again ignoring running jobs when only best-effort tasks
+// stand in its way (besideBestEffort: the server stops them by its start); else it is
+// reported unplaceable, at every call while the plan still has it, and the server ends
+// it and refunds the team. A waiting request the plan
 // says may start now and whose reservation has jobs queued starts early: its
 // reservation moves to now and the start is reported. A reservation is moved when the
 // plan moves, recreated when its size changes (Slurm cannot resize a core
@@ -92,6 +98,7 @@ func (b *Backend) FollowReservations(ctx context.Context, plan agent.Plan) (agen
 			want[w.Name] = w
 		}
 	}
+	early := map[string]bool{} // started early in this call
 	for _, j := range plan.Waiting {
 		w := b.wanted(j, j.Count, false)
 		if h, ok := have[w.Name]; ok && !h.Start.After(now) && !slices.Contains(plan.Refused, j.Key()) {
@@ -99,17 +106,33 @@ func (b *Backend) FollowReservations(ctx context.Context, plan agent.Plan) (agen
 			w.Start, w.End = h.Start, h.Start.Add(j.End.Sub(j.Start))
 		} else if j.MayStartNow && queued(inRes[w.Name]) > 0 {
 			w.Start, w.End = now, now.Add(j.End.Sub(j.Start))
-			report.Starts = append(report.Starts, agent.JobStart{Reservation: j.Reservation, Request: j.Request, At: now})
+			early[w.Name] = true
 		}
 		want[w.Name] = w
+	}
+	for _, j := range plan.Upcoming {
+		if w := b.wanted(j, j.Count, false); want[w.Name].Name == "" && j.End.After(now) {
+			want[w.Name] = w
+		}
 	}
 	for _, name := range slices.Sorted(maps.Keys(want)) {
 		w := want[name]
 		if w.CPUs <= 0 || w.Accounts == "" {
 			continue // no cores to reserve, or a team without an account: its quota is all Slurm knows
 		}
-		if err := b.follow(ctx, w.slurmReservation, have, now); err != nil {
-			errs = append(errs, err)
+		err := b.follow(ctx, w.slurmReservation, have, now, false)
+		if _, refused := refusal(err); refused && !early[name] && b.besideBestEffort(ctx, w.slurmReservation, have, jobs) {
+			err = b.follow(ctx, w.slurmReservation, have, now, true)
+		}
+		switch reason, refused := refusal(err); {
+		case err == nil && early[name]:
+			report.Starts = append(report.Starts, agent.JobStart{Reservation: w.job.Reservation, Request: w.job.Request, At: now})
+		case err == nil:
+		case refused && !early[name]:
+			report.Unplaceable = append(report.Unplaceable, agent.JobUnplaceable{Reservation: w.job.Reservation, Request: w.job.Request, Reason: reason})
+			fmt.Fprintf(b.out, "slurm: reservation %s refused by Slurm: %s (reported unplaceable)\n", name, reason)
+		default:
+			errs = append(errs, err) // an early start Slurm refused stays planned; anything else is retried
 		}
 	}
 	for _, name := range slices.Sorted(maps.Keys(have)) {
@@ -141,8 +164,9 @@ func (b *Backend) wanted(j agent.Job, tasks int64, running bool) wantReservation
 		End: j.End.UTC().Truncate(time.Second), Accounts: b.accounts[j.Team], CPUs: cpus}, j, running}
 }
 
-// follow creates, moves or recreates one reservation.
-func (b *Backend) follow(ctx context.Context, w slurmReservation, have map[string]slurmReservation, now time.Time) error {
+// follow creates, moves or recreates one reservation; ignoreJobs makes Slurm place it
+// whatever jobs run (Flags=IGNORE_JOBS).
+func (b *Backend) follow(ctx context.Context, w slurmReservation, have map[string]slurmReservation, now time.Time, ignoreJobs bool) error {
 	h, ok := have[w.Name]
 	if ok && h.CPUs == w.CPUs && strings.EqualFold(h.Accounts, w.Accounts) {
 		if h.End.Equal(w.End) && (h.Start.Equal(w.Start) || (!h.Start.After(now) && !w.Start.After(now))) {
@@ -151,6 +175,9 @@ func (b *Backend) follow(ctx context.Context, w slurmReservation, have map[strin
 		args := []string{"update", "ReservationName=" + w.Name, "EndTime=" + slurmClock(w.End)}
 		if h.Start.After(now) || w.Start.After(now) {
 			args = append(args, "StartTime="+startTime(w.Start, now))
+		}
+		if ignoreJobs {
+			args = append(args, "Flags=IGNORE_JOBS")
 		}
 		if _, err := b.run.Run(ctx, "", "scontrol", args...); err != nil {
 			return err
@@ -162,11 +189,15 @@ func (b *Backend) follow(ctx context.Context, w slurmReservation, have map[strin
 		if _, err := b.run.Run(ctx, "", "scontrol", "delete", "ReservationName="+w.Name); err != nil {
 			return fmt.Errorf("slurm: resizing reservation %s: %w", w.Name, err)
 		}
+		delete(have, w.Name)
 	}
 	args := []string{"create", "reservation", "ReservationName=" + w.Name, "StartTime=" + startTime(w.Start, now),
 		"EndTime=" + slurmClock(w.End), "Accounts=" + w.Accounts, fmt.Sprintf("TRES=cpu=%d", w.CPUs)}
 	if b.partition != "" {
 		args = append(args, "PartitionName="+b.partition)
+	}
+	if ignoreJobs {
+		args = append(args, "Flags=IGNORE_JOBS")
 	}
 	if _, err := b.run.Run(ctx, "", "scontrol", args...); err != nil {
 		return err
@@ -297,6 +328,54 @@ func parseReservations(out string) (map[string]slurmReservation, error) {
 		}
 	}
 	return have, nil
+}
+
+// besideBestEffort says whether reservation w fits the cluster's cores once the
+// best-effort tasks are left out: the cores of the nodes, less those of the other jobs
+// running past its start (no time limit: for ever) outside any reservation, less those
+// of Clearhouse's other reservations overlapping it. Best-effort tasks run on idle
+// cores only until a reservation needs them: the server stops them by its start, so
+// Slurm's refusal because of them is no reason to refuse the booking. The count is the
+// cluster's, not each node's: on several nodes Slurm may still place the reservation
+// on a node another team's job fills (the job keeps running there).
+func (b *Backend) besideBestEffort(ctx context.Context, w slurmReservation, have map[string]slurmReservation, jobs []job) bool {
+	capacity, err := b.capacity(ctx)
+	if err != nil {
+		return false
+	}
+	free := capacity["cpu"]
+	bestEffort := false
+	for _, j := range jobs {
+		switch {
+		case j.State == "PENDING" || j.Reservation != "":
+		case j.QOS == b.qos:
+			bestEffort = true
+		case j.End.IsZero() || j.End.After(w.Start):
+			free -= j.TRES["cpu"]
+		}
+	}
+	for name, r := range have {
+		if name != w.Name && r.Start.Before(w.End) && r.End.After(w.Start) {
+			free -= r.CPUs
+		}
+	}
+	return bestEffort && free >= w.CPUs
+}
+
+// refusal says whether err is Slurm refusing to create or change a reservation (as
+// opposed to slurmctld not answering), and Slurm's reason.
+func refusal(err error) (string, bool) {
+	if err == nil {
+		return "", false
+	}
+	msg := err.Error()
+	for _, prefix := range []string{"Error creating the reservation: ", "Error updating the reservation: "} {
+		if _, reason, ok := strings.Cut(msg, prefix); ok {
+			reason, _, _ = strings.Cut(reason, "\n")
+			return strings.TrimSpace(reason), true
+		}
+	}
+	return "", false
 }
 
 // slurmClock writes a time as Slurm's tools read it (the machine's zone).

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"os"
 	"os/exec"
 	"strings"
 	"sync"
@@ -21,12 +22,18 @@ type Runner interface {
 }
 
 // ExecRunner runs Slurm's tools as processes, with the agent's environment (SLURM_CONF
-// names the cluster's slurm.conf when it is not /etc/slurm/slurm.conf).
-type ExecRunner struct{}
+// names the cluster's slurm.conf when it is not /etc/slurm/slurm.conf) and Env after
+// it (NAME=value; a later value of a name wins).
+type ExecRunner struct {
+	Env []string
+}
 
 // Run implements Runner.
-func (ExecRunner) Run(ctx context.Context, stdin, name string, args ...string) (string, error) {
+func (r ExecRunner) Run(ctx context.Context, stdin, name string, args ...string) (string, error) {
 	cmd := exec.CommandContext(ctx, name, args...)
+	if len(r.Env) > 0 {
+		cmd.Env = append(os.Environ(), r.Env...)
+	}
 	if stdin != "" {
 		cmd.Stdin = strings.NewReader(stdin)
 	}

@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"os/user"
 	"regexp"
 	"slices"
 	"strings"
@@ -101,6 +102,8 @@ type Backend struct {
 	partition string
 	accounts  map[string]string // team -> account
 	teams     map[string]string // lower-case account -> team
+	beTeams   map[string]string // lower-case best-effort account -> team
+	agentUser string            // the user the agent runs as: the one user of the best-effort accounts
 	pools     map[string]pool   // Clearhouse pool -> TRES
 	tresPools map[string][]pool // TRES -> the pools counting it
 	since     time.Time         // how far back accounting is read: the oldest thing still followed
@@ -115,6 +118,11 @@ type Backend struct {
 	// and qosUsed the other QOS the accounts used then (sorted, comma-separated).
 	qosChecked time.Time
 	qosUsed    string
+	// lastSet is each GrpTRES value this process set (or found as it wanted), by
+	// lastSetKey: a value that differs from it was changed by someone else (drift).
+	// It starts empty: after a restart the first write of a value is not drift.
+	lastSet map[string]int64
+	opened  bool // Open's checks are done: a QOS list put back from now on is drift
 }
 
 // Open checks that Slurm answers, reads the cluster name from scontrol when the config
@@ -127,7 +135,12 @@ func Open(ctx context.Context, c *agent.Config, r Runner, out io.Writer, now fun
 	if out == nil {
 		out = io.Discard
 	}
-	b := &Backend{run: r, out: out, now: now, qos: DefaultQOS, accounts: map[string]string{}, teams: map[string]string{},
+	me, err := user.Current()
+	if err != nil {
+		return nil, fmt.Errorf("slurm: the agent's user: %w", err)
+	}
+	b := &Backend{run: r, out: out, now: now, qos: DefaultQOS, accounts: map[string]string{}, teams: map[string]string{}, beTeams: map[string]string{},
+		agentUser: me.Username, lastSet: map[string]int64{},
 		pools: map[string]pool{}, tresPools: map[string][]pool{}, reported: map[string]bool{}, ranIn: map[string]map[int64]bool{}, since: now().Add(-24 * time.Hour)}
 	if s := c.Slurm; s != nil {
 		b.cluster, b.partition = s.Cluster, s.Partition
@@ -138,6 +151,7 @@ func Open(ctx context.Context, c *agent.Config, r Runner, out io.Writer, now fun
 	for team, t := range c.Teams {
 		b.accounts[team] = t.Account
 		b.teams[strings.ToLower(t.Account)] = team
+		b.beTeams[BestEffortAccount(t.Account)] = team
 	}
 	for name, p := range c.Pools {
 		u, err := parseUnit(p.TRES, p.Unit)
@@ -155,9 +169,10 @@ func Open(ctx context.Context, c *agent.Config, r Runner, out io.Writer, now fun
 		}
 		b.cluster = name
 	}
-	if err := b.ensureQOS(ctx, nil); err != nil {
+	if _, err := b.ensureQOS(ctx, nil); err != nil {
 		return nil, err
 	}
+	b.opened = true
 	return b, nil
 }
 
@@ -183,6 +198,16 @@ func (b *Backend) clusterName(ctx context.Context) (string, error) {
 
 // team returns the Clearhouse team of a Slurm account ("" when none is configured).
 func (b *Backend) team(account string) string { return b.teams[strings.ToLower(account)] }
+
+// taskTeam returns the team whose best-effort task a job of account runs as: its
+// best-effort account's, or its own account's (where tasks ran before best-effort
+// accounts existed, so a restarted agent never submits such a task again).
+func (b *Backend) taskTeam(account string) string {
+	if team := b.beTeams[strings.ToLower(account)]; team != "" {
+		return team
+	}
+	return b.team(account)
+}
 
 // units converts TRES counts into a pool's units, rounding up (a job using part of a
 // unit uses the unit).

@@ -26,7 +26,7 @@ func taskOf(name string) (int64, bool) {
 
 // SyncTasks implements agent.Backend. A task in run with no Slurm job of its name (in
 // the queue or in accounting since the agent started, less a day) is submitted with
-// sbatch under its team's account in the best-effort QOS, requesting its
+// sbatch under its team's best-effort account (BestEffortAccount) in the best-effort QOS, requesting its
 // configuration; a task in stop whose job is queued or running is cancelled. Events
 // come from the jobs' states in Slurm: RUNNING is started; COMPLETED is done;
 // PREEMPTED and CANCELLED are stopped; FAILED, TIMEOUT, OUT_OF_MEMORY, NODE_FAIL,
@@ -113,18 +113,16 @@ func live(state string) bool {
 	return false
 }
 
-// taskKey names a task's Slurm job: its job name under its team's account. The
-// account is part of it so that a job of the same name under another account (another
-// Clearhouse server's task, or one from before a database was restored, whose task
-// numbers start again) is never taken for this task's.
+// taskKey names a task's Slurm job: its job name under one of its team's accounts
+// (taskTeam). The team is part of it so that a job of the same name under another
+// account (another Clearhouse server's task, or one from before a database was
+// restored, whose task numbers start again) is never taken for this task's.
 type taskKey struct {
-	task    int64
-	account string
+	task int64
+	team string
 }
 
-func (b *Backend) taskKey(t agent.Task) taskKey {
-	return taskKey{t.ID, strings.ToLower(b.accounts[t.Team])}
-}
+func (b *Backend) taskKey(t agent.Task) taskKey { return taskKey{t.ID, t.Team} }
 
 // taskJobs is the newest Slurm job of each task in the best-effort QOS, by task and
 // account: accounting (sacct) since b.since, overlaid by the queue (squeue), which is
@@ -144,7 +142,11 @@ func (b *Backend) taskJobs(ctx context.Context) (map[taskKey]job, error) {
 		if !ok {
 			continue
 		}
-		k := taskKey{task, strings.ToLower(j.Account)}
+		team := b.taskTeam(j.Account)
+		if team == "" {
+			continue
+		}
+		k := taskKey{task, team}
 		if have, seen := out[k]; !seen || j.ID >= have.ID { // the queue comes last: it is the fresher
 			out[k] = j
 		}
@@ -162,7 +164,7 @@ func (b *Backend) submit(ctx context.Context, t agent.Task) error {
 	if err != nil {
 		return fmt.Errorf("slurm: task %d: %w", t.ID, err)
 	}
-	fmt.Fprintf(b.out, "slurm: submitted task %d as job %s (account %s, QOS %s)\n", t.ID, strings.TrimSpace(out), b.accounts[t.Team], b.qos)
+	fmt.Fprintf(b.out, "slurm: submitted task %d as job %s (account %s, QOS %s)\n", t.ID, strings.TrimSpace(out), BestEffortAccount(b.accounts[t.Team]), b.qos)
 	return nil
 }
 
@@ -179,7 +181,7 @@ func (b *Backend) sbatchArgs(t agent.Task) ([]string, string, error) {
 	if !ok {
 		return nil, "", fmt.Errorf("team %s has no account in the config", t.Team)
 	}
-	args := []string{"--parsable", "--job-name=" + TaskJobName(t.ID), "--account=" + acct, "--qos=" + b.qos,
+	args := []string{"--parsable", "--job-name=" + TaskJobName(t.ID), "--account=" + BestEffortAccount(acct), "--qos=" + b.qos,
 		"--ntasks=1", "--chdir=" + os.TempDir(), "--output=%x-%j.out"}
 	if b.partition != "" {
 		args = append(args, "--partition="+b.partition)

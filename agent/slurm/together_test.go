@@ -40,7 +40,8 @@ func (p *pairedRunner) Run(ctx context.Context, stdin, name string, args ...stri
 	return p.fakeSlurm.Run(ctx, stdin, name, args...)
 }
 
-// Each poll method sends its two independent reads of Slurm together (they wait on
+// Each poll method sends its two independent reads of Slurm together (ApplyQuotas has
+// one since best-effort jobs run under accounts of their own) (they wait on
 // slurmctld's locks once, not twice), and answers as it does with the reads made one
 // after the other (the other tests on the captured cluster check the answers).
 func TestPollReadsGoTogether(t *testing.T) {
@@ -52,10 +53,6 @@ func TestPollReadsGoTogether(t *testing.T) {
 	}{
 		{"Measure", func(b *Backend) error { _, err := b.Measure(ctx, time.Now()); return err },
 			[]string{"scontrol --oneliner show nodes", "squeue --noheader --all --states=RUNNING "}},
-		{"ApplyQuotas", func(b *Backend) error {
-			_, err := b.ApplyQuotas(ctx, []agent.Quota{{Team: "ads", Pool: "hpc/cpu", Units: 3}})
-			return err
-		}, []string{"sacctmgr --noheader --parsable2 show associations ", "squeue --noheader --all --states=RUNNING --Format=" + queueFormat + " --qos="}},
 		{"FollowReservations", func(b *Backend) error { _, err := b.FollowReservations(ctx, agent.Plan{}); return err },
 			[]string{"scontrol --oneliner show reservations", "squeue --noheader --all --states=PENDING,RUNNING,CONFIGURING,COMPLETING "}},
 	} {

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/clearhouse/clearhouse/agent/slurm"
 	"github.com/clearhouse/clearhouse/agent/slurm/slurmtest"
 	"github.com/clearhouse/clearhouse/auction"
 	"github.com/clearhouse/clearhouse/besteffort"
@@ -75,6 +76,7 @@ func newSlurmMarket(t *testing.T) *slurmMarket {
 	t.Cleanup(func() {
 		for _, acct := range m.accounts {
 			_ = exec.Command("scancel", "--account="+acct).Run()
+			_ = exec.Command("scancel", "--account="+slurm.BestEffortAccount(acct)).Run()
 		}
 		out, _ := exec.Command("scontrol", "--oneliner", "show", "reservations").Output()
 		for _, line := range strings.Split(string(out), "\n") {
@@ -85,8 +87,10 @@ func newSlurmMarket(t *testing.T) *slurmMarket {
 		}
 		time.Sleep(time.Second)
 		for _, acct := range m.accounts {
-			_ = exec.Command("sacctmgr", "--immediate", "delete", "user", "root", "account="+acct).Run()
-			_ = exec.Command("sacctmgr", "--immediate", "delete", "account", acct).Run()
+			for _, a := range []string{acct, slurm.BestEffortAccount(acct)} {
+				_ = exec.Command("sacctmgr", "--immediate", "delete", "user", "where", "account="+a).Run()
+				_ = exec.Command("sacctmgr", "--immediate", "delete", "account", a).Run()
+			}
 		}
 	})
 	m.config = filepath.Join(dir, "hpc.yaml")
@@ -259,7 +263,7 @@ func (m *slurmMarket) reserveOn(pool string, cores int64, dur time.Duration) fle
 }
 
 // A best-effort task of team ads (which holds nothing) runs as a Slurm job under ads's
-// account in Clearhouse's QOS; its start reaches the server; the agent restarted three
+// best-effort account in Clearhouse's QOS; its start reaches the server; the agent restarted three
 // times leaves one job and the first start; search, which holds the cores, runs a job
 // that needs them: Slurm preempts the task and the server hears it stopped; clearhouse
 // verify is clean.
@@ -293,14 +297,14 @@ func TestSlurmBestEffortTaskRunsAsAJobAcrossRestarts(t *testing.T) {
 	jobs := func() []string {
 		// This test's account only: an earlier run's task 1 (numbers start again in each
 		// test's database) may still be listed under its own account.
-		return strings.Fields(m.slurm("squeue", "--noheader", "--states=all", "--name="+name, "--account="+m.accounts["ads"], "--Format=JobID:|,Account:|,QOS:|,State:"))
+		return strings.Fields(m.slurm("squeue", "--noheader", "--states=all", "--name="+name, "--account="+slurm.BestEffortAccount(m.accounts["ads"]), "--Format=JobID:|,Account:|,QOS:|,State:"))
 	}
 	m.eventually("the task's job running in Slurm and its start confirmed", func() bool {
 		m.agentOnce(token)
 		return view().Runs[0].ConfirmedAt != nil
 	})
-	if got := jobs(); len(got) != 1 || !strings.HasSuffix(got[0], "|"+m.accounts["ads"]+"|clearhouse-best-effort|RUNNING") {
-		t.Fatalf("Slurm jobs named %s: %v, want one running under %s in clearhouse-best-effort", name, got, m.accounts["ads"])
+	if got := jobs(); len(got) != 1 || !strings.HasSuffix(got[0], "|"+slurm.BestEffortAccount(m.accounts["ads"])+"|clearhouse-best-effort|RUNNING") {
+		t.Fatalf("Slurm jobs named %s: %v, want one running under %s in clearhouse-best-effort", name, got, slurm.BestEffortAccount(m.accounts["ads"]))
 	}
 	confirmed := *view().Runs[0].ConfirmedAt
 	for range 3 { // three fresh agents: a kill and restart each

@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/clearhouse/clearhouse/agent"
+	"github.com/clearhouse/clearhouse/agent/slurm"
 	"github.com/clearhouse/clearhouse/besteffort"
 	"github.com/clearhouse/clearhouse/identity"
 )
@@ -221,7 +222,7 @@ func TestSlurmAgentKilledMidPollSubmitsOnceAndLosesNoEvent(t *testing.T) {
 		}
 		return v.Runs
 	}
-	acct := m.accounts["ads"]
+	acct := slurm.BestEffortAccount(m.accounts["ads"]) // where best-effort tasks run
 	var name string
 	jobs := func() []string { // the task's Slurm jobs under this test's account, queued or ended
 		return strings.Fields(m.slurm("squeue", "--noheader", "--states=all", "--name="+name, "--account="+acct, "--Format=JobID:|,QOS:|,State:|,StartTime:"))
