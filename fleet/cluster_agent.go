@@ -30,6 +30,9 @@ type Assignment struct {
 	Arrival       time.Time
 	Deadline      time.Time
 	MayStartNow   bool
+	// Beyond is, for a running request, its units of each pool taken now from the
+	// pool's shared capacity rather than its team's own quota (see Limit).
+	Beyond map[string]int64
 }
 
 // Allocation is what each job of one cluster should have in the current slot.
@@ -39,6 +42,9 @@ type Allocation struct {
 	SlotEnds time.Time // the allocation holds until then
 	Running  []Assignment
 	Waiting  []Assignment
+	// Holdings is every team's holdings of the cluster's pools, with what is on
+	// offer: with Running, what Limits takes.
+	Holdings []Holding
 }
 
 // Allocation returns the plan for cluster in the current slot. ENOTFOUND for an
@@ -47,12 +53,16 @@ func (s *Reservations) Allocation(ctx context.Context, cluster string) (Allocati
 	if err := exists(s.db.Read.WithContext(ctx), "clusters", cluster, "cluster: no cluster %q", cluster); err != nil {
 		return Allocation{}, err
 	}
+	holdings, err := clusterHoldings(s.db.Read.WithContext(ctx), cluster)
+	if err != nil {
+		return Allocation{}, err
+	}
 	var out Allocation
 	var ids []int64
 	var eng scheduler.Allocation
-	err := s.read(ctx, func(p *plan, now time.Time) error {
+	err = s.read(ctx, func(p *plan, now time.Time) error {
 		eng = p.eng.CurrentAllocation(p.slot(now))
-		out = Allocation{Cluster: cluster, Now: now, SlotEnds: p.at(p.slot(now) + 1)}
+		out = Allocation{Cluster: cluster, Now: now, SlotEnds: p.at(p.slot(now) + 1), Holdings: holdings}
 		for _, a := range append(append([]scheduler.Assignment(nil), eng.Running...), eng.Waiting...) {
 			ids = append(ids, a.Reservation)
 		}
@@ -79,7 +89,7 @@ func (s *Reservations) Allocation(ctx context.Context, cluster string) (Allocati
 			}
 			q := v.Requests[a.Request]
 			res = append(res, Assignment{Reservation: v.ID, Request: a.Request, Team: v.TeamID, Configuration: q.Config(),
-				Count: q.Count, Units: a.Units, Start: *q.StartAt, End: q.End(), Arrival: q.Arrival, Deadline: q.Deadline, MayStartNow: a.MayStartNow})
+				Count: q.Count, Units: a.Units, Start: *q.StartAt, End: q.End(), Arrival: q.Arrival, Deadline: q.Deadline, MayStartNow: a.MayStartNow, Beyond: a.Beyond})
 		}
 		return res
 	}
