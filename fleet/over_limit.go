@@ -240,6 +240,9 @@ func validateOverLimit(tx *gorm.DB, cluster string, over []OverLimitUsage, recla
 // and owners). ENOTFOUND for an unknown cluster; EINVALID (nothing changed) for rows
 // ValidateOverLimit refuses.
 func (s *Reservations) RecordOverLimit(ctx context.Context, cluster string, over []OverLimitUsage, reclaimed []ReclaimedReport) error {
+	if len(over)+len(reclaimed) == 0 { // every team of the cluster is under its limit
+		return s.db.Write.WithContext(ctx).Where("cluster_id = ?", cluster).Delete(&OverLimitRow{}).Error
+	}
 	return s.db.Write.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 		if err := exists(tx, "clusters", cluster, "cluster: no cluster %q", cluster); err != nil {
 			return err
