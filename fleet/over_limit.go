@@ -241,6 +241,12 @@ func validateOverLimit(tx *gorm.DB, cluster string, over []OverLimitUsage, recla
 // ValidateOverLimit refuses.
 func (s *Reservations) RecordOverLimit(ctx context.Context, cluster string, over []OverLimitUsage, reclaimed []ReclaimedReport) error {
 	if len(over)+len(reclaimed) == 0 { // every team of the cluster is under its limit
+		// Most reports say so of a cluster with nothing recorded: read before writing,
+		// so they take no write lock (one cluster's reports come one at a time).
+		var n int64
+		if err := s.db.Read.WithContext(ctx).Model(&OverLimitRow{}).Where("cluster_id = ?", cluster).Limit(1).Count(&n).Error; err != nil || n == 0 {
+			return err
+		}
 		return s.db.Write.WithContext(ctx).Where("cluster_id = ?", cluster).Delete(&OverLimitRow{}).Error
 	}
 	return s.db.Write.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
