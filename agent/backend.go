@@ -39,8 +39,9 @@ type Backend interface {
 	// own usage per pool (best-effort tasks left out: they borrow idle quota). Pools and
 	// teams not in the config are left out.
 	Measure(ctx context.Context, now time.Time) (Measurement, error)
-	// ApplyQuotas makes each team's limit in the cluster equal to want (the team's
-	// holdings plus its reservations running now, per pool, computed by the loop). With
+	// ApplyQuotas makes each team's limit in the cluster equal to want (the server's
+	// one rule, Allocation.Limits: its holdings, what it offers included, plus its
+	// reservations running now beyond its own quota; the best-effort grant apart). With
 	// a config the loop lists every team and pool it maps (0 where the team holds
 	// nothing) and leaves out the others (reporting that once as an error). It returns
 	// the drift it corrected: each value someone else changed from what the backend had

@@ -23,6 +23,10 @@ const (
 	maxStatusText  = 480
 )
 
+// maxReclaimed bounds what one report says was reclaimed (the latest are kept; the
+// server takes at most 1,000 rows).
+const maxReclaimed = 1000
+
 // Loop follows one cluster's allocation: each poll reads it from the server, drives
 // the backend to match it and reports what the cluster did. Set the exported fields
 // before Run or Poll; a Loop is not safe for concurrent use.
@@ -50,10 +54,12 @@ type Loop struct {
 	events      []TaskEvent
 	measured    []JobMeasurement
 	corrections []Correction
+	reclaimed   []Reclaimed
 	errs        []string
 
 	refused []JobKey        // early starts the server refused: the next plan says so
 	unknown map[string]bool // teams and pools outside the config, reported once
+	noClaim bool            // told once that the backend cannot reclaim
 	abacus  abacusMeter
 }
 
@@ -108,9 +114,11 @@ func Backoff(every, limit time.Duration, n int, j float64) time.Duration {
 	return max(time.Duration(float64(d)*(0.5+j/2)), every)
 }
 
-// Poll reads the allocation, drives the backend (ApplyQuotas, FollowReservations,
-// SyncTasks, Measure) and reports the early starts, ends, usage, waiting tasks,
-// best-effort events, pools' and owners' usage, measured abacus jobs and the agent's
+// Poll reads the allocation, drives the backend (ApplyQuotas, Reclaim when the
+// allocation lists excess to take back and the backend is a Reclaimer,
+// FollowReservations, SyncTasks, Measure) and reports the early starts, ends, usage,
+// waiting tasks, best-effort events, pools' and owners' usage, the teams whose own
+// usage exceeds their limit, what was reclaimed, measured abacus jobs and the agent's
 // status. An error of the backend is printed and reported; it does not fail the poll.
 // The allocation's or the report's error is returned.
 func (l *Loop) Poll(ctx context.Context) error {
@@ -123,7 +131,8 @@ func (l *Loop) Poll(ctx context.Context) error {
 	if sa, ok := b.(SharingAware); ok {
 		sa.SetPoolSharing(alloc.Pools)
 	}
-	corrections, err := b.ApplyQuotas(ctx, l.quotas(alloc, now))
+	quotas := l.quotas(alloc, now)
+	corrections, err := b.ApplyQuotas(ctx, quotas)
 	l.note(now, "apply quotas", err)
 	for _, c := range corrections {
 		l.corrections = append(l.corrections, c.clipped())
@@ -134,6 +143,7 @@ func (l *Loop) Poll(ctx context.Context) error {
 	for _, c := range corrections {
 		fmt.Fprintf(l.Out, "%s corrected %s\n", Clock(now), c)
 	}
+	l.reclaim(ctx, alloc.Reclaim, now)
 	jobs, err := b.FollowReservations(ctx, Plan{Cluster: alloc.Cluster, Now: now, SlotEnds: alloc.SlotEnds,
 		Running: alloc.Running, Waiting: alloc.Waiting, Upcoming: alloc.Upcoming, Refused: l.refused})
 	l.note(now, "follow reservations", err)
@@ -146,8 +156,13 @@ func (l *Loop) Poll(ctx context.Context) error {
 	m, err := b.Measure(ctx, now)
 	l.note(now, "measure", err)
 
+	owners := l.ownerUsage(ctx, alloc.Cluster, m.Owners, now)
+	over := l.overLimit(quotas, owners)
+	for _, o := range over {
+		fmt.Fprintf(l.Out, "%s over limit: %s uses %d of %s, limit %d\n", Clock(now), o.Team, o.Used, o.Pool, o.Limit)
+	}
 	up := Updates{Ends: l.ends, Starts: l.starts, Usage: jobs.Usage, Waiting: jobs.Waiting, Unplaceable: jobs.Unplaceable, BestEffort: l.events,
-		Pools: m.Pools, OwnerUsage: l.ownerUsage(ctx, alloc.Cluster, m.Owners, now), BestEffortJobs: l.measured,
+		Pools: m.Pools, OwnerUsage: owners, BestEffortJobs: l.measured, OverLimit: over, Reclaimed: l.reclaimed,
 		Agent: &Status{Backend: b.Name(), Version: l.Version, Corrections: l.corrections, Errors: l.errs}}
 	ans, err := l.Client.Report(ctx, up)
 	if err != nil {
@@ -171,7 +186,61 @@ func (l *Loop) Poll(ctx context.Context) error {
 
 // sent forgets what the last report carried.
 func (l *Loop) sent() {
-	l.starts, l.ends, l.events, l.measured, l.corrections, l.errs = nil, nil, nil, nil, nil, nil
+	l.starts, l.ends, l.events, l.measured, l.corrections, l.reclaimed, l.errs = nil, nil, nil, nil, nil, nil, nil
+}
+
+// reclaim hands the allocation's excess to take back to the backend when it is a
+// Reclaimer, and keeps what it stopped for the report; a backend that is not one is
+// noted once (the excess stays reported).
+func (l *Loop) reclaim(ctx context.Context, want []Reclaim, now time.Time) {
+	if len(want) == 0 {
+		return
+	}
+	r, ok := l.Backend.(Reclaimer)
+	if !ok {
+		if !l.noClaim {
+			l.noClaim = true
+			l.note(now, "reclaim", fmt.Errorf("the %s backend cannot take back work beyond limits; the excess is reported only", l.Backend.Name()))
+		}
+		return
+	}
+	done, err := r.Reclaim(ctx, want)
+	l.note(now, "reclaim", err)
+	for _, d := range done {
+		fmt.Fprintf(l.Out, "%s reclaimed %s (%s, %d of %s)\n", Clock(now), d.Object, d.Team, d.Units, d.Pool)
+	}
+	l.reclaimed = append(l.reclaimed, done...)
+	if len(l.reclaimed) > maxReclaimed {
+		l.reclaimed = slices.Delete(l.reclaimed, 0, len(l.reclaimed)-maxReclaimed)
+	}
+}
+
+// overLimit is each team and pool whose own usage (owners, summed per team and pool)
+// exceeds the limit the loop applied (0 where it applied none); with a config, only
+// the teams and pools it maps are judged. By team and pool.
+func (l *Loop) overLimit(applied []Quota, owners []OwnerUsage) []OverLimit {
+	limit := map[[2]string]int64{}
+	for _, q := range applied {
+		limit[[2]string{q.Team, q.Pool}] = q.Units
+	}
+	used := map[[2]string]int64{}
+	for _, u := range owners {
+		if l.Config != nil {
+			_, team := l.Config.Teams[u.Team]
+			_, pool := l.Config.Pools[u.Pool]
+			if !team || !pool {
+				continue // not mapped: the loop applies no limit there
+			}
+		}
+		used[[2]string{u.Team, u.Pool}] += u.Units
+	}
+	var out []OverLimit
+	for _, k := range slices.SortedFunc(maps.Keys(used), func(x, y [2]string) int { return cmp.Or(cmp.Compare(x[0], y[0]), cmp.Compare(x[1], y[1])) }) {
+		if used[k] > limit[k] {
+			out = append(out, OverLimit{Team: k[0], Pool: k[1], Used: used[k], Limit: limit[k]})
+		}
+	}
+	return out
 }
 
 // note prints a backend's error and keeps it for the next report (the latest

@@ -31,6 +31,9 @@ type Assignment struct {
 	Arrival       time.Time
 	Deadline      time.Time
 	MayStartNow   bool
+	// Beyond is, for a running request, its units of each pool taken now from the
+	// pool's shared capacity rather than its team's own quota (see Limit).
+	Beyond map[string]int64
 }
 
 // Allocation is what each job of one cluster should have in the current slot.
@@ -44,6 +47,9 @@ type Allocation struct {
 	// plan's horizon (Units 0): a cluster manager that reserves ahead (Slurm) makes
 	// its reservation at booking, not when its slot starts.
 	Upcoming []Assignment
+	// Holdings is every team's holdings of the cluster's pools, with what is on
+	// offer: with Running, what Limits takes.
+	Holdings []Holding
 }
 
 // Allocation returns the plan for cluster in the current slot, and the booked
@@ -52,12 +58,16 @@ func (s *Reservations) Allocation(ctx context.Context, cluster string) (Allocati
 	if err := exists(s.db.Read.WithContext(ctx), "clusters", cluster, "cluster: no cluster %q", cluster); err != nil {
 		return Allocation{}, err
 	}
+	holdings, err := clusterHoldings(s.db.Read.WithContext(ctx), cluster)
+	if err != nil {
+		return Allocation{}, err
+	}
 	var out Allocation
 	var ids []int64
 	var eng scheduler.Allocation
-	err := s.read(ctx, func(p *plan, now time.Time) error {
+	err = s.read(ctx, func(p *plan, now time.Time) error {
 		eng = p.eng.CurrentAllocation(p.slot(now))
-		out = Allocation{Cluster: cluster, Now: now, SlotEnds: p.at(p.slot(now) + 1)}
+		out = Allocation{Cluster: cluster, Now: now, SlotEnds: p.at(p.slot(now) + 1), Holdings: holdings}
 		for _, a := range append(append([]scheduler.Assignment(nil), eng.Running...), eng.Waiting...) {
 			ids = append(ids, a.Reservation)
 		}
@@ -87,7 +97,7 @@ func (s *Reservations) Allocation(ctx context.Context, cluster string) (Allocati
 			}
 			q := v.Requests[a.Request]
 			res = append(res, Assignment{Reservation: v.ID, Request: a.Request, Team: v.TeamID, Configuration: q.Config(),
-				Count: q.Count, Units: a.Units, Start: *q.StartAt, End: q.End(), Arrival: q.Arrival, Deadline: q.Deadline, MayStartNow: a.MayStartNow})
+				Count: q.Count, Units: a.Units, Start: *q.StartAt, End: q.End(), Arrival: q.Arrival, Deadline: q.Deadline, MayStartNow: a.MayStartNow, Beyond: a.Beyond})
 		}
 		return res
 	}

@@ -66,7 +66,7 @@ type Reservations struct {
 	seasonal   *scheduler.Shifted // the plan's views of them, in its slots
 	fractional *scheduler.Shifted
 	observer   PlanObserver    // told of every plan update; nil: nobody
-	notices    *notify.Service // teams told of reservations their cluster refused; nil: nobody
+	notices    *notify.Service // teams told of reservations their cluster refused and of work beyond their limits
 }
 
 // NewReservations returns the reservation service on db, charging through l.
@@ -80,8 +80,13 @@ func NewReservations(db *store.DB, l *ledger.Ledger, now func() time.Time, cfg P
 	if cfg.Period <= 0 {
 		cfg.Period = DefaultPlanConfig.Period
 	}
-	return &Reservations{db: db, ledger: l, now: func() time.Time { return now().UTC() }, cfg: cfg, writers: make(chan struct{}, 1)}
+	return &Reservations{db: db, ledger: l, now: func() time.Time { return now().UTC() }, cfg: cfg, writers: make(chan struct{}, 1),
+		notices: notify.New(db, now)}
 }
+
+// UseNotices makes the service tell teams through n (the market's, which queues
+// e-mail when it is on) instead of its own, which keeps notifications in the app.
+func (s *Reservations) UseNotices(n *notify.Service) { s.notices = n }
 
 // Config is the plan's clock.
 func (s *Reservations) Config() PlanConfig { return s.cfg }

@@ -29,10 +29,6 @@ const maxUnplaceableReason = 500
 // refused a reservation it had booked (ref "reservation:N").
 const NoticeReservationUnplaceable = "reservation_unplaceable"
 
-// UseNotices makes the service tell teams what happened to their reservations (a
-// cluster refusing one) through n; without it nobody is told.
-func (s *Reservations) UseNotices(n *notify.Service) { s.notices = n }
-
 // upcoming is every accepted request of cluster whose planned start is after now and
 // within the plan's horizon, as assignments with no units yet, by start.
 func (s *Reservations) upcoming(ctx context.Context, cluster string, now time.Time) ([]Assignment, error) {

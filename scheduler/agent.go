@@ -32,6 +32,11 @@ type Assignment struct {
 	// moves it and frees its planned slots. The requests so marked in one
 	// allocation fit together.
 	MayStartNow bool
+	// Beyond is, for a running request, the units of each pool it takes now from the
+	// pool's shared capacity: its units (overhead included) less what its owner's
+	// quota gives it in this slot. A request that fits in its owner's free quota has
+	// none; a pool it takes nothing beyond quota from is left out.
+	Beyond Config
 }
 
 // Allocation is what each job should be getting in one slot: the jobs planned to
@@ -53,6 +58,14 @@ func (e *Engine) CurrentAllocation(now Slot) Allocation {
 			switch {
 			case s.Start <= now && now < s.End:
 				s.Units = q.Count
+				q.eachPool(func(p string, need int64) {
+					if b := need - r.own(i, p, now); b > 0 {
+						if s.Beyond == nil {
+							s.Beyond = Config{}
+						}
+						s.Beyond[p] = b
+					}
+				})
 				a.Running = append(a.Running, s)
 			case q.Arrival <= now && now < s.Start && s.Start < s.End:
 				a.Waiting = append(a.Waiting, s)

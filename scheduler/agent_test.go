@@ -215,3 +215,36 @@ func TestReplanningKeepsEveryGuaranteeItCan(t *testing.T) {
 		}
 	})
 }
+
+// A running request's Beyond is what it takes from shared capacity now: nothing when
+// its owner's free quota covers it, the rest when it does not, and the quota is used
+// once across the owner's requests running together.
+func TestCurrentAllocationBeyondOwnersQuota(t *testing.T) {
+	e := NewEngine(50, map[string]int64{"c/cpu": 100}, Greedy{UnitPrice: 1})
+	if _, err := e.SetQuota(0, "ads", "c/cpu", 0, 0, 8); err != nil {
+		t.Fatal(err)
+	}
+	inside, ok, err := e.MakeReservation(0, Bid{Owner: "ads", Requests: []Request{req(4, 5, 0, 5)}, Value: 100})
+	if err != nil || !ok {
+		t.Fatal(ok, err)
+	}
+	now := e.CurrentAllocation(1)
+	if len(now.Running) != 1 || now.Running[0].Reservation != inside.ID || now.Running[0].Beyond != nil {
+		t.Fatalf("a request inside its owner's quota: %+v", now.Running)
+	}
+	past, ok, err := e.MakeReservation(1, Bid{Owner: "ads", Requests: []Request{req(10, 4, 1, 5)}, Value: 1000})
+	if err != nil || !ok {
+		t.Fatal(ok, err)
+	}
+	now = e.CurrentAllocation(2)
+	var beyond int64
+	for _, a := range now.Running {
+		beyond += a.Beyond["c/cpu"]
+		if a.Reservation == past.ID && a.Beyond["c/cpu"] != 6 {
+			t.Errorf("the second request takes %d beyond quota, want 6 (4 of the 8 are the first's)", a.Beyond["c/cpu"])
+		}
+	}
+	if len(now.Running) != 2 || beyond != 14-8 {
+		t.Fatalf("running %+v: %d beyond quota, want 6", now.Running, beyond)
+	}
+}

@@ -76,6 +76,38 @@ type APIAllocation struct {
 	// Upcoming lists the booked jobs planned to start later, within the plan's
 	// horizon (units 0), so that a cluster reserving ahead (Slurm) reserves at booking.
 	Upcoming []apiAssignment `json:"upcoming,omitempty"`
+	// Limits is each team's limit of each pool by the one rule (fleet.Limits): units
+	// = held (what is on offer included, until a sale settles) + reserved (running
+	// reservations beyond the team's own quota); best_effort, granted to the team's
+	// best-effort tasks now, is enforced apart. Always sent (empty: no limits).
+	Limits []apiLimit `json:"limits"`
+	// OverLimit is the operators' policy for work beyond a team's limit.
+	OverLimit apiOverLimitPolicy `json:"over_limit"`
+	// Reclaim lists the excess to take back now: each team over its limit for longer
+	// than the grace, when the policy evicts.
+	Reclaim []apiReclaim `json:"reclaim"`
+}
+
+type apiLimit struct {
+	Team       string `json:"team"`
+	Pool       string `json:"pool"`
+	Units      int64  `json:"units"`
+	Held       int64  `json:"held"`
+	Offered    int64  `json:"offered"`
+	Reserved   int64  `json:"reserved"`
+	BestEffort int64  `json:"best_effort"`
+}
+
+type apiOverLimitPolicy struct {
+	Action       string `json:"action"`
+	GraceSeconds int64  `json:"grace_seconds"`
+}
+
+type apiReclaim struct {
+	Team  string    `json:"team"`
+	Pool  string    `json:"pool"`
+	Units int64     `json:"units"`
+	Since time.Time `json:"since"`
 }
 
 type apiPoolSharing struct {
@@ -112,7 +144,9 @@ func (s *Server) apiAllocation(c *gin.Context) {
 		return
 	}
 	out := APIAllocation{Cluster: a.Cluster, Now: a.Now, SlotEnds: a.SlotEnds,
-		Running: toAPIAssignments(a.Running), Waiting: toAPIAssignments(a.Waiting), BestEffort: []apiBestEffortTask{}, Preempt: []apiBestEffortTask{}, Quotas: []apiQuota{}, Pools: []apiPoolSharing{}}
+		Running: toAPIAssignments(a.Running), Waiting: toAPIAssignments(a.Waiting), BestEffort: []apiBestEffortTask{}, Preempt: []apiBestEffortTask{}, Quotas: []apiQuota{}, Pools: []apiPoolSharing{},
+		Limits: []apiLimit{}, Reclaim: []apiReclaim{}}
+	var grants []fleet.Grant
 	if len(a.Upcoming) > 0 {
 		out.Upcoming = toAPIAssignments(a.Upcoming)
 	}
@@ -129,6 +163,7 @@ func (s *Server) apiAllocation(c *gin.Context) {
 			return
 		}
 		out.BestEffort, out.Preempt = toAPIBestEffortTasks(be.Run), toAPIBestEffortTasks(be.Stop)
+		grants = grantsOf(be.Run)
 		for _, q := range be.Quotas {
 			out.Quotas = append(out.Quotas, apiQuota{Team: q.Team, Pool: q.Pool, Units: q.Units})
 		}
@@ -143,6 +178,18 @@ func (s *Server) apiAllocation(c *gin.Context) {
 					MinRuntimeSeconds: int64(st.MinRuntime / time.Second), Exposure: st.Exposure})
 			}
 		}
+	}
+	for _, l := range a.Limits(grants) {
+		out.Limits = append(out.Limits, apiLimit{Team: l.Team, Pool: l.Pool, Units: l.Units(), Held: l.Held, Offered: l.Offered, Reserved: l.Reserved, BestEffort: l.BestEffort})
+	}
+	policy, reclaim, err := s.svc.Reservations.Reclaims(ctx, cluster)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	out.OverLimit = apiOverLimitPolicy{Action: policy.Action, GraceSeconds: int64(policy.Grace / time.Second)}
+	for _, r := range reclaim {
+		out.Reclaim = append(out.Reclaim, apiReclaim{Team: r.Team, Pool: r.Pool, Units: r.Excess(), Since: r.Since})
 	}
 	c.JSON(http.StatusOK, out)
 }
@@ -209,6 +256,21 @@ type APIUpdates struct {
 		Request     int    `json:"request"`
 		Reason      string `json:"reason"`
 	} `json:"unplaceable,omitempty"`
+	// OverLimit lists the teams whose own usage exceeds their limit now; a team and
+	// pool of the cluster a report does not list is back under its limit.
+	OverLimit []struct {
+		Team  string `json:"team"`
+		Pool  string `json:"pool"`
+		Used  int64  `json:"used"`
+		Limit int64  `json:"limit"`
+	} `json:"over_limit,omitempty"`
+	// Reclaimed lists what the backend stopped to take back excess.
+	Reclaimed []struct {
+		Team   string `json:"team"`
+		Pool   string `json:"pool"`
+		Object string `json:"object"`
+		Units  int64  `json:"units"`
+	} `json:"reclaimed,omitempty"`
 	// Agent is the agent's status (optional): its backend and version, the drift it
 	// corrected and the errors it met since its last report.
 	Agent *APIAgentStatus `json:"agent,omitempty"`
@@ -270,12 +332,24 @@ func (s *Server) apiClusterUpdates(c *gin.Context) {
 		}
 		be.Measured = append(be.Measured, besteffort.JobMeasurement{Job: x.Job, Utility: *x.Utility, Shares: x.Shares})
 	}
+	var over []fleet.OverLimitUsage
+	for _, x := range body.OverLimit {
+		over = append(over, fleet.OverLimitUsage{Team: x.Team, Pool: x.Pool, Used: x.Used, Limit: x.Limit})
+	}
+	var reclaimed []fleet.ReclaimedReport
+	for _, x := range body.Reclaimed {
+		reclaimed = append(reclaimed, fleet.ReclaimedReport{Team: x.Team, Pool: x.Pool, Object: x.Object, Units: x.Units})
+	}
 	status, err := agentStatusOf(body.Agent)
 	if err != nil { // refuse the whole report before any part applies
 		s.fail(c, err)
 		return
 	}
 	ctx, cluster := c.Request.Context(), c.Param("cluster")
+	if err := s.svc.Reservations.ValidateOverLimit(ctx, cluster, over, reclaimed); err != nil {
+		s.fail(c, err)
+		return
+	}
 	if !be.Empty() {
 		if s.svc.BestEffort == nil {
 			s.fail(c, clearhouse.Errorf(clearhouse.EINVALID, "best_effort: this server runs no best-effort service"))
@@ -296,6 +370,10 @@ func (s *Server) apiClusterUpdates(c *gin.Context) {
 			s.fail(c, err)
 			return
 		}
+	}
+	if err := s.svc.Reservations.RecordOverLimit(ctx, cluster, over, reclaimed); err != nil {
+		s.fail(c, err)
+		return
 	}
 	// The report applied: an agent status that cannot be kept is logged, not answered
 	// as a failure that would make the agent send the report again.
@@ -334,4 +412,13 @@ func agentStatusOf(a *APIAgentStatus) (*fleet.AgentStatus, error) {
 		st.Corrections = append(st.Corrections, fleet.Correction{Team: x.Team, Pool: x.Pool, Object: x.Object, Was: x.Was, Now: x.Now})
 	}
 	return st, st.Validate()
+}
+
+// grantsOf is the best-effort tasks running now as the limit rule takes them.
+func grantsOf(run []besteffort.AgentTask) []fleet.Grant {
+	out := make([]fleet.Grant, 0, len(run))
+	for _, t := range run {
+		out = append(out, fleet.Grant{Team: t.Team, Configuration: t.Configuration})
+	}
+	return out
 }

@@ -64,6 +64,9 @@ func (s *Server) operateView(c *gin.Context, v templates.OperateView) (templates
 	if v.Agents, err = s.agentRows(ctx, clusters); err != nil {
 		return v, err
 	}
+	if v.OverLimit, err = s.overLimitView(ctx, pools, v.OverLimit.Policy); err != nil {
+		return v, err
+	}
 	v.NewPool.Clusters = nil
 	for _, cl := range clusters {
 		v.NewPool.Clusters = append(v.NewPool.Clusters, cl.ID)

@@ -98,6 +98,7 @@ func (s *Server) routes(e *gin.Engine) {
 	op.POST("/auctions/:id/close", s.closeAuction)
 	op.POST("/auctions/:id/cancel", s.cancelAuction)
 	op.POST("/limits", s.saveLimits)
+	op.POST("/over-limit", s.saveOverLimitPolicy)
 	op.GET("/trades", s.tradesPage)
 	op.GET("/stats", s.statsPage)
 	op.GET("/schedule", s.schedulePage)

@@ -123,6 +123,14 @@ func (s *Server) teamView(c *gin.Context, team string, csvPath string) (template
 		s.fail(c, err)
 		return templates.TeamView{}, false
 	}
+	if v.Limits, err = s.teamLimitRows(ctx, team, unit); err != nil {
+		s.fail(c, err)
+		return templates.TeamView{}, false
+	}
+	if v.OverLimit, v.Reclaimed, err = s.overLimitRows(ctx, team, unit); err != nil {
+		s.fail(c, err)
+		return templates.TeamView{}, false
+	}
 	return v, true
 }
 

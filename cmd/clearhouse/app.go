@@ -189,7 +189,7 @@ func (a *App) Open(ctx context.Context) error {
 	a.Market = exchange.NewMarket(db, a.Ledger, a.now)
 	a.Plan = fleet.NewReservations(db, a.Ledger, a.now, fleet.DefaultPlanConfig)
 	a.Market.UseQuotaCommitments(a.Plan)
-	a.Plan.UseNotices(a.Market.Notices()) // teams hear of reservations their cluster refused
+	a.Plan.UseNotices(a.Market.Notices()) // teams hear of reservations their cluster refused and of work beyond their limits
 	a.Util = fleet.NewUtilization(db, a.now, fleet.DefaultUtilizationConfig)
 	a.Market.UseMeasuredUtilization(a.Util)
 	a.Idle = besteffort.New(db, a.Ledger, a.now, besteffort.DefaultConfig)

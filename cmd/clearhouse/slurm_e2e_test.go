@@ -220,8 +220,10 @@ func TestSlurmAgentEndToEnd(t *testing.T) {
 	if !strings.Contains(show, "TRES=cpu=2") || !strings.Contains(show, "Accounts="+m.accounts["search"]) {
 		t.Fatalf("Slurm reservation %s: %s\nagent:\n%s", name, show, out)
 	}
-	if got := m.grpTRES("search"); got != "cpu=5" {
-		t.Errorf("GrpTRES with the reservation running %q, want cpu=5 (3 held + 2 reserved)", got)
+	// The 2 cores fit in search's 3: the reservation is free and does not raise the
+	// limit (the one rule, issue 37), where the agent once wrote 3 + 2.
+	if got := m.grpTRES("search"); got != "cpu=3" {
+		t.Errorf("GrpTRES with a reservation inside the quota running %q, want cpu=3 (3 held, nothing reserved beyond them)", got)
 	}
 	inRes := sbatch("--account="+m.accounts["search"], "--reservation="+name, "--cpus-per-task=2", "--wrap=sleep 5")
 	m.eventually("the job running in its reservation", func() bool { return m.jobState(inRes) == "RUNNING|None" })
