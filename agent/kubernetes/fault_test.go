@@ -120,7 +120,6 @@ func TestAnAPIServerOutageIsReportedNotAStaleMeasurement(t *testing.T) {
 	if through.TLSClientConfig.ServerName == "" {
 		through.TLSClientConfig.ServerName = u.Hostname()
 	}
-	through.Timeout = 5 * time.Second
 	class := "ch-fault-" + ns[len(ns)-5:]
 	t.Cleanup(func() {
 		_ = cs.SchedulingV1().PriorityClasses().Delete(context.Background(), class, metav1.DeleteOptions{})
