@@ -18,7 +18,9 @@ import (
 // Running pods that are not best-effort (their PriorityClass is the backend's, or they
 // carry a task label). Every pool of the config is listed, and every team of the
 // config with every pool, 0 where it runs nothing (so a team's last pod ending takes
-// its recorded usage to 0). The informers' stores are read only after a live call has
+// its recorded usage to 0). Pods this process evicted (Reclaim) are left out at once,
+// even while the informer still shows them live, so the report after an eviction
+// shows the excess freed. The informers' stores are read only after a live call has
 // shown the API server answering (verify): when it does not, Measure returns the
 // error and no measurement, rather than the stores' last, stale state.
 func (b *Backend) Measure(ctx context.Context, now time.Time) (agent.Measurement, error) {
@@ -38,9 +40,12 @@ func (b *Backend) Measure(ctx context.Context, now time.Time) (agent.Measurement
 	for _, t := range b.m.teams {
 		own[t.name] = make([]int64, len(b.m.pools))
 	}
+	b.mu.Lock()
+	evicted := maps.Clone(b.evicted)
+	b.mu.Unlock()
 	for _, pod := range pods {
-		if pod.Spec.NodeName == "" || ended(pod) {
-			continue
+		if _, out := evicted[pod.UID]; pod.Spec.NodeName == "" || ended(pod) || out {
+			continue // an evicted pod may still look live in the informer: it is on its way out
 		}
 		req := podRequests(pod)
 		team, ok := owners[pod.Namespace]

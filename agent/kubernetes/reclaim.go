@@ -26,8 +26,9 @@ var _ agent.Reclaimer = (*Backend)(nil)
 // pool reach r.Units (rounded up to whole units). It evicts through the Eviction API
 // (policy/v1), so the API server honours the pods' PodDisruptionBudgets and grace
 // periods: a pod a budget protects now (429) is skipped for the next newest and named
-// in the error. Pods this process already evicted that still end count as freed, so a
-// Reclaim repeated before the cluster has caught up evicts nothing more. Each pod
+// in the error. Pods this process evicted that the informer still shows count as
+// freed, and Measure leaves them out, so the report after an eviction already shows
+// the excess freed and the server asks for no more. Each pod
 // evicted is returned as a Reclaimed ("Pod ns/name", its units of the pool). Teams and
 // pools not in the config are skipped with an error.
 func (b *Backend) Reclaim(ctx context.Context, rs []agent.Reclaim) ([]agent.Reclaimed, error) {
