@@ -11,6 +11,7 @@ import (
 	"github.com/clearhouse/clearhouse/agent/kubernetes"
 	"github.com/clearhouse/clearhouse/agent/kubernetes/kubetest"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 )
@@ -109,5 +110,37 @@ func TestKubernetesAgentOnceFailsWhenTheBackendFails(t *testing.T) {
 	}
 	if code, out, errOut := m.agent("us-east", token, "--backend", "kubernetes", "--config", config, "--once"); code != 0 {
 		t.Fatalf("--once with every namespace there: exit %d\n%s%s", code, out, errOut)
+	}
+}
+
+// The real agent touches only what it maps: a pod labelled as a Clearhouse task that
+// the server does not run is deleted in the team's namespace and left alone in a
+// namespace the config does not map (another agent's, on a shared control plane).
+func TestKubernetesALabelledPodOutsideTheMappingSurvives(t *testing.T) {
+	m := newAgentMarket(t)
+	k := newKubeAgent(t, m)
+	ctx := context.Background()
+	cs := kubetest.Client(t)
+	other := kubetest.Namespace(t, cs)
+	t.Cleanup(func() { deletePods(t, cs, other) })
+	for _, ns := range []string{k.ns, other} {
+		p := cpuPod(kubernetes.PodName(987654), "1")
+		p.Labels = map[string]string{kubernetes.ManagedBy: "clearhouse", kubernetes.LabelTask: "987654"}
+		if _, err := cs.CoreV1().Pods(ns).Create(ctx, p, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	kubetest.Eventually(t, "the mapped namespace's stray task pod deleted", func() (bool, error) {
+		k.poll()
+		p, err := cs.CoreV1().Pods(k.ns).Get(ctx, kubernetes.PodName(987654), metav1.GetOptions{})
+		if err != nil {
+			return apierrors.IsNotFound(err), nil
+		}
+		return p.DeletionTimestamp != nil, nil
+	})
+	k.poll()
+	p, err := cs.CoreV1().Pods(other).Get(ctx, kubernetes.PodName(987654), metav1.GetOptions{})
+	if err != nil || p.DeletionTimestamp != nil {
+		t.Fatalf("the labelled pod in %s, a namespace the agent does not map: %v", other, err)
 	}
 }
