@@ -56,6 +56,7 @@ type Loop struct {
 	corrections []Correction
 	reclaimed   []Reclaimed
 	errs        []string
+	pollErrs    []string // the backend's errors in the last poll (PollErrors)
 
 	refused []JobKey        // early starts the server refused: the next plan says so
 	unknown map[string]bool // teams and pools outside the config, reported once
@@ -122,6 +123,7 @@ func Backoff(every, limit time.Duration, n int, j float64) time.Duration {
 // status. An error of the backend is printed and reported; it does not fail the poll.
 // The allocation's or the report's error is returned.
 func (l *Loop) Poll(ctx context.Context) error {
+	l.pollErrs = nil
 	alloc, err := l.Client.Allocation(ctx)
 	if err != nil {
 		return err
@@ -252,10 +254,22 @@ func (l *Loop) note(now time.Time, what string, err error) {
 	msg := clipText(what+": "+err.Error(), maxStatusText)
 	fmt.Fprintf(l.ErrOut, "%s %s\n", Clock(now), msg)
 	l.errs = append(l.errs, msg)
+	if what != noteConfig {
+		l.pollErrs = append(l.pollErrs, msg)
+	}
 	if len(l.errs) > maxErrors {
 		l.errs = slices.Delete(l.errs, 0, len(l.errs)-maxErrors)
 	}
 }
+
+// PollErrors returns the errors the backend met in the last Poll (nil: none), as
+// printed and reported: a poll that returned nil may still have failed in the cluster
+// (`clearhouse agent --once` exits non-zero on them). Teams and pools outside the
+// config are not among them.
+func (l *Loop) PollErrors() []string { return l.pollErrs }
+
+// noteConfig is what note calls the config's errors, which are not the backend's.
+const noteConfig = "config"
 
 // quotas is each team's quota of each pool now: the server's Limits when it sends
 // them (the one rule), else its holdings (the allocation's quotas) plus its
@@ -318,7 +332,7 @@ func (l *Loop) quotas(alloc Allocation, now time.Time) []Quota {
 			}
 		}
 		slices.SortFunc(errs, func(a, b error) int { return cmp.Compare(a.Error(), b.Error()) })
-		l.note(now, "config", errors.Join(errs...))
+		l.note(now, noteConfig, errors.Join(errs...))
 		for team := range l.Config.Teams {
 			for pool := range l.Config.Pools {
 				if k := [2]string{team, pool}; sum[k] == 0 {

@@ -307,3 +307,30 @@ func TestLoopHandsThePoolsSharingToTheBackend(t *testing.T) {
 		t.Fatalf("sharing %+v, quotas applied %d times", b.got, len(b.quotas))
 	}
 }
+
+// PollErrors holds the backend's errors of the last poll only (which the poll reported
+// and did not fail on), never the config's notes of unmapped teams.
+func TestLoopPollErrorsAreTheLastPollsBackendErrors(t *testing.T) {
+	f := &fakeServer{alloc: Allocation{Cluster: "us-east", Now: epoch, Quotas: []Quota{{Team: "ghost", Pool: "us-east/cpu", Units: 5}}}}
+	b := &fakeBackend{err: errors.New("quota API down")}
+	l, _ := newTestLoop(t, f, b)
+	l.Config = &Config{File: "us-east.yaml", Cluster: "us-east", Teams: map[string]Team{"ads": {}}, Pools: map[string]Pool{"us-east/cpu": {Unit: "1"}}}
+	ctx := context.Background()
+	if err := l.Poll(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := l.PollErrors(); len(got) != 1 || got[0] != "apply quotas: quota API down" || len(f.reports[0].Agent.Errors) != 2 {
+		t.Fatalf("poll errors %q (reported %q), want the backend's one", got, f.reports[0].Agent.Errors)
+	}
+	b.err = nil
+	if err := l.Poll(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := l.PollErrors(); got != nil {
+		t.Fatalf("after a clean poll: %q", got)
+	}
+	l.unknown = nil // the unmapped team noted again: not the backend's error
+	if err := l.Poll(ctx); err != nil || l.PollErrors() != nil || len(f.reports[2].Agent.Errors) != 1 {
+		t.Fatalf("a poll with only a config note: %v, poll errors %q, reported %q", err, l.PollErrors(), f.reports[2].Agent.Errors)
+	}
+}

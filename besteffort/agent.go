@@ -3,6 +3,7 @@ package besteffort
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -173,8 +174,36 @@ func (s *Service) validate(tx *gorm.DB, cluster string, r Report, now time.Time)
 // ValidateReport checks a report without applying it, so the web layer can refuse
 // a whole agent report before any part of it is applied.
 func (s *Service) ValidateReport(ctx context.Context, cluster string, r Report) error {
-	_, err := s.validate(s.db.Read.WithContext(ctx), cluster, r, s.now())
+	db := s.db.Read.WithContext(ctx)
+	usage, err := knownUsage(db, r.Usage)
+	if err != nil {
+		return err
+	}
+	r.Usage = usage
+	_, err = s.validate(db, cluster, r, s.now())
 	return err
+}
+
+// knownUsage is usage less the rows of 0 units of teams the market does not know: an
+// agent lists every team its config maps, 0 where it runs nothing (so a team's last
+// pod ending takes its usage to 0), and a team in the config but not yet in the market
+// has nothing to record. Any other row of an unknown team is left for validate to
+// refuse.
+func knownUsage(tx *gorm.DB, usage []OwnerUsage) ([]OwnerUsage, error) {
+	var names []string
+	for _, u := range usage {
+		if u.Units == 0 {
+			names = append(names, u.Team)
+		}
+	}
+	if len(names) == 0 {
+		return usage, nil
+	}
+	var known []string
+	if err := tx.Table("teams").Where("id IN ?", names).Pluck("id", &known).Error; err != nil {
+		return nil, err
+	}
+	return slices.DeleteFunc(slices.Clone(usage), func(u OwnerUsage) bool { return u.Units == 0 && !slices.Contains(known, u.Team) }), nil
 }
 
 // Report applies what cluster's agent reports of best-effort work, in one
@@ -191,6 +220,9 @@ func (s *Service) Report(ctx context.Context, cluster string, r Report) error {
 		now := s.now()
 		ic, err := lockIdleCluster(tx, cluster, now)
 		if err != nil {
+			return err
+		}
+		if r.Usage, err = knownUsage(tx, r.Usage); err != nil {
 			return err
 		}
 		tasks, err := s.validate(tx, cluster, r, now)

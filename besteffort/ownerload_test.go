@@ -2,9 +2,11 @@ package besteffort_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/clearhouse/clearhouse"
 	"github.com/clearhouse/clearhouse/besteffort"
 	"github.com/clearhouse/clearhouse/store"
 	"github.com/clearhouse/clearhouse/store/storetest"
@@ -181,6 +183,40 @@ func TestFairnessStaleUntilComputedAndAfterAnHour(t *testing.T) {
 		x.Clock.Advance(61 * time.Minute)
 		if !stale() {
 			t.Fatal("computed 61 minutes ago: stale")
+		}
+	})
+}
+
+// An agent lists every team its config maps, 0 where it runs nothing: a team's usage
+// goes to 0 when its last work ends, and a 0 of a team the market does not know is
+// skipped (there is nothing to record), while any other row of an unknown team
+// refuses the whole report, as before.
+func TestOwnersUsageOfZeroIsRecordedAndOfAnUnknownTeamSkipped(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		x := newIdle(t, db)
+		ctx := context.Background()
+		x.usage(8)
+		x.Clock.Advance(time.Minute)
+		zero := besteffort.Report{Usage: []besteffort.OwnerUsage{{Team: "ads", Pool: "us-east/cpu"}, {Team: "not-in-the-market", Pool: "us-east/cpu"}}}
+		if err := x.be.ValidateReport(ctx, "us-east", zero); err != nil {
+			t.Fatalf("validate: %v", err)
+		}
+		if err := x.be.Report(ctx, "us-east", zero); err != nil {
+			t.Fatal(err)
+		}
+		var rows []besteffort.IdleUsage
+		if err := db.Read.Order("team_id").Find(&rows).Error; err != nil {
+			t.Fatal(err)
+		}
+		if len(rows) != 1 || rows[0].TeamID != "ads" || rows[0].Units != 0 {
+			t.Fatalf("idle_usage after a report of 0: %+v; want ads at 0 and nothing of the unknown team", rows)
+		}
+		bad := besteffort.Report{Usage: []besteffort.OwnerUsage{{Team: "ads", Pool: "us-east/cpu", Units: 4}, {Team: "not-in-the-market", Pool: "us-east/cpu", Units: 1}}}
+		if err := x.be.Report(ctx, "us-east", bad); clearhouse.ErrorCode(err) != clearhouse.EINVALID || !strings.Contains(err.Error(), "no team") {
+			t.Fatalf("a non-zero row of an unknown team: %v, want EINVALID", err)
+		}
+		if err := db.Read.Find(&rows).Error; err != nil || len(rows) != 1 || rows[0].Units != 0 {
+			t.Fatalf("after a refused report: %+v %v", rows, err)
 		}
 	})
 }

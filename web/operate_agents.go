@@ -38,6 +38,9 @@ func (s *Server) agentRows(ctx context.Context, clusters []exchange.Cluster) ([]
 			row.Errors = v.Errors
 			if v.ErrorsAt != nil {
 				row.ErrorsAt = fmtTime(*v.ErrorsAt)
+				// The server keeps the last errors through clean reports: a report
+				// after them carried none, so the agent has recovered.
+				row.Recovered = v.ReportedAt.After(*v.ErrorsAt)
 			}
 		}
 		rows = append(rows, row)

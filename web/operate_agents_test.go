@@ -83,3 +83,49 @@ func TestOperateShowsEachClustersAgent(t *testing.T) {
 		t.Errorf("a member reads /operate: %d", res.StatusCode)
 	}
 }
+
+// An agent that reported errors and then a clean report is shown recovered: healthy,
+// with its last errors and their time kept as history; a new error makes it unhealthy
+// again.
+func TestOperateShowsAnAgentsRecovery(t *testing.T) {
+	f := newFixture(t)
+	f.openMarket()
+	ctx := context.Background()
+	agent, _, err := f.id.IssueAgentToken(ctx, "us-east", "agent")
+	if err != nil {
+		t.Fatal(err)
+	}
+	report := func(body string) {
+		t.Helper()
+		if code, res := f.api(agent, "POST", "/api/v1/clusters/us-east/updates", body); code != http.StatusOK {
+			t.Fatalf("report: %d %v", code, res)
+		}
+	}
+	f.user("op@x.io", identity.RoleOperator, "")
+	op := f.browser()
+	op.login("op@x.io")
+	cell := func() (string, bool, string) {
+		t.Helper()
+		_, doc := op.get("/operate")
+		c := doc.Find("[data-testid=agent-us-east] [data-testid=agent-errors]")
+		return strings.Join(strings.Fields(c.Text()), " "), c.Find("[data-testid=agent-healthy]").Length() == 1,
+			strings.Join(strings.Fields(c.Find("[data-testid=agent-last-errors]").Text()), " ")
+	}
+	report(`{"agent": {"backend": "kubernetes", "errors": ["measure: kubernetes: the API server does not answer"]}}`)
+	failedAt := f.clock.Now().UTC()
+	if text, healthy, _ := cell(); healthy || !strings.Contains(text, "the API server does not answer") {
+		t.Fatalf("after a failed poll: %q, healthy %v", text, healthy)
+	}
+	f.clock.Advance(time.Minute)
+	report(`{"agent": {"backend": "kubernetes"}}`)
+	text, healthy, last := cell()
+	if !healthy || !strings.HasPrefix(text, "none since the last report") || !strings.Contains(text, "the API server does not answer") ||
+		!strings.Contains(last, failedAt.Format("2006-01-02 15:04")) {
+		t.Fatalf("after a clean report: %q (healthy %v, last errors %q); want healthy with the errors of %v as history", text, healthy, last, failedAt)
+	}
+	f.clock.Advance(time.Minute)
+	report(`{"agent": {"backend": "kubernetes", "errors": ["apply quotas: forbidden"]}}`)
+	if text, healthy, _ := cell(); healthy || !strings.Contains(text, "apply quotas: forbidden") || strings.Contains(text, "does not answer") {
+		t.Fatalf("after a new error: %q, healthy %v", text, healthy)
+	}
+}

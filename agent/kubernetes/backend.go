@@ -10,8 +10,9 @@ import (
 
 	"github.com/clearhouse/clearhouse/agent"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/fields"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	listerscorev1 "k8s.io/client-go/listers/core/v1"
@@ -44,7 +45,8 @@ type Backend struct {
 	reported map[int64]string   // task -> the last event reported by this process
 	started  map[int64]struct{} // tasks this process created a pod for
 	jobs     map[agent.JobKey]jobSeen
-	applied  map[string]map[string]string // namespace -> the hard limits this process last applied
+	applied  map[string]map[string]string // "namespace/quota" -> the hard limits this process last applied
+	evicted  map[types.UID]string         // pods this process evicted to reclaim -> their team
 
 	kq             kueuecs.Interface // nil: no Kueue
 	kueueServed    bool
@@ -130,10 +132,10 @@ func newBackend(ctx context.Context, cs kubernetes.Interface, kq kueuecs.Interfa
 		out = io.Discard
 	}
 	b := &Backend{cs: cs, m: m, out: out, now: time.Now, stop: make(chan struct{}),
-		reported: map[int64]string{}, started: map[int64]struct{}{}, jobs: map[agent.JobKey]jobSeen{}, applied: map[string]map[string]string{}, kueueApplied: map[string]string{}, kueueCorrected: map[string]string{}, localKnown: map[string]bool{}, kq: kq}
+		reported: map[int64]string{}, started: map[int64]struct{}{}, jobs: map[agent.JobKey]jobSeen{}, applied: map[string]map[string]string{}, evicted: map[types.UID]string{}, kueueApplied: map[string]string{}, kueueCorrected: map[string]string{}, localKnown: map[string]bool{}, kq: kq}
 	all := informers.NewSharedInformerFactory(cs, 0)
 	own := informers.NewSharedInformerFactoryWithOptions(cs, 0, informers.WithTweakListOptions(func(o *metav1ListOptions) {
-		o.FieldSelector = fields.OneTermEqualSelector("metadata.name", QuotaName).String()
+		o.LabelSelector = labels.SelectorFromSet(labels.Set{ManagedBy: FieldManager}).String()
 	}))
 	b.namespaces = all.Core().V1().Namespaces().Lister()
 	b.pods = all.Core().V1().Pods().Lister()
@@ -207,6 +209,29 @@ func (b *Backend) teamOfNamespace() (map[string]string, error) {
 
 // allPods lists every pod the informer holds.
 func (b *Backend) allPods() ([]*corev1.Pod, error) { return b.pods.List(labels.Everything()) }
+
+// VerifyTimeout bounds the live call with which each poll checks that the API server
+// answers (verify).
+const VerifyTimeout = 10 * time.Second
+
+// verify checks that the informers have listed and that the API server answers now,
+// with one cheap live call (a list of at most one namespace): the informers' stores
+// keep their last state while the API server is down, so a poll that read them without
+// this check would report stale usage as current. The error says the cluster could not
+// be read.
+func (b *Backend) verify(ctx context.Context) error {
+	for _, synced := range b.informed {
+		if !synced() {
+			return fmt.Errorf("kubernetes: the informers have not listed the cluster: nothing measured")
+		}
+	}
+	ctx, cancel := context.WithTimeout(ctx, VerifyTimeout)
+	defer cancel()
+	if _, err := b.cs.CoreV1().Namespaces().List(ctx, metav1.ListOptions{Limit: 1}); err != nil {
+		return fmt.Errorf("kubernetes: the API server does not answer, nothing measured (the informers' state may be stale): %w", err)
+	}
+	return nil
+}
 
 // Now is the backend's clock (the wall clock; tests read it).
 func (b *Backend) Now() time.Time { return b.now() }

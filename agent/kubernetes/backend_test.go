@@ -71,22 +71,40 @@ func (f *fixture) open() *kubernetes.Backend {
 	return b
 }
 
-func (f *fixture) apply(units int64) []agent.Correction {
+func (f *fixture) apply(units int64) []agent.Correction { return f.applyGrant(units, nil) }
+
+// applyGrant applies ads's limit of units cores and 64 GiB, and the best-effort grant
+// of each pool (pool -> units).
+func (f *fixture) applyGrant(units int64, grant map[string]int64) []agent.Correction {
 	f.t.Helper()
-	cs, err := f.b.ApplyQuotas(context.Background(), []agent.Quota{{Team: "ads", Pool: "us-east/cpu", Units: units}, {Team: "ads", Pool: "us-east/ram", Units: 64}})
+	cs, err := f.b.ApplyQuotas(context.Background(), f.want(units, grant))
 	if err != nil {
 		f.t.Fatal(err)
 	}
 	return cs
 }
 
-// waitHard waits until the informer-independent API shows requests.cpu = want.
+func (f *fixture) want(units int64, grant map[string]int64) []agent.Quota {
+	return []agent.Quota{{Team: "ads", Pool: "us-east/cpu", Units: units, BestEffort: grant["us-east/cpu"]},
+		{Team: "ads", Pool: "us-east/gpu", BestEffort: grant["us-east/gpu"]},
+		{Team: "ads", Pool: "us-east/ram", Units: 64, BestEffort: grant["us-east/ram"]}}
+}
+
+// waitHard waits until the informer-independent API shows requests.cpu = want in the
+// team's own quota.
 func (f *fixture) waitHard(want string) *corev1.ResourceQuota {
 	f.t.Helper()
+	return f.waitQuota(kubernetes.QuotaName, want)
+}
+
+// waitQuota waits until the API shows requests.cpu = want in the quota of that name,
+// in its spec and in the status the quota controller fills (then admission enforces it).
+func (f *fixture) waitQuota(name, want string) *corev1.ResourceQuota {
+	f.t.Helper()
 	var q *corev1.ResourceQuota
-	kubetest.Eventually(f.t, "quota requests.cpu "+want, func() (bool, error) {
+	kubetest.Eventually(f.t, "quota "+name+" requests.cpu "+want, func() (bool, error) {
 		var err error
-		q, err = f.cs.CoreV1().ResourceQuotas(f.ns).Get(context.Background(), kubernetes.QuotaName, metav1.GetOptions{})
+		q, err = f.cs.CoreV1().ResourceQuotas(f.ns).Get(context.Background(), name, metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
 			return false, nil
 		}

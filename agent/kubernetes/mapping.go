@@ -1,10 +1,13 @@
 // Package kubernetes is the cluster agent's Kubernetes backend: it enforces each
 // team's quota as a ResourceQuota in the team's namespaces (server-side apply, field
 // manager "clearhouse"), measures what pods request and what nodes offer, follows the
-// pods of reservations, and runs best-effort tasks as pods of a low PriorityClass
-// outside the quota. It reads the cluster through shared informers (namespaces, pods,
-// nodes, its own ResourceQuotas), so a poll lists nothing. docs/kubernetes-backend.md
-// says how each part maps.
+// pods of reservations, runs best-effort tasks as pods of a low PriorityClass held to
+// the market's grant by a second ResourceQuota scoped to that class, and evicts a
+// team's newest pods to reclaim work over its limit. It reads the cluster through
+// shared informers (namespaces, pods, nodes, its own ResourceQuotas) after one live
+// check per poll, and touches only the namespaces its config maps.
+// docs/kubernetes-backend.md says how each part maps; docs/kubernetes.md what it
+// guarantees.
 package kubernetes
 
 import (
@@ -22,8 +25,11 @@ import (
 
 // Names the backend writes and reads in the cluster.
 const (
-	FieldManager         = "clearhouse"
-	QuotaName            = "clearhouse"
+	FieldManager = "clearhouse"
+	QuotaName    = "clearhouse"
+	// BestEffortQuotaName is the ResourceQuota that holds a team's best-effort pods
+	// (those of the best-effort PriorityClass) to what the market granted them.
+	BestEffortQuotaName  = "clearhouse-best-effort"
 	DefaultPriorityClass = "clearhouse-best-effort"
 	ManagedBy            = "app.kubernetes.io/managed-by" // = FieldManager on every object it owns
 	LabelTask            = "clearhouse.io/task"

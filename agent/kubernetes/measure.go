@@ -16,9 +16,17 @@ import (
 // capacity is the sum of the allocatable resource of the nodes that take pods
 // (rounded down); a team's own usage of a pool is the requests of its namespaces'
 // Running pods that are not best-effort (their PriorityClass is the backend's, or they
-// carry a task label). Every pool of the config is listed, and every team with
-// usage.
+// carry a task label). Every pool of the config is listed, and every team of the
+// config with every pool, 0 where it runs nothing (so a team's last pod ending takes
+// its recorded usage to 0). Pods this process evicted (Reclaim) are left out at once,
+// even while the informer still shows them live, so the report after an eviction
+// shows the excess freed. The informers' stores are read only after a live call has
+// shown the API server answering (verify): when it does not, Measure returns the
+// error and no measurement, rather than the stores' last, stale state.
 func (b *Backend) Measure(ctx context.Context, now time.Time) (agent.Measurement, error) {
+	if err := b.verify(ctx); err != nil {
+		return agent.Measurement{}, err
+	}
 	owners, err := b.teamOfNamespace()
 	if err != nil {
 		return agent.Measurement{}, err
@@ -29,16 +37,19 @@ func (b *Backend) Measure(ctx context.Context, now time.Time) (agent.Measurement
 	}
 	used := make([]int64, len(b.m.pools)) // milli of each pool's resource
 	own := map[string][]int64{}           // team -> milli per pool
+	for _, t := range b.m.teams {
+		own[t.name] = make([]int64, len(b.m.pools))
+	}
+	b.mu.Lock()
+	evicted := maps.Clone(b.evicted)
+	b.mu.Unlock()
 	for _, pod := range pods {
-		if pod.Spec.NodeName == "" || ended(pod) {
-			continue
+		if _, out := evicted[pod.UID]; pod.Spec.NodeName == "" || ended(pod) || out {
+			continue // an evicted pod may still look live in the informer: it is on its way out
 		}
 		req := podRequests(pod)
 		team, ok := owners[pod.Namespace]
 		mine := ok && pod.Status.Phase == corev1.PodRunning && !b.bestEffort(pod)
-		if mine && own[team] == nil {
-			own[team] = make([]int64, len(b.m.pools))
-		}
 		for i, p := range b.m.pools {
 			q, ok := req[p.resource]
 			if !ok {
@@ -77,7 +88,8 @@ func (b *Backend) Measure(ctx context.Context, now time.Time) (agent.Measurement
 	return m, nil
 }
 
-// bestEffort reports whether a pod is a best-effort task's (outside the quota).
+// bestEffort reports whether a pod is best-effort: a task's, or of the best-effort
+// PriorityClass (held by the best-effort quota, outside the team's own).
 func (b *Backend) bestEffort(pod *corev1.Pod) bool {
 	_, task := pod.Labels[LabelTask]
 	return task || pod.Spec.PriorityClassName == b.m.priorityClass

@@ -17,20 +17,28 @@ import (
 
 type metav1ListOptions = metav1.ListOptions
 
-// ApplyQuotas makes the ResourceQuota "clearhouse" of each team namespace hold the
-// team's limits: requests.<resource> of each pool, the pool's units times its unit,
-// scoped to pods outside the best-effort PriorityClass (so best-effort pods never
-// count against, nor are refused by, a team's quota). A team with several namespaces
-// has its units split evenly among them, the first ones taking the remainder (see
-// docs/kubernetes-backend.md). It writes by server-side apply with field manager
-// "clearhouse", forcing its own fields back, and only where the quota differs from
-// what it wants. A value that differs from what it last applied (the quota's
-// AnnotationHard) was changed by someone else: it is put back and returned as a
-// Correction. A ResourceQuota named "clearhouse" that the backend does not own
-// (no managed-by label) is left alone and named in the error. Teams and pools not in
-// the config are skipped.
+// ApplyQuotas makes two ResourceQuotas of each team namespace hold the team's limits,
+// requests.<resource> of each pool (the pool's units times its unit):
+//   - "clearhouse", scoped to pods outside the best-effort PriorityClass, holds the
+//     team's own limit (Quota.Units), split evenly among its namespaces, the first
+//     ones taking the remainder;
+//   - "clearhouse-best-effort", scoped to pods of the best-effort PriorityClass, holds
+//     what the market granted the team's best-effort tasks now (Quota.BestEffort),
+//     all of it in the team's first namespace (where SyncTasks runs its tasks) and 0
+//     in the others. So a pod of the class is refused by the API server beyond the
+//     grant, whoever creates it: the class is no way around the team's quota.
+//
+// Both list every pool of the config (0 where the team has nothing). It writes by
+// server-side apply with field manager "clearhouse", forcing its own fields back, and
+// only where a quota differs from what it wants. A value that differs from what it
+// last applied (the quota's AnnotationHard) was changed by someone else: it is put
+// back and returned as a Correction; a first write, or a change because want changed,
+// is none. A ResourceQuota of either name that the backend does not own (no
+// managed-by label) is left alone and named in the error. Teams and pools not in the
+// config are skipped (see docs/kubernetes-backend.md).
 func (b *Backend) ApplyQuotas(ctx context.Context, want []agent.Quota) ([]agent.Correction, error) {
 	byTeam := map[string]map[string]int64{}
+	granted := map[string]map[string]int64{}
 	for _, q := range want {
 		if _, ok := b.m.team(q.Team); !ok {
 			continue
@@ -39,9 +47,10 @@ func (b *Backend) ApplyQuotas(ctx context.Context, want []agent.Quota) ([]agent.
 			continue
 		}
 		if byTeam[q.Team] == nil {
-			byTeam[q.Team] = map[string]int64{}
+			byTeam[q.Team], granted[q.Team] = map[string]int64{}, map[string]int64{}
 		}
 		byTeam[q.Team][q.Pool] = q.Units
+		granted[q.Team][q.Pool] = max(q.BestEffort, 0)
 	}
 	var corrections []agent.Correction
 	var errs []error
@@ -60,20 +69,32 @@ func (b *Backend) ApplyQuotas(ctx context.Context, want []agent.Quota) ([]agent.
 			continue
 		}
 		for i, ns := range nss {
-			hard := map[string]string{}
-			for poolName, n := range units {
-				p, _ := b.m.pool(poolName)
+			own, be := map[string]string{}, map[string]string{}
+			for _, p := range b.m.pools {
+				n := units[p.name]
 				share := n / int64(len(nss))
 				if int64(i) < n%int64(len(nss)) {
 					share++
 				}
 				q := p.quantity(share)
-				hard[string(p.quotaKey())] = q.String()
+				own[string(p.quotaKey())] = q.String()
+				g := int64(0)
+				if i == 0 {
+					g = granted[t.name][p.name]
+				}
+				q = p.quantity(g)
+				be[string(p.quotaKey())] = q.String()
 			}
-			cs, err := b.applyQuota(ctx, t.name, ns, hard)
-			corrections = append(corrections, cs...)
-			if err != nil {
-				errs = append(errs, err)
+			for _, w := range []struct {
+				name string
+				op   corev1.ScopeSelectorOperator
+				hard map[string]string
+			}{{QuotaName, corev1.ScopeSelectorOpNotIn, own}, {BestEffortQuotaName, corev1.ScopeSelectorOpIn, be}} {
+				cs, err := b.applyQuota(ctx, t.name, ns, w.name, w.op, w.hard)
+				corrections = append(corrections, cs...)
+				if err != nil {
+					errs = append(errs, err)
+				}
 			}
 		}
 	}
@@ -85,13 +106,14 @@ func (b *Backend) ApplyQuotas(ctx context.Context, want []agent.Quota) ([]agent.
 	return corrections, errors.Join(errs...)
 }
 
-// applyQuota brings one namespace's quota to hard (resource key -> quantity).
-func (b *Backend) applyQuota(ctx context.Context, team, ns string, hard map[string]string) ([]agent.Correction, error) {
-	cur, err := b.quotas.ResourceQuotas(ns).Get(QuotaName)
+// applyQuota brings one namespace's quota of that name to hard (resource key ->
+// quantity), scoped to the best-effort PriorityClass by op (In or NotIn).
+func (b *Backend) applyQuota(ctx context.Context, team, ns, name string, op corev1.ScopeSelectorOperator, hard map[string]string) ([]agent.Correction, error) {
+	cur, err := b.quotas.ResourceQuotas(ns).Get(name)
 	if apierrors.IsNotFound(err) {
-		// The informer may lag: ask the API server before writing what may be someone
-		// else's quota.
-		cur, err = b.cs.CoreV1().ResourceQuotas(ns).Get(ctx, QuotaName, metav1.GetOptions{})
+		// The informer may lag, and holds only the backend's own quotas: ask the API
+		// server before writing what may be someone else's quota.
+		cur, err = b.cs.CoreV1().ResourceQuotas(ns).Get(ctx, name, metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
 			cur, err = nil, nil
 		}
@@ -99,14 +121,15 @@ func (b *Backend) applyQuota(ctx context.Context, team, ns string, hard map[stri
 	if err != nil {
 		return nil, err
 	}
+	object := "ResourceQuota " + ns + "/" + name
 	var corrections []agent.Correction
 	if cur != nil {
 		if cur.Labels[ManagedBy] != FieldManager {
-			return nil, fmt.Errorf("ResourceQuota %s/%s exists and is not Clearhouse's (no %s=%s label): left alone; rename or delete it", ns, QuotaName, ManagedBy, FieldManager)
+			return nil, fmt.Errorf("%s exists and is not Clearhouse's (no %s=%s label): left alone; rename or delete it", object, ManagedBy, FieldManager)
 		}
 		applied := map[string]string{}
 		_ = json.Unmarshal([]byte(cur.Annotations[AnnotationHard]), &applied)
-		same := b.scoped(cur) && len(cur.Spec.Hard) == len(hard)
+		same := b.scoped(cur, op) && len(cur.Spec.Hard) == len(hard)
 		for key, v := range hard {
 			q, ok := cur.Spec.Hard[corev1.ResourceName(key)]
 			now := resource.MustParse(v)
@@ -118,13 +141,13 @@ func (b *Backend) applyQuota(ctx context.Context, team, ns string, hard map[stri
 				was = q.String()
 			}
 			if last, ok := applied[key]; ok && was != "" && !equalQuantity(was, last) && !equalQuantity(was, v) {
-				corrections = append(corrections, agent.Correction{Team: team, Pool: b.poolOfKey(key), Object: "ResourceQuota " + ns + "/" + QuotaName, Was: was, Now: v})
+				corrections = append(corrections, agent.Correction{Team: team, Pool: b.poolOfKey(key), Object: object, Was: was, Now: v})
 			}
 		}
 		// The informer may not have seen this process's last apply yet: skip only when
 		// that apply, too, wrote what is wanted now.
 		b.mu.Lock()
-		mine, ok := b.applied[ns]
+		mine, ok := b.applied[ns+"/"+name]
 		b.mu.Unlock()
 		if same && equalHard(applied, hard) && (!ok || equalHard(mine, hard)) {
 			return nil, nil
@@ -135,30 +158,30 @@ func (b *Backend) applyQuota(ctx context.Context, team, ns string, hard map[stri
 	for k, v := range hard {
 		rl[corev1.ResourceName(k)] = resource.MustParse(v)
 	}
-	ac := corev1ac.ResourceQuota(QuotaName, ns).
+	ac := corev1ac.ResourceQuota(name, ns).
 		WithLabels(map[string]string{ManagedBy: FieldManager, LabelTeam: labelSafe(team)}).
 		WithAnnotations(map[string]string{AnnotationHard: string(note)}).
 		WithSpec(corev1ac.ResourceQuotaSpec().WithHard(rl).WithScopeSelector(corev1ac.ScopeSelector().WithMatchExpressions(
 			corev1ac.ScopedResourceSelectorRequirement().WithScopeName(corev1.ResourceQuotaScopePriorityClass).
-				WithOperator(corev1.ScopeSelectorOpNotIn).WithValues(b.m.priorityClass))))
+				WithOperator(op).WithValues(b.m.priorityClass))))
 	if _, err := b.cs.CoreV1().ResourceQuotas(ns).Apply(ctx, ac, metav1.ApplyOptions{FieldManager: FieldManager, Force: true}); err != nil {
-		return nil, fmt.Errorf("ResourceQuota %s/%s: %w", ns, QuotaName, err)
+		return nil, fmt.Errorf("%s: %w", object, err)
 	}
 	b.mu.Lock()
-	b.applied[ns] = hard
+	b.applied[ns+"/"+name] = hard
 	b.mu.Unlock()
 	return corrections, nil
 }
 
-// scoped reports whether the quota leaves the best-effort PriorityClass out, as the
-// backend writes it.
-func (b *Backend) scoped(q *corev1.ResourceQuota) bool {
+// scoped reports whether the quota's scope is the best-effort PriorityClass with op
+// (In: only its pods; NotIn: all others), as the backend writes it.
+func (b *Backend) scoped(q *corev1.ResourceQuota, op corev1.ScopeSelectorOperator) bool {
 	s := q.Spec.ScopeSelector
 	if s == nil || len(s.MatchExpressions) != 1 || len(q.Spec.Scopes) != 0 {
 		return false
 	}
 	e := s.MatchExpressions[0]
-	return e.ScopeName == corev1.ResourceQuotaScopePriorityClass && e.Operator == corev1.ScopeSelectorOpNotIn && slices.Equal(e.Values, []string{b.m.priorityClass})
+	return e.ScopeName == corev1.ResourceQuotaScopePriorityClass && e.Operator == op && slices.Equal(e.Values, []string{b.m.priorityClass})
 }
 
 func (b *Backend) poolOfKey(key string) string {

@@ -15,22 +15,35 @@ import (
 
 // FollowReservations reports what the pods of reservations did. A pod belongs to a
 // reservation's job by its labels clearhouse.io/reservation=<id> and
-// clearhouse.io/request=<n> (a job of request 0 when the second is missing). The
+// clearhouse.io/request=<n> (a job of request 0 when the second is missing), in a
+// namespace of the job's team; pods outside the namespaces the config maps are never
+// read nor deleted. The
 // quota does the rest: while a reservation runs, the loop adds it to its team's quota.
 // A waiting job (planned later) with a Running pod started early: reported as a start
 // at its first pod's start. A running job whose pods have all ended (and at least one
 // did) ended: reported at its last pod's end, failed when one failed. Usage is the
 // requests of each running job's Running pods per pool; waiting its Pending pods. A
 // job in plan.Refused has its pods deleted. Starts and ends are reported once per
-// process; after a restart again, and the server ignores what it has.
+// process; after a restart again, and the server ignores what it has. Like Measure,
+// it reports nothing when the API server does not answer (verify).
 func (b *Backend) FollowReservations(ctx context.Context, plan agent.Plan) (agent.JobReport, error) {
+	if err := b.verify(ctx); err != nil {
+		return agent.JobReport{}, err
+	}
 	has, _ := labels.NewRequirement(LabelReservation, selection.Exists, nil)
 	pods, err := b.pods.List(labels.NewSelector().Add(*has))
 	if err != nil {
 		return agent.JobReport{}, err
 	}
+	mapped, err := b.teamOfNamespace()
+	if err != nil {
+		return agent.JobReport{}, err
+	}
 	byJob := map[agent.JobKey][]*corev1.Pod{}
 	for _, pod := range pods {
+		if _, ok := mapped[pod.Namespace]; !ok {
+			continue // outside the mapping: never read nor deleted
+		}
 		res, err := strconv.ParseInt(pod.Labels[LabelReservation], 10, 64)
 		if err != nil {
 			continue
@@ -43,6 +56,13 @@ func (b *Backend) FollowReservations(ctx context.Context, plan agent.Plan) (agen
 		}
 		k := agent.JobKey{Reservation: res, Request: req}
 		byJob[k] = append(byJob[k], pod)
+	}
+	// A job's pods are its team's: pods labelled with its key in another team's
+	// namespaces neither start nor end it.
+	for _, j := range slices.Concat(plan.Running, plan.Waiting) {
+		if ps := byJob[j.Key()]; len(ps) > 0 && j.Team != "" {
+			byJob[j.Key()] = slices.DeleteFunc(ps, func(p *corev1.Pod) bool { return mapped[p.Namespace] != j.Team })
+		}
 	}
 	var out agent.JobReport
 	now := plan.Now

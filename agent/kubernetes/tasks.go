@@ -23,7 +23,8 @@ func PodName(task int64) string { return "clearhouse-task-" + strconv.FormatInt(
 
 // SyncTasks runs each task in run as a pod named PodName(task) in its team's first
 // namespace, of the backend's PriorityClass (created if missing: low value, never
-// preempting), requesting the task's configuration mapped through the config, with
+// preempting), requesting the task's configuration mapped through the config (and 0 of
+// each cpu or memory pool it does not name, as the best-effort quota requires), with
 // the image, command, args and env of its workload's kubernetes member; a task
 // without one, or whose team or pools the config does not map, is reported failed
 // and runs nothing. It deletes the pod of each task in stop (and of any task the
@@ -32,7 +33,9 @@ func PodName(task int64) string { return "clearhouse-task-" + strconv.FormatInt(
 // (Failed), at the time its container finished; stopped when the pod of a task seen
 // running is gone while the task should run (deleted by someone else, preempted by
 // the scheduler): the server puts it back in the queue. Each is returned once per process; a
-// restarted agent returns them again and the server ignores what it has.
+// restarted agent returns them again and the server ignores what it has. Only pods in
+// the namespaces the config maps are read or deleted: a labelled pod elsewhere is not
+// the backend's to touch.
 func (b *Backend) SyncTasks(ctx context.Context, run, stop []agent.Task) ([]agent.TaskEvent, error) {
 	var errs []error
 	if err := b.ensurePriorityClass(ctx); err != nil {
@@ -42,8 +45,15 @@ func (b *Backend) SyncTasks(ctx context.Context, run, stop []agent.Task) ([]agen
 	if err != nil {
 		return nil, err
 	}
+	mapped, err := b.teamOfNamespace()
+	if err != nil {
+		return nil, err
+	}
 	byTask := map[int64]*corev1.Pod{}
 	for _, pod := range pods {
+		if _, ok := mapped[pod.Namespace]; !ok {
+			continue // outside the mapping: another agent's, or a copy; never touched
+		}
 		if id, err := strconv.ParseInt(pod.Labels[LabelTask], 10, 64); err == nil {
 			byTask[id] = pod
 		}
@@ -78,7 +88,7 @@ func (b *Backend) SyncTasks(ctx context.Context, run, stop []agent.Task) ([]agen
 				continue
 			}
 			if !b.classOK {
-				continue // no pod outside the quota without its PriorityClass
+				continue // no task pod without its PriorityClass: the team's own quota would take it
 			}
 			if err := b.startTask(ctx, t); err != nil {
 				if errors.Is(err, errCannotRun) {
@@ -164,6 +174,13 @@ func (b *Backend) taskPod(t agent.Task) (*corev1.Pod, error) {
 			lim[p.resource] = q
 		}
 	}
+	for _, p := range b.m.pools {
+		if _, named := req[p.resource]; !named && !p.extended() {
+			// A quota on requests.cpu or requests.memory refuses a pod that does not
+			// name the resource: 0 of it is named.
+			req[p.resource] = p.quantity(0)
+		}
+	}
 	w := t.Workload.Kubernetes
 	var env []corev1.EnvVar
 	for _, k := range slices.Sorted(maps.Keys(w.Env)) {
@@ -208,7 +225,7 @@ func (b *Backend) ensurePriorityClass(ctx context.Context) error {
 		ObjectMeta:       metav1.ObjectMeta{Name: b.m.priorityClass, Labels: map[string]string{ManagedBy: FieldManager}},
 		Value:            bestEffortPriority,
 		PreemptionPolicy: &never,
-		Description:      "Clearhouse best-effort tasks: run on idle quota, outside the teams' ResourceQuotas, deleted when owners need it.",
+		Description:      "Clearhouse best-effort tasks: run on idle quota within what the market granted (ResourceQuota clearhouse-best-effort), deleted when owners need it.",
 	}
 	_, err := b.cs.SchedulingV1().PriorityClasses().Create(ctx, pc, metav1.CreateOptions{FieldManager: FieldManager})
 	if err != nil && !apierrors.IsAlreadyExists(err) {

@@ -161,7 +161,8 @@ The agent prints the server's answer when a report moved reservations, put them 
 risk or ended them. It runs until interrupted, for --for, or for one poll with --once.
 A token the server refuses stops it at once with the server's message; other errors
 are printed and retried after a backoff that doubles with each failure in a row (from
---every up to 5 minutes, with jitter); with --once they fail the command. So is a
+--every up to 5 minutes, with jitter); with --once they fail the command, and so do
+the backend's errors in the cluster during the poll (reported all the same), and a
 backend that cannot be opened at start (its cluster manager not answering): each
 attempt's error is also reported to the server, shown to operators on /operate.`
 
@@ -210,7 +211,13 @@ func (f agentFlags) run(cmd *cobra.Command) error {
 	loop := &agent.Loop{Client: client, Backend: backend, Config: cfg, Out: cmd.OutOrStdout(), ErrOut: cmd.ErrOrStderr(),
 		Now: time.Now, OwnerUsage: f.ownerUsage, Version: version, Every: f.every, MaxBackoff: max(f.every, 5*time.Minute)}
 	if f.once {
-		return loop.Poll(cmd.Context())
+		if err := loop.Poll(cmd.Context()); err != nil {
+			return err
+		}
+		if errs := loop.PollErrors(); len(errs) > 0 {
+			return fmt.Errorf("--backend %s: %d errors in the cluster this poll (printed above, reported to the server)", backend.Name(), len(errs))
+		}
+		return nil
 	}
 	var stop <-chan time.Time
 	if f.forDur > 0 {

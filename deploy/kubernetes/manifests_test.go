@@ -179,6 +179,7 @@ func TestManifestsApplyAndAgentRBACIsLeastPrivilege(t *testing.T) {
 		{"list", "", "resourcequotas", ""}, {"watch", "", "resourcequotas", ""},
 		{"patch", "", "resourcequotas", team}, {"create", "", "resourcequotas", team},
 		{"create", "", "pods", team}, {"delete", "", "pods", team}, {"get", "", "pods", team},
+		{"create", "", "pods/eviction", team}, // reclaim
 		{"get", "scheduling.k8s.io", "priorityclasses", ""}, {"create", "scheduling.k8s.io", "priorityclasses", ""},
 		// rbac-kueue.yaml (optional): the Kueue queues the backend applies.
 		{"patch", "kueue.x-k8s.io", "clusterqueues", ""}, {"create", "kueue.x-k8s.io", "clusterqueues", ""},
@@ -196,7 +197,7 @@ func TestManifestsApplyAndAgentRBACIsLeastPrivilege(t *testing.T) {
 		{"get", "", "secrets", home}, {"get", "", "configmaps", team},
 		{"create", "", "pods", "kube-system"}, {"create", "", "pods", home}, {"delete", "", "pods", "kube-system"},
 		{"patch", "", "resourcequotas", "kube-system"}, {"delete", "", "resourcequotas", team},
-		{"create", "", "pods/exec", team}, {"update", "", "nodes", ""}, {"delete", "", "nodes", ""},
+		{"create", "", "pods/exec", team}, {"create", "", "pods/eviction", "kube-system"}, {"update", "", "nodes", ""}, {"delete", "", "nodes", ""},
 		{"update", "scheduling.k8s.io", "priorityclasses", ""}, {"delete", "scheduling.k8s.io", "priorityclasses", ""},
 		{"patch", "rbac.authorization.k8s.io", "clusterroles", ""}, {"create", "rbac.authorization.k8s.io", "rolebindings", team},
 		{"delete", "kueue.x-k8s.io", "clusterqueues", ""}, {"update", "kueue.x-k8s.io", "clusterqueues", ""},

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
@@ -176,4 +177,33 @@ func WaitForQuotaAdmission(t testing.TB, cs kubernetes.Interface, namespace stri
 // would exceed a ResourceQuota.
 func IsQuotaRefusal(err error) bool {
 	return apierrors.IsForbidden(err) && strings.Contains(err.Error(), "exceeded quota")
+}
+
+// TeamClient returns a clientset that acts as user, a member of a team: it may do in
+// namespace what the built-in ClusterRole "edit" allows (create pods, among others)
+// and nothing cluster-wide, through the admin config's impersonation. The RoleBinding
+// goes with the namespace.
+func TeamClient(t testing.TB, cs kubernetes.Interface, namespace, user string) *kubernetes.Clientset {
+	t.Helper()
+	rb := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "team-" + user},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "edit"},
+		Subjects: []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: user}}}
+	if _, err := cs.RbacV1().RoleBindings(namespace).Create(context.Background(), rb, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("bind %s to edit in %s: %v", user, namespace, err)
+	}
+	cfg := rest.CopyConfig(Config(t))
+	cfg.Impersonate = rest.ImpersonationConfig{UserName: user}
+	team, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatalf("clientset as %s: %v", user, err)
+	}
+	// RBAC's authorizer reads RoleBindings through an informer: wait until it allows.
+	Eventually(t, user+" may create pods in "+namespace, func() (bool, error) {
+		_, err := team.CoreV1().Pods(namespace).List(context.Background(), metav1.ListOptions{Limit: 1})
+		if apierrors.IsForbidden(err) {
+			return false, nil
+		}
+		return err == nil, err
+	})
+	return team
 }
