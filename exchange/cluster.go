@@ -193,8 +193,8 @@ func (m *Market) Holdings(ctx context.Context, team string) ([]Holding, error) {
 }
 
 // GrantQuota gives a team quantity units of a pool out of the pool's unheld
-// capacity (an operator's initial allocation), less what an open auction offers
-// for sale in it. Returns ECONFLICT when the pool has too little left.
+// effective capacity (PoolCapacities; an operator's initial allocation), less
+// what an open auction offers for sale in it. Returns ECONFLICT when the pool has too little left.
 func (m *Market) GrantQuota(ctx context.Context, team, pool string, quantity int64) error {
 	if quantity <= 0 {
 		return clearhouse.Errorf(clearhouse.EINVALID, "quantity: must be a positive whole number")
@@ -211,9 +211,13 @@ func (m *Market) GrantQuota(ctx context.Context, team, pool string, quantity int
 		if err != nil {
 			return err
 		}
-		if left := p.Capacity - held - selling; quantity > left {
-			return clearhouse.Errorf(clearhouse.ECONFLICT, "quantity: %s has %d %s that no team holds and no open auction sells; cannot grant %d",
-				pool, max(left, 0), p.Unit, quantity)
+		caps, err := capacitiesIn(tx, m.now())
+		if err != nil {
+			return err
+		}
+		if left := caps[pool].Effective - held - selling; quantity > left {
+			return clearhouse.Errorf(clearhouse.ECONFLICT, "quantity: %s has %d %s of its %s capacity (%d) that no team holds and no open auction sells; cannot grant %d",
+				pool, max(left, 0), p.Unit, caps[pool].Source, caps[pool].Effective, quantity)
 		}
 		if err := lockHoldings(tx, team, []string{pool}); err != nil {
 			return err

@@ -41,8 +41,10 @@ func (UsageHour) TableName() string { return "usage_hourly" }
 type PoolUsageReport struct {
 	Pool string
 	Used int64
-	// Capacity is the pool's capacity as the agent measured it (nil: not measured).
-	// It is kept and shown to operators only: prices and supply use the configured one.
+	// Capacity is the pool's capacity as the agent measured it (nil: not measured),
+	// at most MaxCapacityFactor times the configured one. The latest is the pool's
+	// effective capacity unless an operator overrides it (exchange.PoolCapacities):
+	// supply and reserve prices use it, and the sample's used/capacity is over it.
 	Capacity *int64
 }
 
@@ -84,14 +86,22 @@ func (s *Reservations) recordPoolUsage(tx *gorm.DB, p *plan, cluster string, rep
 		case r.Used > MaxCapacityFactor*max(pl.Capacity, 1):
 			return clearhouse.Errorf(clearhouse.EINVALID, "pools[%d]: used: %d is more than %d times the pool's configured capacity of %d",
 				i, r.Used, MaxCapacityFactor, pl.Capacity)
-		case r.Capacity != nil && *r.Capacity < 0:
+		case r.Capacity == nil:
+		case *r.Capacity < 0:
 			return clearhouse.Errorf(clearhouse.EINVALID, "pools[%d]: capacity must not be negative", i)
-		}
-		if r.Capacity != nil {
-			measured = append(measured, []any{r.Pool, *r.Capacity, now.UTC()})
+		case *r.Capacity > MaxCapacityFactor*max(pl.Capacity, 1):
+			return clearhouse.Errorf(clearhouse.EINVALID, "pools[%d]: capacity: %d is more than %d times the pool's configured capacity of %d; have an operator raise the configured capacity first",
+				i, *r.Capacity, MaxCapacityFactor, pl.Capacity)
+		case r.Used > MaxCapacityFactor*max(*r.Capacity, 1):
+			return clearhouse.Errorf(clearhouse.EINVALID, "pools[%d]: used: %d is more than %d times the capacity of %d measured with it",
+				i, r.Used, MaxCapacityFactor, *r.Capacity)
 		}
 		seen[r.Pool] = true
 		capacity := p.eng.Capacity(r.Pool, p.slot(now)) // with the capacity changes agents reported
+		if r.Capacity != nil {
+			measured = append(measured, []any{r.Pool, *r.Capacity, now.UTC()})
+			capacity = *r.Capacity // used over what the cluster has, as reserve prices weigh it
+		}
 		rows = append(rows, []any{r.Pool, slotAt, r.Used, capacity, SourceAgent})
 	}
 	if len(measured) > 0 {
