@@ -94,9 +94,9 @@ func TestAnAbsurdMeasuredCapacityRefusesTheWholeReport(t *testing.T) {
 			pools []fleet.PoolUsageReport
 			field string
 		}{
-			"2^63-1": {[]fleet.PoolUsageReport{{Pool: "us-east/ram", Used: 10}, {Pool: "us-east/cpu", Used: 10, Capacity: i64(1<<63 - 1)}}, "pools[1]: capacity"},
+			"2^63-1":                  {[]fleet.PoolUsageReport{{Pool: "us-east/ram", Used: 10}, {Pool: "us-east/cpu", Used: 10, Capacity: i64(1<<63 - 1)}}, "pools[1]: capacity"},
 			"401 of a configured 100": {[]fleet.PoolUsageReport{{Pool: "us-east/cpu", Used: 10, Capacity: i64(401)}}, "pools[0]: capacity"},
-			"used 4000 of 10": {[]fleet.PoolUsageReport{{Pool: "us-east/ram", Used: 4, Capacity: i64(100)}, {Pool: "us-east/cpu", Used: 400, Capacity: i64(10)}}, "pools[1]: used"},
+			"used 4000 of 10":         {[]fleet.PoolUsageReport{{Pool: "us-east/ram", Used: 4, Capacity: i64(100)}, {Pool: "us-east/cpu", Used: 400, Capacity: i64(10)}}, "pools[1]: used"},
 		} {
 			_, err := x.r.Report(ctx, "us-east", fleet.AgentReport{Capacity: []fleet.CapacityReport{good}, Pools: c.pools})
 			if clearhouse.ErrorCode(err) != clearhouse.EINVALID || !strings.HasPrefix(clearhouse.ErrorMessage(err), c.field) {
