@@ -107,6 +107,14 @@ func TestMeasuredCapacityOnThePoolPage(t *testing.T) {
 	if got := text(doc, `[data-testid="pool-us-east/cpu"] [data-testid=capacity]`); got != "96 measured" {
 		t.Errorf("market summary capacity %q, want 96 measured", got)
 	}
+	_, mkt := f.api(f.token(f.user("reader@x.io", identity.RoleMember, "search")), "GET", "/api/v1/market", "")
+	pools, _ := mkt["pools"].([]any)
+	if len(pools) != 1 {
+		t.Fatalf("market API pools %v", mkt)
+	}
+	if p := pools[0].(map[string]any); p["capacity"] != 100.0 || p["effective_capacity"] != 96.0 || p["capacity_source"] != "measured" {
+		t.Errorf("market API pool %v, want capacity 100, effective 96 measured", p)
+	}
 	// At or above the configured capacity: shown, not flagged.
 	f.clock.Advance(5 * time.Minute)
 	report = `{"pools": [{"pool": "us-east/cpu", "used": 3, "capacity": ` + i64s(before.Capacity+8) + `}]}`
