@@ -107,6 +107,13 @@ func TestMeasuredCapacityOnThePoolPage(t *testing.T) {
 	if got := text(doc, `[data-testid="pool-us-east/cpu"] [data-testid=capacity]`); got != "96 measured" {
 		t.Errorf("market summary capacity %q, want 96 measured", got)
 	}
+	f.user("ana@x.io", identity.RoleMember, "search")
+	member := f.browser()
+	member.login("ana@x.io")
+	_, doc = member.get("/orders/new?step=2&q.cpu=10&cluster=us-east")
+	if got := text(doc, "[data-testid=availability]"); got != "us-east/cpu: 36 cores offered, 36 of 96 free" {
+		t.Errorf("the bid form's availability %q, want 36 of the measured 96 free", got)
+	}
 	_, mkt := f.api(f.token(f.user("reader@x.io", identity.RoleMember, "search")), "GET", "/api/v1/market", "")
 	pools, _ := mkt["pools"].([]any)
 	if len(pools) != 1 {
