@@ -22,6 +22,12 @@ const (
 // overridden.
 const MaxCapacity = 1_000_000_000_000
 
+// MaxCapacityFactor bounds a measured or overridden capacity: at most this many
+// times the pool's configured capacity (of at least 1 unit). Hardware added faster
+// than operators record it is fine; 2^63 cores is a bug. It also bounds holdings
+// (Verify), since supply never goes beyond the effective capacity.
+const MaxCapacityFactor = 4
+
 // MaxCapacityOverride is how far ahead a capacity override may expire.
 const MaxCapacityOverride = 366 * 24 * time.Hour
 
@@ -178,8 +184,8 @@ func (m *Market) Oversold(ctx context.Context) ([]PoolCapacity, error) {
 
 // OverrideCapacity sets a pool's effective capacity to units until expires, for
 // reason, by whom: supply and reserve prices use it instead of the measured (or
-// configured) capacity until it expires. The override and its log entry commit
-// together. EINVALID names the field at fault and changes nothing; ENOTFOUND for
+// configured) capacity until it expires. units may be at most MaxCapacityFactor
+// times the configured capacity. The override and its log entry commit together. EINVALID names the field at fault and changes nothing; ENOTFOUND for
 // an unknown pool.
 func (m *Market) OverrideCapacity(ctx context.Context, pool string, units int64, reason string, expires time.Time, by string) error {
 	reason, by = strings.TrimSpace(reason), strings.TrimSpace(by)
@@ -200,8 +206,13 @@ func (m *Market) OverrideCapacity(ctx context.Context, pool string, units int64,
 	}
 	exp := expires.UTC().Truncate(time.Second)
 	return m.db.Write.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-		if _, err := lockPool(tx, pool); err != nil {
+		p, err := lockPool(tx, pool)
+		if err != nil {
 			return err
+		}
+		if units > MaxCapacityFactor*max(p.Capacity, 1) {
+			return clearhouse.Errorf(clearhouse.EINVALID, "units: %d is more than %d times the pool's configured capacity of %d; raise the configured capacity first",
+				units, MaxCapacityFactor, p.Capacity)
 		}
 		o := capacityOverride{PoolID: pool, Units: units, Reason: reason, SetBy: by, SetAt: now, ExpiresAt: exp}
 		if err := tx.Clauses(clause.OnConflict{UpdateAll: true}).Create(&o).Error; err != nil {

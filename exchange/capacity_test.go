@@ -157,6 +157,7 @@ func TestACapacityOverrideIsHonouredUntilItExpires(t *testing.T) {
 			"negative":    {"us-east/cpu", "x", "op", -1, now.Add(time.Hour), clearhouse.EINVALID, "units"},
 			"absurd":      {"us-east/cpu", "x", "op", 1 << 62, now.Add(time.Hour), clearhouse.EINVALID, "units"},
 			"past":        {"us-east/cpu", "x", "op", 90, now, clearhouse.EINVALID, "expires"},
+			"4x+1":        {"us-east/cpu", "x", "op", 401, now.Add(time.Hour), clearhouse.EINVALID, "units"},
 			"two years":   {"us-east/cpu", "x", "op", 90, now.Add(2 * 365 * 24 * time.Hour), clearhouse.EINVALID, "expires"},
 			"nobody":      {"us-east/cpu", "x", "", 90, now.Add(time.Hour), clearhouse.EINVALID, "by"},
 			"no such one": {"us-east/gpu", "x", "op", 90, now.Add(time.Hour), clearhouse.ENOTFOUND, "pool"},
@@ -249,6 +250,39 @@ func TestOversoldPoolsAreListed(t *testing.T) {
 		}
 		if got := mk.heldIn("us-east/cpu"); got != 60 {
 			t.Errorf("an oversold pool sold more: teams hold %d", got)
+		}
+	})
+}
+
+// A cluster larger than configured (hardware added before operators record it) is
+// sold as measured: holdings above the configured capacity are no broken invariant
+// for verify, while holdings beyond 4 times it would be.
+func TestAPoolMeasuredAboveConfiguredIsSoldAndVerifies(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		mk := newAuctionMarket(t, db)
+		mk.measure("us-east/cpu", 130)
+		id := mk.nextAuction() // the open auction's supply was fixed at opening; it never rises
+		if got := mk.supply(id, "us-east/cpu"); got != 70 {
+			t.Fatalf("supply %d, want 70 (130 measured less 60 held)", got)
+		}
+		if _, err := mk.Order("member@search", exchange.OrderSpec{Team: "search", Limit: money(500), Bundles: []exchange.Bundle{{"us-east/cpu": 70}}}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := mk.M.Close(ctx, id); err != nil {
+			t.Fatal(err)
+		}
+		if got := mk.heldIn("us-east/cpu"); got != 130 {
+			t.Fatalf("teams hold %d, want the measured 130", got)
+		}
+		if vs, err := mk.M.Verify(ctx); err != nil || len(vs) != 0 {
+			t.Fatalf("verify on holdings within the measured capacity: %+v %v", vs, err)
+		}
+		if err := db.Write.Exec("UPDATE holdings SET quantity = 341 WHERE team_id = 'search' AND pool_id = 'us-east/cpu'").Error; err != nil {
+			t.Fatal(err)
+		}
+		if vs, err := mk.M.Verify(ctx); err != nil || len(vs) != 1 || vs[0].Check != "holdings within capacity" {
+			t.Fatalf("verify on 401 held of a configured 100: %+v %v", vs, err)
 		}
 	})
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/clearhouse/clearhouse"
+	"github.com/clearhouse/clearhouse/exchange"
 	"github.com/clearhouse/clearhouse/scheduler"
 	"github.com/clearhouse/clearhouse/store"
 	"gorm.io/gorm"
@@ -163,7 +164,7 @@ type AgentResult struct {
 // 2^63 cores is a bug).
 const (
 	MaxReportRows          = 1000
-	MaxCapacityFactor      = 4
+	MaxCapacityFactor      = exchange.MaxCapacityFactor
 	maxReportedUsageFactor = 4 // usage of a request: at most this times what it reserved
 )
 
