@@ -218,6 +218,9 @@ func (m *Market) OverrideCapacity(ctx context.Context, pool string, units int64,
 		if err := tx.Clauses(clause.OnConflict{UpdateAll: true}).Create(&o).Error; err != nil {
 			return err
 		}
+		if err := bumpPlan(tx); err != nil { // capacity feeds the reservation plan
+			return err
+		}
 		return tx.Create(&CapacityOverrideEvent{PoolID: pool, Action: "set", Units: &units, Reason: reason, ByWhom: by, ExpiresAt: &exp, At: now}).Error
 	})
 }
@@ -233,6 +236,9 @@ func (m *Market) ClearCapacityOverride(ctx context.Context, pool, by string) err
 		res := tx.Where("pool_id = ?", pool).Delete(&capacityOverride{})
 		if res.Error != nil || res.RowsAffected == 0 {
 			return res.Error
+		}
+		if err := bumpPlan(tx); err != nil {
+			return err
 		}
 		return tx.Create(&CapacityOverrideEvent{PoolID: pool, Action: "clear", ByWhom: strings.TrimSpace(by), At: m.now()}).Error
 	})

@@ -143,3 +143,54 @@ func TestTheHeldFallbackUsesEffectiveCapacity(t *testing.T) {
 		}
 	})
 }
+
+// The reservation plan sells no more than the cluster has either: eu-west/cpu is
+// configured at 100 cores and measured at 50, so a 51-core job has no room now
+// while a 50-core one does, on this server and after a restart; a reservation of 60
+// cores accepted before the measurement is reported at risk. An operator's override
+// to 80 holds until it expires, then the measured 50 applies again.
+func TestTheReservationPlanUsesTheMeasuredCapacity(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		pl := newPlanned(t, db)
+		ctx := context.Background()
+		feasible := func(r *fleet.Reservations, cores int64) bool {
+			t.Helper()
+			q, err := r.Quote(ctx, pl.Users["member@ads"], pl.job("eu-west/cpu", cores, time.Hour, 0, time.Hour, 0))
+			if err != nil {
+				t.Fatal(err)
+			}
+			return q.Feasible
+		}
+		if !feasible(pl.r, 90) {
+			t.Fatal("90 cores of the configured 100 have no room before any measurement")
+		}
+		big := pl.reserve("member@search", pl.job("eu-west/cpu", 60, time.Hour, 0, time.Hour, 50))
+		res, err := pl.r.Report(ctx, "eu-west", fleet.AgentReport{Pools: []fleet.PoolUsageReport{{Pool: "eu-west/cpu", Used: 0, Capacity: i64(50)}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(res.AtRisk) != 1 || res.AtRisk[0] != big.ID {
+			t.Errorf("report %+v: want reservation %d (60 cores) at risk on a 50-core cluster", res, big.ID)
+		}
+		restarted := fleet.NewReservations(db, pl.L, pl.Clock.Now, fleet.DefaultPlanConfig)
+		for name, r := range map[string]*fleet.Reservations{"this server": pl.r, "after a restart": restarted} {
+			if feasible(r, 51) || !feasible(r, 50) {
+				t.Errorf("%s: 51 cores feasible %v, 50 feasible %v; want only 50 on the measured 50", name, feasible(r, 51), feasible(r, 50))
+			}
+		}
+		// The same measurement again changes nothing.
+		if res, err := pl.r.Report(ctx, "eu-west", fleet.AgentReport{Pools: []fleet.PoolUsageReport{{Pool: "eu-west/cpu", Used: 0, Capacity: i64(50)}}}); err != nil || len(res.AtRisk)+len(res.Moved) != 0 {
+			t.Errorf("a repeated measurement: %+v %v", res, err)
+		}
+		if err := pl.M.OverrideCapacity(ctx, "eu-west/cpu", 80, "nodes back from repair", pl.Clock.Now().Add(2*time.Hour), "op@x.io"); err != nil {
+			t.Fatal(err)
+		}
+		if !feasible(pl.r, 80) || feasible(pl.r, 81) {
+			t.Error("under the override to 80: want 80 cores and no more")
+		}
+		pl.Clock.Advance(2*time.Hour + 5*time.Minute)
+		if feasible(pl.r, 51) || !feasible(pl.r, 50) {
+			t.Error("after the override expired: want the measured 50 again")
+		}
+	})
+}

@@ -328,13 +328,15 @@ func (s *Reservations) Report(ctx context.Context, cluster string, rep AgentRepo
 		if err != nil {
 			return err
 		}
-		if err := s.recordPoolUsage(tx, p, cluster, rep.Pools, now); err != nil {
+		measured, err := s.recordPoolUsage(tx, p, cluster, rep.Pools, now)
+		if err != nil {
 			return err
 		}
 		capacity, err := recordCapacity(tx, p, rep.Capacity, now)
 		if err != nil {
 			return err
 		}
+		capacity = append(measured, capacity...) // a measured capacity first: timed changes the agent reports win
 		var up scheduler.Update
 		touched, err := recordEnds(ctx, tx, p, rep.Ends, byID, &up)
 		if err != nil {
