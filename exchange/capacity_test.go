@@ -286,3 +286,9 @@ func TestAPoolMeasuredAboveConfiguredIsSoldAndVerifies(t *testing.T) {
 		}
 	})
 }
+
+func TestCapacityModelsMatchSchema(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		storetest.AssertModelsMatchSchema(t, db, &exchange.CapacityOverrideEvent{})
+	})
+}
