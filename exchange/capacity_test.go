@@ -9,6 +9,7 @@ import (
 	"github.com/clearhouse/clearhouse"
 	"github.com/clearhouse/clearhouse/auction"
 	"github.com/clearhouse/clearhouse/exchange"
+	"github.com/clearhouse/clearhouse/ledger"
 	"github.com/clearhouse/clearhouse/store"
 	"github.com/clearhouse/clearhouse/store/storetest"
 )
@@ -277,6 +278,14 @@ func TestAPoolMeasuredAboveConfiguredIsSoldAndVerifies(t *testing.T) {
 		}
 		if vs, err := mk.M.Verify(ctx); err != nil || len(vs) != 0 {
 			t.Fatalf("verify on holdings within the measured capacity: %+v %v", vs, err)
+		}
+		spec := exchange.PoolSpec{Unit: "core", Capacity: 100, UnitCost: 2 * ledger.Dollar, Utilization: 0.8, CurveID: "standard"}
+		if _, err := mk.M.UpdatePool(ctx, "us-east/cpu", spec); err != nil {
+			t.Errorf("a new unit cost on a pool holding more than its unchanged configured capacity: %v", err)
+		}
+		spec.Capacity = 99
+		if _, err := mk.M.UpdatePool(ctx, "us-east/cpu", spec); clearhouse.ErrorCode(err) != clearhouse.ECONFLICT {
+			t.Errorf("lowering the configured capacity further below holdings: %v, want a conflict", err)
 		}
 		if err := db.Write.Exec("UPDATE holdings SET quantity = 341 WHERE team_id = 'search' AND pool_id = 'us-east/cpu'").Error; err != nil {
 			t.Fatal(err)

@@ -127,7 +127,9 @@ func (m *Market) AddPool(ctx context.Context, ps PoolSpec) (Pool, error) {
 }
 
 // UpdatePool changes a pool's unit, capacity, cost, utilization and curve. Capacity
-// may not fall below the quota teams hold in the pool (ECONFLICT).
+// may not be lowered below the quota teams hold in the pool and an open auction
+// sells (ECONFLICT); holdings above an unchanged capacity (sold from a larger
+// measured one) do not stop other changes.
 func (m *Market) UpdatePool(ctx context.Context, id string, ps PoolSpec) (Pool, error) {
 	var p Pool
 	err := m.db.Write.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
@@ -146,7 +148,7 @@ func (m *Market) UpdatePool(ctx context.Context, id string, ps PoolSpec) (Pool, 
 		if err != nil {
 			return err
 		}
-		if ps.Capacity < held+selling {
+		if ps.Capacity < p.Capacity && ps.Capacity < held+selling { // a measured capacity above it may have sold more
 			return clearhouse.Errorf(clearhouse.ECONFLICT, "capacity: teams hold %d %s in %s and an open auction sells %d; capacity cannot be less than %d",
 				held, p.Unit, id, selling, held+selling)
 		}
