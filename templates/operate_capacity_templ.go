@@ -154,7 +154,7 @@ func OversoldPools(rows []OversoldRow) templ.Component {
 					return templ_7745c5c3_Err
 				}
 			}
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 11, "</tbody></table></div><p class=\"help\" data-testid=\"oversold-what-to-do\">What to do: add nodes to the cluster (its agent reports the new capacity at its next poll); or, if the measurement is wrong (nodes drained for maintenance and coming back), override the capacity on the pool's page with a reason and an expiry; or buy quota back in the next auction (an operator bid in the pool). Until then, teams' limits in the cluster still add up to what they hold, so the cluster manager queues what does not fit.</p></section>")
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 11, "</tbody></table></div><p class=\"help\" data-testid=\"oversold-what-to-do\">What to do: add nodes to the cluster (its agent reports the new capacity at its next poll); or, if the measurement is wrong (nodes drained for maintenance and coming back), override the capacity on the pool's page with a reason and an expiry; or ask the teams holding it to offer quota in the next auction: the market never takes sold quota back by itself. Until then, teams' limits in the cluster still add up to what they hold, so the cluster manager queues what does not fit.</p></section>")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
@@ -405,7 +405,7 @@ func PoolCapacity(p Page, v PoolCapacityView) templ.Component {
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 31, " more than the effective capacity: the market sells nothing more here. Add to the cluster, override the capacity below if the measurement is wrong, or buy quota back.</p>")
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 31, " more than the effective capacity: the market sells nothing more here. Add to the cluster, override the capacity below if the measurement is wrong, or ask the holders to offer quota in the next auction.</p>")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
