@@ -274,7 +274,7 @@ func (m *Market) LatestRun(ctx context.Context, id int64) (AuctionRun, []RunPric
 // operator supply from the capacity no team holds and two live auctions would sell
 // it twice (a unique index backs this up across servers). Opening fixes each
 // pool's reserve price from its curve, utilization psi (MeasuredUtilization) and
-// unit cost, and its supply.
+// unit cost, and its supply: the effective capacity (PoolCapacities) no team holds.
 // It returns the auctions it opened; one left waiting opens once the auction
 // before it has settled (Tick closes before it opens).
 func (m *Market) OpenDue(ctx context.Context) ([]Auction, error) {
@@ -320,13 +320,9 @@ func (m *Market) fixReserves(tx *gorm.DB, auctionID int64) error {
 	if err := tx.Order("id").Find(&pools).Error; err != nil {
 		return err
 	}
-	held := map[string]int64{}
-	var hs []Holding
-	if err := tx.Find(&hs).Error; err != nil {
+	supply, err := supplyIn(tx, m.now())
+	if err != nil {
 		return err
-	}
-	for _, h := range hs {
-		held[h.PoolID] += h.Quantity
 	}
 	curves, err := m.curvesIn(tx)
 	if err != nil {
@@ -345,7 +341,7 @@ func (m *Market) fixReserves(tx *gorm.DB, auctionID int64) error {
 		if err != nil {
 			return fmt.Errorf("pool %s: %w", p.ID, err)
 		}
-		ap := AuctionPool{AuctionID: auctionID, PoolID: p.ID, ReservePrice: r, Supply: max(p.Capacity-held[p.ID], 0), Utilization: util[p.ID]}
+		ap := AuctionPool{AuctionID: auctionID, PoolID: p.ID, ReservePrice: r, Supply: supply[p.ID], Utilization: util[p.ID]}
 		if err := tx.Create(&ap).Error; err != nil {
 			return err
 		}

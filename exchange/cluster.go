@@ -127,7 +127,9 @@ func (m *Market) AddPool(ctx context.Context, ps PoolSpec) (Pool, error) {
 }
 
 // UpdatePool changes a pool's unit, capacity, cost, utilization and curve. Capacity
-// may not fall below the quota teams hold in the pool (ECONFLICT).
+// may not be lowered below the quota teams hold in the pool and an open auction
+// sells (ECONFLICT); holdings above an unchanged capacity (sold from a larger
+// measured one) do not stop other changes.
 func (m *Market) UpdatePool(ctx context.Context, id string, ps PoolSpec) (Pool, error) {
 	var p Pool
 	err := m.db.Write.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
@@ -146,7 +148,7 @@ func (m *Market) UpdatePool(ctx context.Context, id string, ps PoolSpec) (Pool, 
 		if err != nil {
 			return err
 		}
-		if ps.Capacity < held+selling {
+		if ps.Capacity < p.Capacity && ps.Capacity < held+selling { // a measured capacity above it may have sold more
 			return clearhouse.Errorf(clearhouse.ECONFLICT, "capacity: teams hold %d %s in %s and an open auction sells %d; capacity cannot be less than %d",
 				held, p.Unit, id, selling, held+selling)
 		}
@@ -193,8 +195,8 @@ func (m *Market) Holdings(ctx context.Context, team string) ([]Holding, error) {
 }
 
 // GrantQuota gives a team quantity units of a pool out of the pool's unheld
-// capacity (an operator's initial allocation), less what an open auction offers
-// for sale in it. Returns ECONFLICT when the pool has too little left.
+// effective capacity (PoolCapacities; an operator's initial allocation), less
+// what an open auction offers for sale in it. Returns ECONFLICT when the pool has too little left.
 func (m *Market) GrantQuota(ctx context.Context, team, pool string, quantity int64) error {
 	if quantity <= 0 {
 		return clearhouse.Errorf(clearhouse.EINVALID, "quantity: must be a positive whole number")
@@ -211,9 +213,13 @@ func (m *Market) GrantQuota(ctx context.Context, team, pool string, quantity int
 		if err != nil {
 			return err
 		}
-		if left := p.Capacity - held - selling; quantity > left {
-			return clearhouse.Errorf(clearhouse.ECONFLICT, "quantity: %s has %d %s that no team holds and no open auction sells; cannot grant %d",
-				pool, max(left, 0), p.Unit, quantity)
+		caps, err := capacitiesIn(tx, m.now())
+		if err != nil {
+			return err
+		}
+		if left := caps[pool].Effective - held - selling; quantity > left {
+			return clearhouse.Errorf(clearhouse.ECONFLICT, "quantity: %s has %d %s of its %s capacity (%d) that no team holds and no open auction sells; cannot grant %d",
+				pool, max(left, 0), p.Unit, caps[pool].Source, caps[pool].Effective, quantity)
 		}
 		if err := lockHoldings(tx, team, []string{pool}); err != nil {
 			return err

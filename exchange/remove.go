@@ -40,7 +40,7 @@ func (m *Market) RemovePool(ctx context.Context, id string) error {
 		if len(why) > 0 {
 			return clearhouse.Errorf(clearhouse.ECONFLICT, "pool: %s cannot be removed: %s", id, strings.Join(why, "; "))
 		}
-		for _, table := range []string{"pool_policies", "reference_prices", "holdings", "pool_measured_capacity"} {
+		for _, table := range []string{"pool_policies", "reference_prices", "holdings", "pool_measured_capacity", "pool_capacity_overrides"} {
 			if err := tx.Exec(fmt.Sprintf("DELETE FROM %s WHERE pool_id = ?", table), id).Error; err != nil {
 				return err
 			}

@@ -19,7 +19,9 @@ import (
 )
 
 // instance builds the clock's instance from an auction's pools and open orders,
-// inside tx. Orders become bidders named by their ids, in id order.
+// inside tx. Orders become bidders named by their ids, in id order. Each pool's
+// supply is the one fixed when the auction opened, never more than the effective
+// capacity no team holds now.
 func (m *Market) instance(ctx context.Context, tx *gorm.DB, a Auction) (auction.Instance, []OrderView, error) {
 	var aps []AuctionPool
 	if err := tx.Where("auction_id = ?", a.ID).Order("pool_id").Find(&aps).Error; err != nil {
@@ -37,8 +39,14 @@ func (m *Market) instance(ctx context.Context, tx *gorm.DB, a Auction) (auction.
 	if err := json.Unmarshal([]byte(a.Params), &inst.Params); err != nil {
 		return auction.Instance{}, nil, fmt.Errorf("auction %d: parameters: %w", a.ID, err)
 	}
+	supply, err := supplyIn(tx, m.now())
+	if err != nil {
+		return auction.Instance{}, nil, err
+	}
 	for _, ap := range aps {
-		inst.Pools = append(inst.Pools, auction.Pool{ID: ap.PoolID, Supply: float64(ap.Supply), ReservePrice: ap.ReservePrice})
+		// The supply fixed at opening, less any fall of the effective capacity since:
+		// a run never sells what the cluster no longer has.
+		inst.Pools = append(inst.Pools, auction.Pool{ID: ap.PoolID, Supply: float64(min(ap.Supply, supply[ap.PoolID])), ReservePrice: ap.ReservePrice})
 	}
 	for _, v := range views {
 		b := auction.Bidder{ID: strconv.FormatInt(v.ID, 10)}
@@ -119,6 +127,12 @@ func (m *Market) run(ctx context.Context, tx *gorm.DB, a Auction, binding bool, 
 	inst, views, err := m.instance(ctx, tx, a)
 	if err != nil {
 		return AuctionRun{}, auction.Result{}, nil, err
+	}
+	for _, p := range inst.Pools { // a supply the effective capacity cut is kept, so pages and grants see it
+		if err := tx.Exec("UPDATE auction_pools SET supply = ? WHERE auction_id = ? AND pool_id = ? AND supply > ?",
+			int64(p.Supply), a.ID, p.ID, int64(p.Supply)).Error; err != nil {
+			return AuctionRun{}, auction.Result{}, nil, err
+		}
 	}
 	var res auction.Result
 	if pre != nil && reflect.DeepEqual(pre.inst, inst) {

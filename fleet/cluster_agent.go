@@ -9,6 +9,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/clearhouse/clearhouse"
+	"github.com/clearhouse/clearhouse/exchange"
 	"github.com/clearhouse/clearhouse/scheduler"
 	"github.com/clearhouse/clearhouse/store"
 	"gorm.io/gorm"
@@ -184,7 +185,7 @@ type AgentResult struct {
 // 2^63 cores is a bug).
 const (
 	MaxReportRows          = 1000
-	MaxCapacityFactor      = 4
+	MaxCapacityFactor      = exchange.MaxCapacityFactor
 	maxReportedUsageFactor = 4 // usage of a request: at most this times what it reserved
 )
 
@@ -360,13 +361,15 @@ func (s *Reservations) Report(ctx context.Context, cluster string, rep AgentRepo
 		if err != nil {
 			return err
 		}
-		if err := s.recordPoolUsage(tx, p, cluster, rep.Pools, now); err != nil {
-			return err
-		}
-		capacity, err := recordCapacity(tx, rep.Capacity, now)
+		measured, err := s.recordPoolUsage(tx, p, cluster, rep.Pools, now)
 		if err != nil {
 			return err
 		}
+		capacity, err := recordCapacity(tx, p, rep.Capacity, now)
+		if err != nil {
+			return err
+		}
+		capacity = append(measured, capacity...) // a measured capacity first: timed changes the agent reports win
 		var up scheduler.Update
 		touched, err := recordEnds(ctx, tx, p, rep.Ends, byID, &up)
 		if err != nil {
@@ -411,17 +414,51 @@ func (s *Reservations) Report(ctx context.Context, cluster string, rep AgentRepo
 	return res, err
 }
 
-// recordCapacity stores a report's capacity changes (so a restart keeps them) and
-// returns them in UTC.
-func recordCapacity(tx *gorm.DB, reported []CapacityReport, now time.Time) ([]CapacityReport, error) {
+// recordCapacity stores a report's capacity changes that change the plan (so a
+// restart keeps them) and returns those, in UTC. A change that sets what the plan
+// already has (an agent repeating itself) is neither stored nor applied; a stored
+// change replaces the earlier ones of its pool that it covers, and changes that
+// ended a day ago are pruned: the history stays as long as the plan needs it.
+func recordCapacity(tx *gorm.DB, p *plan, reported []CapacityReport, now time.Time) ([]CapacityReport, error) {
 	capacity := make([]CapacityReport, 0, len(reported))
 	rows := make([][]any, 0, len(reported))
+	seen := map[CapacityReport]bool{}
 	for _, c := range reported {
-		capacity = append(capacity, CapacityReport{Pool: c.Pool, From: c.From.UTC(), To: c.To.UTC(), Units: c.Units})
-		rows = append(rows, []any{c.Pool, c.From.UTC(), c.To.UTC(), c.Units, now})
+		c = CapacityReport{Pool: c.Pool, From: c.From.UTC(), To: c.To.UTC(), Units: c.Units}
+		if seen[c] || !p.capacityDiffers(c) {
+			continue
+		}
+		seen[c] = true
+		if err := tx.Exec("DELETE FROM capacity_changes WHERE pool_id = ? AND from_at >= ? AND to_at <= ?", c.Pool, c.From, c.To).Error; err != nil {
+			return nil, err
+		}
+		capacity = append(capacity, c)
+		rows = append(rows, []any{c.Pool, c.From, c.To, c.Units, now})
+	}
+	if len(rows) == 0 {
+		return capacity, nil
+	}
+	if err := tx.Exec("DELETE FROM capacity_changes WHERE to_at < ?", now.Add(-capacityKept)).Error; err != nil {
+		return nil, err
 	}
 	_, err := store.Insert(tx, "capacity_changes", []string{"pool_id", "from_at", "to_at", "units", "reported_at"}, rows, "")
 	return capacity, err
+}
+
+// capacityKept is how long a capacity change is kept after it ended: no plan built
+// since reads it.
+const capacityKept = 24 * time.Hour
+
+// capacityDiffers reports whether c would change the plan: some slot of [From, To)
+// inside the horizon has other than c.Units.
+func (p *plan) capacityDiffers(c CapacityReport) bool {
+	from, to := max(p.slot(c.From), 0), min(p.ceil(c.To), p.eng.Horizon())
+	for t := from; t < to; t++ {
+		if p.eng.Capacity(c.Pool, t) != c.Units {
+			return true
+		}
+	}
+	return false
 }
 
 // recordEnds stores the early ends of running requests (a failure also as the

@@ -354,8 +354,9 @@ type CapacityChange struct {
 // TableName is the capacity_changes table.
 func (CapacityChange) TableName() string { return "capacity_changes" }
 
-// load builds the engine from the database at now: pools and their policies,
-// quotas from holdings, reported capacity changes, then every accepted
+// load builds the engine from the database at now: pools and their policies with
+// their capacity (planCapacity, an override until it expires), quotas from
+// holdings, reported capacity changes, then every accepted
 // reservation in id order. A reservation that no longer fits where it was is moved
 // inside its windows, or fails (recorded, its charge settled); nothing is dropped
 // silently.
@@ -366,16 +367,34 @@ func (s *Reservations) load(ctx context.Context, tx *gorm.DB, now time.Time) (*p
 	if err := tx.Order("id").Find(&pools).Error; err != nil {
 		return nil, false, err
 	}
+	caps, err := exchange.PoolCapacities(tx, now)
+	if err != nil {
+		return nil, false, err
+	}
+	byPool := make(map[string]exchange.PoolCapacity, len(caps))
+	for _, c := range caps {
+		byPool[c.Pool] = c
+	}
 	capacity := map[string]int64{}
 	for _, pl := range pools {
 		p.pools[pl.ID] = pl
-		capacity[pl.ID] = pl.Capacity
+		capacity[pl.ID] = planCapacity(byPool[pl.ID])
 	}
 	algo, err := s.algorithm(tx, pools, p.origin)
 	if err != nil {
 		return nil, false, err
 	}
 	p.eng = scheduler.NewEngine(horizon, capacity, algo)
+	for _, c := range caps { // an override holds until it expires, then the measured capacity again
+		if _, known := capacity[c.Pool]; !known || c.Override == nil {
+			continue
+		}
+		if to := min(p.ceil(*c.OverrideExpires), horizon); to > 0 {
+			if _, err := p.eng.Update(0, scheduler.Update{Capacity: []scheduler.CapacityChange{{Pool: c.Pool, From: 0, To: to, Units: min(*c.Override, c.Configured)}}}); err != nil {
+				return nil, false, fmt.Errorf("capacity override of %s: %w", c.Pool, err)
+			}
+		}
+	}
 
 	qs, err := Quotas(tx)
 	if err != nil {
@@ -591,4 +610,15 @@ func (s *Reservations) views(tx *gorm.DB, q *gorm.DB, now time.Time) ([]Reservat
 func configJSON(c map[string]int64) string {
 	b, _ := json.Marshal(c)
 	return string(b)
+}
+
+// planCapacity is a pool's capacity for the reservation plan, an override aside:
+// the configured capacity, or the measured one when the cluster's agent measured
+// less. Reservations are sold from it, so the plan never sells what the cluster does
+// not have; a cluster measured larger than configured keeps its configured plan.
+func planCapacity(c exchange.PoolCapacity) int64 {
+	if c.Measured != nil {
+		return min(c.Configured, *c.Measured)
+	}
+	return c.Configured
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/clearhouse/clearhouse"
+	"github.com/clearhouse/clearhouse/exchange"
 	"gorm.io/gorm"
 )
 
@@ -41,8 +42,10 @@ func (UsageHour) TableName() string { return "usage_hourly" }
 type PoolUsageReport struct {
 	Pool string
 	Used int64
-	// Capacity is the pool's capacity as the agent measured it (nil: not measured).
-	// It is kept and shown to operators only: prices and supply use the configured one.
+	// Capacity is the pool's capacity as the agent measured it (nil: not measured),
+	// at most MaxCapacityFactor times the configured one. The latest is the pool's
+	// effective capacity unless an operator overrides it (exchange.PoolCapacities):
+	// supply and reserve prices use it, and the sample's used/capacity is over it.
 	Capacity *int64
 }
 
@@ -63,10 +66,12 @@ const (
 
 // recordPoolUsage validates and stores an agent's pool usage for the current
 // slot, inside the report's tx. A second report in the same slot replaces the
-// first. EINVALID names the row at fault.
-func (s *Reservations) recordPoolUsage(tx *gorm.DB, p *plan, cluster string, reps []PoolUsageReport, now time.Time) error {
+// first. EINVALID names the row at fault. It returns, as capacity changes for the
+// plan, the pools whose plan capacity (planCapacity) the measured capacity moved:
+// from now (or the end of an override in force) to the horizon.
+func (s *Reservations) recordPoolUsage(tx *gorm.DB, p *plan, cluster string, reps []PoolUsageReport, now time.Time) ([]CapacityReport, error) {
 	if len(reps) > MaxReportRows {
-		return clearhouse.Errorf(clearhouse.EINVALID, "pools: at most %d rows per report, got %d", MaxReportRows, len(reps))
+		return nil, clearhouse.Errorf(clearhouse.EINVALID, "pools: at most %d rows per report, got %d", MaxReportRows, len(reps))
 	}
 	seen := map[string]bool{}
 	rows := make([][]any, 0, len(reps))
@@ -76,31 +81,75 @@ func (s *Reservations) recordPoolUsage(tx *gorm.DB, p *plan, cluster string, rep
 		pl, ok := p.pools[r.Pool]
 		switch {
 		case !ok || pl.ClusterID != cluster:
-			return clearhouse.Errorf(clearhouse.EINVALID, "pools[%d]: pool %q is not a pool of cluster %s", i, r.Pool, cluster)
+			return nil, clearhouse.Errorf(clearhouse.EINVALID, "pools[%d]: pool %q is not a pool of cluster %s", i, r.Pool, cluster)
 		case seen[r.Pool]:
-			return clearhouse.Errorf(clearhouse.EINVALID, "pools[%d]: pool %s is reported twice", i, r.Pool)
+			return nil, clearhouse.Errorf(clearhouse.EINVALID, "pools[%d]: pool %s is reported twice", i, r.Pool)
 		case r.Used < 0:
-			return clearhouse.Errorf(clearhouse.EINVALID, "pools[%d]: used must not be negative", i)
+			return nil, clearhouse.Errorf(clearhouse.EINVALID, "pools[%d]: used must not be negative", i)
 		case r.Used > MaxCapacityFactor*max(pl.Capacity, 1):
-			return clearhouse.Errorf(clearhouse.EINVALID, "pools[%d]: used: %d is more than %d times the pool's configured capacity of %d",
+			return nil, clearhouse.Errorf(clearhouse.EINVALID, "pools[%d]: used: %d is more than %d times the pool's configured capacity of %d",
 				i, r.Used, MaxCapacityFactor, pl.Capacity)
-		case r.Capacity != nil && *r.Capacity < 0:
-			return clearhouse.Errorf(clearhouse.EINVALID, "pools[%d]: capacity must not be negative", i)
-		}
-		if r.Capacity != nil {
-			measured = append(measured, []any{r.Pool, *r.Capacity, now.UTC()})
+		case r.Capacity == nil:
+		case *r.Capacity < 0:
+			return nil, clearhouse.Errorf(clearhouse.EINVALID, "pools[%d]: capacity must not be negative", i)
+		case *r.Capacity > MaxCapacityFactor*max(pl.Capacity, 1):
+			return nil, clearhouse.Errorf(clearhouse.EINVALID, "pools[%d]: capacity: %d is more than %d times the pool's configured capacity of %d; have an operator raise the configured capacity first",
+				i, *r.Capacity, MaxCapacityFactor, pl.Capacity)
+		case r.Used > MaxCapacityFactor*max(*r.Capacity, 1):
+			return nil, clearhouse.Errorf(clearhouse.EINVALID, "pools[%d]: used: %d is more than %d times the capacity of %d measured with it",
+				i, r.Used, MaxCapacityFactor, *r.Capacity)
 		}
 		seen[r.Pool] = true
 		capacity := p.eng.Capacity(r.Pool, p.slot(now)) // with the capacity changes agents reported
+		if r.Capacity != nil {
+			measured = append(measured, []any{r.Pool, *r.Capacity, now.UTC()})
+			capacity = *r.Capacity // used over what the cluster has, as reserve prices weigh it
+		}
 		rows = append(rows, []any{r.Pool, slotAt, r.Used, capacity, SourceAgent})
 	}
+	var moved []CapacityReport
 	if len(measured) > 0 {
+		var err error
+		if moved, err = planCapacityMoves(tx, p, measured, now); err != nil {
+			return nil, err
+		}
 		if err := insertMany(tx, "INSERT INTO pool_measured_capacity (pool_id, capacity, measured_at) VALUES ", 3, measured,
 			" ON CONFLICT (pool_id) DO UPDATE SET capacity = excluded.capacity, measured_at = excluded.measured_at"); err != nil {
-			return err
+			return nil, err
 		}
 	}
-	return upsertSamples(tx, rows, true)
+	return moved, upsertSamples(tx, rows, true)
+}
+
+// planCapacityMoves is what newly measured capacities (rows of pool, capacity, at)
+// do to the plan's capacity, read inside tx before they are stored.
+func planCapacityMoves(tx *gorm.DB, p *plan, measured [][]any, now time.Time) ([]CapacityReport, error) {
+	caps, err := exchange.PoolCapacities(tx, now)
+	if err != nil {
+		return nil, err
+	}
+	byPool := make(map[string]exchange.PoolCapacity, len(caps))
+	for _, c := range caps {
+		byPool[c.Pool] = c
+	}
+	end := p.at(p.eng.Horizon())
+	var moved []CapacityReport
+	for _, m := range measured {
+		pool, units := m[0].(string), m[1].(int64)
+		c := byPool[pool]
+		was := planCapacity(c)
+		c.Measured = &units
+		if is := planCapacity(c); is != was {
+			from := now
+			if c.Override != nil && c.OverrideExpires.After(from) {
+				from = *c.OverrideExpires
+			}
+			if from.Before(end) {
+				moved = append(moved, CapacityReport{Pool: pool, From: from, To: end, Units: is})
+			}
+		}
+	}
+	return moved, nil
 }
 
 // MeasuredCapacity returns a pool's last measured capacity; ok is false when no

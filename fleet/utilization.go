@@ -31,7 +31,8 @@ var DefaultUtilizationConfig = UtilizationConfig{Slot: 5 * time.Minute, Raw: 14 
 // the reservation plan's allocations for pools no agent reports on), the job that
 // fills, downsamples, prunes and measures it, and each pool's psi: the chosen
 // percentile of used/capacity over a trailing window, an operator's override
-// until it expires, or held/capacity for a pool with no usage data. It implements
+// until it expires, or held/capacity for a pool with no usage data (capacity: the
+// effective one, exchange.PoolCapacities). It implements
 // exchange.MeasuredUtilization.
 type Utilization struct {
 	db  *store.DB
@@ -100,9 +101,10 @@ type PoolPsi struct {
 	Source               string // PsiOverride, PsiMeasured or PsiHeld
 }
 
-// psiOf works out a pool's psi from its setting at now.
-func psiOf(p exchange.Pool, held int64, s PoolSetting, now time.Time) PoolPsi {
-	v := PoolPsi{Pool: p.ID, Resource: p.Resource, Unit: p.Unit, Capacity: p.Capacity, Held: held,
+// psiOf works out a pool's psi from its setting at now; capacity is its effective
+// capacity (exchange.PoolCapacities), the held fallback's denominator.
+func psiOf(p exchange.Pool, capacity, held int64, s PoolSetting, now time.Time) PoolPsi {
+	v := PoolPsi{Pool: p.ID, Resource: p.Resource, Unit: p.Unit, Capacity: capacity, Held: held,
 		Percentile: DefaultPercentile, WindowDays: DefaultWindowDays}
 	if s.PoolID != "" {
 		v.Percentile, v.WindowDays = s.Percentile, s.WindowDays
@@ -114,7 +116,7 @@ func psiOf(p exchange.Pool, held int64, s PoolSetting, now time.Time) PoolPsi {
 			v.Override, v.OverrideReason, v.OverrideBy, v.OverrideExpires = s.Override, s.OverrideReason, s.OverrideBy, s.OverrideExpires
 		}
 	}
-	if r, ok := ratio(held, p.Capacity); ok {
+	if r, ok := ratio(held, capacity); ok {
 		v.Fallback = r
 	}
 	switch {
@@ -138,24 +140,22 @@ func poolsIn(tx *gorm.DB, now time.Time) ([]PoolPsi, error) {
 	if err := tx.Find(&settings).Error; err != nil {
 		return nil, err
 	}
-	var held []struct {
-		PoolID string
-		Q      int64
-	}
-	if err := tx.Raw("SELECT pool_id, SUM(quantity) AS q FROM holdings GROUP BY pool_id").Scan(&held).Error; err != nil {
+	caps, err := exchange.PoolCapacities(tx, now)
+	if err != nil {
 		return nil, err
 	}
 	bySetting := make(map[string]PoolSetting, len(settings))
 	for _, s := range settings {
 		bySetting[s.PoolID] = s
 	}
-	byHeld := make(map[string]int64, len(held))
-	for _, h := range held {
-		byHeld[h.PoolID] = h.Q
+	byCap := make(map[string]exchange.PoolCapacity, len(caps))
+	for _, c := range caps {
+		byCap[c.Pool] = c
 	}
 	out := make([]PoolPsi, len(pools))
 	for i, p := range pools {
-		out[i] = psiOf(p, byHeld[p.ID], bySetting[p.ID], now)
+		c := byCap[p.ID]
+		out[i] = psiOf(p, c.Effective, c.Held, bySetting[p.ID], now)
 	}
 	return out, nil
 }

@@ -4,18 +4,19 @@ import (
 	"context"
 	"time"
 
+	"github.com/clearhouse/clearhouse/exchange"
 	"github.com/clearhouse/clearhouse/store"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
 // databaseCollector reads, at each scrape, the figures the database holds for every
 // replica alike: open orders, the e-mail outbox, when each cluster's agent was last
-// seen, best-effort tasks and overdue auctions.
+// seen, best-effort tasks, overdue auctions and oversold pools.
 type databaseCollector struct {
 	db  *store.DB
 	now func() time.Time
 
-	openOrders, outbox, outboxRetrying, agentAge, agentCorrections, agentErrorAt, tasks, preempted, waiting, overdue, lastSettled *prometheus.Desc
+	openOrders, outbox, outboxRetrying, agentAge, agentCorrections, agentErrorAt, tasks, preempted, waiting, overdue, lastSettled, oversold *prometheus.Desc
 }
 
 func newDatabaseCollector(db *store.DB, now func() time.Time) *databaseCollector {
@@ -34,11 +35,12 @@ func newDatabaseCollector(db *store.DB, now func() time.Time) *databaseCollector
 		waiting:          d("best_effort_jobs_waiting", "Best-effort jobs queued and waiting for idle capacity, by cluster.", "cluster"),
 		overdue:          d("auctions_overdue", "Auctions whose bid window ended but that are not yet settled or failed."),
 		lastSettled:      d("auction_last_settled_timestamp_seconds", "Unix time the most recently settled auction settled."),
+		oversold:         d("pool_oversold_units", "Units of quota teams hold beyond the pool's effective capacity (an operator's override, else the agent's measured capacity, else the configured one), 0 for every pool that fits.", "pool"),
 	}
 }
 
 func (c *databaseCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.openOrders, c.outbox, c.outboxRetrying, c.agentAge, c.agentCorrections, c.agentErrorAt, c.tasks, c.preempted, c.waiting, c.overdue, c.lastSettled} {
+	for _, d := range []*prometheus.Desc{c.openOrders, c.outbox, c.outboxRetrying, c.agentAge, c.agentCorrections, c.agentErrorAt, c.tasks, c.preempted, c.waiting, c.overdue, c.lastSettled, c.oversold} {
 		ch <- d
 	}
 }
@@ -123,6 +125,13 @@ func (c *databaseCollector) Collect(ch chan<- prometheus.Metric) {
 			if st.ErrorsAt != nil {
 				ch <- prometheus.MustNewConstMetric(c.agentErrorAt, prometheus.GaugeValue, float64(st.ErrorsAt.Unix()), st.ClusterID)
 			}
+		}
+	}
+	if caps, err := exchange.PoolCapacities(db, now); err != nil {
+		ch <- prometheus.NewInvalidMetric(c.oversold, err)
+	} else {
+		for _, pc := range caps {
+			ch <- prometheus.MustNewConstMetric(c.oversold, prometheus.GaugeValue, float64(pc.Oversold()), pc.Pool)
 		}
 	}
 	var settled []time.Time

@@ -84,7 +84,7 @@ func TestDeployAlertRulesQueryServedSeries(t *testing.T) {
 		}
 	}
 	checkNames(t, file, strings.Join(exprs, "\n"), known(t))
-	for _, want := range []string{"ClearhouseAuctionNotClosedOnSchedule", "ClearhouseAgentSilent", "ClearhouseJobFailing", "ClearhouseVerifyNotClean"} {
+	for _, want := range []string{"ClearhouseAuctionNotClosedOnSchedule", "ClearhouseAgentSilent", "ClearhouseJobFailing", "ClearhouseVerifyNotClean", "ClearhouseCapacityOversold"} {
 		if !strings.Contains(string(b), "alert: "+want) {
 			t.Errorf("no alert %s", want)
 		}

@@ -1,7 +1,8 @@
 // Package metrics is Clearhouse's Prometheus instrumentation: one registry per
 // server holding what the web layer, the market, the reservation plan and the
 // scheduled jobs record, and the figures read from the database at each scrape
-// (open orders, the e-mail outbox, agents, best-effort tasks, overdue auctions).
+// (open orders, the e-mail outbox, agents, best-effort tasks, overdue auctions,
+// pools oversold beyond their effective capacity).
 // Names follow Prometheus's conventions: a clearhouse_ prefix, base units (seconds,
 // dollars) in the name, _total on counters.
 package metrics

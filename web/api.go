@@ -58,14 +58,18 @@ func (s *Server) apiRoutes(g *gin.RouterGroup) {
 }
 
 type apiPool struct {
-	ID          string  `json:"id"`
-	Cluster     string  `json:"cluster"`
-	Resource    string  `json:"resource"`
-	Unit        string  `json:"unit"`
-	Capacity    int64   `json:"capacity"`
-	Held        int64   `json:"held"`
-	UnitCost    string  `json:"unit_cost"`
-	Utilization float64 `json:"utilization"`
+	ID       string `json:"id"`
+	Cluster  string `json:"cluster"`
+	Resource string `json:"resource"`
+	Unit     string `json:"unit"`
+	Capacity int64  `json:"capacity"` // configured
+	// EffectiveCapacity is what the market sells (exchange.PoolCapacities): an
+	// operator's override, else the agent's measured capacity, else the configured one.
+	EffectiveCapacity int64   `json:"effective_capacity"`
+	CapacitySource    string  `json:"capacity_source"` // configured, measured or override
+	Held              int64   `json:"held"`
+	UnitCost          string  `json:"unit_cost"`
+	Utilization       float64 `json:"utilization"`
 	// UtilizationSource says where psi comes from: measured, override or held (no usage data).
 	UtilizationSource string  `json:"utilization_source,omitempty"`
 	ReservePrice      *string `json:"reserve_price"`
@@ -182,8 +186,15 @@ func (s *Server) apiMarket(c *gin.Context) {
 		s.fail(c, err)
 		return
 	}
+	caps, err := s.svc.Market.Capacities(ctx)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	capacity := capacityByPool(caps)
 	for _, p := range pools {
 		ap := apiPool{ID: p.ID, Cluster: p.ClusterID, Resource: p.Resource, Unit: p.Unit, Capacity: p.Capacity, Held: held[p.ID],
+			EffectiveCapacity: capacity[p.ID].Effective, CapacitySource: capacity[p.ID].Source,
 			UnitCost: p.UnitCost.Plain(), Utilization: psi[p.ID], UtilizationSource: source[p.ID], Bids: interest[p.ID].Bids, Offers: interest[p.ID].Offers}
 		if r, ok := reserve[p.ID]; ok {
 			rs := apiPrice(r)

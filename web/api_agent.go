@@ -228,7 +228,10 @@ type APIUpdates struct {
 	Pools []struct {
 		Pool string `json:"pool"`
 		Used int64  `json:"used"`
-		// Capacity is the pool's capacity as the agent measured it (optional).
+		// Capacity is the pool's capacity as the agent measured it (optional), at most
+		// fleet.MaxCapacityFactor times the configured one; the latest becomes the
+		// pool's effective capacity unless an operator overrides it. An absurd value
+		// refuses the whole report.
 		Capacity *int64 `json:"capacity,omitempty"`
 	} `json:"pools,omitempty"`
 	// BestEffort reports best-effort tasks: started, done, failed, or stopped.

@@ -45,7 +45,19 @@ func (s *Server) marketSummary(c *gin.Context) {
 		s.fail(c, err)
 		return
 	}
+	caps, err := s.svc.Market.Capacities(ctx)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
 	v.Clusters = marketClusters(clusters, pools, held, reserve, a, u)
+	capacity := capacityByPool(caps)
+	for i := range v.Clusters {
+		for j := range v.Clusters[i].Pools {
+			pv := &v.Clusters[i].Pools[j]
+			pv.Capacity, pv.CapacitySource = capacity[pv.ID].Effective, capacity[pv.ID].Source
+		}
+	}
 	s.render(c, http.StatusOK, templates.MarketPage(s.page(c, "Market", "market"), v))
 }
 

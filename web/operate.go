@@ -48,10 +48,17 @@ func (s *Server) operateView(c *gin.Context, v templates.OperateView) (templates
 	if err != nil {
 		return v, err
 	}
+	caps, err := s.svc.Market.Capacities(ctx)
+	if err != nil {
+		return v, err
+	}
+	v.Oversold = oversoldRows(caps)
+	capacity := capacityByPool(caps)
 	v.Pools = nil
 	for _, p := range pools {
 		row := templates.PoolAdminRow{ID: p.ID, Unit: p.Unit, Curve: p.CurveID, UnitCost: unitCost(p),
-			Utilization: fmt.Sprintf("%.1f%%", psi[p.ID]*100), PsiSource: source[p.ID], Capacity: p.Capacity, Held: held[p.ID]}
+			Utilization: fmt.Sprintf("%.1f%%", psi[p.ID]*100), PsiSource: source[p.ID], Capacity: capacity[p.ID].Effective,
+			CapacitySource: capacity[p.ID].Source, Held: held[p.ID]}
 		if r, ok := reserve[p.ID]; ok {
 			row.Reserve = &templates.Price{Dollars: r, Unit: p.Unit}
 		}
@@ -252,7 +259,7 @@ func (s *Server) poolEditForm(c *gin.Context, p exchange.Pool) (templates.PoolFo
 	if f.Util, err = s.poolUtilization(c, p, nil); err != nil {
 		return f, err
 	}
-	if f.Measured, err = s.measuredCapacity(c, p); err != nil {
+	if f.CapacityView, err = s.poolCapacityView(c, p, nil); err != nil {
 		return f, err
 	}
 	refs, err := s.svc.Market.ReferencePrices(c.Request.Context())
@@ -299,7 +306,7 @@ func (s *Server) updatePool(c *gin.Context) {
 			s.fail(c, err)
 			return
 		}
-		if f.Measured, err = s.measuredCapacity(c, p); err != nil {
+		if f.CapacityView, err = s.poolCapacityView(c, p, nil); err != nil {
 			s.fail(c, err)
 			return
 		}
@@ -694,18 +701,4 @@ func curveErrorText(errs templates.FieldErrors) string {
 		return name + ": " + msg
 	}
 	return "its parameters are not valid."
-}
-
-// measuredCapacity is the pool's last capacity its agent measured, beside the
-// configured one; nil when none was measured.
-func (s *Server) measuredCapacity(c *gin.Context, p exchange.Pool) (*templates.MeasuredCapacityView, error) {
-	if s.svc.Utilization == nil {
-		return nil, nil
-	}
-	m, ok, err := s.svc.Utilization.MeasuredCapacity(c.Request.Context(), p.ID)
-	if err != nil || !ok {
-		return nil, err
-	}
-	return &templates.MeasuredCapacityView{Configured: strconv.FormatInt(p.Capacity, 10), Measured: strconv.FormatInt(m.Capacity, 10),
-		At: fmtTime(m.MeasuredAt), Below: m.Capacity < p.Capacity}, nil
 }

@@ -134,7 +134,8 @@ type bidContext struct {
 	reserve   map[string]float64
 	current   map[string]float64
 	shapes    []exchange.Shape
-	free      map[string]int64 // units of each pool no team holds
+	free      map[string]int64 // units of each pool's effective capacity no team holds
+	capacity  map[string]int64 // each pool's effective capacity
 	supply    map[string]int64 // units the operator offers in the open auction, by pool; nil when none is open
 }
 
@@ -176,16 +177,13 @@ func (s *Server) loadBidContext(c *gin.Context) (bidContext, error) {
 	if bc.reserve, err = s.svc.Market.ReservePrices(ctx); err != nil {
 		return bc, err
 	}
-	holdings, err := s.svc.Market.Holdings(ctx, "")
+	caps, err := s.svc.Market.Capacities(ctx)
 	if err != nil {
 		return bc, err
 	}
-	bc.free = map[string]int64{}
-	for _, p := range pools {
-		bc.free[p.ID] = p.Capacity
-	}
-	for _, h := range holdings {
-		bc.free[h.PoolID] -= h.Quantity
+	bc.free, bc.capacity = map[string]int64{}, map[string]int64{}
+	for _, pc := range caps {
+		bc.free[pc.Pool], bc.capacity[pc.Pool] = pc.Effective-pc.Held, pc.Effective
 	}
 	if bc.shapes, err = s.svc.Market.Shapes(ctx); err != nil {
 		return bc, err
@@ -204,7 +202,7 @@ func (s *Server) loadBidContext(c *gin.Context) (bidContext, error) {
 			bc.supply = map[string]int64{}
 			for _, ap := range aps {
 				bc.reserve[ap.PoolID] = ap.ReservePrice
-				bc.supply[ap.PoolID] = ap.Supply
+				bc.supply[ap.PoolID] = min(ap.Supply, max(bc.free[ap.PoolID], 0)) // as the next run will sell it
 			}
 		}
 	}
@@ -304,10 +302,10 @@ func availability(bc bidContext, b exchange.Bundle) (text string, short bool) {
 			continue
 		}
 		p := bc.pools[pool]
-		part := fmt.Sprintf("%s: %s of %s free", pool, groupDigits(max(bc.free[pool], 0)), countOf(p.Capacity, p.Unit))
+		part := fmt.Sprintf("%s: %s of %s free", pool, groupDigits(max(bc.free[pool], 0)), countOf(bc.capacity[pool], p.Unit))
 		if bc.supply != nil {
 			offered := bc.supply[pool]
-			part = fmt.Sprintf("%s: %s offered, %s of %s free", pool, countOf(offered, p.Unit), groupDigits(max(bc.free[pool], 0)), groupDigits(p.Capacity))
+			part = fmt.Sprintf("%s: %s offered, %s of %s free", pool, countOf(offered, p.Unit), groupDigits(max(bc.free[pool], 0)), groupDigits(bc.capacity[pool]))
 			if offered < q {
 				short = true
 			}

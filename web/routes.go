@@ -90,6 +90,8 @@ func (s *Server) routes(e *gin.Engine) {
 	op.POST("/pools/:cluster/:resource/utilization", s.savePsiPolicy)
 	op.POST("/pools/:cluster/:resource/override", s.overridePsi)
 	op.POST("/pools/:cluster/:resource/override/clear", s.clearPsiOverride)
+	op.POST("/pools/:cluster/:resource/capacity", s.overrideCapacity)
+	op.POST("/pools/:cluster/:resource/capacity/clear", s.clearCapacityOverride)
 	op.GET("/curves/:id", s.curvePage)
 	op.POST("/curves/:id", s.saveCurve)
 	op.POST("/auctions", s.scheduleAuction)

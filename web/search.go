@@ -130,18 +130,19 @@ func (s *Server) searchResults(c *gin.Context, bc bidContext, need map[string]in
 // pool, and the open auction's interest and quota on offer per pool.
 type searchMarket struct {
 	held     map[string]int64
+	capacity map[string]int64 // each pool's effective capacity
 	interest map[string]exchange.Interest
 	onOffer  map[string]exchange.OnOffer
 }
 
 func (s *Server) marketNow(ctx context.Context) (searchMarket, error) {
-	m := searchMarket{held: map[string]int64{}, interest: map[string]exchange.Interest{}, onOffer: map[string]exchange.OnOffer{}}
-	holdings, err := s.svc.Market.Holdings(ctx, "")
+	m := searchMarket{held: map[string]int64{}, capacity: map[string]int64{}, interest: map[string]exchange.Interest{}, onOffer: map[string]exchange.OnOffer{}}
+	caps, err := s.svc.Market.Capacities(ctx)
 	if err != nil {
 		return m, err
 	}
-	for _, h := range holdings {
-		m.held[h.PoolID] += h.Quantity
+	for _, pc := range caps {
+		m.held[pc.Pool], m.capacity[pc.Pool] = pc.Held, pc.Effective
 	}
 	if a, ok, err := s.svc.Market.CurrentAuction(ctx); err != nil {
 		return m, err
@@ -204,7 +205,7 @@ func clusterResult(bc bidContext, m searchMarket, cl exchange.Cluster, ask searc
 		cost += float64(ask.need[r]) * ask.prices[p.ID]
 		// What the auction can sell: capacity no team holds, and quota teams offer.
 		on := m.onOffer[p.ID]
-		unsold := max(p.Capacity-m.held[p.ID], 0) + on.Units
+		unsold := max(m.capacity[p.ID]-m.held[p.ID], 0) + on.Units
 		fits = min(fits, float64(unsold)/float64(ask.need[r]))
 		if on.Units > 0 {
 			o := amountOf(on.Units, p.Unit, r)

@@ -24,7 +24,8 @@ func newVerifyCmd() *cobra.Command {
 balances and holds equal their postings; no live order has a released hold and no final
 order an active one; no open order in a settled auction; one binding run per settled
 auction; settlement lines only for won and lost orders; quota within holdings and
-holdings within capacity; each holding charge matches its entry; reservation charges
+holdings within 4 times the configured capacity (supply follows the measured capacity,
+which may exceed it); each holding charge matches its entry; reservation charges
 equal their holds; the trial balance is zero. It changes nothing and may run at any time, also while the server runs.
 
 Exits 0 when every check passes, 1 naming each violation otherwise (at most 20 per
