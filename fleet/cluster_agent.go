@@ -321,6 +321,14 @@ func validateJobRows(p *plan, cluster string, rep AgentReport, byID map[int64]Re
 // and those that no longer fit are recorded as not honoured (their charge settled
 // for what they used). A bad report changes nothing.
 func (s *Reservations) Report(ctx context.Context, cluster string, rep AgentReport) (AgentResult, error) {
+	return s.ReportWith(ctx, cluster, rep, nil)
+}
+
+// ReportWith is Report with also (when not nil) run last inside the same
+// transaction: what other services make of the same agent report (its best-effort
+// part) then applies with it or not at all. An error from also is returned as it
+// is, and nothing of the report is kept.
+func (s *Reservations) ReportWith(ctx context.Context, cluster string, rep AgentReport, also func(tx *gorm.DB) error) (AgentResult, error) {
 	var res AgentResult
 	err := s.write(ctx, func(tx *gorm.DB, p *plan, now time.Time) error {
 		byID, err := s.validateReport(tx, p, cluster, rep, now)
@@ -370,9 +378,18 @@ func (s *Reservations) Report(ctx context.Context, cluster string, rep AgentRepo
 			res.AtRisk = append(res.AtRisk, r.ID)
 			delete(touched, r.ID)
 		}
-		return s.settleEnded(ctx, tx, touched, now, &res)
+		if err := s.settleEnded(ctx, tx, touched, now, &res); err != nil {
+			return err
+		}
+		if also != nil {
+			return also(tx)
+		}
+		return nil
 	})
-	return res, err
+	if err != nil {
+		return AgentResult{}, err
+	}
+	return res, nil
 }
 
 // recordCapacity stores a report's capacity changes (so a restart keeps them) and

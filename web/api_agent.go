@@ -270,16 +270,18 @@ func (s *Server) apiClusterUpdates(c *gin.Context) {
 			return
 		}
 	}
-	res, err := s.svc.Reservations.Report(ctx, cluster, rep)
+	// One report, one transaction: its best-effort part applies inside the
+	// reservations' transaction, so a part refused there (a measurement that
+	// contradicts an earlier one) keeps nothing of the rest (capacity, ends, usage).
+	var res fleet.AgentResult
+	if be.Empty() {
+		res, err = s.svc.Reservations.Report(ctx, cluster, rep)
+	} else {
+		res, err = s.svc.Reservations.ReportWith(ctx, cluster, rep, s.svc.BestEffort.ReportWithin(ctx, cluster, be))
+	}
 	if err != nil {
 		s.fail(c, err)
 		return
-	}
-	if !be.Empty() {
-		if err := s.svc.BestEffort.Report(ctx, cluster, be); err != nil {
-			s.fail(c, err)
-			return
-		}
 	}
 	// The report applied: an agent status that cannot be kept is logged, not answered
 	// as a failure that would make the agent send the report again.
