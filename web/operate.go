@@ -84,7 +84,7 @@ func (s *Server) operateView(c *gin.Context, v templates.OperateView) (templates
 	for _, a := range as {
 		v.Auctions = append(v.Auctions, templates.AuctionAdminRow{ID: a.ID, Status: string(a.Status), Opens: fmtTime(a.OpensAt), Closes: closesText(a),
 			Failure: a.Failure, Orders: counts[a.ID].TakingPart, Waiting: counts[a.ID].Waiting, Left: counts[a.ID].Left, CanPreview: a.Status == exchange.AuctionOpen, CanClose: a.Status == exchange.AuctionOpen || a.Status == exchange.AuctionClosing,
-			CanCancel: a.Status == exchange.AuctionScheduled})
+			CanCancel: a.Status == exchange.AuctionScheduled || a.Halted(), Halted: a.Halted()})
 	}
 	if v.Limits.OpenOrders == "" {
 		l, err := s.svc.Market.Limits(ctx)
@@ -599,7 +599,7 @@ func (s *Server) cancelAuction(c *gin.Context) {
 		s.fail(c, err)
 		return
 	}
-	s.redirectWithFlash(c, "/operate", "ok", fmt.Sprintf("Auction #%d cancelled.", id))
+	s.redirectWithFlash(c, "/operate", "ok", fmt.Sprintf("Auction #%d cancelled; the holds of any orders it had were released.", id))
 }
 
 // tradesPage lists every live order of every team.
