@@ -108,6 +108,9 @@ func (m *Market) PlaceOrder(ctx context.Context, by identity.User, spec OrderSpe
 	if err := poolsExist(m.db.Read.WithContext(ctx), spec); err != nil {
 		return Order{}, err
 	}
+	if err := pricedNow(m.db.Read.WithContext(ctx), spec); err != nil {
+		return Order{}, err
+	}
 	var o Order
 	err := m.db.Grouped(ctx, func(tx *gorm.DB) error { // on SQLite, concurrent placements share a commit
 		var err error
@@ -155,9 +158,6 @@ func (m *Market) placeOrder(ctx context.Context, tx *gorm.DB, by identity.User, 
 	now := m.now()
 	a, err := biddingAuction(tx, now)
 	if err != nil {
-		return Order{}, err
-	}
-	if err := pricedIn(tx, a, spec); err != nil {
 		return Order{}, err
 	}
 	var team Team
@@ -322,10 +322,24 @@ func poolsExist(tx *gorm.DB, spec OrderSpec) error {
 	return nil
 }
 
-// pricedIn returns ECONFLICT, naming the pool, for an order naming a pool that
-// auction a does not sell: a pool added after a opened has no reserve price or
-// supply in it (those are fixed when an auction opens), so no close could clear
-// the order. Such a pool is sold from the next auction on.
+// pricedNow returns ECONFLICT, naming the pool, for an order naming a pool that
+// the auction taking bids does not sell: a pool added after it opened has no
+// reserve price or supply in it (those are fixed when an auction opens), so no
+// close could clear the order. Such a pool is sold from the next auction on.
+//
+// It reads from db (the read pool, off SQLite's one writer), after poolsExist: an
+// auction that opens between this read and the placing write fixes the prices of
+// every pool that existed before it opened, which includes the order's, so the
+// write needs no second check.
+func pricedNow(db *gorm.DB, spec OrderSpec) error {
+	var a Auction
+	err := db.Where("status = ?", AuctionOpen).Limit(1).Find(&a).Error
+	if err != nil || a.ID == 0 {
+		return err // none open: the next to open prices every pool there is
+	}
+	return pricedIn(db, a, spec)
+}
+
 func pricedIn(tx *gorm.DB, a Auction, spec OrderSpec) error {
 	want := map[string]bool{}
 	for _, b := range spec.Bundles {

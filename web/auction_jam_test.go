@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/clearhouse/clearhouse"
 	"github.com/clearhouse/clearhouse/auction"
 	"github.com/clearhouse/clearhouse/exchange"
 	"github.com/clearhouse/clearhouse/identity"
@@ -51,6 +52,18 @@ func TestAPoolAddedDuringAnAuctionIsSoldFromTheNextOne(t *testing.T) {
 		code, out = f.api(member, "POST", "/api/v1/orders", `{"bundles":[{"us-east/cpu":1, "hpc/cpu":4}],"limit":"5"}`)
 		if code != http.StatusConflict || !strings.Contains(errorMessage(out), "hpc/cpu") {
 			t.Fatalf("an order naming the new pool beside an old one: %d %v", code, out)
+		}
+		ana, err := f.id.UserByEmail(ctx, "ana@x.io")
+		if err != nil {
+			t.Fatal(err)
+		}
+		limit := 5 * ledger.Dollar
+		d, err := f.market.SaveDraft(ctx, ana, 0, exchange.OrderSpec{Team: "search", Bundles: []exchange.Bundle{{"hpc/cpu": 4}}, Limit: &limit})
+		if err != nil {
+			t.Fatalf("a draft on the new pool: %v", err)
+		}
+		if _, err := f.market.PlaceDraft(ctx, ana, d.ID, nil); clearhouse.ErrorCode(err) != clearhouse.ECONFLICT || !strings.Contains(err.Error(), "next auction") {
+			t.Fatalf("placing a draft on the new pool: %v, want 409", err)
 		}
 		if res, _ := op.post("/operate/auctions/1/close", url.Values{"csrf_token": {tok}, "confirm": {"yes"}}); res.StatusCode != http.StatusSeeOther {
 			t.Fatalf("closing: %d", res.StatusCode)
