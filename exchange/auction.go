@@ -9,6 +9,7 @@ import (
 
 	"github.com/clearhouse/clearhouse"
 	"github.com/clearhouse/clearhouse/auction"
+	"github.com/clearhouse/clearhouse/store"
 	"gorm.io/gorm"
 )
 
@@ -241,6 +242,19 @@ func (m *Market) cancelHalted(ctx context.Context, tx *gorm.DB, a Auction) error
 	}
 	views, err := loadViews(tx, open, false)
 	if err != nil {
+		return err
+	}
+	// The binding run every finished auction has (verify checks it): one that ran
+	// no round, in which every order got nothing.
+	run := AuctionRun{AuctionID: a.ID, Binding: true, Orders: len(views), Trajectory: "[]", RanAt: m.now()}
+	if err := tx.Omit("ID").Create(&run).Error; err != nil {
+		return err
+	}
+	outs := make([][]any, len(views))
+	for i, v := range views {
+		outs[i] = []any{run.ID, v.ID, -1, 0.0, 0.0, -1}
+	}
+	if _, err := store.Insert(tx, "run_outcomes", []string{"run_id", "order_id", "bundle_index", "payment", "at_prices", "clock_bundle"}, outs, ""); err != nil {
 		return err
 	}
 	if err := m.settle(ctx, tx, a, auction.Result{}, views, waiting); err != nil {

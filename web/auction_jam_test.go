@@ -168,6 +168,12 @@ func TestAFailedCloseCanBeRetriedOrCancelled(t *testing.T) {
 		if v, err := f.market.Order(ctx, identity.User{Role: identity.RoleOperator}, o2); err != nil || a.Status != exchange.AuctionFailed || v.Status != exchange.OrderLost || held() != 0 {
 			t.Fatalf("after the cancel: auction %s %q, order %d %s (%v), held %d", a.Status, a.Failure, o2, v.Status, err, held())
 		}
+		if vs, err := f.market.Verify(ctx); err != nil || len(vs) != 0 {
+			t.Fatalf("verify after the cancel: %v %v", vs, err)
+		}
+		if _, err := f.market.Close(ctx, 1); err != nil { // a repeated close answers with the finished auction
+			t.Fatalf("closing the cancelled auction again: %v", err)
+		}
 		// The market moves on: the next auction opens; a retry settles it once the
 		// offending order left.
 		if _, err := f.market.ScheduleAuction(ctx, f.clock.Now(), f.clock.Now().Add(time.Hour), auction.DefaultParams); err != nil {
@@ -187,6 +193,9 @@ func TestAFailedCloseCanBeRetriedOrCancelled(t *testing.T) {
 		closeVia(2)
 		if a, _ := f.market.Auction(ctx, 2); a.Status != exchange.AuctionSettled || held() != 0 {
 			t.Fatalf("auction 2 after the retry: %s %q, held %d", a.Status, a.Failure, held())
+		}
+		if vs, err := f.market.Verify(ctx); err != nil || len(vs) != 0 {
+			t.Fatalf("verify at the end: %v %v", vs, err)
 		}
 	})
 }
