@@ -9,6 +9,7 @@ import (
 	"slices"
 	"sort"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/clearhouse/clearhouse"
@@ -274,7 +275,7 @@ func (m *Market) halt(ctx context.Context, id int64, err error) error {
 		why = err.Error() // operators read it on /operate; the server logs it too
 	}
 	if len(why) > maxFailure {
-		why = why[:maxFailure] + "…"
+		why = strings.ToValidUTF8(why[:maxFailure], "") + "…"
 	}
 	res := m.db.Write.WithContext(ctx).Model(&Auction{}).Where("id = ? AND status = ?", id, AuctionClosing).Update("failure", why)
 	if res.Error != nil || res.RowsAffected == 0 {
