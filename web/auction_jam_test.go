@@ -161,7 +161,13 @@ func TestAFailedCloseCanBeRetriedOrCancelled(t *testing.T) {
 		if page := closeVia(1); !strings.Contains(page, "could not close") { // o2 still names the unpriced pool
 			t.Fatalf("/operate after a retry that failed again: %q", page)
 		}
-		if res, _ := op.post("/operate/auctions/1/cancel", url.Values{"csrf_token": {tok}}); res.StatusCode != http.StatusSeeOther {
+		if res, doc := op.post("/operate/auctions/1/cancel", url.Values{"csrf_token": {tok}}); res.StatusCode != http.StatusOK || !strings.Contains(doc.Find("[data-testid=confirm]").Text(), "holds are released") {
+			t.Fatalf("cancelling asks first: %d", res.StatusCode)
+		}
+		if a, _ := f.market.Auction(ctx, 1); a.Status != exchange.AuctionClosing {
+			t.Fatalf("asking changed the auction: %s", a.Status)
+		}
+		if res, _ := op.post("/operate/auctions/1/cancel", url.Values{"csrf_token": {tok}, "confirm": {"yes"}}); res.StatusCode != http.StatusSeeOther {
 			t.Fatalf("cancelling: %d", res.StatusCode)
 		}
 		a, _ = f.market.Auction(ctx, 1)

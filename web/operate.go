@@ -584,11 +584,21 @@ func (s *Server) saveLimits(c *gin.Context) {
 	s.renderOperate(c, http.StatusUnprocessableEntity, templates.OperateView{Limits: f})
 }
 
-// cancelAuction removes a scheduled auction that has not opened.
+// cancelAuction removes a scheduled auction that has not opened, or cancels a
+// halted one once confirmed.
 func (s *Server) cancelAuction(c *gin.Context) {
 	id, err := auctionID(c)
 	if err != nil {
 		s.fail(c, err)
+		return
+	}
+	if a, err := s.svc.Market.Auction(c.Request.Context(), id); err == nil && a.Halted() && !s.confirmed(c, "operate", templates.Confirm{
+		Question: fmt.Sprintf("Cancel auction #%d?", id),
+		Lines: []string{"Its close failed: " + a.Failure + ".",
+			"Every order still in it gets nothing and its holds are released; the auction is marked failed and the next one can open.",
+			"To settle it instead, have the teams withdraw the orders that make it fail and retry the close."},
+		Button: fmt.Sprintf("Cancel auction #%d", id), Back: "/operate", Keep: "Keep the auction",
+	}) {
 		return
 	}
 	if err := s.svc.Market.CancelAuction(c.Request.Context(), id); err != nil {
