@@ -106,7 +106,9 @@ func (m *abacusMeter) observe(run []Task, events []TaskEvent, now time.Time, out
 			delete(m.jobs, id)
 			continue
 		}
-		jm := JobMeasurement{Job: id, Utility: 1 / hours, Shares: map[string]float64{}}
+		// The server takes utilities up to 1e6 (a job of 3.6 ms) and refuses the
+		// whole report otherwise: a shorter job is measured at that bound.
+		jm := JobMeasurement{Job: id, Utility: min(1/hours, maxMeasuredUtility), Shares: map[string]float64{}}
 		for p := range j.config {
 			jm.Shares[p] = min(1, j.shares[p]/float64(j.polls))
 		}
@@ -116,3 +118,7 @@ func (m *abacusMeter) observe(run []Task, events []TaskEvent, now time.Time, out
 	}
 	return done
 }
+
+// maxMeasuredUtility is the largest measured utility the server accepts
+// (besteffort.MaxMeasuredUtility; the agent imports nothing of the server).
+const maxMeasuredUtility = 1e6

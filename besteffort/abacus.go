@@ -87,7 +87,7 @@ func auctionOf(jobs []sharing.Job, slo map[string]float64, pools []string, alpha
 			if _, ok := j.Configuration[pool]; ok {
 				w[r] = 1
 				if x, ok := j.Weights[pool]; ok {
-					w[r] = x
+					w[r] = clampWeight(x) // a job's weights stored before they were clamped
 				}
 			}
 		}

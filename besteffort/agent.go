@@ -216,7 +216,18 @@ func (s *Service) Report(ctx context.Context, cluster string, r Report) error {
 	if r.Empty() {
 		return nil
 	}
-	return s.db.Write.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+	return s.db.Write.WithContext(ctx).Transaction(s.ReportWithin(ctx, cluster, r))
+}
+
+// ReportWithin is Report as one step of a caller's transaction, so that an agent's
+// whole report (its reservations' part and this one) applies in one transaction:
+// the caller runs the step after its own writes and rolls everything back when it
+// fails. An empty report is a step that does nothing.
+func (s *Service) ReportWithin(ctx context.Context, cluster string, r Report) func(tx *gorm.DB) error {
+	return func(tx *gorm.DB) error {
+		if r.Empty() {
+			return nil
+		}
 		now := s.now()
 		ic, err := lockIdleCluster(tx, cluster, now)
 		if err != nil {
@@ -271,7 +282,7 @@ func (s *Service) Report(ctx context.Context, cluster string, r Report) error {
 			}
 		}
 		return saveAccounts(tx, &ic, acc, nil, nil, now)
-	})
+	}
 }
 
 // saveUsage stores owners' usage as reported at now, carrying each row's integral

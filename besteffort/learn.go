@@ -31,6 +31,33 @@ import (
 // MaxFitSamples is how many of a team's newest measured jobs of a kind a fit uses.
 const MaxFitSamples = 200
 
+// The range of a measured utility an agent may report: 0, or from
+// MinMeasuredUtility to MaxMeasuredUtility (the reference agent's inverse run
+// time in hours spans a job of 3.6 ms to one of 114 years). Anything else (a
+// non-finite number, 1e308, a subnormal 5e-324) is refused at the edge: one such
+// measurement would teach the team weights no auction can take.
+const (
+	MinMeasuredUtility = 1e-6
+	MaxMeasuredUtility = 1e6
+)
+
+// The range of a learned weight: a fit's weights are clamped into [MinWeight,
+// MaxWeight], the range a team may give by hand, so no measurement within range
+// (a utility of 1e6 over a share of 1e-300) and no stored value can make a job
+// whose bid every decision of its cluster refuses.
+const (
+	MinWeight = 1e-6
+	MaxWeight = 1e6
+)
+
+// clampWeight puts w into [MinWeight, MaxWeight] (MinWeight for NaN).
+func clampWeight(w float64) float64 {
+	if !(w >= MinWeight) {
+		return MinWeight
+	}
+	return min(w, MaxWeight)
+}
+
 // WeightFit is the last fit of a team's weights for one kind of job: a row of
 // best_effort_fits. Weights is JSON pool -> weight (empty without an estimate);
 // Condition is 0 when not computed or infinite.
@@ -87,7 +114,11 @@ func (s *Service) weightsFor(db *gorm.DB, spec JobSpec) (map[string]float64, str
 		return nil, "", err
 	}
 	if f.Outcome == abacus.FitOK.String() {
-		return f.WeightsByPool(), "fitted", nil
+		w := f.WeightsByPool()
+		for p, x := range w { // a fit stored before weights were clamped
+			w[p] = clampWeight(x)
+		}
+		return w, "fitted", nil
 	}
 	return nil, "equal", nil
 }
@@ -109,8 +140,8 @@ func validateMeasurements(tx *gorm.DB, cluster string, ms []JobMeasurement) erro
 			return bad(i, "cluster %s has no best-effort job %d", cluster, m.Job)
 		case j.Budget == 0:
 			return bad(i, "job %d has no budget: only abacus jobs learn their weights", m.Job)
-		case math.IsNaN(m.Utility) || math.IsInf(m.Utility, 0):
-			return bad(i, "utility: must be a number")
+		case !(m.Utility == 0 || m.Utility >= MinMeasuredUtility && m.Utility <= MaxMeasuredUtility):
+			return bad(i, "utility: must be a number, 0 or from %g to %g, got %g", MinMeasuredUtility, MaxMeasuredUtility, m.Utility)
 		}
 		config := j.Config()
 		for pool, x := range m.Shares {
@@ -200,7 +231,7 @@ func refit(tx *gorm.DB, team, cluster, kind, shape string, now time.Time) error 
 	if fit.Weights != nil {
 		w := map[string]float64{}
 		for k, p := range pools {
-			w[p] = fit.Weights[k]
+			w[p] = clampWeight(fit.Weights[k])
 		}
 		b, _ := json.Marshal(w)
 		row.Weights = string(b)

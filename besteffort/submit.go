@@ -81,8 +81,8 @@ func (s JobSpec) Validate() error {
 		if _, ok := s.Configuration[pool]; !ok {
 			return bad("weights: %q is not in the configuration", pool)
 		}
-		if !(w > 0) || math.IsInf(w, 0) || w > 1e6 {
-			return bad("weights: %q must be a positive number up to 1,000,000", pool)
+		if !(w >= MinWeight) || w > MaxWeight {
+			return bad("weights: %q must be a number from 0.000001 to 1,000,000", pool)
 		}
 	}
 	return nil

@@ -9,6 +9,7 @@ import (
 
 	"github.com/clearhouse/clearhouse"
 	"github.com/clearhouse/clearhouse/auction"
+	"github.com/clearhouse/clearhouse/store"
 	"gorm.io/gorm"
 )
 
@@ -47,6 +48,12 @@ func (a Auction) Closed() time.Time {
 	}
 	return a.ClosesAt
 }
+
+// Halted is true for an auction whose close failed (Failure says why): nothing
+// was settled, it takes no bids, its orders may be withdrawn, and it waits for an
+// operator to retry the close (Close) or cancel it (CancelAuction), which
+// releases every hold. The next auction opens only after one of them.
+func (a Auction) Halted() bool { return a.Status == AuctionClosing && a.Failure != "" }
 
 // closedOrder orders auctions newest first by when they closed (or are to close).
 const closedOrder = "COALESCE(closed_at, closes_at) DESC, id DESC"
@@ -198,19 +205,63 @@ func biddingAuction(tx *gorm.DB, now time.Time) (Auction, error) {
 }
 
 // CancelAuction removes a scheduled auction that has not opened: nothing depends
-// on it yet (orders attach only to an open auction). Returns ENOTFOUND for an
-// unknown auction and ECONFLICT for one that has opened.
+// on it yet (orders attach only to an open auction). A halted auction (its close
+// failed) is cancelled instead: every live order gets nothing and its holds are
+// released, as for a clock that did not converge, and the auction is marked
+// failed, saying it was cancelled and why its close had failed. Returns ENOTFOUND
+// for an unknown auction and ECONFLICT for one that has opened and is not halted.
 func (m *Market) CancelAuction(ctx context.Context, id int64) error {
+	defer m.interestChanged()
 	return m.db.Write.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		if err := enterGate(tx, id, true); err != nil { // waits for withdrawals in flight
+			return err
+		}
 		a, err := lockAuction(tx, id)
 		if err != nil {
 			return err
 		}
+		if a.Halted() {
+			return m.cancelHalted(ctx, tx, a)
+		}
 		if a.Status != AuctionScheduled {
-			return clearhouse.Errorf(clearhouse.ECONFLICT, "auction %d is %s; only an auction that has not opened can be cancelled", id, a.Status)
+			return clearhouse.Errorf(clearhouse.ECONFLICT, "auction %d is %s; only an auction that has not opened, or one whose close failed, can be cancelled", id, a.Status)
 		}
 		return tx.Where("id = ? AND status = ?", id, AuctionScheduled).Delete(&Auction{}).Error
 	})
+}
+
+// cancelHalted releases every live order of a halted auction and marks it failed,
+// inside tx, which holds the auction's gate and row.
+func (m *Market) cancelHalted(ctx context.Context, tx *gorm.DB, a Auction) error {
+	var open, waiting []Order
+	if err := tx.Where("auction_id = ? AND status = ?", a.ID, OrderOpen).Order("id").Find(&open).Error; err != nil {
+		return err
+	}
+	if err := tx.Where("auction_id = ? AND status = ?", a.ID, OrderAwaitingApproval).Order("id").Find(&waiting).Error; err != nil {
+		return err
+	}
+	views, err := loadViews(tx, open, false)
+	if err != nil {
+		return err
+	}
+	// The binding run every finished auction has (verify checks it): one that ran
+	// no round, in which every order got nothing.
+	run := AuctionRun{AuctionID: a.ID, Binding: true, Orders: len(views), Trajectory: "[]", RanAt: m.now()}
+	if err := tx.Omit("ID").Create(&run).Error; err != nil {
+		return err
+	}
+	outs := make([][]any, len(views))
+	for i, v := range views {
+		outs[i] = []any{run.ID, v.ID, -1, 0.0, 0.0, -1}
+	}
+	if _, err := store.Insert(tx, "run_outcomes", []string{"run_id", "order_id", "bundle_index", "payment", "at_prices", "clock_bundle"}, outs, ""); err != nil {
+		return err
+	}
+	if err := m.settle(ctx, tx, a, auction.Result{}, views, waiting); err != nil {
+		return err
+	}
+	return tx.Model(&Auction{}).Where("id = ? AND status = ?", a.ID, AuctionClosing).Updates(map[string]any{
+		"status": AuctionFailed, "failure": "cancelled by an operator after its close failed (" + a.Failure + "); every hold was released"}).Error
 }
 
 // Auction returns one auction or ENOTFOUND.

@@ -198,6 +198,9 @@ func (m *Market) PlaceDraft(ctx context.Context, by identity.User, id int64, spe
 	if err := m.checkDraftSpec(ctx, by, s); err != nil {
 		return Order{}, err
 	}
+	if err := pricedNow(m.db.Read.WithContext(ctx), s); err != nil {
+		return Order{}, err
+	}
 	var o Order
 	err = m.db.Grouped(ctx, func(tx *gorm.DB) error {
 		var err error

@@ -52,6 +52,9 @@ func (m *Market) Tick(ctx context.Context, cad Cadence) (TickReport, error) {
 		return rep, err
 	}
 	for _, a := range open {
+		if a.Halted() {
+			continue // its close failed: an operator retries or cancels it
+		}
 		if !m.now().Before(a.ClosesAt) || a.Status == AuctionClosing {
 			if _, err := m.Close(ctx, a.ID); err != nil {
 				return rep, fmt.Errorf("closing auction %d: %w", a.ID, err)
@@ -71,8 +74,8 @@ func (m *Market) Tick(ctx context.Context, cad Cadence) (TickReport, error) {
 	}
 	now := m.now()
 	for _, a := range open {
-		if !now.Before(a.ClosesAt) {
-			continue // closed by the next tick
+		if !now.Before(a.ClosesAt) || a.Status != AuctionOpen {
+			continue // closed by the next tick, or halted
 		}
 		var last AuctionRun
 		err := m.db.Read.WithContext(ctx).Where("auction_id = ?", a.ID).Order("id DESC").Take(&last).Error

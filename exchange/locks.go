@@ -110,10 +110,12 @@ func isDuplicate(err error) bool { return errors.Is(err, gorm.ErrDuplicatedKey) 
 
 // closingError is what every write to an order of a closing auction gets.
 func closingError(a Auction) error {
-	switch a.Status {
-	case AuctionClosing:
+	switch {
+	case a.Halted():
+		return clearhouse.Errorf(clearhouse.ECONFLICT, "auction %d could not close (%s); its orders can only be withdrawn until an operator retries the close or cancels it", a.ID, a.Failure)
+	case a.Status == AuctionClosing:
 		return clearhouse.Errorf(clearhouse.ECONFLICT, "auction %d is closing; its orders can no longer change", a.ID)
-	case AuctionSettled, AuctionFailed:
+	case a.Status == AuctionSettled || a.Status == AuctionFailed:
 		return clearhouse.Errorf(clearhouse.ECONFLICT, "auction %d is %s; its orders can no longer change", a.ID, a.Status)
 	}
 	return fmt.Errorf("auction %d is %s", a.ID, a.Status)

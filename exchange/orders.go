@@ -108,6 +108,9 @@ func (m *Market) PlaceOrder(ctx context.Context, by identity.User, spec OrderSpe
 	if err := poolsExist(m.db.Read.WithContext(ctx), spec); err != nil {
 		return Order{}, err
 	}
+	if err := pricedNow(m.db.Read.WithContext(ctx), spec); err != nil {
+		return Order{}, err
+	}
 	var o Order
 	err := m.db.Grouped(ctx, func(tx *gorm.DB) error { // on SQLite, concurrent placements share a commit
 		var err error
@@ -319,6 +322,53 @@ func poolsExist(tx *gorm.DB, spec OrderSpec) error {
 	return nil
 }
 
+// pricedNow returns ECONFLICT, naming the pool, for an order naming a pool that
+// the auction taking bids does not sell: a pool added after it opened has no
+// reserve price or supply in it (those are fixed when an auction opens), so no
+// close could clear the order. Such a pool is sold from the next auction on.
+//
+// It reads from db (the read pool, off SQLite's one writer), after poolsExist: an
+// auction that opens between this read and the placing write fixes the prices of
+// every pool that existed before it opened, which includes the order's, so the
+// write needs no second check.
+func pricedNow(db *gorm.DB, spec OrderSpec) error {
+	var a Auction
+	err := db.Where("status = ?", AuctionOpen).Limit(1).Find(&a).Error
+	if err != nil || a.ID == 0 {
+		return err // none open: the next to open prices every pool there is
+	}
+	return pricedIn(db, a, spec)
+}
+
+func pricedIn(tx *gorm.DB, a Auction, spec OrderSpec) error {
+	want := map[string]bool{}
+	for _, b := range spec.Bundles {
+		for p := range b {
+			want[p] = true
+		}
+	}
+	ids := slices.Sorted(maps.Keys(want))
+	var priced []string
+	if err := tx.Table("auction_pools").Where("auction_id = ? AND pool_id IN ?", a.ID, ids).Pluck("pool_id", &priced).Error; err != nil {
+		return err
+	}
+	if len(priced) == len(ids) {
+		return nil
+	}
+	have := map[string]bool{}
+	for _, p := range priced {
+		have[p] = true
+	}
+	for _, p := range ids {
+		if !have[p] {
+			return clearhouse.Errorf(clearhouse.ECONFLICT,
+				"bundles: pool %s was added after auction #%d opened, so this auction does not sell it; it is sold from the next auction on (this one closes %s)",
+				p, a.ID, a.ClosesAt.Format("2006-01-02 15:04 MST"))
+		}
+	}
+	return nil
+}
+
 // releaseOrder frees a live order's money hold and quota holds and moves it to a
 // final status, inside tx, which holds the order's row (and its auction's, shared).
 func (m *Market) releaseOrder(ctx context.Context, tx *gorm.DB, o Order, status OrderStatus) error {
@@ -346,8 +396,9 @@ func (m *Market) releaseOrder(ctx context.Context, tx *gorm.DB, o Order, status 
 // changeOrder runs fn on a live order of by's team inside one transaction, after
 // taking the locks of the package's order: the order's auction (shared), then the
 // order. It refuses an order of another team (ENOTFOUND), a final one, and one
-// whose auction is closing or whose bid window has ended (ECONFLICT).
-func (m *Market) changeOrder(ctx context.Context, by identity.User, id int64, fn func(tx *gorm.DB, o Order) error) error {
+// whose auction is closing or whose bid window has ended (ECONFLICT); when
+// halted is true (a withdrawal), an order of a halted auction is let through.
+func (m *Market) changeOrder(ctx context.Context, by identity.User, id int64, halted bool, fn func(tx *gorm.DB, o Order) error) error {
 	defer m.interestChanged()
 	return m.db.Write.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 		var peek Order
@@ -362,13 +413,14 @@ func (m *Market) changeOrder(ctx context.Context, by identity.User, id int64, fn
 			if err != nil {
 				return err
 			}
-			if a.Status != AuctionOpen {
+			switch {
+			case halted && a.Halted(): // its close failed: its orders may leave it
+			case a.Status != AuctionOpen:
 				if !peek.Status.Live() {
 					return clearhouse.Errorf(clearhouse.ECONFLICT, "order: order %d is already %s", id, peek.Status)
 				}
 				return closingError(a)
-			}
-			if !m.now().Before(a.ClosesAt) {
+			case !m.now().Before(a.ClosesAt):
 				return clearhouse.Errorf(clearhouse.ECONFLICT, "auction %d stopped taking changes at %s; its orders can no longer change",
 					a.ID, a.ClosesAt.Format("2006-01-02 15:04 MST"))
 			}
@@ -384,14 +436,15 @@ func (m *Market) changeOrder(ctx context.Context, by identity.User, id int64, fn
 	})
 }
 
-// WithdrawOrder withdraws a live order while its auction still takes bids, and
-// releases its holds. Returns ENOTFOUND for another team's order and ECONFLICT when
-// the order is final, its auction is closing or its bid window has ended.
+// WithdrawOrder withdraws a live order while its auction still takes bids, or
+// while its auction is halted (its close failed), and releases its holds. Returns
+// ENOTFOUND for another team's order and ECONFLICT when the order is final, its
+// auction is closing or its bid window has ended.
 func (m *Market) WithdrawOrder(ctx context.Context, by identity.User, id int64) error {
 	if !by.Role.OnTeam() {
 		return clearhouse.Errorf(clearhouse.EFORBIDDEN, "only the team's members withdraw its orders")
 	}
-	return m.changeOrder(ctx, by, id, func(tx *gorm.DB, o Order) error {
+	return m.changeOrder(ctx, by, id, true, func(tx *gorm.DB, o Order) error {
 		return m.releaseOrder(ctx, tx, o, OrderWithdrawn)
 	})
 }
@@ -403,7 +456,7 @@ func (m *Market) DecideOrder(ctx context.Context, by identity.User, id int64, ap
 	if by.Role != identity.RoleOwner {
 		return clearhouse.Errorf(clearhouse.EFORBIDDEN, "only a team owner approves orders")
 	}
-	return m.changeOrder(ctx, by, id, func(tx *gorm.DB, o Order) error {
+	return m.changeOrder(ctx, by, id, false, func(tx *gorm.DB, o Order) error {
 		if o.Status != OrderAwaitingApproval {
 			return clearhouse.Errorf(clearhouse.ECONFLICT, "order: order %d is %s, not awaiting approval", id, o.Status)
 		}

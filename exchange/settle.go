@@ -9,6 +9,7 @@ import (
 	"slices"
 	"sort"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/clearhouse/clearhouse"
@@ -261,10 +262,41 @@ func (m *Market) Close(ctx context.Context, id int64) (AuctionRun, error) {
 		bound = err == nil
 		return err
 	})
-	if err == nil && bound {
+	if err != nil {
+		return AuctionRun{}, m.halt(ctx, id, err)
+	}
+	if bound {
 		m.observeClose(ctx, run, time.Since(start), time.Since(settling))
 	}
-	return run, err
+	return run, nil
+}
+
+// maxFailure is the most of a failed close's error an auction keeps.
+const maxFailure = 1000
+
+// halt records why an auction's binding run failed, leaving it halted (see
+// Auction.Halted) instead of closing for good: the failure repeats on every try
+// when it lies in the auction's own data, and only an operator can decide between
+// retrying and cancelling. It returns ECONFLICT saying so, or err itself when the
+// close was interrupted (ctx ended: the next close finishes it) or the failure
+// could not be recorded.
+func (m *Market) halt(ctx context.Context, id int64, err error) error {
+	if ctx.Err() != nil {
+		return err
+	}
+	why := clearhouse.ErrorMessage(err)
+	if clearhouse.ErrorCode(err) == clearhouse.EINTERNAL {
+		why = err.Error() // operators read it on /operate; the server logs it too
+	}
+	if len(why) > maxFailure {
+		why = strings.ToValidUTF8(why[:maxFailure], "") + "…"
+	}
+	res := m.db.Write.WithContext(ctx).Model(&Auction{}).Where("id = ? AND status = ?", id, AuctionClosing).Update("failure", why)
+	if res.Error != nil || res.RowsAffected == 0 {
+		return err // settled by another close meanwhile, or the database is gone
+	}
+	return clearhouse.Errorf(clearhouse.ECONFLICT,
+		"Auction #%d could not close: %s. Nothing was settled. Its orders may be withdrawn; retry the close, or cancel the auction to release every hold.", id, why)
 }
 
 // stopBidding marks an open auction closing in its own transaction. done is true
@@ -287,6 +319,9 @@ func (m *Market) stopBidding(ctx context.Context, id int64) (run AuctionRun, don
 		case AuctionOpen:
 			return tx.Model(&Auction{}).Where("id = ? AND status = ?", id, AuctionOpen).
 				Updates(map[string]any{"status": AuctionClosing, "closed_at": m.now()}).Error
+		}
+		if a.Halted() { // a retry: from here on its orders are fixed again
+			return tx.Model(&Auction{}).Where("id = ? AND status = ?", id, AuctionClosing).Update("failure", "").Error
 		}
 		return nil // closing: an earlier close stopped bidding
 	})

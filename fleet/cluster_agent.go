@@ -355,6 +355,14 @@ func validateJobRows(p *plan, cluster string, rep AgentReport, byID map[int64]Re
 // and those that no longer fit are recorded as not honoured (their charge settled
 // for what they used). A bad report changes nothing.
 func (s *Reservations) Report(ctx context.Context, cluster string, rep AgentReport) (AgentResult, error) {
+	return s.ReportWith(ctx, cluster, rep)
+}
+
+// ReportWith is Report with each step of also run last, in order, inside the same
+// transaction: what other services make of the same agent report (its best-effort
+// part, work beyond limits) then applies with it or not at all. An error from a step
+// is returned as it is, and nothing of the report is kept.
+func (s *Reservations) ReportWith(ctx context.Context, cluster string, rep AgentReport, also ...func(tx *gorm.DB) error) (AgentResult, error) {
 	var res AgentResult
 	err := s.write(ctx, func(tx *gorm.DB, p *plan, now time.Time) error {
 		byID, err := s.validateReport(tx, p, cluster, rep, now)
@@ -409,9 +417,20 @@ func (s *Reservations) Report(ctx context.Context, cluster string, rep AgentRepo
 		if err := s.settleEnded(ctx, tx, touched, now, &res); err != nil {
 			return err
 		}
-		return s.refuseUnplaceable(ctx, tx, p, rep.Unplaceable, now)
+		if err := s.refuseUnplaceable(ctx, tx, p, rep.Unplaceable, now); err != nil {
+			return err
+		}
+		for _, step := range also {
+			if err := step(tx); err != nil {
+				return err
+			}
+		}
+		return nil
 	})
-	return res, err
+	if err != nil {
+		return AgentResult{}, err
+	}
+	return res, nil
 }
 
 // recordCapacity stores a report's capacity changes that change the plan (so a

@@ -249,7 +249,13 @@ func (s *Reservations) RecordOverLimit(ctx context.Context, cluster string, over
 		}
 		return s.db.Write.WithContext(ctx).Where("cluster_id = ?", cluster).Delete(&OverLimitRow{}).Error
 	}
-	return s.db.Write.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+	return s.db.Write.WithContext(ctx).Transaction(s.RecordOverLimitWithin(cluster, over, reclaimed))
+}
+
+// RecordOverLimitWithin is RecordOverLimit as a step of a caller's transaction (an
+// agent's whole report applies in one, with its reservations' and best-effort parts).
+func (s *Reservations) RecordOverLimitWithin(cluster string, over []OverLimitUsage, reclaimed []ReclaimedReport) func(tx *gorm.DB) error {
+	return func(tx *gorm.DB) error {
 		if err := exists(tx, "clusters", cluster, "cluster: no cluster %q", cluster); err != nil {
 			return err
 		}
@@ -291,7 +297,7 @@ func (s *Reservations) RecordOverLimit(ctx context.Context, cluster string, over
 			}
 		}
 		return s.keepReclaimed(tx, cluster, reclaimed, now)
-	})
+	}
 }
 
 // overLimitPolicy reads the policy inside tx.

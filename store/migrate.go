@@ -94,16 +94,32 @@ func CheckCurrent(ctx context.Context, db *DB) error {
 		return clearhouse.Errorf(clearhouse.ECONFLICT,
 			"the database schema is at version %d but this binary needs %d: run `clearhouse migrate` (or start with --migrate)", current, target)
 	case current > target:
-		return clearhouse.Errorf(clearhouse.ECONFLICT,
-			"the database schema is at version %d, newer than this binary's %d: upgrade clearhouse", current, target)
+		return checkDeclared(ctx, db, current, target)
 	}
 	return nil
 }
 
+// checkDeclared returns nil when every migration applied to db beyond newest (the
+// newest this binary knows) declares in schema_compat that a release whose newest
+// migration is newest may run on it, and ECONFLICT naming both versions otherwise:
+// the rollback rule of docs/operating.md. A database without schema_compat
+// declares nothing.
+func checkDeclared(ctx context.Context, db *DB, current, newest int64) error {
+	var undeclared int64
+	err := db.Read.WithContext(ctx).Raw(`SELECT COUNT(*) FROM goose_db_version g WHERE g.is_applied AND g.version_id > ?
+		AND NOT EXISTS (SELECT 1 FROM schema_compat c WHERE c.version = g.version_id AND c.oldest_schema <= ?)`, newest, newest).Scan(&undeclared).Error
+	if err == nil && undeclared == 0 {
+		return nil
+	}
+	return clearhouse.Errorf(clearhouse.ECONFLICT,
+		"the database schema is at version %d, newer than this binary's %d (the newest migration it knows), and does not declare this release compatible (schema_compat): run the release that migrated it, or restore a backup taken before the upgrade", current, newest)
+}
+
 // CheckNotNewer returns ECONFLICT, naming both versions, when the database's schema
-// is newer than every migration this binary knows: a binary rolled back to an older
-// release must not start on the schema a newer one left (goose itself would ignore
-// the versions it does not know).
+// is newer than every migration this binary knows and does not declare this
+// release compatible (schema_compat; see checkDeclared): a binary rolled back to
+// an older release must not start on the schema a newer one left unless that
+// schema says it may (goose itself would ignore the versions it does not know).
 func CheckNotNewer(ctx context.Context, db *DB) error {
 	p, err := provider(db)
 	if err != nil {
@@ -119,8 +135,7 @@ func CheckNotNewer(ctx context.Context, db *DB) error {
 		return fmt.Errorf("migrate: %w", err)
 	}
 	if current > newest {
-		return clearhouse.Errorf(clearhouse.ECONFLICT,
-			"the database schema is at version %d, newer than this binary's %d (the newest migration it knows): run the release that migrated it, or restore a backup taken before the upgrade", current, newest)
+		return checkDeclared(ctx, db, current, newest)
 	}
 	return nil
 }
@@ -143,7 +158,12 @@ func CheckSchema(ctx context.Context, db *DB) error {
 	if err := db.Read.WithContext(ctx).Raw("SELECT COALESCE(MAX(version_id), 0) FROM goose_db_version WHERE is_applied").Scan(&current).Error; err != nil {
 		return fmt.Errorf("schema version: %w", err)
 	}
-	if current != newest {
+	switch {
+	case current > newest:
+		if err := checkDeclared(ctx, db, current, newest); err != nil {
+			return err
+		}
+	case current != newest:
 		return clearhouse.Errorf(clearhouse.ECONFLICT, "the database schema is at version %d; this binary's is %d", current, newest)
 	}
 	return nil

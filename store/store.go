@@ -12,6 +12,7 @@ import (
 	"database/sql"
 	"fmt"
 	"net/url"
+	"os"
 	"regexp"
 	"strings"
 	"time"
@@ -38,7 +39,8 @@ type DB struct {
 	Dialect string // SQLite or Postgres
 
 	closers []*sql.DB
-	grp     group // Grouped's batches (SQLite)
+	grp     group    // Grouped's batches (SQLite)
+	lock    *os.File // the in-use lock of a SQLite file (HoldInUse), released by Close
 }
 
 // Open connects to dsn: a postgres:// or postgresql:// URL, or else a SQLite file
@@ -150,6 +152,12 @@ func (db *DB) Close() error {
 		if err := c.Close(); err != nil && first == nil {
 			first = err
 		}
+	}
+	if db.lock != nil {
+		if err := db.lock.Close(); err != nil && first == nil {
+			first = err
+		}
+		db.lock = nil
 	}
 	return first
 }

@@ -363,18 +363,18 @@ func (s *Server) apiClusterUpdates(c *gin.Context) {
 			return
 		}
 	}
-	res, err := s.svc.Reservations.Report(ctx, cluster, rep)
+	// One report, one transaction: its best-effort part applies inside the
+	// reservations' transaction, so a part refused there (a measurement that
+	// contradicts an earlier one) keeps nothing of the rest (capacity, ends, usage).
+	// Work beyond limits is kept in the same transaction too.
+	overStep := s.svc.Reservations.RecordOverLimitWithin(cluster, over, reclaimed)
+	var res fleet.AgentResult
+	if be.Empty() {
+		res, err = s.svc.Reservations.ReportWith(ctx, cluster, rep, overStep)
+	} else {
+		res, err = s.svc.Reservations.ReportWith(ctx, cluster, rep, s.svc.BestEffort.ReportWithin(ctx, cluster, be), overStep)
+	}
 	if err != nil {
-		s.fail(c, err)
-		return
-	}
-	if !be.Empty() {
-		if err := s.svc.BestEffort.Report(ctx, cluster, be); err != nil {
-			s.fail(c, err)
-			return
-		}
-	}
-	if err := s.svc.Reservations.RecordOverLimit(ctx, cluster, over, reclaimed); err != nil {
 		s.fail(c, err)
 		return
 	}

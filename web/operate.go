@@ -94,7 +94,7 @@ func (s *Server) operateView(c *gin.Context, v templates.OperateView) (templates
 	for _, a := range as {
 		v.Auctions = append(v.Auctions, templates.AuctionAdminRow{ID: a.ID, Status: string(a.Status), Opens: fmtTime(a.OpensAt), Closes: closesText(a),
 			Failure: a.Failure, Orders: counts[a.ID].TakingPart, Waiting: counts[a.ID].Waiting, Left: counts[a.ID].Left, CanPreview: a.Status == exchange.AuctionOpen, CanClose: a.Status == exchange.AuctionOpen || a.Status == exchange.AuctionClosing,
-			CanCancel: a.Status == exchange.AuctionScheduled})
+			CanCancel: a.Status == exchange.AuctionScheduled || a.Halted(), Halted: a.Halted()})
 	}
 	if v.Limits.OpenOrders == "" {
 		l, err := s.svc.Market.Limits(ctx)
@@ -594,11 +594,21 @@ func (s *Server) saveLimits(c *gin.Context) {
 	s.renderOperate(c, http.StatusUnprocessableEntity, templates.OperateView{Limits: f})
 }
 
-// cancelAuction removes a scheduled auction that has not opened.
+// cancelAuction removes a scheduled auction that has not opened, or cancels a
+// halted one once confirmed.
 func (s *Server) cancelAuction(c *gin.Context) {
 	id, err := auctionID(c)
 	if err != nil {
 		s.fail(c, err)
+		return
+	}
+	if a, err := s.svc.Market.Auction(c.Request.Context(), id); err == nil && a.Halted() && !s.confirmed(c, "operate", templates.Confirm{
+		Question: fmt.Sprintf("Cancel auction #%d?", id),
+		Lines: []string{"Its close failed: " + a.Failure + ".",
+			"Every order still in it gets nothing and its holds are released; the auction is marked failed and the next one can open.",
+			"To settle it instead, have the teams withdraw the orders that make it fail and retry the close."},
+		Button: fmt.Sprintf("Cancel auction #%d", id), Back: "/operate", Keep: "Keep the auction",
+	}) {
 		return
 	}
 	if err := s.svc.Market.CancelAuction(c.Request.Context(), id); err != nil {
@@ -609,7 +619,7 @@ func (s *Server) cancelAuction(c *gin.Context) {
 		s.fail(c, err)
 		return
 	}
-	s.redirectWithFlash(c, "/operate", "ok", fmt.Sprintf("Auction #%d cancelled.", id))
+	s.redirectWithFlash(c, "/operate", "ok", fmt.Sprintf("Auction #%d cancelled; the holds of any orders it had were released.", id))
 }
 
 // tradesPage lists every live order of every team.

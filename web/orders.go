@@ -88,6 +88,9 @@ func (s *Server) biddingState(c *gin.Context) (bool, string, error) {
 	if !ok {
 		return false, "No auction is scheduled; operators schedule them under Operate.", nil
 	}
+	if a.Halted() {
+		return false, fmt.Sprintf("Auction #%d could not close (%s). Its orders may be withdrawn until an operator retries the close or cancels it.", a.ID, a.Failure), nil
+	}
 	if a.Status != exchange.AuctionOpen || !s.now().Before(a.ClosesAt) {
 		return false, fmt.Sprintf("Auction #%d opens %s; bids are taken then.", a.ID, fmtTime(a.OpensAt)), nil
 	}
@@ -118,6 +121,11 @@ func (s *Server) ordersPage(c *gin.Context) {
 		return
 	}
 	rows := orderRows(u, vs, open, units)
+	if a, ok, err := s.svc.Market.CurrentAuction(c.Request.Context()); err == nil && ok && a.Halted() {
+		for i, v := range vs { // a halted auction's orders may leave it
+			rows[i].CanWithdraw = v.AuctionID != nil && *v.AuctionID == a.ID && v.Status.Live() && u.Role.OnTeam() && u.TeamID == v.TeamID
+		}
+	}
 	if err := s.explainOutcomes(c.Request.Context(), vs, rows); err != nil {
 		s.fail(c, err)
 		return

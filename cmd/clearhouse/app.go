@@ -351,7 +351,8 @@ func (a *App) Close(ctx context.Context) error {
 // Failed delivers the error of a listener that stopped serving.
 func (a *App) Failed() <-chan error { return a.failed }
 
-// openMigrated opens the database and makes sure its schema is current. A schema
+// openMigrated opens the database and makes sure its schema is current; a SQLite
+// file's in-use lock is held until the database is closed (store.HoldInUse). A schema
 // newer than this binary knows is refused whatever migrate says (after a rollback,
 // an older binary must not write to a newer schema). Otherwise it applies pending
 // migrations when migrate is true, first copying a SQLite file that holds data to
@@ -361,6 +362,12 @@ func openMigrated(ctx context.Context, dsn string, migrate bool, log *slog.Logge
 	db, err := store.Open(ctx, dsn)
 	if err != nil {
 		return nil, err
+	}
+	if path, ok := store.SQLitePath(dsn); ok {
+		// Held until db closes: restore refuses to replace a file a server uses.
+		if err := db.HoldInUse(path); err != nil {
+			return nil, errors.Join(err, db.Close())
+		}
 	}
 	if err := store.CheckNotNewer(ctx, db); err != nil {
 		return nil, errors.Join(err, db.Close())

@@ -27,6 +27,9 @@ With --status, list the migrations and whether each has been applied, and change
 			}
 			defer db.Close()
 			if !status {
+				if err := store.CheckNotNewer(ctx, db); err != nil { // a rolled-back binary writes nothing
+					return &exitError{1, err}
+				}
 				before, err := store.Status(ctx, db)
 				if err != nil {
 					return err
