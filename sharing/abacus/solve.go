@@ -17,14 +17,24 @@ type Options struct {
 	Epsilon float64
 	// MaxIterations bounds the rounds of Algorithm 1, from 1 to MaxIterationsCap.
 	MaxIterations int
-	// BestResponse makes each job's turn in a round apply Algorithm 2 until its own
-	// sub-budgets move by at most Epsilon/10 (at most 10,000 steps): the
-	// job's best response against the others' current sub-budgets (Lemma 2), our
-	// reading of Algorithm 1's "Run Algorithm 2 to find out the best sub-budget
-	// combination for job J_i". Without it (the default) a turn is one application
-	// of Algorithm 2. Both end at the same equilibrium; a round's move is the net
-	// change of the sub-budgets over the round.
-	BestResponse bool
+	// OneStep makes each job's turn in a round one application of Algorithm 2, as
+	// Algorithm 2 is printed. By default (false) a turn applies Algorithm 2 until the
+	// job's own sub-budgets move by at most Epsilon/10 (at most 10,000 steps): the job's
+	// best response against the others' current sub-budgets (Lemma 2), Algorithm 1's
+	// "Run Algorithm 2 to find out the best sub-budget combination for job J_i", and
+	// what the paper's worked example (Fig. 4) shows: J1's first turn moves it from
+	// $50/$50 to about $62/$38, where one step gives exactly $60/$40 and the best
+	// response $62.84/$37.16. Both end at the same equilibrium; a round's move is the
+	// net change of the sub-budgets over the round.
+	OneStep bool
+	// ShareEpsilon, when positive, replaces the stopping rule on sub-budgets by one on
+	// shares: Solve stops after the first round in which no share s_ij moved by more
+	// than ShareEpsilon (a fraction of the resource, in (0, 1)). This is the measure
+	// the paper's own explanation of its round counts speaks of ("every user possesses
+	// a small fraction of resources in the system, which is not dramatically affected
+	// by the iterations"); the reproduction of its section 7.1.1 uses it. Zero (the
+	// default) keeps the rule on sub-budgets in dollars (Epsilon).
+	ShareEpsilon float64
 }
 
 // DefaultOptions returns the operator's defaults: alpha 0.5, epsilon 1e-4 dollars,
@@ -43,6 +53,8 @@ func (o Options) Validate() error {
 		return invalid("alpha: must be in [0, 1], got %v", o.Alpha)
 	case !finite(o.Epsilon) || o.Epsilon <= 0:
 		return invalid("epsilon: must be a positive number, got %v", o.Epsilon)
+	case !finite(o.ShareEpsilon) || o.ShareEpsilon < 0 || o.ShareEpsilon >= 1:
+		return invalid("share_epsilon: must be from 0 (off) to below 1, got %v", o.ShareEpsilon)
 	case o.MaxIterations < 1 || o.MaxIterations > MaxIterationsCap:
 		return invalid("max_iterations: must be from 1 to %d, got %d", MaxIterationsCap, o.MaxIterations)
 	}
@@ -79,8 +91,11 @@ type Result struct {
 	Outcome    Outcome
 	Iterations int     // rounds of Algorithm 1 run, the last included
 	LastMove   float64 // the largest sub-budget move of the last round, in dollars
-	Shares     [][]float64
-	SubBudgets [][]float64
+	// LastShareMove is the largest change of a share over the last round, measured
+	// only when Options.ShareEpsilon is positive (else 0).
+	LastShareMove float64
+	Shares        [][]float64
+	SubBudgets    [][]float64
 }
 
 // Solve runs Algorithm 1 on a valid instance. It returns EINVALID for a bad instance
@@ -101,11 +116,21 @@ func Solve(inst Instance, opt Options) (Result, error) {
 		return Result{}, invalid("epsilon: must be at least 1e-12 of the largest budget (%g), got %v", st.maxBudget, opt.Epsilon)
 	}
 	res := Result{Outcome: OutcomeIterationLimit}
-	if opt.BestResponse {
+	if !opt.OneStep {
 		st.inner = opt.Epsilon / 10
 	}
 	for res.Iterations < opt.MaxIterations {
 		res.Iterations++
+		if opt.ShareEpsilon > 0 {
+			before := st.shareSnapshot(nil)
+			res.LastMove = st.round()
+			res.LastShareMove = st.shareMove(before)
+			if res.LastShareMove <= opt.ShareEpsilon {
+				res.Outcome = OutcomeConverged
+				break
+			}
+			continue
+		}
 		res.LastMove = st.round()
 		if res.LastMove <= opt.Epsilon && st.residual() <= opt.Epsilon {
 			res.Outcome = OutcomeConverged
@@ -309,6 +334,31 @@ func (st *state) resplit(i int) float64 {
 		bid.b, bid.p = nb, np
 	}
 	return move
+}
+
+// shareSnapshot appends every (job, used resource) pair's current share to dst, in
+// pair order, with the resource sums recomputed first.
+func (st *state) shareSnapshot(dst []float64) []float64 {
+	st.resum()
+	for i := range st.budget {
+		for _, bid := range st.bids(i) {
+			dst = append(dst, st.share(i, bid))
+		}
+	}
+	return dst
+}
+
+// shareMove returns the largest change of a share since the snapshot before.
+func (st *state) shareMove(before []float64) float64 {
+	st.resum()
+	worst, k := 0.0, 0
+	for i := range st.budget {
+		for _, bid := range st.bids(i) {
+			worst = max(worst, math.Abs(st.share(i, bid)-before[k]))
+			k++
+		}
+	}
+	return worst
 }
 
 // residual returns the largest distance, over all jobs, between a sub-budget and what
