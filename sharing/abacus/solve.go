@@ -160,6 +160,7 @@ type state struct {
 	maxBudget float64
 	inner     float64   // best response: a turn repeats Algorithm 2 until it moves at most this (0: one step)
 	was       []float64 // scratch: a job's sub-budgets at the start of its turn
+	next      []float64 // scratch: extrapolated sub-budgets
 }
 
 // pair is one job's bid on one resource it uses.
@@ -272,12 +273,64 @@ func (st *state) turn(i int) float64 {
 		if st.resplit(i) <= st.inner {
 			break
 		}
+		if st.kind[i] == Linear && st.alpha < 1 {
+			st.extrapolate(i)
+		}
 	}
 	move := 0.0
 	for k, b := range bids {
 		move = max(move, math.Abs(b.b-st.was[k]))
 	}
 	return move
+}
+
+// extrapolate is a Newton step on job i's fixed point of Algorithm 2, taken after
+// a plain step within a best-response turn of a linear-utility job with alpha below 1
+// (at 1 the best response may leave a pool altogether, and a stretched step would
+// reach exactly 0 where plain steps only approach it): in logarithms a
+// step moves b_ij towards its fixed point only by 1 - D_ij of the distance, where
+// D_ij = d log T / d log b is alpha (1 - 2 s_ij) for linear utilities (-alpha s_ij
+// for log ones, whose plain step is already nearly exact, so they do without), so
+// the step is stretched by 1 / (1 - D_ij) (at most 10 times, and to within a factor
+// 10 of the plain step's value) and the split renormalised to the budget. It moves nothing at a fixed point, so the turn still
+// ends at the job's best response, which the plain step checks.
+func (st *state) extrapolate(i int) {
+	total := st.gains(i)
+	if !(total > 0) || total > math.MaxFloat64 {
+		return
+	}
+	scale := st.budget[i] / total
+	bids := st.bids(i)
+	g, sum := st.g[:len(bids)], st.sum
+	log := st.kind[i] == Log
+	st.next = st.next[:0]
+	newTotal := 0.0
+	for k := range bids {
+		bid := &bids[k]
+		t, nb := scale*g[k], scale*g[k]
+		if t > 0 && bid.b > 0 && bid.contested && sum[bid.res] > 0 {
+			s := bid.p / sum[bid.res]
+			d := st.alpha * (1 - 2*s)
+			if log {
+				d = -st.alpha * s
+			}
+			if x := bid.b * math.Exp(math.Log(t/bid.b)*min(1/max(1-d, 1e-9), 10)); finite(x) {
+				nb = min(max(x, t/10), t*10) // never to 0: a contested pool keeps a positive bid
+			}
+		}
+		st.next = append(st.next, nb)
+		newTotal += nb
+	}
+	if !(newTotal > 0) || newTotal > math.MaxFloat64 {
+		return
+	}
+	for k := range bids {
+		bid := &bids[k]
+		nb := st.next[k] * st.budget[i] / newTotal
+		np := st.pow(nb)
+		sum[bid.res] += np - bid.p
+		bid.b, bid.p = nb, np
+	}
 }
 
 // gains fills st.g with Algorithm 2's g_ij for job i: alpha f'(s_ij) s_ij (1 - s_ij)
@@ -289,13 +342,13 @@ func (st *state) gains(i int) float64 {
 		return 0
 	}
 	bids := st.bids(i)
-	g, sum := st.g[:len(bids)], st.sum
+	g := st.g[:len(bids)]
 	log := st.kind[i] == Log
 	total := 0.0
 	for k := range bids {
 		v := 0.0
 		if bid := &bids[k]; bid.contested {
-			s := bid.p / sum[bid.res]
+			s := st.contestedShare(*bid)
 			if log {
 				v = bid.w * (1 - s)
 			} else {
@@ -404,7 +457,17 @@ func (st *state) share(i int, bid pair) float64 {
 	case !bid.contested:
 		return 1
 	}
-	return bid.p / st.sum[r]
+	return st.contestedShare(bid)
+}
+
+// contestedShare is bid's share of a contested resource, b^alpha over the sum; when
+// every bidder's sub-budget there has fallen to 0 (possible at alpha 1, where a best
+// response may leave a pool), the bidders share it equally rather than 0/0.
+func (st *state) contestedShare(bid pair) float64 {
+	if sum := st.sum[bid.res]; sum > 0 {
+		return bid.p / sum
+	}
+	return 1 / float64(st.bidders[bid.res])
 }
 
 // matrices returns the shares and sub-budgets as dense job x resource matrices
