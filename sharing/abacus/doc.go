@@ -71,6 +71,9 @@
 //     some job with a positive budget uses (so its log utility is -Inf there).
 //   - A resource that only zero-budget jobs use is split equally among them: nobody
 //     bid on it, and an idle unit is better used than wasted.
+//   - At alpha = 1 a linear job's best response may leave a contested resource
+//     altogether; if every bidder's sub-budget there falls to 0, the bidders share
+//     it equally (not 0/0).
 //   - alpha = 0 gives every job that bids on a resource an equal share; every split
 //     of the budget is then a best response, so sub-budgets stay even.
 //   - Shares of every resource that at least one job uses sum to 1; a resource no job
