@@ -3,6 +3,7 @@ package scheduler
 import (
 	"cmp"
 	"fmt"
+	"math"
 	"slices"
 )
 
@@ -27,6 +28,12 @@ type Outcome struct {
 	// AtRisk counts the reservations reported at risk; Failed the jobs with a
 	// failed task; EarlyStarts the requests the cluster started early.
 	AtRisk, Failed, EarlyStarts int
+	// Reruns counts the failed requests started again on spare capacity
+	// (SimConfig.Rerun; a re-run stopped when the spare shrank and started over
+	// counts once), RerunsOnTime those of them that finished by their deadline. PlannedAboveAnnounced counts the slots the engine planned with
+	// more capacity than the cloud had announced for them (0 for every supply
+	// predictor: announced slots are planned with what was announced).
+	Reruns, RerunsOnTime, PlannedAboveAnnounced int
 	// LostValue is the engine's lost value (refused bids and reservations not
 	// honoured; see Lost), by reason.
 	LostValue map[string]float64
@@ -54,6 +61,29 @@ type SimConfig struct {
 	StartEarly bool
 	// Progress, when set, is called as the simulated clock advances.
 	Progress func(slot, horizon Slot)
+	// Supply, when set, is the capacity the scheduler plans the slots the cloud
+	// has not announced yet with: it observes the day before the run (the cloud's
+	// history) and every announcement, and the slots beyond what has been
+	// announced are planned, at the start, with its estimate. Nil plans them with
+	// the whole share (Cloud.Managed), as if it will all be there.
+	Supply SupplyPredictor
+	// PlanShare, in (0, 1], is the share of the estimated or announced capacity the
+	// engine plans with; the rest is spare, for re-running failed tasks (0: 1).
+	PlanShare float64
+	// Rerun starts a failed request again from its beginning on spare capacity
+	// (what the cloud has beyond what the engine runs), earliest deadline first,
+	// as ERA's Azure runs did ("the resources that remained as spares for
+	// re-running failed jobs"); its job is late only if the re-run does not end by
+	// the deadline. Without it a failed task does not run again.
+	Rerun bool
+}
+
+// plan is the capacity the engine plans with out of units the cloud has.
+func (c SimConfig) plan(units int64) int64 {
+	if c.PlanShare > 0 && c.PlanShare < 1 {
+		return int64(math.Floor(c.PlanShare * float64(units)))
+	}
+	return units
 }
 
 // Simulate replays jobs through an engine with one pool of capacity units and the
@@ -136,6 +166,16 @@ type simRun struct {
 	fates     map[int64][]fate
 	started   map[[2]int64]Slot // reservation, request: first slot it ran
 	late      map[int]bool
+	reruns    []rerun // waiting or running, in the order they failed
+}
+
+// rerun is a failed request started again outside the engine, on spare capacity.
+type rerun struct {
+	bid            int
+	units          int64
+	duration, left Slot // left: slots still to run (duration: not started)
+	deadline       Slot
+	running, begun bool
 }
 
 // SimulateWith replays jobs on a simulated cloud. Each slot, the cloud reports
@@ -151,6 +191,9 @@ func SimulateWith(jobs []Job, algo Algorithm, cfg SimConfig) (Outcome, error) {
 	if err := cfg.Cloud.Validate(); err != nil {
 		return Outcome{}, err
 	}
+	if math.IsNaN(cfg.PlanShare) || cfg.PlanShare < 0 || cfg.PlanShare > 1 {
+		return Outcome{}, fmt.Errorf("plan share: must be between 0 and 1")
+	}
 	bids := bidsOf(jobs)
 	horizon := Slot(1)
 	for _, j := range jobs {
@@ -163,15 +206,33 @@ func SimulateWith(jobs []Job, algo Algorithm, cfg SimConfig) (Outcome, error) {
 		unitPrice: map[int64]float64{}, bidOf: map[int64]int{}, fates: map[int64][]fate{}, started: map[[2]int64]Slot{}, late: map[int]bool{}}
 	var agent Agent = s.e
 	hour := max(cfg.Cloud.perDay()/24, 1)
+	if err := s.planSupply(sched, horizon, managed); err != nil {
+		return Outcome{}, err
+	}
 	var used float64
 	k := 0
 	for now := Slot(0); now < horizon; now++ {
 		if changes := sched.announce(SimPool, now, hour); len(changes) > 0 {
+			for i := range changes {
+				if cfg.Supply != nil {
+					for t := changes[i].From; t < changes[i].To; t++ {
+						cfg.Supply.Observe(t, changes[i].Units)
+					}
+				}
+				changes[i].Units = cfg.plan(changes[i].Units)
+			}
 			rep, err := agent.Update(now, Update{Capacity: changes})
 			if err != nil {
 				return Outcome{}, err
 			}
 			s.atRisk(rep)
+			for _, c := range changes {
+				for t := c.From; t < c.To; t++ {
+					if s.e.Capacity(SimPool, t) > sched.avail[t] {
+						s.out.PlannedAboveAnnounced++
+					}
+				}
+			}
 		}
 		for ; k < len(bids) && bids[k].rows[0].Submit <= now; k++ {
 			if err := s.submit(bids[k], now); err != nil {
@@ -201,6 +262,7 @@ func SimulateWith(jobs []Job, algo Algorithm, cfg SimConfig) (Outcome, error) {
 		}
 		s.out.Series[now] = st
 		used += float64(st.Used)
+		s.runReruns(now, sched.avail[now]-st.Used)
 		// An over-committing algorithm (OnDemand) may leave later slots holding
 		// more than the capacity: the update re-plans them before they run.
 		if len(ends) > 0 || (now+1 < horizon && s.e.Free(SimPool, now+1, horizon) < 0) {
@@ -217,7 +279,84 @@ func SimulateWith(jobs []Job, algo Algorithm, cfg SimConfig) (Outcome, error) {
 			cfg.Progress(now+1, horizon)
 		}
 	}
+	for _, r := range s.reruns {
+		s.late[r.bid] = true // not finished by the end of the run
+	}
 	return s.finish(used, managed, horizon), nil
+}
+
+// planSupply sets, before the run, the capacity the engine plans every slot with:
+// the supply predictor's estimate (from the day before the run), at most the share
+// managed, or the share itself when there is no predictor; times PlanShare.
+func (s *simRun) planSupply(sched schedule, horizon Slot, managed int64) error {
+	if s.cfg.Supply == nil && s.cfg.plan(managed) == managed {
+		return nil
+	}
+	if s.cfg.Supply != nil {
+		day := Slot(s.cfg.Cloud.perDay())
+		for t, u := range s.cfg.Cloud.history(s.cfg.Capacity) {
+			s.cfg.Supply.Observe(Slot(t)-day, u)
+		}
+	}
+	var changes []CapacityChange
+	for t := Slot(0); t < horizon; t++ {
+		u := managed
+		if s.cfg.Supply != nil {
+			u = min(max(s.cfg.Supply.Estimate(t), 0), managed)
+		}
+		u = s.cfg.plan(u)
+		if n := len(changes); n > 0 && changes[n-1].Units == u && changes[n-1].To == t {
+			changes[n-1].To = t + 1
+			continue
+		}
+		changes = append(changes, CapacityChange{Pool: SimPool, From: t, To: t + 1, Units: u})
+	}
+	_, err := s.e.Update(0, Update{Capacity: changes})
+	return err
+}
+
+// runReruns runs one slot of the failed requests started again, on the spare
+// capacity the cloud has beyond what the engine runs: running ones first (one that
+// no longer fits is stopped and waits to start over), then waiting ones by
+// earliest deadline while they fit. One that can no longer end by its deadline is
+// dropped, its job late.
+func (s *simRun) runReruns(now Slot, spare int64) {
+	keep := s.reruns[:0]
+	for _, r := range s.reruns {
+		if !r.running || r.units > spare {
+			r.running, r.left = false, r.duration
+			keep = append(keep, r)
+			continue
+		}
+		spare -= r.units
+		if r.left--; r.left == 0 {
+			s.out.RerunsOnTime++
+			continue
+		}
+		keep = append(keep, r)
+	}
+	s.reruns = keep
+	slices.SortStableFunc(s.reruns, func(a, b rerun) int { return cmp.Compare(a.deadline, b.deadline) })
+	keep = s.reruns[:0]
+	for _, r := range s.reruns {
+		if !r.running && now+r.duration > r.deadline {
+			s.late[r.bid] = true
+			continue
+		}
+		if !r.running && r.units <= spare {
+			spare -= r.units
+			if !r.begun {
+				s.out.Reruns++
+			}
+			r.running, r.begun = true, true
+			if r.left--; r.left == 0 {
+				s.out.RerunsOnTime++
+				continue
+			}
+		}
+		keep = append(keep, r)
+	}
+	s.reruns = keep
 }
 
 // submit offers one bid to the engine.
@@ -277,10 +416,16 @@ func (s *simRun) run(alloc Allocation, now Slot) ([]JobEnd, SlotStat) {
 		switch {
 		case f.failAt >= 0 && ran > f.failAt:
 			ends = append(ends, JobEnd{Reservation: a.Reservation, Request: a.Request, At: now + 1})
-			if !s.late[s.bidOf[a.Reservation]] {
+			bid := s.bidOf[a.Reservation]
+			if !s.late[bid] {
 				s.out.Failed++
 			}
-			s.late[s.bidOf[a.Reservation]] = true
+			if s.cfg.Rerun && !s.late[bid] {
+				req := r.Requests[a.Request]
+				s.reruns = append(s.reruns, rerun{bid: bid, units: units, duration: req.Duration, left: req.Duration, deadline: req.Deadline})
+			} else {
+				s.late[bid] = true
+			}
 		case ran >= f.runFor && a.End > now+1:
 			ends = append(ends, JobEnd{Reservation: a.Reservation, Request: a.Request, At: now + 1})
 		case a.End == now+1:

@@ -22,7 +22,7 @@ import (
 //     background) uses BackgroundLoad of the cluster on average, on a daily
 //     cycle (half again at its peak, half at its trough) with hourly noise;
 //     the scheduler has what the background leaves of its share, reported each
-//     hour for the hour ahead.
+//     hour for the Foresight ahead (0: the hour ahead).
 type Cloud struct {
 	Seed             uint64
 	SlotsPerDay      int // 288 for 5-minute slots (0: 288)
@@ -33,6 +33,7 @@ type Cloud struct {
 	FinishEarlyShare float64
 	Share            float64
 	BackgroundLoad   float64
+	Foresight        Slot
 }
 
 // Validate returns EINVALID-style errors naming the field when a share is
@@ -46,8 +47,8 @@ func (c Cloud) Validate() error {
 			return fmt.Errorf("%s: must be between 0 and 1", f.name)
 		}
 	}
-	if math.IsNaN(c.LossesPerDay) || c.LossesPerDay < 0 || c.LossSlots < 0 || c.SlotsPerDay < 0 {
-		return fmt.Errorf("losses per day, loss slots and slots per day must not be negative")
+	if math.IsNaN(c.LossesPerDay) || c.LossesPerDay < 0 || c.LossSlots < 0 || c.SlotsPerDay < 0 || c.Foresight < 0 {
+		return fmt.Errorf("losses per day, loss slots, slots per day and foresight must not be negative")
 	}
 	return nil
 }
@@ -71,9 +72,23 @@ func (c Cloud) Managed(capacity int64) int64 {
 // schedule is the seeded capacity the scheduler has in each slot, and the
 // slots where a loss starts with its length.
 type schedule struct {
-	avail  []int64
-	losses map[Slot]Slot
-	hourly bool // background: report each hour
+	avail     []int64
+	losses    map[Slot]Slot
+	hourly    bool // background: report each hour
+	foresight Slot // how far ahead an hourly report reaches
+}
+
+// history is the capacity the scheduler had over the day before the run: the same
+// background process, drawn from another stream of the seed (no losses).
+func (c Cloud) history(capacity int64) []int64 {
+	h := c
+	h.Seed, h.LossesPerDay = c.Seed^0x4157a7, 0
+	return h.schedule(capacity, Slot(c.perDay())).avail
+}
+
+// foresight is how far ahead each hourly announcement reaches.
+func (c Cloud) foresight() Slot {
+	return max(c.Foresight, Slot(max(c.perDay()/24, 1)))
 }
 
 func (c Cloud) schedule(capacity int64, horizon Slot) schedule {
@@ -81,7 +96,7 @@ func (c Cloud) schedule(capacity int64, horizon Slot) schedule {
 	day := c.perDay()
 	hour := max(day/24, 1)
 	managed := c.Managed(capacity)
-	s := schedule{avail: make([]int64, horizon), losses: map[Slot]Slot{}, hourly: c.Share > 0}
+	s := schedule{avail: make([]int64, horizon), losses: map[Slot]Slot{}, hourly: c.Share > 0, foresight: c.foresight()}
 	lossLeft := Slot(0)
 	noise := 1.0
 	for t := range horizon {
@@ -107,13 +122,13 @@ func (c Cloud) schedule(capacity int64, horizon Slot) schedule {
 	return s
 }
 
-// announce is what the cloud reports at slot now: the capacity of the hour
-// ahead (background), and of a loss starting now for its whole length, as
-// changes over runs of equal capacity.
+// announce is what the cloud reports at slot now: the capacity of the foresight
+// ahead (background, each hour), and of a loss starting now for its whole length,
+// as changes over runs of equal capacity.
 func (s schedule) announce(pool string, now Slot, hour int) []CapacityChange {
 	end := now
 	if s.hourly && int(now)%hour == 0 {
-		end = now + Slot(hour)
+		end = now + s.foresight
 	}
 	if l, ok := s.losses[now]; ok {
 		end = max(end, now+l)

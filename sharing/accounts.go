@@ -20,7 +20,7 @@ type Utility int
 // The utility functions.
 const (
 	Orig  Utility = iota // psi_sp of Skowron and Rzadca: a part executed at tau is worth t - tau
-	Rel                  // a part executed at tau is worth r - tau: ORIG measured from the release r, not now
+	Rel                  // ORIG normalised by the time since release: (t - tau) / (t - r) a part (RelValue)
 	Simpl                // the executed surface, in unit-hours
 )
 
@@ -46,18 +46,18 @@ func TimeOf(h float64) time.Time { return time.Unix(0, int64(math.Round(h*3.6e12
 // the ORIG and REL values grow with.
 type Balance struct {
 	Team, Pool                     string
-	Surface, Orig, Rel             float64 // utility: SIMPL (unit-hours), ORIG, REL
+	Surface, Orig, Rel             float64 // utility: SIMPL (unit-hours), ORIG, and sum w (r - tau) from which RelValue gives REL
 	LentSurface, LentOrig, LentRel float64 // contribution under the same functions
 }
 
 // Utility returns the team's utility under u.
 func (b Balance) Utility(u Utility) float64 {
-	return [...]float64{b.Orig, b.Rel, b.Surface}[u]
+	return [...]float64{b.Orig, RelValue(b.Surface, b.Orig, b.Rel), b.Surface}[u]
 }
 
 // Contribution returns the team's contribution under u.
 func (b Balance) Contribution(u Utility) float64 {
-	return [...]float64{b.LentOrig, b.LentRel, b.LentSurface}[u]
+	return [...]float64{b.LentOrig, RelValue(b.LentSurface, b.LentOrig, b.LentRel), b.LentSurface}[u]
 }
 
 // Served is round robin's mark: the sequence number of the last task started for a
@@ -151,8 +151,8 @@ func (a *Accounts) markServed(team int) {
 }
 
 // grow moves the accounts to t1 as if nothing new ran: every ORIG value grows by its
-// executed surface times the elapsed hours; REL values do not change (each part is
-// measured against its job's release, not against now). The parts run in [asOf, t1) must
+// executed surface times the elapsed hours; the release-measured sums R do not change
+// (each part's r - tau is fixed once it ran). The parts run in [asOf, t1) must
 // be added next with addPart or addAggregate, against the same t1.
 func (a *Accounts) grow(t1 float64) {
 	d := t1 - a.asOf

@@ -26,20 +26,22 @@
 //
 //	ORIG:  t - tau                    psi_sp, the strategy-resilient utility of Skowron
 //	                                  and Rzadca: a part executed earlier is worth more
-//	REL:   (t - tau) - (t - r) = r - tau   each part measured against its job's release
+//	REL:   (t - tau) / (t - r)        ORIG normalised by the time since release
 //	SIMPL: 1                          the executed surface
 //
 // and a team's utility is the sum over the parts of its own best-effort tasks:
 // psi(t) = sum over parts of the above (integrated continuously over each run). The
-// paper's text (Pacholczyk and Rzadca, CloudShare) lost its formulas; its words are the
-// evidence. ORIG is psi_sp of Skowron and Rzadca (sum over executed unit parts of
-// t - tau). REL is our reading of "a slightly altered utility, where the release time
-// neutralizes this effect", the effect being that under ORIG a part done at tau keeps
-// earning t - tau as t grows, so early decisions can never be made up: measuring each
-// part against its job's release instead of against now gives r - tau, which does not
-// grow with t (the priorities under REL stay put while nothing new runs:
-// TestRelPrioritiesDoNotDriftWhileNothingRuns). SIMPL is the executed surface, as the
-// paper says. docs/reproductions.md says so too.
+// paper's text (Pacholczyk and Rzadca, CloudShare) lost its formulas; its words and
+// its Table 1 are the evidence. ORIG is psi_sp of Skowron and Rzadca (sum over
+// executed unit parts of t - tau). REL is our reading of "a slightly altered utility,
+// where the release time neutralizes this effect", the effect being that under ORIG a
+// part done at tau keeps earning t - tau as t grows, so early decisions can never be
+// made up: normalised by the time since its job's release, a part is worth at most 1
+// and every part tends to 1 (SIMPL) in a long run. The accounts keep it per team and
+// pool as E * ORIG / (ORIG - R) with R = sum w (r - tau) (RelValue): exact for the
+// parts of one job, the surface-weighted mean release across jobs. Of the readings
+// tried (docs/idle-capacity.md), it is the one whose results match Table 1 (REL near
+// SIMPL, both above FairShare). SIMPL is the executed surface, as the paper says.
 //
 // # Contribution and the attribution rule
 //
@@ -62,10 +64,11 @@
 //
 // # Accounts: summaries instead of history
 //
-// For each team and pool the accounts keep six numbers: the executed surface E and the
-// ORIG and REL utilities, and the same three for contribution. Over [t0, t1) ORIG grows
+// For each team and pool the accounts keep six numbers: the executed surface E, the
+// ORIG utility and the release-measured sum R = sum w (r - tau) REL is computed from,
+// and the same three for contribution. Over [t0, t1) ORIG grows
 // by E(t0) (t1 - t0) plus, for each run [a, b) in the interval, w ((t1-a)^2 - (t1-b)^2)/2;
-// REL grows only by the runs, by -w ((b-r)^2 - (a-r)^2)/2 each; E grows by w (b - a). These are
+// R grows only by the runs, by -w ((b-r)^2 - (a-r)^2)/2 each; E grows by w (b - a). These are
 // exact: the summary reproduces the value the whole history would give (up to float64
 // rounding), so a policy decides the same from the summary as from the history. The
 // summary is constant in size; its values grow with time (ORIG quadratically).

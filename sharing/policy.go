@@ -70,7 +70,7 @@ func (p DirectContr) Priorities(v *View, acc *Accounts, out []float64) {
 			case Orig:
 				contrib, util = r.lent.orig, r.use.orig
 			case Rel:
-				contrib, util = r.lent.rel, r.use.rel
+				contrib, util = r.lent.relValue(), r.use.relValue()
 			default:
 				contrib, util = r.lent.surface, r.use.surface
 			}

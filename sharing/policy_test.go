@@ -40,9 +40,9 @@ func balances(t *testing.T, b ...Balance) *Accounts {
 
 func TestDirectContrServesTheLargestContributionLessUtility(t *testing.T) {
 	acc := balances(t,
-		Balance{Team: "a", Pool: "cpu", Surface: 2, Orig: 30, Rel: 1, LentSurface: 10, LentOrig: 10, LentRel: 10}, // simpl +8, orig -20, rel +9
-		Balance{Team: "b", Pool: "cpu", Surface: 5, Orig: 5, Rel: 5},                                              // -5 each
-		Balance{Team: "c", Pool: "cpu", Surface: 0, Orig: 0, Rel: 12})                                             // 0, 0, -12
+		Balance{Team: "a", Pool: "cpu", Surface: 2, Orig: 30, Rel: -28, LentSurface: 10, LentOrig: 10, LentRel: -1}, // simpl +8, orig -20, rel 100/11 - 60/58 = +8.06
+		Balance{Team: "b", Pool: "cpu", Surface: 5, Orig: 5, Rel: -5},                                               // simpl -5, orig -5, rel -2.5
+		Balance{Team: "c", Pool: "cpu", Surface: 0, Orig: 0, Rel: 0})                                                // 0 each
 	v := viewOf(5, nil, job(1, 1, 0), job(2, 1, 1), job(0, 1, 2))
 	rng := rand.New(rand.NewPCG(1, 1))
 	for u, want := range map[Utility]string{Simpl: "a", Orig: "c", Rel: "a"} {

@@ -17,7 +17,7 @@ func fmtDecimal(x float64, places int) string { return moneyfmt.Decimal(x, place
 // beside the policy's name (the identifier operators select).
 var idlePolicyWords = map[string]string{
 	"direct-orig":           "DirectContr (contribution minus use); earlier work counts more",
-	"direct-rel":            "DirectContr (contribution minus use); work counts less the longer it waited",
+	"direct-rel":            "DirectContr (contribution minus use); work counts less the longer it waited after release, less and less as time passes",
 	"direct-simpl":          "DirectContr (contribution minus use), in unit-hours",
 	"fairshare":             "use in proportion to quota held",
 	"round-robin":           "teams take turns",
@@ -26,15 +26,15 @@ var idlePolicyWords = map[string]string{
 
 // idleUnits is what a pool's contribution and utility, and a team's priority, are
 // measured in under policy (package sharing, "Time and units"): the executed
-// surface in unit-hours, or under ORIG and REL unit-hours times hours; a
-// DirectContr or fairshare priority is per unit of the pool's capacity, so in hours
-// (hours squared under ORIG and REL). Round robin's priority is an order (minus
+// surface in unit-hours (REL too: each unit-hour weighted by a fraction), or under
+// ORIG unit-hours times hours; a DirectContr or fairshare priority is per unit of the
+// pool's capacity, so in hours (hours squared under ORIG). Round robin's priority is an order (minus
 // the number of the team's last start) and abacus's a share: no unit here.
 func idleUnits(policy string) (amount, priority string) {
 	switch policy {
-	case "direct-orig", "direct-rel":
+	case "direct-orig":
 		return "unit-hours × hours", "h²"
-	case "direct-simpl", "fairshare":
+	case "direct-rel", "direct-simpl", "fairshare":
 		return "unit-hours", "h"
 	}
 	return "unit-hours", ""

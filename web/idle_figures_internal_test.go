@@ -37,7 +37,7 @@ func TestIdleAccountRowUnits(t *testing.T) {
 		policy, contribution, priority string
 	}{
 		{"direct-orig", "536.5 unit-hours × hours", "1.23 h²"},
-		{"direct-rel", "536.5 unit-hours × hours", "1.23 h²"},
+		{"direct-rel", "536.5 unit-hours", "1.23 h"},
 		{"direct-simpl", "536.5 unit-hours", "1.23 h"},
 		{"fairshare", "536.5 unit-hours", "1.23 h"},
 		{"round-robin", "536.5 unit-hours", "1"},

@@ -14,6 +14,7 @@ import (
 	"github.com/clearhouse/clearhouse"
 	"github.com/clearhouse/clearhouse/sharing/abacus"
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 )
 
 func newAbacusCmd() *cobra.Command {
@@ -55,9 +56,15 @@ printed and the message names the job and the field.`,
 	f.Float64Var(&opt.Alpha, "alpha", opt.Alpha, "exponent of the share function, in [0, 1]")
 	f.Float64Var(&opt.Epsilon, "epsilon", opt.Epsilon, "convergence threshold on sub-budgets, in dollars")
 	f.IntVar(&opt.MaxIterations, "max-iterations", opt.MaxIterations, "most rounds of the auction")
-	f.BoolVar(&opt.BestResponse, "best-response", false, "each job's turn runs Algorithm 2 to its own fixed point (its best response) instead of one step")
+	abacusTurnFlags(f, &opt)
 	_ = cmd.MarkFlagRequired("in")
 	return cmd
+}
+
+// abacusTurnFlags adds the flags of Algorithm 1's turn and stopping rule.
+func abacusTurnFlags(f *pflag.FlagSet, opt *abacus.Options) {
+	f.BoolVar(&opt.OneStep, "one-step", opt.OneStep, "each job's turn is one application of Algorithm 2 instead of its best response (Algorithm 2 to its own fixed point)")
+	f.Float64Var(&opt.ShareEpsilon, "share-epsilon", opt.ShareEpsilon, "stop when no share moved by more than this in a round (0: stop on --epsilon, in dollars)")
 }
 
 // abacusRefused is exit status 2 with the safe message of a domain error.
@@ -110,6 +117,7 @@ type abacusSimOptions struct {
 
 func newAbacusSimulateCmd() *cobra.Command {
 	o := abacusSimOptions{opt: abacus.DefaultOptions()}
+	o.opt.ShareEpsilon = abacus.PaperShareEpsilon
 	cmd := &cobra.Command{
 		Use:   "simulate",
 		Short: "Run the Abacus paper's experiments: rounds to converge against users, resources and alpha",
@@ -117,6 +125,8 @@ func newAbacusSimulateCmd() *cobra.Command {
 IC2E 2013): random auctions with budgets uniform in [50, 200] dollars and weights
 uniform in [0.5, 2] on every resource, varying one parameter at a time from the
 paper's defaults (32 users, 4 resources, alpha 0.5), for linear and log utilities.
+Each job's turn is its best response; a run stops after the first round that moved
+no share by more than --share-epsilon (default 1e-4; 0 stops on --epsilon dollars).
 Each row solves --runs auctions and reports the rounds of Algorithm 1 (mean, 95th
 percentile, maximum), the runs that hit --max-iterations, and the mean time per
 auction, validation included (the median too, which a busy machine's pauses move
@@ -141,7 +151,7 @@ machine; the times are this machine's. Output: a table, or with --json one objec
 	f.StringVar(&o.utility, "utilities", "linear,log", "comma-separated utilities: linear, log")
 	f.Float64Var(&o.opt.Epsilon, "epsilon", o.opt.Epsilon, "convergence threshold on sub-budgets, in dollars")
 	f.IntVar(&o.opt.MaxIterations, "max-iterations", o.opt.MaxIterations, "most rounds per auction")
-	f.BoolVar(&o.opt.BestResponse, "best-response", false, "each job's turn runs Algorithm 2 to its own fixed point (its best response) instead of one step")
+	abacusTurnFlags(f, &o.opt)
 	f.BoolVar(&o.json, "json", false, "print one JSON object and nothing else")
 	return cmd
 }
@@ -259,9 +269,11 @@ func writeAbacusSimJSON(w io.Writer, cfg abacus.SimConfig, rows []abacus.Experim
 		Seed          uint64         `json:"seed"`
 		Runs          int            `json:"runs"`
 		Epsilon       float64        `json:"epsilon"`
+		ShareEpsilon  float64        `json:"share_epsilon"`
+		OneStep       bool           `json:"one_step"`
 		MaxIterations int            `json:"max_iterations"`
 		Rows          []abacusSimRow `json:"rows"`
-	}{cfg.Seed, cfg.Runs, cfg.Options.Epsilon, cfg.Options.MaxIterations, make([]abacusSimRow, len(rows))}
+	}{cfg.Seed, cfg.Runs, cfg.Options.Epsilon, cfg.Options.ShareEpsilon, cfg.Options.OneStep, cfg.Options.MaxIterations, make([]abacusSimRow, len(rows))}
 	for k, r := range rows {
 		out.Rows[k] = abacusSimRow{r.Utility.String(), r.Vary, r.Users, r.Resources, r.Alpha, r.MeanIterations,
 			r.P95Iterations, r.MaxIterations, r.NotConverged, float64(r.MeanTime.Nanoseconds()) / 1e3,
@@ -273,8 +285,15 @@ func writeAbacusSimJSON(w io.Writer, cfg abacus.SimConfig, rows []abacus.Experim
 }
 
 func writeAbacusSimTable(w io.Writer, cfg abacus.SimConfig, rows []abacus.ExperimentResult) {
-	fmt.Fprintf(w, "Abacus, section 7.1.1: %d auctions per row, seed %d, epsilon %g dollars, at most %d rounds\n",
-		cfg.Runs, cfg.Seed, cfg.Options.Epsilon, cfg.Options.MaxIterations)
+	turn, stop := "best response", fmt.Sprintf("no share moved by more than %g", cfg.Options.ShareEpsilon)
+	if cfg.Options.OneStep {
+		turn = "one step of Algorithm 2"
+	}
+	if cfg.Options.ShareEpsilon == 0 {
+		stop = fmt.Sprintf("no sub-budget moved by more than %g dollars", cfg.Options.Epsilon)
+	}
+	fmt.Fprintf(w, "Abacus, section 7.1.1: %d auctions per row, seed %d; a turn is a job's %s; stop when %s; at most %d rounds\n",
+		cfg.Runs, cfg.Seed, turn, stop, cfg.Options.MaxIterations)
 	fmt.Fprintf(w, "defaults: %d users, %d resources, alpha %g; budgets U[50, 200], weights U[0.5, 2]\n\n",
 		abacus.PaperUsers, abacus.PaperResources, abacus.PaperAlpha)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
@@ -295,7 +314,7 @@ func micros(d time.Duration) string {
 
 // abacusEffOptions are the flags of `clearhouse abacus efficiency`.
 type abacusEffOptions struct {
-	users                 string
+	users, workloads      string
 	mapSlots, reduceSlots int
 	runs                  int
 	seed                  uint64
@@ -308,15 +327,24 @@ func newAbacusEfficiencyCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "efficiency",
 		Short: "Run the Abacus paper's system-efficiency experiment: Abacus against FIFO",
-		Long: `Reproduce section 7.1.3 of the Abacus paper on a simulated cluster: each of --users
-users submits one MapReduce job (maps uniform in [20, 100] one-slot tasks, reduces in
-[5, 30], reduces after the job's maps) on a fixed --map-slots and --reduce-slots; FIFO
-gives each free slot to the earliest job with a ready task, Abacus deals it by the
-auction's shares (linear utilities weighted by the job's task counts, budgets uniform
-in [50, 200]). Each row averages --runs draws of the time to finish all jobs (the
-makespan) and of the jobs' mean completion time. Output: a table, or with --json
-{"rows":[{"users","runs","fifo_makespan","abacus_makespan","fifo_completion",
-"abacus_completion"}]}.`,
+		Long: `Reproduce section 7.1.3 of the Abacus paper on a simulated cluster of fixed
+--map-slots and --reduce-slots, for each workload of --workloads:
+
+  batch   each of --users users submits one MapReduce job at time 0 (maps uniform in
+          [20, 100] one-step tasks, reduces in [5, 30], reduces after the job's maps);
+          the auction is over the jobs (linear utilities weighted by the task counts,
+          budgets uniform in [50, 200]); times in steps.
+  table1  the paper's Table 1: user k is of type k mod 3 (map/reduce tasks of 30/20 s,
+          15/40 s or 60/10 s; 2, 1.5 or 1.1 jobs a minute, Poisson, for 30 minutes;
+          $200, u = T_m x + T_r y); 2 to 10 maps and 1 to 4 reduces a job; the auction
+          is over the users with unfinished jobs; times in seconds, completion is a
+          job's response time.
+
+FIFO gives each free slot to the earliest job with a ready task, Abacus deals it by
+the auction's shares. Each row averages --runs draws of the time to finish all jobs
+(the makespan) and of the jobs' mean completion time. Output: a table, or with --json
+{"rows":[{"workload","users","runs","fifo_makespan","abacus_makespan",
+"fifo_completion","abacus_completion"}]}.`,
 		Example: `  clearhouse abacus efficiency
   clearhouse abacus efficiency --users 2,4,8 --runs 50 --json`,
 		Args: cobra.NoArgs,
@@ -324,16 +352,18 @@ makespan) and of the jobs' mean completion time. Output: a table, or with --json
 	}
 	f := cmd.Flags()
 	f.StringVar(&o.users, "users", "2,4,8,16,32", "comma-separated numbers of users")
+	f.StringVar(&o.workloads, "workloads", "batch,table1", "comma-separated workloads: batch, table1")
 	f.IntVar(&o.mapSlots, "map-slots", 20, "map slots of the cluster")
 	f.IntVar(&o.reduceSlots, "reduce-slots", 10, "reduce slots of the cluster")
 	f.IntVar(&o.runs, "runs", 100, "draws per row")
 	f.Uint64Var(&o.seed, "seed", 1, "random seed")
 	f.BoolVar(&o.json, "json", false, "print one JSON object and nothing else")
-	f.BoolVar(&o.opt.BestResponse, "best-response", false, "the auction's turns run Algorithm 2 to each job's fixed point")
+	abacusTurnFlags(f, &o.opt)
 	return cmd
 }
 
 type abacusEffRow struct {
+	Workload         string  `json:"workload"`
 	Users            int     `json:"users"`
 	Runs             int     `json:"runs"`
 	FIFOMakespan     float64 `json:"fifo_makespan"`
@@ -350,18 +380,30 @@ func runAbacusEfficiency(cmd *cobra.Command, o abacusEffOptions) error {
 	if o.runs < 1 || o.runs > 100_000 || o.mapSlots < 1 || o.reduceSlots < 1 {
 		return &exitError{2, errors.New("--runs must be from 1 to 100,000 and --map-slots and --reduce-slots at least 1")}
 	}
-	var rows []abacusEffRow
+	var workloads []abacus.Workload
+	for _, name := range strings.Split(o.workloads, ",") {
+		wl, err := abacus.ParseWorkload(strings.TrimSpace(name))
+		if err != nil {
+			return abacusRefused("--workloads", err)
+		}
+		workloads = append(workloads, wl)
+	}
 	for _, u := range users {
 		if u < 1 || u > 10_000 {
 			return &exitError{2, fmt.Errorf("--users: %d is not from 1 to 10,000", u)}
 		}
-		r, err := abacus.Efficiency(abacus.EfficiencyConfig{Users: u, MapSlots: o.mapSlots, ReduceSlots: o.reduceSlots,
-			Runs: o.runs, Seed: o.seed, Options: o.opt})
-		if err != nil {
-			return abacusRefused("efficiency", err)
+	}
+	var rows []abacusEffRow
+	for _, wl := range workloads {
+		for _, u := range users {
+			r, err := abacus.Efficiency(abacus.EfficiencyConfig{Workload: wl, Users: u, MapSlots: o.mapSlots, ReduceSlots: o.reduceSlots,
+				Runs: o.runs, Seed: o.seed, Options: o.opt})
+			if err != nil {
+				return abacusRefused("efficiency", err)
+			}
+			rows = append(rows, abacusEffRow{Workload: wl.String(), Users: u, Runs: r.Runs, FIFOMakespan: round3(r.FIFOMakespan),
+				AbacusMakespan: round3(r.AbacusMakespan), FIFOCompletion: round3(r.FIFOCompletion), AbacusCompletion: round3(r.AbacusCompletion)})
 		}
-		rows = append(rows, abacusEffRow{Users: u, Runs: r.Runs, FIFOMakespan: round3(r.FIFOMakespan), AbacusMakespan: round3(r.AbacusMakespan),
-			FIFOCompletion: round3(r.FIFOCompletion), AbacusCompletion: round3(r.AbacusCompletion)})
 	}
 	w := cmd.OutOrStdout()
 	if o.json {
@@ -369,9 +411,9 @@ func runAbacusEfficiency(cmd *cobra.Command, o abacusEffOptions) error {
 	}
 	fmt.Fprintf(w, "Abacus, section 7.1.3: %d map and %d reduce slots, %d draws per row, seed %d\n", o.mapSlots, o.reduceSlots, o.runs, o.seed)
 	tw := newTable(w)
-	fmt.Fprintln(tw, "users\tmakespan FIFO\tmakespan Abacus\tAbacus/FIFO\tmean completion FIFO\tmean completion Abacus\tAbacus/FIFO\t")
+	fmt.Fprintln(tw, "workload\tusers\tmakespan FIFO\tmakespan Abacus\tAbacus/FIFO\tmean completion FIFO\tmean completion Abacus\tAbacus/FIFO\t")
 	for _, r := range rows {
-		fmt.Fprintf(tw, "%d\t%.2f\t%.2f\t%.3f\t%.2f\t%.2f\t%.3f\t\n", r.Users, r.FIFOMakespan, r.AbacusMakespan, r.AbacusMakespan/r.FIFOMakespan,
+		fmt.Fprintf(tw, "%s\t%d\t%.2f\t%.2f\t%.3f\t%.2f\t%.2f\t%.3f\t\n", r.Workload, r.Users, r.FIFOMakespan, r.AbacusMakespan, r.AbacusMakespan/r.FIFOMakespan,
 			r.FIFOCompletion, r.AbacusCompletion, r.AbacusCompletion/r.FIFOCompletion)
 	}
 	return tw.Flush()

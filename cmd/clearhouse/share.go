@@ -52,7 +52,7 @@ func newShareCmd() *cobra.Command {
 		Args:  cobra.NoArgs,
 		RunE:  func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
-	cmd.AddCommand(newShareSimulateCmd(), newShareFairnessCmd(), newShareHistoryCmd())
+	cmd.AddCommand(newShareSimulateCmd(), newShareCompareCmd(), newShareFairnessCmd(), newShareHistoryCmd())
 	return cmd
 }
 
@@ -173,20 +173,10 @@ func runShareSimulate(cmd *cobra.Command, o shareOptions) error {
 	if err != nil {
 		return &exitError{2, err}
 	}
-	res := shareResult{orgs: orgs, tiesHalf: o.tiesHalf, title: fmt.Sprintf("%s: %d jobs, %d processors", filepath.Base(o.workload), len(log.jobs), log.procs)}
-	for _, p := range policies {
-		res.names = append(res.names, p.Name())
+	res, err := shareEvaluate(log, orgs, policies, o)
+	if err != nil {
+		return err
 	}
-	rng := rand.New(rand.NewPCG(o.seed, o.seed^0x5ba2e))
-	for range o.samples {
-		start, jobs := log.sample(rng, orgs, o.scenario == "background")
-		ev, err := sharing.Evaluate(sharing.Experiment{Orgs: orgs, Jobs: jobs, Policies: policies, Seed: rng.Uint64(), SharedValues: o.shared})
-		if err != nil {
-			return err
-		}
-		res.addSample(start, ev)
-	}
-	res.summarize()
 	if o.report != "" {
 		page, err := reports.RenderShare(res.report(o))
 		if err != nil {
@@ -206,6 +196,26 @@ func runShareSimulate(cmd *cobra.Command, o shareOptions) error {
 		fmt.Fprintf(cmd.OutOrStdout(), "\nreport: %s\n", o.report)
 	}
 	return nil
+}
+
+// shareEvaluate runs CloudShare's experiment once: o.samples windows of the log drawn
+// with o.seed, every policy on every coalition of orgs, scored.
+func shareEvaluate(log shareLog, orgs []sharing.Org, policies []sharing.Policy, o shareOptions) (shareResult, error) {
+	res := shareResult{orgs: orgs, tiesHalf: o.tiesHalf, title: fmt.Sprintf("%s: %d jobs, %d processors", filepath.Base(o.workload), len(log.jobs), log.procs)}
+	for _, p := range policies {
+		res.names = append(res.names, p.Name())
+	}
+	rng := rand.New(rand.NewPCG(o.seed, o.seed^0x5ba2e))
+	for range o.samples {
+		start, jobs := log.sample(rng, orgs, o.scenario == "background")
+		ev, err := sharing.Evaluate(sharing.Experiment{Orgs: orgs, Jobs: jobs, Policies: policies, Seed: rng.Uint64(), SharedValues: o.shared})
+		if err != nil {
+			return shareResult{}, err
+		}
+		res.addSample(start, ev)
+	}
+	res.summarize()
+	return res, nil
 }
 
 func parseSharePolicies(list string) ([]sharing.Policy, error) {

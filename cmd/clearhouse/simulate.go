@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -51,6 +52,26 @@ type simOptions struct {
 	penalty     float64
 	setting     string
 	generateFor int64 // units the generated mix is sized for (0: the capacity)
+	supply      string
+	supplyQ     float64
+	foresight   float64 // hours
+	planShare   float64
+	rerun       bool
+}
+
+// simSupplies are the supply predictors --supply knows.
+var simSupplies = []string{"none", "daily", "quantile"}
+
+// newSupply returns a fresh supply predictor for one run (nil for none).
+func newSupply(o simOptions) scheduler.SupplyPredictor {
+	switch o.supply {
+	case "daily":
+		perDay := max(86400/o.slotSeconds, 1)
+		return scheduler.NewDailySupply(perDay, max(perDay/24, 1))
+	case "quantile":
+		return &scheduler.QuantileSupply{Q: o.supplyQ}
+	}
+	return nil
 }
 
 // applySetting sets the options of a named run. era-azure is ERA section 4's
@@ -62,8 +83,12 @@ type simOptions struct {
 // prior-knowledge linear predictor or the one learned from past requests, each with
 // and without the exponential penalty for later scheduling. The cluster is 500
 // units (the paper's 150,000 cores are not needed: what matters is the share),
-// the background load averages 60% of it on a daily cycle (reported hourly), and
-// the MapReduce-like mix is sized for the 100 units the scheduler manages.
+// the background load averages 60% of it on a daily cycle (reported hourly, for
+// --foresight-hours ahead), and the MapReduce-like mix is sized for the 100 units
+// the scheduler manages. ERA plans what has not been announced with a supply
+// predictor (the background's daily profile, learned from the day before), and only
+// 80% of it: 5% of the tasks fail and re-run on the spare capacity (the paper gives
+// neither figure; it tried several shares). The baselines plan with the whole share.
 func (o *simOptions) applySetting() error {
 	switch o.setting {
 	case "":
@@ -80,6 +105,16 @@ func (o *simOptions) applySetting() error {
 			o.penalty = 0.01
 		}
 		o.algorithms = "econ-seasonal,econ-seasonal-penalty,econ-linear,econ-linear-penalty,greedy,ondemand"
+		if o.supply == "" {
+			o.supply = "daily"
+		}
+		if o.planShare == 0 {
+			o.planShare = 0.8
+		}
+		o.rerun = true
+		if o.cloud.FailureShare == 0 {
+			o.cloud.FailureShare = 0.05
+		}
 		return nil
 	}
 	return fmt.Errorf("--setting: unknown setting %q (known: %s)", o.setting, strings.Join(simSettings, ", "))
@@ -118,8 +153,13 @@ taking --loss-share of the capacity for --loss-slots; --task-failures, the share
 tasks that fail partway; --finish-early, the share that end early; --start-early, the
 cluster starts what the engine offers as "may start now". The Azure-style setting of
 ERA section 4: --share of the cluster is the scheduler's, under --background-load;
---price-ceiling and --max-discount bound econ's price per unit-slot. Accepted jobs that
-do not complete by their deadline are late. --setting era-azure is ERA's Azure Batch
+--price-ceiling and --max-discount bound econ's price per unit-slot; the background
+is reported each hour for --foresight-hours ahead; --supply daily|quantile plans the
+slots not yet reported with an estimate of the capacity (the lowest seen near that
+time of day, or the --supply-quantile of what was seen; both learn from the day
+before the run) instead of the whole share; --plan-share plans only that share of the
+capacity, keeping the rest spare; --rerun starts failed tasks again on the spare
+capacity. Accepted jobs that do not complete by their deadline are late. --setting era-azure is ERA's Azure Batch
 experiment as one named run (it sets the capacity, the share, the background, the
 prices and the algorithms; see docs/reproductions.md).
 
@@ -159,6 +199,11 @@ and nothing else; --report F.html writes a self-contained page with charts.`,
 	f.Float64Var(&o.greedyPrice, "greedy-price", 0, "greedy's price per unit-slot, in dollars (0: --fixed-price)")
 	f.Float64Var(&o.penalty, "later-penalty", 0.01, "the -penalty econ variants: a start s slots later is chosen as if it cost exp(penalty x s) times its price")
 	f.StringVar(&o.setting, "setting", "", "a named run: "+strings.Join(simSettings, ", ")+" (overrides the flags it sets)")
+	f.StringVar(&o.supply, "supply", "", "Azure-style setting: how slots not yet reported are planned: "+strings.Join(simSupplies, ", ")+" (none, the default but for era-azure's daily: the whole share)")
+	f.Float64Var(&o.supplyQ, "supply-quantile", 0.1, "--supply quantile: the quantile of the capacity seen to plan with")
+	f.Float64Var(&o.foresight, "foresight-hours", 0, "Azure-style setting: hours ahead each hourly capacity report reaches (0: 1)")
+	f.Float64Var(&o.planShare, "plan-share", 0, "the share of the capacity the scheduler plans with, the rest spare (0: all)")
+	f.BoolVar(&o.rerun, "rerun", false, "failed tasks start again on spare capacity")
 	return cmd
 }
 
@@ -194,6 +239,8 @@ type simAlgorithm struct {
 	AtRisk          int                `json:"at_risk"`
 	Failed          int                `json:"failed"`
 	EarlyStarts     int                `json:"early_starts"`
+	Reruns          int                `json:"reruns"`
+	RerunsOnTime    int                `json:"reruns_on_time"`
 	LostValue       map[string]float64 `json:"lost_value"`
 }
 
@@ -211,6 +258,10 @@ type simCloud struct {
 	BackgroundLoad   float64 `json:"background_load"`
 	PriceCeiling     float64 `json:"price_ceiling"`
 	MaxDiscount      float64 `json:"max_discount"`
+	ForesightSlots   int     `json:"foresight_slots"`
+	Supply           string  `json:"supply"`
+	PlanShare        float64 `json:"plan_share"`
+	Rerun            bool    `json:"rerun"`
 }
 
 func runSimulate(cmd *cobra.Command, o simOptions) error {
@@ -220,6 +271,16 @@ func runSimulate(cmd *cobra.Command, o simOptions) error {
 	algos, err := parseAlgorithms(o.algorithms)
 	if err != nil {
 		return &exitError{2, err}
+	}
+	switch {
+	case o.supply != "" && !slices.Contains(simSupplies, o.supply):
+		return &exitError{2, fmt.Errorf("--supply: unknown %q (known: %s)", o.supply, strings.Join(simSupplies, ", "))}
+	case !(o.supplyQ >= 0 && o.supplyQ <= 1):
+		return &exitError{2, errors.New("--supply-quantile: must be between 0 and 1")}
+	case !(o.foresight >= 0 && o.foresight <= 24*365):
+		return &exitError{2, errors.New("--foresight-hours: must be from 0 to a year")}
+	case !(o.planShare >= 0 && o.planShare <= 1):
+		return &exitError{2, errors.New("--plan-share: must be between 0 and 1")}
 	}
 	jobs, capacity, title, err := loadWorkload(cmd, o)
 	if err != nil {
@@ -231,12 +292,14 @@ func runSimulate(cmd *cobra.Command, o simOptions) error {
 	res := simResult{title: title, classes: workloadClasses(jobs)}
 	res.Workload.Jobs, res.Workload.Capacity = len(jobs), capacity
 	o.cloud.Seed, o.cloud.SlotsPerDay = o.cloudSeed, max(86400/o.slotSeconds, 1)
+	o.cloud.Foresight = scheduler.Slot(o.foresight * 3600 / float64(o.slotSeconds))
 	if o.cloud != (scheduler.Cloud{Seed: o.cloudSeed, SlotsPerDay: o.cloud.SlotsPerDay, LossShare: o.cloud.LossShare, LossSlots: o.cloud.LossSlots}) ||
-		o.startEarly || o.ceiling > 0 || o.maxDiscount > 0 {
+		o.startEarly || o.ceiling > 0 || o.maxDiscount > 0 || o.supply != "" && o.supply != "none" || o.planShare > 0 || o.rerun {
 		c := o.cloud
 		res.Cloud = &simCloud{Seed: c.Seed, LossesPerDay: c.LossesPerDay, LossShare: c.LossShare, LossSlots: int64(c.LossSlots),
 			FailureShare: c.FailureShare, FinishEarlyShare: c.FinishEarlyShare, StartEarly: o.startEarly, Share: c.Share,
-			BackgroundLoad: c.BackgroundLoad, PriceCeiling: o.ceiling, MaxDiscount: o.maxDiscount}
+			BackgroundLoad: c.BackgroundLoad, PriceCeiling: o.ceiling, MaxDiscount: o.maxDiscount,
+			ForesightSlots: int(max(c.Foresight, scheduler.Slot(max(c.SlotsPerDay/24, 1)))), Supply: cmp.Or(o.supply, "none"), PlanShare: o.planShare, Rerun: o.rerun}
 	}
 
 	stderr := cmd.ErrOrStderr()
@@ -256,7 +319,10 @@ func runSimulate(cmd *cobra.Command, o simOptions) error {
 		if bar != nil {
 			bar.Describe(name)
 		}
-		cfg := scheduler.SimConfig{Capacity: capacity, Cloud: o.cloud, StartEarly: o.startEarly}
+		cfg := scheduler.SimConfig{Capacity: capacity, Cloud: o.cloud, StartEarly: o.startEarly, Rerun: o.rerun}
+		if strings.HasPrefix(name, "econ") { // ERA's own planning: the baselines plan with the whole share
+			cfg.Supply, cfg.PlanShare = newSupply(o), o.planShare
+		}
 		if bar != nil {
 			base := 1000 + i*1000
 			cfg.Progress = func(slot, horizon scheduler.Slot) {
@@ -273,7 +339,8 @@ func runSimulate(cmd *cobra.Command, o simOptions) error {
 		a := simAlgorithm{Name: name, AcceptedJobs: out.AcceptedJobs, AcceptedValue: round2(out.AcceptedValue),
 			ValueShare: round4(out.ValueShare), Revenue: round2(out.Revenue), Utilization: round4(out.Utilization),
 			MeanPrice: round4(out.MeanPrice), Classes: out.ByClass, LateJobs: out.LateJobs, LateShare: round4(out.LateShare),
-			AtRisk: out.AtRisk, Failed: out.Failed, EarlyStarts: out.EarlyStarts, LostValue: map[string]float64{}}
+			AtRisk: out.AtRisk, Failed: out.Failed, EarlyStarts: out.EarlyStarts, Reruns: out.Reruns, RerunsOnTime: out.RerunsOnTime,
+			LostValue: map[string]float64{}}
 		for reason, v := range out.LostValue {
 			a.LostValue[reason] = round2(v)
 		}

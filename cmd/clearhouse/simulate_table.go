@@ -51,9 +51,9 @@ func printSimTable(w io.Writer, res simResult) {
 	if res.Cloud != nil {
 		fmt.Fprintln(w, "\nthe simulated cloud:")
 		tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-		fmt.Fprintln(tw, "algorithm\tlate jobs\tlate\tat risk\tfailed\tearly starts\tlost: no room\tpriced out\tnot honoured\t")
+		fmt.Fprintln(tw, "algorithm\tlate jobs\tlate\tat risk\tfailed\tre-run (on time)\tearly starts\tlost: no room\tpriced out\tnot honoured\t")
 		for _, a := range res.Algorithms {
-			fmt.Fprintf(tw, "%s\t%d\t%.1f%%\t%d\t%d\t%d\t%s\t%s\t%s\t\n", a.Name, a.LateJobs, 100*a.LateShare, a.AtRisk, a.Failed, a.EarlyStarts,
+			fmt.Fprintf(tw, "%s\t%d\t%.1f%%\t%d\t%d\t%d (%d)\t%d\t%s\t%s\t%s\t\n", a.Name, a.LateJobs, 100*a.LateShare, a.AtRisk, a.Failed, a.Reruns, a.RerunsOnTime, a.EarlyStarts,
 				moneyfmt.Dollars(a.LostValue[scheduler.LostNoRoom]), moneyfmt.Dollars(a.LostValue[scheduler.LostPricedOut]), moneyfmt.Dollars(a.LostValue[scheduler.LostNotHonoured]))
 		}
 		tw.Flush()

@@ -176,10 +176,16 @@ func TestSimulateERAAzureSetting(t *testing.T) {
 			Share        float64 `json:"share"`
 			PriceCeiling float64 `json:"price_ceiling"`
 			MaxDiscount  float64 `json:"max_discount"`
+			Supply       string  `json:"supply"`
+			PlanShare    float64 `json:"plan_share"`
+			Rerun        bool    `json:"rerun"`
+			Failures     float64 `json:"task_failures"`
 		} `json:"cloud"`
 		Algorithms []struct {
 			Name      string  `json:"name"`
 			MeanPrice float64 `json:"mean_price"`
+			Failed    int     `json:"failed"`
+			Reruns    int     `json:"reruns"`
 		} `json:"algorithms"`
 	}
 	if err := json.Unmarshal([]byte(out), &res); err != nil {
@@ -188,6 +194,9 @@ func TestSimulateERAAzureSetting(t *testing.T) {
 	var names []string
 	for _, a := range res.Algorithms {
 		names = append(names, a.Name)
+		if a.Failed == 0 || a.Reruns == 0 || a.Reruns > a.Failed {
+			t.Errorf("%s: %d jobs with a failed task, %d re-run", a.Name, a.Failed, a.Reruns)
+		}
 		// Revenue over the unit-slots run: at least the 35%-off floor for the
 		// econ variants (jobs that could not be honoured ran less than they paid for).
 		if strings.HasPrefix(a.Name, "econ") && a.MeanPrice > 0 && a.MeanPrice < 6.5-1e-9 {
@@ -196,7 +205,8 @@ func TestSimulateERAAzureSetting(t *testing.T) {
 	}
 	want := "econ-seasonal,econ-seasonal-penalty,econ-linear,econ-linear-penalty,greedy,ondemand"
 	if strings.Join(names, ",") != want || res.Workload.Capacity != 500 || res.Cloud == nil || res.Cloud.Share != 0.2 ||
-		res.Cloud.PriceCeiling != 10 || res.Cloud.MaxDiscount != 0.35 {
+		res.Cloud.PriceCeiling != 10 || res.Cloud.MaxDiscount != 0.35 || res.Cloud.Supply != "daily" || res.Cloud.PlanShare != 0.8 ||
+		!res.Cloud.Rerun || res.Cloud.Failures != 0.05 {
 		t.Fatalf("%+v (algorithms %v)", res, names)
 	}
 	if code, _, errOut := runCLI(t, "", "simulate", "--setting", "nope", "--generate", "mapreduce"); code != 2 || !strings.Contains(errOut, "--setting") {

@@ -18,16 +18,19 @@
 //	s_ij = b_ij^alpha / sum_l b_lj^alpha,   alpha in [0, 1] (default 0.5).
 //
 // Algorithm 1 (Solve): start from even sub-budgets; in every round each job in turn
-// re-splits its budget with Algorithm 2 against the others' current sub-budgets;
-// stop after the first round in which no sub-budget moved by more than Epsilon. Since
+// takes its best response against the others' current sub-budgets, applying
+// Algorithm 2 until its own sub-budgets stop moving (Options.OneStep: one
+// application); stop after the first round in which no sub-budget moved by more than
+// Epsilon (or, with Options.ShareEpsilon, no share by more than it). Since
 // the jobs after a job move too, Solve then also checks, without moving anything,
 // that one more application of Algorithm 2 would move no sub-budget by more than
 // Epsilon, and runs on otherwise: the result is then Algorithm 2's fixed point within
 // Epsilon for every job. Iterations counts rounds, the last included.
 // Algorithm 2 sets b_ij proportional to g_ij = alpha f'_ij(s_ij) s_ij (1 - s_ij).
 //
-// Why that is the job's best response (derived here from the definitions above, which
-// the issue states; the paper's own text was not available to this implementation):
+// Why that is the job's best response (derived here from the definitions above; the
+// paper's Lemmas 1 and 2 state it, and its worked example of Figs. 2 to 4 is
+// reproduced by the tests):
 // with B = sum_{l != i} b_lj^alpha fixed, s(b) = b^alpha / (b^alpha + B) is concave in
 // b for alpha <= 1 and ds/db = alpha s (1 - s) / b. The job maximizes the concave
 // sum_j f_ij(s_ij(b_ij)) on the simplex sum_j b_ij = b_i, whose optimality (KKT)
@@ -68,6 +71,9 @@
 //     some job with a positive budget uses (so its log utility is -Inf there).
 //   - A resource that only zero-budget jobs use is split equally among them: nobody
 //     bid on it, and an idle unit is better used than wasted.
+//   - At alpha = 1 a linear job's best response may leave a contested resource
+//     altogether; if every bidder's sub-budget there falls to 0, the bidders share
+//     it equally (not 0/0).
 //   - alpha = 0 gives every job that bids on a resource an equal share; every split
 //     of the budget is then a best response, so sub-budgets stay even.
 //   - Shares of every resource that at least one job uses sum to 1; a resource no job

@@ -18,8 +18,10 @@ import (
 // reduce task counts (the paper's u = T_m x + T_r y). FIFO gives every free slot
 // to the earliest job with a ready task for it; Abacus runs the auction (Options)
 // and deals every free slot of a resource by DrawForResource over the jobs with a
-// ready task for it.
+// ready task for it. That is WorkloadBatch; WorkloadTable1 is the paper's own task
+// mix with jobs arriving over time (its Workload comment).
 type EfficiencyConfig struct {
+	Workload                     Workload
 	Users, MapSlots, ReduceSlots int
 	Runs                         int
 	Seed                         uint64
@@ -27,7 +29,9 @@ type EfficiencyConfig struct {
 }
 
 // EfficiencyResult is one row: means over the runs of the time to finish all jobs
-// (the makespan) and of the jobs' completion times, under each scheduler.
+// (the makespan) and of the jobs' completion times, under each scheduler. Times are
+// steps (one task) for WorkloadBatch and seconds for WorkloadTable1, whose
+// completion time is a job's response time (completion less arrival).
 type EfficiencyResult struct {
 	Users                            int
 	Runs                             int
@@ -43,6 +47,9 @@ func Efficiency(cfg EfficiencyConfig) (EfficiencyResult, error) {
 	}
 	rng := rand.New(rand.NewPCG(cfg.Seed, uint64(cfg.Users)))
 	res := EfficiencyResult{Users: cfg.Users, Runs: cfg.Runs}
+	if cfg.Workload == WorkloadTable1 {
+		return efficiencyTable1(cfg, rng, res)
+	}
 	for range cfg.Runs {
 		maps, reduces := make([]int, cfg.Users), make([]int, cfg.Users)
 		inst := Instance{Resources: []string{"map", "reduce"}}
@@ -61,6 +68,31 @@ func Efficiency(cfg EfficiencyConfig) (EfficiencyResult, error) {
 		res.AbacusMakespan += float64(am) / float64(cfg.Runs)
 		res.FIFOCompletion += fc / float64(cfg.Runs)
 		res.AbacusCompletion += ac / float64(cfg.Runs)
+	}
+	return res, nil
+}
+
+// efficiencyTable1 is Efficiency for WorkloadTable1: both schedulers see the same
+// arrivals and task counts in each run (the draws are made twice from one seed).
+func efficiencyTable1(cfg EfficiencyConfig, rng *rand.Rand, res EfficiencyResult) (EfficiencyResult, error) {
+	if err := cfg.Options.Validate(); err != nil {
+		return EfficiencyResult{}, err
+	}
+	n := float64(cfg.Runs)
+	for range cfg.Runs {
+		seed := rng.Uint64()
+		fm, fc, err := runTable1(cfg.Users, cfg.MapSlots, cfg.ReduceSlots, cfg.Options, false, rand.New(rand.NewPCG(seed, 2)))
+		if err != nil {
+			return EfficiencyResult{}, err
+		}
+		am, ac, err := runTable1(cfg.Users, cfg.MapSlots, cfg.ReduceSlots, cfg.Options, true, rand.New(rand.NewPCG(seed, 2)))
+		if err != nil {
+			return EfficiencyResult{}, err
+		}
+		res.FIFOMakespan += fm / n
+		res.AbacusMakespan += am / n
+		res.FIFOCompletion += fc / n
+		res.AbacusCompletion += ac / n
 	}
 	return res, nil
 }

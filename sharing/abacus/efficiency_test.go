@@ -43,3 +43,25 @@ func TestEfficiencyExperiment(t *testing.T) {
 		t.Fatal("no users accepted")
 	}
 }
+
+// The table1 workload: both schedulers see the same arrivals, so the last of 30
+// minutes of submissions bounds both makespans from below; every job finishes; the
+// same seed gives the same row; with one user the two schedulers are the same FIFO.
+func TestEfficiencyTable1(t *testing.T) {
+	cfg := EfficiencyConfig{Workload: WorkloadTable1, Users: 6, MapSlots: 20, ReduceSlots: 10, Runs: 5, Seed: 3, Options: DefaultOptions()}
+	a, err := Efficiency(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.FIFOMakespan < 1700 || a.AbacusMakespan < 1700 || a.FIFOCompletion <= 0 || a.AbacusCompletion <= 0 {
+		t.Fatalf("%+v", a)
+	}
+	if b, _ := Efficiency(cfg); b != a {
+		t.Fatalf("the same seed gave %+v and %+v", a, b)
+	}
+	cfg.Users = 1
+	one, err := Efficiency(cfg)
+	if err != nil || one.FIFOMakespan != one.AbacusMakespan || one.FIFOCompletion != one.AbacusCompletion {
+		t.Fatalf("one user: %+v %v", one, err)
+	}
+}

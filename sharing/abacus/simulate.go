@@ -15,6 +15,9 @@ const (
 	PaperUsers     = 32
 	PaperResources = 4
 	PaperAlpha     = 0.5
+	// PaperShareEpsilon is the stopping rule on shares the reproduction of section
+	// 7.1.1 uses (Options.ShareEpsilon): no share moved by more than 0.0001 in a round.
+	PaperShareEpsilon = 1e-4
 )
 
 // Generate returns a random instance as the paper's experiments draw them: users

@@ -17,14 +17,24 @@ type Options struct {
 	Epsilon float64
 	// MaxIterations bounds the rounds of Algorithm 1, from 1 to MaxIterationsCap.
 	MaxIterations int
-	// BestResponse makes each job's turn in a round apply Algorithm 2 until its own
-	// sub-budgets move by at most Epsilon/10 (at most 10,000 steps): the
-	// job's best response against the others' current sub-budgets (Lemma 2), our
-	// reading of Algorithm 1's "Run Algorithm 2 to find out the best sub-budget
-	// combination for job J_i". Without it (the default) a turn is one application
-	// of Algorithm 2. Both end at the same equilibrium; a round's move is the net
-	// change of the sub-budgets over the round.
-	BestResponse bool
+	// OneStep makes each job's turn in a round one application of Algorithm 2, as
+	// Algorithm 2 is printed. By default (false) a turn applies Algorithm 2 until the
+	// job's own sub-budgets move by at most Epsilon/10 (at most 10,000 steps): the job's
+	// best response against the others' current sub-budgets (Lemma 2), Algorithm 1's
+	// "Run Algorithm 2 to find out the best sub-budget combination for job J_i", and
+	// what the paper's worked example (Fig. 4) shows: J1's first turn moves it from
+	// $50/$50 to about $62/$38, where one step gives exactly $60/$40 and the best
+	// response $62.84/$37.16. Both end at the same equilibrium; a round's move is the
+	// net change of the sub-budgets over the round.
+	OneStep bool
+	// ShareEpsilon, when positive, replaces the stopping rule on sub-budgets by one on
+	// shares: Solve stops after the first round in which no share s_ij moved by more
+	// than ShareEpsilon (a fraction of the resource, in (0, 1)). This is the measure
+	// the paper's own explanation of its round counts speaks of ("every user possesses
+	// a small fraction of resources in the system, which is not dramatically affected
+	// by the iterations"); the reproduction of its section 7.1.1 uses it. Zero (the
+	// default) keeps the rule on sub-budgets in dollars (Epsilon).
+	ShareEpsilon float64
 }
 
 // DefaultOptions returns the operator's defaults: alpha 0.5, epsilon 1e-4 dollars,
@@ -43,6 +53,8 @@ func (o Options) Validate() error {
 		return invalid("alpha: must be in [0, 1], got %v", o.Alpha)
 	case !finite(o.Epsilon) || o.Epsilon <= 0:
 		return invalid("epsilon: must be a positive number, got %v", o.Epsilon)
+	case !finite(o.ShareEpsilon) || o.ShareEpsilon < 0 || o.ShareEpsilon >= 1:
+		return invalid("share_epsilon: must be from 0 (off) to below 1, got %v", o.ShareEpsilon)
 	case o.MaxIterations < 1 || o.MaxIterations > MaxIterationsCap:
 		return invalid("max_iterations: must be from 1 to %d, got %d", MaxIterationsCap, o.MaxIterations)
 	}
@@ -79,8 +91,11 @@ type Result struct {
 	Outcome    Outcome
 	Iterations int     // rounds of Algorithm 1 run, the last included
 	LastMove   float64 // the largest sub-budget move of the last round, in dollars
-	Shares     [][]float64
-	SubBudgets [][]float64
+	// LastShareMove is the largest change of a share over the last round, measured
+	// only when Options.ShareEpsilon is positive (else 0).
+	LastShareMove float64
+	Shares        [][]float64
+	SubBudgets    [][]float64
 }
 
 // Solve runs Algorithm 1 on a valid instance. It returns EINVALID for a bad instance
@@ -101,11 +116,21 @@ func Solve(inst Instance, opt Options) (Result, error) {
 		return Result{}, invalid("epsilon: must be at least 1e-12 of the largest budget (%g), got %v", st.maxBudget, opt.Epsilon)
 	}
 	res := Result{Outcome: OutcomeIterationLimit}
-	if opt.BestResponse {
+	if !opt.OneStep {
 		st.inner = opt.Epsilon / 10
 	}
 	for res.Iterations < opt.MaxIterations {
 		res.Iterations++
+		if opt.ShareEpsilon > 0 {
+			before := st.shareSnapshot(nil)
+			res.LastMove = st.round()
+			res.LastShareMove = st.shareMove(before)
+			if res.LastShareMove <= opt.ShareEpsilon {
+				res.Outcome = OutcomeConverged
+				break
+			}
+			continue
+		}
 		res.LastMove = st.round()
 		if res.LastMove <= opt.Epsilon && st.residual() <= opt.Epsilon {
 			res.Outcome = OutcomeConverged
@@ -135,6 +160,7 @@ type state struct {
 	maxBudget float64
 	inner     float64   // best response: a turn repeats Algorithm 2 until it moves at most this (0: one step)
 	was       []float64 // scratch: a job's sub-budgets at the start of its turn
+	next      []float64 // scratch: extrapolated sub-budgets
 }
 
 // pair is one job's bid on one resource it uses.
@@ -247,12 +273,64 @@ func (st *state) turn(i int) float64 {
 		if st.resplit(i) <= st.inner {
 			break
 		}
+		if st.kind[i] == Linear && st.alpha < 1 {
+			st.extrapolate(i)
+		}
 	}
 	move := 0.0
 	for k, b := range bids {
 		move = max(move, math.Abs(b.b-st.was[k]))
 	}
 	return move
+}
+
+// extrapolate is a Newton step on job i's fixed point of Algorithm 2, taken after
+// a plain step within a best-response turn of a linear-utility job with alpha below 1
+// (at 1 the best response may leave a pool altogether, and a stretched step would
+// reach exactly 0 where plain steps only approach it): in logarithms a
+// step moves b_ij towards its fixed point only by 1 - D_ij of the distance, where
+// D_ij = d log T / d log b is alpha (1 - 2 s_ij) for linear utilities (-alpha s_ij
+// for log ones, whose plain step is already nearly exact, so they do without), so
+// the step is stretched by 1 / (1 - D_ij) (at most 10 times, and to within a factor
+// 10 of the plain step's value) and the split renormalised to the budget. It moves nothing at a fixed point, so the turn still
+// ends at the job's best response, which the plain step checks.
+func (st *state) extrapolate(i int) {
+	total := st.gains(i)
+	if !(total > 0) || total > math.MaxFloat64 {
+		return
+	}
+	scale := st.budget[i] / total
+	bids := st.bids(i)
+	g, sum := st.g[:len(bids)], st.sum
+	log := st.kind[i] == Log
+	st.next = st.next[:0]
+	newTotal := 0.0
+	for k := range bids {
+		bid := &bids[k]
+		t, nb := scale*g[k], scale*g[k]
+		if t > 0 && bid.b > 0 && bid.contested && sum[bid.res] > 0 {
+			s := bid.p / sum[bid.res]
+			d := st.alpha * (1 - 2*s)
+			if log {
+				d = -st.alpha * s
+			}
+			if x := bid.b * math.Exp(math.Log(t/bid.b)*min(1/max(1-d, 1e-9), 10)); finite(x) {
+				nb = min(max(x, t/10), t*10) // never to 0: a contested pool keeps a positive bid
+			}
+		}
+		st.next = append(st.next, nb)
+		newTotal += nb
+	}
+	if !(newTotal > 0) || newTotal > math.MaxFloat64 {
+		return
+	}
+	for k := range bids {
+		bid := &bids[k]
+		nb := st.next[k] * st.budget[i] / newTotal
+		np := st.pow(nb)
+		sum[bid.res] += np - bid.p
+		bid.b, bid.p = nb, np
+	}
 }
 
 // gains fills st.g with Algorithm 2's g_ij for job i: alpha f'(s_ij) s_ij (1 - s_ij)
@@ -264,13 +342,13 @@ func (st *state) gains(i int) float64 {
 		return 0
 	}
 	bids := st.bids(i)
-	g, sum := st.g[:len(bids)], st.sum
+	g := st.g[:len(bids)]
 	log := st.kind[i] == Log
 	total := 0.0
 	for k := range bids {
 		v := 0.0
 		if bid := &bids[k]; bid.contested {
-			s := bid.p / sum[bid.res]
+			s := st.contestedShare(*bid)
 			if log {
 				v = bid.w * (1 - s)
 			} else {
@@ -309,6 +387,31 @@ func (st *state) resplit(i int) float64 {
 		bid.b, bid.p = nb, np
 	}
 	return move
+}
+
+// shareSnapshot appends every (job, used resource) pair's current share to dst, in
+// pair order, with the resource sums recomputed first.
+func (st *state) shareSnapshot(dst []float64) []float64 {
+	st.resum()
+	for i := range st.budget {
+		for _, bid := range st.bids(i) {
+			dst = append(dst, st.share(i, bid))
+		}
+	}
+	return dst
+}
+
+// shareMove returns the largest change of a share since the snapshot before.
+func (st *state) shareMove(before []float64) float64 {
+	st.resum()
+	worst, k := 0.0, 0
+	for i := range st.budget {
+		for _, bid := range st.bids(i) {
+			worst = max(worst, math.Abs(st.share(i, bid)-before[k]))
+			k++
+		}
+	}
+	return worst
 }
 
 // residual returns the largest distance, over all jobs, between a sub-budget and what
@@ -354,7 +457,17 @@ func (st *state) share(i int, bid pair) float64 {
 	case !bid.contested:
 		return 1
 	}
-	return bid.p / st.sum[r]
+	return st.contestedShare(bid)
+}
+
+// contestedShare is bid's share of a contested resource, b^alpha over the sum; when
+// every bidder's sub-budget there has fallen to 0 (possible at alpha 1, where a best
+// response may leave a pool), the bidders share it equally rather than 0/0.
+func (st *state) contestedShare(bid pair) float64 {
+	if sum := st.sum[bid.res]; sum > 0 {
+		return bid.p / sum
+	}
+	return 1 / float64(st.bidders[bid.res])
 }
 
 // matrices returns the shares and sub-budgets as dense job x resource matrices

@@ -148,10 +148,10 @@ func equalRows(got, want [][]float64) bool {
 func TestSolveStopsAtTheIterationLimit(t *testing.T) {
 	inst := Generate(rand.New(rand.NewPCG(1, 1)), 32, 4, Linear)
 	opt := DefaultOptions()
-	opt.Alpha, opt.MaxIterations = 1, 50
+	opt.Alpha, opt.MaxIterations = 1, 20
 	res := mustSolve(t, inst, opt)
-	if res.Outcome != OutcomeIterationLimit || res.Iterations != 50 || !(res.LastMove > opt.Epsilon) {
-		t.Fatalf("outcome %v after %d rounds, last move %v; want the limit of 50", res.Outcome, res.Iterations, res.LastMove)
+	if res.Outcome != OutcomeIterationLimit || res.Iterations != 20 || !(res.LastMove > opt.Epsilon) {
+		t.Fatalf("outcome %v after %d rounds, last move %v; want the limit of 20", res.Outcome, res.Iterations, res.LastMove)
 	}
 	for r := range inst.Resources {
 		sum := 0.0
@@ -202,20 +202,20 @@ func TestSolveRefusesBadInput(t *testing.T) {
 	}
 }
 
-// With BestResponse each turn runs Algorithm 2 to the job's own fixed point: the
-// auction ends at the same equilibrium (Lemma 2) in fewer rounds for linear
-// utilities.
+// By default each turn runs Algorithm 2 to the job's own fixed point: the auction
+// ends at the same equilibrium (Lemma 2) as one step a turn (OneStep), in fewer
+// rounds for linear utilities.
 func TestBestResponseReachesTheSameEquilibriumInFewerRounds(t *testing.T) {
 	rng := rand.New(rand.NewPCG(9, 9))
 	for range 20 {
 		inst := Generate(rng, 32, 4, Linear)
-		step, err := Solve(inst, DefaultOptions())
+		opt := DefaultOptions()
+		opt.OneStep = true
+		step, err := Solve(inst, opt)
 		if err != nil || step.Outcome != OutcomeConverged {
 			t.Fatal(err, step.Outcome)
 		}
-		opt := DefaultOptions()
-		opt.BestResponse = true
-		best, err := Solve(inst, opt)
+		best, err := Solve(inst, DefaultOptions())
 		if err != nil || best.Outcome != OutcomeConverged {
 			t.Fatal(err, best.Outcome)
 		}
