@@ -106,6 +106,8 @@ func TestSlurmASaleBelowRunningUsageIsReportedThenRequeued(t *testing.T) {
 		over, err := m.app.Plan.OverLimits(ctx, "search")
 		return err == nil && len(over) == 0
 	})
+	// A requeued job passes through COMPLETING on its way back to the queue.
+	m.eventually("the newer job requeued and waiting", func() bool { return strings.HasPrefix(m.jobState(newer), "PENDING|") })
 	if o, n := m.jobState(old), m.jobState(newer); o != "RUNNING|None" || !strings.HasPrefix(n, "PENDING|") {
 		t.Fatalf("after the grace: the older job %s, the newer %s; want the newer requeued and waiting, the older running\n%s", o, n, out)
 	}
