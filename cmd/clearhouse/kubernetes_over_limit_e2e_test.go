@@ -23,11 +23,12 @@ import (
 // agent: search holds 8 cores and runs two 4-core pods, then sells 4 cores to ads
 // at a settled auction (the pool's capacity overridden to the 8 held, so only
 // search's offer can fill ads's bid). Its limit falls to 4 below the 8 it runs: the
-// agent reports it over its limit, the server records it and the team page warns.
+// agent reports it over its limit, the server records it, the team page warns and /operate lists it.
 // Under the default policy (report) nothing is stopped; once operators set evict
 // with a 1-minute grace, nothing is stopped within the grace, and after it (the
 // market's clock moved on) the agent evicts search's newest pod only, the excess
-// clears, what was taken back is recorded, and the team is told both.
+// clears, what was taken back is recorded (and listed on /operate), and the team is
+// told both.
 func TestKubernetesASaleBelowRunningUsageIsReportedThenEvicted(t *testing.T) {
 	m := newAgentMarket(t)
 	ctx := context.Background()
@@ -116,6 +117,18 @@ func TestKubernetesASaleBelowRunningUsageIsReportedThenEvicted(t *testing.T) {
 	if w := warning(); !strings.Contains(w, "uses 8 cores of us-east/cpu, 4 cores above its limit of 4 cores") || !strings.Contains(w, "Reported only") {
 		t.Fatalf("search's team page warns %q; want its 8 cores, 4 above its limit of 4, reported only", w)
 	}
+	op, err := m.app.Identity.AddUser(ctx, identity.NewUser{Email: "op@x.io", Role: identity.RoleOperator})
+	if err != nil {
+		t.Fatal(err)
+	}
+	opTok, _, err := m.app.Identity.IssueToken(ctx, op.ID, "e2e")
+	if err != nil {
+		t.Fatal(err)
+	}
+	operate := m.page(opTok, "/operate")
+	if got := operate.Find(`[data-testid="over-limit-search-us-east/cpu"] [data-testid=over-limit-excess]`).Text(); got != "4 cores" {
+		t.Fatalf("/operate shows search's excess as %q, want 4 cores", got)
+	}
 	running := func(name string) bool {
 		t.Helper()
 		p, err := cs.CoreV1().Pods(k.ns).Get(ctx, name, metav1.GetOptions{})
@@ -168,6 +181,10 @@ func TestKubernetesASaleBelowRunningUsageIsReportedThenEvicted(t *testing.T) {
 	}
 	if w := warning(); w != "" {
 		t.Fatalf("search's team page still warns %q", w)
+	}
+	operate = m.page(opTok, "/operate")
+	if operate.Find(`[data-testid="over-limit-search-us-east/cpu"]`).Length() != 0 || !strings.Contains(operate.Find("[data-testid=reclaimed]").Text(), "Pod "+k.ns+"/a-new of team search") {
+		t.Fatalf("/operate after the eviction: %q", strings.Join(strings.Fields(operate.Find("[data-testid=reclaimed]").Text()), " "))
 	}
 	k.poll()
 	if rec, _ := m.app.Plan.RecentlyReclaimed(ctx, "search", 5); len(rec) != 1 || !running("z-old") {
