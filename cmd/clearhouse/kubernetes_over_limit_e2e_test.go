@@ -23,12 +23,12 @@ import (
 // agent: search holds 8 cores and runs two 4-core pods, then sells 4 cores to ads
 // at a settled auction (the pool's capacity overridden to the 8 held, so only
 // search's offer can fill ads's bid). Its limit falls to 4 below the 8 it runs: the
-// agent reports it over its limit, the server records it, the team page warns and /operate lists it.
-// Under the default policy (report) nothing is stopped; once operators set evict
-// with a 1-minute grace, nothing is stopped within the grace, and after it (the
-// market's clock moved on) the agent evicts search's newest pod only, the excess
-// clears, what was taken back is recorded (and listed on /operate), and the team is
-// told both.
+// agent reports it over its limit, the server records it, the team page warns and
+// /operate lists it. Under the default policy (report) nothing is stopped; once
+// operators set evict with a 1-minute grace, nothing is stopped within the grace,
+// and after it (the market's clock moved on) the agent evicts search's newest pod
+// only, the excess clears, what was taken back is recorded (and listed on
+// /operate), and the team is told both.
 func TestKubernetesASaleBelowRunningUsageIsReportedThenEvicted(t *testing.T) {
 	m := newAgentMarket(t)
 	ctx := context.Background()
