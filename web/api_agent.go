@@ -24,6 +24,7 @@ func (s *Server) requireAgent(readers ...identity.Role) gin.HandlerFunc {
 					s.fail(c, clearhouse.Errorf(clearhouse.EFORBIDDEN, "This agent token is for another cluster."))
 					return
 				}
+				c.Set(ctxAgentCluster, *t.ClusterID)
 				c.Next()
 				return
 			}

@@ -193,6 +193,7 @@ func (a *App) Open(ctx context.Context) error {
 	a.Market.UseMeasuredUtilization(a.Util)
 	a.Idle = besteffort.New(db, a.Ledger, a.now, besteffort.DefaultConfig)
 	a.metrics = metrics.New(db, version, a.now)
+	a.metrics.Jobs(jobNames...)
 	a.Market.ObserveCloses(a.metrics)
 	a.Plan.ObservePlan(a.metrics)
 	a.failed = make(chan error, 2)
