@@ -358,3 +358,43 @@ func TestCancellingAnotherTeamsReservationIsNotFoundBeforeConfirming(t *testing.
 		t.Errorf("the team's own reservation: %d, want the confirmation page", res.StatusCode)
 	}
 }
+
+// An agent's end sent twice is answered in already_ended the second time, with the
+// end on record and a reason, and an earlier one in refused_ends; the answer's lists
+// are always present (empty when nothing is to say).
+func TestAgentEndsSentAgainAreAnsweredInTheReport(t *testing.T) {
+	f := newFixture(t)
+	f.openMarket()
+	member := f.token(f.user("ana@x.io", identity.RoleMember, "search"))
+	code, body := f.api(member, "POST", "/api/v1/reservations/new", "")
+	if code != http.StatusCreated {
+		t.Fatalf("new: %d %v", code, body)
+	}
+	id := int64(body["id"].(float64))
+	if code, body := f.api(member, "POST", "/api/v1/reservations", f.definition(id, 10, "1h", 0, 2*time.Hour, `"50.00"`)); code != http.StatusCreated {
+		t.Fatalf("submit: %d %v", code, body)
+	}
+	agent, _, err := f.id.IssueAgentToken(context.Background(), "us-east", "agent")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, v := f.api(member, "GET", fmt.Sprintf("/api/v1/reservations/%d", id), "")
+	start, _ := time.Parse(time.RFC3339, v["requests"].([]any)[0].(map[string]any)["start"].(string))
+	f.clock.Set(start.Add(20 * time.Minute))
+	end := fmt.Sprintf(`{"ends":[{"reservation":%d,"request":0,"at":%q}]}`, id, f.clock.Now().Format(time.RFC3339))
+	code, first := f.api(agent, "POST", "/api/v1/clusters/us-east/updates", end)
+	if code != http.StatusOK || len(first["already_ended"].([]any)) != 0 || len(first["refused_ends"].([]any)) != 0 {
+		t.Fatalf("the end: %d %v", code, first)
+	}
+	code, again := f.api(agent, "POST", "/api/v1/clusters/us-east/updates", end)
+	ae, _ := again["already_ended"].([]any)
+	if code != http.StatusOK || len(ae) != 1 || !strings.HasPrefix(ae[0].(map[string]any)["reason"].(string), "already ended at ") {
+		t.Fatalf("the end sent again: %d %v", code, again)
+	}
+	earlier := fmt.Sprintf(`{"ends":[{"reservation":%d,"request":0,"at":%q}]}`, id, f.clock.Now().Add(-10*time.Minute).Format(time.RFC3339))
+	code, out := f.api(agent, "POST", "/api/v1/clusters/us-east/updates", earlier)
+	re, _ := out["refused_ends"].([]any)
+	if code != http.StatusOK || len(re) != 1 || !strings.Contains(re[0].(map[string]any)["reason"].(string), "out of order") {
+		t.Fatalf("an earlier end: %d %v", code, out)
+	}
+}
