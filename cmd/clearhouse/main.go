@@ -92,6 +92,17 @@ func unknownCommand(args []string) error {
 	root.InitDefaultHelpCmd() // the commands cobra adds as it executes
 	root.InitDefaultCompletionCmd()
 	cmd, rest, err := root.Find(args)
+	if err == nil && cmd.Name() == "help" && cmd.Parent() == root && len(rest) > 0 {
+		// "clearhouse help nosuch": cobra says "Unknown help topic" and exits 0.
+		topic, extra, err := root.Find(rest)
+		switch {
+		case err != nil || topic == root:
+			return fmt.Errorf("unknown command %q for %q", rest[0], root.CommandPath())
+		case len(extra) > 0 && !strings.HasPrefix(extra[0], "-"):
+			return fmt.Errorf("unknown command %q for %q", extra[0], topic.CommandPath())
+		}
+		return nil
+	}
 	if err != nil || !cmd.HasAvailableSubCommands() {
 		return nil // cobra reports its own errors
 	}

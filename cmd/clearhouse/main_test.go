@@ -38,7 +38,7 @@ func TestUnknownCommandFails(t *testing.T) {
 // Help for commands that exist still exits 0.
 func TestUnknownCommandWithHelpFails(t *testing.T) {
 	for _, args := range [][]string{{"no-such-verb", "--help"}, {"no-such-verb", "-h"}, {"auction", "no-such-verb"},
-		{"auction", "no-such-verb", "--help"}, {"--db", "x.db", "user", "no-such-verb"}} {
+		{"auction", "no-such-verb", "--help"}, {"--db", "x.db", "user", "no-such-verb"}, {"help", "no-such-verb"}, {"help", "auction", "no-such-verb"}} {
 		code, out, errOut := runCLI(t, "", args...)
 		if code == 0 || out != "" || !strings.Contains(errOut, `unknown command "no-such-verb"`) || !strings.Contains(errOut, "clearhouse --help") {
 			t.Errorf("%v: code %d, stdout %.60q, stderr %q", args, code, out, errOut)
