@@ -9,8 +9,8 @@ import (
 )
 
 // firstUserHint is what serve prints on a database with no users, where nobody can
-// sign in: the exact command that creates the first operator, who then adds teams,
-// clusters and the other users. "" when there are users. dbFromEnv says the database
+// sign in: the exact command that creates the first operator, who then adds clusters
+// and pools on /operate, and teams and users with the same commands. "" when there are users. dbFromEnv says the database
 // came from CLEARHOUSE_DB, which the command then reads as serve did.
 func (a *App) firstUserHint(ctx context.Context, dbFromEnv bool) (string, error) {
 	users, err := a.Identity.Accounts(ctx, "", 1)
@@ -18,7 +18,8 @@ func (a *App) firstUserHint(ctx context.Context, dbFromEnv bool) (string, error)
 		return "", err
 	}
 	return "No one can sign in yet: the database has no users. Create the first operator " +
-		"(the command prints a generated password; an operator adds the teams, clusters and other users):\n" +
+		"(the command prints a generated password; the operator then adds clusters and pools on /operate, " +
+		"and teams and other users with clearhouse team add and clearhouse user add):\n" +
 		"  " + firstUserCommand(a.cfg.DB, dbFromEnv), nil
 }
 

@@ -62,11 +62,11 @@ func TestServeOnAnEmptyDatabaseSaysHowToCreateTheFirstUser(t *testing.T) {
 	os.Unsetenv("CLEARHOUSE_DB")
 	db := filepath.Join(t.TempDir(), "fresh.db")
 	out := serveOnce(t, "--role operator", "--db", db)
-	i := strings.Index(out, "clearhouse user add")
+	i := strings.Index(out, "\n  clearhouse user add") // the command, on a line of its own
 	if !strings.Contains(out, "No one can sign in yet") || i < 0 {
 		t.Fatalf("serve on an empty database printed:\n%s", out)
 	}
-	line := strings.TrimSpace(strings.SplitN(out[i:], "\n", 2)[0])
+	line := strings.TrimSpace(strings.SplitN(out[i+1:], "\n", 2)[0])
 	want := "clearhouse user add --db " + db + " --email you@example.com --role operator"
 	if line != want {
 		t.Fatalf("the command printed is %q, want %q", line, want)
