@@ -68,11 +68,14 @@ docker:
 	docker build --build-arg VERSION=$(VERSION) --build-arg GO_IMAGE=$(GO_IMAGE) \
 	  --build-arg RUNTIME_IMAGE=$(RUNTIME_IMAGE) -t $(IMAGE) .
 
-## check-deploy: the Prometheus alert rules and their unit tests, and the dashboard's JSON.
+## check-deploy: the Prometheus scrape configuration, the alert rules and their unit tests,
+## the dashboard's JSON, and the server manifest's probes, ports and grace period.
 check-deploy:
+	promtool check config deploy/prometheus/prometheus.yml
 	promtool check rules deploy/prometheus/clearhouse-alerts.yml
 	promtool test rules deploy/prometheus/clearhouse-alerts.test.yml
 	$(GO) test -count=1 -run 'TestDeploy' ./metrics
+	$(GO) test -count=1 -run 'TestDeployServerManifest' ./cmd/clearhouse
 
 ## kube-build: the test control plane's binaries (tools/kube) and Kueue's controller
 ## (tools/kueue), cached; ~12 and ~4 min cold.

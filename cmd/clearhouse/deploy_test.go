@@ -6,8 +6,12 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
+
+	"gopkg.in/yaml.v3"
 )
 
 // The Dockerfile's commands exist: the binary built as its build stage builds it
@@ -97,6 +101,83 @@ func TestDeployDockerfileCommandsExist(t *testing.T) {
 	for _, arg := range []string{"--build-arg VERSION=$(VERSION)", "--build-arg GO_IMAGE=$(GO_IMAGE)", "--build-arg RUNTIME_IMAGE=$(RUNTIME_IMAGE)"} {
 		if !strings.Contains(string(mk), arg) {
 			t.Errorf("make docker does not pass %s", arg)
+		}
+	}
+}
+
+// deploy/kubernetes/server.yaml carries what docs/operating.md recommends: /livez for
+// liveness and start-up, /readyz for readiness, the metrics port the server listens on
+// (CLEARHOUSE_METRICS_ADDR), and a termination grace period longer than the server's
+// graceful shutdown, so that Kubernetes never kills it mid-settlement.
+func TestDeployServerManifestProbesMetricsPortAndGrace(t *testing.T) {
+	b, err := os.ReadFile("../../deploy/kubernetes/server.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	type probe struct {
+		HTTPGet *struct {
+			Path string
+			Port string
+		} `yaml:"httpGet"`
+	}
+	var pod struct {
+		Kind string
+		Spec struct {
+			Template struct {
+				Spec struct {
+					Grace      *int `yaml:"terminationGracePeriodSeconds"`
+					Containers []struct {
+						Name  string
+						Args  []string
+						Env   []struct{ Name, Value string }
+						Ports []struct {
+							Name          string
+							ContainerPort int `yaml:"containerPort"`
+						}
+						Liveness  *probe `yaml:"livenessProbe"`
+						Readiness *probe `yaml:"readinessProbe"`
+						Startup   *probe `yaml:"startupProbe"`
+					}
+				}
+			}
+		}
+	}
+	for _, doc := range strings.Split(string(b), "\n---\n") {
+		if err := yaml.Unmarshal([]byte(doc), &pod); err != nil {
+			t.Fatal(err)
+		}
+		if pod.Kind == "Deployment" {
+			break
+		}
+	}
+	spec := pod.Spec.Template.Spec
+	if pod.Kind != "Deployment" || len(spec.Containers) != 1 {
+		t.Fatalf("no Deployment with one container in server.yaml: %+v", pod)
+	}
+	if spec.Grace == nil || time.Duration(*spec.Grace)*time.Second <= shutdownTimeout {
+		t.Errorf("terminationGracePeriodSeconds %v, want more than the shutdown's %s", spec.Grace, shutdownTimeout)
+	}
+	c := spec.Containers[0]
+	ports := map[string]int{}
+	for _, p := range c.Ports {
+		ports[p.Name] = p.ContainerPort
+	}
+	env := map[string]string{}
+	for _, e := range c.Env {
+		env[e.Name] = e.Value
+	}
+	if want := "0.0.0.0:" + strconv.Itoa(ports["http"]); env["CLEARHOUSE_ADDR"] != want {
+		t.Errorf("CLEARHOUSE_ADDR %q, port http %d", env["CLEARHOUSE_ADDR"], ports["http"])
+	}
+	if want := "0.0.0.0:" + strconv.Itoa(ports["metrics"]); ports["metrics"] == 0 || env["CLEARHOUSE_METRICS_ADDR"] != want {
+		t.Errorf("CLEARHOUSE_METRICS_ADDR %q, port metrics %d", env["CLEARHOUSE_METRICS_ADDR"], ports["metrics"])
+	}
+	for name, p := range map[string]struct {
+		probe *probe
+		path  string
+	}{"livenessProbe": {c.Liveness, "/livez"}, "startupProbe": {c.Startup, "/livez"}, "readinessProbe": {c.Readiness, "/readyz"}} {
+		if p.probe == nil || p.probe.HTTPGet == nil || p.probe.HTTPGet.Path != p.path || p.probe.HTTPGet.Port != "http" {
+			t.Errorf("%s: want GET %s on port http", name, p.path)
 		}
 	}
 }
