@@ -141,7 +141,7 @@ func Run(ctx context.Context, o Options, args []string, stdout, stderr io.Writer
 		code = ee.Code
 	}
 	fmt.Fprintf(stderr, "%s: %v\n", o.Path, err)
-	if strings.HasPrefix(err.Error(), "unknown flag") || strings.HasPrefix(err.Error(), "unknown shorthand flag") {
+	if msg := err.Error(); strings.HasPrefix(msg, "unknown command") || strings.HasPrefix(msg, "unknown flag") || strings.HasPrefix(msg, "unknown shorthand flag") {
 		fmt.Fprintf(stderr, "Run '%s --help' for its flags.\n", o.Path)
 	}
 	return code

@@ -83,8 +83,10 @@ func TestAgentBinaryHelpAndVersion(t *testing.T) {
 	if code, out, _ := runAgent(t, everything, "--version"); code != 0 || !strings.Contains(out, "9.9.9-test") {
 		t.Errorf("--version: %d %q", code, out)
 	}
-	if code, _, errOut := runAgent(t, everything, "--no-such-flag"); code != 1 || !strings.Contains(errOut, "clearhouse-agent --help") {
-		t.Errorf("an unknown flag: %d %q", code, errOut)
+	for _, args := range [][]string{{"--no-such-flag"}, {"serve"}} {
+		if code, _, errOut := runAgent(t, everything, args...); code != 1 || !strings.Contains(errOut, "Run 'clearhouse-agent --help'") {
+			t.Errorf("clearhouse-agent %v: %d %q; want 1 and a pointer to --help", args, code, errOut)
+		}
 	}
 }
 
