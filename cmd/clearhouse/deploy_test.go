@@ -14,8 +14,9 @@ import (
 	"gopkg.in/yaml.v3"
 )
 
-// The Dockerfile's commands exist: the binary built as its build stage builds it
-// (same flags, version passed in) answers the image's CMD, its HEALTHCHECK
+// The Dockerfile's commands exist: the two binaries built as its build stage builds
+// them (same flags, version passed in) are copied into the image; clearhouse-agent
+// carries the kubernetes backend; the server answers the image's CMD, its HEALTHCHECK
 // command (against nothing listening: exit 1, not a usage error) and --version;
 // the ENTRYPOINT is where the binary is copied; the base images are build
 // arguments make passes.
@@ -25,26 +26,30 @@ func TestDeployDockerfileCommandsExist(t *testing.T) {
 		t.Fatal(err)
 	}
 	df := strings.ReplaceAll(string(b), "\\\n", " ")
-	build := regexp.MustCompile(`go build (-trimpath -ldflags "([^"]*)") +-o (\S+) (\S+)`).FindStringSubmatch(df)
-	if build == nil {
-		t.Fatal("no go build in the Dockerfile")
+	builds := regexp.MustCompile(`go build (-trimpath -ldflags "([^"]*)") +-o (\S+) (\S+)`).FindAllStringSubmatch(df, -1)
+	if len(builds) != 2 || builds[0][4] != "./cmd/clearhouse" || builds[1][4] != "./cmd/clearhouse-agent" {
+		t.Fatalf("go builds in the Dockerfile: %q; want ./cmd/clearhouse, then ./cmd/clearhouse-agent", builds)
 	}
-	ldflags := strings.ReplaceAll(build[2], "${VERSION}", "9.9.9-test")
-	bin := filepath.Join(t.TempDir(), "clearhouse")
 	// Built with the image's linker flags but without -trimpath: it changes only
 	// the file paths recorded in the binary (Clearhouse reads neither its own
 	// source paths nor its build information), and a -trimpath build shares
 	// nothing in the build cache with this test's own build, so on a cold cache
 	// it compiled every dependency (cgo SQLite included) a second time. That the
 	// Dockerfile passes -trimpath is checked above.
-	cmd := exec.Command("go", "build", "-ldflags", ldflags, "-o", bin, "../../"+strings.TrimPrefix(build[4], "./"))
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=1")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build as the Dockerfile does: %v\n%s", err, out)
+	dir := t.TempDir()
+	for _, build := range builds {
+		ldflags := strings.ReplaceAll(build[2], "${VERSION}", "9.9.9-test")
+		name := filepath.Base(build[4])
+		cmd := exec.Command("go", "build", "-ldflags", ldflags, "-o", filepath.Join(dir, name), "../../"+strings.TrimPrefix(build[4], "./"))
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=1")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("go build %s as the Dockerfile does: %v\n%s", build[4], err, out)
+		}
+		if !strings.Contains(df, "COPY --from=build "+build[3]+" /usr/local/bin/"+name) {
+			t.Errorf("the built %s is not copied to /usr/local/bin/%s", build[3], name)
+		}
 	}
-	if !strings.Contains(df, "COPY --from=build "+build[3]+" /usr/local/bin/clearhouse") {
-		t.Errorf("the built %s is not copied to /usr/local/bin/clearhouse", build[3])
-	}
+	bin := filepath.Join(dir, "clearhouse")
 	jsonArgs := func(instr string) []string {
 		m := regexp.MustCompile(`(?m)^` + instr + ` (\[.*\])`).FindStringSubmatch(df)
 		if m == nil {
@@ -91,6 +96,14 @@ func TestDeployDockerfileCommandsExist(t *testing.T) {
 	}
 	if code, out := runBin("--version"); code != 0 || !strings.Contains(out, "9.9.9-test") {
 		t.Errorf("--version: %d %s", code, out)
+	}
+	agent := exec.Command(filepath.Join(dir, "clearhouse-agent"), "--version")
+	if out, err := agent.CombinedOutput(); err != nil || !strings.Contains(string(out), "clearhouse-agent version 9.9.9-test") {
+		t.Errorf("clearhouse-agent --version: %v %s", err, out)
+	}
+	agent = exec.Command(filepath.Join(dir, "clearhouse-agent"), "--backend", "kubernetes", "--server", "http://127.0.0.1:1", "--cluster", "c", "--token", "t")
+	if out, err := agent.CombinedOutput(); !strings.Contains(string(out), "--config: required by --backend kubernetes") {
+		t.Errorf("clearhouse-agent --backend kubernetes without --config: %v %s; want the kubernetes backend built in, asking for its config", err, out)
 	}
 	for _, arg := range []string{"ARG GO_IMAGE=", "ARG RUNTIME_IMAGE=", "FROM ${GO_IMAGE} AS build", "FROM ${RUNTIME_IMAGE}", "ARG VERSION"} {
 		if !strings.Contains(df, arg) {
