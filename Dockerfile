@@ -1,6 +1,9 @@
 # syntax=docker/dockerfile:1
-# Multi-stage build of the one clearhouse binary. cgo is on: the embedded store is
-# SQLite through mattn/go-sqlite3, so builder and runtime share Debian bookworm's glibc.
+# Multi-stage build of Clearhouse's two binaries, in one image: clearhouse (the server
+# and every verb; the image's entrypoint) and clearhouse-agent (the cluster agent with
+# every backend, kubernetes included; deploy/kubernetes/agent.yaml runs it as the
+# container's command). cgo is on: the embedded store is SQLite through
+# mattn/go-sqlite3, so builder and runtime share Debian bookworm's glibc.
 #
 # Base images: pin them by digest for reproducible builds. The defaults are tags
 # because no registry was reachable where this file was written; `make docker`
@@ -17,7 +20,9 @@ COPY . .
 ARG VERSION=docker
 RUN --mount=type=cache,target=/root/go/pkg/mod --mount=type=cache,target=/root/.cache/go-build \
     CGO_ENABLED=1 go build -trimpath -ldflags "-s -w -X main.version=${VERSION}" \
-      -o /out/clearhouse ./cmd/clearhouse
+      -o /out/clearhouse ./cmd/clearhouse \
+    && CGO_ENABLED=1 go build -trimpath -ldflags "-s -w -X main.version=${VERSION}" \
+      -o /out/clearhouse-agent ./cmd/clearhouse-agent
 
 FROM ${RUNTIME_IMAGE}
 ARG VERSION=docker
@@ -28,6 +33,7 @@ RUN apt-get update && apt-get install -y --no-install-recommends ca-certificates
     && useradd --system --uid 10001 --gid clearhouse --home-dir /var/lib/clearhouse \
        --create-home --shell /usr/sbin/nologin clearhouse
 COPY --from=build /out/clearhouse /usr/local/bin/clearhouse
+COPY --from=build /out/clearhouse-agent /usr/local/bin/clearhouse-agent
 USER clearhouse:clearhouse
 WORKDIR /var/lib/clearhouse
 VOLUME /var/lib/clearhouse

@@ -1,6 +1,7 @@
 # Clearhouse: make targets. `make test` is the test command CI runs.
 GO       ?= go
 BIN      ?= bin/clearhouse
+AGENT_BIN ?= bin/clearhouse-agent
 VERSION  ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 PKGS     ?= ./...
 BENCH    ?= .
@@ -17,9 +18,12 @@ all: build
 # No -trimpath here: it changes every package's compile, so `make build` would rebuild
 # what `go run ./cmd/clearhouse` and `go test` have cached; -ldflags -X only changes
 # the link. The Dockerfile's release build keeps -trimpath.
+# Two binaries: the server (every verb, the agent without its kubernetes backend) and
+# clearhouse-agent (the cluster agent with every backend; docs/command-line.md).
 build: generate
-	@echo "Compiling $(BIN) (the first build takes a few minutes; later ones take seconds)..."
+	@echo "Compiling $(BIN) and $(AGENT_BIN) (the first build takes a few minutes; later ones take seconds)..."
 	$(GO) build -ldflags "-X main.version=$(VERSION)" -o $(BIN) ./cmd/clearhouse
+	$(GO) build -ldflags "-X main.version=$(VERSION)" -o $(AGENT_BIN) ./cmd/clearhouse-agent
 
 ## test: every test, with the race detector. Set CLEARHOUSE_TEST_POSTGRES to a
 ## PostgreSQL URL to run the store tests on PostgreSQL as well.
@@ -68,11 +72,14 @@ docker:
 	docker build --build-arg VERSION=$(VERSION) --build-arg GO_IMAGE=$(GO_IMAGE) \
 	  --build-arg RUNTIME_IMAGE=$(RUNTIME_IMAGE) -t $(IMAGE) .
 
-## check-deploy: the Prometheus alert rules and their unit tests, and the dashboard's JSON.
+## check-deploy: the Prometheus scrape configuration, the alert rules and their unit tests,
+## the dashboard's JSON, and the server manifest's probes, ports and grace period.
 check-deploy:
+	promtool check config deploy/prometheus/prometheus.yml
 	promtool check rules deploy/prometheus/clearhouse-alerts.yml
 	promtool test rules deploy/prometheus/clearhouse-alerts.test.yml
 	$(GO) test -count=1 -run 'TestDeploy' ./metrics
+	$(GO) test -count=1 -run 'TestDeployServerManifest' ./cmd/clearhouse
 
 ## kube-build: the test control plane's binaries (tools/kube) and Kueue's controller
 ## (tools/kueue), cached; ~12 and ~4 min cold.

@@ -47,6 +47,10 @@ func join(groups ...[]string) []string {
 // simulated alone.
 var engine = depRule{deny: join(frameworks, server)}
 
+// kubernetesModules are the Kubernetes client's and its APIs' import paths, which the
+// server's binary must not carry.
+var kubernetesModules = []string{"k8s.io", "sigs.k8s.io"}
+
 // agentRule: the cluster agent and its backends import only the agent's own packages;
 // they speak the JSON API as any other agent would.
 var agentRule = depRule{deny: []string{"*"}, allow: []string{"agent"}}
@@ -119,11 +123,18 @@ var depRules = map[string]depRule{
 	// HTTP: routes, handlers, auth, the JSON API.
 	"web": {deny: []string{"cmd", "demo", "agent"}},
 
-	// The binary wires everything.
-	"cmd/clearhouse": {},
+	// The server's binary wires everything but the Kubernetes client: the kubernetes
+	// backend (its client and Kueue's API, some 450 packages) lives in clearhouse-agent,
+	// so the server stays small and quick to build and start (docs/benchmarks.md).
+	"cmd/clearhouse": {deny: kubernetesModules},
+
+	// The agent's own binary: the agent's command and every backend, nothing of the
+	// server.
+	"cmd/clearhouse-agent": agentRule,
 
 	// The cluster agent and its backends.
 	"agent":                     agentRule,
+	"agent/agentcmd":            agentRule,
 	"agent/simulate":            agentRule,
 	"agent/kubernetes":          agentRule,
 	"agent/kubernetes/kubetest": agentRule,
@@ -223,6 +234,8 @@ func TestDependencyRulesMatch(t *testing.T) {
 		{"fleet", []string{module + "/besteffort", module + "/exchange"}, depRules["fleet"], []string{module + "/besteffort"}},
 		{"besteffort", []string{module + "/fleet", module + "/web"}, depRules["besteffort"], []string{module + "/web"}},
 		{"templates", []string{"gorm.io/gorm", module + "/moneyfmt"}, depRules["templates"], []string{"gorm.io/gorm"}},
+		{"cmd/clearhouse", []string{"k8s.io/client-go/kubernetes", "sigs.k8s.io/kueue/apis", "github.com/spf13/cobra", module + "/agent/slurm", "k8s.io"}, depRules["cmd/clearhouse"],
+			[]string{"k8s.io/client-go/kubernetes", "sigs.k8s.io/kueue/apis", "k8s.io"}},
 	}
 	for _, c := range cases {
 		got := violations(c.pkg, c.deps, c.rule)
@@ -230,6 +243,33 @@ func TestDependencyRulesMatch(t *testing.T) {
 		sort.Strings(c.want)
 		if strings.Join(got, " ") != strings.Join(c.want, " ") {
 			t.Errorf("violations(%q, %v) = %v, want %v", c.pkg, c.deps, got, c.want)
+		}
+	}
+}
+
+// The server's binary carries no Kubernetes package (its rule in depRules), and the
+// rule names the paths the kubernetes backend really pulls: clearhouse-agent, which
+// carries that backend, depends on packages under each of them.
+func TestTheServerLeavesTheKubernetesClientToTheAgent(t *testing.T) {
+	for _, c := range []struct {
+		pkg  string
+		want bool
+	}{{"./cmd/clearhouse", false}, {"./cmd/clearhouse-agent", true}} {
+		out, err := exec.Command("go", "list", "-deps", c.pkg).Output()
+		if err != nil {
+			t.Fatalf("go list -deps %s: %v", c.pkg, err)
+		}
+		deps := strings.Fields(string(out))
+		for _, prefix := range kubernetesModules {
+			var found []string
+			for _, dep := range deps {
+				if matches(prefix, dep, false) {
+					found = append(found, dep)
+				}
+			}
+			if (len(found) > 0) != c.want {
+				t.Errorf("go list -deps %s: %d packages under %s/ (%.200v), want some: %v", c.pkg, len(found), prefix, found, c.want)
+			}
 		}
 	}
 }

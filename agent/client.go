@@ -176,6 +176,20 @@ type Answer struct {
 	// Started and RefusedStarts are the early starts the plan took and refused.
 	Started       []JobKey `json:"started"`
 	RefusedStarts []JobKey `json:"refused_starts"`
+	// AlreadyEnded are reported ends of requests already over (a report sent again):
+	// nothing changed. RefusedEnds contradict the server's record (an end earlier than
+	// the one on record, or of a request that never ran): nothing changed; Reason says
+	// why. The rest of the report applied.
+	AlreadyEnded []EndNote `json:"already_ended,omitempty"`
+	RefusedEnds  []EndNote `json:"refused_ends,omitempty"`
+}
+
+// EndNote is the server's answer about one reported end it did not apply.
+type EndNote struct {
+	Reservation int64     `json:"reservation"`
+	Request     int       `json:"request"`
+	At          time.Time `json:"at"`
+	Reason      string    `json:"reason"`
 }
 
 // Rejected reports whether the server refused a report as it stands (a 4xx other

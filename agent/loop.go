@@ -180,7 +180,7 @@ func (l *Loop) Poll(ctx context.Context) error {
 	}
 	l.sent()
 	l.refused = ans.RefusedStarts
-	if len(ans.Moved)+len(ans.AtRisk)+len(ans.Ended)+len(ans.RefusedStarts) > 0 {
+	if len(ans.Moved)+len(ans.AtRisk)+len(ans.Ended)+len(ans.RefusedStarts)+len(ans.RefusedEnds) > 0 {
 		fmt.Fprintf(l.Out, "%s server: %s\n", Clock(now), answerText(ans))
 	}
 	return nil

@@ -40,6 +40,9 @@ func answerText(a Answer) string {
 		}
 		parts = append(parts, fmt.Sprintf("%s reservation %s", p.name, strings.Join(ids, ", ")))
 	}
+	for _, n := range a.RefusedEnds {
+		parts = append(parts, "end refused: "+n.Reason)
+	}
 	return strings.Join(parts, "; ")
 }
 

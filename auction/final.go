@@ -22,6 +22,17 @@ const DefaultFinalSeconds = 10.0
 // MaxFinalSeconds is the longest time limit an instance may set.
 const MaxFinalSeconds = 3600.0
 
+// CheckFinalSeconds is the one rule for a final round's time limit, wherever it is
+// given (an instance's params, serve's and auction tick's --final-round-seconds, the
+// operator's form): from 0 (the default, DefaultFinalSeconds) to MaxFinalSeconds. It
+// returns EINVALID saying so, without naming the field: callers prefix their own.
+func CheckFinalSeconds(seconds float64) error {
+	if !finite(seconds) || seconds < 0 || seconds > MaxFinalSeconds {
+		return invalid("must be from 0 (the default, %g) to %g seconds, got %v", DefaultFinalSeconds, MaxFinalSeconds, seconds)
+	}
+	return nil
+}
+
 // FinalRoundParams returns params.final_round for a time limit in seconds as
 // operators give it: 0 turns the final round off.
 func FinalRoundParams(seconds float64) *FinalParams {

@@ -116,10 +116,16 @@ func invalid(format string, args ...any) error {
 	return clearhouse.Errorf(clearhouse.EINVALID, format, args...)
 }
 
-// Validate checks the instance against the format's rules and returns EINVALID
-// naming the pool, bidder or parameter at fault. Zero params are taken as defaults.
-func (inst Instance) Validate() error {
-	p := inst.Params.withDefaults()
+// Validate checks the clock's parameters and returns EINVALID naming the one at
+// fault. Zero params are taken as defaults. Every auction is scheduled through it
+// (exchange.Market.ScheduleAuction), whoever sets the params.
+func (p Params) Validate() error {
+	p = p.withDefaults()
+	if p.FinalRound != nil {
+		if err := CheckFinalSeconds(p.FinalRound.Seconds); err != nil {
+			return invalid("params.final_round.seconds: %s", clearhouse.ErrorMessage(err))
+		}
+	}
 	switch {
 	case !finite(p.Alpha) || p.Alpha <= 0 || p.Alpha > 1e6:
 		return invalid("params.alpha: must be a positive number, got %v", p.Alpha)
@@ -129,8 +135,15 @@ func (inst Instance) Validate() error {
 		return invalid("params.min_step: must be in (0, delta], got %v", p.MinStep)
 	case p.MaxRounds < 1 || p.MaxRounds > MaxRoundsCap:
 		return invalid("params.max_rounds: must be between 1 and %d, got %d", MaxRoundsCap, p.MaxRounds)
-	case p.FinalRound != nil && (!finite(p.FinalRound.Seconds) || p.FinalRound.Seconds < 0 || p.FinalRound.Seconds > MaxFinalSeconds):
-		return invalid("params.final_round.seconds: must be from 0 (the default, %g) to %g, got %v", DefaultFinalSeconds, MaxFinalSeconds, p.FinalRound.Seconds)
+	}
+	return nil
+}
+
+// Validate checks the instance against the format's rules and returns EINVALID
+// naming the pool, bidder or parameter at fault. Zero params are taken as defaults.
+func (inst Instance) Validate() error {
+	if err := inst.Params.Validate(); err != nil {
+		return err
 	}
 	if len(inst.Pools) == 0 {
 		return invalid("pools: at least one pool is required")

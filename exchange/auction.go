@@ -156,6 +156,9 @@ func (m *Market) ScheduleAuction(ctx context.Context, opens, closes time.Time, p
 	if closes.Sub(opens) > MaxWindow {
 		return Auction{}, clearhouse.Errorf(clearhouse.EINVALID, "closes: a bid window lasts at most 7 days")
 	}
+	if err := params.Validate(); err != nil {
+		return Auction{}, err
+	}
 	pj, err := json.Marshal(params)
 	if err != nil {
 		return Auction{}, err

@@ -2,6 +2,8 @@ package exchange_test
 
 import (
 	"context"
+	"math"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -294,6 +296,39 @@ func TestSchedulingIsBoundedAndAScheduledAuctionCanBeCancelled(t *testing.T) {
 		_, err = mk.M.Auction(ctx, later.ID)
 		wantCode(t, err, clearhouse.ENOTFOUND)
 		wantCode(t, mk.M.CancelAuction(ctx, later.ID), clearhouse.ENOTFOUND)
+	})
+}
+
+// The clock's parameters are checked wherever an auction is scheduled from (the
+// cadence of serve and auction tick, the operator's form): a final round of 1e9 s
+// or a NaN step is refused and nothing is stored.
+func TestSchedulingRefusesParamsTheClockRefuses(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		mk := newAuctionMarket(t, db)
+		now := mk.Clock.Now()
+		var before int64
+		db.Read.Model(&exchange.Auction{}).Count(&before)
+		for _, p := range []auction.Params{
+			{FinalRound: &auction.FinalParams{Seconds: 1e9}},
+			{FinalRound: &auction.FinalParams{Seconds: -1}},
+			{Delta: math.NaN()},
+			{MaxRounds: -1},
+		} {
+			_, err := mk.M.ScheduleAuction(ctx, now.Add(48*time.Hour), now.Add(49*time.Hour), p)
+			wantCode(t, err, clearhouse.EINVALID)
+			if msg := clearhouse.ErrorMessage(err); !strings.HasPrefix(msg, "params.") {
+				t.Errorf("%+v: %q does not name the parameter", p, msg)
+			}
+		}
+		var after int64
+		db.Read.Model(&exchange.Auction{}).Count(&after)
+		if after != before {
+			t.Errorf("%d auctions stored by refused schedules", after-before)
+		}
+		if _, err := mk.M.ScheduleAuction(ctx, now.Add(48*time.Hour), now.Add(49*time.Hour), auction.Params{FinalRound: auction.FinalRoundParams(3600)}); err != nil {
+			t.Fatal(err)
+		}
 	})
 }
 

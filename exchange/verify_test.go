@@ -2,6 +2,8 @@ package exchange_test
 
 import (
 	"context"
+	"fmt"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -81,4 +83,43 @@ func TestVerifyNamesEveryBrokenInvariant(t *testing.T) {
 			}
 		})
 	}
+}
+
+// Verify's messages print the sums themselves, on both databases: on PostgreSQL a
+// SUM is a numeric, which used to print as a pointer ("its postings sum to
+// 0x153e8cb24e10").
+func TestVerifyPrintsSumsAsNumbers(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		mk := settledMarket(t, db)
+		var treasury, posted int64
+		if err := db.Read.Raw(`SELECT balance FROM ledger_accounts WHERE id = 'treasury'`).Scan(&treasury).Error; err != nil {
+			t.Fatal(err)
+		}
+		if err := db.Read.Raw(`SELECT COALESCE(SUM(amount), 0) FROM ledger_postings WHERE account_id = 'treasury'`).Scan(&posted).Error; err != nil {
+			t.Fatal(err)
+		}
+		for _, corrupt := range []string{`UPDATE ledger_accounts SET balance = balance + 7 WHERE id = 'treasury'`,
+			`UPDATE ledger_postings SET amount = amount + 1 WHERE entry_id = (SELECT MAX(id) FROM ledger_entries) AND amount > 0`} {
+			if err := db.Write.Exec(corrupt).Error; err != nil {
+				t.Fatal(err)
+			}
+		}
+		want := map[string]*regexp.Regexp{
+			"balance equals postings": regexp.MustCompile(fmt.Sprintf(`^account treasury has balance %d but its postings sum to %d$`, treasury+7, posted)),
+			"entry sums to zero":      regexp.MustCompile(`^entry \d+ has \d+ postings summing to 1 micro-dollars$`),
+			"trial balance is zero":   regexp.MustCompile(`^account balances sum to \d+ micro-dollars$`),
+		}
+		found := map[string]bool{}
+		for _, v := range mk.Violations() {
+			if re, ok := want[v.Check]; ok && (v.Check != "balance equals postings" || strings.HasPrefix(v.Detail, "account treasury ")) {
+				found[v.Check] = true
+				if !re.MatchString(v.Detail) {
+					t.Errorf("%s: %q, want %s", v.Check, v.Detail, re)
+				}
+			}
+		}
+		if len(found) != len(want) {
+			t.Errorf("found %v of %d checks", found, len(want))
+		}
+	})
 }

@@ -177,6 +177,13 @@ type AgentResult struct {
 	// request keeps its planned start and the cluster should stop it.
 	Started []JobRef
 	Refused []JobRef
+	// AlreadyEnded are reported ends of requests that had already ended (a report
+	// sent again, an end after the request's end): each with its end on record.
+	// RefusedEnds are ends that contradict the record (a request that never ran, an
+	// end earlier than the one on record), each with the reason. Neither changed
+	// anything; the rest of the report applied.
+	AlreadyEnded []EndNote
+	RefusedEnds  []EndNote
 }
 
 // Bounds on what one agent report may say, so that no agent can make the plan's
@@ -379,7 +386,7 @@ func (s *Reservations) ReportWith(ctx context.Context, cluster string, rep Agent
 		}
 		capacity = append(measured, capacity...) // a measured capacity first: timed changes the agent reports win
 		var up scheduler.Update
-		touched, err := recordEnds(ctx, tx, p, rep.Ends, byID, &up)
+		touched, err := recordEnds(ctx, tx, p, rep.Ends, byID, &up, &res)
 		if err != nil {
 			return err
 		}
@@ -482,16 +489,25 @@ func (p *plan) capacityDiffers(c CapacityReport) bool {
 
 // recordEnds stores the early ends of running requests (a failure also as the
 // reservation's note), adds them to up for the engine, and returns the
-// reservations they touched. An end at or after a request's planned end releases
-// nothing and is left out.
-func recordEnds(ctx context.Context, tx *gorm.DB, p *plan, ends []EndReport, byID map[int64]ReservationView, up *scheduler.Update) (map[int64]bool, error) {
+// reservations they touched. An end of a request already over (sent again, or at
+// or after its end) releases nothing and is answered in res.AlreadyEnded; one that
+// contradicts the record, in res.RefusedEnds (judgeEnd).
+func recordEnds(ctx context.Context, tx *gorm.DB, p *plan, ends []EndReport, byID map[int64]ReservationView, up *scheduler.Update, res *AgentResult) (map[int64]bool, error) {
 	touched := map[int64]bool{}
+	taken := map[JobRef]time.Time{}
 	var rows [][]any
 	for _, e := range ends {
 		v := byID[e.Reservation]
 		q := v.Requests[e.Request]
-		if v.Status != ReservationAccepted || q.StartAt == nil || !e.At.Before(q.End()) {
-			continue // already over: nothing to release
+		ok, already, refused := judgeEnd(v, e, taken)
+		if already != nil {
+			res.AlreadyEnded = append(res.AlreadyEnded, *already)
+		}
+		if refused != nil {
+			res.RefusedEnds = append(res.RefusedEnds, *refused)
+		}
+		if !ok {
+			continue
 		}
 		at := e.At.UTC()
 		if at.Before(*q.StartAt) {
@@ -506,6 +522,7 @@ func recordEnds(ctx context.Context, tx *gorm.DB, p *plan, ends []EndReport, byI
 		}
 		up.Ends = append(up.Ends, scheduler.JobEnd{Reservation: v.ID, Request: e.Request, At: p.ceil(at)})
 		touched[v.ID] = true
+		taken[JobRef{v.ID, e.Request}] = at
 	}
 	return touched, updateRequests(ctx, tx, []store.Column{{Name: "ended_at", Type: "TIMESTAMPTZ"}}, rows)
 }

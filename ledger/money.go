@@ -112,10 +112,15 @@ func (m Money) Plain() string { return strings.ReplaceAll(m.String(), ",", "") }
 // never mixes precisions: "1234.560000" (moneyfmt.CSV).
 func (m Money) CSV() string { return moneyfmt.CSV(int64(m)) }
 
-// ParseMoney reads an amount of dollars: an optional sign, an optional "$", digits
-// with optional thousands separators (commas in groups of three) and at most six
-// decimals: "1,234.56", "-12", "$5.5", "0.000001", "+3". Anything else, and
-// amounts beyond MaxMoney, are EINVALID with a message that says why.
+// ParseMoney reads an amount of dollars. It is the one parser of amounts: web forms,
+// the JSON API (a string or a number, read from its text) and the command line all
+// take exactly these forms (docs/trading.md, "Amounts"): an optional sign, an
+// optional "$", digits with optional thousands separators (commas in groups of
+// three), and optionally a point followed by one to six decimals: "1,234.56", "-12",
+// "$5.5", "-$0.25", "0.000001", "+3". A point needs digits on both sides (".5" is
+// refused: write 0.5; "1." too: write 1 or 1.0), so that a truncated amount is not
+// read as another. Anything else, and amounts beyond MaxMoney, are EINVALID with a
+// message that says why.
 func ParseMoney(s string) (Money, error) {
 	in := s
 	s = strings.TrimSpace(s)
@@ -146,6 +151,12 @@ func ParseMoney(s string) (Money, error) {
 	}
 	if whole == "" && (!hasDot || frac == "") {
 		return bad("no digits")
+	}
+	if hasDot && whole == "" {
+		return bad("no digit before the point (write 0." + frac + ")")
+	}
+	if hasDot && frac == "" {
+		return bad("no digit after the point (write " + s[:len(s)-1] + " or " + s + "0)")
 	}
 	if hasDot && len(frac) > 6 {
 		return bad("more than six decimals (the smallest amount is $0.000001)")

@@ -21,3 +21,13 @@ func TestTooLargeAnAmountSaysTheLimitInWords(t *testing.T) {
 		t.Fatalf("adding past the limit: %q", msg)
 	}
 }
+
+// A point needs digits on both sides, and the refusal says what to write instead.
+func TestALonePointSaysWhatToWrite(t *testing.T) {
+	for in, want := range map[string]string{".5": "write 0.5", "$.25": "write 0.25", "1.": "write 1 or 1.0", "$1,000.": "write 1,000 or 1,000.0"} {
+		_, err := ledger.ParseMoney(in)
+		if msg := clearhouse.ErrorMessage(err); clearhouse.ErrorCode(err) != clearhouse.EINVALID || !strings.Contains(msg, want) {
+			t.Errorf("ParseMoney(%q): %q, want it to say %q", in, msg, want)
+		}
+	}
+}

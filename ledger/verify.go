@@ -2,7 +2,10 @@ package ledger
 
 import (
 	"context"
+	"database/sql/driver"
 	"fmt"
+	"math"
+	"reflect"
 
 	"gorm.io/gorm"
 )
@@ -43,10 +46,43 @@ func RunChecks(ctx context.Context, db *gorm.DB, checks []Check) ([]Violation, e
 				out = append(out, Violation{Check: c.Name, Detail: fmt.Sprintf("and %d more", len(rows)-maxExamples)})
 				break
 			}
+			for k, v := range r {
+				r[k] = plainValue(v)
+			}
 			out = append(out, Violation{Check: c.Name, Detail: c.Describe(r)})
 		}
 	}
 	return out, nil
+}
+
+// plainValue is a scanned column as Describe should print it: the drivers hand some
+// columns (an aggregate such as SUM, whose type the query does not declare) over as
+// pointers, or as a driver's own value type, which %v prints as an address, and
+// PostgreSQL's numeric sums as floats, which %v prints as 2e+07.
+func plainValue(v any) any {
+	for {
+		rv := reflect.ValueOf(v)
+		if rv.Kind() != reflect.Pointer {
+			break
+		}
+		if rv.IsNil() {
+			return nil
+		}
+		v = rv.Elem().Interface()
+	}
+	switch x := v.(type) {
+	case []byte:
+		return string(x)
+	case float64: // PostgreSQL's SUM of bigints is a numeric, scanned as a float
+		if x == math.Trunc(x) && math.Abs(x) < 1<<53 {
+			return int64(x)
+		}
+	case driver.Valuer:
+		if dv, err := x.Value(); err == nil {
+			return plainValue(dv)
+		}
+	}
+	return v
 }
 
 // Verify checks the ledger's invariants on its database: every entry has two or

@@ -2,6 +2,7 @@ package metrics_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"regexp"
 	"slices"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/clearhouse/clearhouse/metrics"
 	"github.com/clearhouse/clearhouse/store/storetest"
+	"gopkg.in/yaml.v3"
 )
 
 // metricName finds the series names an expression uses.
@@ -100,4 +102,63 @@ func keys(m map[string]bool) []string {
 		out = append(out, k)
 	}
 	return out
+}
+
+// scrapeJob is what the tests read of one of prometheus.yml's scrape_configs.
+type scrapeJob struct {
+	JobName string `yaml:"job_name"`
+	DNS     []struct {
+		Names []string
+		Port  int
+	} `yaml:"dns_sd_configs"`
+}
+
+// The scrape configuration shipped beside the rules names the job the rules select
+// (up{job="..."}), loads the rules file, and finds the server pods through the
+// headless Service and metrics port of deploy/kubernetes/server.yaml (promtool checks
+// its syntax in make check-deploy).
+func TestDeployScrapeConfigMatchesTheAlertsAndTheServer(t *testing.T) {
+	b, err := os.ReadFile("../deploy/prometheus/prometheus.yml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cfg struct {
+		RuleFiles     []string    `yaml:"rule_files"`
+		ScrapeConfigs []scrapeJob `yaml:"scrape_configs"`
+	}
+	if err := yaml.Unmarshal(b, &cfg); err != nil {
+		t.Fatal(err)
+	}
+	rules, err := os.ReadFile("../deploy/prometheus/clearhouse-alerts.yml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	jobs := regexp.MustCompile(`\bjob="([^"]+)"`).FindAllStringSubmatch(string(rules), -1)
+	if len(jobs) == 0 {
+		t.Fatal("the alerts select no job")
+	}
+	if !slices.Contains(cfg.RuleFiles, "clearhouse-alerts.yml") {
+		t.Errorf("rule_files %v does not load clearhouse-alerts.yml", cfg.RuleFiles)
+	}
+	server, err := os.ReadFile("../deploy/kubernetes/server.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, j := range jobs {
+		i := slices.IndexFunc(cfg.ScrapeConfigs, func(s scrapeJob) bool { return s.JobName == j[1] })
+		if i < 0 {
+			t.Fatalf("no scrape job %q, which the alerts select", j[1])
+		}
+		sc := cfg.ScrapeConfigs[i]
+		if len(sc.DNS) != 1 || len(sc.DNS[0].Names) != 1 {
+			t.Fatalf("scrape job %q: want one DNS name, have %+v", j[1], sc.DNS)
+		}
+		svc, _, _ := strings.Cut(sc.DNS[0].Names[0], ".")
+		for _, want := range []string{"name: " + svc + "\n", "clusterIP: None", fmt.Sprintf("{name: metrics, containerPort: %d}", sc.DNS[0].Port),
+			fmt.Sprintf(`{name: CLEARHOUSE_METRICS_ADDR, value: "0.0.0.0:%d"}`, sc.DNS[0].Port)} {
+			if !strings.Contains(string(server), want) {
+				t.Errorf("deploy/kubernetes/server.yaml lacks %q, which the scrape job %q needs", want, j[1])
+			}
+		}
+	}
 }

@@ -110,7 +110,22 @@ func New(db *store.DB, version string, now func() time.Time) *Metrics {
 		m.settleTime, m.winners, m.paid, m.jobRuns, m.jobFailures, m.jobSkipped, m.jobDuration, m.jobSuccess, m.planUpdates, m.violations} {
 		f(c)
 	}
+	// The alerts take increase() of these: a series born at its first failure has no
+	// earlier sample, and increase() sees nothing. Every outcome starts at 0.
+	for _, outcome := range []string{"settled", "failed"} {
+		m.closes.WithLabelValues(outcome)
+	}
 	return m
+}
+
+// Jobs makes the counters of each named scheduled job exist at 0 (runs, failures,
+// skipped), so that the first failure of a job is an increase an alert sees.
+func (m *Metrics) Jobs(names ...string) {
+	for _, n := range names {
+		m.jobRuns.WithLabelValues(n)
+		m.jobFailures.WithLabelValues(n)
+		m.jobSkipped.WithLabelValues(n)
+	}
 }
 
 // Handler serves the registry in Prometheus's exposition formats. A database figure
@@ -123,15 +138,35 @@ func (m *Metrics) Handler() http.Handler {
 func (m *Metrics) Registry() *prometheus.Registry { return m.reg }
 
 // ObserveRequest records one answered HTTP request. route is the matched pattern
-// (never the raw path, whose ids would make a series per request).
+// (never the raw path, whose ids would make a series per request; "" is recorded as
+// "unmatched"). Every label is bounded whatever a client sends: a method outside
+// HTTP's standard ones is "OTHER", a status outside 100-599 "other".
 func (m *Metrics) ObserveRequest(method, route string, status int, took time.Duration) {
 	if route == "" {
 		route = "unmatched"
 	}
-	m.httpDuration.WithLabelValues(method, route, strconv.Itoa(status)).Observe(took.Seconds())
+	code := "other"
+	if status >= 100 && status <= 599 {
+		code = strconv.Itoa(status)
+	}
+	m.httpDuration.WithLabelValues(MethodLabel(method), route, code).Observe(took.Seconds())
 }
 
-// AgentReported records one report an authenticated cluster agent posted.
+// MethodLabel is the method label of a request: the method when it is one of
+// HTTP's standard methods (RFC 9110 and PATCH), else "OTHER", so that a client
+// cannot add series by inventing methods.
+func MethodLabel(method string) string {
+	switch method {
+	case http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch,
+		http.MethodDelete, http.MethodOptions, http.MethodConnect, http.MethodTrace:
+		return method
+	}
+	return "OTHER"
+}
+
+// AgentReported records one report an authenticated cluster agent posted; cluster
+// must be the one its token is for (never a client's path), so the label is bounded
+// by the clusters the market knows.
 func (m *Metrics) AgentReported(cluster string, status int) {
 	outcome := "ok"
 	switch {

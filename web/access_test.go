@@ -162,3 +162,36 @@ func TestTheAccessPageIsPaged(t *testing.T) {
 		t.Fatalf("saw %d users and %d tokens over %d pages, want 150 and 149", len(seenUsers), len(seenTokens), pages)
 	}
 }
+
+// An API request with no credential at all is told to authenticate (401 naming the
+// token it needs), not that a form expired: before issue 36 an agent's report without
+// its token got the CSRF message. A signed-in browser's unsafe API request without
+// the CSRF token is still refused as before.
+func TestAPIWithoutCredentialsIsUnauthorizedNotCSRF(t *testing.T) {
+	f := newFixture(t)
+	for _, r := range []struct{ method, path, body, says string }{
+		{http.MethodPost, "/api/v1/clusters/us-east/updates", `{"pools":[]}`, "clearhouse agent token --cluster us-east"},
+		{http.MethodPost, "/api/v1/orders", `{}`, ""},
+		{http.MethodDelete, "/api/v1/reservations/1", ``, ""},
+	} {
+		code, body := f.api("", r.method, r.path, r.body)
+		e, _ := body["error"].(map[string]any)
+		msg, _ := e["message"].(string)
+		if code != http.StatusUnauthorized || strings.Contains(msg, "form") || !strings.Contains(msg, r.says) {
+			t.Errorf("%s %s without credentials: %d %v", r.method, r.path, code, body)
+		}
+	}
+	f.user("mem@x.io", identity.RoleMember, "search")
+	b := f.browser()
+	b.login("mem@x.io")
+	req, _ := http.NewRequest(http.MethodPost, f.srv.URL+"/api/v1/orders", strings.NewReader(`{}`))
+	req.Header.Set("Content-Type", "application/json")
+	res, err := b.c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode != http.StatusForbidden {
+		t.Errorf("a signed-in browser's POST /api/v1/orders without the CSRF token: %d, want 403", res.StatusCode)
+	}
+}

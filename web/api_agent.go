@@ -24,6 +24,7 @@ func (s *Server) requireAgent(readers ...identity.Role) gin.HandlerFunc {
 					s.fail(c, clearhouse.Errorf(clearhouse.EFORBIDDEN, "This agent token is for another cluster."))
 					return
 				}
+				c.Set(ctxAgentCluster, *t.ClusterID)
 				c.Next()
 				return
 			}
@@ -401,7 +402,24 @@ func (s *Server) apiClusterUpdates(c *gin.Context) {
 		return out
 	}
 	c.JSON(http.StatusOK, gin.H{"moved": nonNil(res.Moved), "at_risk": nonNil(res.AtRisk), "ended": nonNil(res.Ended),
-		"started": jobs(res.Started), "refused_starts": jobs(res.Refused)})
+		"started": jobs(res.Started), "refused_starts": jobs(res.Refused),
+		"already_ended": endNotes(res.AlreadyEnded), "refused_ends": endNotes(res.RefusedEnds)})
+}
+
+// apiEndNote is the answer about one reported end the server did not apply.
+type apiEndNote struct {
+	Reservation int64     `json:"reservation"`
+	Request     int       `json:"request"`
+	At          time.Time `json:"at"`
+	Reason      string    `json:"reason"`
+}
+
+func endNotes(xs []fleet.EndNote) []apiEndNote {
+	out := []apiEndNote{}
+	for _, x := range xs {
+		out = append(out, apiEndNote{x.Reservation, x.Request, x.At, x.Reason})
+	}
+	return out
 }
 
 // agentStatusOf is a report's agent status as the domain takes it, validated (nil

@@ -2,6 +2,8 @@ package web_test
 
 import (
 	"context"
+	"encoding/json"
+	"net/url"
 	"regexp"
 	"strings"
 	"testing"
@@ -104,4 +106,41 @@ func flatten(m map[string]any) string {
 		b.WriteString(" ")
 	}
 	return b.String()
+}
+
+// moneyForms are the amounts the surfaces must treat alike (docs/trading.md,
+// "Amounts"), and whether they are amounts.
+var moneyForms = map[string]bool{
+	"1000": true, "1,000.00": true, "$1": true, "$1,000.5": true, "-$0.25": true, "0.5": true, "+3": true, "12.000001": true,
+	".5": false, "1.": false, "$.5": false, "1,00": false, "1e3": false, "1.0000001": false, "$-5": false, "1 000": false, "": false,
+}
+
+// Every surface takes the same amounts, through the one parser: the JSON API (a
+// string) and a web form refuse as "not an amount of dollars" exactly what
+// ledger.ParseMoney refuses ("$1", "1,000.00" are amounts; ".5", "1." are not).
+// What the market then makes of an amount (funds, sign) is another matter.
+func TestEverySurfaceTakesTheSameAmounts(t *testing.T) {
+	f := newFixture(t)
+	f.openMarket()
+	tok := f.token(f.user("owner@x.io", identity.RoleOwner, "search"))
+	b := f.browser()
+	b.login("owner@x.io")
+	csrf := b.csrf("/team")
+	const notAmount = "is not an amount of dollars"
+	for in, ok := range moneyForms {
+		if _, err := ledger.ParseMoney(in); (err == nil) != ok {
+			t.Errorf("ParseMoney(%q): %v, want accepted %v", in, err, ok)
+		}
+		body, _ := json.Marshal(map[string]any{"bundles": []map[string]int{{"us-east/cpu": 1}}, "limit": in})
+		code, m := f.api(tok, "POST", "/api/v1/orders", string(body))
+		if refused := code == 400 && strings.Contains(flatten(m), notAmount); refused == ok {
+			t.Errorf("JSON limit %q: %d %v, want accepted %v", in, code, m, ok)
+		}
+		res, _ := b.post("/team/threshold", url.Values{"csrf_token": {csrf}, "threshold": {in}})
+		_, doc := b.get(res.Header.Get("Location"))
+		flash := doc.Find("[data-testid=flash]").Text()
+		if refused := strings.Contains(flash, notAmount); refused == ok || flash == "" {
+			t.Errorf("form threshold %q: %q, want accepted %v", in, flash, ok)
+		}
+	}
 }

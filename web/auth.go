@@ -17,6 +17,8 @@ const (
 	ctxUser       = "user"
 	ctxSession    = "session"
 	ctxToken      = "token"
+	// ctxAgentCluster is the cluster of the agent token requireAgent accepted.
+	ctxAgentCluster = "agent_cluster"
 )
 
 // withIdentity finds who is calling: a bearer token, a session cookie, or an

@@ -13,6 +13,7 @@ import (
 
 	"github.com/clearhouse/clearhouse"
 	"github.com/clearhouse/clearhouse/besteffort"
+	"github.com/clearhouse/clearhouse/fleet"
 	"github.com/clearhouse/clearhouse/ledger"
 	"github.com/clearhouse/clearhouse/templates"
 	"github.com/gin-gonic/gin"
@@ -203,6 +204,16 @@ func (s *Server) bestEffortFailure(c *gin.Context, err error, f templates.BestEf
 
 func (s *Server) cancelBestEffort(c *gin.Context) {
 	id, err := jobID(c)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	// Only a job of the viewer's team gets a confirmation page: any other id is not
+	// found, as the cancellation itself would answer.
+	j, err := s.svc.BestEffort.Job(c.Request.Context(), id)
+	if err == nil && fleet.ActFor(userOf(c), j.TeamID) != nil {
+		err = clearhouse.Errorf(clearhouse.ENOTFOUND, "best-effort job: no job %d for your team", id)
+	}
 	if err != nil {
 		s.fail(c, err)
 		return

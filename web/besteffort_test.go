@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/url"
 	"strings"
 	"testing"
 
@@ -140,4 +141,39 @@ func decodeResponse(t *testing.T, req *http.Request) (int, map[string]any) {
 	var out map[string]any
 	_ = json.NewDecoder(res.Body).Decode(&out)
 	return res.StatusCode, out
+}
+
+// Cancelling a best-effort job asks for confirmation only for one of the viewer's
+// team: another team's job, or an id that does not exist, is not found before any
+// page, and the job goes on.
+func TestCancellingAnotherTeamsBestEffortJobIsNotFoundBeforeConfirming(t *testing.T) {
+	f := newFixture(t)
+	f.openMarket()
+	if _, err := f.market.AddTeam(context.Background(), exchange.NewTeam{ID: "ads", Budget: 100 * ledger.Dollar}); err != nil {
+		t.Fatal(err)
+	}
+	member := f.token(f.user("ana@x.io", identity.RoleMember, "search"))
+	code, job := f.api(member, "POST", "/api/v1/best-effort", `{"configuration": {"us-east/cpu": 2}, "tasks": 5, "max_task_duration": "2h"}`)
+	if code != http.StatusCreated {
+		t.Fatalf("submit: %d %v", code, job)
+	}
+	id := int64(job["id"].(float64))
+	f.user("bo@x.io", identity.RoleMember, "ads")
+	bo := f.browser()
+	bo.login("bo@x.io")
+	tok := bo.csrf("/best-effort")
+	for _, path := range []string{fmt.Sprintf("/best-effort/%d/cancel", id), "/best-effort/987654/cancel"} {
+		res, doc := bo.post(path, url.Values{"csrf_token": {tok}})
+		if res.StatusCode != http.StatusNotFound || doc.Find("[data-testid=confirm]").Length() != 0 {
+			t.Errorf("POST %s by another team: %d, confirmation page %d", path, res.StatusCode, doc.Find("[data-testid=confirm]").Length())
+		}
+	}
+	if code, v := f.api(member, "GET", fmt.Sprintf("/api/v1/best-effort/%d", id), ""); code != http.StatusOK || v["status"] != "queued" {
+		t.Fatalf("after another team's attempts: %d %v", code, v)
+	}
+	ana := f.browser()
+	ana.login("ana@x.io")
+	if res, doc := ana.post(fmt.Sprintf("/best-effort/%d/cancel", id), url.Values{"csrf_token": {ana.csrf("/best-effort")}}); res.StatusCode != http.StatusOK || doc.Find("[data-testid=confirm]").Length() != 1 {
+		t.Errorf("the team's own job: %d, want the confirmation page", res.StatusCode)
+	}
 }

@@ -98,18 +98,19 @@ func statusTitle(status int) string {
 	}
 }
 
-// No log line carries unbounded input: paths and error texts (which may quote input)
-// are clipped to these lengths; emails are at most maxEmail bytes (longer ones are
+// No log line carries unbounded input: methods (any token a client sends), paths and
+// error texts (which may quote input) are clipped to these lengths; emails are at most maxEmail bytes (longer ones are
 // refused before anything logs them); other logged values are ids, addresses,
 // statuses and durations.
 const (
-	maxLoggedPath  = 200
-	maxLoggedError = 1000
+	maxLoggedMethod = 16
+	maxLoggedPath   = 200
+	maxLoggedError  = 1000
 )
 
 // logAttrs is a small helper for structured logging of a request.
 func logAttrs(c *gin.Context) []any {
-	return []any{slog.String("request_id", requestID(c)), slog.String("method", c.Request.Method), slog.String("path", clip(c.Request.URL.Path, maxLoggedPath))}
+	return []any{slog.String("request_id", requestID(c)), slog.String("method", clip(c.Request.Method, maxLoggedMethod)), slog.String("path", clip(c.Request.URL.Path, maxLoggedPath))}
 }
 
 // clip shortens s to at most n bytes (on a rune boundary) for messages and logs, and

@@ -499,7 +499,7 @@ func (s *Server) scheduleAuction(c *gin.Context) {
 	}
 	opens, closes := parse("opens", f.Opens), parse("closes", f.Closes)
 	params := auction.DefaultParams
-	if final, err := strconv.ParseFloat(strings.TrimSpace(f.Final), 64); err != nil || !(final >= 0 && final <= auction.MaxFinalSeconds) {
+	if final, err := strconv.ParseFloat(strings.TrimSpace(f.Final), 64); err != nil || auction.CheckFinalSeconds(final) != nil {
 		f.Errors["final"] = fmt.Sprintf("Give the final round's time limit in seconds, from 0 (no final round) to %g.", auction.MaxFinalSeconds)
 	} else {
 		params.FinalRound = auction.FinalRoundParams(final)

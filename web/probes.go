@@ -51,8 +51,8 @@ func (s *Server) withMetrics() gin.HandlerFunc {
 		c.Next()
 		status, route := c.Writer.Status(), c.FullPath()
 		s.cfg.Observer.ObserveRequest(c.Request.Method, route, status, time.Since(start))
-		if route == agentReportRoute && status != http.StatusUnauthorized && status != http.StatusForbidden {
-			s.cfg.Observer.AgentReported(c.Param("cluster"), status) // past requireAgent: the cluster is the token's
+		if cluster := c.GetString(ctxAgentCluster); route == agentReportRoute && cluster != "" {
+			s.cfg.Observer.AgentReported(cluster, status) // the token's cluster, never the path's: a bounded label
 		}
 	}
 }

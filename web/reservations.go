@@ -292,6 +292,16 @@ func (s *Server) cancelReservation(c *gin.Context) {
 		s.fail(c, err)
 		return
 	}
+	// Only a reservation of the viewer's team gets a confirmation page: any other id
+	// is not found, as the cancellation itself would answer.
+	v, err := s.svc.Reservations.Reservation(c.Request.Context(), id)
+	if err == nil && fleet.ActFor(userOf(c), v.TeamID) != nil {
+		err = clearhouse.Errorf(clearhouse.ENOTFOUND, "reservation: no reservation %d for your team", id)
+	}
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
 	if !s.confirmed(c, "reservations", templates.Confirm{
 		Question: fmt.Sprintf("Cancel reservation #%d?", id),
 		Lines: []string{"Slots it has already used are charged; the rest of its hold on the team's budget is released.",

@@ -316,3 +316,85 @@ func TestOperatorsSetAPoolsPricingAndSeeItsPlan(t *testing.T) {
 		t.Fatalf("policy: %+v", p)
 	}
 }
+
+// Cancelling a reservation asks for confirmation only for one of the viewer's team:
+// another team's reservation, or an id that does not exist, is not found before any
+// page (before issue 36 any id got "Cancel reservation #N?"), and nothing changes.
+func TestCancellingAnotherTeamsReservationIsNotFoundBeforeConfirming(t *testing.T) {
+	f := newFixture(t)
+	f.openMarket()
+	member := f.token(f.user("ana@x.io", identity.RoleMember, "search"))
+	code, body := f.api(member, "POST", "/api/v1/reservations/new", "")
+	if code != http.StatusCreated {
+		t.Fatalf("new: %d %v", code, body)
+	}
+	id := int64(body["id"].(float64))
+	if code, body := f.api(member, "POST", "/api/v1/reservations", f.definition(id, 10, "1h", 0, 2*time.Hour, `"50.00"`)); code != http.StatusCreated {
+		t.Fatalf("submit: %d %v", code, body)
+	}
+	if _, err := f.market.AddTeam(context.Background(), exchange.NewTeam{ID: "ads"}); err != nil {
+		t.Fatal(err)
+	}
+	f.user("bob@x.io", identity.RoleMember, "ads")
+	bob := f.browser()
+	bob.login("bob@x.io")
+	tok := bob.csrf("/reservations")
+	for _, path := range []string{fmt.Sprintf("/reservations/%d/cancel", id), "/reservations/987654/cancel"} {
+		res, doc := bob.post(path, url.Values{"csrf_token": {tok}})
+		if res.StatusCode != http.StatusNotFound || doc.Find("[data-testid=confirm]").Length() != 0 {
+			t.Errorf("POST %s by another team: %d, confirmation page %d", path, res.StatusCode, doc.Find("[data-testid=confirm]").Length())
+		}
+		res, _ = bob.post(path, url.Values{"csrf_token": {tok}, "confirm": {"yes"}})
+		if res.StatusCode != http.StatusNotFound {
+			t.Errorf("POST %s confirmed by another team: %d", path, res.StatusCode)
+		}
+	}
+	if code, v := f.api(member, "GET", fmt.Sprintf("/api/v1/reservations/%d", id), ""); code != http.StatusOK || v["status"] != "accepted" {
+		t.Fatalf("after another team's attempts: %d %v", code, v)
+	}
+	ana := f.browser()
+	ana.login("ana@x.io")
+	if res, doc := ana.post(fmt.Sprintf("/reservations/%d/cancel", id), url.Values{"csrf_token": {ana.csrf("/reservations")}}); res.StatusCode != http.StatusOK || doc.Find("[data-testid=confirm]").Length() != 1 {
+		t.Errorf("the team's own reservation: %d, want the confirmation page", res.StatusCode)
+	}
+}
+
+// An agent's end sent twice is answered in already_ended the second time, with the
+// end on record and a reason, and an earlier one in refused_ends; the answer's lists
+// are always present (empty when nothing is to say).
+func TestAgentEndsSentAgainAreAnsweredInTheReport(t *testing.T) {
+	f := newFixture(t)
+	f.openMarket()
+	member := f.token(f.user("ana@x.io", identity.RoleMember, "search"))
+	code, body := f.api(member, "POST", "/api/v1/reservations/new", "")
+	if code != http.StatusCreated {
+		t.Fatalf("new: %d %v", code, body)
+	}
+	id := int64(body["id"].(float64))
+	if code, body := f.api(member, "POST", "/api/v1/reservations", f.definition(id, 10, "1h", 0, 2*time.Hour, `"50.00"`)); code != http.StatusCreated {
+		t.Fatalf("submit: %d %v", code, body)
+	}
+	agent, _, err := f.id.IssueAgentToken(context.Background(), "us-east", "agent")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, v := f.api(member, "GET", fmt.Sprintf("/api/v1/reservations/%d", id), "")
+	start, _ := time.Parse(time.RFC3339, v["requests"].([]any)[0].(map[string]any)["start"].(string))
+	f.clock.Set(start.Add(20 * time.Minute))
+	end := fmt.Sprintf(`{"ends":[{"reservation":%d,"request":0,"at":%q}]}`, id, f.clock.Now().Format(time.RFC3339))
+	code, first := f.api(agent, "POST", "/api/v1/clusters/us-east/updates", end)
+	if code != http.StatusOK || len(first["already_ended"].([]any)) != 0 || len(first["refused_ends"].([]any)) != 0 {
+		t.Fatalf("the end: %d %v", code, first)
+	}
+	code, again := f.api(agent, "POST", "/api/v1/clusters/us-east/updates", end)
+	ae, _ := again["already_ended"].([]any)
+	if code != http.StatusOK || len(ae) != 1 || !strings.HasPrefix(ae[0].(map[string]any)["reason"].(string), "already ended at ") {
+		t.Fatalf("the end sent again: %d %v", code, again)
+	}
+	earlier := fmt.Sprintf(`{"ends":[{"reservation":%d,"request":0,"at":%q}]}`, id, f.clock.Now().Add(-10*time.Minute).Format(time.RFC3339))
+	code, out := f.api(agent, "POST", "/api/v1/clusters/us-east/updates", earlier)
+	re, _ := out["refused_ends"].([]any)
+	if code != http.StatusOK || len(re) != 1 || !strings.Contains(re[0].(map[string]any)["reason"].(string), "out of order") {
+		t.Fatalf("an earlier end: %d %v", code, out)
+	}
+}

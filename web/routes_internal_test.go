@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/gin-gonic/gin"
 )
 
 // publicRoutes answer without signing in.
@@ -95,5 +97,25 @@ func TestProbesAnswerAnyoneUnlogged(t *testing.T) {
 	}
 	if !strings.Contains(logs.String(), "/readyz") || !strings.Contains(logs.String(), "status=503") {
 		t.Errorf("a failing probe is not logged:\n%s", logs.String())
+	}
+}
+
+// A request's method is any token a client sends, of any length: the log line clips
+// it like the path (1,000 requests with 2,000-letter methods logged 2 MB of them).
+func TestLoggedMethodsAreClipped(t *testing.T) {
+	c, _ := gin.CreateTestContext(httptest.NewRecorder())
+	c.Request = httptest.NewRequest(strings.Repeat("A", 2000), "/"+strings.Repeat("p", 500), nil)
+	attrs := logAttrs(c)
+	for _, a := range attrs {
+		if a, ok := a.(slog.Attr); ok && len(a.Value.String()) > maxLoggedPath+40 {
+			t.Errorf("%s logged with %d bytes", a.Key, len(a.Value.String()))
+		}
+		if a, ok := a.(slog.Attr); ok && a.Key == "method" && !strings.HasPrefix(a.Value.String(), strings.Repeat("A", maxLoggedMethod)) {
+			t.Errorf("method logged as %q", a.Value.String())
+		}
+	}
+	c.Request = httptest.NewRequest(http.MethodPost, "/", nil)
+	if got := logAttrs(c)[1].(slog.Attr).Value.String(); got != "POST" {
+		t.Errorf("POST logged as %q", got)
 	}
 }

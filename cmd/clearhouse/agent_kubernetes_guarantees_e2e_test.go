@@ -83,7 +83,7 @@ func TestKubernetesATeamsLastPodEndingRecordsZeroUsage(t *testing.T) {
 	})
 }
 
-// `clearhouse agent --once` exits non-zero when the backend failed in its poll (here a
+// `clearhouse-agent --once` exits non-zero when the backend failed in its poll (here a
 // team's namespace does not exist, so its quota cannot be written), having reported
 // the error; with the namespace there it exits 0.
 func TestKubernetesAgentOnceFailsWhenTheBackendFails(t *testing.T) {
@@ -94,7 +94,7 @@ func TestKubernetesAgentOnceFailsWhenTheBackendFails(t *testing.T) {
 		t.Fatal(err)
 	}
 	token := m.token("us-east")
-	code, out, errOut := m.agent("us-east", token, "--backend", "kubernetes", "--config", config, "--once")
+	code, out, errOut := m.agentBinary("us-east", token, "--backend", "kubernetes", "--config", config, "--once")
 	if code == 0 || !strings.Contains(errOut, "team ads: none of its namespaces exists") || !strings.Contains(errOut, "errors in the cluster this poll") {
 		t.Fatalf("--once with a quota it cannot write: exit %d\n%s%s", code, out, errOut)
 	}
@@ -108,7 +108,7 @@ func TestKubernetesAgentOnceFailsWhenTheBackendFails(t *testing.T) {
 	if err := os.WriteFile(config, text, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if code, out, errOut := m.agent("us-east", token, "--backend", "kubernetes", "--config", config, "--once"); code != 0 {
+	if code, out, errOut := m.agentBinary("us-east", token, "--backend", "kubernetes", "--config", config, "--once"); code != 0 {
 		t.Fatalf("--once with every namespace there: exit %d\n%s%s", code, out, errOut)
 	}
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"testing"
 	"time"
@@ -21,7 +22,7 @@ func (m *agentMarket) follow() {
 	}
 }
 
-// `clearhouse agent --backend kubernetes` killed with SIGKILL while the report
+// `clearhouse-agent --backend kubernetes` (the binary, built) killed with SIGKILL while the report
 // carrying a best-effort task's start is on its way to the server (the gate holds it),
 // and restarted: the restarted agent finds the task's pod, creates no other, and
 // reports the start again from the pod. In the end there is exactly one pod of the
@@ -57,7 +58,8 @@ func TestKubernetesAgentKilledMidReportCreatesOnePodAndLosesNoEvent(t *testing.T
 
 	// 1. Killed with the task's start in a report the gate holds.
 	gate.holdStart(anyTask)
-	first := startAgentProcess(t, args)
+	bin := buildAgentBinary(t)
+	first := startAgentBinary(t, bin, args)
 	kubetest.Eventually(t, "the agent reporting the task's start", func() (bool, error) {
 		m.follow()
 		return gate.isHeld(), nil
@@ -72,7 +74,7 @@ func TestKubernetesAgentKilledMidReportCreatesOnePodAndLosesNoEvent(t *testing.T
 	}
 
 	// 2. Restarted: the start reaches the server, once, and no pod is added.
-	second := startAgentProcess(t, args)
+	second := startAgentBinary(t, bin, args)
 	kubetest.Eventually(t, "the server confirming the task's start", func() (bool, error) {
 		m.follow()
 		return view().Runs[0].ConfirmedAt != nil, nil
@@ -105,4 +107,22 @@ func TestKubernetesAgentKilledMidReportCreatesOnePodAndLosesNoEvent(t *testing.T
 	if code, out, errOut := runCLI(t, "", "verify", "--db", m.dsn); code != 0 {
 		t.Fatalf("clearhouse verify: exit %d\n%s%s", code, out, errOut)
 	}
+}
+
+// buildAgentBinary builds clearhouse-agent (cmd/clearhouse-agent, as make build does)
+// into the test's temporary directory and returns its path.
+func buildAgentBinary(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "clearhouse-agent")
+	if out, err := exec.Command("go", "build", "-o", bin, "../clearhouse-agent").CombinedOutput(); err != nil {
+		t.Fatalf("go build ./cmd/clearhouse-agent: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// startAgentBinary starts the clearhouse-agent binary bin with args and --every 1s,
+// in a process group of its own; it is killed when the test ends.
+func startAgentBinary(t *testing.T, bin string, args []string) *agentProcess {
+	t.Helper()
+	return startProcess(t, exec.Command(bin, append(args, "--every", "1s")...))
 }

@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/clearhouse/clearhouse/agent"
+	"github.com/clearhouse/clearhouse/agent/agentcmd"
+	_ "github.com/clearhouse/clearhouse/agent/kubernetes" // for agentBinary, as clearhouse-agent
 	"github.com/clearhouse/clearhouse/agent/simulate"
 	"github.com/clearhouse/clearhouse/auction"
 	"github.com/clearhouse/clearhouse/exchange"
@@ -121,11 +123,30 @@ func (m *agentMarket) loop(token string, sim *agent.Simulation, out, errOut io.W
 // the test instead of hanging it.
 func (m *agentMarket) agent(cluster, token string, flags ...string) (int, string, string) {
 	m.t.Helper()
+	return m.runAgent(func(ctx context.Context, args []string, out, errOut io.Writer) int {
+		return run(ctx, append([]string{"agent"}, args...), strings.NewReader(""), out, errOut)
+	}, cluster, token, flags)
+}
+
+// agentBinary runs clearhouse-agent's command line (agentcmd.Run with every backend,
+// as cmd/clearhouse-agent does; this file imports the kubernetes backend) in this
+// process, as agent runs `clearhouse agent`'s.
+func (m *agentMarket) agentBinary(cluster, token string, flags ...string) (int, string, string) {
+	m.t.Helper()
+	return m.runAgent(func(ctx context.Context, args []string, out, errOut io.Writer) int {
+		return agentcmd.Run(ctx, agentcmd.Options{Path: agentcmd.Binary, Version: version}, args, out, errOut)
+	}, cluster, token, flags)
+}
+
+// runAgent runs an agent's command line with the server, token and cluster flags and
+// the extra flags, and gives up after 20s.
+func (m *agentMarket) runAgent(run func(context.Context, []string, io.Writer, io.Writer) int, cluster, token string, flags []string) (int, string, string) {
+	m.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	var out, errOut bytes.Buffer
-	args := append([]string{"agent", "--server", m.app.Server.URL(), "--token", token, "--cluster", cluster}, flags...)
-	code := run(ctx, args, strings.NewReader(""), &out, &errOut)
+	args := append([]string{"--server", m.app.Server.URL(), "--token", token, "--cluster", cluster}, flags...)
+	code := run(ctx, args, &out, &errOut)
 	if ctx.Err() != nil {
 		m.t.Fatalf("agent %v did not stop by itself", flags)
 	}
@@ -247,8 +268,8 @@ func TestAgentFlagsAreValidated(t *testing.T) {
 		{[]string{"--server", "http://x", "--cluster", "c", "--token", "t", "--fail-rate", "0.5"}, "only with --backend simulate"},
 		{[]string{"--server", "http://x", "--cluster", "c", "--token", "t", "--backend", "print", "--seed", "2"}, "only with --backend simulate"},
 		{[]string{"--server", "http://x", "--cluster", "c", "--token", "t", "--backend", "print", "--simulate"}, "--simulate means --backend simulate"},
-		{[]string{"--server", "http://x", "--cluster", "c", "--token", "t", "--backend", "kubernetes"}, "--config: required by --backend kubernetes"},
-		{[]string{"--server", "http://x", "--cluster", "c", "--token", "t", "--backend", "nope"}, `(known: kubernetes, print, simulate, slurm)`},
+		{[]string{"--server", "http://x", "--cluster", "c", "--token", "t", "--backend", "kubernetes"}, `backend "kubernetes": not built into clearhouse: run clearhouse-agent --backend kubernetes`},
+		{[]string{"--server", "http://x", "--cluster", "c", "--token", "t", "--backend", "nope"}, `(known: print, simulate, slurm)`},
 		{[]string{"--server", "http://x", "--cluster", "c", "--token", "t", "--config", badConfig}, badConfig + ":3: teams.ads.namespace: unknown key"},
 		{[]string{"--server", "http://x", "--cluster", "c", "--token", "t", "--config", otherConfig}, otherConfig + `:1: cluster: "d" must equal --cluster "c"`},
 		{[]string{"--server", "http://x", "--cluster", "c", "--token", "t", "--config", otherConfig + ".missing"}, "--config: open"},
@@ -321,8 +342,8 @@ func TestAgentHelpDescribesBackendsAndConfig(t *testing.T) {
 	}
 }
 
-// A backend that cannot be opened when the agent starts (here a kubeconfig that is not
-// there yet) is tried again with backoff, and operators see why on the agent's status;
+// A backend that cannot be opened when clearhouse-agent starts (here a kubeconfig that
+// is not there yet) is tried again with backoff, and operators see why on the agent's status;
 // --once tries once.
 func TestAgentRetriesABackendThatCannotOpenAndReportsIt(t *testing.T) {
 	m := newAgentMarket(t)
@@ -334,7 +355,7 @@ func TestAgentRetriesABackendThatCannotOpenAndReportsIt(t *testing.T) {
 		t.Fatal(err)
 	}
 	token := m.token("us-east")
-	code, _, errOut := m.agent("us-east", token, "--backend", "kubernetes", "--config", config, "--every", "10ms", "--for", "300ms")
+	code, _, errOut := m.agentBinary("us-east", token, "--backend", "kubernetes", "--config", config, "--every", "10ms", "--for", "300ms")
 	if code == 0 || strings.Count(errOut, "open the backend: kubernetes: kubeconfig "+missing) < 2 || !strings.Contains(errOut, "trying again in") {
 		t.Fatalf("an agent whose backend cannot open: code %d, stderr %q; want several attempts, then a failure", code, errOut)
 	}
@@ -346,7 +367,7 @@ func TestAgentRetriesABackendThatCannotOpenAndReportsIt(t *testing.T) {
 		!strings.Contains(views[0].Errors[0], "open the backend: kubernetes: kubeconfig "+missing) {
 		t.Fatalf("operators see %+v; want the kubernetes agent's open error", views)
 	}
-	code, _, errOut = m.agent("us-east", token, "--backend", "kubernetes", "--config", config, "--once")
+	code, _, errOut = m.agentBinary("us-east", token, "--backend", "kubernetes", "--config", config, "--once")
 	if code == 0 || strings.Contains(errOut, "trying again") {
 		t.Fatalf("--once with a backend that cannot open: code %d, stderr %q; want one attempt", code, errOut)
 	}

@@ -17,6 +17,8 @@ import (
 
 	"github.com/robfig/cron/v3"
 
+	"github.com/clearhouse/clearhouse"
+
 	"github.com/clearhouse/clearhouse/auction"
 	"github.com/clearhouse/clearhouse/besteffort"
 	"github.com/clearhouse/clearhouse/demo"
@@ -90,17 +92,8 @@ func (c Config) Validate() error {
 	if c.Tick < time.Second {
 		return fmt.Errorf("--tick %s: must be at least 1s", c.Tick)
 	}
-	if c.AuctionEvery < 0 || (c.AuctionEvery > 0 && c.AuctionEvery < time.Minute) {
-		return fmt.Errorf("--auction-every %s: must be 0 (no automatic auctions) or at least 1m", c.AuctionEvery)
-	}
-	if c.AuctionEvery > 0 && (c.AuctionWindow < time.Minute || c.AuctionWindow > c.AuctionEvery) {
-		return fmt.Errorf("--auction-window %s: must be at least 1m and at most --auction-every (%s)", c.AuctionWindow, c.AuctionEvery)
-	}
-	if c.PreviewEvery < time.Second {
-		return fmt.Errorf("--preview-every %s: must be at least 1s", c.PreviewEvery)
-	}
-	if !(c.FinalSeconds >= 0 && c.FinalSeconds <= auction.MaxFinalSeconds) {
-		return fmt.Errorf("--final-round-seconds %v: must be from 0 (the default, %g) to %g", c.FinalSeconds, auction.DefaultFinalSeconds, auction.MaxFinalSeconds)
+	if err := c.validateCadence(); err != nil {
+		return err
 	}
 	if c.MetricsAddr != "" {
 		if _, _, err := net.SplitHostPort(c.MetricsAddr); err != nil {
@@ -114,6 +107,24 @@ func (c Config) Validate() error {
 		return fmt.Errorf("--verify-every %s: must be 0 (no scheduled verify) or at least 1m", c.VerifyEvery)
 	}
 	return c.Mail.Validate()
+}
+
+// validateCadence checks the flags of the auction cadence, which serve and auction
+// tick share: both refuse the same values with the same message.
+func (c Config) validateCadence() error {
+	if c.AuctionEvery < 0 || (c.AuctionEvery > 0 && c.AuctionEvery < time.Minute) {
+		return fmt.Errorf("--auction-every %s: must be 0 (no automatic auctions) or at least 1m", c.AuctionEvery)
+	}
+	if c.AuctionEvery > 0 && (c.AuctionWindow < time.Minute || c.AuctionWindow > c.AuctionEvery) {
+		return fmt.Errorf("--auction-window %s: must be at least 1m and at most --auction-every (%s)", c.AuctionWindow, c.AuctionEvery)
+	}
+	if c.PreviewEvery < time.Second {
+		return fmt.Errorf("--preview-every %s: must be at least 1s", c.PreviewEvery)
+	}
+	if err := auction.CheckFinalSeconds(c.FinalSeconds); err != nil {
+		return fmt.Errorf("--final-round-seconds: %s", clearhouse.ErrorMessage(err))
+	}
+	return nil
 }
 
 func parseCIDRs(s string) ([]*net.IPNet, error) {
@@ -194,6 +205,7 @@ func (a *App) Open(ctx context.Context) error {
 	a.Market.UseMeasuredUtilization(a.Util)
 	a.Idle = besteffort.New(db, a.Ledger, a.now, besteffort.DefaultConfig)
 	a.metrics = metrics.New(db, version, a.now)
+	a.metrics.Jobs(jobNames...)
 	a.Market.ObserveCloses(a.metrics)
 	a.Plan.ObservePlan(a.metrics)
 	a.failed = make(chan error, 2)

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 
 	"github.com/clearhouse/clearhouse/auction"
 	"github.com/spf13/cobra"
@@ -28,29 +27,6 @@ func openIn(cmd *cobra.Command, path string) (io.ReadCloser, error) {
 		return io.NopCloser(cmd.InOrStdin()), nil
 	}
 	return os.Open(path)
-}
-
-// writeOut writes data to a file atomically (a temporary file renamed into place),
-// or to standard output for "-".
-func writeOut(cmd *cobra.Command, path string, data []byte) error {
-	if path == "-" {
-		_, err := cmd.OutOrStdout().Write(data)
-		return err
-	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".clearhouse-*")
-	if err != nil {
-		return err
-	}
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		os.Remove(tmp.Name())
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		os.Remove(tmp.Name())
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
 }
 
 func readInstance(cmd *cobra.Command, path string) (auction.Instance, error) {

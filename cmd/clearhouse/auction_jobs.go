@@ -91,6 +91,9 @@ func newAuctionTickCmd() *cobra.Command {
 		Short: "Run the market's scheduled job once: open, preview, close and schedule auctions as due; charge reservations for the slots that passed",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := cfg.validateCadence(); err != nil {
+				return &exitError{2, err}
+			}
 			return withDB(cmd, func(db *store.DB) error {
 				var rep exchange.TickReport
 				var plan fleet.PlanTick

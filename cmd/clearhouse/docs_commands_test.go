@@ -10,10 +10,12 @@ import (
 	"testing"
 
 	"github.com/spf13/cobra"
+
+	"github.com/clearhouse/clearhouse/agent/agentcmd"
 )
 
 // docCommandLines returns, for README.md and every page under docs/, the lines of its
-// fenced code blocks, keyed "file:line", and the inline code spans of its prose that
+// fenced code blocks (a line ending in \ joined with the next), keyed "file:line", and the inline code spans of its prose that
 // are clearhouse commands, keyed "file:line.n".
 func docCommandLines(t *testing.T) map[string]string {
 	t.Helper()
@@ -31,7 +33,7 @@ func docCommandLines(t *testing.T) map[string]string {
 		}
 		sc := bufio.NewScanner(f)
 		sc.Buffer(make([]byte, 1<<20), 1<<20)
-		fence := ""
+		fence, continued, start := "", "", 0 // continued: a code line ending in \ so far, from line start
 		for n := 1; sc.Scan(); n++ {
 			line := strings.TrimLeft(sc.Text(), " ")
 			switch {
@@ -39,6 +41,14 @@ func docCommandLines(t *testing.T) map[string]string {
 				fence = line[:3]
 			case fence != "" && strings.HasPrefix(line, fence):
 				fence = ""
+			case fence != "" && strings.HasSuffix(line, "\\"): // a command going on on the next line
+				if continued == "" {
+					start = n
+				}
+				continued += strings.TrimSuffix(line, "\\")
+			case fence != "" && continued != "":
+				lines[strings.TrimPrefix(file, "../../")+":"+strconv.Itoa(start)] = continued + line
+				continued = ""
 			case fence != "":
 				lines[strings.TrimPrefix(file, "../../")+":"+strconv.Itoa(n)] = line
 			default: // prose: its inline code spans that are commands
@@ -52,27 +62,36 @@ func docCommandLines(t *testing.T) map[string]string {
 	return lines
 }
 
-// inlineCommand is an inline code span holding a clearhouse command.
-var inlineCommand = regexp.MustCompile("`((?:go run \\./cmd/)?clearhouse [^`]+)`")
+// inlineCommand is an inline code span holding a clearhouse or clearhouse-agent command.
+var inlineCommand = regexp.MustCompile("`((?:go run \\./cmd/)?clearhouse(?:-agent)? [^`]+)`")
 
 // invocation finds "clearhouse ..." (or "go run ./cmd/clearhouse ...", "./clearhouse
-// ...", "bin/clearhouse ...") that starts one command of a shell line (after
-// environment assignments), follows "--" (kubectl exec) or opens "$(", and returns its
-// words.
-var invocation = regexp.MustCompile(`(?:^(?:[A-Z_]+=\S*\s+)*|\s--\s+|\$\()(?:go run \./cmd/clearhouse|\./clearhouse|bin/clearhouse|clearhouse)\s+(.*)$`)
+// ...", "./bin/clearhouse ...", "bin/clearhouse ...") that starts one command of a
+// shell line (after environment assignments), follows "--" (kubectl exec) or opens
+// "$(", and returns its words.
+var invocation = regexp.MustCompile(`(?:^(?:[A-Z_]+=\S*\s+)*|\s--\s+|\$\()(?:go run \./cmd/clearhouse|\./clearhouse|\./bin/clearhouse|bin/clearhouse|clearhouse)\s+(.*)$`)
 
-// Every clearhouse command the README and the docs show in their code blocks exists,
-// with every flag it is given: a page that names a command or flag the binary does not
-// have fails here, not in a newcomer's terminal.
+// agentInvocation finds clearhouse-agent's commands as invocation finds clearhouse's.
+var agentInvocation = regexp.MustCompile(`(?:^(?:[A-Z_]+=\S*\s+)*|\s--\s+|\$\()(?:go run \./cmd/clearhouse-agent|\./clearhouse-agent|\./bin/clearhouse-agent|bin/clearhouse-agent|clearhouse-agent)\s+(.*)$`)
+
+// Every clearhouse and clearhouse-agent command the README and the docs show in their
+// code blocks exists, with every flag it is given, and none asks the server's
+// clearhouse agent for the kubernetes backend it leaves out: a page that names a
+// command or flag the binary does not have fails here, not in a newcomer's terminal.
 func TestDocsNameOnlyCommandsAndFlagsThatExist(t *testing.T) {
-	root := newRootCmd()
-	checked := 0
+	server, agentBinary := newRootCmd(), agentcmd.Root(agentcmd.Options{Path: agentcmd.Binary, Version: version})
+	checked, agentChecked := 0, 0
 	for where, line := range docCommandLines(t) {
 		line, _, _ = strings.Cut(line, " #") // a comment
 		for _, part := range regexp.MustCompile(`\|\|?|&&|;`).Split(line, -1) {
+			root := server
 			m := invocation.FindStringSubmatch(strings.TrimSpace(part))
 			if m == nil {
-				continue
+				if m = agentInvocation.FindStringSubmatch(strings.TrimSpace(part)); m == nil {
+					continue
+				}
+				root = agentBinary
+				agentChecked++
 			}
 			words := strings.Fields(m[1])
 			var args []string
@@ -95,6 +114,9 @@ func TestDocsNameOnlyCommandsAndFlagsThatExist(t *testing.T) {
 				continue
 			}
 			checked++
+			if cmd.CommandPath() == "clearhouse agent" && strings.Contains(" "+strings.Join(rest, " ")+" ", " --backend kubernetes ") {
+				t.Errorf("%s: %q: the server's clearhouse agent has no kubernetes backend; the page should run clearhouse-agent", where, strings.TrimSpace(part))
+			}
 			for _, a := range rest {
 				if !strings.HasPrefix(a, "--") || a == "--" {
 					continue
@@ -106,7 +128,7 @@ func TestDocsNameOnlyCommandsAndFlagsThatExist(t *testing.T) {
 			}
 		}
 	}
-	t.Logf("%d clearhouse commands in the docs checked", checked)
+	t.Logf("%d clearhouse commands in the docs checked, %d of them clearhouse-agent's", checked, agentChecked)
 	if checked < 50 {
 		t.Fatalf("checked %d commands in the docs; the parser finds too few", checked)
 	}

@@ -1,28 +1,16 @@
 package main
 
 import (
-	"fmt"
-	"strings"
-
 	"github.com/spf13/cobra"
-	"github.com/spf13/pflag"
+
+	"github.com/clearhouse/clearhouse/agent/agentcmd"
 )
 
 // bindEnv sets every flag of cmd that was not given on the command line from the
 // environment variable CLEARHOUSE_<NAME> (upper case, dashes as underscores), so that
 // one configuration can come from flags, the environment, or both.
+//
+// The rule is agentcmd.BindEnv, shared with clearhouse-agent.
 func bindEnv(cmd *cobra.Command, lookup func(string) (string, bool)) error {
-	var firstErr error
-	cmd.Flags().VisitAll(func(f *pflag.Flag) {
-		if firstErr != nil || f.Changed || f.Name == "help" || f.Name == "version" {
-			return
-		}
-		name := "CLEARHOUSE_" + strings.ToUpper(strings.ReplaceAll(f.Name, "-", "_"))
-		if v, ok := lookup(name); ok {
-			if err := cmd.Flags().Set(f.Name, v); err != nil {
-				firstErr = fmt.Errorf("%s=%q: %w", name, v, err)
-			}
-		}
-	})
-	return firstErr
+	return agentcmd.BindEnv(cmd, lookup)
 }

@@ -19,6 +19,9 @@ const (
 	jobPlan        = "plan_follow"
 )
 
+// jobNames is every scheduled job, whose metrics exist at 0 from start-up.
+var jobNames = []string{jobTick, jobUtilization, jobEmail, jobFairness, jobHistory, jobVerify, jobHolding, jobPlan}
+
 // runJob runs one scheduled job's run: it times it, turns a panic into a failure
 // logged with its stack, logs a failure, and records the run in the metrics. fn
 // reports whether it ran (false: another replica holds the job's lock).

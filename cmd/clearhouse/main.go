@@ -53,6 +53,11 @@ func exitOnSecondSignal(ctx context.Context, stop context.CancelFunc, again chan
 // run executes the command line args and returns the process exit code. Tests call it
 // directly with their own streams.
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	if err := unknownCommand(args); err != nil {
+		fmt.Fprintln(stderr, "clearhouse:", err)
+		fmt.Fprintln(stderr, hint(err))
+		return 1
+	}
 	root := newRootCmd()
 	root.SetArgs(args)
 	root.SetIn(stdin)
@@ -76,6 +81,39 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return 1
 	}
 	return 0
+}
+
+// unknownCommand refuses a command line whose verb does not exist under a command
+// that only groups others ("clearhouse nosuch --help", "clearhouse auction nosuch"):
+// cobra answers those with the group's help and exit status 0, as if they had
+// worked. It parses on a command tree of its own, so the one run is untouched.
+func unknownCommand(args []string) error {
+	root := newRootCmd()
+	root.InitDefaultHelpCmd() // the commands cobra adds as it executes
+	root.InitDefaultCompletionCmd()
+	cmd, rest, err := root.Find(args)
+	if err == nil && cmd.Name() == "help" && cmd.Parent() == root && len(rest) > 0 {
+		// "clearhouse help nosuch": cobra says "Unknown help topic" and exits 0.
+		topic, extra, err := root.Find(rest)
+		switch {
+		case err != nil || topic == root:
+			return fmt.Errorf("unknown command %q for %q", rest[0], root.CommandPath())
+		case len(extra) > 0 && !strings.HasPrefix(extra[0], "-"):
+			return fmt.Errorf("unknown command %q for %q", extra[0], topic.CommandPath())
+		}
+		return nil
+	}
+	if err != nil || !cmd.HasAvailableSubCommands() {
+		return nil // cobra reports its own errors
+	}
+	cmd.InitDefaultHelpFlag()
+	if err := cmd.ParseFlags(rest); err != nil {
+		return nil
+	}
+	if pos := cmd.Flags().Args(); len(pos) > 0 {
+		return fmt.Errorf("unknown command %q for %q", pos[0], cmd.CommandPath())
+	}
+	return nil
 }
 
 // hint is what to do about a failed command, for the errors a newcomer meets first:

@@ -33,6 +33,24 @@ func TestUnknownCommandFails(t *testing.T) {
 	}
 }
 
+// An unknown verb is an error whatever comes with it: before issue 36 `clearhouse
+// nosuch --help` and `clearhouse auction nosuch` printed a group's help and exited 0.
+// Help for commands that exist still exits 0.
+func TestUnknownCommandWithHelpFails(t *testing.T) {
+	for _, args := range [][]string{{"no-such-verb", "--help"}, {"no-such-verb", "-h"}, {"auction", "no-such-verb"},
+		{"auction", "no-such-verb", "--help"}, {"--db", "x.db", "user", "no-such-verb"}, {"help", "no-such-verb"}, {"help", "auction", "no-such-verb"}} {
+		code, out, errOut := runCLI(t, "", args...)
+		if code == 0 || out != "" || !strings.Contains(errOut, `unknown command "no-such-verb"`) || !strings.Contains(errOut, "clearhouse --help") {
+			t.Errorf("%v: code %d, stdout %.60q, stderr %q", args, code, out, errOut)
+		}
+	}
+	for _, args := range [][]string{{"--help"}, {"auction", "--help"}, {"auction"}, {"help", "auction"}, {"user", "token", "list", "--help"}} {
+		if code, out, errOut := runCLI(t, "", args...); code != 0 || !strings.Contains(out, "Usage:") {
+			t.Errorf("%v: code %d, stdout %.60q, stderr %q", args, code, out, errOut)
+		}
+	}
+}
+
 // A port another program holds fails with a pointer to --addr.
 func TestServeOnATakenPortSuggestsAddr(t *testing.T) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")

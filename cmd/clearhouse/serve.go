@@ -45,6 +45,12 @@ share one database; run 'clearhouse migrate' once and start them with --migrate=
 				return err
 			}
 			fmt.Fprintln(cmd.OutOrStdout(), servingMessage(app.Server.URL(), cfg.DB))
+			envDB, ok := os.LookupEnv("CLEARHOUSE_DB")
+			if hint, err := app.firstUserHint(cmd.Context(), ok && envDB == cfg.DB); err != nil {
+				log.Warn("could not count the users", "err", err)
+			} else if hint != "" {
+				fmt.Fprintln(cmd.OutOrStdout(), hint)
+			}
 			return serveUntilDone(cmd.Context(), app, log)
 		},
 	}

@@ -128,8 +128,9 @@ func (s *statusRecorder) WriteHeader(code int) {
 	s.ResponseWriter.WriteHeader(code)
 }
 
-// agentProcess is `clearhouse agent` polling every second in a child process (the
-// test binary running the command line: cliEnv), in a process group of its own so
+// agentProcess is an agent polling every second in a child process (`clearhouse
+// agent`: the test binary running the command line, cliEnv; or the clearhouse-agent
+// binary, built), in a process group of its own so
 // that a kill takes the commands it runs (Slurm's) with it, as the end of its
 // container would.
 type agentProcess struct {
@@ -150,6 +151,13 @@ func startAgentProcess(t *testing.T, args []string, env ...string) *agentProcess
 	args = append(append([]string{"agent"}, args...), "--every", "1s")
 	cmd := exec.Command(os.Args[0])
 	cmd.Env = append(append(os.Environ(), cliEnv+"="+strings.Join(args, "\x1f")), env...)
+	return startProcess(t, cmd)
+}
+
+// startProcess starts cmd as an agentProcess: in a process group of its own, its
+// output in a log file, killed when the test ends.
+func startProcess(t *testing.T, cmd *exec.Cmd) *agentProcess {
+	t.Helper()
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	log, err := os.CreateTemp(t.TempDir(), "agent-*.log")
 	if err != nil {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -43,5 +44,24 @@ func TestTeamAndUserCommands(t *testing.T) {
 	}
 	if code, _, _ = runCLI(t, "", "user", "token", "--email", "nobody@x.io", "--db", db); code == 0 {
 		t.Fatal("a token for an unknown user")
+	}
+}
+
+// The command line takes the same amounts as the web forms and the JSON API (one
+// parser, ledger.ParseMoney; web's TestEverySurfaceTakesTheSameAmounts): "$1" and
+// "1,000.00" are budgets, ".5" and "1." are refused naming the flag.
+func TestTeamAddTakesTheSameAmountsAsEverySurface(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "money.db")
+	if code, out, errOut := runCLI(t, "", "migrate", "--db", db); code != 0 {
+		t.Fatalf("migrate: %d %s%s", code, out, errOut)
+	}
+	i := 0
+	for in, ok := range map[string]bool{"1000": true, "1,000.00": true, "$1": true, "$1,000.5": true, "0.5": true, "+3": true,
+		".5": false, "1.": false, "$.5": false, "1,00": false, "1e3": false, "$-5": false} {
+		i++
+		code, _, errOut := runCLI(t, "", "team", "add", "--db", db, "--id", fmt.Sprintf("t%d", i), "--budget", in)
+		if (code == 0) != ok || (!ok && (!strings.Contains(errOut, "--budget: ") || !strings.Contains(errOut, "is not an amount of dollars"))) {
+			t.Errorf("team add --budget %q: exit %d %s, want accepted %v", in, code, errOut, ok)
+		}
 	}
 }

@@ -60,7 +60,6 @@ type mrJob struct {
 	user, arrive             int
 	maps, reduces            int
 	leftM, leftR, doneM, run int
-	readyR                   bool // queued for its reduces
 }
 
 // slot is one running task: its job and the step it ends.
