@@ -144,3 +144,9 @@ func stringsClaim(v any) []string {
 	}
 	return nil
 }
+
+// String describes the configuration without its client secret, so that printing or
+// logging it never shows the secret.
+func (c OIDCConfig) String() string {
+	return fmt.Sprintf("OIDC{issuer: %s, client: %s, redirect: %s, scopes: %v, secret: hidden}", c.Issuer, c.ClientID, c.RedirectURL, c.Scopes)
+}

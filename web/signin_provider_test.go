@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strings"
 	"sync"
 	"testing"
@@ -351,4 +352,30 @@ func TestProviderSignInRefusesBadTokens(t *testing.T) {
 			t.Errorf("the starting browser after another tried its state: %d", res.StatusCode)
 		}
 	})
+}
+
+// With passwords off, the right password signs nobody in and the page has no password form.
+func TestPasswordSignInCanBeTurnedOff(t *testing.T) {
+	f := newFixtureOn(t, storetest.New(t), web.Config{LoginRate: 5, PublicURL: "http://127.0.0.1", NoPasswordSignIn: true,
+		OIDC: web.OIDCConfig{Issuer: "http://127.0.0.1:1/", ClientID: "c", ClientSecret: "s", RedirectURL: "http://127.0.0.1/login/oidc/callback", Mapping: testMapping}})
+	f.user("ops@x.io", identity.RoleOperator, "")
+	b := f.browser()
+	_, doc := b.get("/login")
+	if doc.Find("[data-testid=login-submit]").Length() != 0 || doc.Find("[data-testid=login-provider]").Length() != 1 {
+		t.Fatalf("login page: password form %d, provider link %d", doc.Find("[data-testid=login-submit]").Length(), doc.Find("[data-testid=login-provider]").Length())
+	}
+	var csrf string
+	for _, c := range b.c.Jar.Cookies(mustURL(f.srv.URL)) {
+		if c.Name == "ch_csrf" {
+			csrf = c.Value
+		}
+	}
+	res, doc := b.post("/login", url.Values{"email": {"ops@x.io"}, "password": {testPassword}, "csrf_token": {csrf}})
+	if res.StatusCode != http.StatusForbidden || hasSession(res) || !strings.Contains(doc.Text(), "password is turned off") {
+		t.Fatalf("password sign-in while off: %d, session %v: %s", res.StatusCode, hasSession(res), doc.Find("main").Text())
+	}
+	// An unreachable provider is a page that says so, not a 500.
+	if res, doc := b.get("/login/oidc"); res.StatusCode != http.StatusBadGateway || doc.Find("[data-testid=provider-refused]").Length() != 1 {
+		t.Fatalf("unreachable provider: %d", res.StatusCode)
+	}
 }

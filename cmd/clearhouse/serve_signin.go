@@ -91,3 +91,10 @@ func (c SignInConfig) web(publicURL string) (web.OIDCConfig, error) {
 	}
 	return web.OIDCConfig{Issuer: c.Issuer, ClientID: c.ClientID, ClientSecret: secret, Scopes: c.Scopes, RedirectURL: redirect, Mapping: m}, nil
 }
+
+// String describes the settings without the client secret: printing or logging them
+// never shows it.
+func (c SignInConfig) String() string {
+	return fmt.Sprintf("SignIn{issuer: %s, client: %s, secret file: %s, redirect: %s, groups: %s, no passwords: %v, secret: hidden}",
+		c.Issuer, c.ClientID, c.ClientSecretFile, c.RedirectURL, c.GroupsFile, c.NoPasswordSignIn)
+}
