@@ -255,7 +255,7 @@ func (ProviderLogin) TableName() string { return "oidc_logins" }
 func (s *Identity) BeginProviderLogin(ctx context.Context, nonce, verifier, next string) (state, browser string, err error) {
 	state, stateHash := newSecret("")
 	browser, browserHash := newSecret("")
-	now := s.now()
+	now := s.now().UTC() // UTC: SQLite compares the stored times as text
 	err = s.db.Write.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 		if err := tx.Where("expires_at < ?", now).Delete(&ProviderLogin{}).Error; err != nil {
 			return err
