@@ -150,3 +150,21 @@ func TestSignInFlagsAreValidated(t *testing.T) {
 		}
 	}
 }
+
+// serve takes the client secret from CLEARHOUSE_OIDC_CLIENT_SECRET and never prints it.
+func TestServeTakesTheClientSecretFromTheEnvironment(t *testing.T) {
+	args := []string{"serve", "--addr", "127.0.0.1:0", "--db", t.TempDir() + "/c.db", "--public-url", "https://ch.example.com",
+		"--oidc-issuer", "https://idp.example.com", "--oidc-client-id", "clearhouse"}
+	code, _, errOut := runCLI(t, "", args...)
+	if code == 0 || !strings.Contains(errOut, "CLEARHOUSE_OIDC_CLIENT_SECRET") {
+		t.Fatalf("no secret: code %d, stderr %q", code, errOut)
+	}
+	t.Setenv("CLEARHOUSE_OIDC_CLIENT_SECRET", "sekrit-from-env")
+	code, out, errOut := runCLI(t, "", args...)
+	if code == 0 || !strings.Contains(errOut, "--oidc-groups: required") {
+		t.Fatalf("secret from the environment, no mapping: code %d, stderr %q", code, errOut)
+	}
+	if strings.Contains(out+errOut, "sekrit-from-env") {
+		t.Fatalf("serve printed the client secret: %q %q", out, errOut)
+	}
+}
