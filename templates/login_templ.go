@@ -14,7 +14,7 @@ type LoginForm struct {
 	Next  string
 	Error string
 	// Provider, when set, is the link that signs in through the company's OpenID
-	// Provider; NoPasswords hides the password form (turned off by --password-sign-in).
+	// Provider; NoPasswords hides the password form (serve --no-password-sign-in).
 	Provider    string
 	NoPasswords bool
 }
