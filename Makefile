@@ -11,7 +11,7 @@ GO_IMAGE      ?= golang:1.26-bookworm
 RUNTIME_IMAGE ?= debian:bookworm-slim
 IMAGE         ?= clearhouse:$(VERSION)
 
-.PHONY: all build test test-short bench run generate check-generated check-tidy lint fmt clean docker check-deploy kube-build kube-up kube-down
+.PHONY: all build test test-short bench run generate check-generated check-tidy lint fmt clean docker check-deploy kube-build kube-up kube-down oidc-build
 
 all: build
 
@@ -53,10 +53,10 @@ check-generated: generate
 	  if [ -n "$$untracked" ]; then echo "uncommitted generated files: $$untracked" >&2; exit 1; fi
 
 ## check-tidy: fail when `go mod tidy` would change go.mod or go.sum, of the product's
-## module and of the test control plane's own modules (tools/kube, tools/kueue). Prints the diff.
+## module and of the test control plane's own modules (tools/kube, tools/kueue) and of the sign-in tests' provider (tools/oidc). Prints the diff.
 check-tidy:
 	@$(GO) mod tidy -diff || (echo "go.mod/go.sum are not tidy: run 'go mod tidy' and commit" >&2; exit 1)
-	@for m in tools/kube tools/kueue; do \
+	@for m in tools/kube tools/kueue tools/oidc; do \
 	  (cd $$m && $(GO) mod tidy -diff) || { echo "$$m/go.mod/go.sum are not tidy: run 'cd $$m && go mod tidy' and commit" >&2; exit 1; }; \
 	done
 
@@ -86,6 +86,10 @@ check-deploy:
 kube-build:
 	./scripts/kube-build.sh
 	./scripts/kueue-build.sh
+
+## oidc-build: the sign-in tests' OpenID Provider (tools/oidc), cached; ~1 min cold.
+oidc-build:
+	./scripts/oidc-build.sh
 
 ## kube-up: a Kubernetes control plane on loopback for the tests and docs/kubernetes.md, with
 ## Kueue's CRDs and controller (KUBE_UP_FLAGS=--no-kueue to leave Kueue out); prints the

@@ -89,6 +89,7 @@ var depRules = map[string]depRule{
 	// service may ask who someone is, and identity asks none of them.
 	"identity":              {deny: join([]string{"notify", "exchange", "fleet", "besteffort", "metrics"}, above)},
 	"identity/identitytest": {deny: join([]string{"notify", "exchange", "fleet", "besteffort", "metrics"}, above)},
+	"identity/oidctest":     {deny: join([]string{"store", "ledger", "identity", "notify", "exchange", "fleet", "besteffort", "metrics"}, above)},
 
 	// Notifications and the e-mail outbox: messages stored for users, sent by the
 	// mailer job. The market decides what they say and writes them in its own

@@ -70,6 +70,10 @@ type User struct {
 	CreatedAt    time.Time
 	DisabledAt   *time.Time
 	EmailOffAt   *time.Time // when the user turned notification emails off (nil: on)
+	// OIDCSubject links the user to one provider identity ("issuer subject"); nil: none.
+	OIDCSubject  *string `gorm:"column:oidc_subject"`
+	AccessSource string  `gorm:"default:local"` // SourceLocal, SourceProvider or SourceRevoked
+	AccessGroup  string  // the provider group whose rule gave the role and team (SourceProvider)
 }
 
 // Session is a signed-in browser. Its token is never stored: only its hash.

@@ -15,7 +15,7 @@ import (
 
 func TestModelsMatchSchema(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
-		storetest.AssertModelsMatchSchema(t, db, &identity.User{}, &identity.Session{}, &identity.APIToken{})
+		storetest.AssertModelsMatchSchema(t, db, &identity.User{}, &identity.Session{}, &identity.APIToken{}, &identity.ProviderLogin{})
 	})
 }
 

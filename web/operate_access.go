@@ -38,7 +38,8 @@ func (s *Server) accessPage(c *gin.Context) {
 	var v templates.AccessView
 	for _, a := range accounts {
 		row := templates.AccessUserRow{ID: a.ID, Email: a.Email, Name: a.Name, Role: string(a.Role), Team: a.TeamID,
-			Disabled: a.DisabledAt != nil, Sessions: a.Sessions, Tokens: a.ActiveTokens, LastSeen: "—", Self: a.ID == me.ID}
+			Disabled: a.DisabledAt != nil, Sessions: a.Sessions, Tokens: a.ActiveTokens, LastSeen: "—", Self: a.ID == me.ID,
+			Source: accessSource(a.User)}
 		if a.LastSeenAt != nil {
 			row.LastSeen = fmtTime(*a.LastSeenAt)
 		}

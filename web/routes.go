@@ -28,6 +28,10 @@ func (s *Server) routes(e *gin.Engine) {
 	e.GET("/login", s.loginPage)
 	e.POST("/login", s.login)
 	e.POST("/logout", s.logout)
+	if s.oidc != nil { // sign-in through the company's provider: public, like /login
+		e.GET("/login/oidc", s.providerLogin)
+		e.GET("/login/oidc/callback", s.providerCallback)
+	}
 
 	all := e.Group("", s.requireRole(anyone...))
 	all.GET("/", s.marketSummary)

@@ -47,6 +47,10 @@ type Config struct {
 	MetricsToken string
 	// Ready is /readyz's check: nil when the server can take traffic.
 	Ready func(context.Context) error
+	// OIDC is sign-in through the company's OpenID Provider; NoPasswordSignIn turns
+	// the password form off (docs/access.md).
+	OIDC             OIDCConfig
+	NoPasswordSignIn bool
 }
 
 // Services are the domain services the handlers call.
@@ -68,8 +72,9 @@ type Server struct {
 	http    *http.Server
 	ln      net.Listener
 	limiter *loginLimiter
-	secure  bool       // cookies are Secure
-	failed  chan error // Serve's error when it stops on its own
+	secure  bool        // cookies are Secure
+	failed  chan error  // Serve's error when it stops on its own
+	oidc    *oidcClient // nil: no sign-in through a provider
 }
 
 // NewServer wires the routes.
@@ -82,6 +87,9 @@ func NewServer(cfg Config, svc Services, log *slog.Logger, now func() time.Time)
 		cfg.LoginRatePerAddress = 3 * cfg.LoginRate
 	}
 	s := &Server{cfg: cfg, svc: svc, log: log, now: now, limiter: newLoginLimiter(cfg.LoginRate, cfg.LoginRatePerAddress, limiterCapacity, now), secure: secureCookies(cfg)}
+	if cfg.OIDC.Enabled() {
+		s.oidc = &oidcClient{cfg: cfg.OIDC, now: now}
+	}
 	e := gin.New()
 	e.HandleMethodNotAllowed = true
 	e.ContextWithFallback = true

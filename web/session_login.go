@@ -20,7 +20,8 @@ func (s *Server) loginPage(c *gin.Context) {
 		c.Redirect(http.StatusSeeOther, safeNext(c.Query("next")))
 		return
 	}
-	s.render(c, http.StatusOK, templates.LoginPage(s.page(c, "", ""), templates.LoginForm{Next: safeNext(c.Query("next"))}))
+	next := safeNext(c.Query("next"))
+	s.render(c, http.StatusOK, templates.LoginPage(s.page(c, "", ""), s.loginForm(templates.LoginForm{Next: next})))
 }
 
 // login checks the credentials, starts a session and redirects. An email longer than
@@ -28,6 +29,10 @@ func (s *Server) loginPage(c *gin.Context) {
 // shown. Failed attempts are limited per client address and email and per client
 // address; a success gives its attempt back.
 func (s *Server) login(c *gin.Context) {
+	if s.cfg.NoPasswordSignIn {
+		s.fail(c, clearhouse.Errorf(clearhouse.EFORBIDDEN, "Sign-in with a password is turned off; sign in with your company account."))
+		return
+	}
 	raw := c.Request.PostForm.Get("email")
 	if len(raw) > maxEmail {
 		s.fail(c, clearhouse.Errorf(clearhouse.EINVALID, "email: must be at most %d bytes", maxEmail))
@@ -43,13 +48,13 @@ func (s *Server) login(c *gin.Context) {
 	if !s.limiter.attempt(addr, email) {
 		s.log.Warn("sign-in rate limited", "request_id", requestID(c), "client", addr, "email", email)
 		form.Error = "Too many sign-in attempts. Wait a minute and try again."
-		s.render(c, http.StatusTooManyRequests, templates.LoginPage(s.page(c, "", ""), form))
+		s.render(c, http.StatusTooManyRequests, templates.LoginPage(s.page(c, "", ""), s.loginForm(form)))
 		return
 	}
 	u, err := s.svc.Identity.Authenticate(c.Request.Context(), email, c.Request.PostForm.Get("password"))
 	if clearhouse.ErrorCode(err) == clearhouse.EUNAUTHORIZED {
 		form.Error = clearhouse.ErrorMessage(err)
-		s.render(c, http.StatusUnauthorized, templates.LoginPage(s.page(c, "", ""), form))
+		s.render(c, http.StatusUnauthorized, templates.LoginPage(s.page(c, "", ""), s.loginForm(form)))
 		return
 	} else if err != nil {
 		s.fail(c, err)
@@ -76,4 +81,10 @@ func (s *Server) logout(c *gin.Context) {
 	}
 	s.clearCookie(c, sessionCookie)
 	c.Redirect(http.StatusSeeOther, "/login")
+}
+
+// loginForm adds the provider's link and whether passwords are on to the form's state.
+func (s *Server) loginForm(f templates.LoginForm) templates.LoginForm {
+	f.Provider, f.NoPasswords = s.providerLoginURL(f.Next), s.cfg.NoPasswordSignIn
+	return f
 }

@@ -53,6 +53,7 @@ type Config struct {
 	MetricsAddr    string        // a separate address serving /metrics without auth; empty: none
 	MetricsToken   string        // the bearer token that reads /metrics on Addr; empty: /metrics not served there
 	VerifyEvery    time.Duration // how often the scheduled verify checks the invariants
+	SignIn         SignInConfig  // the company's OpenID Provider; passwords on or off
 }
 
 // Cadence is the market's auction cadence from the configuration.
@@ -105,6 +106,9 @@ func (c Config) Validate() error {
 	}
 	if c.VerifyEvery != 0 && c.VerifyEvery < time.Minute {
 		return fmt.Errorf("--verify-every %s: must be 0 (no scheduled verify) or at least 1m", c.VerifyEvery)
+	}
+	if err := c.SignIn.Validate(c.PublicURL); err != nil {
+		return err
 	}
 	return c.Mail.Validate()
 }
@@ -210,9 +214,11 @@ func (a *App) Open(ctx context.Context) error {
 	a.Plan.ObservePlan(a.metrics)
 	a.failed = make(chan error, 2)
 	proxies, _ := parseCIDRs(a.cfg.TrustedProxies)
+	signIn, _ := a.cfg.SignIn.web(a.cfg.PublicURL) // checked by Validate
 	a.Server = web.NewServer(web.Config{
 		Addr: a.cfg.Addr, ProxyHeader: a.cfg.ProxyHeader, TrustedProxies: proxies, LoginRate: a.cfg.LoginRate, LoginRatePerAddress: a.cfg.LoginRateAddr,
 		PublicURL: a.cfg.PublicURL, Observer: a.metrics, Metrics: a.metrics.Handler(), MetricsToken: a.cfg.MetricsToken, Ready: a.Ready,
+		OIDC: signIn, NoPasswordSignIn: a.cfg.SignIn.NoPasswordSignIn,
 	}, web.Services{Identity: a.Identity, Market: a.Market, Reservations: a.Plan, BestEffort: a.Idle, Utilization: a.Util}, a.log, a.now)
 	if a.cfg.Demo {
 		services := demo.Services{DB: a.DB, Ledger: a.Ledger, Market: a.Market, Identity: a.Identity, BestEffort: a.Idle,

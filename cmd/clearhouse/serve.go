@@ -35,6 +35,7 @@ share one database; run 'clearhouse migrate' once and start them with --migrate=
 			cfg.DB = dbFlag(cmd)
 			cfg.Mail.Password = os.Getenv("CLEARHOUSE_SMTP_PASSWORD") // not a flag: command lines are visible to every user
 			cfg.MetricsToken = os.Getenv("CLEARHOUSE_METRICS_TOKEN")
+			cfg.SignIn.ClientSecret = os.Getenv("CLEARHOUSE_OIDC_CLIENT_SECRET") // likewise
 			log, err := logs.logger(cmd.ErrOrStderr())
 			if err != nil {
 				return &exitError{2, err}
@@ -75,6 +76,7 @@ share one database; run 'clearhouse migrate' once and start them with --migrate=
 	f.DurationVar(&cfg.Mail.Timeout, "smtp-timeout", 30*time.Second, "the longest one email may take to send")
 	f.StringVar(&cfg.MetricsAddr, "metrics-addr", "", "also serve /metrics, without authentication, on this host:port (e.g. 0.0.0.0:9090); on --addr /metrics needs CLEARHOUSE_METRICS_TOKEN")
 	f.DurationVar(&cfg.VerifyEvery, "verify-every", time.Hour, "how often a scheduled verify checks the invariants (clearhouse_verify_violations); 0: never")
+	cfg.SignIn.register(f)
 	logs.register(f)
 	return cmd
 }
