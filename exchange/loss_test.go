@@ -2,6 +2,7 @@ package exchange_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -35,6 +36,46 @@ func TestLostOrderNotificationSaysWhy(t *testing.T) {
 			if !strings.Contains(body, want) {
 				t.Errorf("the notice of lost order %d does not say %q:\n%s", o.ID, want, body)
 			}
+		}
+	})
+}
+
+// Where ads holds 60 of us-east's 100 cores, an order for 50 cores there is told,
+// on both databases, that the auction had at most 40 for sale, not that its limit
+// was too low.
+func TestLostOrderNotificationSaysShortSupply(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		mk := exchangetest.NewAuctionMarket(t, db)
+		ctx := context.Background()
+		o, err := mk.Order("member@search", exchange.OrderSpec{Team: "search", Limit: exchangetest.Money(900), Bundles: []exchange.Bundle{{"us-east/cpu": 50}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		won, err := mk.Order("member@ads", exchange.OrderSpec{Team: "ads", Limit: exchangetest.Money(400), Bundles: []exchange.Bundle{{"eu-west/cpu": 10}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := mk.M.Close(ctx, mk.AuctionID); err != nil {
+			t.Fatal(err)
+		}
+		// What the orders page explains losses from: the same supply, and who won.
+		f, ran, err := mk.M.LossFactsOf(ctx, mk.AuctionID)
+		if err != nil || !ran {
+			t.Fatalf("LossFactsOf: ran %v, %v", ran, err)
+		}
+		if f.ForSale["us-east/cpu"] != 40 || f.ForSale["eu-west/cpu"] != 100 {
+			t.Errorf("for sale %v, want 40 us-east/cpu and 100 eu-west/cpu", f.ForSale)
+		}
+		if got := f.Taken["eu-west/cpu"]; len(got) != 1 || got[0] != (exchange.Taker{OrderID: won.ID, Team: "ads", Units: 10}) || len(f.Taken["us-east/cpu"]) != 0 {
+			t.Errorf("taken %+v, want only ads's order %d, 10 eu-west cores", f.Taken, won.ID)
+		}
+		ns := notices(t, mk, "member@search")
+		if len(ns) != 1 {
+			t.Fatalf("notices %+v", ns)
+		}
+		want := fmt.Sprintf("Order #%d got nothing: bundle 1 needs 50 cores of us-east/cpu; the auction had at most 40 cores for sale: no limit could have won it. Its holds were released.", o.ID)
+		if !strings.Contains(ns[0].Body, want) {
+			t.Errorf("the notice does not say %q:\n%s", want, ns[0].Body)
 		}
 	})
 }
