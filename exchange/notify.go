@@ -2,6 +2,7 @@ package exchange
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"strings"
@@ -43,14 +44,30 @@ func teamUsers(tx *gorm.DB, teams []string, roles ...identity.Role) (map[string]
 
 // lossFacts is what a settled run knows to explain its lost orders; empty when
 // none lost or the run did not clear.
-func lossFacts(tx *gorm.DB, a Auction, converged bool, prices map[string]float64, lines []SettlementLine) (LossFacts, error) {
+func lossFacts(tx *gorm.DB, a Auction, converged bool, prices map[string]float64, views []OrderView, lines []SettlementLine) (LossFacts, error) {
 	f := LossFacts{Prices: prices, Final: true}
 	if !converged || !slices.ContainsFunc(lines, func(l SettlementLine) bool { return l.BundleIndex < 0 }) {
 		return f, nil
 	}
 	var err error
-	if f.Offered, err = offeredIn(tx, a.ID); err != nil {
+	if f.ForSale, err = forSaleIn(tx, a.ID); err != nil {
 		return f, err
+	}
+	specs := make(map[int64]OrderSpec, len(views))
+	for _, v := range views {
+		specs[v.ID] = v.Spec
+	}
+	f.Taken = map[string][]Taker{}
+	for _, l := range lines {
+		if l.BundleIndex < 0 || l.BundleIndex >= len(specs[l.OrderID].Bundles) {
+			continue
+		}
+		b := specs[l.OrderID].Bundles[l.BundleIndex]
+		for _, p := range slices.Sorted(maps.Keys(b)) {
+			if b[p] > 0 {
+				f.Taken[p] = append(f.Taken[p], Taker{OrderID: l.OrderID, Team: l.TeamID, Units: b[p]})
+			}
+		}
 	}
 	f.Units, err = poolUnits(tx)
 	return f, err
@@ -89,7 +106,7 @@ func (m *Market) notifySettled(tx *gorm.DB, a Auction, converged bool, prices ma
 		}
 		o.orders = append(o.orders, fmt.Sprintf(format, args...))
 	}
-	facts, err := lossFacts(tx, a, converged, prices, lines)
+	facts, err := lossFacts(tx, a, converged, prices, views, lines)
 	if err != nil {
 		return err
 	}

@@ -20,33 +20,22 @@ func outcomeWithout(st exchange.OrderStatus) (string, bool) {
 }
 
 // explainOutcomes adds to each losing or lost order's outcome why it gets nothing,
-// from its auction's latest run's prices.
+// from its auction's latest run: its prices, what it had for sale, and who took
+// each pool's units (exchange.LossReason).
 func (s *Server) explainOutcomes(ctx context.Context, vs []exchange.OrderView, rows []templates.OrderRow) error {
 	facts := map[int64]*exchange.LossFacts{}
-	var units map[string]string
 	for i, v := range vs {
 		if v.Status != exchange.OrderOpen && v.Status != exchange.OrderLost || v.Provisional == nil || v.Provisional.BundleIndex >= 0 || v.AuctionID == nil {
 			continue
 		}
 		f, ok := facts[*v.AuctionID]
 		if !ok {
-			_, rps, ran, err := s.svc.Market.LatestRun(ctx, *v.AuctionID)
+			lf, ran, err := s.svc.Market.LossFactsOf(ctx, *v.AuctionID)
 			if err != nil {
 				return err
 			}
 			if ran {
-				if units == nil {
-					if units, err = s.poolUnits(ctx); err != nil {
-						return err
-					}
-				}
-				f = &exchange.LossFacts{Prices: map[string]float64{}, Units: units, Final: v.Status == exchange.OrderLost}
-				for _, p := range rps {
-					f.Prices[p.PoolID] = p.Price
-				}
-				if f.Offered, err = s.svc.Market.OfferedIn(ctx, *v.AuctionID); err != nil {
-					return err
-				}
+				f = &lf
 			}
 			facts[*v.AuctionID] = f
 		}
