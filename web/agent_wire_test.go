@@ -188,3 +188,58 @@ func (f *fixture) rawAPI(token, method, path string, body []byte) (int, []byte) 
 	}
 	return res.StatusCode, raw
 }
+
+// wireDifferences are the fields one side of the agent API has and the other does
+// not, each on purpose or on its way; the test below fails on any other, and on one
+// listed here that is gone (then delete its line).
+var wireDifferences = map[string]string{
+	// Issue 37: the agent's contract reads each quota's best-effort part; the server
+	// does not send it yet (another helper builds that side).
+	"agent.Allocation quotas[].best_effort": "the server does not send it yet (issue 37)",
+	// Capacity changes over a window (maintenance, a rack down) are taken from any
+	// client of the API, a script or an operator's tool; the agent reports measured
+	// capacity in pools[].capacity instead.
+	"web.APIUpdates capacity":         "sent by scripts, not the agent",
+	"web.APIUpdates capacity[].pool":  "sent by scripts, not the agent",
+	"web.APIUpdates capacity[].from":  "sent by scripts, not the agent",
+	"web.APIUpdates capacity[].to":    "sent by scripts, not the agent",
+	"web.APIUpdates capacity[].units": "sent by scripts, not the agent",
+}
+
+// The agent's and the server's types have the same fields, nested ones included,
+// but for wireDifferences: a field the agent reads and the server never sends, or
+// one the server takes and the agent never sends, is named here (the decoding tests
+// above catch only a field on the sending side).
+func TestAgentAndServerWireTypesHaveTheSameFields(t *testing.T) {
+	found := map[string]bool{}
+	for _, c := range [][2]reflect.Type{
+		{reflect.TypeFor[agent.Allocation](), reflect.TypeFor[web.APIAllocation]()},
+		{reflect.TypeFor[agent.Updates](), reflect.TypeFor[web.APIUpdates]()},
+	} {
+		a, s := map[string]bool{}, map[string]bool{}
+		typePaths(c[0], "", a)
+		typePaths(c[1], "", s)
+		if len(a) < 20 || len(s) < 20 {
+			t.Fatalf("%s: %d fields, %s: %d: the listing is wrong", c[0], len(a), c[1], len(s))
+		}
+		only := func(typ reflect.Type, have, other map[string]bool) {
+			for p := range have {
+				if other[p] {
+					continue
+				}
+				key := typ.String() + " " + p
+				found[key] = true
+				if _, ok := wireDifferences[key]; !ok {
+					t.Errorf("%s has %s, which the other side lacks", typ, p)
+				}
+			}
+		}
+		only(c[0], a, s)
+		only(c[1], s, a)
+	}
+	for key := range wireDifferences {
+		if !found[key] {
+			t.Errorf("wireDifferences lists %q, which both sides now agree on: delete its line", key)
+		}
+	}
+}
