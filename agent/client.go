@@ -56,12 +56,14 @@ type Allocation struct {
 // (their configurations summed): a backend enforces it apart from Units (a quota
 // scoped to the best-effort class; an association only the agent holds), so that a
 // team's own work can never use it and its own limit never grows because of work it
-// started itself.
+// started itself. Offered is the part of Held on offer for sale now: still the
+// team's to use until the sale settles, so it never lowers Units (for display).
 type Limit struct {
 	Team       string `json:"team"`
 	Pool       string `json:"pool"`
 	Units      int64  `json:"units"`
 	Held       int64  `json:"held"`
+	Offered    int64  `json:"offered"`
 	Reserved   int64  `json:"reserved"`
 	BestEffort int64  `json:"best_effort"`
 }

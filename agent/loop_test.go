@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -188,7 +189,9 @@ func TestLoopResendsAfterAFailedReportAndDropsARefusedOne(t *testing.T) {
 	}
 }
 
-// A refused token stops the loop at once; other errors are retried after a backoff.
+// A refused token stops the loop at once; other errors are retried after a backoff
+// from Every to MaxBackoff, and a poll that works again reports. The test moves on
+// what the loop writes (each retry's line, the server's answer), never on a timer.
 func TestLoopStopsOnARefusedTokenAndRetriesOtherErrors(t *testing.T) {
 	f := &fakeServer{allocErr: 401}
 	l, _ := newTestLoop(t, f, &fakeBackend{})
@@ -198,16 +201,59 @@ func TestLoopStopsOnARefusedTokenAndRetriesOtherErrors(t *testing.T) {
 		t.Fatalf("a 401: %v (context %v)", err, ctx.Err())
 	}
 	f.allocErr = 503
+	f.answer = Answer{Moved: []int64{7}} // printed: the loop's sign that the report went through
 	stop := make(chan time.Time)
-	go func() { time.Sleep(50 * time.Millisecond); close(stop) }()
-	var errOut bytes.Buffer
-	l.ErrOut = &errOut
-	if err := l.Run(ctx, stop); err != nil {
-		t.Fatalf("503s: %v", err)
+	var errOut, out bytes.Buffer
+	retries := 0
+	// Run writes from this goroutine: after the third retry the server answers
+	// again, and the first answer of the server stops the loop.
+	l.ErrOut = writeHook{&errOut, func(line string) {
+		if strings.Contains(line, "retrying") {
+			if retries++; retries == 3 {
+				f.mu.Lock()
+				f.allocErr = 0
+				f.mu.Unlock()
+			}
+		}
+	}}
+	l.Out = writeHook{&out, func(line string) {
+		if strings.Contains(line, "server:") {
+			close(stop)
+		}
+	}}
+	if err := l.Run(ctx, stop); err != nil || ctx.Err() != nil {
+		t.Fatalf("503s: %v (context %v)\n%s", err, ctx.Err(), errOut.String())
 	}
-	if n := strings.Count(errOut.String(), "retrying"); n < 2 {
-		t.Fatalf("retried %d times in 50ms at a 1-4ms backoff:\n%s", n, errOut.String())
+	if retries != 3 {
+		t.Fatalf("retried %d times, want 3 before the server answered:\n%s", retries, errOut.String())
 	}
+	waits := regexp.MustCompile(`retrying at the next poll, in ([^)\s]+)\)\n`).FindAllStringSubmatch(errOut.String(), -1)
+	if len(waits) != 3 {
+		t.Fatalf("%d retry lines with a wait:\n%s", len(waits), errOut.String())
+	}
+	for _, w := range waits {
+		d, err := time.ParseDuration(w[1])
+		if err != nil || d < l.Every || d > l.MaxBackoff {
+			t.Errorf("a retry waits %s, want %s to %s", w[1], l.Every, l.MaxBackoff)
+		}
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if len(f.reports) != 1 {
+		t.Fatalf("%d reports after the server answered again, want 1", len(f.reports))
+	}
+}
+
+// writeHook writes to w and then calls on with what was written.
+type writeHook struct {
+	w  io.Writer
+	on func(string)
+}
+
+func (h writeHook) Write(p []byte) (int, error) {
+	n, err := h.w.Write(p)
+	h.on(string(p))
+	return n, err
 }
 
 func TestBackoffDoublesUpToTheLimitWithJitter(t *testing.T) {

@@ -2,53 +2,76 @@ package exchange_test
 
 import (
 	"context"
+	"math"
 	"testing"
 
+	"github.com/clearhouse/clearhouse"
 	"github.com/clearhouse/clearhouse/auction"
 	"github.com/clearhouse/clearhouse/exchange"
 	"github.com/clearhouse/clearhouse/exchange/exchangetest"
 	"github.com/clearhouse/clearhouse/ledger"
 	"github.com/clearhouse/clearhouse/store"
 	"github.com/clearhouse/clearhouse/store/storetest"
-	"pgregory.net/rapid"
 )
 
-// oldReserve is how the four places computed a reserve before Pool.ReservePrice:
-// the unit cost, a bare int64 of micro-dollars, divided by 1e6 by hand.
-func oldReserve(c auction.Curve, psi float64, unitCost int64) (float64, error) {
-	return auction.ReservePrice(c, psi, float64(unitCost)/1e6)
-}
-
-// Pool.ReservePrice gives exactly the numbers the hand computation gave, for any
-// unit cost and utilization, on the default curve and on parametric ones.
-func TestPoolReservePriceIsTheOldComputation(t *testing.T) {
-	def, err := auction.DefaultCurve.Build()
+// Pool.ReservePrice is phi(psi) times the pool's unit cost in dollars: on the
+// default curve (phi(0.8) = 1, phi(1) = 4 phi(0)) a $2.50 pool's reserve is $2.50
+// at 80% and four times its idle reserve when full; the cost's micro-dollars
+// become dollars (1 micro-dollar is $0.000001), the reserve scales with the cost
+// and rises with utilization; a utilization outside [0, 1] or a negative cost is
+// EINVALID.
+func TestPoolReservePrice(t *testing.T) {
+	c, err := auction.DefaultCurve.Build()
 	if err != nil {
 		t.Fatal(err)
 	}
-	rapid.Check(t, func(t *rapid.T) {
-		c := def
-		if rapid.Bool().Draw(t, "parametric") {
-			spec := auction.CurveSpec{Kind: "parametric", K: rapid.Float64Range(1.01, 1000).Draw(t, "k"),
-				Threshold: rapid.Float64Range(0.05, 0.95).Draw(t, "threshold"), Gamma: rapid.Float64Range(0.5, 3).Draw(t, "gamma")}
-			b, err := spec.Build()
-			if err != nil {
-				t.Skip(err) // not every drawn spec has the five properties
-			}
-			c = b
+	near := func(got, want float64) bool { return math.Abs(got-want) <= 1e-9*math.Abs(want) }
+	reserve := func(cost ledger.Money, psi float64) float64 {
+		t.Helper()
+		r, err := exchange.Pool{UnitCost: cost}.ReservePrice(c, psi)
+		if err != nil {
+			t.Fatalf("cost %v at %v: %v", cost, psi, err)
 		}
-		cost := rapid.Int64Range(-10, 1_000_000*int64(ledger.Dollar)).Draw(t, "cost")
-		psi := rapid.Float64Range(-0.1, 1.1).Draw(t, "psi")
-		got, gotErr := exchange.Pool{UnitCost: ledger.Money(cost)}.ReservePrice(c, psi)
-		want, wantErr := oldReserve(c, psi, cost)
-		if got != want || (gotErr == nil) != (wantErr == nil) {
-			t.Fatalf("cost %d, psi %v: got %v, %v; the hand computation gave %v, %v", cost, psi, got, gotErr, want, wantErr)
+		return r
+	}
+	cost := 2*ledger.Dollar + ledger.Dollar/2
+	if got := reserve(cost, 0.8); !near(got, 2.5) {
+		t.Errorf("a $2.50 pool at 80%%: %v, want 2.5", got)
+	}
+	if idle, full := reserve(cost, 0), reserve(cost, 1); idle <= 0 || !near(full, 4*idle) {
+		t.Errorf("a $2.50 pool: %v idle, %v full; want full four times idle", idle, full)
+	}
+	if got := reserve(1, 0.8); !near(got, 1e-6) {
+		t.Errorf("a 1 micro-dollar pool at 80%%: %v, want 1e-06", got)
+	}
+	if got := reserve(0, 0.9); got != 0 {
+		t.Errorf("a free pool: %v, want 0", got)
+	}
+	last := 0.0
+	for i := range 101 {
+		psi := float64(i) / 100
+		r := reserve(cost, psi)
+		if r <= last {
+			t.Errorf("at %v the reserve is %v, not above %v at the step before", psi, r, last)
 		}
-	})
+		if twice := reserve(2*cost, psi); twice != 2*r {
+			t.Errorf("at %v twice the cost gives %v, want %v", psi, twice, 2*r)
+		}
+		last = r
+	}
+	for _, bad := range []struct {
+		cost ledger.Money
+		psi  float64
+	}{{cost, -0.01}, {cost, 1.01}, {cost, math.NaN()}, {-1, 0.5}} {
+		r, err := exchange.Pool{UnitCost: bad.cost}.ReservePrice(c, bad.psi)
+		if clearhouse.ErrorCode(err) != clearhouse.EINVALID || r != 0 {
+			t.Errorf("cost %v at %v: %v, %v; want 0 and EINVALID", bad.cost, bad.psi, r, err)
+		}
+	}
 }
 
 // The market's reserves (ReservePrices, and those fixed when an auction opens) are
-// the pools' ReservePrice, and the same numbers as before.
+// the pools' ReservePrice: phi(utilization) times the unit cost in dollars.
 func TestMarketReservesAreThePoolsReservePrice(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		mk := exchangetest.NewAuctionMarket(t, db)
@@ -86,7 +109,7 @@ func TestMarketReservesAreThePoolsReservePrice(t *testing.T) {
 		}
 		for _, p := range pools {
 			ap := at[p.ID]
-			want, _ := oldReserve(c, ap.Utilization, int64(p.UnitCost))
+			want := c.Phi(ap.Utilization) * p.UnitCost.Dollars() // the rule, computed apart
 			got, err := p.ReservePrice(c, ap.Utilization)
 			if err != nil || got != want || ap.ReservePrice != want || want <= 0 {
 				t.Errorf("%s at psi %v: ReservePrice %v (%v), auction's %v, hand computation %v", p.ID, ap.Utilization, got, err, ap.ReservePrice, want)

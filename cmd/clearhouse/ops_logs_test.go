@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -63,7 +64,9 @@ func TestLogsHoldNoSecret(t *testing.T) {
 	if err == nil {
 		res.Body.Close()
 	}
-	time.Sleep(1500 * time.Millisecond) // a tick runs: a job's summary at Info
+	// A tick runs (a job's summary at Info) and the requests are logged: the test
+	// waits for the lines themselves, not for a time they usually take.
+	waitLogged(t, &errOut, done, `"msg":"request"`, `"msg":"market tick`)
 	stop()
 	if code := <-done; code != 0 {
 		t.Fatalf("serve exited %d: %s", code, errOut.String())
@@ -113,6 +116,27 @@ func waitServing(t *testing.T, out *syncBuffer, done chan int) string {
 	}
 	t.Fatal("serve did not start")
 	return ""
+}
+
+// waitLogged waits until serve has logged every one of want (up to a minute, a
+// bound for a stuck server, not a figure the test asserts).
+func waitLogged(t *testing.T, logs *syncBuffer, done chan int, want ...string) {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for {
+		missing := slices.DeleteFunc(slices.Clone(want), func(w string) bool { return strings.Contains(logs.String(), w) })
+		if len(missing) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("serve logged no %q within a minute:\n%s", missing, logs.String())
+		}
+		select {
+		case code := <-done:
+			t.Fatalf("serve exited %d before logging %q", code, missing)
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
 }
 
 // A job that panics fails (counted and logged) with its stack, and the server goes on.
