@@ -31,7 +31,9 @@ func TestMain(m *testing.M) {
 	if args := os.Getenv(cliEnv); args != "" {
 		os.Exit(run(context.Background(), strings.Split(args, "\x1f"), os.Stdin, os.Stdout, os.Stderr))
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	closeSharedFixtures() // the browser tests' Chromium and demo template
+	os.Exit(code)
 }
 
 // crashOrders is the size of the auction the crash test settles: large enough

@@ -1,13 +1,9 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"fmt"
-	"io"
-	"log/slog"
 	"math"
-	"path/filepath"
 	"regexp"
 	"strconv"
 	"time"
@@ -329,27 +325,10 @@ func unreproduced(d string) string {
 func startDemoMail(t *testing.T) (*App, map[string]string, *mailertest.Server) {
 	t.Helper()
 	srv := mailertest.Start(t)
-	cfg := Config{Addr: "127.0.0.1:0", DB: filepath.Join(t.TempDir(), "demo.db"), Migrate: true, LoginRate: 100, Demo: true,
-		Tick: time.Hour, AuctionEvery: 24 * time.Hour, AuctionWindow: time.Hour, PreviewEvery: 5 * time.Minute,
-		PublicURL: "http://127.0.0.1", Mail: mailer.Config{Addr: srv.Addr, From: "Clearhouse <market@example.com>"}}
-	app := NewApp(cfg, slog.New(slog.NewTextHandler(io.Discard, nil)), storetest.NewClock(time.Time{}).Now)
-	var out bytes.Buffer
-	app.demoOut = &out
-	if err := app.Open(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		app.Close(ctx)
-	})
-	logins := map[string]string{}
-	for _, line := range strings.Split(out.String(), "\n") {
-		if f := strings.Fields(line); len(f) >= 3 && strings.Contains(f[0], "@") {
-			logins[f[0]] = f[1]
-		}
-	}
-	return app, logins, srv
+	db, logins := copyDemo(t)
+	cfg := demoConfig(db)
+	cfg.PublicURL, cfg.Mail = "http://127.0.0.1", mailer.Config{Addr: srv.Addr, From: "Clearhouse <market@example.com>"}
+	return openDemo(t, cfg, storetest.NewClock(time.Time{})), logins, srv
 }
 
 // TestBrowserSettledAuctionNotifiesTraders: when the demo's open auction settles,
