@@ -49,9 +49,12 @@ var sharedBrowser struct {
 // newBrowser opens a tab in a browser context of its own (cookies, storage and cache
 // of its own, disposed when the test ends) in the package's shared headless Chromium.
 // Chromium is required in CI (.ci/run installs it); elsewhere a missing browser skips
-// the browser tests.
+// the browser tests, and so does -short.
 func newBrowser(t *testing.T) context.Context {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("-short: browser tests drive Chromium against the whole app")
+	}
 	path, err := exec.LookPath("chromium")
 	if err != nil {
 		if os.Getenv("CI") != "" {

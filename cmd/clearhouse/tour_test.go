@@ -89,9 +89,13 @@ func parseLogins(out string) map[string]string {
 }
 
 // copyDemo copies the seeded demo template into the test's own directory and returns
-// the copy's path and the demo logins (a map of the test's own).
+// the copy's path and the demo logins (a map of the test's own). Under -short it
+// skips the test: seeding the demo takes 10 s or more.
 func copyDemo(t *testing.T) (string, map[string]string) {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("-short: the test needs the seeded demo market")
+	}
 	demoTemplate.once.Do(func() { demoTemplate.err = seedDemoTemplate() })
 	if demoTemplate.err != nil {
 		t.Fatalf("seeding the demo template: %v", demoTemplate.err)
