@@ -49,7 +49,9 @@ var sharedBrowser struct {
 // newBrowser opens a tab in a browser context of its own (cookies, storage and cache
 // of its own, disposed when the test ends) in the package's shared headless Chromium.
 // Chromium is required in CI (.ci/run installs it); elsewhere a missing browser skips
-// the browser tests, and so does -short.
+// the browser tests, and so does -short. Tabs of the shared browser are safe to use
+// in parallel: the browser tests call t.Parallel, each with its own app, copy of the
+// demo and clock.
 func newBrowser(t *testing.T) context.Context {
 	t.Helper()
 	if testing.Short() {
@@ -122,6 +124,7 @@ func screenshot(t *testing.T, ctx context.Context, name string) {
 }
 
 func TestBrowserSignIn(t *testing.T) {
+	t.Parallel()
 	ctx := newBrowser(t)
 	app := startApp(t, storetest.NewClock(time.Time{}))
 	bg := context.Background()

@@ -173,6 +173,7 @@ func text(t *testing.T, ctx context.Context, sel string) string {
 // demo market, then checks the order, the budget hold, and that an operator sees
 // it among the open trades.
 func TestBrowserBidEntry(t *testing.T) {
+	t.Parallel()
 	app, logins := startDemo(t)
 	ctx := newBrowser(t)
 	base := app.Server.URL()

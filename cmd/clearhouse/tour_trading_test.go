@@ -24,6 +24,7 @@ import (
 // words, fewer GiB bought than sold), and the owner of storage offers disk of two
 // clusters in one order.
 func TestBrowserTradeBetweenClustersAndMultiPoolOffer(t *testing.T) {
+	t.Parallel()
 	ctx := newBrowser(t)
 	app, logins := startDemo(t)
 	base := app.Server.URL()
@@ -131,6 +132,7 @@ func TestBrowserTradeBetweenClustersAndMultiPoolOffer(t *testing.T) {
 // a member asks for 50 of them in any of two clusters, sees the covering bundle of
 // each cluster at current prices and places one XOR bid of them.
 func TestBrowserRequirementToBundles(t *testing.T) {
+	t.Parallel()
 	app, logins := startDemo(t)
 	base := app.Server.URL()
 	op := newBrowser(t)
@@ -199,6 +201,7 @@ func TestBrowserRequirementToBundles(t *testing.T) {
 // px: none may scroll the whole page sideways (wide tables scroll inside their
 // frame). With CLEARHOUSE_SCREENSHOTS set it saves each page at both widths.
 func TestBrowserTradingPagesFitNarrowScreens(t *testing.T) {
+	t.Parallel()
 	pagesFitScreens(t, []pagesOf{
 		{"member@search.example.com", []string{"/orders/move", "/search?shape=storage-server&count=50", "/orders/new?shape=web-server&count=20&cluster=us-east&cluster=eu-west&step=2", "/help", "/notifications"}},
 		{"owner@storage.example.com", []string{"/orders/offer"}},
@@ -336,6 +339,7 @@ func startDemoMail(t *testing.T) (*App, map[string]string, *mailertest.Server) {
 // outcome on the notifications page, marks it read; the same outcome went out by
 // email through the configured SMTP server.
 func TestBrowserSettledAuctionNotifiesTraders(t *testing.T) {
+	t.Parallel()
 	app, logins, smtpd := startDemoMail(t)
 	base := app.Server.URL()
 	ctx := newBrowser(t)

@@ -20,6 +20,7 @@ import (
 // sees each cluster's limit on the approvals page, not templ source or an empty
 // limit.
 func TestBrowserPerClusterLimitsReachTheApprover(t *testing.T) {
+	t.Parallel()
 	app, logins := startDemo(t)
 	base := app.Server.URL()
 	owner := newBrowser(t)
@@ -80,6 +81,7 @@ func TestBrowserPerClusterLimitsReachTheApprover(t *testing.T) {
 // closes before the first was scheduled to. The auctions page charts and lists
 // them in the order they closed, not by their scheduled windows.
 func TestBrowserEarlyCloseThenAnotherAuction(t *testing.T) {
+	t.Parallel()
 	app, logins, clock := startDemoClock(t)
 	base := app.Server.URL()
 	ctx := context.Background()
@@ -203,6 +205,7 @@ func TestUnreproducedDerivationsAreCaught(t *testing.T) {
 // says what withdrawing does; "Keep the order" leaves it open, and the red button
 // withdraws it. The page fits a phone.
 func TestBrowserWithdrawAsksFirst(t *testing.T) {
+	t.Parallel()
 	app, logins := startDemo(t)
 	base := app.Server.URL()
 	ctx := newBrowser(t)
