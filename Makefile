@@ -30,7 +30,8 @@ build: generate
 test:
 	$(GO) test -race -count=1 -timeout 60m $(PKGS)
 
-## test-short: the quick loop while developing.
+## test-short: the quick loop while developing: every test but the slow ones (browser,
+## real clusters, crash, replica, long scale runs), which skip under -short (docs/testing.md).
 test-short:
 	$(GO) test -short $(PKGS)
 

@@ -36,6 +36,15 @@ func readCATS(t testing.TB, name string) auction.Instance {
 	return inst
 }
 
+// skipCATSShort skips a CATS comparison with cbc's optimum under -short: each
+// takes tens of seconds to minutes.
+func skipCATSShort(t *testing.T) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("-short: solving the CATS instances and their exact optimum with cbc")
+	}
+}
+
 // catsNodes caps branch and bound in the CATS test so that it stops at the same
 // node on any machine; the time limit is set well above what that takes.
 const catsNodes = 400
@@ -46,6 +55,7 @@ const catsNodes = 400
 // falls below the clock, and its bound is never below the optimum. The table is
 // printed with -v.
 func TestCATSFinalRound(t *testing.T) {
+	skipCATSShort(t)
 	t.Logf("| instance | clock | final round | optimum | final/optimum | proved | seconds |")
 	for _, c := range catsFiles {
 		inst := readCATS(t, c.name)

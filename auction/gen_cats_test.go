@@ -12,6 +12,7 @@ import (
 // distribution at 96 goods x 450 bids and compares it with cbc's optimum: at least
 // 95% of it, never above it, never below the clock, with a bound not below it.
 func TestGeneratedCATSFinalRound(t *testing.T) {
+	skipCATSShort(t)
 	t.Logf("| instance | bidders | clock | final round | optimum | final/optimum | proved | seconds | cbc seconds |")
 	for _, dist := range auction.CATSDistributions {
 		inst, err := auction.GenerateCATS(dist, 96, 450, 1)

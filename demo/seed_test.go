@@ -29,6 +29,9 @@ func services(db *store.DB, now func() time.Time) Services {
 var seedTime = time.Date(2026, 3, 4, 12, 0, 0, 0, time.UTC)
 
 func TestSeedFillsAnEmptyDatabaseOnceAndPrintsTheLogins(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: seeding the whole demo market takes 10 s or more")
+	}
 	ctx := context.Background()
 	s := services(storetest.New(t), storetest.NewClock(seedTime).Now)
 	var out bytes.Buffer

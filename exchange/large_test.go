@@ -15,6 +15,9 @@ import (
 // (every order wins: the pools have room for all), on SQLite and PostgreSQL: no
 // statement takes an unbounded list, and every invariant holds afterwards.
 func TestAHundredThousandOrdersPreviewCloseAndSettle(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: 100,000 orders take a minute or more to seed and settle")
+	}
 	const n = 100_000
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		ctx := context.Background()

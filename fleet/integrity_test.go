@@ -32,6 +32,7 @@ func (pl *planned) violations() []ledger.Violation {
 // reservations after every step, on SQLite and PostgreSQL; every refusal is a
 // domain error, never an internal one.
 func TestRandomInterleavingsKeepEveryInvariant(t *testing.T) {
+	t.Parallel() // its own databases and clock
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		ctx := context.Background()
 		pl := newPlanned(t, db)

@@ -209,6 +209,7 @@ func (rm *replicaMarket) step(t *rapid.T) {
 // were placed in, which a rebuild does not keep after an early end or a
 // re-planning; the writer's own plan differs from a rebuild there too.)
 func TestReplayedPlanEqualsRebuild(t *testing.T) {
+	t.Parallel() // its own databases and clock
 	const span = 12 * time.Hour
 	replayed := int64(0)
 	storetest.Each(t, func(t *testing.T, first *store.DB) {

@@ -7,10 +7,20 @@ import (
 	"testing"
 )
 
+// skipLongSimulation skips a simulation of thousands of jobs under -short (each
+// takes several seconds).
+func skipLongSimulation(t *testing.T) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("-short: a simulation of thousands of jobs")
+	}
+}
+
 // The bar: on the MapReduce-like mix Basic-Econ accepts at least five
 // times the value greedy first-fit accepts, and no algorithm beats the offline
 // fractional upper bound.
 func TestEconAcceptsFiveTimesGreedysValueOnTheMapReduceMix(t *testing.T) {
+	skipLongSimulation(t)
 	for _, seed := range []uint64{1, 2} {
 		jobs := GenerateMapReduce(10000, seed, 100)
 		bound := UpperBound(jobs, 100)
@@ -47,6 +57,7 @@ func TestEconAcceptsFiveTimesGreedysValueOnTheMapReduceMix(t *testing.T) {
 }
 
 func TestFractionalPredictorAlsoBeatsGreedy(t *testing.T) {
+	skipLongSimulation(t)
 	jobs := GenerateMapReduce(6000, 5, 100)
 	greedy, _ := Simulate(jobs, 100, Greedy{UnitPrice: 0.5})
 	frac, err := Simulate(jobs, 100, BasicEcon{Predictor: NewFractional(300, map[string]int64{SimPool: 100})})

@@ -191,6 +191,16 @@ func NewApp(cfg Config, log *slog.Logger, now func() time.Time) *App {
 // Open connects to the database (migrating if allowed), builds the services and starts
 // serving.
 func (a *App) Open(ctx context.Context) error {
+	if err := a.openServices(ctx); err != nil {
+		return err
+	}
+	return a.start(ctx)
+}
+
+// openServices validates the configuration, opens the database, builds the services
+// on it and seeds the demo when configured; it starts no job and no listener. On an
+// error the database is closed. (Tests seed the demo once with it and copy the file.)
+func (a *App) openServices(ctx context.Context) error {
 	if err := a.cfg.Validate(); err != nil {
 		return err
 	}
@@ -228,6 +238,12 @@ func (a *App) Open(ctx context.Context) error {
 		}
 	}
 	a.Market.Notices().UseEmail(a.cfg.Mail.Enabled())
+	return nil
+}
+
+// start runs the scheduled jobs, the HTTP servers and the start-up catch-up of the
+// services openServices built. On an error the jobs stop and the database is closed.
+func (a *App) start(ctx context.Context) error {
 	a.jobs, a.stopJobs = context.WithCancel(context.WithoutCancel(ctx))
 	a.cron = cron.New(cron.WithLocation(time.UTC), cron.WithChain(cron.Recover(cronLogger{a.log}), cron.SkipIfStillRunning(cronLogger{a.log})))
 	if err := a.scheduleJobs(); err != nil {

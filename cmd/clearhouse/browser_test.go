@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -34,10 +35,28 @@ func startApp(t *testing.T, clock *storetest.Clock) *App {
 	return app
 }
 
-// newBrowser starts headless Chromium for one test. Chromium is required in CI
-// (.ci/run installs it); elsewhere a missing browser skips the browser tests.
+// sharedBrowser is the one headless Chromium the package's browser tests share:
+// the first newBrowser starts it, closeSharedFixtures (from TestMain) stops it.
+// Starting Chromium took about 8 s a test; a browser context is cheap.
+var sharedBrowser struct {
+	once   sync.Once
+	ctx    context.Context // the browser's first tab; tests open their own browser contexts from it
+	cancel func()
+	dir    string // its user data directory
+	err    error
+}
+
+// newBrowser opens a tab in a browser context of its own (cookies, storage and cache
+// of its own, disposed when the test ends) in the package's shared headless Chromium.
+// Chromium is required in CI (.ci/run installs it); elsewhere a missing browser skips
+// the browser tests, and so does -short. Tabs of the shared browser are safe to use
+// in parallel: the browser tests call t.Parallel, each with its own app, copy of the
+// demo and clock.
 func newBrowser(t *testing.T) context.Context {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("-short: browser tests drive Chromium against the whole app")
+	}
 	path, err := exec.LookPath("chromium")
 	if err != nil {
 		if os.Getenv("CI") != "" {
@@ -45,19 +64,47 @@ func newBrowser(t *testing.T) context.Context {
 		}
 		t.Skip("chromium is not installed (apt-get install chromium)")
 	}
+	b := &sharedBrowser
+	b.once.Do(func() { b.err = startSharedBrowser(path) })
+	if b.err != nil {
+		t.Fatalf("starting chromium: %v", b.err)
+	}
+	ctx, cancelC := chromedp.NewContext(b.ctx, chromedp.WithNewBrowserContext())
+	// A guard against a hung browser, not a speed check: under the race detector on
+	// a loaded 2-core machine, the demo and its first pages take tens of seconds.
+	ctx, cancelT := context.WithTimeout(ctx, 5*time.Minute)
+	t.Cleanup(func() { cancelT(); cancelC() })
+	return ctx
+}
+
+// startSharedBrowser starts Chromium at path as sharedBrowser.
+func startSharedBrowser(path string) error {
+	b := &sharedBrowser
+	dir, err := os.MkdirTemp("", "clearhouse-chromium-")
+	if err != nil {
+		return err
+	}
+	b.dir = dir
 	opts := []chromedp.ExecAllocatorOption{
 		chromedp.ExecPath(path), chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU,
-		chromedp.UserDataDir(t.TempDir()), chromedp.WindowSize(1280, 900),
+		chromedp.UserDataDir(dir), chromedp.WindowSize(1280, 900),
 		chromedp.Flag("disable-background-networking", true), chromedp.Flag("disable-component-update", true),
 		chromedp.Flag("disable-sync", true), chromedp.Flag("no-first-run", true),
 	}
 	actx, cancelA := chromedp.NewExecAllocator(context.Background(), opts...)
 	ctx, cancelC := chromedp.NewContext(actx)
-	// A guard against a hung browser, not a speed check: under the race detector on
-	// a loaded 2-core machine, the demo and its first pages take tens of seconds.
-	ctx, cancelT := context.WithTimeout(ctx, 5*time.Minute)
-	t.Cleanup(func() { cancelT(); cancelC(); cancelA() })
-	return ctx
+	b.ctx, b.cancel = ctx, func() { cancelC(); cancelA() }
+	return chromedp.Do(ctx) // starts the browser
+}
+
+// closeSharedFixtures stops the shared browser and removes the seeded demo template,
+// whichever of them the tests started.
+func closeSharedFixtures() {
+	if b := &sharedBrowser; b.cancel != nil {
+		b.cancel()
+		os.RemoveAll(b.dir)
+	}
+	removeDemoTemplate()
 }
 
 // screenshot saves a full-page PNG under $CLEARHOUSE_SCREENSHOTS, when it is set.
@@ -77,6 +124,7 @@ func screenshot(t *testing.T, ctx context.Context, name string) {
 }
 
 func TestBrowserSignIn(t *testing.T) {
+	t.Parallel()
 	ctx := newBrowser(t)
 	app := startApp(t, storetest.NewClock(time.Time{}))
 	bg := context.Background()

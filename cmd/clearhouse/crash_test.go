@@ -31,7 +31,18 @@ func TestMain(m *testing.M) {
 	if args := os.Getenv(cliEnv); args != "" {
 		os.Exit(run(context.Background(), strings.Split(args, "\x1f"), os.Stdin, os.Stdout, os.Stderr))
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	closeSharedFixtures() // the browser tests' Chromium and demo template
+	os.Exit(code)
+}
+
+// skipCrashShort skips a crash test under -short: it kills the real command twenty
+// times on a seeded market.
+func skipCrashShort(t *testing.T) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("-short: the crash test kills the real command twenty times")
+	}
 }
 
 // crashOrders is the size of the auction the crash test settles: large enough
@@ -178,6 +189,7 @@ func crashes(t *testing.T, n int, fresh func(i int) crashRun) {
 // SQLite, leaves no partial settlement: every invariant holds after each kill, and
 // closing again settles the auction exactly once.
 func TestKilledSettlementLeavesNothingPartialOnSQLite(t *testing.T) {
+	skipCrashShort(t)
 	dir := t.TempDir()
 	seed := filepath.Join(dir, "seed.db")
 	db, err := store.Open(context.Background(), seed)
@@ -208,6 +220,7 @@ func TestKilledSettlementLeavesNothingPartialOnSQLite(t *testing.T) {
 // The same 20 kills on PostgreSQL, each on a database copied from a seeded
 // template.
 func TestKilledSettlementLeavesNothingPartialOnPostgres(t *testing.T) {
+	skipCrashShort(t)
 	base := storetest.PostgresURL(t)
 	if base == "" {
 		t.Skip(storetest.PostgresEnv + " is not set: the PostgreSQL half of the crash test needs a server")

@@ -15,6 +15,7 @@ import (
 // `serve --demo` on a database that already holds the demo says how to get in: the
 // demo logins it has and the command that sets a new password, which works.
 func TestDemoRestartSaysHowToSignIn(t *testing.T) {
+	t.Parallel()
 	app, _ := startDemo(t)
 	cfg := app.cfg
 	ctx := context.Background()

@@ -8,6 +8,7 @@ import "testing"
 // give (pagesFitScreens multiplies out every derivation shown), and none may scroll
 // the whole page sideways.
 func TestBrowserEveryPageForEveryRole(t *testing.T) {
+	t.Parallel()
 	everyone := []string{"/", "/auctions", "/auctions/1", "/auctions/7", "/auctions/8", "/search?q.cpu=8", "/search?q.cpu=lots", "/help", "/notifications"}
 	team := []string{"/orders", "/orders/new", "/orders/new?q.cpu=10&cluster=us-east&cluster=eu-west&step=2", "/orders/new?q.cpu=10&cluster=us-east&cluster=eu-west&step=2&limit_mode=each",
 		"/orders/offer", "/orders/move", "/team", "/team?from=2026-12-01&to=2026-01-01", "/reservations", "/best-effort", "/spend"}

@@ -7,6 +7,7 @@ import "testing"
 // team accounts) at 1400 and 400 px: none may scroll sideways, not even inside a
 // table's frame, since every table there stacks into labelled rows.
 func TestBrowserIdlePagesFitNarrowScreens(t *testing.T) {
+	t.Parallel()
 	pagesFitScreens(t, []pagesOf{
 		{"operator@example.com", []string{"/operate/idle"}},
 		{"member@search.example.com", []string{"/best-effort", "/team"}},

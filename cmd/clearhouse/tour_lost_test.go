@@ -16,6 +16,7 @@ import (
 // notification: the bundle's cost at the final prices, with the price per core,
 // above its limit.
 func TestBrowserLostOrderSaysWhy(t *testing.T) {
+	t.Parallel()
 	ctx := newBrowser(t)
 	app, logins := startDemo(t)
 	base := app.Server.URL()

@@ -11,6 +11,7 @@ import (
 // demo market: a quote first, then the reservation, its row and timeline, and the
 // hold and reservation charges on the team's page.
 func TestBrowserReservation(t *testing.T) {
+	t.Parallel()
 	app, logins := startDemo(t)
 	ctx := newBrowser(t)
 	base := app.Server.URL()

@@ -3,10 +3,15 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
+	"fmt"
 	"io"
 	"log/slog"
+	"maps"
+	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -15,16 +20,104 @@ import (
 	"github.com/clearhouse/clearhouse/store/storetest"
 )
 
-// startDemo runs the production wiring with --demo and returns the app and the
-// printed logins (email -> password).
-func startDemo(t *testing.T) (*App, map[string]string) {
-	t.Helper()
-	cfg := Config{Addr: "127.0.0.1:0", DB: filepath.Join(t.TempDir(), "demo.db"), Migrate: true, LoginRate: 100, Demo: true,
+// demoConfig is the configuration the browser tests run the demo with, on the
+// SQLite file db.
+func demoConfig(db string) Config {
+	return Config{Addr: "127.0.0.1:0", DB: db, Migrate: true, LoginRate: 100, Demo: true,
 		Tick: time.Hour, AuctionEvery: 24 * time.Hour, AuctionWindow: time.Hour, PreviewEvery: 5 * time.Minute}
-	clock := storetest.NewClock(time.Time{})
-	app := NewApp(cfg, slog.New(slog.NewTextHandler(io.Discard, nil)), clock.Now)
+}
+
+// demoTemplate is a SQLite file the demo was seeded into once per test binary, at
+// storetest.Epoch with demoConfig, and the logins the seeding printed. Seeding took
+// about 10 s a test; a copy of the file holds the same market and passwords.
+var demoTemplate struct {
+	once   sync.Once
+	dir    string
+	path   string
+	logins map[string]string
+	err    error
+}
+
+// seedDemoTemplate seeds demoTemplate: the production wiring's services and demo
+// seeding (App.openServices), without jobs or listeners, then the database closed.
+func seedDemoTemplate() error {
+	dir, err := os.MkdirTemp("", "clearhouse-demo-template-")
+	if err != nil {
+		return err
+	}
+	demoTemplate.dir, demoTemplate.path = dir, filepath.Join(dir, "demo.db")
+	app := NewApp(demoConfig(demoTemplate.path), slog.New(slog.NewTextHandler(io.Discard, nil)), storetest.NewClock(time.Time{}).Now)
 	var out bytes.Buffer
 	app.demoOut = &out
+	if err := app.openServices(context.Background()); err != nil {
+		return err
+	}
+	// Everything into the main file, so that a copy of the file alone is the market.
+	if err := app.DB.Write.Exec("PRAGMA wal_checkpoint(TRUNCATE)").Error; err != nil {
+		return errors.Join(err, app.DB.Close())
+	}
+	if err := app.DB.Close(); err != nil {
+		return err
+	}
+	if st, err := os.Stat(demoTemplate.path + "-wal"); err == nil && st.Size() > 0 {
+		return errors.New("the closed demo template left a write-ahead log: copying the file alone would lose it")
+	}
+	demoTemplate.logins = parseLogins(out.String())
+	if len(demoTemplate.logins) < 4 {
+		return fmt.Errorf("the demo printed no logins:\n%s", out.String())
+	}
+	return nil
+}
+
+// removeDemoTemplate removes the template's directory, if a test seeded it.
+func removeDemoTemplate() {
+	if demoTemplate.dir != "" {
+		os.RemoveAll(demoTemplate.dir)
+	}
+}
+
+// parseLogins reads the logins the demo prints (email password role) into email ->
+// password.
+func parseLogins(out string) map[string]string {
+	logins := map[string]string{}
+	for _, line := range strings.Split(out, "\n") {
+		if f := strings.Fields(line); len(f) >= 3 && strings.Contains(f[0], "@") {
+			logins[f[0]] = f[1]
+		}
+	}
+	return logins
+}
+
+// copyDemo copies the seeded demo template into the test's own directory and returns
+// the copy's path and the demo logins (a map of the test's own). Under -short it
+// skips the test: seeding the demo takes 10 s or more.
+func copyDemo(t *testing.T) (string, map[string]string) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("-short: the test needs the seeded demo market")
+	}
+	demoTemplate.once.Do(func() { demoTemplate.err = seedDemoTemplate() })
+	if demoTemplate.err != nil {
+		t.Fatalf("seeding the demo template: %v", demoTemplate.err)
+	}
+	data, err := os.ReadFile(demoTemplate.path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "demo.db")
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path, maps.Clone(demoTemplate.logins)
+}
+
+// openDemo runs the production wiring with cfg (whose DB is a copy of the demo) on
+// clock, as `serve --demo` on a database that holds the demo, and closes it when the
+// test ends.
+func openDemo(t *testing.T, cfg Config, clock *storetest.Clock) *App {
+	t.Helper()
+	app := NewApp(cfg, slog.New(slog.NewTextHandler(io.Discard, nil)), clock.Now)
+	app.demoOut = io.Discard // "the database already has a market"
 	if err := app.Open(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -33,16 +126,23 @@ func startDemo(t *testing.T) (*App, map[string]string) {
 		defer cancel()
 		app.Close(ctx)
 	})
-	logins := map[string]string{}
-	for _, line := range strings.Split(out.String(), "\n") {
-		if f := strings.Fields(line); len(f) >= 3 && strings.Contains(f[0], "@") {
-			logins[f[0]] = f[1]
-		}
-	}
-	if len(logins) < 4 {
-		t.Fatalf("the demo printed no logins:\n%s", out.String())
-	}
+	return app
+}
+
+// startDemo runs the production wiring with --demo on a copy of the seeded demo and
+// returns the app and the demo logins (email -> password).
+func startDemo(t *testing.T) (*App, map[string]string) {
+	t.Helper()
+	app, logins, _ := startDemoClock(t)
 	return app, logins
+}
+
+// startDemoClock is startDemo with the clock the test moves.
+func startDemoClock(t *testing.T) (*App, map[string]string, *storetest.Clock) {
+	t.Helper()
+	db, logins := copyDemo(t)
+	clock := storetest.NewClock(time.Time{})
+	return openDemo(t, demoConfig(db), clock), logins, clock
 }
 
 func signIn(t *testing.T, ctx context.Context, base, email, password string) {
@@ -73,6 +173,7 @@ func text(t *testing.T, ctx context.Context, sel string) string {
 // demo market, then checks the order, the budget hold, and that an operator sees
 // it among the open trades.
 func TestBrowserBidEntry(t *testing.T) {
+	t.Parallel()
 	app, logins := startDemo(t)
 	ctx := newBrowser(t)
 	base := app.Server.URL()

@@ -1,13 +1,9 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"fmt"
-	"io"
-	"log/slog"
 	"math"
-	"path/filepath"
 	"regexp"
 	"strconv"
 	"time"
@@ -28,6 +24,7 @@ import (
 // words, fewer GiB bought than sold), and the owner of storage offers disk of two
 // clusters in one order.
 func TestBrowserTradeBetweenClustersAndMultiPoolOffer(t *testing.T) {
+	t.Parallel()
 	ctx := newBrowser(t)
 	app, logins := startDemo(t)
 	base := app.Server.URL()
@@ -135,6 +132,7 @@ func TestBrowserTradeBetweenClustersAndMultiPoolOffer(t *testing.T) {
 // a member asks for 50 of them in any of two clusters, sees the covering bundle of
 // each cluster at current prices and places one XOR bid of them.
 func TestBrowserRequirementToBundles(t *testing.T) {
+	t.Parallel()
 	app, logins := startDemo(t)
 	base := app.Server.URL()
 	op := newBrowser(t)
@@ -203,6 +201,7 @@ func TestBrowserRequirementToBundles(t *testing.T) {
 // px: none may scroll the whole page sideways (wide tables scroll inside their
 // frame). With CLEARHOUSE_SCREENSHOTS set it saves each page at both widths.
 func TestBrowserTradingPagesFitNarrowScreens(t *testing.T) {
+	t.Parallel()
 	pagesFitScreens(t, []pagesOf{
 		{"member@search.example.com", []string{"/orders/move", "/search?shape=storage-server&count=50", "/orders/new?shape=web-server&count=20&cluster=us-east&cluster=eu-west&step=2", "/help", "/notifications"}},
 		{"owner@storage.example.com", []string{"/orders/offer"}},
@@ -329,27 +328,10 @@ func unreproduced(d string) string {
 func startDemoMail(t *testing.T) (*App, map[string]string, *mailertest.Server) {
 	t.Helper()
 	srv := mailertest.Start(t)
-	cfg := Config{Addr: "127.0.0.1:0", DB: filepath.Join(t.TempDir(), "demo.db"), Migrate: true, LoginRate: 100, Demo: true,
-		Tick: time.Hour, AuctionEvery: 24 * time.Hour, AuctionWindow: time.Hour, PreviewEvery: 5 * time.Minute,
-		PublicURL: "http://127.0.0.1", Mail: mailer.Config{Addr: srv.Addr, From: "Clearhouse <market@example.com>"}}
-	app := NewApp(cfg, slog.New(slog.NewTextHandler(io.Discard, nil)), storetest.NewClock(time.Time{}).Now)
-	var out bytes.Buffer
-	app.demoOut = &out
-	if err := app.Open(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		app.Close(ctx)
-	})
-	logins := map[string]string{}
-	for _, line := range strings.Split(out.String(), "\n") {
-		if f := strings.Fields(line); len(f) >= 3 && strings.Contains(f[0], "@") {
-			logins[f[0]] = f[1]
-		}
-	}
-	return app, logins, srv
+	db, logins := copyDemo(t)
+	cfg := demoConfig(db)
+	cfg.PublicURL, cfg.Mail = "http://127.0.0.1", mailer.Config{Addr: srv.Addr, From: "Clearhouse <market@example.com>"}
+	return openDemo(t, cfg, storetest.NewClock(time.Time{})), logins, srv
 }
 
 // TestBrowserSettledAuctionNotifiesTraders: when the demo's open auction settles,
@@ -357,6 +339,7 @@ func startDemoMail(t *testing.T) (*App, map[string]string, *mailertest.Server) {
 // outcome on the notifications page, marks it read; the same outcome went out by
 // email through the configured SMTP server.
 func TestBrowserSettledAuctionNotifiesTraders(t *testing.T) {
+	t.Parallel()
 	app, logins, smtpd := startDemoMail(t)
 	base := app.Server.URL()
 	ctx := newBrowser(t)

@@ -1,11 +1,7 @@
 package main
 
 import (
-	"bytes"
 	"context"
-	"io"
-	"log/slog"
-	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -16,41 +12,15 @@ import (
 	"github.com/clearhouse/clearhouse/auction"
 	"github.com/clearhouse/clearhouse/exchange"
 	"github.com/clearhouse/clearhouse/ledger"
-	"github.com/clearhouse/clearhouse/store/storetest"
 	"github.com/clearhouse/clearhouse/templates"
 )
-
-// startDemoClock is startDemo with the clock the test moves.
-func startDemoClock(t *testing.T) (*App, map[string]string, *storetest.Clock) {
-	t.Helper()
-	cfg := Config{Addr: "127.0.0.1:0", DB: filepath.Join(t.TempDir(), "demo.db"), Migrate: true, LoginRate: 100, Demo: true,
-		Tick: time.Hour, AuctionEvery: 24 * time.Hour, AuctionWindow: time.Hour, PreviewEvery: 5 * time.Minute}
-	clock := storetest.NewClock(time.Time{})
-	app := NewApp(cfg, slog.New(slog.NewTextHandler(io.Discard, nil)), clock.Now)
-	var out bytes.Buffer
-	app.demoOut = &out
-	if err := app.Open(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		app.Close(ctx)
-	})
-	logins := map[string]string{}
-	for _, line := range strings.Split(out.String(), "\n") {
-		if f := strings.Fields(line); len(f) >= 3 && strings.Contains(f[0], "@") {
-			logins[f[0]] = f[1]
-		}
-	}
-	return app, logins, clock
-}
 
 // TestBrowserPerClusterLimitsReachTheApprover: a member bids with "give each
 // cluster its own limit" in a team whose owner approves large orders; the owner
 // sees each cluster's limit on the approvals page, not templ source or an empty
 // limit.
 func TestBrowserPerClusterLimitsReachTheApprover(t *testing.T) {
+	t.Parallel()
 	app, logins := startDemo(t)
 	base := app.Server.URL()
 	owner := newBrowser(t)
@@ -111,6 +81,7 @@ func TestBrowserPerClusterLimitsReachTheApprover(t *testing.T) {
 // closes before the first was scheduled to. The auctions page charts and lists
 // them in the order they closed, not by their scheduled windows.
 func TestBrowserEarlyCloseThenAnotherAuction(t *testing.T) {
+	t.Parallel()
 	app, logins, clock := startDemoClock(t)
 	base := app.Server.URL()
 	ctx := context.Background()
@@ -234,6 +205,7 @@ func TestUnreproducedDerivationsAreCaught(t *testing.T) {
 // says what withdrawing does; "Keep the order" leaves it open, and the red button
 // withdraws it. The page fits a phone.
 func TestBrowserWithdrawAsksFirst(t *testing.T) {
+	t.Parallel()
 	app, logins := startDemo(t)
 	base := app.Server.URL()
 	ctx := newBrowser(t)

@@ -39,10 +39,14 @@ const TestLabel = "clearhouse.io/test"
 const Timeout = 60 * time.Second
 
 // Config returns an admin *rest.Config for the control plane named by
-// CLEARHOUSE_TEST_KUBECONFIG. It skips the test when the variable is unset and fails it
-// when the file cannot be loaded.
+// CLEARHOUSE_TEST_KUBECONFIG. It skips the test under -short (a real control plane is
+// the slow loop) or when the variable is unset, and fails it when the file cannot be
+// loaded.
 func Config(t testing.TB) *rest.Config {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("-short: the test needs a real Kubernetes control plane")
+	}
 	path := os.Getenv(EnvKubeconfig)
 	if path == "" {
 		t.Skipf("%s is not set: start a control plane with `make kube-up` and export the variable it prints", EnvKubeconfig)

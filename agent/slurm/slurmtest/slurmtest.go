@@ -10,11 +10,14 @@ import (
 	"testing"
 )
 
-// Require skips the test unless CLEARHOUSE_TEST_SLURM is set (scripts/slurm-up.sh
-// prints it), then holds the machine-wide Slurm test lock until the test ends: a test
+// Require skips the test under -short or unless CLEARHOUSE_TEST_SLURM is set
+// (scripts/slurm-up.sh prints it), then holds the machine-wide Slurm test lock until the test ends: a test
 // that fills the node must not meet another package's jobs.
 func Require(t testing.TB) {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("-short: the test needs a real Slurm")
+	}
 	if os.Getenv("CLEARHOUSE_TEST_SLURM") == "" {
 		t.Skip("CLEARHOUSE_TEST_SLURM is not set (run scripts/slurm-up.sh and eval its output)")
 	}
