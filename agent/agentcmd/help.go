@@ -9,7 +9,10 @@ import (
 func long(o Options) string {
 	return fmt.Sprintf(`Follow one cluster's allocation, polling the server every --every, and drive the
 cluster manager named by --backend to match it. Each poll the agent
-  1. applies each team's quota: its holdings plus its reservations running now, per pool;
+  1. applies each team's limit per pool by the server's one rule (its holdings, quota on
+     offer included until a sale settles, plus its reservations running now beyond its
+     own quota), and apart from it the units granted to its best-effort tasks; takes
+     back work beyond a limit when the operators' policy says so (evict after a grace);
   2. follows the reservation plan: the jobs (a reservation's request) to start and stop,
      the jobs waiting in their window, and a waiting job the plan marks "may start now"
      (it fits from now for its whole duration) started early, so the plan frees its
