@@ -99,7 +99,7 @@ type Measurement struct {
 
 // PoolMeasure is one pool's units in use now (all work: reservations, owners' own,
 // best-effort) and its capacity (0: not measured, not sent). The server records the
-// measured capacity and shows it to operators; it keeps pricing with its configured one.
+// measured capacity and sells from it (unless an operator overrides it: docs/capacity.md).
 type PoolMeasure struct {
 	Pool     string `json:"pool"`
 	Used     int64  `json:"used"`
