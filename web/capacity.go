@@ -1,6 +1,8 @@
 package web
 
 import (
+	"github.com/clearhouse/clearhouse/moneyfmt"
+
 	"fmt"
 	"net/http"
 	"strings"
@@ -55,17 +57,17 @@ func (s *Server) poolCapacityView(c *gin.Context, p exchange.Pool, form *templat
 	if err != nil {
 		return nil, err
 	}
-	v := &templates.PoolCapacityView{Pool: p.ID, Unit: p.Unit, Effective: groupDigits(pc.Effective), Configured: groupDigits(pc.Configured),
-		Source: pc.Source, Held: groupDigits(pc.Held),
+	v := &templates.PoolCapacityView{Pool: p.ID, Unit: p.Unit, Effective: moneyfmt.Quantity(pc.Effective, p.Unit), Configured: moneyfmt.Quantity(pc.Configured, p.Unit),
+		Source: pc.Source, Held: moneyfmt.Quantity(pc.Held, p.Unit),
 		Form: templates.CapacityOverrideForm{Expires: s.now().Add(24 * time.Hour).Format(formTime), Errors: templates.FieldErrors{}}}
 	if pc.Measured != nil {
-		v.Measured, v.MeasuredAt, v.Below = groupDigits(*pc.Measured), fmtTime(*pc.MeasuredAt), *pc.Measured < pc.Configured
+		v.Measured, v.MeasuredAt, v.Below = moneyfmt.Quantity(*pc.Measured, p.Unit), fmtTime(*pc.MeasuredAt), *pc.Measured < pc.Configured
 	}
 	if pc.Oversold() > 0 {
-		v.Oversold = groupDigits(pc.Oversold())
+		v.Oversold = moneyfmt.Quantity(pc.Oversold(), p.Unit)
 	}
 	if pc.Override != nil {
-		v.Override = fmt.Sprintf("%s %s %s", groupDigits(*pc.Override), p.Unit, capacitySourceNote(pc))
+		v.Override = fmt.Sprintf("%s %s", moneyfmt.Quantity(*pc.Override, p.Unit), capacitySourceNote(pc))
 	}
 	if form != nil {
 		v.Form = *form
@@ -77,7 +79,7 @@ func (s *Server) poolCapacityView(c *gin.Context, p exchange.Pool, form *templat
 	for _, e := range log {
 		line := fmt.Sprintf("%s: %s cleared the override", fmtTime(e.At), e.ByWhom)
 		if e.Action == "set" {
-			line = fmt.Sprintf("%s: %s set %s %s until %s: %s", fmtTime(e.At), e.ByWhom, groupDigits(*e.Units), p.Unit, fmtTime(*e.ExpiresAt), e.Reason)
+			line = fmt.Sprintf("%s: %s set %s until %s: %s", fmtTime(e.At), e.ByWhom, moneyfmt.Quantity(*e.Units, p.Unit), fmtTime(*e.ExpiresAt), e.Reason)
 		}
 		v.Log = append(v.Log, line)
 	}
@@ -109,7 +111,7 @@ func (s *Server) overrideCapacity(c *gin.Context) {
 		err := s.svc.Market.OverrideCapacity(ctx, p.ID, units, form.Reason, expires, u.Email)
 		if err == nil {
 			s.log.InfoContext(ctx, "capacity overridden", "pool", p.ID, "units", units, "until", expires, "by", u.Email, "reason", strings.TrimSpace(form.Reason))
-			s.redirectWithFlash(c, "/operate/pools/"+p.ID, "ok", fmt.Sprintf("%s: capacity overridden to %s %s until %s.", p.ID, groupDigits(units), p.Unit, fmtTime(expires)))
+			s.redirectWithFlash(c, "/operate/pools/"+p.ID, "ok", fmt.Sprintf("%s: capacity overridden to %s until %s.", p.ID, moneyfmt.Quantity(units, p.Unit), fmtTime(expires)))
 			return
 		}
 		if clearhouse.ErrorCode(err) != clearhouse.EINVALID {

@@ -57,7 +57,7 @@ func TestMeasuredCapacityOnThePoolPage(t *testing.T) {
 	ctx := context.Background()
 	page := "/operate/pools/us-east/cpu"
 	_, doc := b.get(page)
-	if got := text(doc, "[data-testid=capacity-effective]"); got != "100 core" || text(doc, "[data-testid=capacity-source]") != "configured" ||
+	if got := text(doc, "[data-testid=capacity-effective]"); got != "100 cores" || text(doc, "[data-testid=capacity-source]") != "configured" ||
 		doc.Find("[data-testid=capacity-measured]").Length() != 0 {
 		t.Fatalf("before any measurement: effective %q from %q", got, text(doc, "[data-testid=capacity-source]"))
 	}
@@ -88,13 +88,13 @@ func TestMeasuredCapacityOnThePoolPage(t *testing.T) {
 		t.Fatalf("report: %d %v", code, body)
 	}
 	_, doc = b.get(page)
-	if got := text(doc, "[data-testid=capacity-configured]"); got != "100 core" {
+	if got := text(doc, "[data-testid=capacity-configured]"); got != "100 cores" {
 		t.Errorf("configured %q, want 100", got)
 	}
-	if got := text(doc, "[data-testid=capacity-measured]"); !strings.HasPrefix(got, "96 core") {
+	if got := text(doc, "[data-testid=capacity-measured]"); !strings.HasPrefix(got, "96 cores") {
 		t.Errorf("measured %q, want 96", got)
 	}
-	if got := text(doc, "[data-testid=capacity-effective]"); got != "96 core" || text(doc, "[data-testid=capacity-source]") != "measured" {
+	if got := text(doc, "[data-testid=capacity-effective]"); got != "96 cores" || text(doc, "[data-testid=capacity-source]") != "measured" {
 		t.Errorf("effective %q from %q, want the measured 96", got, text(doc, "[data-testid=capacity-source]"))
 	}
 	if doc.Find("[data-testid=capacity-below]").Length() != 1 {
@@ -172,7 +172,7 @@ func TestOversoldPoolsOnOperateAndTheCapacityOverride(t *testing.T) {
 	if !strings.Contains(text(doc, "[data-testid=oversold-what-to-do]"), "override the capacity") {
 		t.Error("the oversold list does not say what to do")
 	}
-	if _, doc = b.get(page); !strings.HasPrefix(text(doc, "[data-testid=capacity-oversold]"), "Teams hold 12 core more") {
+	if _, doc = b.get(page); !strings.HasPrefix(text(doc, "[data-testid=capacity-oversold]"), "Teams hold 12 cores more") {
 		t.Errorf("pool page: %q", text(doc, "[data-testid=capacity-oversold]"))
 	}
 
@@ -219,13 +219,13 @@ func TestOversoldPoolsOnOperateAndTheCapacityOverride(t *testing.T) {
 		t.Fatalf("override: %d", res.StatusCode)
 	}
 	_, doc = b.get(page)
-	if got := text(doc, "[data-testid=capacity-effective]"); got != "64 core" || text(doc, "[data-testid=capacity-source]") != "override" {
+	if got := text(doc, "[data-testid=capacity-effective]"); got != "64 cores" || text(doc, "[data-testid=capacity-source]") != "override" {
 		t.Errorf("effective %q from %q, want the override's 64", got, text(doc, "[data-testid=capacity-source]"))
 	}
 	if o := text(doc, "[data-testid=capacity-override]"); !strings.Contains(o, "op@x.io") || !strings.Contains(o, "4 nodes back from repair tonight") || !strings.Contains(o, expires) {
 		t.Errorf("override shown as %q", o)
 	}
-	if l := text(doc, "[data-testid=capacity-override-log]"); !strings.Contains(l, "op@x.io set 64 core") {
+	if l := text(doc, "[data-testid=capacity-override-log]"); !strings.Contains(l, "op@x.io set 64 cores") {
 		t.Errorf("override log %q", l)
 	}
 	if _, doc = b.get("/operate"); doc.Find("[data-testid=oversold-pools]").Length() != 0 {
