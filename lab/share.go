@@ -1,8 +1,7 @@
-package main
+package lab
 
 import (
-	"bufio"
-	"encoding/json"
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -17,11 +16,10 @@ import (
 	"github.com/clearhouse/clearhouse/scheduler"
 	"github.com/clearhouse/clearhouse/sharing"
 	"github.com/clearhouse/clearhouse/templates/reports"
-	"github.com/spf13/cobra"
 )
 
-// shareScenarios are the paper's three ways of giving organizations processors.
-var shareScenarios = []string{"equal", "zipf", "background"}
+// ShareScenarios are the paper's three ways of giving organizations processors.
+var ShareScenarios = []string{"equal", "zipf", "background"}
 
 // shareBackgroundShare is the share of users whose jobs are local background load in
 // the background scenario.
@@ -30,106 +28,26 @@ const shareBackgroundShare = 0.3
 // shareWindowHours is the length of a sample.
 const shareWindowHours = 24
 
-type shareOptions struct {
-	workload string
-	orgs     int
-	samples  int
-	seed     uint64
-	scenario string
-	policies string
-	json     bool
-	report   string
-	// shared: one set of coalition values for all policies; tiesHalf: a tie
+// ShareOptions are what CloudShare's experiment is run with: the flags of `clearhouse
+// share simulate`, the same names.
+type ShareOptions struct {
+	Workload string // the SWF log's name
+	Orgs     int
+	Samples  int
+	Seed     uint64
+	Scenario string // of ShareScenarios
+	Policies string // comma-separated, of sharing.Names
+	// Shared: one set of coalition values for all policies; TiesHalf: a tie
 	// scores half a point to each (both off: CloudShare's method).
-	shared   bool
-	tiesHalf bool
+	Shared   bool
+	TiesHalf bool
 }
 
-func newShareCmd() *cobra.Command {
-	cmd := &cobra.Command{
-		Use:   "share",
-		Short: "Idle capacity shared among teams: the fairness experiment of CloudShare",
-		Args:  cobra.NoArgs,
-		RunE:  func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
-	}
-	cmd.AddCommand(newShareSimulateCmd(), newShareCompareCmd(), newShareFairnessCmd(), newShareHistoryCmd())
-	return cmd
-}
-
-func newShareSimulateCmd() *cobra.Command {
-	var o shareOptions
-	cmd := &cobra.Command{
-		Use:   "simulate",
-		Short: "Compare sharing policies' fairness against the Shapley value on an SWF log",
-		Long: `Reproduce the evaluation of CloudShare (Pacholczyk and Rzadca 2018, section 5): take
---samples random 24-hour windows of an SWF log, map its users to --orgs organizations
-at random, give the organizations the log's processors (--scenario equal: equal
-shares; zipf: Zipf-distributed shares; background: equal shares, and 30% of the users
-become local background load that runs only on its organization's processors, before
-anything else there), split every job into one-processor, one-hour tasks, and simulate
-every policy on every coalition of organizations. As CloudShare does, a coalition's
-value under a policy is the total wait that policy gives it (2^n - 1 runs per policy);
-the Shapley values of that game are each organization's fair wait under the policy;
-the policy's unfairness is the Euclidean distance between the organizations' waits
-under it and those Shapley values (task-hours); its score is how many times, over
-the samples, it was fairer than another policy (a tie scores nothing: CloudShare's
-Table 1). --coalitions shared measures every policy against one game instead, whose
-value is the smallest total wait any policy gives the coalition; --ties half gives
-half a point to each policy of a tie.
-
-Shapley values are exact up to 12 organizations (all 2^n - 1 coalitions), sampled
-beyond (200 seeded random orders). The same seed gives the same output, byte for byte.`,
-		Example: `  clearhouse share simulate --workload cmd/clearhouse/testdata/hpc2n.swf --orgs 5 --samples 20 --seed 1 --scenario equal
-  clearhouse share simulate --workload log.swf --scenario zipf --policies direct-orig,fairshare --json
-  clearhouse share simulate --workload log.swf --scenario background --report share.html`,
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error { return runShareSimulate(cmd, o) },
-	}
-	f := cmd.Flags()
-	f.StringVar(&o.workload, "workload", "", "an SWF log (the Parallel Workloads Archive's format)")
-	f.IntVar(&o.orgs, "orgs", 5, "organizations, 1 to 32")
-	f.IntVar(&o.samples, "samples", 20, "random 24-hour windows, 1 to 1,000")
-	f.Uint64Var(&o.seed, "seed", 1, "seed of the windows, the users' organizations and the policies")
-	f.StringVar(&o.scenario, "scenario", "equal", "processors per organization: "+strings.Join(shareScenarios, ", "))
-	f.StringVar(&o.policies, "policies", strings.Join(sharing.Names(), ","), "comma-separated: "+strings.Join(sharing.Names(), ", "))
-	f.BoolVar(&o.json, "json", false, "print one JSON object and nothing else")
-	f.StringVar(&o.report, "report", "", "write a self-contained HTML report with charts to this file")
-	f.Var(choiceFlag{&o.shared, "per-policy", "shared"}, "coalitions", "coalition values: per-policy (each policy's own runs, the paper's) or shared (the smallest total wait of any policy)")
-	f.Var(choiceFlag{&o.tiesHalf, "none", "half"}, "ties", "what a tie scores: none (the paper's) or half (half a point each)")
-	return cmd
-}
-
-// choiceFlag is a flag with two values, off and on, that sets a bool.
-type choiceFlag struct {
-	v       *bool
-	off, on string
-}
-
-func (c choiceFlag) String() string {
-	if c.v != nil && *c.v {
-		return c.on
-	}
-	return c.off
-}
-
-func (c choiceFlag) Set(s string) error {
-	switch s {
-	case c.off:
-		*c.v = false
-	case c.on:
-		*c.v = true
-	default:
-		return fmt.Errorf("must be %s or %s", c.off, c.on)
-	}
-	return nil
-}
-
-func (c choiceFlag) Type() string { return c.off + "|" + c.on }
-
-// shareResult is the JSON the command prints.
-type shareResult struct {
-	Policies []sharePolicy `json:"policies"`
-	Samples  []shareSample `json:"samples"`
+// ShareResult is what ShareEvaluate found, as `share simulate --json` prints it;
+// WriteShareTable prints it as a table, Report for the HTML report.
+type ShareResult struct {
+	Policies []SharePolicy `json:"policies"`
+	Samples  []ShareSample `json:"samples"`
 	title    string
 	orgs     []sharing.Org
 	names    []string
@@ -140,13 +58,15 @@ type shareResult struct {
 	sims     int
 }
 
-type sharePolicy struct {
+// SharePolicy is one policy's score over the samples.
+type SharePolicy struct {
 	Name           string  `json:"name"`
 	Score          float64 `json:"score"`
 	MeanUnfairness float64 `json:"mean_unfairness"`
 }
 
-type shareSample struct {
+// ShareSample is one window of the log: the Shapley values and each policy's waits.
+type ShareSample struct {
 	Start          int64                         `json:"start"` // seconds, on the log's clock
 	CoalitionValue float64                       `json:"coalition_value"`
 	Shapley        map[string]float64            `json:"shapley"`
@@ -157,60 +77,19 @@ type shareSample struct {
 	PolicyShapley        map[string]map[string]float64 `json:"policy_shapley"`
 }
 
-func runShareSimulate(cmd *cobra.Command, o shareOptions) error {
-	policies, err := parseSharePolicies(o.policies)
-	if err != nil {
-		return &exitError{2, err}
-	}
-	if err := checkShareOptions(o); err != nil {
-		return &exitError{2, err}
-	}
-	log, err := readShareLog(cmd, o.workload)
-	if err != nil {
-		return &exitError{2, err}
-	}
-	orgs, err := shareOrgs(o.scenario, o.orgs, log.procs)
-	if err != nil {
-		return &exitError{2, err}
-	}
-	res, err := shareEvaluate(log, orgs, policies, o)
-	if err != nil {
-		return err
-	}
-	if o.report != "" {
-		page, err := reports.RenderShare(res.report(o))
-		if err != nil {
-			return err
-		}
-		if err := writeOut(cmd, o.report, page); err != nil {
-			return fmt.Errorf("report: %w", err)
-		}
-	}
-	if o.json {
-		enc := json.NewEncoder(cmd.OutOrStdout())
-		enc.SetIndent("", "  ")
-		return enc.Encode(res)
-	}
-	printShareTable(cmd.OutOrStdout(), res, o)
-	if o.report != "" {
-		fmt.Fprintf(cmd.OutOrStdout(), "\nreport: %s\n", o.report)
-	}
-	return nil
-}
-
-// shareEvaluate runs CloudShare's experiment once: o.samples windows of the log drawn
-// with o.seed, every policy on every coalition of orgs, scored.
-func shareEvaluate(log shareLog, orgs []sharing.Org, policies []sharing.Policy, o shareOptions) (shareResult, error) {
-	res := shareResult{orgs: orgs, tiesHalf: o.tiesHalf, title: fmt.Sprintf("%s: %d jobs, %d processors", filepath.Base(o.workload), len(log.jobs), log.procs)}
+// ShareEvaluate runs CloudShare's experiment once: o.Samples windows of the log drawn
+// with o.Seed, every policy on every coalition of orgs, scored.
+func ShareEvaluate(log ShareLog, orgs []sharing.Org, policies []sharing.Policy, o ShareOptions) (ShareResult, error) {
+	res := ShareResult{orgs: orgs, tiesHalf: o.TiesHalf, title: fmt.Sprintf("%s: %d jobs, %d processors", filepath.Base(o.Workload), len(log.jobs), log.Procs)}
 	for _, p := range policies {
 		res.names = append(res.names, p.Name())
 	}
-	rng := rand.New(rand.NewPCG(o.seed, o.seed^0x5ba2e))
-	for range o.samples {
-		start, jobs := log.sample(rng, orgs, o.scenario == "background")
-		ev, err := sharing.Evaluate(sharing.Experiment{Orgs: orgs, Jobs: jobs, Policies: policies, Seed: rng.Uint64(), SharedValues: o.shared})
+	rng := rand.New(rand.NewPCG(o.Seed, o.Seed^0x5ba2e))
+	for range o.Samples {
+		start, jobs := log.sample(rng, orgs, o.Scenario == "background")
+		ev, err := sharing.Evaluate(sharing.Experiment{Orgs: orgs, Jobs: jobs, Policies: policies, Seed: rng.Uint64(), SharedValues: o.Shared})
 		if err != nil {
-			return shareResult{}, err
+			return ShareResult{}, err
 		}
 		res.addSample(start, ev)
 	}
@@ -218,7 +97,8 @@ func shareEvaluate(log shareLog, orgs []sharing.Org, policies []sharing.Policy, 
 	return res, nil
 }
 
-func parseSharePolicies(list string) ([]sharing.Policy, error) {
+// ParseSharePolicies reads a comma-separated list of sharing policies, each once.
+func ParseSharePolicies(list string) ([]sharing.Policy, error) {
 	var out []sharing.Policy
 	var seen []string
 	for _, name := range strings.Split(list, ",") {
@@ -239,58 +119,55 @@ func parseSharePolicies(list string) ([]sharing.Policy, error) {
 	return out, nil
 }
 
-func checkShareOptions(o shareOptions) error {
+// CheckShareOptions refuses options out of range, before the log is read.
+func CheckShareOptions(o ShareOptions) error {
 	switch {
-	case o.orgs < 1 || o.orgs > 32:
+	case o.Orgs < 1 || o.Orgs > 32:
 		return errors.New("--orgs: must be between 1 and 32")
-	case o.samples < 1 || o.samples > 1000:
+	case o.Samples < 1 || o.Samples > 1000:
 		return errors.New("--samples: must be between 1 and 1,000")
-	case !slices.Contains(shareScenarios, o.scenario):
-		return fmt.Errorf("--scenario: unknown scenario %q (known: %s)", o.scenario, strings.Join(shareScenarios, ", "))
-	case o.workload == "":
+	case !slices.Contains(ShareScenarios, o.Scenario):
+		return fmt.Errorf("--scenario: unknown scenario %q (known: %s)", o.Scenario, strings.Join(ShareScenarios, ", "))
+	case o.Workload == "":
 		return errors.New("--workload: give an SWF log")
-	case strings.ToLower(filepath.Ext(o.workload)) != ".swf":
-		return fmt.Errorf("--workload: %s: the name must end in .swf", o.workload)
+	case strings.ToLower(filepath.Ext(o.Workload)) != ".swf":
+		return fmt.Errorf("--workload: %s: the name must end in .swf", o.Workload)
 	}
 	return nil
 }
 
-// shareLog is an SWF log in hours: jobs (arrival hour, hours, processors, user), the
+// ShareLog is an SWF log in hours: jobs (arrival hour, hours, processors, user), the
 // users in order, and the log's processors.
-type shareLog struct {
+type ShareLog struct {
 	jobs        []scheduler.Job
 	users       []string
-	procs       int64
+	Procs       int64
 	first, last scheduler.Slot
 }
 
-func readShareLog(cmd *cobra.Command, path string) (shareLog, error) {
-	in, err := openIn(cmd, path)
+// ReadShareLog reads the SWF log at path (opened with open) in hours: it needs a
+// MaxProcs header, a job with a run time and processors, and a day.
+func ReadShareLog(path string, open func(string) (io.ReadCloser, error)) (ShareLog, error) {
+	in, err := open(path)
 	if err != nil {
-		return shareLog{}, fmt.Errorf("--workload: %w", err)
+		return ShareLog{}, fmt.Errorf("--workload: %w", err)
 	}
 	defer in.Close()
 	data, err := io.ReadAll(in)
 	if err != nil {
-		return shareLog{}, fmt.Errorf("--workload: %w", err)
+		return ShareLog{}, fmt.Errorf("--workload: %w", err)
 	}
-	var l shareLog
-	sc := bufio.NewScanner(strings.NewReader(string(data)))
-	for sc.Scan() && l.procs == 0 {
-		if m := maxProcs.FindStringSubmatch(sc.Text()); m != nil {
-			l.procs, _ = strconv.ParseInt(m[1], 10, 64)
-		}
-	}
-	if l.procs <= 0 {
-		return shareLog{}, fmt.Errorf("--workload: %s: the log has no MaxProcs header", path)
+	var l ShareLog
+	if l.Procs = SWFMaxProcs(data); l.Procs <= 0 {
+		return ShareLog{}, fmt.Errorf("--workload: %s: the log has no MaxProcs header", path)
 	}
 	model := scheduler.DefaultSWFModel
 	model.SlotSeconds = 3600
-	if l.jobs, err = scheduler.ReadSWF(strings.NewReader(string(data)), model); err != nil {
-		return shareLog{}, fmt.Errorf("--workload: %s: %w", path, err)
+	if l.jobs, err = scheduler.ReadSWF(bytes.NewReader(data), model); err != nil {
+		return ShareLog{}, fmt.Errorf("--workload: %s: %w", path, err)
 	}
 	if len(l.jobs) == 0 {
-		return shareLog{}, fmt.Errorf("--workload: %s: the log has no job with a run time and processors", path)
+		return ShareLog{}, fmt.Errorf("--workload: %s: the log has no job with a run time and processors", path)
 	}
 	users := map[string]bool{}
 	l.first, l.last = l.jobs[0].Arrival, l.jobs[0].Arrival
@@ -299,7 +176,7 @@ func readShareLog(cmd *cobra.Command, path string) (shareLog, error) {
 		l.first, l.last = min(l.first, j.Arrival), max(l.last, j.Arrival)
 	}
 	if l.last-l.first < shareWindowHours {
-		return shareLog{}, fmt.Errorf("--workload: %s: the log spans less than %d hours", path, shareWindowHours)
+		return ShareLog{}, fmt.Errorf("--workload: %s: the log spans less than %d hours", path, shareWindowHours)
 	}
 	for u := range users {
 		l.users = append(l.users, u)
@@ -308,9 +185,9 @@ func readShareLog(cmd *cobra.Command, path string) (shareLog, error) {
 	return l, nil
 }
 
-// shareOrgs gives n organizations the log's processors: equal shares (the remainder
+// ShareOrgs gives n organizations the log's processors: equal shares (the remainder
 // to the first ones), or shares proportional to 1/rank (Zipf), at least one each.
-func shareOrgs(scenario string, n int, procs int64) ([]sharing.Org, error) {
+func ShareOrgs(scenario string, n int, procs int64) ([]sharing.Org, error) {
 	if procs < int64(n) {
 		return nil, fmt.Errorf("--orgs: %d organizations, but the log has only %d processors", n, procs)
 	}
@@ -367,7 +244,7 @@ func largestRemainder(weights []float64, total int64) []int64 {
 // sample draws a window and a mapping of users to organizations (and, for the
 // background scenario, which users are background load), and returns the window's
 // start (seconds) and its jobs split into one-processor, one-hour tasks.
-func (l shareLog) sample(rng *rand.Rand, orgs []sharing.Org, background bool) (int64, []sharing.SimJob) {
+func (l ShareLog) sample(rng *rand.Rand, orgs []sharing.Org, background bool) (int64, []sharing.SimJob) {
 	start := l.first + scheduler.Slot(rng.Int64N(int64(l.last-l.first-shareWindowHours)+1))
 	orgOf := map[string]string{}
 	local := map[string]bool{}
@@ -392,8 +269,8 @@ func (l shareLog) sample(rng *rand.Rand, orgs []sharing.Org, background bool) (i
 
 func round3(x float64) float64 { return math.Round(x*1000) / 1000 }
 
-func (r *shareResult) addSample(start int64, ev sharing.Evaluation) {
-	s := shareSample{Start: start, CoalitionValue: round3(ev.CoalitionValue), Shapley: map[string]float64{}, Wait: map[string]map[string]float64{},
+func (r *ShareResult) addSample(start int64, ev sharing.Evaluation) {
+	s := ShareSample{Start: start, CoalitionValue: round3(ev.CoalitionValue), Shapley: map[string]float64{}, Wait: map[string]map[string]float64{},
 		PolicyCoalitionValue: map[string]float64{}, PolicyShapley: map[string]map[string]float64{}}
 	for i, o := range r.orgs {
 		s.Shapley[o.Name] = round3(ev.Shapley[i])
@@ -413,7 +290,7 @@ func (r *shareResult) addSample(start int64, ev sharing.Evaluation) {
 	r.sims += ev.Coalitions * len(r.names)
 }
 
-func (r *shareResult) summarize() {
+func (r *ShareResult) summarize() {
 	score, pairwise := sharing.Scores(r.unfair, r.tiesHalf)
 	r.pairwise = pairwise
 	for p, name := range r.names {
@@ -421,11 +298,12 @@ func (r *shareResult) summarize() {
 		for _, u := range r.unfair {
 			sum += u[p]
 		}
-		r.Policies = append(r.Policies, sharePolicy{Name: name, Score: round3(score[p]), MeanUnfairness: round3(sum / float64(len(r.unfair)))})
+		r.Policies = append(r.Policies, SharePolicy{Name: name, Score: round3(score[p]), MeanUnfairness: round3(sum / float64(len(r.unfair)))})
 	}
 }
 
-func printShareTable(w io.Writer, r shareResult, o shareOptions) {
+// WriteShareTable prints the result as `share simulate` does.
+func WriteShareTable(w io.Writer, r ShareResult, o ShareOptions) {
 	procs := make([]string, len(r.orgs))
 	for i, org := range r.orgs {
 		procs[i] = strconv.FormatInt(org.Processors, 10)
@@ -435,9 +313,9 @@ func printShareTable(w io.Writer, r shareResult, o shareOptions) {
 		how = "sampled"
 	}
 	fmt.Fprintf(w, "%s\nscenario %s: %d organizations with %s processors; %d samples of %d hours; seed %d\n",
-		r.title, o.scenario, len(r.orgs), strings.Join(procs, "/"), len(r.Samples), shareWindowHours, o.seed)
+		r.title, o.Scenario, len(r.orgs), strings.Join(procs, "/"), len(r.Samples), shareWindowHours, o.Seed)
 	values := "each policy's own coalition values (the paper's)"
-	if o.shared {
+	if o.Shared {
 		values = "shared coalition values (the smallest total wait of any policy)"
 	}
 	fmt.Fprintf(w, "Shapley values %s, from %s; %d simulations\n\n", how, values, r.sims)
@@ -464,9 +342,9 @@ func printShareTable(w io.Writer, r shareResult, o shareOptions) {
 	tw.Flush()
 }
 
-// report is what the HTML report shows of the result.
-func (r shareResult) report(o shareOptions) reports.Share {
-	s := reports.Share{Title: r.title, Scenario: o.scenario, Seed: o.seed, Exact: r.exact, Simulations: r.sims, Ties: tieWords(r.tiesHalf),
+// Report is what the HTML report shows of the result.
+func (r ShareResult) Report(o ShareOptions) reports.Share {
+	s := reports.Share{Title: r.title, Scenario: o.Scenario, Seed: o.Seed, Exact: r.exact, Simulations: r.sims, Ties: tieWords(r.tiesHalf),
 		Orgs: r.orgs, Unfairness: r.unfair, Pairwise: r.pairwise}
 	for _, p := range r.Policies {
 		s.Policies = append(s.Policies, reports.SharePolicy(p))

@@ -1,8 +1,6 @@
-package main
+package lab
 
 import (
-	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"slices"
@@ -10,58 +8,19 @@ import (
 	"strings"
 
 	"github.com/clearhouse/clearhouse/sharing"
-	"github.com/spf13/cobra"
 )
 
-// shareCompareOptions are the flags of `clearhouse share compare`.
-type shareCompareOptions struct {
-	shareOptions
-	seeds, scenarios string
-	baseline         string
-	level            float64
+// CompareOptions are the flags of `clearhouse share compare`: the experiment's, and
+// the seeds and scenarios it is run over, the baseline and the intervals' level.
+type CompareOptions struct {
+	ShareOptions
+	Seeds, Scenarios string
+	Baseline         string
+	Level            float64
 }
 
-func newShareCompareCmd() *cobra.Command {
-	var o shareCompareOptions
-	cmd := &cobra.Command{
-		Use:   "compare",
-		Short: "CloudShare's experiment over many seeds and every scenario, with confidence intervals and paired tests",
-		Long: `Run the experiment of 'share simulate' once per seed of --seeds and scenario of
---scenarios (--samples windows each), and report per scenario, for every policy, the
-mean over the seeds of its score (points against the other policies, of samples x
-(policies - 1)) and of its mean unfairness, each with a --level Student-t confidence
-interval over the seeds. Then each policy against --baseline (fairshare by default):
-paired per seed on the score (mean difference with its interval, seeds above / below /
-tied, one-sided paired t-test and exact sign test p-values for "above the baseline"),
-and paired per sample on unfairness (how much less unfair than the baseline, with its
-interval; samples fairer / less fair / tied over all seeds, one-sided sign test). Seeds are independent runs: different windows, different
-mappings of users to organizations.
-
-Output: a table, or with --json {"scenarios":[{"scenario","seeds","policies":[{"name",
-"score","score_low","score_high","unfairness","unfairness_low","unfairness_high"}],
-"against":[{"name","score_diff","score_diff_low","score_diff_high","seeds_above",
-"seeds_below","seeds_tied","score_t_p","score_sign_p","unfairness_gain",
-"unfairness_gain_low","unfairness_gain_high","samples_fairer",
-"samples_less_fair","samples_tied","samples_sign_p"}]}]}.`,
-		Example: `  clearhouse share compare --workload cmd/clearhouse/testdata/hpc2n.swf --seeds 1-10
-  clearhouse share compare --workload log.swf --seeds 1,2,3 --scenarios zipf --samples 5 --json`,
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error { return runShareCompare(cmd, o) },
-	}
-	f := cmd.Flags()
-	f.StringVar(&o.workload, "workload", "", "an SWF log (the Parallel Workloads Archive's format)")
-	f.IntVar(&o.orgs, "orgs", 5, "organizations, 1 to 32")
-	f.IntVar(&o.samples, "samples", 20, "random 24-hour windows per seed, 1 to 1,000")
-	f.StringVar(&o.seeds, "seeds", "1-10", "seeds: a range a-b or a comma-separated list, 2 to 1,000 of them")
-	f.StringVar(&o.scenarios, "scenarios", strings.Join(shareScenarios, ","), "comma-separated: "+strings.Join(shareScenarios, ", "))
-	f.StringVar(&o.policies, "policies", strings.Join(sharing.Names(), ","), "comma-separated: "+strings.Join(sharing.Names(), ", "))
-	f.StringVar(&o.baseline, "baseline", "fairshare", "the policy the others are tested against (one of --policies)")
-	f.Float64Var(&o.level, "level", 0.95, "confidence level of the intervals, in (0, 1)")
-	f.BoolVar(&o.json, "json", false, "print one JSON object and nothing else")
-	return cmd
-}
-
-type shareComparePolicy struct {
+// ComparePolicy is a policy's mean score and unfairness over the seeds, with their intervals.
+type ComparePolicy struct {
 	Name           string  `json:"name"`
 	Score          float64 `json:"score"`
 	ScoreLow       float64 `json:"score_low"`
@@ -71,7 +30,8 @@ type shareComparePolicy struct {
 	UnfairnessHigh float64 `json:"unfairness_high"`
 }
 
-type shareCompareTest struct {
+// CompareTest is a policy against the baseline, paired per seed and per sample.
+type CompareTest struct {
 	Name            string  `json:"name"`
 	ScoreDiff       float64 `json:"score_diff"`
 	ScoreDiffLow    float64 `json:"score_diff_low"`
@@ -90,90 +50,51 @@ type shareCompareTest struct {
 	SamplesSignP    float64 `json:"samples_sign_p"`
 }
 
-type shareCompareScenario struct {
-	Scenario string               `json:"scenario"`
-	Seeds    []uint64             `json:"seeds"`
-	Policies []shareComparePolicy `json:"policies"`
-	Against  []shareCompareTest   `json:"against"`
+// CompareScenario is one scenario's comparison, as `share compare --json` prints it.
+type CompareScenario struct {
+	Scenario string          `json:"scenario"`
+	Seeds    []uint64        `json:"seeds"`
+	Policies []ComparePolicy `json:"policies"`
+	Against  []CompareTest   `json:"against"`
 }
 
-func runShareCompare(cmd *cobra.Command, o shareCompareOptions) error {
-	policies, err := parseSharePolicies(o.policies)
-	if err != nil {
-		return &exitError{2, err}
-	}
-	seeds, err := parseSeeds(o.seeds)
-	if err != nil {
-		return &exitError{2, err}
-	}
+// Compare runs the experiment of ShareEvaluate once per seed in o.Scenario, with the
+// organizations ShareOrgs gave it, and summarises it: each policy's score and
+// unfairness with their intervals, and each policy against the one at index base.
+func Compare(log ShareLog, orgs []sharing.Org, policies []sharing.Policy, seeds []uint64, base int, o CompareOptions) (CompareScenario, error) {
 	var names []string
 	for _, p := range policies {
 		names = append(names, p.Name())
 	}
-	base := slices.Index(names, o.baseline)
-	if base < 0 {
-		return &exitError{2, fmt.Errorf("--baseline: %q is not one of --policies", o.baseline)}
-	}
-	if !(o.level > 0 && o.level < 1) {
-		return &exitError{2, errors.New("--level: must be in (0, 1)")}
-	}
-	var scenarios []string
-	for _, s := range strings.Split(o.scenarios, ",") {
-		o.scenario = strings.TrimSpace(s)
-		if err := checkShareOptions(o.shareOptions); err != nil {
-			return &exitError{2, err}
-		}
-		scenarios = append(scenarios, o.scenario)
-	}
-	log, err := readShareLog(cmd, o.workload)
-	if err != nil {
-		return &exitError{2, err}
-	}
-	var out []shareCompareScenario
-	for _, sc := range scenarios {
-		o.scenario = sc
-		orgs, err := shareOrgs(sc, o.orgs, log.procs)
+	score := make([][]float64, len(names))  // [policy][seed]
+	unfair := make([][]float64, len(names)) // [policy][seed]: mean over samples
+	perSample := make([][]float64, len(names))
+	for _, seed := range seeds {
+		o.Seed = seed
+		res, err := ShareEvaluate(log, orgs, policies, o.ShareOptions)
 		if err != nil {
-			return &exitError{2, err}
+			return CompareScenario{}, err
 		}
-		score := make([][]float64, len(names))  // [policy][seed]
-		unfair := make([][]float64, len(names)) // [policy][seed]: mean over samples
-		perSample := make([][]float64, len(names))
-		for _, seed := range seeds {
-			o.seed = seed
-			res, err := shareEvaluate(log, orgs, policies, o.shareOptions)
-			if err != nil {
-				return err
-			}
-			for p, pol := range res.Policies {
-				score[p] = append(score[p], pol.Score)
-				unfair[p] = append(unfair[p], pol.MeanUnfairness)
-			}
-			for _, u := range res.unfair {
-				for p := range names {
-					perSample[p] = append(perSample[p], u[p])
-				}
+		for p, pol := range res.Policies {
+			score[p] = append(score[p], pol.Score)
+			unfair[p] = append(unfair[p], pol.MeanUnfairness)
+		}
+		for _, u := range res.unfair {
+			for p := range names {
+				perSample[p] = append(perSample[p], u[p])
 			}
 		}
-		out = append(out, compareScenario(sc, seeds, names, base, score, unfair, perSample, o.level))
 	}
-	w := cmd.OutOrStdout()
-	if o.json {
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
-		return enc.Encode(map[string]any{"scenarios": out})
-	}
-	printShareCompare(w, out, o, names[base])
-	return nil
+	return compareScenario(o.Scenario, seeds, names, base, score, unfair, perSample, o.Level), nil
 }
 
 // compareScenario summarises one scenario's runs: intervals per policy, and each
 // policy against the baseline.
-func compareScenario(sc string, seeds []uint64, names []string, base int, score, unfair, perSample [][]float64, level float64) shareCompareScenario {
-	r := shareCompareScenario{Scenario: sc, Seeds: seeds}
+func compareScenario(sc string, seeds []uint64, names []string, base int, score, unfair, perSample [][]float64, level float64) CompareScenario {
+	r := CompareScenario{Scenario: sc, Seeds: seeds}
 	for p, name := range names {
 		s, u := sharing.MeanInterval(score[p], level), sharing.MeanInterval(unfair[p], level)
-		r.Policies = append(r.Policies, shareComparePolicy{name, round3(s.Mean), round3(s.Low), round3(s.High), round3(u.Mean), round3(u.Low), round3(u.High)})
+		r.Policies = append(r.Policies, ComparePolicy{name, round3(s.Mean), round3(s.Low), round3(s.High), round3(u.Mean), round3(u.Low), round3(u.High)})
 	}
 	for p, name := range names {
 		if p == base {
@@ -182,7 +103,7 @@ func compareScenario(sc string, seeds []uint64, names []string, base int, score,
 		bySeed := sharing.ComparePaired(score[p], score[base], level)
 		// fairer is lower unfairness: the baseline's minus the policy's.
 		bySample := sharing.ComparePaired(perSample[base], perSample[p], level)
-		r.Against = append(r.Against, shareCompareTest{Name: name, ScoreDiff: round3(bySeed.Diff.Mean), ScoreDiffLow: round3(bySeed.Diff.Low),
+		r.Against = append(r.Against, CompareTest{Name: name, ScoreDiff: round3(bySeed.Diff.Mean), ScoreDiffLow: round3(bySeed.Diff.Low),
 			ScoreDiffHigh: round3(bySeed.Diff.High), SeedsAbove: bySeed.Wins, SeedsBelow: bySeed.Losses, SeedsTied: bySeed.Ties,
 			ScoreTP: pround(bySeed.TP), ScoreSignP: pround(bySeed.SignP), UnfairnessGain: round3(bySample.Diff.Mean),
 			UnfairnessLow: round3(bySample.Diff.Low), UnfairnessHigh: round3(bySample.Diff.High), SamplesFairer: bySample.Wins, SamplesLessFair: bySample.Losses,
@@ -197,13 +118,14 @@ func pround(p float64) float64 {
 	return x
 }
 
-func printShareCompare(w io.Writer, out []shareCompareScenario, o shareCompareOptions, baseline string) {
+// WriteCompareTable prints the comparison as `share compare` does.
+func WriteCompareTable(w io.Writer, out []CompareScenario, o CompareOptions, baseline string) {
 	for k, sc := range out {
 		if k > 0 {
 			fmt.Fprintln(w)
 		}
 		fmt.Fprintf(w, "scenario %s: %d seeds (%s) of %d samples, %d organizations; %g%% intervals over the seeds\n",
-			sc.Scenario, len(sc.Seeds), o.seeds, o.samples, o.orgs, o.level*100)
+			sc.Scenario, len(sc.Seeds), o.Seeds, o.Samples, o.Orgs, o.Level*100)
 		tw := newTable(w)
 		fmt.Fprintln(tw, "policy\tmean score\tinterval\tmean unfairness\tinterval\t")
 		for _, p := range sc.Policies {
@@ -222,8 +144,8 @@ func printShareCompare(w io.Writer, out []shareCompareScenario, o shareCompareOp
 	}
 }
 
-// parseSeeds reads "a-b" or "a,b,c": 2 to 1,000 distinct seeds.
-func parseSeeds(s string) ([]uint64, error) {
+// ParseSeeds reads "a-b" or "a,b,c": 2 to 1,000 distinct seeds.
+func ParseSeeds(s string) ([]uint64, error) {
 	var out []uint64
 	if lo, hi, ok := strings.Cut(s, "-"); ok && !strings.Contains(s, ",") {
 		var a, b uint64

@@ -1,75 +1,75 @@
-package main
+package lab
 
 import (
-	"bufio"
+	"bytes"
 	"cmp"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
-	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/clearhouse/clearhouse/scheduler"
 	"github.com/clearhouse/clearhouse/templates/reports"
-	"github.com/schollz/progressbar/v3"
-	"github.com/spf13/cobra"
-	"golang.org/x/term"
 )
 
-// simAlgorithms are the algorithms `simulate` knows, in the order it lists them.
-var simAlgorithms = []string{"econ", "econ-seasonal", "econ-fractional", "econ-load", "econ-linear",
+// SimAlgorithms are the algorithms Simulate knows, in the order `simulate` lists them.
+var SimAlgorithms = []string{"econ", "econ-seasonal", "econ-fractional", "econ-load", "econ-linear",
 	"econ-seasonal-penalty", "econ-linear-penalty", "greedy", "ondemand", "ondemand-fit"}
 
-// simSettings are the named runs --setting knows.
-var simSettings = []string{"era-azure"}
+// SimSettings are the named runs SimOptions.Setting knows.
+var SimSettings = []string{"era-azure"}
 
-// simOptions are the flags of `clearhouse simulate`.
-type simOptions struct {
-	workload    string
-	generate    string
-	jobs        int
-	seed        uint64
-	capacity    int64
-	algorithms  string
-	slotSeconds int
-	fixedPrice  float64
-	slack       float64
-	valueMedian float64
-	valueSpread float64
-	json        bool
-	report      string
-	cloud       scheduler.Cloud
-	cloudSeed   uint64
-	startEarly  bool
-	ceiling     float64
-	maxDiscount float64
-	greedyPrice float64
-	penalty     float64
-	setting     string
-	generateFor int64 // units the generated mix is sized for (0: the capacity)
-	supply      string
-	supplyQ     float64
-	foresight   float64 // hours
-	planShare   float64
-	rerun       bool
+// SimOptions are what a replay of a workload is run with: the flags of `clearhouse
+// simulate` (docs/formats/workload.md), the same names; DefaultSimOptions gives the
+// flags' defaults.
+type SimOptions struct {
+	Workload    string // a .csv or .swf file, opened by LoadWorkload
+	Generate    string // "mapreduce": generate the workload instead
+	Jobs        int    // jobs to generate
+	Seed        uint64 // of the generator and of the SWF value and deadline model
+	Capacity    int64  // units (0: the SWF log's MaxProcs, or 100 generated)
+	Algorithms  string // comma-separated, of SimAlgorithms
+	SlotSeconds int
+	FixedPrice  float64
+	Slack       float64 // SWF: the deadline model
+	ValueMedian float64 // SWF: the value model
+	ValueSpread float64
+	Cloud       scheduler.Cloud
+	CloudSeed   uint64
+	StartEarly  bool
+	Ceiling     float64 // econ's most per unit-slot (0: none)
+	MaxDiscount float64
+	GreedyPrice float64 // 0: FixedPrice
+	Penalty     float64 // the -penalty econ variants' later-start penalty
+	Setting     string  // a named run of SimSettings, applied by Prepare
+	GenerateFor int64   // units the generated mix is sized for (0: the capacity)
+	Supply      string  // of SimSupplies ("": none)
+	SupplyQ     float64
+	Foresight   float64 // hours
+	PlanShare   float64
+	Rerun       bool
 }
 
-// simSupplies are the supply predictors --supply knows.
-var simSupplies = []string{"none", "daily", "quantile"}
+// DefaultSimOptions are the defaults of `clearhouse simulate`'s flags.
+func DefaultSimOptions() SimOptions {
+	return SimOptions{Jobs: 10000, Seed: 1, Algorithms: "econ,greedy,ondemand", SlotSeconds: 300, FixedPrice: 0.5,
+		Slack: scheduler.DefaultSWFModel.Slack, ValueMedian: scheduler.DefaultSWFModel.ValueMedian, ValueSpread: scheduler.DefaultSWFModel.ValueSpread,
+		CloudSeed: 1, Cloud: scheduler.Cloud{LossShare: 0.5, LossSlots: 24}, Penalty: 0.01, SupplyQ: 0.1}
+}
+
+// SimSupplies are the supply predictors SimOptions.Supply knows.
+var SimSupplies = []string{"none", "daily", "quantile"}
 
 // newSupply returns a fresh supply predictor for one run (nil for none).
-func newSupply(o simOptions) scheduler.SupplyPredictor {
-	switch o.supply {
+func newSupply(o SimOptions) scheduler.SupplyPredictor {
+	switch o.Supply {
 	case "daily":
-		perDay := max(86400/o.slotSeconds, 1)
+		perDay := max(86400/o.SlotSeconds, 1)
 		return scheduler.NewDailySupply(perDay, max(perDay/24, 1))
 	case "quantile":
-		return &scheduler.QuantileSupply{Q: o.supplyQ}
+		return &scheduler.QuantileSupply{Q: o.SupplyQ}
 	}
 	return nil
 }
@@ -89,127 +89,41 @@ func newSupply(o simOptions) scheduler.SupplyPredictor {
 // predictor (the background's daily profile, learned from the day before), and only
 // 80% of it: 5% of the tasks fail and re-run on the spare capacity (the paper gives
 // neither figure; it tried several shares). The baselines plan with the whole share.
-func (o *simOptions) applySetting() error {
-	switch o.setting {
+func (o *SimOptions) applySetting() error {
+	switch o.Setting {
 	case "":
 		return nil
 	case "era-azure":
-		if o.workload == "" {
-			o.generate = "mapreduce"
+		if o.Workload == "" {
+			o.Generate = "mapreduce"
 		}
-		o.capacity, o.generateFor = 500, 100
-		o.cloud.Share, o.cloud.BackgroundLoad = 0.2, 0.6
-		o.ceiling, o.maxDiscount = 10, 0.35
-		o.fixedPrice, o.greedyPrice = 10, 6.5
-		if o.penalty == 0 {
-			o.penalty = 0.01
+		o.Capacity, o.GenerateFor = 500, 100
+		o.Cloud.Share, o.Cloud.BackgroundLoad = 0.2, 0.6
+		o.Ceiling, o.MaxDiscount = 10, 0.35
+		o.FixedPrice, o.GreedyPrice = 10, 6.5
+		if o.Penalty == 0 {
+			o.Penalty = 0.01
 		}
-		o.algorithms = "econ-seasonal,econ-seasonal-penalty,econ-linear,econ-linear-penalty,greedy,ondemand"
-		if o.supply == "" {
-			o.supply = "daily"
+		o.Algorithms = "econ-seasonal,econ-seasonal-penalty,econ-linear,econ-linear-penalty,greedy,ondemand"
+		if o.Supply == "" {
+			o.Supply = "daily"
 		}
-		if o.planShare == 0 {
-			o.planShare = 0.8
+		if o.PlanShare == 0 {
+			o.PlanShare = 0.8
 		}
-		o.rerun = true
-		if o.cloud.FailureShare == 0 {
-			o.cloud.FailureShare = 0.05
+		o.Rerun = true
+		if o.Cloud.FailureShare == 0 {
+			o.Cloud.FailureShare = 0.05
 		}
 		return nil
 	}
-	return fmt.Errorf("--setting: unknown setting %q (known: %s)", o.setting, strings.Join(simSettings, ", "))
+	return fmt.Errorf("--setting: unknown setting %q (known: %s)", o.Setting, strings.Join(SimSettings, ", "))
 }
 
-func newSimulateCmd() *cobra.Command {
-	var o simOptions
-	cmd := &cobra.Command{
-		Use:   "simulate",
-		Short: "Replay a workload through the reservation scheduler and compare algorithms",
-		Long: `Replay a workload of jobs with deadlines through the reservation scheduler, on a
-simulated cluster of --capacity units, once per algorithm, and report what each
-achieved against the offline upper bound (the value-maximizing fractional
-allocation of the whole workload, computed exactly).
-
-Workloads (docs/formats/workload.md): a CSV file, an SWF log (the Parallel
-Workloads Archive's format; values and deadlines come from a seeded model set by
---slack, --value-median and --value-spread), or a seeded MapReduce-like mix
-(--generate mapreduce --jobs N --seed S).
-
-Algorithms: econ (Basic-Econ with the default predictor, scheduler.NewDefaultPredictor:
-the seasonal one learned online), econ-fractional (Basic-Econ with ERA's LP-based
-predictor: demand read from where the value-maximizing fractional allocation of the
-past week's requests put them), econ-load (Basic-Econ with a fixed load curve), greedy
-(first fit at --fixed-price per unit-slot, or --greedy-price), econ-linear (Basic-Econ
-with ERA's prior-knowledge linear predictor: inverse demand linear between the
-workload's highest and lowest value per unit-slot over its mean demand per slot),
-econ-seasonal-penalty and econ-linear-penalty (the same with ERA's exponential penalty
-for later scheduling, --later-penalty per slot), ondemand (ERA's on-demand baseline: what
-has room in the current slot starts now at --fixed-price, ignoring the rest of its
-run, so it over-commits and the jobs the cloud then cannot hold are late) and
-ondemand-fit (starts now only what fits for its whole run, at --fixed-price).
-
-The simulated cloud (all seeded by --cloud-seed): --capacity-losses N a day, each
-taking --loss-share of the capacity for --loss-slots; --task-failures, the share of
-tasks that fail partway; --finish-early, the share that end early; --start-early, the
-cluster starts what the engine offers as "may start now". The Azure-style setting of
-ERA section 4: --share of the cluster is the scheduler's, under --background-load;
---price-ceiling and --max-discount bound econ's price per unit-slot; the background
-is reported each hour for --foresight-hours ahead; --supply daily|quantile plans the
-slots not yet reported with an estimate of the capacity (the lowest seen near that
-time of day, or the --supply-quantile of what was seen; both learn from the day
-before the run) instead of the whole share; --plan-share plans only that share of the
-capacity, keeping the rest spare; --rerun starts failed tasks again on the spare
-capacity. Accepted jobs that do not complete by their deadline are late. --setting era-azure is ERA's Azure Batch
-experiment as one named run (it sets the capacity, the share, the background, the
-prices and the algorithms; see docs/reproductions.md).
-
-Output: a table, with a progress bar on a terminal; --json prints one JSON object
-and nothing else; --report F.html writes a self-contained page with charts.`,
-		Example: `  clearhouse simulate --generate mapreduce --jobs 10000 --seed 1 --capacity 100
-  clearhouse simulate --workload cmd/clearhouse/testdata/hpc2n.swf --capacity 240 --json
-  clearhouse simulate --workload jobs.csv --capacity 50 --algorithms econ,greedy --report sim.html`,
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error { return runSimulate(cmd, o) },
-	}
-	f := cmd.Flags()
-	f.StringVar(&o.workload, "workload", "", "workload file: .csv or .swf")
-	f.StringVar(&o.generate, "generate", "", "generate a workload instead: mapreduce")
-	f.IntVar(&o.jobs, "jobs", 10000, "jobs to generate")
-	f.Uint64Var(&o.seed, "seed", 1, "seed of the generator and of the SWF value and deadline model")
-	f.Int64Var(&o.capacity, "capacity", 0, "the simulated pool's size in units (SWF: processors; default: the log's MaxProcs; generated: 100)")
-	f.StringVar(&o.algorithms, "algorithms", "econ,greedy,ondemand", "comma-separated: "+strings.Join(simAlgorithms, ", "))
-	f.IntVar(&o.slotSeconds, "slot-seconds", 300, "seconds per slot (SWF logs and the seasonal predictor)")
-	f.Float64Var(&o.fixedPrice, "fixed-price", 0.5, "greedy's and ondemand's price per unit-slot, in dollars")
-	f.Float64Var(&o.slack, "slack", scheduler.DefaultSWFModel.Slack, "SWF: a deadline is arrival + duration x (1 + slack x U[0,1))")
-	f.Float64Var(&o.valueMedian, "value-median", scheduler.DefaultSWFModel.ValueMedian, "SWF: median value per unit-slot, in dollars")
-	f.Float64Var(&o.valueSpread, "value-spread", scheduler.DefaultSWFModel.ValueSpread, "SWF: spread of the log-normal value per unit-slot")
-	f.BoolVar(&o.json, "json", false, "print one JSON object (docs/formats/workload.md) and nothing else")
-	f.StringVar(&o.report, "report", "", "write a self-contained HTML report with charts to this file")
-	f.Uint64Var(&o.cloudSeed, "cloud-seed", 1, "seed of the simulated cloud's losses, failures, early finishes and background load")
-	f.Float64Var(&o.cloud.LossesPerDay, "capacity-losses", 0, "capacity losses a day")
-	f.Float64Var(&o.cloud.LossShare, "loss-share", 0.5, "share of the capacity a loss takes")
-	f.IntVar((*int)(&o.cloud.LossSlots), "loss-slots", 24, "slots a capacity loss lasts")
-	f.Float64Var(&o.cloud.FailureShare, "task-failures", 0, "share of accepted tasks that fail partway through their run")
-	f.Float64Var(&o.cloud.FinishEarlyShare, "finish-early", 0, "share of accepted tasks that finish early")
-	f.BoolVar(&o.startEarly, "start-early", false, `start early what the engine offers as "may start now"`)
-	f.Float64Var(&o.cloud.Share, "share", 0, "Azure-style setting: the share of --capacity the scheduler manages (0: all, no background)")
-	f.Float64Var(&o.cloud.BackgroundLoad, "background-load", 0, "Azure-style setting: mean share of the cluster other work uses")
-	f.Float64Var(&o.ceiling, "price-ceiling", 0, "econ's most per unit-slot, in dollars (0: none)")
-	f.Float64Var(&o.maxDiscount, "max-discount", 0, "econ's largest discount from --price-ceiling (its floor is ceiling x (1 - discount))")
-	f.Float64Var(&o.greedyPrice, "greedy-price", 0, "greedy's price per unit-slot, in dollars (0: --fixed-price)")
-	f.Float64Var(&o.penalty, "later-penalty", 0.01, "the -penalty econ variants: a start s slots later is chosen as if it cost exp(penalty x s) times its price")
-	f.StringVar(&o.setting, "setting", "", "a named run: "+strings.Join(simSettings, ", ")+" (overrides the flags it sets)")
-	f.StringVar(&o.supply, "supply", "", "Azure-style setting: how slots not yet reported are planned: "+strings.Join(simSupplies, ", ")+" (none, the default but for era-azure's daily: the whole share)")
-	f.Float64Var(&o.supplyQ, "supply-quantile", 0.1, "--supply quantile: the quantile of the capacity seen to plan with")
-	f.Float64Var(&o.foresight, "foresight-hours", 0, "Azure-style setting: hours ahead each hourly capacity report reaches (0: 1)")
-	f.Float64Var(&o.planShare, "plan-share", 0, "the share of the capacity the scheduler plans with, the rest spare (0: all)")
-	f.BoolVar(&o.rerun, "rerun", false, "failed tasks start again on spare capacity")
-	return cmd
-}
-
-// simResult is the JSON the command prints (docs/formats/workload.md), plus the
-// share of the upper bound and the acceptance by class.
-type simResult struct {
+// SimResult is what Simulate found, as `simulate --json` prints it
+// (docs/formats/workload.md), plus the share of the upper bound and the acceptance by
+// class; WriteSimTable prints it as a table, Report for the HTML report.
+type SimResult struct {
 	Workload struct {
 		Jobs           int     `json:"jobs"`
 		RequestedValue float64 `json:"requested_value"`
@@ -217,14 +131,15 @@ type simResult struct {
 		Slots          int     `json:"slots"`
 	} `json:"workload"`
 	UpperBoundValue float64        `json:"upper_bound_value"`
-	Cloud           *simCloud      `json:"cloud,omitempty"`
-	Algorithms      []simAlgorithm `json:"algorithms"`
+	Cloud           *SimCloud      `json:"cloud,omitempty"`
+	Algorithms      []SimAlgorithm `json:"algorithms"`
 	outcomes        []scheduler.Outcome
 	classes         []string
 	title           string
 }
 
-type simAlgorithm struct {
+// SimAlgorithm is one algorithm's run.
+type SimAlgorithm struct {
 	Name            string             `json:"name"`
 	AcceptedJobs    int                `json:"accepted_jobs"`
 	AcceptedValue   float64            `json:"accepted_value"`
@@ -244,9 +159,9 @@ type simAlgorithm struct {
 	LostValue       map[string]float64 `json:"lost_value"`
 }
 
-// simCloud is the setting of the simulated cloud, in the JSON output when any
-// of it is set.
-type simCloud struct {
+// SimCloud is the setting of the simulated cloud, in the result when any of it is
+// set.
+type SimCloud struct {
 	Seed             uint64  `json:"seed"`
 	LossesPerDay     float64 `json:"capacity_losses_per_day"`
 	LossShare        float64 `json:"loss_share"`
@@ -264,79 +179,79 @@ type simCloud struct {
 	Rerun            bool    `json:"rerun"`
 }
 
-func runSimulate(cmd *cobra.Command, o simOptions) error {
+// Prepare applies the named run of o.Setting and checks the options a workload does
+// not change; it returns the algorithms to run, in o.Algorithms's order.
+func (o *SimOptions) Prepare() ([]string, error) {
 	if err := o.applySetting(); err != nil {
-		return &exitError{2, err}
+		return nil, err
 	}
-	algos, err := parseAlgorithms(o.algorithms)
+	algos, err := ParseAlgorithms(o.Algorithms)
 	if err != nil {
-		return &exitError{2, err}
+		return nil, err
 	}
 	switch {
-	case o.supply != "" && !slices.Contains(simSupplies, o.supply):
-		return &exitError{2, fmt.Errorf("--supply: unknown %q (known: %s)", o.supply, strings.Join(simSupplies, ", "))}
-	case !(o.supplyQ >= 0 && o.supplyQ <= 1):
-		return &exitError{2, errors.New("--supply-quantile: must be between 0 and 1")}
-	case !(o.foresight >= 0 && o.foresight <= 24*365):
-		return &exitError{2, errors.New("--foresight-hours: must be from 0 to a year")}
-	case !(o.planShare >= 0 && o.planShare <= 1):
-		return &exitError{2, errors.New("--plan-share: must be between 0 and 1")}
+	case o.Supply != "" && !slices.Contains(SimSupplies, o.Supply):
+		return nil, fmt.Errorf("--supply: unknown %q (known: %s)", o.Supply, strings.Join(SimSupplies, ", "))
+	case !(o.SupplyQ >= 0 && o.SupplyQ <= 1):
+		return nil, errors.New("--supply-quantile: must be between 0 and 1")
+	case !(o.Foresight >= 0 && o.Foresight <= 24*365):
+		return nil, errors.New("--foresight-hours: must be from 0 to a year")
+	case !(o.PlanShare >= 0 && o.PlanShare <= 1):
+		return nil, errors.New("--plan-share: must be between 0 and 1")
 	}
-	jobs, capacity, title, err := loadWorkload(cmd, o)
-	if err != nil {
-		return &exitError{2, err}
-	}
-	if len(jobs) == 0 {
-		return &exitError{2, errors.New("the workload has no jobs")}
-	}
-	res := simResult{title: title, classes: workloadClasses(jobs)}
+	return algos, nil
+}
+
+// Progress is told how far Simulate is: the stage ("upper bound", then each
+// algorithm's name) and the steps done of total.
+type Progress func(stage string, done, total int)
+
+// Simulate replays the workload once per algorithm (as Prepare returned them) on the
+// simulated cloud of o, and bounds it with the value-maximizing fractional allocation
+// of the whole workload. progress, when not nil, is told how far it is.
+func Simulate(w Workload, algos []string, o SimOptions, progress Progress) (SimResult, error) {
+	jobs, capacity := w.Jobs, w.Capacity
+	res := SimResult{title: w.Title, classes: workloadClasses(jobs)}
 	res.Workload.Jobs, res.Workload.Capacity = len(jobs), capacity
-	o.cloud.Seed, o.cloud.SlotsPerDay = o.cloudSeed, max(86400/o.slotSeconds, 1)
-	o.cloud.Foresight = scheduler.Slot(o.foresight * 3600 / float64(o.slotSeconds))
-	if o.cloud != (scheduler.Cloud{Seed: o.cloudSeed, SlotsPerDay: o.cloud.SlotsPerDay, LossShare: o.cloud.LossShare, LossSlots: o.cloud.LossSlots}) ||
-		o.startEarly || o.ceiling > 0 || o.maxDiscount > 0 || o.supply != "" && o.supply != "none" || o.planShare > 0 || o.rerun {
-		c := o.cloud
-		res.Cloud = &simCloud{Seed: c.Seed, LossesPerDay: c.LossesPerDay, LossShare: c.LossShare, LossSlots: int64(c.LossSlots),
-			FailureShare: c.FailureShare, FinishEarlyShare: c.FinishEarlyShare, StartEarly: o.startEarly, Share: c.Share,
-			BackgroundLoad: c.BackgroundLoad, PriceCeiling: o.ceiling, MaxDiscount: o.maxDiscount,
-			ForesightSlots: int(max(c.Foresight, scheduler.Slot(max(c.SlotsPerDay/24, 1)))), Supply: cmp.Or(o.supply, "none"), PlanShare: o.planShare, Rerun: o.rerun}
+	o.Cloud.Seed, o.Cloud.SlotsPerDay = o.CloudSeed, max(86400/o.SlotSeconds, 1)
+	o.Cloud.Foresight = scheduler.Slot(o.Foresight * 3600 / float64(o.SlotSeconds))
+	if o.Cloud != (scheduler.Cloud{Seed: o.CloudSeed, SlotsPerDay: o.Cloud.SlotsPerDay, LossShare: o.Cloud.LossShare, LossSlots: o.Cloud.LossSlots}) ||
+		o.StartEarly || o.Ceiling > 0 || o.MaxDiscount > 0 || o.Supply != "" && o.Supply != "none" || o.PlanShare > 0 || o.Rerun {
+		c := o.Cloud
+		res.Cloud = &SimCloud{Seed: c.Seed, LossesPerDay: c.LossesPerDay, LossShare: c.LossShare, LossSlots: int64(c.LossSlots),
+			FailureShare: c.FailureShare, FinishEarlyShare: c.FinishEarlyShare, StartEarly: o.StartEarly, Share: c.Share,
+			BackgroundLoad: c.BackgroundLoad, PriceCeiling: o.Ceiling, MaxDiscount: o.MaxDiscount,
+			ForesightSlots: int(max(c.Foresight, scheduler.Slot(max(c.SlotsPerDay/24, 1)))), Supply: cmp.Or(o.Supply, "none"), PlanShare: o.PlanShare, Rerun: o.Rerun}
 	}
 
-	stderr := cmd.ErrOrStderr()
-	var bar *progressbar.ProgressBar
-	if f, ok := stderr.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
-		bar = progressbar.NewOptions(len(algos)*1000+1000,
-			progressbar.OptionSetWriter(stderr), progressbar.OptionSetWidth(30),
-			progressbar.OptionSetDescription("upper bound"), progressbar.OptionClearOnFinish(),
-			progressbar.OptionShowElapsedTimeOnFinish(), progressbar.OptionSetPredictTime(true))
+	total := len(algos)*1000 + 1000
+	if progress != nil {
+		progress("upper bound", 0, total)
 	}
-	bound := scheduler.WorkloadBound(jobs, o.cloud.Managed(capacity))
+	bound := scheduler.WorkloadBound(jobs, o.Cloud.Managed(capacity))
 	res.UpperBoundValue = bound.Value
-	if bar != nil {
-		bar.Set(1000)
-	}
 	for i, name := range algos {
-		if bar != nil {
-			bar.Describe(name)
+		if progress != nil {
+			progress(name, 1000+i*1000, total)
 		}
-		cfg := scheduler.SimConfig{Capacity: capacity, Cloud: o.cloud, StartEarly: o.startEarly, Rerun: o.rerun}
+		cfg := scheduler.SimConfig{Capacity: capacity, Cloud: o.Cloud, StartEarly: o.StartEarly, Rerun: o.Rerun}
 		if strings.HasPrefix(name, "econ") { // ERA's own planning: the baselines plan with the whole share
-			cfg.Supply, cfg.PlanShare = newSupply(o), o.planShare
+			cfg.Supply, cfg.PlanShare = newSupply(o), o.PlanShare
 		}
-		if bar != nil {
+		if progress != nil {
 			base := 1000 + i*1000
 			cfg.Progress = func(slot, horizon scheduler.Slot) {
-				bar.Set(base + int(1000*int64(slot)/int64(max(horizon, 1))))
+				progress(name, base+int(1000*int64(slot)/int64(max(horizon, 1))), total)
 			}
 		}
 		out, err := scheduler.SimulateWith(jobs, newAlgorithm(name, o, capacity, jobs), cfg)
 		if err != nil {
-			return err
+			return SimResult{}, err
 		}
 		res.outcomes = append(res.outcomes, out)
 		res.Workload.RequestedValue = out.RequestedValue
 		res.Workload.Slots = len(out.Series)
-		a := simAlgorithm{Name: name, AcceptedJobs: out.AcceptedJobs, AcceptedValue: round2(out.AcceptedValue),
+		a := SimAlgorithm{Name: name, AcceptedJobs: out.AcceptedJobs, AcceptedValue: round2(out.AcceptedValue),
 			ValueShare: round4(out.ValueShare), Revenue: round2(out.Revenue), Utilization: round4(out.Utilization),
 			MeanPrice: round4(out.MeanPrice), Classes: out.ByClass, LateJobs: out.LateJobs, LateShare: round4(out.LateShare),
 			AtRisk: out.AtRisk, Failed: out.Failed, EarlyStarts: out.EarlyStarts, Reruns: out.Reruns, RerunsOnTime: out.RerunsOnTime,
@@ -349,35 +264,13 @@ func runSimulate(cmd *cobra.Command, o simOptions) error {
 		}
 		res.Algorithms = append(res.Algorithms, a)
 	}
-	if bar != nil {
-		bar.Finish()
-	}
 	res.Workload.RequestedValue = round2(res.Workload.RequestedValue)
 	res.UpperBoundValue = round2(res.UpperBoundValue)
-
-	if o.report != "" {
-		page, err := reports.RenderSimulation(res.report())
-		if err != nil {
-			return err
-		}
-		if err := writeOut(cmd, o.report, page); err != nil {
-			return fmt.Errorf("report: %w", err)
-		}
-	}
-	if o.json {
-		enc := json.NewEncoder(cmd.OutOrStdout())
-		enc.SetIndent("", "  ")
-		return enc.Encode(res)
-	}
-	printSimTable(cmd.OutOrStdout(), res)
-	if o.report != "" {
-		fmt.Fprintf(cmd.OutOrStdout(), "\nreport: %s\n", o.report)
-	}
-	return nil
+	return res, nil
 }
 
-// report is what the HTML report shows of the result.
-func (r simResult) report() reports.Simulation {
+// Report is what the HTML report shows of the result.
+func (r SimResult) Report() reports.Simulation {
 	s := reports.Simulation{Title: r.title, Jobs: r.Workload.Jobs, Slots: r.Workload.Slots, Capacity: r.Workload.Capacity,
 		RequestedValue: r.Workload.RequestedValue, UpperBoundValue: r.UpperBoundValue, Classes: r.classes}
 	for i, a := range r.Algorithms {
@@ -391,159 +284,173 @@ func (r simResult) report() reports.Simulation {
 func round2(x float64) float64 { return float64(int64(x*100+0.5)) / 100 }
 func round4(x float64) float64 { return float64(int64(x*10000+0.5)) / 10000 }
 
-func parseAlgorithms(list string) ([]string, error) {
+// ParseAlgorithms reads a comma-separated list of SimAlgorithms, each once.
+func ParseAlgorithms(list string) ([]string, error) {
 	var out []string
 	for _, a := range strings.Split(list, ",") {
 		a = strings.TrimSpace(a)
 		if a == "" {
 			continue
 		}
-		if !slices.Contains(simAlgorithms, a) {
-			return nil, fmt.Errorf("--algorithms: unknown algorithm %q (known: %s)", a, strings.Join(simAlgorithms, ", "))
+		if !slices.Contains(SimAlgorithms, a) {
+			return nil, fmt.Errorf("--algorithms: unknown algorithm %q (known: %s)", a, strings.Join(SimAlgorithms, ", "))
 		}
 		if !slices.Contains(out, a) {
 			out = append(out, a)
 		}
 	}
 	if len(out) == 0 {
-		return nil, fmt.Errorf("--algorithms: name at least one of %s", strings.Join(simAlgorithms, ", "))
+		return nil, fmt.Errorf("--algorithms: name at least one of %s", strings.Join(SimAlgorithms, ", "))
 	}
 	return out, nil
 }
 
-func newAlgorithm(name string, o simOptions, capacity int64, jobs []scheduler.Job) scheduler.Algorithm {
+func newAlgorithm(name string, o SimOptions, capacity int64, jobs []scheduler.Job) scheduler.Algorithm {
 	switch name {
 	case "econ-linear":
 		return o.econ(scheduler.LinearFromJobs(jobs))
 	case "econ-seasonal-penalty":
-		b := o.econ(scheduler.NewSeasonal(o.slotSeconds))
-		b.LaterPenalty = o.penalty
+		b := o.econ(scheduler.NewSeasonal(o.SlotSeconds))
+		b.LaterPenalty = o.Penalty
 		return b
 	case "econ-linear-penalty":
 		b := o.econ(scheduler.LinearFromJobs(jobs))
-		b.LaterPenalty = o.penalty
+		b.LaterPenalty = o.Penalty
 		return b
 	case "econ":
-		return o.econ(scheduler.NewDefaultPredictor(o.slotSeconds, map[string]int64{scheduler.SimPool: capacity}))
+		return o.econ(scheduler.NewDefaultPredictor(o.SlotSeconds, map[string]int64{scheduler.SimPool: capacity}))
 	case "econ-seasonal":
-		return o.econ(scheduler.NewSeasonal(o.slotSeconds))
+		return o.econ(scheduler.NewSeasonal(o.SlotSeconds))
 	case "econ-fractional":
-		return o.econ(scheduler.NewFractional(o.slotSeconds, map[string]int64{scheduler.SimPool: capacity}))
+		return o.econ(scheduler.NewFractional(o.SlotSeconds, map[string]int64{scheduler.SimPool: capacity}))
 	case "econ-load":
 		return o.econ(scheduler.LoadCurve{Base: 1.5, Steep: 6, Capacity: capacity})
 	case "greedy":
-		if o.greedyPrice > 0 {
-			return scheduler.Greedy{UnitPrice: o.greedyPrice}
+		if o.GreedyPrice > 0 {
+			return scheduler.Greedy{UnitPrice: o.GreedyPrice}
 		}
-		return scheduler.Greedy{UnitPrice: o.fixedPrice}
+		return scheduler.Greedy{UnitPrice: o.FixedPrice}
 	case "ondemand-fit":
-		return scheduler.OnDemandFit{UnitPrice: o.fixedPrice}
+		return scheduler.OnDemandFit{UnitPrice: o.FixedPrice}
 	default:
-		return scheduler.OnDemand{UnitPrice: o.fixedPrice}
+		return scheduler.OnDemand{UnitPrice: o.FixedPrice}
 	}
 }
 
 // econ is Basic-Econ with the predictor, bounded by --price-ceiling and
 // --max-discount when they are set.
-func (o simOptions) econ(p scheduler.Predictor) scheduler.BasicEcon {
-	b := scheduler.BasicEcon{Predictor: p, Ceiling: o.ceiling}
-	if o.ceiling > 0 {
-		b.Floor = o.ceiling * (1 - o.maxDiscount)
+func (o SimOptions) econ(p scheduler.Predictor) scheduler.BasicEcon {
+	b := scheduler.BasicEcon{Predictor: p, Ceiling: o.Ceiling}
+	if o.Ceiling > 0 {
+		b.Floor = o.Ceiling * (1 - o.MaxDiscount)
 	}
 	return b
 }
 
-var maxProcs = regexp.MustCompile(`^;\s*MaxProcs:\s*(\d+)`)
+// Workload is a workload ready to replay: its jobs, the pool's size in units and a
+// title for the table and the report.
+type Workload struct {
+	Jobs     []scheduler.Job
+	Capacity int64
+	Title    string
+}
 
-// loadWorkload reads or generates the jobs and settles the capacity.
-func loadWorkload(cmd *cobra.Command, o simOptions) ([]scheduler.Job, int64, string, error) {
-	if o.capacity < 0 {
+// LoadWorkload reads (a file opened with open) or generates the jobs o names, settles
+// the capacity and checks the options the replay needs. A workload without a job is
+// refused.
+func LoadWorkload(o SimOptions, open func(path string) (io.ReadCloser, error)) (Workload, error) {
+	jobs, capacity, title, err := loadWorkload(o, open)
+	if err != nil {
+		return Workload{}, err
+	}
+	if len(jobs) == 0 {
+		return Workload{}, errors.New("the workload has no jobs")
+	}
+	return Workload{jobs, capacity, title}, nil
+}
+
+func loadWorkload(o SimOptions, open func(path string) (io.ReadCloser, error)) ([]scheduler.Job, int64, string, error) {
+	if o.Capacity < 0 {
 		return nil, 0, "", errors.New("--capacity: must be a positive number of units")
 	}
-	if o.slotSeconds <= 0 {
+	if o.SlotSeconds <= 0 {
 		return nil, 0, "", errors.New("--slot-seconds: must be positive")
 	}
-	if o.fixedPrice < 0 || o.greedyPrice < 0 || o.penalty < 0 {
+	if o.FixedPrice < 0 || o.GreedyPrice < 0 || o.Penalty < 0 {
 		return nil, 0, "", errors.New("--fixed-price, --greedy-price and --later-penalty must not be negative")
 	}
-	if err := o.cloud.Validate(); err != nil {
+	if err := o.Cloud.Validate(); err != nil {
 		return nil, 0, "", fmt.Errorf("the simulated cloud: %w", err)
 	}
-	if o.ceiling < 0 || o.maxDiscount < 0 || o.maxDiscount > 1 || (o.maxDiscount > 0 && o.ceiling == 0) {
+	if o.Ceiling < 0 || o.MaxDiscount < 0 || o.MaxDiscount > 1 || (o.MaxDiscount > 0 && o.Ceiling == 0) {
 		return nil, 0, "", errors.New("--price-ceiling must not be negative; --max-discount is between 0 and 1 and needs a ceiling")
 	}
 	switch {
-	case o.workload != "" && o.generate != "":
+	case o.Workload != "" && o.Generate != "":
 		return nil, 0, "", errors.New("give --workload or --generate, not both")
-	case o.generate != "":
-		if o.generate != "mapreduce" {
-			return nil, 0, "", fmt.Errorf("--generate: unknown generator %q (known: mapreduce)", o.generate)
+	case o.Generate != "":
+		if o.Generate != "mapreduce" {
+			return nil, 0, "", fmt.Errorf("--generate: unknown generator %q (known: mapreduce)", o.Generate)
 		}
-		if o.jobs <= 0 || o.jobs > 10_000_000 {
+		if o.Jobs <= 0 || o.Jobs > 10_000_000 {
 			return nil, 0, "", errors.New("--jobs: must be between 1 and 10,000,000")
 		}
-		capacity := o.capacity
+		capacity := o.Capacity
 		if capacity == 0 {
 			capacity = 100
 		}
 		sized := capacity
-		if o.generateFor > 0 {
-			sized = o.generateFor
+		if o.GenerateFor > 0 {
+			sized = o.GenerateFor
 		}
-		jobs := scheduler.GenerateMapReduce(o.jobs, o.seed, sized)
-		title := fmt.Sprintf("MapReduce-like mix: %d jobs, seed %d, %d units", o.jobs, o.seed, capacity)
+		jobs := scheduler.GenerateMapReduce(o.Jobs, o.Seed, sized)
+		title := fmt.Sprintf("MapReduce-like mix: %d jobs, seed %d, %d units", o.Jobs, o.Seed, capacity)
 		if sized != capacity {
-			title = fmt.Sprintf("MapReduce-like mix: %d jobs, seed %d, sized for %d of the cluster's %d units", o.jobs, o.seed, sized, capacity)
+			title = fmt.Sprintf("MapReduce-like mix: %d jobs, seed %d, sized for %d of the cluster's %d units", o.Jobs, o.Seed, sized, capacity)
 		}
 		return jobs, capacity, title, nil
-	case o.workload == "":
+	case o.Workload == "":
 		return nil, 0, "", errors.New("give a workload: --workload FILE.csv|FILE.swf, or --generate mapreduce")
 	}
-	ext := strings.ToLower(filepath.Ext(o.workload))
+	ext := strings.ToLower(filepath.Ext(o.Workload))
 	if ext != ".csv" && ext != ".swf" {
-		return nil, 0, "", fmt.Errorf("--workload: %s: the name must end in .csv or .swf", o.workload)
+		return nil, 0, "", fmt.Errorf("--workload: %s: the name must end in .csv or .swf", o.Workload)
 	}
-	in, err := openIn(cmd, o.workload)
+	in, err := open(o.Workload)
 	if err != nil {
 		return nil, 0, "", err
 	}
 	defer in.Close()
-	title := filepath.Base(o.workload)
+	title := filepath.Base(o.Workload)
 	switch ext {
 	case ".csv":
-		if o.capacity == 0 {
+		if o.Capacity == 0 {
 			return nil, 0, "", errors.New("--capacity: a CSV workload needs the pool's size in units")
 		}
 		jobs, err := scheduler.ReadCSV(in)
 		if err != nil {
-			return nil, 0, "", fmt.Errorf("%s: %w", o.workload, err)
+			return nil, 0, "", fmt.Errorf("%s: %w", o.Workload, err)
 		}
-		return jobs, o.capacity, fmt.Sprintf("%s: %d units", title, o.capacity), nil
+		return jobs, o.Capacity, fmt.Sprintf("%s: %d units", title, o.Capacity), nil
 	default: // .swf
 		data, err := io.ReadAll(in)
 		if err != nil {
 			return nil, 0, "", err
 		}
-		capacity := o.capacity
+		capacity := o.Capacity
 		if capacity == 0 {
-			sc := bufio.NewScanner(strings.NewReader(string(data)))
-			for sc.Scan() && capacity == 0 {
-				if m := maxProcs.FindStringSubmatch(sc.Text()); m != nil {
-					capacity, _ = strconv.ParseInt(m[1], 10, 64)
-				}
-			}
-			if capacity <= 0 {
+			if capacity = SWFMaxProcs(data); capacity <= 0 {
 				return nil, 0, "", errors.New("--capacity: the log has no MaxProcs header; give the pool's size")
 			}
 		}
-		model := scheduler.SWFModel{SlotSeconds: o.slotSeconds, Seed: o.seed, Slack: o.slack, ValueMedian: o.valueMedian, ValueSpread: o.valueSpread}
-		if o.slack < 0 || o.valueMedian <= 0 || o.valueSpread < 0 {
+		model := scheduler.SWFModel{SlotSeconds: o.SlotSeconds, Seed: o.Seed, Slack: o.Slack, ValueMedian: o.ValueMedian, ValueSpread: o.ValueSpread}
+		if o.Slack < 0 || o.ValueMedian <= 0 || o.ValueSpread < 0 {
 			return nil, 0, "", errors.New("--slack and --value-spread must not be negative, --value-median must be positive")
 		}
-		jobs, err := scheduler.ReadSWF(strings.NewReader(string(data)), model)
+		jobs, err := scheduler.ReadSWF(bytes.NewReader(data), model)
 		if err != nil {
-			return nil, 0, "", fmt.Errorf("%s: %w", o.workload, err)
+			return nil, 0, "", fmt.Errorf("%s: %w", o.Workload, err)
 		}
-		return jobs, capacity, fmt.Sprintf("%s: %d jobs, %d units, seed %d", title, len(jobs), capacity, o.seed), nil
+		return jobs, capacity, fmt.Sprintf("%s: %d jobs, %d units, seed %d", title, len(jobs), capacity, o.Seed), nil
 	}
 }
