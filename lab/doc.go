@@ -13,7 +13,8 @@
 //     intervals and paired tests.
 //   - SWFMaxProcs reads an SWF log's MaxProcs header; the jobs are scheduler.ReadSWF's.
 //
-// Every run is deterministic for its seeds. The package imports no database, HTTP or
+// Errors refusing an option name it as the command's flag (--capacity, --orgs):
+// the options are the flags, one name each. Every run is deterministic for its seeds. The package imports no database, HTTP or
 // command-line package (deps_test.go); `abacus`'s experiments are sharing/abacus's
 // own (Simulate, Efficiency), which lab/labcmd calls directly.
 package lab
