@@ -121,6 +121,13 @@ var depRules = map[string]depRule{
 	// over view models the commands build.
 	"templates/reports": {deny: join([]string{"gorm.io", "github.com/gin-gonic"}, []string{"store", "ledger", "mailer", "identity", "exchange", "fleet", "besteffort", "metrics", "demo", "web", "cmd", "agent"})},
 
+	// The research tools (lab.go in cmd/clearhouse mounts their commands): experiments
+	// over the engines, their tables, JSON and reports, importable and benchmarked
+	// alone; nothing of the server, the database or the agent, and the library no
+	// command-line package (lab/labcmd is its command line).
+	"lab":        {deny: join([]string{"gorm.io", "github.com/gin-gonic", "github.com/spf13"}, []string{"store", "ledger", "mailer", "identity", "notify", "exchange", "fleet", "besteffort", "metrics", "demo", "web", "cmd", "agent", "lab/labcmd"})},
+	"lab/labcmd": {deny: join([]string{"gorm.io", "github.com/gin-gonic"}, []string{"store", "ledger", "mailer", "identity", "notify", "exchange", "fleet", "besteffort", "metrics", "demo", "web", "cmd", "agent"})},
+
 	// HTTP: routes, handlers, auth, the JSON API.
 	"web": {deny: []string{"cmd", "demo", "agent"}},
 
@@ -235,6 +242,10 @@ func TestDependencyRulesMatch(t *testing.T) {
 		{"fleet", []string{module + "/besteffort", module + "/exchange"}, depRules["fleet"], []string{module + "/besteffort"}},
 		{"besteffort", []string{module + "/fleet", module + "/web"}, depRules["besteffort"], []string{module + "/web"}},
 		{"templates", []string{"gorm.io/gorm", module + "/moneyfmt"}, depRules["templates"], []string{"gorm.io/gorm"}},
+		{"lab", []string{module + "/sharing", module + "/templates/reports", "github.com/spf13/cobra", module + "/store", module + "/lab/labcmd"}, depRules["lab"],
+			[]string{"github.com/spf13/cobra", module + "/store", module + "/lab/labcmd"}},
+		{"lab/labcmd", []string{module + "/lab", "github.com/spf13/cobra", module + "/besteffort", module + "/cmd/clearhouse"}, depRules["lab/labcmd"],
+			[]string{module + "/besteffort", module + "/cmd/clearhouse"}},
 		{"cmd/clearhouse", []string{"k8s.io/client-go/kubernetes", "sigs.k8s.io/kueue/apis", "github.com/spf13/cobra", module + "/agent/slurm", "k8s.io"}, depRules["cmd/clearhouse"],
 			[]string{"k8s.io/client-go/kubernetes", "sigs.k8s.io/kueue/apis", "k8s.io"}},
 	}

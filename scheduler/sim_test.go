@@ -117,6 +117,12 @@ func TestReadSWF(t *testing.T) {
 	if _, err := ReadSWF(strings.NewReader("1 2 3\n"), DefaultSWFModel); err == nil || !strings.Contains(err.Error(), "line 1") {
 		t.Fatalf("short line: %v", err)
 	}
+	// Processors are rounded up as run time is: half a processor is one unit, never a
+	// job of width 0 (lab's FuzzSWFWorkload found it).
+	half := "1 0 0 600 0.5 -1 -1 -1 -1 -1 1 7 -1 -1 -1 -1 -1 -1\n"
+	if jobs, err := ReadSWF(strings.NewReader(half), DefaultSWFModel); err != nil || len(jobs) != 1 || jobs[0].Width != 1 || jobs[0].validate() != nil {
+		t.Fatalf("half a processor: %+v %v", jobs, err)
+	}
 }
 
 func FuzzReadWorkloads(f *testing.F) {

@@ -175,7 +175,9 @@ var DefaultSWFModel = SWFModel{SlotSeconds: 300, Seed: 1, Slack: 2, ValueMedian:
 
 // ReadSWF reads a Standard Workload Format log: ';' comments and 18 fields a job.
 // Submit time, run time, allocated processors and user become arrival, duration,
-// width and team; jobs with no run time or processors are skipped (cancelled jobs).
+// width and team; jobs with no run time or processors are skipped (cancelled jobs),
+// and processors are rounded up as run time is (0.5 is one unit, never none: found
+// by lab's FuzzSWFWorkload).
 func ReadSWF(r io.Reader, m SWFModel) ([]Job, error) {
 	if m.SlotSeconds <= 0 {
 		return nil, clearhouse.Errorf(clearhouse.EINVALID, "slot seconds: must be positive")
@@ -220,7 +222,7 @@ func ReadSWF(r io.Reader, m SWFModel) ([]Job, error) {
 		slack := 1 + m.Slack*rng.Float64()
 		price := m.ValueMedian * math.Exp(m.ValueSpread*rng.NormFloat64())
 		jobs = append(jobs, Job{ID: f[0], Team: "user" + f[11], Submit: arrival, Arrival: arrival,
-			Deadline: arrival + Slot(math.Ceil(float64(duration)*slack)), Duration: duration, Width: int64(procs),
+			Deadline: arrival + Slot(math.Ceil(float64(duration)*slack)), Duration: duration, Width: int64(math.Ceil(procs)),
 			Value: price * float64(duration) * procs})
 	}
 	if err := sc.Err(); err != nil {

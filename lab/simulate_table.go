@@ -1,4 +1,4 @@
-package main
+package lab
 
 import (
 	"fmt"
@@ -37,7 +37,9 @@ func workloadClasses(jobs []scheduler.Job) []string {
 	return teams[:min(len(teams), 10)]
 }
 
-func printSimTable(w io.Writer, res simResult) {
+// WriteSimTable prints the result as `simulate` does: the algorithms against the
+// upper bound, the simulated cloud's losses when it is set, acceptance by class.
+func WriteSimTable(w io.Writer, res SimResult) {
 	fmt.Fprintf(w, "%s\n%d jobs over %d slots, requested value %s, upper bound %s (%.1f%% of requested)\n\n",
 		res.title, res.Workload.Jobs, res.Workload.Slots, moneyfmt.Dollars(res.Workload.RequestedValue), moneyfmt.Dollars(res.UpperBoundValue),
 		100*res.UpperBoundValue/max(res.Workload.RequestedValue, 1e-9))

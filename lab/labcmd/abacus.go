@@ -1,4 +1,4 @@
-package main
+package labcmd
 
 import (
 	"bytes"
@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -17,17 +18,19 @@ import (
 	"github.com/spf13/pflag"
 )
 
-func newAbacusCmd() *cobra.Command {
+// NewAbacus returns `abacus`: solve Abacus auctions and run the paper's experiments
+// (sharing/abacus).
+func NewAbacus(opts Options) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "abacus",
 		Short: "Solve Abacus auctions (budgets and utilities buy shares of idle capacity) and run the paper's experiments",
 		Args:  cobra.NoArgs,
 	}
-	cmd.AddCommand(newAbacusSolveCmd(), newAbacusSimulateCmd(), newAbacusEfficiencyCmd())
+	cmd.AddCommand(newAbacusSolveCmd(opts), newAbacusSimulateCmd(), newAbacusEfficiencyCmd())
 	return cmd
 }
 
-func newAbacusSolveCmd() *cobra.Command {
+func newAbacusSolveCmd(opts Options) *cobra.Command {
 	in := ""
 	opt := abacus.DefaultOptions()
 	cmd := &cobra.Command{
@@ -49,7 +52,7 @@ printed and the message names the job and the field.`,
 		Example: `  clearhouse abacus solve --in jobs.json
   echo '{"resources":["cpu"],"jobs":[{"id":"a","budget":100},{"id":"b","budget":25}]}' | clearhouse abacus solve --in -`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error { return runAbacusSolve(cmd, in, opt) },
+		RunE: func(cmd *cobra.Command, _ []string) error { return runAbacusSolve(cmd, opts, in, opt) },
 	}
 	f := cmd.Flags()
 	f.StringVar(&in, "in", "", "instance file, or - for standard input (required)")
@@ -69,16 +72,16 @@ func abacusTurnFlags(f *pflag.FlagSet, opt *abacus.Options) {
 
 // abacusRefused is exit status 2 with the safe message of a domain error.
 func abacusRefused(prefix string, err error) error {
-	return &exitError{2, fmt.Errorf("%s: %s", prefix, clearhouse.ErrorMessage(err))}
+	return &ExitError{2, fmt.Errorf("%s: %s", prefix, clearhouse.ErrorMessage(err))}
 }
 
-func runAbacusSolve(cmd *cobra.Command, in string, opt abacus.Options) error {
+func runAbacusSolve(cmd *cobra.Command, opts Options, in string, opt abacus.Options) error {
 	if err := opt.Validate(); err != nil {
-		return &exitError{2, fmt.Errorf("--%s", strings.Replace(clearhouse.ErrorMessage(err), "_", "-", 1))}
+		return &ExitError{2, fmt.Errorf("--%s", strings.Replace(clearhouse.ErrorMessage(err), "_", "-", 1))}
 	}
-	r, err := openIn(cmd, in)
+	r, err := opts.open(cmd, in)
 	if err != nil {
-		return &exitError{2, err}
+		return &ExitError{2, err}
 	}
 	defer r.Close()
 	source := in
@@ -91,7 +94,7 @@ func runAbacusSolve(cmd *cobra.Command, in string, opt abacus.Options) error {
 	}
 	res, err := abacus.Solve(inst, opt)
 	if err != nil { // the instance is valid, so an option is at fault (epsilon against the budgets)
-		return &exitError{2, fmt.Errorf("--%s", clearhouse.ErrorMessage(err))}
+		return &ExitError{2, fmt.Errorf("--%s", clearhouse.ErrorMessage(err))}
 	}
 	var buf bytes.Buffer
 	if err := abacus.EncodeResult(&buf, inst, res); err != nil {
@@ -101,7 +104,7 @@ func runAbacusSolve(cmd *cobra.Command, in string, opt abacus.Options) error {
 		return err
 	}
 	if res.Outcome != abacus.OutcomeConverged {
-		return &exitError{1, fmt.Errorf("the auction did not converge in %d rounds (alpha %v; the last round moved a sub-budget by %.3g dollars)", res.Iterations, opt.Alpha, res.LastMove)}
+		return &ExitError{1, fmt.Errorf("the auction did not converge in %d rounds (alpha %v; the last round moved a sub-budget by %.3g dollars)", res.Iterations, opt.Alpha, res.LastMove)}
 	}
 	return nil
 }
@@ -159,15 +162,15 @@ machine; the times are this machine's. Output: a table, or with --json one objec
 func runAbacusSimulate(cmd *cobra.Command, o abacusSimOptions) error {
 	users, err := parseInts("--users", o.users)
 	if err != nil {
-		return &exitError{2, err}
+		return &ExitError{2, err}
 	}
 	resources, err := parseInts("--resources", o.resources)
 	if err != nil {
-		return &exitError{2, err}
+		return &ExitError{2, err}
 	}
 	alphas, err := parseFloats("--alphas", o.alphas)
 	if err != nil {
-		return &exitError{2, err}
+		return &ExitError{2, err}
 	}
 	var utilities []abacus.Utility
 	for _, name := range strings.Split(o.utility, ",") {
@@ -178,7 +181,7 @@ func runAbacusSimulate(cmd *cobra.Command, o abacusSimOptions) error {
 		utilities = append(utilities, u)
 	}
 	if err := checkSimFlags(o, users, resources, alphas); err != nil {
-		return &exitError{2, err}
+		return &ExitError{2, err}
 	}
 	cfg := abacus.SimConfig{Seed: o.seed, Runs: o.runs, Options: o.opt,
 		Rows: abacus.Sweep(utilities, users, resources, alphas)}
@@ -305,6 +308,8 @@ func writeAbacusSimTable(w io.Writer, cfg abacus.SimConfig, rows []abacus.Experi
 	tw.Flush()
 }
 
+func round3(x float64) float64 { return math.Round(x*1000) / 1000 }
+
 func micros(d time.Duration) string {
 	if d >= time.Millisecond {
 		return fmt.Sprintf("%.2f ms", float64(d.Microseconds())/1e3)
@@ -375,10 +380,10 @@ type abacusEffRow struct {
 func runAbacusEfficiency(cmd *cobra.Command, o abacusEffOptions) error {
 	users, err := parseInts("--users", o.users)
 	if err != nil {
-		return &exitError{2, err}
+		return &ExitError{2, err}
 	}
 	if o.runs < 1 || o.runs > 100_000 || o.mapSlots < 1 || o.reduceSlots < 1 {
-		return &exitError{2, errors.New("--runs must be from 1 to 100,000 and --map-slots and --reduce-slots at least 1")}
+		return &ExitError{2, errors.New("--runs must be from 1 to 100,000 and --map-slots and --reduce-slots at least 1")}
 	}
 	var workloads []abacus.Workload
 	for _, name := range strings.Split(o.workloads, ",") {
@@ -390,7 +395,7 @@ func runAbacusEfficiency(cmd *cobra.Command, o abacusEffOptions) error {
 	}
 	for _, u := range users {
 		if u < 1 || u > 10_000 {
-			return &exitError{2, fmt.Errorf("--users: %d is not from 1 to 10,000", u)}
+			return &ExitError{2, fmt.Errorf("--users: %d is not from 1 to 10,000", u)}
 		}
 	}
 	var rows []abacusEffRow

@@ -1,4 +1,4 @@
-package main
+package labcmd
 
 import (
 	"encoding/json"
@@ -55,7 +55,7 @@ func TestSimulateGeneratedJSON(t *testing.T) {
 func TestSimulateTableAndReport(t *testing.T) {
 	dir := t.TempDir()
 	swf := filepath.Join(dir, "head.swf")
-	data, err := os.ReadFile("testdata/hpc2n-head.swf")
+	data, err := os.ReadFile("../testdata/hpc2n-head.swf")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,8 +1,10 @@
-package main
+package labcmd
 
 import (
 	"strings"
 	"testing"
+
+	"github.com/clearhouse/clearhouse/lab"
 )
 
 // `share compare`: per scenario, one interval per policy over the seeds and one
@@ -18,10 +20,10 @@ func TestShareCompareJSON(t *testing.T) {
 	}
 	var res struct {
 		Scenarios []struct {
-			Scenario string               `json:"scenario"`
-			Seeds    []uint64             `json:"seeds"`
-			Policies []shareComparePolicy `json:"policies"`
-			Against  []shareCompareTest   `json:"against"`
+			Scenario string              `json:"scenario"`
+			Seeds    []uint64            `json:"seeds"`
+			Policies []lab.ComparePolicy `json:"policies"`
+			Against  []lab.CompareTest   `json:"against"`
 		} `json:"scenarios"`
 	}
 	decodeStrict(t, out, &res)

@@ -1,4 +1,4 @@
-package main
+package labcmd
 
 import (
 	"bytes"
@@ -13,7 +13,7 @@ import (
 	"github.com/clearhouse/clearhouse/sharing"
 )
 
-const headSWF = "testdata/hpc2n-head.swf"
+const headSWF = "../testdata/hpc2n-head.swf"
 
 type shareJSON struct {
 	Policies []struct {
@@ -197,7 +197,7 @@ func TestShareSimulateRefusesBadInput(t *testing.T) {
 func BenchmarkShareSimulate(b *testing.B) {
 	for b.Loop() {
 		var out, errb bytes.Buffer
-		code := run(b.Context(), []string{"share", "simulate", "--workload", "testdata/hpc2n.swf", "--orgs", "5", "--samples", "20", "--seed", "1", "--json"},
+		code := run(b.Context(), []string{"share", "simulate", "--workload", "../testdata/hpc2n.swf", "--orgs", "5", "--samples", "20", "--seed", "1", "--json"},
 			strings.NewReader(""), &out, &errb)
 		if code != 0 {
 			b.Fatal(errb.String())

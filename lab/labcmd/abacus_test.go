@@ -1,4 +1,4 @@
-package main
+package labcmd
 
 import (
 	"encoding/json"
@@ -165,12 +165,6 @@ func TestAbacusSimulateRefusesBadFlags(t *testing.T) {
 		if code != 2 || out != "" || !strings.Contains(errOut, c.want) {
 			t.Errorf("%s: code %d stdout %q stderr %q", c.flag, code, out, errOut)
 		}
-	}
-}
-
-func TestAbacusIsListed(t *testing.T) {
-	if code, out, _ := runCLI(t, "", "--help"); code != 0 || !strings.Contains(out, "abacus") {
-		t.Fatalf("--help does not list abacus: %s", out)
 	}
 }
 
