@@ -123,11 +123,11 @@ func (m *Market) notifySettled(tx *gorm.DB, a Auction, converged bool, prices ma
 		case l.Payment >= 0:
 			o.won++
 			o.paid += l.Payment
-			say(o, "Order #%d won %s and paid %s.", l.OrderID, specs[l.OrderID].Bundles[l.BundleIndex], moneyfmt.Cents(l.Payment))
+			say(o, "Order #%d won %s and paid %s.", l.OrderID, specs[l.OrderID].Bundles[l.BundleIndex], moneyfmt.Exact(l.Payment))
 		default:
 			o.won++
 			o.received -= l.Payment
-			say(o, "Order #%d sold %s and received %s.", l.OrderID, specs[l.OrderID].Bundles[l.BundleIndex], moneyfmt.Cents(-l.Payment))
+			say(o, "Order #%d sold %s and received %s.", l.OrderID, specs[l.OrderID].Bundles[l.BundleIndex], moneyfmt.Exact(-l.Payment))
 		}
 	}
 	if len(rejected) > 0 {
@@ -163,10 +163,10 @@ func (m *Market) notifySettled(tx *gorm.DB, a Auction, converged bool, prices ma
 		}
 		fmt.Fprintf(&b, "Auction #%d has settled. Team %s: %d of %d orders won", a.ID, u.TeamID, o.won, o.won+o.lost+o.rejected)
 		if o.paid > 0 {
-			fmt.Fprintf(&b, "; paid %s", moneyfmt.Cents(o.paid))
+			fmt.Fprintf(&b, "; paid %s", moneyfmt.Exact(o.paid))
 		}
 		if o.received > 0 {
-			fmt.Fprintf(&b, "; received %s", moneyfmt.Cents(o.received))
+			fmt.Fprintf(&b, "; received %s", moneyfmt.Exact(o.received))
 		}
 		b.WriteString(".\n\n")
 		subject := fmt.Sprintf("Auction #%d settled: %d of %d orders won", a.ID, o.won, o.won+o.lost+o.rejected)

@@ -132,7 +132,7 @@ func FinancePage(p Page, v FinanceView) templ.Component {
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}
-				templ_7745c5c3_Err = Amount(b.Posted).Render(ctx, templ_7745c5c3_Buffer)
+				templ_7745c5c3_Err = ExactAmount(b.Posted).Render(ctx, templ_7745c5c3_Buffer)
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}
@@ -140,7 +140,7 @@ func FinancePage(p Page, v FinanceView) templ.Component {
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}
-				templ_7745c5c3_Err = Amount(b.Held).Render(ctx, templ_7745c5c3_Buffer)
+				templ_7745c5c3_Err = ExactAmount(b.Held).Render(ctx, templ_7745c5c3_Buffer)
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}
@@ -148,7 +148,7 @@ func FinancePage(p Page, v FinanceView) templ.Component {
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}
-				templ_7745c5c3_Err = Amount(b.Available).Render(ctx, templ_7745c5c3_Buffer)
+				templ_7745c5c3_Err = ExactAmount(b.Available).Render(ctx, templ_7745c5c3_Buffer)
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}
@@ -187,7 +187,7 @@ func FinancePage(p Page, v FinanceView) templ.Component {
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
-			templ_7745c5c3_Err = Amount(v.BudgetTotal.Posted).Render(ctx, templ_7745c5c3_Buffer)
+			templ_7745c5c3_Err = ExactAmount(v.BudgetTotal.Posted).Render(ctx, templ_7745c5c3_Buffer)
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
@@ -195,7 +195,7 @@ func FinancePage(p Page, v FinanceView) templ.Component {
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
-			templ_7745c5c3_Err = Amount(v.BudgetTotal.Held).Render(ctx, templ_7745c5c3_Buffer)
+			templ_7745c5c3_Err = ExactAmount(v.BudgetTotal.Held).Render(ctx, templ_7745c5c3_Buffer)
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
@@ -203,7 +203,7 @@ func FinancePage(p Page, v FinanceView) templ.Component {
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
-			templ_7745c5c3_Err = Amount(v.BudgetTotal.Available).Render(ctx, templ_7745c5c3_Buffer)
+			templ_7745c5c3_Err = ExactAmount(v.BudgetTotal.Available).Render(ctx, templ_7745c5c3_Buffer)
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
@@ -426,7 +426,7 @@ func FinancePage(p Page, v FinanceView) templ.Component {
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}
-				templ_7745c5c3_Err = Amount(r.Balance).Render(ctx, templ_7745c5c3_Buffer)
+				templ_7745c5c3_Err = ExactAmount(r.Balance).Render(ctx, templ_7745c5c3_Buffer)
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}
@@ -439,7 +439,7 @@ func FinancePage(p Page, v FinanceView) templ.Component {
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
-			templ_7745c5c3_Err = Amount(v.TrialTotal).Render(ctx, templ_7745c5c3_Buffer)
+			templ_7745c5c3_Err = ExactAmount(v.TrialTotal).Render(ctx, templ_7745c5c3_Buffer)
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
@@ -703,7 +703,7 @@ func SettlementPage(p Page, v SettlementView) templ.Component {
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
-			templ_7745c5c3_Err = Amount(v.BuyersPaid).Render(ctx, templ_7745c5c3_Buffer)
+			templ_7745c5c3_Err = ExactAmount(v.BuyersPaid).Render(ctx, templ_7745c5c3_Buffer)
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
@@ -711,7 +711,7 @@ func SettlementPage(p Page, v SettlementView) templ.Component {
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
-			templ_7745c5c3_Err = Amount(v.SellersReceived).Render(ctx, templ_7745c5c3_Buffer)
+			templ_7745c5c3_Err = ExactAmount(v.SellersReceived).Render(ctx, templ_7745c5c3_Buffer)
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
@@ -719,7 +719,7 @@ func SettlementPage(p Page, v SettlementView) templ.Component {
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
-			templ_7745c5c3_Err = Amount(v.TreasuryNet).Render(ctx, templ_7745c5c3_Buffer)
+			templ_7745c5c3_Err = ExactAmount(v.TreasuryNet).Render(ctx, templ_7745c5c3_Buffer)
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
@@ -779,7 +779,7 @@ func SettlementPage(p Page, v SettlementView) templ.Component {
 				return templ_7745c5c3_Err
 			}
 			if len(v.Prices) > 0 {
-				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 69, "<h2>Unit prices</h2><p class=\"muted\">A price is dollars for one unit of the pool's quota, paid once: the team holds the quota until it sells it. Each order's amount is its bundle's quantities times these prices, rounded to the cent, except the final round's payments listed above with both amounts.</p><div class=\"table-wrap\"><table data-testid=\"settlement-prices\"><thead><tr><th>Pool</th><th class=\"num\">Price per unit</th><th class=\"num\">Units traded</th></tr></thead> <tbody>")
+				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 69, "<h2>Unit prices</h2><p class=\"muted\">A price is dollars for one unit of the pool's quota, paid once: the team holds the quota until it sells it. Prices are exact, in whole micro-dollars per unit: each order's amount is its bundle's quantities times these prices, to the micro-dollar, except the final round's payments listed above with both amounts. Amounts are shown with every digit they have, so the columns add up to their totals.</p><div class=\"table-wrap\"><table data-testid=\"settlement-prices\"><thead><tr><th>Pool</th><th class=\"num\">Price per unit</th><th class=\"num\">Units traded</th></tr></thead> <tbody>")
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}
@@ -965,7 +965,7 @@ func SettlementPage(p Page, v SettlementView) templ.Component {
 					return templ_7745c5c3_Err
 				}
 				if l.Payment > 0 {
-					templ_7745c5c3_Err = Amount(l.Payment).Render(ctx, templ_7745c5c3_Buffer)
+					templ_7745c5c3_Err = ExactAmount(l.Payment).Render(ctx, templ_7745c5c3_Buffer)
 					if templ_7745c5c3_Err != nil {
 						return templ_7745c5c3_Err
 					}
@@ -975,7 +975,7 @@ func SettlementPage(p Page, v SettlementView) templ.Component {
 					return templ_7745c5c3_Err
 				}
 				if l.Payment < 0 {
-					templ_7745c5c3_Err = Receipt(l.Payment).Render(ctx, templ_7745c5c3_Buffer)
+					templ_7745c5c3_Err = ExactReceipt(l.Payment).Render(ctx, templ_7745c5c3_Buffer)
 					if templ_7745c5c3_Err != nil {
 						return templ_7745c5c3_Err
 					}
@@ -1004,12 +1004,12 @@ func SettlementPage(p Page, v SettlementView) templ.Component {
 					if templ_7745c5c3_Err != nil {
 						return templ_7745c5c3_Err
 					}
-					templ_7745c5c3_Err = Receipt(l.Exact).Render(ctx, templ_7745c5c3_Buffer)
+					templ_7745c5c3_Err = ExactReceipt(l.Exact).Render(ctx, templ_7745c5c3_Buffer)
 					if templ_7745c5c3_Err != nil {
 						return templ_7745c5c3_Err
 					}
 				} else {
-					templ_7745c5c3_Err = Amount(l.Exact).Render(ctx, templ_7745c5c3_Buffer)
+					templ_7745c5c3_Err = ExactAmount(l.Exact).Render(ctx, templ_7745c5c3_Buffer)
 					if templ_7745c5c3_Err != nil {
 						return templ_7745c5c3_Err
 					}
@@ -1023,7 +1023,7 @@ func SettlementPage(p Page, v SettlementView) templ.Component {
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
-			templ_7745c5c3_Err = Amount(v.BuyersPaid).Render(ctx, templ_7745c5c3_Buffer)
+			templ_7745c5c3_Err = ExactAmount(v.BuyersPaid).Render(ctx, templ_7745c5c3_Buffer)
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
@@ -1031,7 +1031,7 @@ func SettlementPage(p Page, v SettlementView) templ.Component {
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
-			templ_7745c5c3_Err = Amount(v.SellersReceived).Render(ctx, templ_7745c5c3_Buffer)
+			templ_7745c5c3_Err = ExactAmount(v.SellersReceived).Render(ctx, templ_7745c5c3_Buffer)
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
@@ -1182,7 +1182,7 @@ func BestEffortChargesPage(p Page, v BestEffortChargesView) templ.Component {
 					if templ_7745c5c3_Err != nil {
 						return templ_7745c5c3_Err
 					}
-					templ_7745c5c3_Err = Amount(r.Budget).Render(ctx, templ_7745c5c3_Buffer)
+					templ_7745c5c3_Err = ExactAmount(r.Budget).Render(ctx, templ_7745c5c3_Buffer)
 					if templ_7745c5c3_Err != nil {
 						return templ_7745c5c3_Err
 					}
@@ -1190,7 +1190,7 @@ func BestEffortChargesPage(p Page, v BestEffortChargesView) templ.Component {
 					if templ_7745c5c3_Err != nil {
 						return templ_7745c5c3_Err
 					}
-					templ_7745c5c3_Err = Amount(r.Charged).Render(ctx, templ_7745c5c3_Buffer)
+					templ_7745c5c3_Err = ExactAmount(r.Charged).Render(ctx, templ_7745c5c3_Buffer)
 					if templ_7745c5c3_Err != nil {
 						return templ_7745c5c3_Err
 					}
@@ -1198,7 +1198,7 @@ func BestEffortChargesPage(p Page, v BestEffortChargesView) templ.Component {
 					if templ_7745c5c3_Err != nil {
 						return templ_7745c5c3_Err
 					}
-					templ_7745c5c3_Err = Amount(r.Released).Render(ctx, templ_7745c5c3_Buffer)
+					templ_7745c5c3_Err = ExactAmount(r.Released).Render(ctx, templ_7745c5c3_Buffer)
 					if templ_7745c5c3_Err != nil {
 						return templ_7745c5c3_Err
 					}
@@ -1206,7 +1206,7 @@ func BestEffortChargesPage(p Page, v BestEffortChargesView) templ.Component {
 					if templ_7745c5c3_Err != nil {
 						return templ_7745c5c3_Err
 					}
-					templ_7745c5c3_Err = Amount(r.Held).Render(ctx, templ_7745c5c3_Buffer)
+					templ_7745c5c3_Err = ExactAmount(r.Held).Render(ctx, templ_7745c5c3_Buffer)
 					if templ_7745c5c3_Err != nil {
 						return templ_7745c5c3_Err
 					}
@@ -1232,7 +1232,7 @@ func BestEffortChargesPage(p Page, v BestEffortChargesView) templ.Component {
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}
-				templ_7745c5c3_Err = Amount(v.Total.Budget).Render(ctx, templ_7745c5c3_Buffer)
+				templ_7745c5c3_Err = ExactAmount(v.Total.Budget).Render(ctx, templ_7745c5c3_Buffer)
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}
@@ -1240,7 +1240,7 @@ func BestEffortChargesPage(p Page, v BestEffortChargesView) templ.Component {
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}
-				templ_7745c5c3_Err = Amount(v.Total.Charged).Render(ctx, templ_7745c5c3_Buffer)
+				templ_7745c5c3_Err = ExactAmount(v.Total.Charged).Render(ctx, templ_7745c5c3_Buffer)
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}
@@ -1248,7 +1248,7 @@ func BestEffortChargesPage(p Page, v BestEffortChargesView) templ.Component {
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}
-				templ_7745c5c3_Err = Amount(v.Total.Released).Render(ctx, templ_7745c5c3_Buffer)
+				templ_7745c5c3_Err = ExactAmount(v.Total.Released).Render(ctx, templ_7745c5c3_Buffer)
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}
@@ -1256,7 +1256,7 @@ func BestEffortChargesPage(p Page, v BestEffortChargesView) templ.Component {
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}
-				templ_7745c5c3_Err = Amount(v.Total.Held).Render(ctx, templ_7745c5c3_Buffer)
+				templ_7745c5c3_Err = ExactAmount(v.Total.Held).Render(ctx, templ_7745c5c3_Buffer)
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}
@@ -1369,7 +1369,7 @@ func BestEffortChargesPage(p Page, v BestEffortChargesView) templ.Component {
 					if templ_7745c5c3_Err != nil {
 						return templ_7745c5c3_Err
 					}
-					templ_7745c5c3_Err = Amount(r.Budget).Render(ctx, templ_7745c5c3_Buffer)
+					templ_7745c5c3_Err = ExactAmount(r.Budget).Render(ctx, templ_7745c5c3_Buffer)
 					if templ_7745c5c3_Err != nil {
 						return templ_7745c5c3_Err
 					}
@@ -1377,7 +1377,7 @@ func BestEffortChargesPage(p Page, v BestEffortChargesView) templ.Component {
 					if templ_7745c5c3_Err != nil {
 						return templ_7745c5c3_Err
 					}
-					templ_7745c5c3_Err = Amount(r.Charged).Render(ctx, templ_7745c5c3_Buffer)
+					templ_7745c5c3_Err = ExactAmount(r.Charged).Render(ctx, templ_7745c5c3_Buffer)
 					if templ_7745c5c3_Err != nil {
 						return templ_7745c5c3_Err
 					}
@@ -1385,7 +1385,7 @@ func BestEffortChargesPage(p Page, v BestEffortChargesView) templ.Component {
 					if templ_7745c5c3_Err != nil {
 						return templ_7745c5c3_Err
 					}
-					templ_7745c5c3_Err = Amount(r.Released).Render(ctx, templ_7745c5c3_Buffer)
+					templ_7745c5c3_Err = ExactAmount(r.Released).Render(ctx, templ_7745c5c3_Buffer)
 					if templ_7745c5c3_Err != nil {
 						return templ_7745c5c3_Err
 					}
@@ -1393,7 +1393,7 @@ func BestEffortChargesPage(p Page, v BestEffortChargesView) templ.Component {
 					if templ_7745c5c3_Err != nil {
 						return templ_7745c5c3_Err
 					}
-					templ_7745c5c3_Err = Amount(r.Held).Render(ctx, templ_7745c5c3_Buffer)
+					templ_7745c5c3_Err = ExactAmount(r.Held).Render(ctx, templ_7745c5c3_Buffer)
 					if templ_7745c5c3_Err != nil {
 						return templ_7745c5c3_Err
 					}
