@@ -43,6 +43,10 @@ func TestRandomSettlementsAddUpAsShown(t *testing.T) {
 				}
 				_, fin := b.get("/finance")
 				budgetsAddUp(t, fin)
+				for _, team := range []string{"search", "ads", "ml", "maps"} {
+					_, st := b.get("/finance/teams/" + team)
+					statementChains(t, team, st)
+				}
 			})
 		})
 	}
@@ -133,5 +137,30 @@ func budgetsAddUp(t *testing.T, doc *goquery.Document) {
 		if total := micros(t, doc.Find("[data-testid=budget-totals] [data-label="+col+"]").Text()); total != sums[i] {
 			t.Errorf("%s column adds to %s, its total shows %s", col, moneyfmt.Exact(sums[i]), moneyfmt.Exact(total))
 		}
+	}
+}
+
+// statementChains checks a statement as shown: from the opening balance, each
+// row's amount gives its running balance, and the last gives the closing balance.
+func statementChains(t *testing.T, team string, doc *goquery.Document) {
+	t.Helper()
+	rows := doc.Find("[data-testid=statement] tbody tr")
+	if rows.Length() < 3 { // opening, the grant, closing
+		t.Fatalf("%s: statement has %d rows", team, rows.Length())
+	}
+	balance := micros(t, rows.First().Find("[data-label=Balance]").Text())
+	rows.Each(func(i int, tr *goquery.Selection) {
+		amount := tr.Find("[data-label=Amount]")
+		if amount.Length() == 0 {
+			return
+		}
+		balance += micros(t, amount.Text())
+		if shown := micros(t, tr.Find("[data-label=Balance]").Text()); shown != balance {
+			t.Errorf("%s: row %d: the amounts above give %s, the row shows %s", team, i, moneyfmt.Exact(balance), moneyfmt.Exact(shown))
+			balance = shown
+		}
+	})
+	if closing := micros(t, doc.Find("[data-testid=closing]").Text()); closing != balance {
+		t.Errorf("%s: the rows give %s, the closing balance shows %s", team, moneyfmt.Exact(balance), moneyfmt.Exact(closing))
 	}
 }
