@@ -15,9 +15,9 @@
 //     /finance), a statement's amounts and running balances, balance - held =
 //     available, a notification's lines and its total. Exact amounts add up to the
 //     digit, so no page shows a sum that is off by a cent. Cents is for an amount
-//     that stands alone (a limit, a hold, a stat card); where a page must add
-//     amounts rounded to cents, it shows the difference as a rounding line
-//     (Rounding) and says so.
+//     that stands alone (a quote, a stat card); limits and amounts checked against
+//     quantity x price are exact too. Where a page must add amounts rounded to
+//     cents, it shows the difference as a rounding line (Rounding) and says so.
 //   - Amounts the simulators compute in float dollars are shown in whole dollars:
 //     Dollars(-1234.5) = "-$1,235".
 //   - Counts and other figures share the thousands grouping: Count(4000) = "4,000",
