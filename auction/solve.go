@@ -29,8 +29,9 @@ type item struct {
 type bidder struct {
 	bundles [][]item
 	limits  []float64
-	choice  int  // the bundle it demands now, or -1
-	sells   bool // some bundle has a negative quantity: a price rise can make it more attractive
+	lim     []float64 // limits in micro-dollars, whole numbers: floorMicros(limits[k])
+	choice  int       // the bundle it demands now, or -1
+	sells   bool      // some bundle has a negative quantity: a price rise can make it more attractive
 }
 
 // clock is the compiled state of one run.
@@ -39,7 +40,8 @@ type clock struct {
 	supply  []float64
 	reserve []float64
 	scale   []float64 // Q_r: operator supply plus the quantity offered for sale
-	price   []float64
+	price   []float64 // dollars: micro / 1e6
+	micro   []float64 // the price in micro-dollars, a whole number: the clock's own grid
 	net     []float64 // winners' net demand per pool at the current choices
 	bidders []bidder
 	sellers [][]int32 // pool -> bidders with a bundle that sells in it (static)
@@ -56,11 +58,12 @@ func compile(inst Instance) *clock {
 	slices.SortFunc(pools, func(a, b Pool) int { return strings.Compare(a.ID, b.ID) })
 	n := len(pools)
 	c := &clock{ids: make([]string, n), supply: make([]float64, n), reserve: make([]float64, n),
-		scale: make([]float64, n), price: make([]float64, n), net: make([]float64, n),
+		scale: make([]float64, n), price: make([]float64, n), micro: make([]float64, n), net: make([]float64, n),
 		sellers: make([][]int32, n), buyers: make([][]int32, n)}
 	index := make(map[string]int32, n)
 	for i, p := range pools {
-		c.ids[i], c.supply[i], c.reserve[i], c.price[i] = p.ID, p.Supply, p.ReservePrice, p.ReservePrice
+		c.ids[i], c.supply[i], c.reserve[i] = p.ID, p.Supply, p.ReservePrice
+		c.setMicros(i, ceilMicros(p.ReservePrice)) // never below the reserve
 		c.scale[i] = p.Supply
 		index[p.ID] = int32(i)
 	}
@@ -73,7 +76,7 @@ func compile(inst Instance) *clock {
 			ni += len(bundle)
 		}
 	}
-	allBundles, allItems, allLimits := make([][]item, nb), make([]item, 0, ni), make([]float64, nb)
+	allBundles, allItems, allLimits, allLim := make([][]item, nb), make([]item, 0, ni), make([]float64, nb), make([]float64, nb)
 	c.bidders = make([]bidder, len(inst.Bidders))
 	c.seen = make([]int, len(inst.Bidders))
 	c.mark = make([]int, len(inst.Bidders))
@@ -81,7 +84,8 @@ func compile(inst Instance) *clock {
 	for bi, b := range inst.Bidders {
 		k0 := len(allBundles) - nb
 		nb -= len(b.Bundles)
-		cb := bidder{bundles: allBundles[k0 : k0+len(b.Bundles) : k0+len(b.Bundles)], limits: allLimits[k0 : k0+len(b.Bundles) : k0+len(b.Bundles)], choice: -1}
+		end := k0 + len(b.Bundles)
+		cb := bidder{bundles: allBundles[k0:end:end], limits: allLimits[k0:end:end], lim: allLim[k0:end:end], choice: -1}
 		offered = offered[:0]
 		for k, bundle := range b.Bundles {
 			start := len(allItems)
@@ -108,6 +112,7 @@ func compile(inst Instance) *clock {
 			slices.SortFunc(items, func(a, b item) int { return int(a.pool - b.pool) })
 			cb.bundles[k] = items
 			cb.limits[k] = b.LimitOf(k)
+			cb.lim[k] = floorMicros(cb.limits[k])
 		}
 		// Q_r counts, per bidder, the most any one of its alternatives offers in r.
 		for _, o := range offered {
@@ -121,15 +126,19 @@ func compile(inst Instance) *clock {
 
 // choose returns the bundle a proxy demands at the current prices: the largest
 // surplus limit_k - q_k.p, ties to the lowest index, if that surplus is not
-// negative; else -1.
+// negative; else -1. It works in micro-dollars: prices are whole micro-dollars,
+// quantities whole units and limits are taken to the micro-dollar below
+// (floorMicros), so every cost and surplus is a whole number, exact in a float64
+// up to 2^53 micro-dollars ($9 billion): a bundle that costs exactly its limit is
+// demanded, one a micro-dollar over is not.
 func (c *clock) choose(b *bidder) int {
 	best, bestSurplus := -1, math.Inf(-1)
 	for k, items := range b.bundles {
 		cost := 0.0
 		for _, it := range items {
-			cost += it.q * c.price[it.pool]
+			cost += it.q * c.micro[it.pool]
 		}
-		if s := b.limits[k] - cost; s > bestSurplus {
+		if s := b.lim[k] - cost; s > bestSurplus {
 			best, bestSurplus = k, s
 		}
 	}
@@ -165,7 +174,11 @@ func (c *clock) set(bi, k int) {
 // reserve prices; each round, every proxy demands its best bundle; stop when no
 // pool's net demand exceeds its supply; otherwise raise each over-demanded pool's
 // price by the relative step min(alpha z_r / Q_r, delta), at least min_step. A pool
-// whose price is zero rises to min_step dollars first. Only bidders with a bundle in
+// whose price is zero rises to min_step dollars first. Prices move on the
+// micro-dollar grid: the clock starts at each reserve rounded up to the
+// micro-dollar, and a raised price is rounded up to the micro-dollar (at least one
+// micro-dollar more), so every price it publishes is an exact amount of money and
+// proxies demand at exactly those prices (see choose). Only bidders with a bundle in
 // a pool whose price moved are re-evaluated. When max_rounds pass without clearing,
 // the result has Converged false and the last round's prices and excess demand.
 // When the clock converged and params.final_round is not off, the final round then
@@ -209,10 +222,10 @@ func Solve(inst Instance, opt Options) (Result, error) {
 			z := c.net[r] - c.supply[r]
 			step := min(p.Alpha*z/max(c.scale[r], 1), p.Delta)
 			step = max(step, p.MinStep)
-			if c.price[r] == 0 {
-				c.price[r] = p.MinStep
+			if c.micro[r] == 0 {
+				c.setMicros(int(r), ceilMicros(p.MinStep))
 			} else {
-				c.price[r] *= 1 + step
+				c.setMicros(int(r), raiseMicros(c.micro[r], step))
 			}
 		}
 		// Prices only rise, so a bundle's surplus falls when it buys in a raised pool and
@@ -268,11 +281,12 @@ func (c *clock) result(inst Instance) Result {
 		if b.choice < 0 {
 			continue
 		}
-		pay := 0.0
+		pay := 0.0 // micro-dollars: whole units times whole micro-dollars, exact
 		for _, it := range b.bundles[b.choice] {
-			pay += it.q * c.price[it.pool]
+			pay += it.q * c.micro[it.pool]
 			net[it.pool] += it.q
 		}
+		pay /= microsPerDollar
 		res.Winners = append(res.Winners, Winner{ID: inst.Bidders[bi].ID, BundleIndex: b.choice, Payment: pay, AtPrices: pay})
 	}
 	for r, id := range c.ids {
@@ -338,4 +352,50 @@ func (c *clock) chooseAll(queue []int32, out []int) []int {
 	}
 	wg.Wait()
 	return out
+}
+
+// microsPerDollar is the clock's grid: prices are whole micro-dollars per unit, the
+// ledger's unit of money.
+const microsPerDollar = 1e6
+
+// setMicros sets pool r's price to m micro-dollars (a whole number).
+func (c *clock) setMicros(r int, m float64) {
+	c.micro[r], c.price[r] = m, m/microsPerDollar
+}
+
+// ceilMicros is d dollars rounded up to a whole number of micro-dollars. A float
+// that is the nearest to a whole number of micro-dollars (as every price and limit
+// the exchange gives is) stays that number.
+func ceilMicros(d float64) float64 {
+	m := math.Round(d * microsPerDollar)
+	if m/microsPerDollar < d {
+		m++
+	}
+	return m
+}
+
+// floorMicros is d dollars rounded down to a whole number of micro-dollars: a
+// limit of $900.0000004 lets a bidder pay $900.000000, never more; a seller's
+// limit of -$250.0000004 (receive at least that) asks for $250.000001.
+func floorMicros(d float64) float64 {
+	m := math.Round(d * microsPerDollar)
+	if m/microsPerDollar > d {
+		m--
+	}
+	return m
+}
+
+// raiseMicros is a price of m micro-dollars raised by the relative step, rounded up
+// to the micro-dollar and at least one micro-dollar more. Past 2^53 micro-dollars
+// ($9 billion per unit), where a float no longer holds every whole number, it
+// rises by the step alone.
+func raiseMicros(m, step float64) float64 {
+	next := math.Ceil(m * (1 + step))
+	if next <= m {
+		next = m + 1
+	}
+	if next <= m { // beyond the float's whole numbers
+		next = m * (1 + step)
+	}
+	return next
 }

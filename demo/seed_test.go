@@ -3,6 +3,10 @@ package demo
 import (
 	"bytes"
 	"context"
+	"fmt"
+	"io"
+	"maps"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -12,6 +16,7 @@ import (
 	"github.com/clearhouse/clearhouse/fleet"
 	"github.com/clearhouse/clearhouse/identity"
 	"github.com/clearhouse/clearhouse/ledger"
+	"github.com/clearhouse/clearhouse/moneyfmt"
 	"github.com/clearhouse/clearhouse/store"
 	"github.com/clearhouse/clearhouse/store/storetest"
 )
@@ -84,4 +89,126 @@ func BenchmarkSeed(b *testing.B) {
 		}
 	}
 	b.ReportMetric(b.Elapsed().Seconds()/float64(b.N), "s/seed")
+}
+
+// On the seeded demo, every equation a settlement report states is true at the
+// digits shown (issue 31): every binding price is a whole number of micro-dollars
+// and shows as itself; each winner's quantities times the shown prices give the
+// shown amount at unit prices, which is its payment unless the final round set
+// another; the lines add up to buyers paid and sellers received, whose difference
+// is the treasury's net; and each team's budget shows balance - held = available.
+func TestDemoSettlementReportsAddUp(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: seeding the whole demo market takes 10 s or more")
+	}
+	ctx := context.Background()
+	s := services(storetest.New(t), storetest.NewClock(seedTime).Now)
+	if err := Seed(ctx, s, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	shown := func(s string) int64 {
+		t.Helper()
+		m, err := moneyfmt.Parse(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	as, err := s.Market.Auctions(ctx, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	settled, multi := 0, 0
+	for _, a := range as {
+		if a.Status != exchange.AuctionSettled {
+			continue
+		}
+		settled++
+		rep, err := s.Market.SettlementReport(ctx, a.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, prices, _, err := s.Market.LatestRun(ctx, a.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		price := map[string]int64{} // as the report shows it
+		for _, p := range prices {
+			price[p.PoolID] = shown(moneyfmt.Price(p.Price))
+			if float64(price[p.PoolID])/1e6 != p.Price {
+				t.Errorf("auction %d: %s's price %v is not the %s shown", a.ID, p.PoolID, p.Price, moneyfmt.Price(p.Price))
+			}
+		}
+		var paid, received int64
+		for _, l := range rep.Lines {
+			line := shown(moneyfmt.Exact(l.Payment))
+			if line > 0 {
+				paid += line
+			} else {
+				received -= line
+			}
+			if l.Bundle == nil {
+				continue
+			}
+			terms, units := []string{}, int64(0)
+			at := int64(0)
+			for _, pool := range slices.Sorted(maps.Keys(l.Bundle)) {
+				q := l.Bundle[pool]
+				at += q * price[pool]
+				units += max(q, -q)
+				terms = append(terms, fmt.Sprintf("%s %d × %s", pool, q, moneyfmt.Price(p(prices, pool))))
+			}
+			if units > 1 {
+				multi++
+			}
+			eq := strings.Join(terms, " + ")
+			if got := shown(moneyfmt.Exact(mustMicros(t, l.AtPrices))); got != at {
+				t.Errorf("auction %d order %d: %s = %s, but the report says at unit prices %s", a.ID, l.OrderID, eq, moneyfmt.Exact(at), moneyfmt.Exact(got))
+			}
+			if l.Uniform() && line != at {
+				t.Errorf("auction %d order %d: %s = %s, but the line shows %s", a.ID, l.OrderID, eq, moneyfmt.Exact(at), moneyfmt.Exact(line))
+			}
+		}
+		if paid != shown(moneyfmt.Exact(int64(rep.BuyersPaid))) || received != shown(moneyfmt.Exact(int64(rep.SellersReceived))) {
+			t.Errorf("auction %d: lines add to paid %s, received %s; totals %s, %s", a.ID, moneyfmt.Exact(paid), moneyfmt.Exact(received), rep.BuyersPaid, rep.SellersReceived)
+		}
+		if paid-received != shown(moneyfmt.Exact(int64(rep.TreasuryNet))) {
+			t.Errorf("auction %d: paid - received = %s, treasury net %s", a.ID, moneyfmt.Exact(paid-received), rep.TreasuryNet)
+		}
+	}
+	if settled == 0 || multi == 0 {
+		t.Fatalf("%d settled auctions, %d multi-unit lines: the demo proves nothing", settled, multi)
+	}
+	teams, err := s.Market.Teams(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, team := range teams {
+		b, err := s.Ledger.Balance(ctx, ledger.TeamAccount(team.ID))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if shown(moneyfmt.Exact(int64(b.Posted)))-shown(moneyfmt.Exact(int64(b.Held))) != shown(moneyfmt.Exact(int64(b.Available))) {
+			t.Errorf("%s: balance %s - held %s != available %s", team.ID, b.Posted, b.Held, b.Available)
+		}
+	}
+}
+
+// p is a pool's binding price in dollars.
+func p(prices []exchange.RunPrice, pool string) float64 {
+	for _, r := range prices {
+		if r.PoolID == pool {
+			return r.Price
+		}
+	}
+	return 0
+}
+
+func mustMicros(t *testing.T, dollars float64) int64 {
+	t.Helper()
+	m, ok := moneyfmt.FromDollars(dollars)
+	if !ok {
+		t.Fatalf("%v is not an amount", dollars)
+	}
+	return m
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"math"
 	"strings"
 	"time"
 
@@ -91,9 +92,19 @@ func (m *Market) curvesIn(tx *gorm.DB) (map[string]auction.Curve, error) {
 // ReservePrice is the pool's reserve price in dollars per unit at utilization psi:
 // curve c's phi(psi) times the pool's unit cost (auction.ReservePrice). It is the
 // one computation of a reserve; the market's auctions, ReservePrices and the
-// operator's pages all use it. EINVALID for psi outside [0, 1] or a negative cost.
+// operator's pages all use it. It is rounded up to the micro-dollar, the grid the
+// auction's clock moves on, so the reserve a page shows is the price an auction
+// starts at. EINVALID for psi outside [0, 1] or a negative cost.
 func (p Pool) ReservePrice(c auction.Curve, psi float64) (float64, error) {
-	return auction.ReservePrice(c, psi, p.UnitCost.Dollars())
+	r, err := auction.ReservePrice(c, psi, p.UnitCost.Dollars())
+	if err != nil {
+		return 0, err
+	}
+	m := math.Round(r * 1e6)
+	if m/1e6 < r {
+		m++
+	}
+	return m / 1e6, nil
 }
 
 // ReservePrices returns each pool's reserve price now (dollars per unit), from its

@@ -74,7 +74,7 @@ func LossReason(spec OrderSpec, f LossFacts) string {
 	cost := bundleCost(b, f.Prices)
 	limit := spec.LimitOf(bestK)
 	c, _ := moneyfmt.FromDollars(math.Abs(cost))
-	if best > 1e-6 { // over its limit
+	if best > 5e-7 { // over its limit: prices and limits are whole micro-dollars, so by one at least
 		detail := ""
 		for i, p := range pools {
 			if i == 0 {
@@ -86,9 +86,9 @@ func LossReason(spec OrderSpec, f LossFacts) string {
 		}
 		detail += ")"
 		if limit < 0 {
-			return fmt.Sprintf("at the %s prices bundle %d fetches %s%s, below the %s it asks", prices, bestK+1, moneyfmt.Cents(c), detail, moneyfmt.Cents(int64(-limit)))
+			return fmt.Sprintf("at the %s prices bundle %d fetches %s%s, below the %s it asks", prices, bestK+1, moneyfmt.Exact(c), detail, moneyfmt.Exact(int64(-limit)))
 		}
-		return fmt.Sprintf("at the %s prices its nearest bundle (%d) costs %s%s, above its limit of %s", prices, bestK+1, moneyfmt.Cents(c), detail, moneyfmt.Cents(int64(limit)))
+		return fmt.Sprintf("at the %s prices its nearest bundle (%d) costs %s%s, above its limit of %s", prices, bestK+1, moneyfmt.Exact(c), detail, moneyfmt.Exact(int64(limit)))
 	}
 	if why := soldOut(spec.Team, bestK, b, f, prices, is); why != "" {
 		return why

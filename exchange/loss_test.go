@@ -96,11 +96,11 @@ func TestLossReason(t *testing.T) {
 		want  string
 	}{
 		{"over its limit", exchange.LossFacts{Prices: dear, Units: units, Final: true},
-			"at the final prices its nearest bundle (1) costs $12.00 (4 cores of us-east/cpu at $3.0000 per core), above its limit of $10.00"},
+			"at the final prices its nearest bundle (1) costs $12.00 (4 cores of us-east/cpu at $3.00 per core), above its limit of $10.00"},
 		{"short supply in both bundles", exchange.LossFacts{Prices: dear, Units: units, ForSale: map[string]int64{"us-east/cpu": 3}, Final: true},
 			"no bundle could be filled (bundle 1 needs 4 cores of us-east/cpu; the auction had at most 3 cores for sale; bundle 2 needs 1 GPU of eu-west/gpu; nothing was offered there): no limit could have won it"},
 		{"over its limit in the feasible bundle only", exchange.LossFacts{Prices: cheap, Units: units, ForSale: map[string]int64{"eu-west/gpu": 5}, Final: true},
-			"at the final prices its nearest bundle (2) costs $40.00 (1 GPU of eu-west/gpu at $40.0000 per GPU), above its limit of $10.00"},
+			"at the final prices its nearest bundle (2) costs $40.00 (1 GPU of eu-west/gpu at $40.00 per GPU), above its limit of $10.00"},
 		{"sold out to others", exchange.LossFacts{Prices: cheap, Units: units, ForSale: map[string]int64{"us-east/cpu": 10},
 			Taken: map[string][]exchange.Taker{"us-east/cpu": {{OrderID: 7, Team: "ads", Units: 8}}}, Final: true},
 			"us-east/cpu sold out: bundle 1 was within its limit at the final prices, but other orders took 8 cores of the 10 cores for sale, leaving 2 cores of the 4 cores it needs"},

@@ -123,11 +123,11 @@ func (m *Market) notifySettled(tx *gorm.DB, a Auction, converged bool, prices ma
 		case l.Payment >= 0:
 			o.won++
 			o.paid += l.Payment
-			say(o, "Order #%d won %s and paid %s.", l.OrderID, specs[l.OrderID].Bundles[l.BundleIndex], moneyfmt.Cents(l.Payment))
+			say(o, "Order #%d won %s and paid %s.", l.OrderID, specs[l.OrderID].Bundles[l.BundleIndex], moneyfmt.Exact(l.Payment))
 		default:
 			o.won++
 			o.received -= l.Payment
-			say(o, "Order #%d sold %s and received %s.", l.OrderID, specs[l.OrderID].Bundles[l.BundleIndex], moneyfmt.Cents(-l.Payment))
+			say(o, "Order #%d sold %s and received %s.", l.OrderID, specs[l.OrderID].Bundles[l.BundleIndex], moneyfmt.Exact(-l.Payment))
 		}
 	}
 	if len(rejected) > 0 {
@@ -163,10 +163,10 @@ func (m *Market) notifySettled(tx *gorm.DB, a Auction, converged bool, prices ma
 		}
 		fmt.Fprintf(&b, "Auction #%d has settled. Team %s: %d of %d orders won", a.ID, u.TeamID, o.won, o.won+o.lost+o.rejected)
 		if o.paid > 0 {
-			fmt.Fprintf(&b, "; paid %s", moneyfmt.Cents(o.paid))
+			fmt.Fprintf(&b, "; paid %s", moneyfmt.Exact(o.paid))
 		}
 		if o.received > 0 {
-			fmt.Fprintf(&b, "; received %s", moneyfmt.Cents(o.received))
+			fmt.Fprintf(&b, "; received %s", moneyfmt.Exact(o.received))
 		}
 		b.WriteString(".\n\n")
 		subject := fmt.Sprintf("Auction #%d settled: %d of %d orders won", a.ID, o.won, o.won+o.lost+o.rejected)
@@ -193,7 +193,7 @@ func (m *Market) notifyApproval(tx *gorm.DB, o Order, by identity.User, spec Ord
 	}
 	return m.notices.Send(tx, owners[o.TeamID], func(identity.User) notify.Message {
 		body := fmt.Sprintf("%s placed order #%d for team %s. It could pay up to %s, above the team's approval threshold, so it takes part in the auction only once an owner approves it. Orders still waiting when the auction closes are rejected.\n\n%s",
-			who, o.ID, o.TeamID, moneyfmt.Cents(int64(spec.MaxPayment())), bundlesText(spec))
+			who, o.ID, o.TeamID, moneyfmt.Exact(int64(spec.MaxPayment())), bundlesText(spec))
 		return notify.Message{Kind: NoticeApprovalNeeded, Ref: fmt.Sprintf("order:%d", o.ID), Subject: fmt.Sprintf("Order #%d waits for your approval", o.ID), Body: body, Link: "/approvals"}
 	})
 }

@@ -17,8 +17,9 @@ import (
 // Pool.ReservePrice is phi(psi) times the pool's unit cost in dollars: on the
 // default curve (phi(0.8) = 1, phi(1) = 4 phi(0)) a $2.50 pool's reserve is $2.50
 // at 80% and four times its idle reserve when full; the cost's micro-dollars
-// become dollars (1 micro-dollar is $0.000001), the reserve scales with the cost
-// and rises with utilization; a utilization outside [0, 1] or a negative cost is
+// become dollars (1 micro-dollar is $0.000001), the reserve is rounded up to the
+// micro-dollar, scales with the cost (to the micro-dollar) and rises with
+// utilization; a utilization outside [0, 1] or a negative cost is
 // EINVALID.
 func TestPoolReservePrice(t *testing.T) {
 	c, err := auction.DefaultCurve.Build()
@@ -38,7 +39,7 @@ func TestPoolReservePrice(t *testing.T) {
 	if got := reserve(cost, 0.8); !near(got, 2.5) {
 		t.Errorf("a $2.50 pool at 80%%: %v, want 2.5", got)
 	}
-	if idle, full := reserve(cost, 0), reserve(cost, 1); idle <= 0 || !near(full, 4*idle) {
+	if idle, full := reserve(cost, 0), reserve(cost, 1); idle <= 0 || math.Abs(full-4*idle) > 4e-6 {
 		t.Errorf("a $2.50 pool: %v idle, %v full; want full four times idle", idle, full)
 	}
 	if got := reserve(1, 0.8); !near(got, 1e-6) {
@@ -54,8 +55,14 @@ func TestPoolReservePrice(t *testing.T) {
 		if r <= last {
 			t.Errorf("at %v the reserve is %v, not above %v at the step before", psi, r, last)
 		}
-		if twice := reserve(2*cost, psi); twice != 2*r {
-			t.Errorf("at %v twice the cost gives %v, want %v", psi, twice, 2*r)
+		// Reserves are rounded up to the micro-dollar, the clock's grid (issue 31): a
+		// whole number of micro-dollars, at most one above phi x cost.
+		exact := c.Phi(psi) * cost.Dollars()
+		if m := math.Round(r * 1e6); m/1e6 != r || r < exact || r-exact >= 1e-6 {
+			t.Errorf("at %v the reserve %v is not phi x cost %v rounded up to the micro-dollar", psi, r, exact)
+		}
+		if twice := reserve(2*cost, psi); math.Abs(twice-2*r) > 1e-6+1e-12 {
+			t.Errorf("at %v twice the cost gives %v, want %v to the micro-dollar", psi, twice, 2*r)
 		}
 		last = r
 	}

@@ -455,7 +455,7 @@ func workOut(a Auction, res auction.Result, views []OrderView, waiting []Order) 
 			continue
 		}
 		st.won = append(st.won, v.ID)
-		pay, err := roundPayment(w.Payment)
+		pay, err := settledPayment(w, v.Spec.Bundles[w.BundleIndex], res.Prices)
 		if err != nil {
 			return settlement{}, fmt.Errorf("order %d: %w", v.ID, err)
 		}
@@ -525,6 +525,38 @@ func moveHoldings(tx *gorm.DB, moves map[[2]string]int64) error {
 		}
 	}
 	return nil
+}
+
+// settledPayment is what winner w pays (negative: receives) for bundle b, in
+// micro-dollars: the bundle at the run's unit prices, computed from the whole
+// micro-dollar prices and whole quantities exactly (AtPrices), or, where the final
+// round set another payment, that payment rounded to the micro-dollar.
+func settledPayment(w auction.Winner, b Bundle, prices map[string]float64) (ledger.Money, error) {
+	if math.Abs(w.Payment-w.AtPrices) >= 5e-7 {
+		return roundPayment(w.Payment)
+	}
+	return AtPrices(b, prices)
+}
+
+// AtPrices is bundle b's cost at unit prices (dollars per unit, whole
+// micro-dollars, as the clock publishes them) in micro-dollars: the sum of each
+// pool's quantity times its price, exactly, as anyone recomputes it from a page or
+// the CSV. EINTERNAL when it does not fit in the ledger's money.
+func AtPrices(b Bundle, prices map[string]float64) (ledger.Money, error) {
+	total := int64(0)
+	for pool, q := range b {
+		p, err := roundPayment(prices[pool])
+		if err != nil {
+			return 0, err
+		}
+		part := q * int64(p)
+		sum := total + part
+		if (q != 0 && (part/q != int64(p) || (q == -1 && p == math.MinInt64))) || (part > 0 && sum < total) || (part < 0 && sum > total) {
+			return 0, clearhouse.Errorf(clearhouse.EINTERNAL, "a bundle's cost at unit prices does not fit in the ledger's money")
+		}
+		total = sum
+	}
+	return ledger.Money(total), nil
 }
 
 // roundPayment turns a payment in dollars into micro-dollars, rounding half away

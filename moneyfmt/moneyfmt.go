@@ -6,9 +6,18 @@
 //     amount, for a title attribute (hover) and for exports, is Exact: "$245,488.540722".
 //   - Exports (CSV) give every money column the same six decimals and no separators:
 //     CSV(250000000) = "250.000000".
-//   - Prices per unit have four decimals and say their unit: UnitPrice(0.0139, "GiB")
-//     = "$0.0139 per GiB"; prices below a hundredth of a cent keep three significant
-//     digits, so a price is never shown as $0.0000.
+//   - Prices per unit are exact: the auction's clock moves on the micro-dollar grid,
+//     and a price is shown to the micro-dollar with the digits it has, saying its
+//     unit: UnitPrice(0.368862, "GiB") = "$0.368862 per GiB", the same for engineers
+//     and finance, so quantity x shown price is the payment to the micro-dollar.
+//   - Where a person adds amounts up, every amount is shown with Exact: a column
+//     and its total (a settlement report's Paid and Received, the budgets on
+//     /finance), a statement's amounts and running balances, balance - held =
+//     available, a notification's lines and its total. Exact amounts add up to the
+//     digit, so no page shows a sum that is off by a cent. Cents is for an amount
+//     that stands alone (a quote, a stat card); limits and amounts checked against
+//     quantity x price are exact too. Where a page must add amounts rounded to
+//     cents, it shows the difference as a rounding line (Rounding) and says so.
 //   - Amounts the simulators compute in float dollars are shown in whole dollars:
 //     Dollars(-1234.5) = "-$1,235".
 //   - Counts and other figures share the thousands grouping: Count(4000) = "4,000",
@@ -21,6 +30,7 @@
 package moneyfmt
 
 import (
+	"errors"
 	"math"
 	"strconv"
 	"strings"
@@ -42,7 +52,8 @@ func cents(u uint64) string {
 }
 
 // Exact formats micro-dollars with every decimal the amount has (at least two):
-// "$1,234.567891", "$250.00", "-$0.000001".
+// "$1,234.567891", "$250.00", "-$0.000001". It is the rule for amounts a person
+// adds up (see the package comment).
 func Exact(micros int64) string {
 	neg, u := split(micros)
 	return sign(neg) + "$" + exact(u)
@@ -78,30 +89,34 @@ func Magnitude(micros int64) string {
 	return cents(u)
 }
 
-// Price formats a price per unit in dollars with four decimals and thousands
-// separators ("$0.0139", "$1,217.3989"); a price below $0.0001 (but not zero)
-// keeps three significant digits ("$0.0000123").
+// Price formats a price per unit in dollars exactly as the auction publishes it:
+// to the micro-dollar, with every decimal it has (at least two) and thousands
+// separators ("$0.368862", "$1.15", "$1,217.3989"), the digits finance recomputes
+// payments from, on every page. The auction's prices are whole micro-dollars, so
+// nothing is lost; a computed figure below half a micro-dollar (a unit cost, not a
+// price anyone pays) keeps three significant digits ("$0.000000123") rather than
+// show as $0.00.
 func Price(dollars float64) string {
 	if math.IsNaN(dollars) || math.IsInf(dollars, 0) {
 		return "—"
 	}
-	neg := dollars < 0
 	a := math.Abs(dollars)
-	if a != 0 && a < 0.00005 {
+	if a != 0 && a < 0.0000005 {
 		digits := 3 - 1 - int(math.Floor(math.Log10(a)))
-		s := strconv.FormatFloat(a, 'f', digits, 64)
-		return sign(neg) + "$" + s
+		return sign(dollars < 0) + "$" + strconv.FormatFloat(a, 'f', digits, 64)
 	}
-	s := strconv.FormatFloat(a, 'f', 4, 64)
-	whole, frac, _ := strings.Cut(s, ".")
-	w, err := strconv.ParseUint(whole, 10, 64)
-	if err != nil {
-		return sign(neg) + "$" + s
+	m, ok := FromDollars(dollars)
+	if !ok {
+		return sign(dollars < 0) + "$" + strconv.FormatFloat(a, 'f', 6, 64)
 	}
-	if neg && strings.Trim(whole+frac, "0") == "" {
-		neg = false
-	}
-	return sign(neg) + "$" + group(w) + "." + frac
+	return Exact(m)
+}
+
+// PriceMicros is a price per unit in whole micro-dollars, the amount Price shows:
+// a payment at unit prices is quantity times it, exactly.
+func PriceMicros(dollars float64) int64 {
+	m, _ := FromDollars(dollars)
+	return m
 }
 
 // UnitPrice is Price with its unit: "$0.0139 per GiB". An empty unit leaves
@@ -121,6 +136,56 @@ func FromDollars(d float64) (int64, bool) {
 		return 0, false
 	}
 	return int64(m), true
+}
+
+// RoundCents is micros rounded to the cent as Cents rounds it, in micro-dollars.
+func RoundCents(micros int64) int64 {
+	neg, u := split(micros)
+	c := int64(u/10_000 + (u%10_000)/5_000)
+	if neg {
+		return -c * 10_000
+	}
+	return c * 10_000
+}
+
+// Rounding is what showing amounts in cents leaves between a total and its rows:
+// the total's cents less the sum of the rows' cents, in micro-dollars (whole
+// cents). A page that shows rows and their total with Cents shows this, when it is
+// not zero, as a rounding line between them, so that the shown figures add up.
+func Rounding(total int64, rows ...int64) int64 {
+	d := RoundCents(total)
+	for _, r := range rows {
+		d -= RoundCents(r)
+	}
+	return d
+}
+
+// Parse reads an amount as this package shows it ("$1,234.56", "-$0.000001",
+// "1234.560000", "$250.00 per core" is not an amount) back into micro-dollars, as a
+// person adding up a page would; tests use it to add the figures a page shows.
+func Parse(shown string) (int64, error) {
+	s := strings.TrimSpace(shown)
+	neg := false
+	if rest, ok := strings.CutPrefix(s, "-"); ok {
+		neg, s = true, rest
+	}
+	s = strings.TrimPrefix(s, "$")
+	s = strings.ReplaceAll(s, ",", "")
+	whole, frac, _ := strings.Cut(s, ".")
+	if whole == "" || len(frac) > 6 || strings.Trim(whole+frac, "0123456789") != "" {
+		return 0, errors.New("moneyfmt: not an amount: " + strconv.Quote(shown))
+	}
+	frac += strings.Repeat("0", 6-len(frac))
+	w, err := strconv.ParseInt(whole, 10, 64)
+	if err != nil || w > math.MaxInt64/perDollar-1 {
+		return 0, errors.New("moneyfmt: not an amount: " + strconv.Quote(shown))
+	}
+	f, _ := strconv.ParseInt(frac, 10, 64)
+	m := w*perDollar + f
+	if neg {
+		m = -m
+	}
+	return m, nil
 }
 
 func split(micros int64) (bool, uint64) {

@@ -58,9 +58,10 @@ func TestPrice(t *testing.T) {
 		in   float64
 		want string
 	}{
-		{0.0139, "$0.0139"}, {0, "$0.0000"}, {217.39891, "$217.3989"}, {1217.39891, "$1,217.3989"},
-		{0.0000123456, "$0.0000123"}, {-0.00001, "-$0.0000100"}, {-0.00000001, "-$0.0000000100"},
-		{-0.00004, "-$0.0000400"}, {-0.00006, "-$0.0001"}, {math.NaN(), "—"},
+		{0.0139, "$0.0139"}, {0, "$0.00"}, {217.39891, "$217.39891"}, {1217.39891, "$1,217.39891"},
+		{0.368862, "$0.368862"}, {1.15, "$1.15"}, {0.0000123456, "$0.000012"}, {-0.00001, "-$0.00001"},
+		{-0.00000001, "-$0.0000000100"}, {0.0000004, "$0.000000400"}, {0.0000005, "$0.000001"},
+		{-0.00006, "-$0.00006"}, {math.NaN(), "—"},
 	} {
 		if got := Price(c.in); got != c.want {
 			t.Errorf("Price(%v) = %q, want %q", c.in, got, c.want)
@@ -69,9 +70,29 @@ func TestPrice(t *testing.T) {
 	if got := UnitPrice(0.0139, "GiB"); got != "$0.0139 per GiB" {
 		t.Errorf("UnitPrice = %q", got)
 	}
-	if got := UnitPrice(2, ""); got != "$2.0000 per unit" {
+	if got := UnitPrice(2, ""); got != "$2.00 per unit" {
 		t.Errorf("UnitPrice without unit = %q", got)
 	}
+}
+
+// A price is shown to the micro-dollar, so quantity x the shown price is the
+// payment at that price, exactly (issue 31: "2,000 GiB x $0.368862 = $737.724").
+func TestShownPriceTimesQuantityIsThePayment(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		price := rapid.Int64Range(1, 5_000_000_000).Draw(t, "price micros")
+		q := rapid.Int64Range(1, 100_000).Draw(t, "quantity")
+		shown := Price(float64(price) / 1e6)
+		back, err := Parse(shown)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if back != price || PriceMicros(float64(price)/1e6) != price {
+			t.Fatalf("price %d micro-dollars shows as %s, which reads back as %d", price, shown, back)
+		}
+		if pay, err := Parse(Exact(q * price)); err != nil || pay != q*back {
+			t.Fatalf("%d x %s = %s, not %d", q, shown, Exact(q*price), q*back)
+		}
+	})
 }
 
 // The exact forms say precisely what the ledger holds: parsing them back gives the
@@ -128,6 +149,39 @@ func TestQuantitySaysItsUnitInTheRightNumber(t *testing.T) {
 	} {
 		if got := Quantity(c.n, c.unit); got != c.want {
 			t.Errorf("Quantity(%d, %q) = %q, want %q", c.n, c.unit, got, c.want)
+		}
+	}
+}
+
+// Shown amounts read back, and a total in cents with its rounding line adds up to
+// the rows in cents as a person adds them (issue 31).
+func TestRoundingLineMakesCentsAddUp(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		rows := rapid.SliceOfN(rapid.Int64Range(-1e12, 1e12), 1, 40).Draw(t, "rows")
+		total := int64(0)
+		shown := int64(0)
+		for _, r := range rows {
+			total += r
+			c, err := Parse(Cents(r))
+			if err != nil {
+				t.Fatal(err)
+			}
+			shown += c
+			if e, err := Parse(Exact(r)); err != nil || e != r {
+				t.Fatalf("Exact(%d) = %s reads back as %d, %v", r, Exact(r), e, err)
+			}
+		}
+		shownTotal, _ := Parse(Cents(total))
+		if shown+Rounding(total, rows...) != shownTotal {
+			t.Fatalf("rows in cents add to %d, rounding %d, total shown %d", shown, Rounding(total, rows...), shownTotal)
+		}
+		if RoundCents(total) != shownTotal {
+			t.Fatalf("RoundCents(%d) = %d, Cents shows %s", total, RoundCents(total), Cents(total))
+		}
+	})
+	for _, bad := range []string{"", "$", "$1.2345678", "abc", "$1,2x3.00", "$1.00 per core"} {
+		if _, err := Parse(bad); err == nil {
+			t.Errorf("Parse(%q) accepted", bad)
 		}
 	}
 }

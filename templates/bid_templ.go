@@ -548,7 +548,7 @@ func BidPage(p Page, f BidForm) templ.Component {
 					if templ_7745c5c3_Err != nil {
 						return templ_7745c5c3_Err
 					}
-					templ_7745c5c3_Err = Amount(b.AtReserve).Render(ctx, templ_7745c5c3_Buffer)
+					templ_7745c5c3_Err = ExactAmount(b.AtReserve).Render(ctx, templ_7745c5c3_Buffer)
 					if templ_7745c5c3_Err != nil {
 						return templ_7745c5c3_Err
 					}
@@ -557,7 +557,7 @@ func BidPage(p Page, f BidForm) templ.Component {
 						return templ_7745c5c3_Err
 					}
 					if b.AtCurrent != nil {
-						templ_7745c5c3_Err = Amount(*b.AtCurrent).Render(ctx, templ_7745c5c3_Buffer)
+						templ_7745c5c3_Err = ExactAmount(*b.AtCurrent).Render(ctx, templ_7745c5c3_Buffer)
 						if templ_7745c5c3_Err != nil {
 							return templ_7745c5c3_Err
 						}

@@ -59,7 +59,7 @@ func FinalRound(v FinalRoundView) templ.Component {
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
-		templ_7745c5c3_Err = Amount(v.Welfare).Render(ctx, templ_7745c5c3_Buffer)
+		templ_7745c5c3_Err = ExactAmount(v.Welfare).Render(ctx, templ_7745c5c3_Buffer)
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
@@ -67,7 +67,7 @@ func FinalRound(v FinalRoundView) templ.Component {
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
-		templ_7745c5c3_Err = Amount(v.ClockWelfare).Render(ctx, templ_7745c5c3_Buffer)
+		templ_7745c5c3_Err = ExactAmount(v.ClockWelfare).Render(ctx, templ_7745c5c3_Buffer)
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
@@ -75,7 +75,7 @@ func FinalRound(v FinalRoundView) templ.Component {
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
-		templ_7745c5c3_Err = Amount(v.Added).Render(ctx, templ_7745c5c3_Buffer)
+		templ_7745c5c3_Err = ExactAmount(v.Added).Render(ctx, templ_7745c5c3_Buffer)
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
@@ -119,7 +119,7 @@ func FinalRound(v FinalRoundView) templ.Component {
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
-			templ_7745c5c3_Err = Amount(v.Bound).Render(ctx, templ_7745c5c3_Buffer)
+			templ_7745c5c3_Err = ExactAmount(v.Bound).Render(ctx, templ_7745c5c3_Buffer)
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
@@ -255,12 +255,12 @@ func FinalRound(v FinalRoundView) templ.Component {
 					if templ_7745c5c3_Err != nil {
 						return templ_7745c5c3_Err
 					}
-					templ_7745c5c3_Err = Receipt(r.Payment).Render(ctx, templ_7745c5c3_Buffer)
+					templ_7745c5c3_Err = ExactReceipt(r.Payment).Render(ctx, templ_7745c5c3_Buffer)
 					if templ_7745c5c3_Err != nil {
 						return templ_7745c5c3_Err
 					}
 				} else {
-					templ_7745c5c3_Err = Amount(r.Payment).Render(ctx, templ_7745c5c3_Buffer)
+					templ_7745c5c3_Err = ExactAmount(r.Payment).Render(ctx, templ_7745c5c3_Buffer)
 					if templ_7745c5c3_Err != nil {
 						return templ_7745c5c3_Err
 					}
@@ -279,12 +279,12 @@ func FinalRound(v FinalRoundView) templ.Component {
 					if templ_7745c5c3_Err != nil {
 						return templ_7745c5c3_Err
 					}
-					templ_7745c5c3_Err = Receipt(r.AtPrice).Render(ctx, templ_7745c5c3_Buffer)
+					templ_7745c5c3_Err = ExactReceipt(r.AtPrice).Render(ctx, templ_7745c5c3_Buffer)
 					if templ_7745c5c3_Err != nil {
 						return templ_7745c5c3_Err
 					}
 				} else {
-					templ_7745c5c3_Err = Amount(r.AtPrice).Render(ctx, templ_7745c5c3_Buffer)
+					templ_7745c5c3_Err = ExactAmount(r.AtPrice).Render(ctx, templ_7745c5c3_Buffer)
 					if templ_7745c5c3_Err != nil {
 						return templ_7745c5c3_Err
 					}

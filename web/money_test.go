@@ -19,8 +19,8 @@ import (
 )
 
 var (
-	centsText = regexp.MustCompile(`^-?\$\d{1,3}(,\d{3})*\.\d{2}$`)
-	priceText = regexp.MustCompile(`^-?\$\d{1,3}(,\d{3})*\.\d{4,}( per \S+)?$`)
+	centsText = regexp.MustCompile(`^-?\$\d{1,3}(,\d{3})*\.\d{2}(\d{1,4})?$`) // cents, or exact to the micro-dollar
+	priceText = regexp.MustCompile(`^-?\$\d{1,3}(,\d{3})*\.\d{2,}( per \S+)?$`)
 	exactText = regexp.MustCompile(`^-?\$\d+(,\d{3})*\.\d{2,}$`)
 	// rawMoney is a dollar amount written outside the formatter.
 	rawMoney = regexp.MustCompile(`\$-?\d`)
@@ -96,8 +96,9 @@ func moneyMarket(t *testing.T) *fixture {
 }
 
 // checkMoney fails when a page shows money outside the one formatter: every
-// amount is a .money element with cents (or a price with four decimals and its
-// unit) and the exact value in its title; no "$-" and no long decimals anywhere.
+// amount is a .money element with cents or every digit to the micro-dollar (or a
+// price to the micro-dollar with its unit) and the exact value in its title; no
+// "$-" and no long decimals anywhere.
 func checkMoney(t *testing.T, page string, doc *goquery.Document) int {
 	t.Helper()
 	n := 0
@@ -145,16 +146,24 @@ func TestEveryPageShowsMoneyOneWay(t *testing.T) {
 			t.Errorf("%s shows no amounts", p.path)
 		}
 	}
-	// The budget with micro-dollars: cents on the page, every digit on hover.
+	// The budget with micro-dollars: every digit shown, so balance - held =
+	// available adds up as shown (issue 31).
 	_, doc := owner.get("/team")
 	posted := doc.Find("[data-testid=posted] .money")
-	if title, _ := posted.Attr("title"); !strings.HasSuffix(posted.Text(), ".54") || !strings.HasSuffix(title, ".540722") {
-		t.Errorf("balance %q (title %q): want cents shown, micro-dollars on hover", posted.Text(), title)
+	if title, _ := posted.Attr("title"); !strings.HasSuffix(posted.Text(), ".540722") || !strings.HasSuffix(title, ".540722") {
+		t.Errorf("balance %q (title %q): want every digit shown", posted.Text(), title)
+	}
+	var card [3]int64
+	for i, id := range []string{"posted", "held", "available"} {
+		card[i] = micros(t, doc.Find("[data-testid="+id+"] .money").Text())
+	}
+	if card[0]-card[1] != card[2] {
+		t.Errorf("team page: balance %d - held %d != available %d micro-dollars, as shown", card[0], card[1], card[2])
 	}
 	// Offers say what the seller accepts; outcomes say what is received.
 	_, doc = op.get("/operate/trades")
 	text := strings.Join(strings.Fields(doc.Find("main").Text()), " ")
-	for _, want := range []string{"sell for at least $250.00", "pay at most $1,314.92"} {
+	for _, want := range []string{"sell for at least $250.00", "pay at most $1,314.921216"} {
 		if !strings.Contains(text, want) {
 			t.Errorf("trades page does not say %q:\n%s", want, text)
 		}

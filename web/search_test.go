@@ -59,7 +59,7 @@ func TestSearchSaysWhereAShapeCanBeHadCheapestFirst(t *testing.T) {
 	if !strings.Contains(east, "enough for 35 units") {
 		t.Errorf("us-east with 20 cores on offer: %q", east)
 	}
-	if s := doc.Find("[data-testid=result-us-east] [data-testid=on-offer]").Text(); !strings.Contains(s, "20 core cpu from $0.0500 per core") {
+	if s := doc.Find("[data-testid=result-us-east] [data-testid=on-offer]").Text(); !strings.Contains(s, "20 core cpu from $0.05 per core") {
 		t.Errorf("what is on offer: %q", s)
 	}
 }

@@ -299,15 +299,15 @@ func (mc moveContext) estimate(b exchange.Bundle) *templates.MoveEstimate {
 		v := float64(q) * prices[p]
 		net += v
 		if q < 0 {
-			e.Sell = append(e.Sell, fmt.Sprintf("%s: sell %s at %s, receive %s", p, countOf(-q, unit), moneyfmt.UnitPrice(prices[p], unit), centsOf(-v)))
+			e.Sell = append(e.Sell, fmt.Sprintf("%s: sell %s at %s, receive %s", p, countOf(-q, unit), moneyfmt.UnitPrice(prices[p], unit), exactOf(-v)))
 		} else {
-			e.Buy = append(e.Buy, fmt.Sprintf("%s: buy %s at %s, pay %s", p, countOf(q, unit), moneyfmt.UnitPrice(prices[p], unit), centsOf(v)))
+			e.Buy = append(e.Buy, fmt.Sprintf("%s: buy %s at %s, pay %s", p, countOf(q, unit), moneyfmt.UnitPrice(prices[p], unit), exactOf(v)))
 		}
 	}
 	if net >= 0 {
-		e.Net = "In all you would pay " + centsOf(net) + "."
+		e.Net = "In all you would pay " + exactOf(net) + "."
 	} else {
-		e.Net = "In all you would receive " + centsOf(-net) + "."
+		e.Net = "In all you would receive " + exactOf(-net) + "."
 	}
 	return e
 }
@@ -395,6 +395,16 @@ func (s *Server) placeMove(c *gin.Context) {
 
 // centsOf formats float dollars (an estimate at auction prices) the way pages show
 // money: "$1,234.57".
+// exactOf is an amount of dollars (quantity x a price, and their sum) with every
+// digit to the micro-dollar, so the lines of an estimate add up as shown.
+func exactOf(f float64) string {
+	m, ok := moneyfmt.FromDollars(f)
+	if !ok {
+		return "—"
+	}
+	return moneyfmt.Exact(m)
+}
+
 func centsOf(f float64) string {
 	m, ok := moneyfmt.FromDollars(f)
 	if !ok {

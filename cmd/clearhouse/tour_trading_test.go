@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"math"
 	"regexp"
 	"strconv"
 	"time"
@@ -285,7 +284,7 @@ var (
 
 // unreproduced says why a shown derivation ("us-east/cpu 200 core × $3.388700 +
 // ... = $975.540000") does not hold, or "" when its unit prices, multiplied out in
-// micro-dollars, give the amount within half a micro-dollar per unit.
+// micro-dollars, give the amount exactly (prices are whole micro-dollars).
 func unreproduced(d string) string {
 	micros := func(sign, s string) (int64, bool) {
 		whole, frac, _ := strings.Cut(strings.ReplaceAll(s, ",", ""), ".")
@@ -308,18 +307,17 @@ func unreproduced(d string) string {
 	if len(terms) == 0 {
 		return "no quantity × unit price"
 	}
-	var sum, units float64
+	var sum int64 // prices are whole micro-dollars: the terms give the amount exactly
 	for _, tm := range terms {
 		q, err := strconv.ParseInt(strings.ReplaceAll(tm[1], ",", ""), 10, 64)
 		p, ok := micros(tm[2], tm[3])
 		if err != nil || !ok {
 			return "a term is not a number"
 		}
-		sum += float64(q) * float64(p)
-		units += math.Abs(float64(q))
+		sum += q * p
 	}
-	if math.Abs(sum-float64(total)) > units*0.5+0.5 {
-		return fmt.Sprintf("the terms give %.0f micro-dollars, the amount is %d", sum, total)
+	if sum != total {
+		return fmt.Sprintf("the terms give %d micro-dollars, the amount is %d", sum, total)
 	}
 	return ""
 }
