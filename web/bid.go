@@ -276,6 +276,13 @@ func (s *Server) approvalNote(c *gin.Context) string {
 	return "A bid that could pay more than " + moneyfmt.Cents(t.ApprovalThreshold) + " waits for a team owner's approval."
 }
 
+// bidWords are the bid form's words for the domain's refusals (exchange.OrderSpec),
+// by the field it names: one limit, or a limit per bundle ("limits[1]").
+var bidWords = map[string]formWording{
+	"limit":  {field: "limit", text: "A bid's limit is the most you will pay: it must be more than zero."},
+	"limits": {field: "limit", text: "A bid's limit is the most you will pay: it must be more than zero."},
+}
+
 // placeBid places the bid from step 2, or shows the form again with its errors.
 func (s *Server) placeBid(c *gin.Context) {
 	u := userOf(c)
@@ -292,6 +299,7 @@ func (s *Server) placeBid(c *gin.Context) {
 	}
 	spec := exchange.OrderSpec{Team: u.TeamID}
 	typed := map[string]string{}
+	var limitFields []string // in "each" mode, the input of each bundle's limit
 	for _, cl := range bc.clusters {
 		b, ok := bundles[cl.ID]
 		if !ok {
@@ -300,6 +308,7 @@ func (s *Server) placeBid(c *gin.Context) {
 		spec.Bundles = append(spec.Bundles, b)
 		if f.LimitMode == "each" {
 			name := "limit." + cl.ID
+			limitFields = append(limitFields, name)
 			typed[cl.ID] = c.PostForm(name)
 			spec.Limits = append(spec.Limits, parseMoneyField(c, name, f.Errors))
 		}
@@ -310,9 +319,20 @@ func (s *Server) placeBid(c *gin.Context) {
 		spec.Limit = &l
 	}
 	if len(f.Errors) == 0 {
-		for _, l := range append(spec.Limits, limitOr(spec.Limit)...) {
-			if l <= 0 {
-				f.Errors["limit"] = "A bid's limit is the most you will pay: it must be more than zero."
+		// The domain checks the bid (its limits must be positive) before the warnings
+		// below are worked out; its error is shown beside the limit, in the form's words.
+		if err := spec.Validate(); err != nil {
+			f.Errors = inFormWords(formErrors(err, "limit"), bidWords)
+			if msg, ok := f.Errors["limit"]; ok && len(limitFields) > 0 {
+				// Each cluster's limit has its own input; the domain names it by its
+				// bundle's index ("limits[1]"), the order the loop above added them in.
+				delete(f.Errors, "limit")
+				field, _ := fieldOf(err)
+				k := 0
+				if _, err := fmt.Sscanf(field, "limits[%d]", &k); err != nil || k < 0 || k >= len(limitFields) {
+					k = 0
+				}
+				f.Errors[limitFields[k]] = msg
 			}
 		}
 	}
