@@ -32,7 +32,7 @@ func definitionOf(b apiv1.Definition, needValue bool) (fleet.Definition, error) 
 			raw = str
 		}
 		v, err := ledger.ParseMoney(raw)
-		if err != nil || v <= 0 {
+		if err != nil { // a value not positive is the domain's to refuse (fleet.Definition.Validate)
 			return d, clearhouse.Errorf(clearhouse.EINVALID, "value: must be a positive amount of dollars, e.g. \"12.50\"")
 		}
 		d.Value = v
