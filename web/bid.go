@@ -368,13 +368,6 @@ func (s *Server) placeBid(c *gin.Context) {
 	s.render(c, http.StatusUnprocessableEntity, templates.BidPage(s.page(c, "New bid", "orders"), f))
 }
 
-func limitOr(l *ledger.Money) []ledger.Money {
-	if l == nil {
-		return nil
-	}
-	return []ledger.Money{*l}
-}
-
 // limitBelowReserve warns of each limit below what its bundle (or, for one
 // limit, the cheapest bundle) costs at reserve prices: auction prices only rise
 // from reserve, so such a bid cannot win in this auction. The member may place it
