@@ -51,9 +51,10 @@ var engine = depRule{deny: join(frameworks, server)}
 // server's binary must not carry.
 var kubernetesModules = []string{"k8s.io", "sigs.k8s.io"}
 
-// agentRule: the cluster agent and its backends import only the agent's own packages;
+// agentRule: the cluster agent and its backends import only the agent's own packages
+// and the JSON API's contract (api/v1), which the server encodes from the same types;
 // they speak the JSON API as any other agent would.
-var agentRule = depRule{deny: []string{"*"}, allow: []string{"agent"}}
+var agentRule = depRule{deny: []string{"*"}, allow: []string{"agent", "api/v1"}}
 
 // leaf: a package that imports nothing of the module.
 var leaf = depRule{deny: []string{"*"}}
@@ -64,6 +65,11 @@ var leaf = depRule{deny: []string{"*"}}
 var depRules = map[string]depRule{
 	// The root package: the domain error codes and the CSV writer every package shares.
 	"": leaf,
+
+	// The JSON API's contract: the bodies web encodes and decodes and the agent reads
+	// and sends. Only the standard library, so that the agent carries nothing of the
+	// server.
+	"api/v1": leaf,
 
 	// Leaves: formatting, embedded files.
 	"moneyfmt":   leaf,
@@ -236,6 +242,7 @@ func TestDependencyRulesMatch(t *testing.T) {
 		{"auction", []string{"github.com/a-h/templ/runtime", module + "/moneyfmt"}, engine, []string{"github.com/a-h/templ/runtime"}},
 		{"agent/slurm", []string{module + "/agent", module + "/agent/slurm", module}, agentRule, []string{module}},
 		{"agent", []string{module + "/agentx"}, agentRule, []string{module + "/agentx"}},
+		{"agent/kubernetes", []string{module + "/api/v1", module + "/api", module + "/web"}, agentRule, []string{module + "/api", module + "/web"}},
 		{"", []string{module, module + "/moneyfmt"}, leaf, []string{module + "/moneyfmt"}},
 		{"exchange", []string{module + "/exchangex", module + "/fleet/plan", module + "/ledger"}, depRules["exchange"], []string{module + "/fleet/plan"}},
 		{"identity", []string{module + "/exchange", module + "/store"}, depRules["identity"], []string{module + "/exchange"}},

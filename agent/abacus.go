@@ -108,13 +108,14 @@ func (m *abacusMeter) observe(run []Task, events []TaskEvent, now time.Time, out
 		}
 		// The server takes utilities up to 1e6 (a job of 3.6 ms) and refuses the
 		// whole report otherwise: a shorter job is measured at that bound.
-		jm := JobMeasurement{Job: id, Utility: min(1/hours, maxMeasuredUtility), Shares: map[string]float64{}}
+		utility := min(1/hours, maxMeasuredUtility)
+		jm := JobMeasurement{Job: id, Utility: &utility, Shares: map[string]float64{}}
 		for p := range j.config {
 			jm.Shares[p] = min(1, j.shares[p]/float64(j.polls))
 		}
 		done = append(done, jm)
 		delete(m.jobs, id)
-		fmt.Fprintf(out, "%s best-effort job %d done: utility %.3g (1/%.2f h)\n", Clock(now), id, jm.Utility, hours)
+		fmt.Fprintf(out, "%s best-effort job %d done: utility %.3g (1/%.2f h)\n", Clock(now), id, utility, hours)
 	}
 	return done
 }

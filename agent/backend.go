@@ -75,22 +75,6 @@ type Quota struct {
 	BestEffort int64  `json:"best_effort,omitempty"`
 }
 
-// Correction is one value a backend set that differed from what the cluster held.
-// Object names the cluster's object ("ResourceQuota ads/clearhouse", "assoc ads
-// GrpTRES"); Was and Now are the values as the cluster writes them (Was "" when the
-// backend created the object).
-type Correction struct {
-	Team   string `json:"team"`
-	Pool   string `json:"pool"`
-	Object string `json:"object"`
-	Was    string `json:"was"`
-	Now    string `json:"now"`
-}
-
-func (c Correction) String() string {
-	return fmt.Sprintf("%s (team %s, pool %s): %q -> %q", c.Object, c.Team, c.Pool, c.Was, c.Now)
-}
-
 // Measurement is what a cluster runs now.
 type Measurement struct {
 	Pools  []PoolMeasure
@@ -105,45 +89,6 @@ type PoolMeasure struct {
 	Used     int64  `json:"used"`
 	Capacity int64  `json:"capacity,omitempty"`
 }
-
-// OwnerUsage is what a team's own (not best-effort) work uses of a pool now. Rising
-// usage takes idle quota back from best-effort tasks at the server's next decision.
-type OwnerUsage struct {
-	Team  string `json:"team"`
-	Pool  string `json:"pool"`
-	Units int64  `json:"units"`
-}
-
-// JobKey names a job: one request of a reservation.
-type JobKey struct {
-	Reservation int64 `json:"reservation"`
-	Request     int   `json:"request"`
-}
-
-func (k JobKey) String() string {
-	return fmt.Sprintf("reservation %d request %d", k.Reservation, k.Request)
-}
-
-// Job is one request of a reservation in a cluster's allocation: Count tasks of
-// Configuration (pool -> units each), Units of which the plan runs now, from Start to
-// End. A waiting job with MayStartNow fits from now for its whole duration: starting
-// it early frees its planned slots.
-type Job struct {
-	Reservation   int64            `json:"reservation"`
-	Request       int              `json:"request"`
-	Team          string           `json:"team"`
-	Configuration map[string]int64 `json:"configuration"`
-	Count         int64            `json:"count"`
-	Units         int64            `json:"units"`
-	Start         time.Time        `json:"start"`
-	End           time.Time        `json:"end"`
-	Arrival       time.Time        `json:"arrival"`
-	Deadline      time.Time        `json:"deadline"`
-	MayStartNow   bool             `json:"may_start_now,omitempty"`
-}
-
-// Key is the job's name.
-func (j Job) Key() JobKey { return JobKey{j.Reservation, j.Request} }
 
 // Plan is the reservations' part of the allocation at Now: the jobs that run in the
 // slot ending at SlotEnds, the jobs waiting in their window, and every booked job
@@ -169,91 +114,6 @@ type JobReport struct {
 	Usage       []JobUsage
 	Waiting     []JobWaiting
 	Unplaceable []JobUnplaceable
-}
-
-// JobStart is a job that started (early, before its planned start) at At.
-type JobStart struct {
-	Reservation int64     `json:"reservation"`
-	Request     int       `json:"request"`
-	At          time.Time `json:"at"`
-}
-
-// JobEnd is a job that ended before its planned end: finished, or Failed.
-type JobEnd struct {
-	Reservation int64     `json:"reservation"`
-	Request     int       `json:"request"`
-	At          time.Time `json:"at"`
-	Failed      bool      `json:"failed,omitempty"`
-}
-
-// JobUsage is what a running job uses of one pool now.
-type JobUsage struct {
-	Reservation int64  `json:"reservation"`
-	Request     int    `json:"request"`
-	Pool        string `json:"pool"`
-	Units       int64  `json:"units"`
-}
-
-// JobWaiting is how many of a job's tasks wait in the cluster's queue.
-type JobWaiting struct {
-	Reservation int64 `json:"reservation"`
-	Request     int   `json:"request"`
-	Tasks       int64 `json:"tasks"`
-}
-
-// Task is a best-effort task on idle quota, as the allocation lists it: in run (start
-// it) or stop (preempted, cancelled or past its job's maximum duration: Reason says).
-// It requests its job's Configuration (pool -> units) and runs as Team's task; Workload
-// says what it runs, one member per backend kind.
-type Task struct {
-	ID              int64            `json:"task"`
-	Job             int64            `json:"job"`
-	Team            string           `json:"team"`
-	Configuration   map[string]int64 `json:"configuration"`
-	Started         time.Time        `json:"started"`
-	MaxTaskDuration string           `json:"max_task_duration,omitempty"`
-	Reason          string           `json:"reason,omitempty"`
-	JobWaiting      int64            `json:"job_waiting"`
-	Abacus          bool             `json:"abacus,omitempty"`
-	Workload        *Workload        `json:"workload,omitempty"`
-}
-
-// Workload is what a best-effort job's tasks run, one member per backend kind; a
-// backend whose member is missing runs nothing and reports the task failed.
-type Workload struct {
-	Kubernetes *KubernetesWorkload `json:"kubernetes,omitempty"`
-	Slurm      *SlurmWorkload      `json:"slurm,omitempty"`
-}
-
-// KubernetesWorkload is a pod's container: its image, command, arguments and
-// environment. Resources come from the task's configuration, never from here.
-type KubernetesWorkload struct {
-	Image   string            `json:"image"`
-	Command []string          `json:"command,omitempty"`
-	Args    []string          `json:"args,omitempty"`
-	Env     map[string]string `json:"env,omitempty"`
-}
-
-// SlurmWorkload is a batch job: exactly one of Script (starting "#!") or Command.
-type SlurmWorkload struct {
-	Script  string `json:"script,omitempty"`
-	Command string `json:"command,omitempty"`
-}
-
-// The events of a best-effort task.
-const (
-	TaskStarted = "started"
-	TaskDone    = "done"
-	TaskFailed  = "failed"
-	TaskStopped = "stopped"
-)
-
-// TaskEvent is a best-effort task started, done, failed or stopped at At (the time the
-// cluster recorded).
-type TaskEvent struct {
-	Task  int64     `json:"task"`
-	Event string    `json:"event"`
-	At    time.Time `json:"at"`
 }
 
 // Setup is what opening a backend is given: the cluster, its config file (nil when
@@ -315,7 +175,7 @@ func Lookup(name string) (Kind, error) {
 }
 
 // clipped is the correction with each text cut to what a report may carry.
-func (c Correction) clipped() Correction {
+func clipped(c Correction) Correction {
 	for _, s := range []*string{&c.Team, &c.Pool, &c.Object, &c.Was, &c.Now} {
 		*s = clipText(*s, maxStatusText)
 	}

@@ -137,7 +137,7 @@ func (l *Loop) Poll(ctx context.Context) error {
 	corrections, err := b.ApplyQuotas(ctx, quotas)
 	l.note(now, "apply quotas", err)
 	for _, c := range corrections {
-		l.corrections = append(l.corrections, c.clipped())
+		l.corrections = append(l.corrections, clipped(c))
 	}
 	if len(l.corrections) > maxCorrections {
 		l.corrections = slices.Delete(l.corrections, 0, len(l.corrections)-maxCorrections)
@@ -164,7 +164,7 @@ func (l *Loop) Poll(ctx context.Context) error {
 		fmt.Fprintf(l.Out, "%s over limit: %s uses %d of %s, limit %d\n", Clock(now), o.Team, o.Used, o.Pool, o.Limit)
 	}
 	up := Updates{Ends: l.ends, Starts: l.starts, Usage: jobs.Usage, Waiting: jobs.Waiting, Unplaceable: jobs.Unplaceable, BestEffort: l.events,
-		Pools: m.Pools, OwnerUsage: owners, BestEffortJobs: l.measured, OverLimit: over, Reclaimed: l.reclaimed,
+		Pools: poolUsage(m.Pools), OwnerUsage: owners, BestEffortJobs: l.measured, OverLimit: over, Reclaimed: l.reclaimed,
 		Agent: &Status{Backend: b.Name(), Version: l.Version, Corrections: l.corrections, Errors: l.errs}}
 	ans, err := l.Client.Report(ctx, up)
 	if err != nil {
@@ -172,7 +172,7 @@ func (l *Loop) Poll(ctx context.Context) error {
 			// The server refused this report; sending it again will not help. The early
 			// starts in it did not happen: the backend stops them at the next poll.
 			for _, s := range l.starts {
-				l.refused = append(l.refused, JobKey{s.Reservation, s.Request})
+				l.refused = append(l.refused, JobKey{Reservation: s.Reservation, Request: s.Request})
 			}
 			l.sent()
 		}
@@ -354,4 +354,18 @@ func (l *Loop) now() time.Time {
 		return time.Now()
 	}
 	return l.Now()
+}
+
+// poolUsage is what the backend measured of each pool as the report sends it: a
+// capacity of 0 (not measured) is not sent.
+func poolUsage(ms []PoolMeasure) []PoolUsage {
+	var out []PoolUsage
+	for _, m := range ms {
+		u := PoolUsage{Pool: m.Pool, Used: m.Used}
+		if m.Capacity != 0 {
+			u.Capacity = &m.Capacity
+		}
+		out = append(out, u)
+	}
+	return out
 }

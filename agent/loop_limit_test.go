@@ -30,7 +30,7 @@ func (b *reclaimingBackend) Reclaim(_ context.Context, r []Reclaim) ([]Reclaimed
 // a team it does not map is not judged.
 func TestLoopReportsOwnUsageAboveTheServersLimits(t *testing.T) {
 	f := &fakeServer{alloc: Allocation{Cluster: "us-east", Now: epoch,
-		Quotas: []Quota{{Team: "ads", Pool: "us-east/cpu", Units: 6}}, // holdings less offers: not the limit
+		Quotas: []HeldQuota{{Team: "ads", Pool: "us-east/cpu", Units: 6}}, // holdings less offers: not the limit
 		Limits: []Limit{{Team: "ads", Pool: "us-east/cpu", Units: 10, Held: 10, BestEffort: 4}, {Team: "ml", Pool: "us-east/cpu", Units: 8, Held: 8}}}}
 	b := &fakeBackend{measure: Measurement{Owners: []OwnerUsage{{Team: "ads", Pool: "us-east/cpu", Units: 9}, {Team: "ads", Pool: "us-east/cpu", Units: 3},
 		{Team: "ml", Pool: "us-east/cpu", Units: 8}, {Team: "search", Pool: "us-east/cpu", Units: 2}, {Team: "ghost", Pool: "us-east/cpu", Units: 50}}}}

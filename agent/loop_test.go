@@ -126,7 +126,7 @@ func newTestLoop(t *testing.T, f *fakeServer, b Backend) (*Loop, *bytes.Buffer) 
 // not map is left out and reported once, in the report's agent errors.
 func TestLoopAppliesHoldingsPlusRunningReservations(t *testing.T) {
 	f := &fakeServer{alloc: Allocation{Cluster: "us-east", Now: epoch,
-		Quotas: []Quota{{Team: "ads", Pool: "us-east/cpu", Units: 40}, {Team: "ghost", Pool: "us-east/cpu", Units: 5}},
+		Quotas: []HeldQuota{{Team: "ads", Pool: "us-east/cpu", Units: 40}, {Team: "ghost", Pool: "us-east/cpu", Units: 5}},
 		Running: []Job{{Reservation: 1, Team: "ads", Configuration: map[string]int64{"us-east/cpu": 2, "us-east/ram": 8}, Units: 3},
 			{Reservation: 2, Team: "search", Configuration: map[string]int64{"us-east/cpu": 1}, Units: 0}}}}
 	b := &fakeBackend{}
@@ -357,7 +357,7 @@ func TestLoopHandsThePoolsSharingToTheBackend(t *testing.T) {
 // PollErrors holds the backend's errors of the last poll only (which the poll reported
 // and did not fail on), never the config's notes of unmapped teams.
 func TestLoopPollErrorsAreTheLastPollsBackendErrors(t *testing.T) {
-	f := &fakeServer{alloc: Allocation{Cluster: "us-east", Now: epoch, Quotas: []Quota{{Team: "ghost", Pool: "us-east/cpu", Units: 5}}}}
+	f := &fakeServer{alloc: Allocation{Cluster: "us-east", Now: epoch, Quotas: []HeldQuota{{Team: "ghost", Pool: "us-east/cpu", Units: 5}}}}
 	b := &fakeBackend{err: errors.New("quota API down")}
 	l, _ := newTestLoop(t, f, b)
 	l.Config = &Config{File: "us-east.yaml", Cluster: "us-east", Teams: map[string]Team{"ads": {}}, Pools: map[string]Pool{"us-east/cpu": {Unit: "1"}}}

@@ -38,8 +38,14 @@ func NewMarket(db *store.DB, l *ledger.Ledger, now func() time.Time) *Market {
 	return &Market{db: db, ledger: l, now: utc, notices: notify.New(db, utc)}
 }
 
-// Notices is the service that keeps what the market tells its users: notifications
-// and their emails.
+// UseNotices makes the market tell its users through n: the one notification
+// service the binary builds (App.Open) and passes to the market, the reservations,
+// the web layer and the e-mail job. A market left without it keeps notifications in
+// the app through a service of its own.
+func (m *Market) UseNotices(n *notify.Service) { m.notices = n }
+
+// Notices is the service the market tells its users through, for tests that build a
+// market alone and read what it said; the binary passes the one it built instead.
 func (m *Market) Notices() *notify.Service { return m.notices }
 
 // Ledger is the budget ledger the market posts to.

@@ -84,8 +84,9 @@ func NewReservations(db *store.DB, l *ledger.Ledger, now func() time.Time, cfg P
 		notices: notify.New(db, now)}
 }
 
-// UseNotices makes the service tell teams through n (the market's, which queues
-// e-mail when it is on) instead of its own, which keeps notifications in the app.
+// UseNotices makes the service tell teams through n (the binary's one service,
+// which queues e-mail when it is on) instead of its own, which keeps notifications in
+// the app.
 func (s *Reservations) UseNotices(n *notify.Service) { s.notices = n }
 
 // Config is the plan's clock.

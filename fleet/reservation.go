@@ -168,7 +168,7 @@ func (d Definition) Validate(now time.Time, slot, horizon time.Duration, needVal
 	bad := func(field, format string, args ...any) error {
 		return clearhouse.Errorf(clearhouse.EINVALID, "%s: %s", field, fmt.Sprintf(format, args...))
 	}
-	if needValue && d.Value <= 0 {
+	if (needValue || d.Value < 0) && d.Value <= 0 { // a quote needs none, but never a negative one
 		return bad("value", "must be a positive amount")
 	}
 	if len(d.Requests) == 0 {

@@ -11,15 +11,15 @@ import (
 	"time"
 
 	"github.com/clearhouse/clearhouse/agent"
+	apiv1 "github.com/clearhouse/clearhouse/api/v1"
 	"github.com/clearhouse/clearhouse/store"
 	"github.com/clearhouse/clearhouse/store/storetest"
-	"github.com/clearhouse/clearhouse/web"
 )
 
-// The agent (agent/client.go, agent/backend.go) and the server (web/api_agent.go)
-// each declare the agent API's types. These tests make a field added on one side
-// alone fail: what the server sends decodes into the agent's types, and what the
-// agent sends into the server's, with unknown fields refused.
+// The agent (agent/wire.go) and the server (web/api_agent.go) speak the agent API
+// with the same types, those of api/v1. These tests make a drift fail: the agent's
+// names must stay the contract's types, and what the server really sends decodes into
+// them, and what the agent sends is what the server takes, with unknown fields refused.
 
 // strictDecode decodes raw into v, refusing a field v lacks and data after the value.
 func strictDecode(raw []byte, v any) error {
@@ -93,7 +93,7 @@ func filledJSON[T any](t *testing.T) []byte {
 // Allocation decodes; every field of the agent's Updates is one the server's
 // APIUpdates decodes.
 func TestAgentAndServerWireTypesAgreeOnEveryField(t *testing.T) {
-	alloc := filledJSON[web.APIAllocation](t)
+	alloc := filledJSON[apiv1.Allocation](t)
 	var a agent.Allocation
 	if err := strictDecode(alloc, &a); err != nil {
 		t.Errorf("the server's allocation, every field set, into agent.Allocation: %v\n%s", err, alloc)
@@ -102,9 +102,9 @@ func TestAgentAndServerWireTypesAgreeOnEveryField(t *testing.T) {
 		t.Errorf("the filled allocation decoded to %+v: fields lost on the way", a)
 	}
 	updates := filledJSON[agent.Updates](t)
-	var u web.APIUpdates
+	var u apiv1.Updates
 	if err := strictDecode(updates, &u); err != nil {
-		t.Errorf("the agent's updates, every field set, into web.APIUpdates: %v\n%s", err, updates)
+		t.Errorf("the agent's updates, every field set, into apiv1.Updates: %v\n%s", err, updates)
 	}
 	if len(u.OverLimit) != 1 || len(u.Reclaimed) != 1 || len(u.Unplaceable) != 1 || u.Agent == nil || len(u.Agent.Corrections) != 1 {
 		t.Errorf("the filled updates decoded to %+v: fields lost on the way", u)
@@ -124,7 +124,7 @@ func TestStrictDecodeRefusesAFieldTheTypeLacks(t *testing.T) {
 
 // The server's real answers, from a market with a best-effort task
 // running: GET allocation decodes into agent.Allocation, the agent's report of the
-// task done (encoded from agent.Updates) decodes into web.APIUpdates and the server
+// task done (encoded from agent.Updates) decodes into apiv1.Updates and the server
 // takes it, and its answer decodes into agent.Answer; unknown fields refused all
 // the way.
 func TestTheServersAgentAnswersDecodeIntoTheAgentsTypes(t *testing.T) {
@@ -143,9 +143,10 @@ func TestTheServersAgentAnswersDecodeIntoTheAgentsTypes(t *testing.T) {
 			t.Fatalf("the allocation decoded to %+v; want a task, limits and pools", a)
 		}
 		task := a.BestEffort[0]
+		utility := 2.0
 		report := agent.Updates{
 			BestEffort:     []agent.TaskEvent{{Task: task.ID, Event: "done", At: x.clock.Now()}},
-			BestEffortJobs: []agent.JobMeasurement{{Job: task.Job, Utility: 2, Shares: map[string]float64{"us-east/cpu": 1}}},
+			BestEffortJobs: []agent.JobMeasurement{{Job: task.Job, Utility: &utility, Shares: map[string]float64{"us-east/cpu": 1}}},
 			OwnerUsage:     []agent.OwnerUsage{{Team: "search", Pool: "us-east/cpu", Units: 3}},
 			Agent:          &agent.Status{Backend: "test", Version: "v0"},
 		}
@@ -153,9 +154,9 @@ func TestTheServersAgentAnswersDecodeIntoTheAgentsTypes(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var u web.APIUpdates
+		var u apiv1.Updates
 		if err := strictDecode(body, &u); err != nil {
-			t.Fatalf("the agent's report into web.APIUpdates: %v\n%s", err, body)
+			t.Fatalf("the agent's report into apiv1.Updates: %v\n%s", err, body)
 		}
 		code, raw = x.rawAPI(x.agent, "POST", "/api/v1/clusters/us-east/updates", body)
 		if code != http.StatusOK {
@@ -189,57 +190,25 @@ func (f *fixture) rawAPI(token, method, path string, body []byte) (int, []byte) 
 	return res.StatusCode, raw
 }
 
-// wireDifferences are the fields one side of the agent API has and the other does
-// not, each on purpose or on its way; the test below fails on any other, and on one
-// listed here that is gone (then delete its line).
-var wireDifferences = map[string]string{
-	// Issue 37: the agent's contract reads each quota's best-effort part; the server
-	// does not send it yet (another helper builds that side).
-	"agent.Allocation quotas[].best_effort": "the server does not send it yet (issue 37)",
-	// Capacity changes over a window (maintenance, a rack down) are taken from any
-	// client of the API, a script or an operator's tool; the agent reports measured
-	// capacity in pools[].capacity instead.
-	"web.APIUpdates capacity":         "sent by scripts, not the agent",
-	"web.APIUpdates capacity[].pool":  "sent by scripts, not the agent",
-	"web.APIUpdates capacity[].from":  "sent by scripts, not the agent",
-	"web.APIUpdates capacity[].to":    "sent by scripts, not the agent",
-	"web.APIUpdates capacity[].units": "sent by scripts, not the agent",
-}
-
-// The agent's and the server's types have the same fields, nested ones included,
-// but for wireDifferences: a field the agent reads and the server never sends, or
-// one the server takes and the agent never sends, is named here (the decoding tests
-// above catch only a field on the sending side).
-func TestAgentAndServerWireTypesHaveTheSameFields(t *testing.T) {
-	found := map[string]bool{}
+// The agent's wire types are the contract's (api/v1), not copies: a field added to
+// one is in the other. (They were copies until issue 35; this test replaces the one
+// that compared their fields.)
+func TestTheAgentSpeaksTheContractsTypes(t *testing.T) {
 	for _, c := range [][2]reflect.Type{
-		{reflect.TypeFor[agent.Allocation](), reflect.TypeFor[web.APIAllocation]()},
-		{reflect.TypeFor[agent.Updates](), reflect.TypeFor[web.APIUpdates]()},
+		{reflect.TypeFor[agent.Allocation](), reflect.TypeFor[apiv1.Allocation]()},
+		{reflect.TypeFor[agent.Updates](), reflect.TypeFor[apiv1.Updates]()},
+		{reflect.TypeFor[agent.Answer](), reflect.TypeFor[apiv1.Answer]()},
 	} {
-		a, s := map[string]bool{}, map[string]bool{}
-		typePaths(c[0], "", a)
-		typePaths(c[1], "", s)
-		if len(a) < 20 || len(s) < 20 {
-			t.Fatalf("%s: %d fields, %s: %d: the listing is wrong", c[0], len(a), c[1], len(s))
+		if c[0] != c[1] {
+			t.Errorf("the agent's %s is not the contract's %s", c[0], c[1])
 		}
-		only := func(typ reflect.Type, have, other map[string]bool) {
-			for p := range have {
-				if other[p] {
-					continue
-				}
-				key := typ.String() + " " + p
-				found[key] = true
-				if _, ok := wireDifferences[key]; !ok {
-					t.Errorf("%s has %s, which the other side lacks", typ, p)
-				}
-			}
-		}
-		only(c[0], a, s)
-		only(c[1], s, a)
 	}
-	for key := range wireDifferences {
-		if !found[key] {
-			t.Errorf("wireDifferences lists %q, which both sides now agree on: delete its line", key)
+	// The listing the other tests rely on sees nested fields.
+	paths := map[string]bool{}
+	typePaths(reflect.TypeFor[agent.Allocation](), "", paths)
+	for _, p := range []string{"limits[].best_effort", "best_effort[].workload.kubernetes.image", "over_limit.grace_seconds", "reclaim[].since"} {
+		if !paths[p] {
+			t.Errorf("agent.Allocation's fields lack %s: %v", p, paths)
 		}
 	}
 }

@@ -11,8 +11,8 @@ import (
 	"net/http/httptest"
 	"os"
 	"testing"
-	"time"
 
+	apiv1 "github.com/clearhouse/clearhouse/api/v1"
 	"github.com/clearhouse/clearhouse/exchange"
 	"github.com/clearhouse/clearhouse/fleet"
 	"github.com/clearhouse/clearhouse/fleet/fleettest"
@@ -61,32 +61,15 @@ func serveBusy(b *testing.B, bz fleettest.Busy, db *store.DB, r *fleet.Reservati
 	return srv
 }
 
-// apiReport is a fleet.AgentReport as an agent posts it (web.APIUpdates).
+// apiReport is a fleet.AgentReport as an agent posts it (apiv1.Updates).
 func apiReport(b *testing.B, rep fleet.AgentReport) []byte {
-	type capacity struct {
-		Pool  string    `json:"pool"`
-		From  time.Time `json:"from"`
-		To    time.Time `json:"to"`
-		Units int64     `json:"units"`
-	}
-	type usage struct {
-		Reservation int64  `json:"reservation"`
-		Request     int    `json:"request"`
-		Pool        string `json:"pool"`
-		Units       int64  `json:"units"`
-	}
-	var body struct {
-		Capacity []capacity         `json:"capacity"`
-		Usage    []usage            `json:"usage"`
-		Agent    web.APIAgentStatus `json:"agent"`
-	}
+	body := apiv1.Updates{Agent: &apiv1.AgentStatus{Backend: "simulate", Version: "bench"}}
 	for _, c := range rep.Capacity {
-		body.Capacity = append(body.Capacity, capacity{Pool: c.Pool, From: c.From, To: c.To, Units: c.Units})
+		body.Capacity = append(body.Capacity, apiv1.CapacityChange{Pool: c.Pool, From: c.From, To: c.To, Units: c.Units})
 	}
 	for _, u := range rep.Usage {
-		body.Usage = append(body.Usage, usage{Reservation: u.Reservation, Request: u.Request, Pool: u.Pool, Units: u.Units})
+		body.Usage = append(body.Usage, apiv1.JobUsage{Reservation: u.Reservation, Request: u.Request, Pool: u.Pool, Units: u.Units})
 	}
-	body.Agent = web.APIAgentStatus{Backend: "simulate", Version: "bench"}
 	out, err := json.Marshal(body)
 	if err != nil {
 		b.Fatal(err)

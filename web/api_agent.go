@@ -8,6 +8,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/clearhouse/clearhouse"
+	apiv1 "github.com/clearhouse/clearhouse/api/v1"
 	"github.com/clearhouse/clearhouse/besteffort"
 	"github.com/clearhouse/clearhouse/fleet"
 	"github.com/clearhouse/clearhouse/identity"
@@ -43,92 +44,10 @@ func (s *Server) requireAgent(readers ...identity.Role) gin.HandlerFunc {
 	}
 }
 
-type apiAssignment struct {
-	Reservation   int64            `json:"reservation"`
-	Request       int              `json:"request"`
-	Team          string           `json:"team"`
-	Configuration map[string]int64 `json:"configuration"`
-	Count         int64            `json:"count"`
-	Units         int64            `json:"units"`
-	Start         time.Time        `json:"start"`
-	End           time.Time        `json:"end"`
-	Arrival       time.Time        `json:"arrival"`
-	Deadline      time.Time        `json:"deadline"`
-	MayStartNow   bool             `json:"may_start_now,omitempty"`
-}
-
-// APIAllocation is the body of GET /api/v1/clusters/{cluster}/allocation: the jobs
-// that should run now with their units, and the jobs inside their window with none
-// planned now (the cluster may start them early when it has room).
-type APIAllocation struct {
-	Cluster  string          `json:"cluster"`
-	Now      time.Time       `json:"now"`
-	SlotEnds time.Time       `json:"slot_ends"`
-	Running  []apiAssignment `json:"running"`
-	Waiting  []apiAssignment `json:"waiting"`
-	// BestEffort lists the best-effort tasks to run now; Preempt those to stop now.
-	BestEffort []apiBestEffortTask `json:"best_effort"`
-	Preempt    []apiBestEffortTask `json:"preempt"`
-	// Quotas is each team's quota of each pool: owner_usage reports against it.
-	Quotas []apiQuota `json:"quotas"`
-	// Pools is each pool of the cluster with its idle-sharing settings, for backends
-	// that map them onto the cluster's own sharing (e.g. Kueue's lending limits).
-	Pools []apiPoolSharing `json:"pools"`
-	// Upcoming lists the booked jobs planned to start later, within the plan's
-	// horizon (units 0), so that a cluster reserving ahead (Slurm) reserves at booking.
-	Upcoming []apiAssignment `json:"upcoming,omitempty"`
-	// Limits is each team's limit of each pool by the one rule (fleet.Limits): units
-	// = held (what is on offer included, until a sale settles) + reserved (running
-	// reservations beyond the team's own quota); best_effort, granted to the team's
-	// best-effort tasks now, is enforced apart. Always sent (empty: no limits).
-	Limits []apiLimit `json:"limits"`
-	// OverLimit is the operators' policy for work beyond a team's limit.
-	OverLimit apiOverLimitPolicy `json:"over_limit"`
-	// Reclaim lists the excess to take back now: each team over its limit for longer
-	// than the grace, when the policy evicts.
-	Reclaim []apiReclaim `json:"reclaim"`
-}
-
-type apiLimit struct {
-	Team       string `json:"team"`
-	Pool       string `json:"pool"`
-	Units      int64  `json:"units"`
-	Held       int64  `json:"held"`
-	Offered    int64  `json:"offered"`
-	Reserved   int64  `json:"reserved"`
-	BestEffort int64  `json:"best_effort"`
-}
-
-type apiOverLimitPolicy struct {
-	Action       string `json:"action"`
-	GraceSeconds int64  `json:"grace_seconds"`
-}
-
-type apiReclaim struct {
-	Team  string    `json:"team"`
-	Pool  string    `json:"pool"`
-	Units int64     `json:"units"`
-	Since time.Time `json:"since"`
-}
-
-type apiPoolSharing struct {
-	Pool              string  `json:"pool"`
-	Policy            string  `json:"policy"`
-	Alpha             float64 `json:"alpha"`
-	MinRuntimeSeconds int64   `json:"min_runtime_seconds"`
-	Exposure          float64 `json:"exposure"`
-}
-
-type apiQuota struct {
-	Team  string `json:"team"`
-	Pool  string `json:"pool"`
-	Units int64  `json:"units"`
-}
-
-func toAPIAssignments(as []fleet.Assignment) []apiAssignment {
-	out := []apiAssignment{}
+func toAPIAssignments(as []fleet.Assignment) []apiv1.Job {
+	out := []apiv1.Job{}
 	for _, a := range as {
-		out = append(out, apiAssignment{Reservation: a.Reservation, Request: a.Request, Team: a.Team, Configuration: a.Configuration,
+		out = append(out, apiv1.Job{Reservation: a.Reservation, Request: a.Request, Team: a.Team, Configuration: a.Configuration,
 			Count: a.Count, Units: a.Units, Start: a.Start, End: a.End, Arrival: a.Arrival, Deadline: a.Deadline, MayStartNow: a.MayStartNow})
 	}
 	return out
@@ -144,9 +63,9 @@ func (s *Server) apiAllocation(c *gin.Context) {
 		s.fail(c, err)
 		return
 	}
-	out := APIAllocation{Cluster: a.Cluster, Now: a.Now, SlotEnds: a.SlotEnds,
-		Running: toAPIAssignments(a.Running), Waiting: toAPIAssignments(a.Waiting), BestEffort: []apiBestEffortTask{}, Preempt: []apiBestEffortTask{}, Quotas: []apiQuota{}, Pools: []apiPoolSharing{},
-		Limits: []apiLimit{}, Reclaim: []apiReclaim{}}
+	out := apiv1.Allocation{Cluster: a.Cluster, Now: a.Now, SlotEnds: a.SlotEnds,
+		Running: toAPIAssignments(a.Running), Waiting: toAPIAssignments(a.Waiting), BestEffort: []apiv1.Task{}, Preempt: []apiv1.Task{}, Quotas: []apiv1.Quota{}, Pools: []apiv1.PoolSharing{},
+		Limits: []apiv1.Limit{}, Reclaim: []apiv1.Reclaim{}}
 	var grants []fleet.Grant
 	if len(a.Upcoming) > 0 {
 		out.Upcoming = toAPIAssignments(a.Upcoming)
@@ -166,7 +85,7 @@ func (s *Server) apiAllocation(c *gin.Context) {
 		out.BestEffort, out.Preempt = toAPIBestEffortTasks(be.Run), toAPIBestEffortTasks(be.Stop)
 		grants = grantsOf(be.Run)
 		for _, q := range be.Quotas {
-			out.Quotas = append(out.Quotas, apiQuota{Team: q.Team, Pool: q.Pool, Units: q.Units})
+			out.Quotas = append(out.Quotas, apiv1.Quota{Team: q.Team, Pool: q.Pool, Units: q.Units})
 		}
 		settings, err := s.svc.BestEffort.Settings(ctx)
 		if err != nil {
@@ -175,127 +94,28 @@ func (s *Server) apiAllocation(c *gin.Context) {
 		}
 		for _, st := range settings {
 			if strings.HasPrefix(st.Pool, cluster+"/") { // pool ids are cluster/resource
-				out.Pools = append(out.Pools, apiPoolSharing{Pool: st.Pool, Policy: st.Policy, Alpha: st.Alpha,
+				out.Pools = append(out.Pools, apiv1.PoolSharing{Pool: st.Pool, Policy: st.Policy, Alpha: st.Alpha,
 					MinRuntimeSeconds: int64(st.MinRuntime / time.Second), Exposure: st.Exposure})
 			}
 		}
 	}
 	for _, l := range a.Limits(grants) {
-		out.Limits = append(out.Limits, apiLimit{Team: l.Team, Pool: l.Pool, Units: l.Units(), Held: l.Held, Offered: l.Offered, Reserved: l.Reserved, BestEffort: l.BestEffort})
+		out.Limits = append(out.Limits, apiv1.Limit{Team: l.Team, Pool: l.Pool, Units: l.Units(), Held: l.Held, Offered: l.Offered, Reserved: l.Reserved, BestEffort: l.BestEffort})
 	}
 	policy, reclaim, err := s.svc.Reservations.Reclaims(ctx, cluster)
 	if err != nil {
 		s.fail(c, err)
 		return
 	}
-	out.OverLimit = apiOverLimitPolicy{Action: policy.Action, GraceSeconds: int64(policy.Grace / time.Second)}
+	out.OverLimit = apiv1.OverLimitPolicy{Action: policy.Action, GraceSeconds: int64(policy.Grace / time.Second)}
 	for _, r := range reclaim {
-		out.Reclaim = append(out.Reclaim, apiReclaim{Team: r.Team, Pool: r.Pool, Units: r.Excess(), Since: r.Since})
+		out.Reclaim = append(out.Reclaim, apiv1.Reclaim{Team: r.Team, Pool: r.Pool, Units: r.Excess(), Since: r.Since})
 	}
 	c.JSON(http.StatusOK, out)
 }
 
-// APIUpdates is the body of POST /api/v1/clusters/{cluster}/updates.
-type APIUpdates struct {
-	Capacity []struct {
-		Pool  string    `json:"pool"`
-		From  time.Time `json:"from"`
-		To    time.Time `json:"to"`
-		Units int64     `json:"units"`
-	} `json:"capacity,omitempty"`
-	Ends []struct {
-		Reservation int64     `json:"reservation"`
-		Request     int       `json:"request"`
-		At          time.Time `json:"at"`
-		Failed      bool      `json:"failed,omitempty"`
-	} `json:"ends,omitempty"`
-	Starts []struct {
-		Reservation int64     `json:"reservation"`
-		Request     int       `json:"request"`
-		At          time.Time `json:"at"`
-	} `json:"starts,omitempty"`
-	Usage []struct {
-		Reservation int64  `json:"reservation"`
-		Request     int    `json:"request"`
-		Pool        string `json:"pool"`
-		Units       int64  `json:"units"`
-	} `json:"usage,omitempty"`
-	Waiting []struct {
-		Reservation int64 `json:"reservation"`
-		Request     int   `json:"request"`
-		Tasks       int64 `json:"tasks"`
-	} `json:"waiting,omitempty"`
-	// Pools is what all the work in each pool uses now: the measured utilization.
-	Pools []struct {
-		Pool string `json:"pool"`
-		Used int64  `json:"used"`
-		// Capacity is the pool's capacity as the agent measured it (optional), at most
-		// fleet.MaxCapacityFactor times the configured one; the latest becomes the
-		// pool's effective capacity unless an operator overrides it. An absurd value
-		// refuses the whole report.
-		Capacity *int64 `json:"capacity,omitempty"`
-	} `json:"pools,omitempty"`
-	// BestEffort reports best-effort tasks: started, done, failed, or stopped.
-	BestEffort []struct {
-		Task  int64     `json:"task"`
-		Event string    `json:"event"`
-		At    time.Time `json:"at"`
-	} `json:"best_effort,omitempty"`
-	// OwnerUsage is what teams' own work uses of each pool now.
-	OwnerUsage []struct {
-		Team  string `json:"team"`
-		Pool  string `json:"pool"`
-		Units int64  `json:"units"`
-	} `json:"owner_usage,omitempty"`
-	// BestEffortJobs is what the agent measured of finished abacus jobs.
-	BestEffortJobs []struct {
-		Job     int64              `json:"job"`
-		Utility *float64           `json:"utility"`
-		Shares  map[string]float64 `json:"shares,omitempty"`
-	} `json:"best_effort_jobs,omitempty"`
-	// Unplaceable lists booked jobs the cluster refused to reserve: each one's
-	// reservation ends, its team refunded and told.
-	Unplaceable []struct {
-		Reservation int64  `json:"reservation"`
-		Request     int    `json:"request"`
-		Reason      string `json:"reason"`
-	} `json:"unplaceable,omitempty"`
-	// OverLimit lists the teams whose own usage exceeds their limit now; a team and
-	// pool of the cluster a report does not list is back under its limit.
-	OverLimit []struct {
-		Team  string `json:"team"`
-		Pool  string `json:"pool"`
-		Used  int64  `json:"used"`
-		Limit int64  `json:"limit"`
-	} `json:"over_limit,omitempty"`
-	// Reclaimed lists what the backend stopped to take back excess.
-	Reclaimed []struct {
-		Team   string `json:"team"`
-		Pool   string `json:"pool"`
-		Object string `json:"object"`
-		Units  int64  `json:"units"`
-	} `json:"reclaimed,omitempty"`
-	// Agent is the agent's status (optional): its backend and version, the drift it
-	// corrected and the errors it met since its last report.
-	Agent *APIAgentStatus `json:"agent,omitempty"`
-}
-
-// APIAgentStatus is what an agent says of itself in a report.
-type APIAgentStatus struct {
-	Backend     string `json:"backend"`
-	Version     string `json:"version,omitempty"`
-	Corrections []struct {
-		Team   string `json:"team"`
-		Pool   string `json:"pool"`
-		Object string `json:"object"`
-		Was    string `json:"was"`
-		Now    string `json:"now"`
-	} `json:"corrections,omitempty"`
-	Errors []string `json:"errors,omitempty"`
-}
-
 func (s *Server) apiClusterUpdates(c *gin.Context) {
-	var body APIUpdates
+	var body apiv1.Updates
 	if err := decodeJSON(c, &body); err != nil {
 		s.fail(c, err)
 		return
@@ -390,41 +210,29 @@ func (s *Server) apiClusterUpdates(c *gin.Context) {
 		}
 		return xs
 	}
-	type job struct {
-		Reservation int64 `json:"reservation"`
-		Request     int   `json:"request"`
-	}
-	jobs := func(xs []fleet.JobRef) []job {
-		out := []job{}
+	jobs := func(xs []fleet.JobRef) []apiv1.JobKey {
+		out := []apiv1.JobKey{}
 		for _, x := range xs {
-			out = append(out, job{x.Reservation, x.Request})
+			out = append(out, apiv1.JobKey{Reservation: x.Reservation, Request: x.Request})
 		}
 		return out
 	}
-	c.JSON(http.StatusOK, gin.H{"moved": nonNil(res.Moved), "at_risk": nonNil(res.AtRisk), "ended": nonNil(res.Ended),
-		"started": jobs(res.Started), "refused_starts": jobs(res.Refused),
-		"already_ended": endNotes(res.AlreadyEnded), "refused_ends": endNotes(res.RefusedEnds)})
+	c.JSON(http.StatusOK, apiv1.Answer{Moved: nonNil(res.Moved), AtRisk: nonNil(res.AtRisk), Ended: nonNil(res.Ended),
+		Started: jobs(res.Started), RefusedStarts: jobs(res.Refused),
+		AlreadyEnded: endNotes(res.AlreadyEnded), RefusedEnds: endNotes(res.RefusedEnds)})
 }
 
-// apiEndNote is the answer about one reported end the server did not apply.
-type apiEndNote struct {
-	Reservation int64     `json:"reservation"`
-	Request     int       `json:"request"`
-	At          time.Time `json:"at"`
-	Reason      string    `json:"reason"`
-}
-
-func endNotes(xs []fleet.EndNote) []apiEndNote {
-	out := []apiEndNote{}
+func endNotes(xs []fleet.EndNote) []apiv1.EndNote {
+	out := []apiv1.EndNote{}
 	for _, x := range xs {
-		out = append(out, apiEndNote{x.Reservation, x.Request, x.At, x.Reason})
+		out = append(out, apiv1.EndNote{Reservation: x.Reservation, Request: x.Request, At: x.At, Reason: x.Reason})
 	}
 	return out
 }
 
 // agentStatusOf is a report's agent status as the domain takes it, validated (nil
 // when the agent sent none).
-func agentStatusOf(a *APIAgentStatus) (*fleet.AgentStatus, error) {
+func agentStatusOf(a *apiv1.AgentStatus) (*fleet.AgentStatus, error) {
 	if a == nil {
 		return nil, nil
 	}

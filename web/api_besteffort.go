@@ -10,25 +10,15 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/clearhouse/clearhouse"
+	apiv1 "github.com/clearhouse/clearhouse/api/v1"
 	"github.com/clearhouse/clearhouse/besteffort"
 	"github.com/clearhouse/clearhouse/identity"
 	"github.com/clearhouse/clearhouse/ledger"
 )
 
-// apiJobInput is a best-effort job as the API takes it.
-type apiJobInput struct {
-	Team            string             `json:"team,omitempty"`
-	Configuration   map[string]int64   `json:"configuration"`
-	Tasks           int64              `json:"tasks"`
-	MaxTaskDuration string             `json:"max_task_duration,omitempty"`
-	Budget          json.RawMessage    `json:"budget,omitempty"`
-	Utility         string             `json:"utility,omitempty"`
-	Weights         map[string]float64 `json:"weights,omitempty"`
-	MinUtility      *float64           `json:"min_utility,omitempty"`
-	Workload        json.RawMessage    `json:"workload,omitempty"`
-}
-
-func (b apiJobInput) spec(key string) (besteffort.JobSpec, error) {
+// jobSpecOf is a best-effort job's body as the domain takes it; key is the request's
+// Idempotency-Key.
+func jobSpecOf(b apiv1.NewBestEffortJob, key string) (besteffort.JobSpec, error) {
 	spec := besteffort.JobSpec{Team: b.Team, Configuration: b.Configuration, Tasks: b.Tasks, Utility: b.Utility, Weights: b.Weights, MinUtility: b.MinUtility, Key: key}
 	w, err := besteffort.ParseWorkload(b.Workload)
 	if err != nil {
@@ -57,48 +47,12 @@ func (b apiJobInput) spec(key string) (besteffort.JobSpec, error) {
 	return spec, nil
 }
 
-// apiJob is a best-effort job as the API shows it.
-type apiJob struct {
-	ID              int64                `json:"id"`
-	Team            string               `json:"team"`
-	Cluster         string               `json:"cluster"`
-	Status          string               `json:"status"`
-	Configuration   map[string]int64     `json:"configuration"`
-	Tasks           int64                `json:"tasks"`
-	MaxTaskDuration string               `json:"max_task_duration,omitempty"`
-	Queued          int64                `json:"queued"`
-	Running         int64                `json:"running"`
-	Done            int64                `json:"done"`
-	Failed          int64                `json:"failed"`
-	Cancelled       int64                `json:"cancelled"`
-	Preempted       int64                `json:"preempted"`
-	Position        *int64               `json:"position"`
-	EstimatedStart  *time.Time           `json:"estimated_start"`
-	Policy          string               `json:"policy"`
-	PoolPolicies    map[string]string    `json:"pool_policies"`
-	Budget          string               `json:"budget,omitempty"`
-	Charged         string               `json:"charged,omitempty"`
-	Released        string               `json:"released,omitempty"`
-	Utility         string               `json:"utility,omitempty"`
-	Weights         map[string]float64   `json:"weights,omitempty"`
-	Shares          map[string]float64   `json:"shares,omitempty"`
-	MeanShares      map[string]float64   `json:"mean_shares,omitempty"`
-	Auctions        int64                `json:"auctions,omitempty"`
-	MinUtility      *float64             `json:"min_utility,omitempty"`
-	SLO             string               `json:"slo,omitempty"`
-	WeightsFrom     string               `json:"weights_from,omitempty"`
-	MeasuredUtility *float64             `json:"measured_utility,omitempty"`
-	Workload        *besteffort.Workload `json:"workload,omitempty"`
-	Enqueued        time.Time            `json:"enqueued"`
-	Ended           *time.Time           `json:"ended,omitempty"`
-}
-
-func toAPIJob(v besteffort.JobView) apiJob {
-	a := apiJob{ID: v.ID, Team: v.TeamID, Cluster: v.ClusterID, Status: string(v.Status), Configuration: v.Config(), Tasks: v.Tasks,
+func toAPIJob(v besteffort.JobView) apiv1.BestEffortJob {
+	a := apiv1.BestEffortJob{ID: v.ID, Team: v.TeamID, Cluster: v.ClusterID, Status: string(v.Status), Configuration: v.Config(), Tasks: v.Tasks,
 		Queued: v.Queued, Running: v.Running, Done: v.Done, Failed: v.Failed, Cancelled: v.Cancelled, Preempted: v.Preempted,
 		EstimatedStart: v.EstimatedStart, Policy: v.Policy, PoolPolicies: v.PoolPolicies, Utility: v.Utility, Weights: v.WeightsByPool(), Shares: v.SharesByPool(),
 		MeanShares: v.MeanShares(), Auctions: v.Auctions, MinUtility: v.MinUtility, SLO: v.SLO, WeightsFrom: v.WeightsFrom,
-		MeasuredUtility: v.MeasuredUtility, Workload: v.WorkloadSpec(), Enqueued: v.EnqueuedAt, Ended: v.EndedAt}
+		MeasuredUtility: v.MeasuredUtility, Workload: apiWorkload(v.WorkloadSpec()), Enqueued: v.EnqueuedAt, Ended: v.EndedAt}
 	if v.Position > 0 {
 		p := v.Position
 		a.Position = &p
@@ -113,12 +67,12 @@ func toAPIJob(v besteffort.JobView) apiJob {
 }
 
 func (s *Server) apiSubmitBestEffort(c *gin.Context) {
-	var body apiJobInput
+	var body apiv1.NewBestEffortJob
 	if err := decodeJSON(c, &body); err != nil {
 		s.fail(c, err)
 		return
 	}
-	spec, err := body.spec(c.GetHeader("Idempotency-Key"))
+	spec, err := jobSpecOf(body, c.GetHeader("Idempotency-Key"))
 	if err != nil {
 		s.fail(c, err)
 		return
@@ -148,11 +102,11 @@ func (s *Server) apiBestEffortJobs(c *gin.Context) {
 		s.fail(c, err)
 		return
 	}
-	out := make([]apiJob, len(vs))
+	out := make([]apiv1.BestEffortJob, len(vs))
 	for i, v := range vs {
 		out[i] = toAPIJob(v)
 	}
-	c.JSON(http.StatusOK, gin.H{"jobs": out})
+	c.JSON(http.StatusOK, apiv1.BestEffortJobList{Jobs: out})
 }
 
 func jobID(c *gin.Context) (int64, error) {
@@ -196,28 +150,29 @@ func (s *Server) apiCancelBestEffort(c *gin.Context) {
 	c.JSON(http.StatusOK, toAPIJob(v))
 }
 
-// apiBestEffortTask is a best-effort task in a cluster's allocation.
-type apiBestEffortTask struct {
-	Task            int64                `json:"task"`
-	Job             int64                `json:"job"`
-	Team            string               `json:"team"`
-	Configuration   map[string]int64     `json:"configuration"`
-	Started         time.Time            `json:"started"`
-	MaxTaskDuration string               `json:"max_task_duration,omitempty"`
-	Reason          string               `json:"reason,omitempty"`
-	JobWaiting      int64                `json:"job_waiting"`
-	Abacus          bool                 `json:"abacus,omitempty"`
-	Workload        *besteffort.Workload `json:"workload,omitempty"`
-}
-
-func toAPIBestEffortTasks(ts []besteffort.AgentTask) []apiBestEffortTask {
-	out := make([]apiBestEffortTask, len(ts))
+func toAPIBestEffortTasks(ts []besteffort.AgentTask) []apiv1.Task {
+	out := make([]apiv1.Task, len(ts))
 	for i, t := range ts {
-		out[i] = apiBestEffortTask{Task: t.Task, Job: t.Job, Team: t.Team, Configuration: t.Configuration, Started: t.Started, Reason: t.Reason,
-			JobWaiting: t.JobWaiting, Abacus: t.Abacus, Workload: t.Workload}
+		out[i] = apiv1.Task{ID: t.Task, Job: t.Job, Team: t.Team, Configuration: t.Configuration, Started: t.Started, Reason: t.Reason,
+			JobWaiting: t.JobWaiting, Abacus: t.Abacus, Workload: apiWorkload(t.Workload)}
 		if t.MaxTaskDuration > 0 {
 			out[i].MaxTaskDuration = t.MaxTaskDuration.String()
 		}
+	}
+	return out
+}
+
+// apiWorkload is a best-effort job's workload as the API shows it (nil: none).
+func apiWorkload(w *besteffort.Workload) *apiv1.Workload {
+	if w == nil {
+		return nil
+	}
+	out := &apiv1.Workload{}
+	if k := w.Kubernetes; k != nil {
+		out.Kubernetes = &apiv1.KubernetesWorkload{Image: k.Image, Command: k.Command, Args: k.Args, Env: k.Env}
+	}
+	if s := w.Slurm; s != nil {
+		out.Slurm = &apiv1.SlurmWorkload{Script: s.Script, Command: s.Command}
 	}
 	return out
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/clearhouse/clearhouse"
+	apiv1 "github.com/clearhouse/clearhouse/api/v1"
 	"github.com/clearhouse/clearhouse/fleet"
 	"github.com/clearhouse/clearhouse/identity"
 	"github.com/clearhouse/clearhouse/ledger"
@@ -20,27 +21,9 @@ import (
 // for an id, submit a definition under it (idempotently), update, delete, list,
 // and quote without committing.
 
-// apiDefinition is a reservation definition as the API takes it.
-type apiDefinition struct {
-	ID       int64             `json:"id,omitempty"`
-	Team     string            `json:"team,omitempty"`
-	Value    json.RawMessage   `json:"value,omitempty"`
-	Language string            `json:"language,omitempty"` // ALL (default), ANY, ORDER or ORDER_NO_GAP
-	Requests []apiRequestInput `json:"requests"`
-}
-
-type apiRequestInput struct {
-	Configuration map[string]int64 `json:"configuration"`
-	Count         int64            `json:"count"`
-	Duration      string           `json:"duration"`
-	Arrival       string           `json:"arrival"`
-	Deadline      string           `json:"deadline"`
-	Overhead      map[string]int64 `json:"overhead,omitempty"`
-}
-
-// definition converts the body to the domain's definition, naming the field of a
+// definitionOf converts the body to the domain's definition, naming the field of a
 // malformed value, duration or time.
-func (b apiDefinition) definition(needValue bool) (fleet.Definition, error) {
+func definitionOf(b apiv1.Definition, needValue bool) (fleet.Definition, error) {
 	d := fleet.Definition{Team: b.Team, Language: b.Language}
 	if len(b.Value) > 0 || needValue {
 		raw := string(bytes.TrimSpace(b.Value))
@@ -49,7 +32,7 @@ func (b apiDefinition) definition(needValue bool) (fleet.Definition, error) {
 			raw = str
 		}
 		v, err := ledger.ParseMoney(raw)
-		if err != nil || v <= 0 {
+		if err != nil { // a value not positive is the domain's to refuse (fleet.Definition.Validate)
 			return d, clearhouse.Errorf(clearhouse.EINVALID, "value: must be a positive amount of dollars, e.g. \"12.50\"")
 		}
 		d.Value = v
@@ -71,41 +54,9 @@ func (b apiDefinition) definition(needValue bool) (fleet.Definition, error) {
 	return d, nil
 }
 
-// apiReservation is a reservation as the API returns it.
-type apiReservation struct {
-	ID        int64              `json:"id"`
-	Team      string             `json:"team"`
-	Status    string             `json:"status"`
-	Phase     string             `json:"phase"`
-	Cluster   string             `json:"cluster,omitempty"`
-	Value     string             `json:"value,omitempty"`
-	Price     string             `json:"price"`
-	Charged   string             `json:"charged"`
-	Released  string             `json:"released"`
-	Note      string             `json:"note,omitempty"`
-	Language  string             `json:"language"`
-	Requests  []apiRequestOutput `json:"requests"`
-	CreatedAt time.Time          `json:"created_at"`
-}
-
-type apiRequestOutput struct {
-	Configuration map[string]int64 `json:"configuration"`
-	Count         int64            `json:"count"`
-	Duration      string           `json:"duration"`
-	Arrival       time.Time        `json:"arrival"`
-	Deadline      time.Time        `json:"deadline"`
-	Overhead      map[string]int64 `json:"overhead,omitempty"`
-	Start         *time.Time       `json:"start,omitempty"`
-	End           *time.Time       `json:"end,omitempty"`
-	Ended         *time.Time       `json:"ended,omitempty"`
-	Charge        string           `json:"charge"`
-	Usage         map[string]int64 `json:"usage,omitempty"`
-	WaitingTasks  *int64           `json:"waiting_tasks,omitempty"`
-}
-
-func toAPIReservation(v fleet.ReservationView) apiReservation {
-	out := apiReservation{ID: v.ID, Team: v.TeamID, Status: string(v.Status), Phase: v.Phase, Price: v.Price.Plain(),
-		Charged: v.Captured.Plain(), Released: v.Released.Plain(), Note: v.Note, Language: v.Language, Requests: []apiRequestOutput{}, CreatedAt: v.CreatedAt}
+func toAPIReservation(v fleet.ReservationView) apiv1.Reservation {
+	out := apiv1.Reservation{ID: v.ID, Team: v.TeamID, Status: string(v.Status), Phase: v.Phase, Price: v.Price.Plain(),
+		Charged: v.Captured.Plain(), Released: v.Released.Plain(), Note: v.Note, Language: v.Language, Requests: []apiv1.RequestOutput{}, CreatedAt: v.CreatedAt}
 	if v.ClusterID != nil {
 		out.Cluster = *v.ClusterID
 	}
@@ -113,7 +64,7 @@ func toAPIReservation(v fleet.ReservationView) apiReservation {
 		out.Value = v.Value.Plain()
 	}
 	for _, q := range v.Requests {
-		r := apiRequestOutput{Configuration: q.Config(), Count: q.Count, Duration: (time.Duration(q.Duration) * time.Second).String(),
+		r := apiv1.RequestOutput{Configuration: q.Config(), Count: q.Count, Duration: (time.Duration(q.Duration) * time.Second).String(),
 			Arrival: q.Arrival, Deadline: q.Deadline, Start: q.StartAt, Ended: q.EndedAt, Charge: q.Charge.Plain(),
 			Usage: q.UsageByPool(), WaitingTasks: q.WaitingTasks, Overhead: q.OverheadByPool()}
 		if q.StartAt != nil {
@@ -139,7 +90,7 @@ func (s *Server) apiNewReservation(c *gin.Context) {
 		s.fail(c, err)
 		return
 	}
-	c.JSON(http.StatusCreated, gin.H{"id": id})
+	c.JSON(http.StatusCreated, apiv1.NewReservationID{ID: id})
 }
 
 // answerSubmitted answers a submission: 201 with the reservation when accepted,
@@ -154,7 +105,7 @@ func (s *Server) answerSubmitted(c *gin.Context, v fleet.ReservationView, status
 }
 
 func (s *Server) apiSubmitReservation(c *gin.Context) {
-	var body apiDefinition
+	var body apiv1.Definition
 	if err := decodeJSON(c, &body); err != nil {
 		s.fail(c, err)
 		return
@@ -163,7 +114,7 @@ func (s *Server) apiSubmitReservation(c *gin.Context) {
 		s.fail(c, clearhouse.Errorf(clearhouse.EINVALID, "id: required; ask POST /api/v1/reservations/new for one"))
 		return
 	}
-	d, err := body.definition(true)
+	d, err := definitionOf(body, true)
 	if err != nil {
 		s.fail(c, err)
 		return
@@ -182,7 +133,7 @@ func (s *Server) apiUpdateReservation(c *gin.Context) {
 		s.fail(c, err)
 		return
 	}
-	var body apiDefinition
+	var body apiv1.Definition
 	if err := decodeJSON(c, &body); err != nil {
 		s.fail(c, err)
 		return
@@ -191,7 +142,7 @@ func (s *Server) apiUpdateReservation(c *gin.Context) {
 		s.fail(c, clearhouse.Errorf(clearhouse.EINVALID, "id: %d does not match the reservation in the path (%d)", body.ID, id))
 		return
 	}
-	d, err := body.definition(true)
+	d, err := definitionOf(body, true)
 	if err != nil {
 		s.fail(c, err)
 		return
@@ -259,18 +210,18 @@ func (s *Server) apiReservations(c *gin.Context) {
 		s.fail(c, err)
 		return
 	}
-	body := gin.H{}
+	var body apiv1.ReservationList
 	if len(vs) > want { // the oldest is the extra one
 		vs = vs[1:]
 		q := c.Request.URL.Query()
 		q.Set("before", strconv.FormatInt(vs[0].ID, 10))
-		body["next"] = c.Request.URL.Path + "?" + q.Encode()
+		body.Next = c.Request.URL.Path + "?" + q.Encode()
 	}
-	out := []apiReservation{}
+	out := []apiv1.Reservation{}
 	for _, v := range vs {
 		out = append(out, toAPIReservation(v))
 	}
-	body["reservations"] = out
+	body.Reservations = out
 	c.JSON(http.StatusOK, body)
 }
 
@@ -294,12 +245,12 @@ func (s *Server) apiReservation(c *gin.Context) {
 }
 
 func (s *Server) apiQuoteReservation(c *gin.Context) {
-	var body apiDefinition
+	var body apiv1.Definition
 	if err := decodeJSON(c, &body); err != nil {
 		s.fail(c, err)
 		return
 	}
-	d, err := body.definition(false)
+	d, err := definitionOf(body, false)
 	if err != nil {
 		s.fail(c, err)
 		return
@@ -309,23 +260,14 @@ func (s *Server) apiQuoteReservation(c *gin.Context) {
 		s.fail(c, err)
 		return
 	}
-	type placed struct {
-		Start time.Time `json:"start"`
-		End   time.Time `json:"end"`
-	}
-	out := struct {
-		Feasible bool     `json:"feasible"`
-		Price    string   `json:"price,omitempty"`
-		Chosen   *int     `json:"chosen,omitempty"` // ANY: the request the scheduler would choose
-		Requests []placed `json:"requests"`
-	}{Feasible: q.Feasible, Requests: []placed{}}
+	out := apiv1.Quote{Feasible: q.Feasible, Requests: []apiv1.QuotedSlot{}}
 	if q.Feasible && d.Language == "ANY" {
 		out.Chosen = &q.Chosen
 	}
 	if q.Feasible {
 		out.Price = q.Price.Plain()
 		for i := range q.Starts {
-			out.Requests = append(out.Requests, placed{q.Starts[i], q.Ends[i]})
+			out.Requests = append(out.Requests, apiv1.QuotedSlot{Start: q.Starts[i], End: q.Ends[i]})
 		}
 	}
 	c.JSON(http.StatusOK, out)

@@ -57,6 +57,25 @@ func TestBidFormChecksEarly(t *testing.T) {
 		t.Errorf("a number too large is called not a whole number: %q", s)
 	}
 	tok := b.csrf("/orders/new?step=2&q.cpu=100&cluster=us-east")
+	// A limit of zero: the market's check refuses it (not the form's own), shown
+	// beside the limit in the form's words, before any warning and with nothing placed.
+	for _, zero := range []url.Values{
+		{"csrf_token": {tok}, "q.cpu": {"100"}, "cluster": {"us-east"}, "limit_mode": {"one"}, "limit": {"0"}},
+		{"csrf_token": {tok}, "q.cpu": {"100"}, "cluster": {"us-east"}, "limit_mode": {"each"}, "limit.us-east": {"0.00"}},
+	} {
+		res, doc := b.post("/orders", zero)
+		field := "error-limit"
+		if zero.Get("limit_mode") == "each" {
+			field = "error-limit\\.us-east"
+		}
+		if s := doc.Find("[data-testid=" + field + "]").Text(); res.StatusCode != http.StatusUnprocessableEntity || !strings.Contains(s, "must be more than zero") ||
+			doc.Find("[data-testid=reserve-warning]").Length() != 0 {
+			t.Errorf("a zero limit (%s): %d, error %q, warnings %d; %q", zero.Get("limit_mode"), res.StatusCode, s, doc.Find("[data-testid=reserve-warning]").Length(), doc.Find(".field-error").Text())
+		}
+	}
+	if vs, _ := f.market.Orders(ctx, exchange.OrderFilter{Team: "search"}); len(vs) != 0 {
+		t.Fatalf("a bid with a zero limit was placed: %d orders", len(vs))
+	}
 	form := url.Values{"csrf_token": {tok}, "q.cpu": {"100"}, "cluster": {"us-east"}, "limit_mode": {"one"}, "limit": {"1.00"}}
 	res, doc := b.post("/orders", form)
 	warning := doc.Find("[data-testid=reserve-warning]")

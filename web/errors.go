@@ -10,6 +10,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/clearhouse/clearhouse"
+	apiv1 "github.com/clearhouse/clearhouse/api/v1"
 	"github.com/clearhouse/clearhouse/templates"
 	"github.com/gin-gonic/gin"
 )
@@ -40,17 +41,6 @@ func statusOf(code string) int {
 // statusClientClosed is logged for requests the client abandoned (nginx's 499).
 const statusClientClosed = 499
 
-// apiError is the JSON body of every API error.
-type apiError struct {
-	Error apiErrorBody `json:"error"`
-}
-
-type apiErrorBody struct {
-	Code      string `json:"code"`
-	Message   string `json:"message"`
-	RequestID string `json:"request_id,omitempty"`
-}
-
 func isAPI(c *gin.Context) bool {
 	return strings.HasPrefix(c.Request.URL.Path, "/api/")
 }
@@ -75,7 +65,7 @@ func (s *Server) fail(c *gin.Context, err error) {
 // abort answers with a status, code and message, in the request's kind.
 func (s *Server) abort(c *gin.Context, status int, code, message string) {
 	if isAPI(c) {
-		c.AbortWithStatusJSON(status, apiError{apiErrorBody{Code: code, Message: message, RequestID: requestID(c)}})
+		c.AbortWithStatusJSON(status, apiv1.Error{Error: apiv1.ErrorBody{Code: code, Message: message, RequestID: requestID(c)}})
 		return
 	}
 	c.Abort()

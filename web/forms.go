@@ -36,6 +36,28 @@ func formErrors(err error, fallback string) templates.FieldErrors {
 	return templates.FieldErrors{f: msg}
 }
 
+// formWording is where a form shows a domain error about one field, and in what words:
+// the domain's message names the API's field and rule ("limits[1]: must be
+// positive"); a form shows its own sentence beside its own input.
+type formWording struct {
+	field, text string
+}
+
+// inFormWords moves each error of errs (formErrors) whose field, or the field's name
+// before an index ("limits" for "limits[1]"), words lists to the form's field, in the
+// form's words. Other errors stay as the domain said them.
+func inFormWords(errs templates.FieldErrors, words map[string]formWording) templates.FieldErrors {
+	out := templates.FieldErrors{}
+	for f, msg := range errs {
+		name, _, _ := strings.Cut(f, "[")
+		if w, ok := words[name]; ok {
+			f, msg = w.field, w.text
+		}
+		out[f] = msg
+	}
+	return out
+}
+
 // parseMoneyField reads a dollar amount from a form field.
 func parseMoneyField(c *gin.Context, name string, errs templates.FieldErrors) ledger.Money {
 	raw := strings.TrimSpace(c.PostForm(name))

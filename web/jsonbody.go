@@ -12,6 +12,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/clearhouse/clearhouse"
+	apiv1 "github.com/clearhouse/clearhouse/api/v1"
 	"github.com/gin-gonic/gin"
 )
 
@@ -166,7 +167,7 @@ func jsonDecodeError(err error) error {
 			where += "." + clip(typ.Field, 100)
 		}
 		kind := jsonKind(typ.Type.Kind().String())
-		if typ.Type == jsonMoneyType {
+		if typ.Type == apiv1.MoneyType {
 			kind = "an amount of dollars (a string such as \"12.50\" or a number such as 12.5)"
 		}
 		return clearhouse.Errorf(clearhouse.EINVALID, "%s: must be %s, not %s", where, kind, clip(typ.Value, 40))

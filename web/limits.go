@@ -128,6 +128,9 @@ func (s *Server) overLimitView(ctx context.Context, pools []exchange.Pool, form 
 	return v, nil
 }
 
+// overLimitWords is the over-limit form's wording of the domain's refusal of its action.
+var overLimitWords = map[string]formWording{"action": {field: "action", text: "Choose report only or take back."}}
+
 // saveOverLimitPolicy sets what happens to work beyond a team's limit. Bad input is
 // shown on the form and changes nothing.
 func (s *Server) saveOverLimitPolicy(c *gin.Context) {
@@ -137,8 +140,14 @@ func (s *Server) saveOverLimitPolicy(c *gin.Context) {
 		f.Errors["grace"] = err.Error() + "."
 	}
 	p := fleet.OverLimitPolicy{Action: f.Action, Grace: time.Duration(grace) * time.Second}
-	if f.Action != fleet.OverLimitReport && f.Action != fleet.OverLimitEvict {
-		f.Errors["action"] = "Choose report only or take back."
+	// The domain says which actions there are (fleet.OverLimitPolicy.Validate); the
+	// form says it in its words, beside a grace it could not read.
+	if err := p.Validate(); err != nil {
+		for field, msg := range inFormWords(formErrors(err, "grace"), overLimitWords) {
+			if f.Errors[field] == "" {
+				f.Errors[field] = msg
+			}
+		}
 	}
 	if len(f.Errors) == 0 {
 		err := s.svc.Reservations.SetOverLimitPolicy(c.Request.Context(), p)
@@ -154,7 +163,7 @@ func (s *Server) saveOverLimitPolicy(c *gin.Context) {
 			s.fail(c, err)
 			return
 		}
-		f.Errors = formErrors(err, "grace")
+		f.Errors = inFormWords(formErrors(err, "grace"), overLimitWords)
 	}
 	s.renderOperate(c, http.StatusUnprocessableEntity, templates.OperateView{OverLimit: templates.OverLimitView{Policy: f}})
 }

@@ -56,6 +56,13 @@ func TestOverLimitPolicyFormIsForOperatorsAndRefusesBadInput(t *testing.T) {
 			t.Errorf("the form lost what was typed: %q", g)
 		}
 	}
+	// The action is the domain's to refuse (fleet.OverLimitPolicy.Validate); the form
+	// says it in its words, beside a grace it could not read.
+	res, doc := op.post("/operate/over-limit", url.Values{"action": {"kill"}, "grace": {"ten"}, "csrf_token": {tok}})
+	if a, g := doc.Find("[data-testid=error-action]").Text(), doc.Find("[data-testid=error-grace]").Text(); res.StatusCode != http.StatusUnprocessableEntity ||
+		!strings.Contains(a, "Choose report only or take back.") || g == "" {
+		t.Errorf("a bad action and grace: %d, action %q, grace %q", res.StatusCode, a, g)
+	}
 	if p, _ := f.plan.OverLimitPolicy(ctx); p != fleet.DefaultOverLimitPolicy {
 		t.Fatalf("bad input changed the policy to %+v", p)
 	}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/clearhouse/clearhouse"
+	apiv1 "github.com/clearhouse/clearhouse/api/v1"
 	"github.com/clearhouse/clearhouse/fleet"
 	"github.com/clearhouse/clearhouse/templates"
 	"github.com/gin-gonic/gin"
@@ -24,16 +25,6 @@ func lostRows(days []fleet.LostDay) []templates.LostDayRow {
 	return out
 }
 
-type apiLostDay struct {
-	Day         string `json:"day"`
-	Pool        string `json:"pool"`
-	NoRoom      string `json:"no_room"`
-	PricedOut   string `json:"priced_out"`
-	NotHonoured string `json:"not_honoured"`
-	Total       string `json:"total"`
-	Bids        int    `json:"bids"`
-}
-
 // apiLostValue is GET /api/v1/lost-value: per pool and day, the value of bids
 // refused (no room, priced out) and of reservations not honoured.
 func (s *Server) apiLostValue(c *gin.Context) {
@@ -47,12 +38,12 @@ func (s *Server) apiLostValue(c *gin.Context) {
 		s.fail(c, err)
 		return
 	}
-	out := []apiLostDay{}
+	out := []apiv1.LostDay{}
 	for _, d := range days {
-		out = append(out, apiLostDay{Day: d.Day.Format(time.DateOnly), Pool: d.Pool, NoRoom: d.NoRoom.Plain(), PricedOut: d.PricedOut.Plain(),
+		out = append(out, apiv1.LostDay{Day: d.Day.Format(time.DateOnly), Pool: d.Pool, NoRoom: d.NoRoom.Plain(), PricedOut: d.PricedOut.Plain(),
 			NotHonoured: d.NotHonoured.Plain(), Total: d.Total().Plain(), Bids: d.Bids})
 	}
-	c.JSON(http.StatusOK, gin.H{"from": from.Format(time.DateOnly), "to": to.AddDate(0, 0, -1).Format(time.DateOnly), "days": out})
+	c.JSON(http.StatusOK, apiv1.LostValue{From: from.Format(time.DateOnly), To: to.AddDate(0, 0, -1).Format(time.DateOnly), Days: out})
 }
 
 // lostValueCSV downloads the lost value per pool and day.

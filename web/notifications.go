@@ -14,7 +14,7 @@ import (
 // notificationsPage lists the viewer's newest notifications.
 func (s *Server) notificationsPage(c *gin.Context) {
 	u := userOf(c)
-	ns, err := s.svc.Market.Notices().Notifications(c.Request.Context(), u.ID, 100)
+	ns, err := s.svc.Notices.Notifications(c.Request.Context(), u.ID, 100)
 	if err != nil {
 		s.fail(c, err)
 		return
@@ -27,7 +27,7 @@ func (s *Server) notificationsPage(c *gin.Context) {
 			unread++
 		}
 	}
-	mail := templates.EmailSetting{Server: s.svc.Market.Notices().EmailOn(), On: u.EmailOffAt == nil, Email: u.Email}
+	mail := templates.EmailSetting{Server: s.svc.Notices.EmailOn(), On: u.EmailOffAt == nil, Email: u.Email}
 	s.render(c, http.StatusOK, templates.NotificationsPage(s.page(c, "Notifications", "notifications"), rows, unread, mail))
 }
 
@@ -42,7 +42,7 @@ func (s *Server) setEmailNotifications(c *gin.Context) {
 		s.fail(c, clearhouse.Errorf(clearhouse.EINVALID, "email: on or off"))
 		return
 	}
-	if err := s.svc.Market.Notices().SetEmailNotifications(c.Request.Context(), userOf(c).ID, on); err != nil {
+	if err := s.svc.Notices.SetEmailNotifications(c.Request.Context(), userOf(c).ID, on); err != nil {
 		s.fail(c, err)
 		return
 	}
@@ -61,7 +61,7 @@ func (s *Server) markNotificationsRead(c *gin.Context) {
 		s.fail(c, clearhouse.Errorf(clearhouse.EINVALID, "up_to: the newest notification shown"))
 		return
 	}
-	n, err := s.svc.Market.Notices().MarkRead(c.Request.Context(), userOf(c).ID, upTo)
+	n, err := s.svc.Notices.MarkRead(c.Request.Context(), userOf(c).ID, upTo)
 	if err != nil {
 		s.fail(c, err)
 		return

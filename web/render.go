@@ -32,7 +32,7 @@ func (s *Server) render(c *gin.Context, status int, comp templ.Component) {
 func (s *Server) page(c *gin.Context, title, active string) templates.Page {
 	p := templates.Page{Title: title, Active: active, User: viewerFrom(c), CSRF: s.csrfToken(c)}
 	if u, ok := userFrom(c); ok && p.User != nil && s.svc.Market != nil {
-		if n, err := s.svc.Market.Notices().UnreadCount(c.Request.Context(), u.ID); err == nil {
+		if n, err := s.svc.Notices.UnreadCount(c.Request.Context(), u.ID); err == nil {
 			p.Unread = n
 		}
 	}

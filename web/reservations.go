@@ -154,7 +154,7 @@ func definitionFromForm(get func(string) string, f *templates.ReservationForm, p
 		f.Errors["language"] = "Choose one stage, or map then reduce."
 	}
 	if strings.TrimSpace(f.Value) != "" {
-		if d.Value, err = ledger.ParseMoney(f.Value); err != nil || d.Value <= 0 {
+		if d.Value, err = ledger.ParseMoney(f.Value); err != nil {
 			f.Errors["value"] = "Give a positive amount in dollars."
 		}
 	}
@@ -176,7 +176,9 @@ func reservationFieldErrors(err error, f *templates.ReservationForm) {
 		if reduce {
 			field = "reduce_" + field
 		}
-	case "arrival", "deadline", "value", "language":
+	case "value": // the domain refuses a value that is not positive (fleet.Definition.Validate)
+		msg = "Give the most it is worth to you, in dollars."
+	case "arrival", "deadline", "language":
 	default:
 		field, msg = "value", clearhouse.ErrorMessage(err)
 	}
@@ -220,11 +222,6 @@ func (s *Server) reserve(c *gin.Context) {
 		// before it presses Reserve again.
 		c.Set(ctxPageFlash, &templates.Flash{Kind: "error", Message: "Nothing was saved: " + why})
 		s.quoteReservation(c, d, f, http.StatusUnprocessableEntity)
-		return
-	}
-	if d.Value <= 0 {
-		f.Errors["value"] = "Give the most it is worth to you, in dollars."
-		s.renderReservations(c, http.StatusUnprocessableEntity, f, nil)
 		return
 	}
 	v, err := s.svc.Reservations.Reserve(ctx, u, d)

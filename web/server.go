@@ -18,6 +18,7 @@ import (
 	"github.com/clearhouse/clearhouse/exchange"
 	"github.com/clearhouse/clearhouse/fleet"
 	"github.com/clearhouse/clearhouse/identity"
+	"github.com/clearhouse/clearhouse/notify"
 	"github.com/clearhouse/clearhouse/static"
 )
 
@@ -57,6 +58,7 @@ type Config struct {
 type Services struct {
 	Identity     *identity.Identity
 	Market       *exchange.Market
+	Notices      *notify.Service // what users are told; nil: the market's own
 	Reservations *fleet.Reservations
 	Utilization  *fleet.Utilization // measured utilization; nil: pages show none
 	BestEffort   *besteffort.Service
@@ -85,6 +87,9 @@ func NewServer(cfg Config, svc Services, log *slog.Logger, now func() time.Time)
 	}
 	if cfg.LoginRatePerAddress <= 0 {
 		cfg.LoginRatePerAddress = 3 * cfg.LoginRate
+	}
+	if svc.Notices == nil && svc.Market != nil { // a test's server on a market alone
+		svc.Notices = svc.Market.Notices()
 	}
 	s := &Server{cfg: cfg, svc: svc, log: log, now: now, limiter: newLoginLimiter(cfg.LoginRate, cfg.LoginRatePerAddress, limiterCapacity, now), secure: secureCookies(cfg)}
 	if cfg.OIDC.Enabled() {

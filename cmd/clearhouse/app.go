@@ -28,6 +28,7 @@ import (
 	"github.com/clearhouse/clearhouse/ledger"
 	"github.com/clearhouse/clearhouse/mailer"
 	"github.com/clearhouse/clearhouse/metrics"
+	"github.com/clearhouse/clearhouse/notify"
 	"github.com/clearhouse/clearhouse/store"
 	"github.com/clearhouse/clearhouse/web"
 )
@@ -166,6 +167,7 @@ type App struct {
 	cron     *cron.Cron
 	Identity *identity.Identity
 	Market   *exchange.Market
+	Notices  *notify.Service // notifications and the e-mail outbox, one for every service
 	Ledger   *ledger.Ledger
 	Plan     *fleet.Reservations
 	Util     *fleet.Utilization
@@ -211,10 +213,12 @@ func (a *App) openServices(ctx context.Context) error {
 	a.DB = db
 	a.Identity = identity.NewIdentity(db, a.now, 0)
 	a.Ledger = ledger.New(db, a.now)
+	a.Notices = notify.New(db, a.now)
 	a.Market = exchange.NewMarket(db, a.Ledger, a.now)
+	a.Market.UseNotices(a.Notices)
 	a.Plan = fleet.NewReservations(db, a.Ledger, a.now, fleet.DefaultPlanConfig)
 	a.Market.UseQuotaCommitments(a.Plan)
-	a.Plan.UseNotices(a.Market.Notices()) // teams hear of reservations their cluster refused and of work beyond their limits
+	a.Plan.UseNotices(a.Notices) // teams hear of reservations their cluster refused and of work beyond their limits
 	a.Util = fleet.NewUtilization(db, a.now, fleet.DefaultUtilizationConfig)
 	a.Market.UseMeasuredUtilization(a.Util)
 	a.Idle = besteffort.New(db, a.Ledger, a.now, besteffort.DefaultConfig)
@@ -229,7 +233,7 @@ func (a *App) openServices(ctx context.Context) error {
 		Addr: a.cfg.Addr, ProxyHeader: a.cfg.ProxyHeader, TrustedProxies: proxies, LoginRate: a.cfg.LoginRate, LoginRatePerAddress: a.cfg.LoginRateAddr,
 		PublicURL: a.cfg.PublicURL, Observer: a.metrics, Metrics: a.metrics.Handler(), MetricsToken: a.cfg.MetricsToken, Ready: a.Ready,
 		OIDC: signIn, NoPasswordSignIn: a.cfg.SignIn.NoPasswordSignIn,
-	}, web.Services{Identity: a.Identity, Market: a.Market, Reservations: a.Plan, BestEffort: a.Idle, Utilization: a.Util}, a.log, a.now)
+	}, web.Services{Identity: a.Identity, Market: a.Market, Notices: a.Notices, Reservations: a.Plan, BestEffort: a.Idle, Utilization: a.Util}, a.log, a.now)
 	if a.cfg.Demo {
 		services := demo.Services{DB: a.DB, Ledger: a.Ledger, Market: a.Market, Identity: a.Identity, BestEffort: a.Idle,
 			Now: a.now, AuctionWindow: a.cfg.AuctionWindow, AuctionEvery: a.cfg.AuctionEvery, DBName: a.cfg.DB}
@@ -237,7 +241,7 @@ func (a *App) openServices(ctx context.Context) error {
 			return errors.Join(fmt.Errorf("demo data: %w", err), a.DB.Close())
 		}
 	}
-	a.Market.Notices().UseEmail(a.cfg.Mail.Enabled())
+	a.Notices.UseEmail(a.cfg.Mail.Enabled())
 	return nil
 }
 

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/clearhouse/clearhouse/mailer"
+	"github.com/clearhouse/clearhouse/notify"
 	"github.com/clearhouse/clearhouse/store"
 	"github.com/spf13/cobra"
 )
@@ -31,7 +32,7 @@ func (a *App) SendEmails(ctx context.Context) int {
 // sendEmails is SendEmails returning the outbox's failure (a failure to send one
 // email is not one: it is retried later).
 func (a *App) sendEmails(ctx context.Context) (int, error) {
-	es, err := a.Market.Notices().ClaimEmails(ctx, 100, emailLease)
+	es, err := a.Notices.ClaimEmails(ctx, 100, emailLease)
 	if err != nil {
 		return 0, err
 	}
@@ -41,12 +42,12 @@ func (a *App) sendEmails(ctx context.Context) (int, error) {
 		if err := a.cfg.Mail.Send(ctx, e.ToAddr, e.Subject, body); err != nil {
 			backoff := min(time.Duration(1<<min(e.Attempts, 6))*time.Minute, time.Hour)
 			a.log.Warn("email not sent; will retry", "email", e.ID, "attempt", e.Attempts, "retry_in", backoff, "err", err)
-			if err := a.Market.Notices().EmailFailed(ctx, e.ID, err.Error(), a.now().Add(backoff)); err != nil {
+			if err := a.Notices.EmailFailed(ctx, e.ID, err.Error(), a.now().Add(backoff)); err != nil {
 				a.log.Error("email outbox", "err", err)
 			}
 			continue
 		}
-		if err := a.Market.Notices().EmailSent(ctx, e.ID); err != nil {
+		if err := a.Notices.EmailSent(ctx, e.ID); err != nil {
 			a.log.Error("email outbox", "err", err)
 			continue
 		}
@@ -96,7 +97,7 @@ password, if the server needs one, is read from CLEARHOUSE_SMTP_PASSWORD.`,
 			}
 			return withDB(cmd, func(db *store.DB) error {
 				log := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: slog.LevelWarn}))
-				a := &App{cfg: Config{Mail: mc, PublicURL: publicURL}, log: log, now: time.Now, Market: marketFor(db)}
+				a := &App{cfg: Config{Mail: mc, PublicURL: publicURL}, log: log, now: time.Now, Notices: notify.New(db, time.Now)}
 				fmt.Fprintf(cmd.OutOrStdout(), "%d emails sent\n", a.SendEmails(cmd.Context()))
 				return nil
 			})

@@ -1,0 +1,211 @@
+package apiv1
+
+import "time"
+
+// Market is the body of GET /market: the auction taking bids (null between
+// auctions) and every pool with its holdings, prices and open interest.
+type Market struct {
+	Auction *Auction `json:"auction"`
+	Pools   []Pool   `json:"pools"`
+}
+
+// Pool is one pool of the market.
+type Pool struct {
+	ID       string `json:"id"`
+	Cluster  string `json:"cluster"`
+	Resource string `json:"resource"`
+	Unit     string `json:"unit"`
+	Capacity int64  `json:"capacity"` // configured
+	// EffectiveCapacity is what the market sells: an operator's override, else the
+	// agent's measured capacity, else the configured one.
+	EffectiveCapacity int64   `json:"effective_capacity"`
+	CapacitySource    string  `json:"capacity_source"` // configured, measured or override
+	Held              int64   `json:"held"`
+	UnitCost          string  `json:"unit_cost"`
+	Utilization       float64 `json:"utilization"`
+	// UtilizationSource says where psi comes from: measured, override or held (no usage data).
+	UtilizationSource string  `json:"utilization_source,omitempty"`
+	ReservePrice      *string `json:"reserve_price"`
+	Price             *string `json:"price"`
+	PriceBasis        string  `json:"price_basis,omitempty"` // "traded" or "indicative" (nothing traded at it)
+	Bids              int     `json:"open_bids"`
+	Offers            int     `json:"open_offers"`
+}
+
+// Auction is one auction; Pools and Run only in GET /auctions/{id}.
+type Auction struct {
+	ID       int64         `json:"id"`
+	Status   string        `json:"status"`
+	OpensAt  time.Time     `json:"opens_at"`
+	ClosesAt time.Time     `json:"closes_at"`
+	ClosedAt *time.Time    `json:"closed_at"`  // when it actually stopped taking bids; null while it takes them
+	Settled  *time.Time    `json:"settled_at"` // null until it settles
+	Failure  string        `json:"failure,omitempty"`
+	Pools    []AuctionPool `json:"pools,omitempty"`
+	Run      *Run          `json:"latest_run,omitempty"`
+}
+
+// AuctionPool is one pool of an auction: its reserve price, supply and, once the
+// clock has run, its price.
+type AuctionPool struct {
+	Pool         string   `json:"pool"`
+	ReservePrice string   `json:"reserve_price"`
+	Supply       int64    `json:"supply"`
+	Price        *string  `json:"price"`
+	PriceBasis   string   `json:"price_basis,omitempty"` // "traded" or "indicative" (nothing traded at it)
+	TradedUnits  int64    `json:"traded_units"`          // units bought at the price
+	ExcessDemand *float64 `json:"excess_demand"`
+}
+
+// Run is an auction's latest run of the clock.
+type Run struct {
+	Binding   bool      `json:"binding"`
+	Converged bool      `json:"converged"`
+	Rounds    int       `json:"rounds"`
+	Orders    int       `json:"orders"`
+	RanAt     time.Time `json:"ran_at"`
+}
+
+// AuctionList is the body of GET /auctions, newest first.
+type AuctionList struct {
+	Auctions []Auction `json:"auctions"`
+}
+
+// NewOrder is the body of POST /orders: a bid (positive quantities), an offer
+// (negative) or a swap, as bundles of pool -> units, with one limit for all bundles
+// or one per bundle.
+type NewOrder struct {
+	Team    string             `json:"team,omitempty"`
+	Bundles []map[string]int64 `json:"bundles"`
+	Limit   *Money             `json:"limit,omitempty"`
+	Limits  []Money            `json:"limits,omitempty"`
+}
+
+// Order is an order as the API returns it.
+type Order struct {
+	ID          int64              `json:"id,omitempty"`
+	Team        string             `json:"team,omitempty"`
+	Auction     *int64             `json:"auction,omitempty"`
+	Status      string             `json:"status,omitempty"`
+	Bundles     []map[string]int64 `json:"bundles"`
+	Limit       *string            `json:"limit,omitempty"`
+	Limits      []string           `json:"limits,omitempty"`
+	Provisional *Outcome           `json:"provisional,omitempty"`
+	CreatedAt   *time.Time         `json:"created_at,omitempty"`
+}
+
+// Outcome is what an order wins or loses if the auction closed now.
+type Outcome struct {
+	BundleNumber int    `json:"bundle_number,omitempty"` // counted from 1, as pages and CSV count; absent: loses
+	BundleIndex  int    `json:"bundle_index"`            // deprecated: counted from 0; -1: loses
+	Payment      string `json:"payment"`                 // dollars; negative: received
+}
+
+// PlacedOrder is the answer to POST /orders: the new order with what its client
+// should know (a bid whose limit is below the cost at reserve prices is placed, with
+// a warning that it cannot win in this auction).
+type PlacedOrder struct {
+	Order
+	Warnings []string `json:"warnings,omitempty"`
+}
+
+// OrderList is the body of GET /orders, newest first; Next is the next page's URL.
+type OrderList struct {
+	Orders []Order `json:"orders"`
+	Next   string  `json:"next,omitempty"`
+}
+
+// Budget is a team's budget account.
+type Budget struct {
+	Team      string `json:"team"`
+	Posted    string `json:"posted"`
+	Held      string `json:"held"`
+	Available string `json:"available"`
+}
+
+// Settlement is the body of GET /auctions/{id}/settlement.
+type Settlement struct {
+	Auction    Auction           `json:"auction"`
+	Lines      []SettlementLine  `json:"lines"`
+	Totals     SettlementTotals  `json:"totals"`
+	FinalRound *FinalRoundReport `json:"final_round,omitempty"`
+}
+
+// SettlementLine is one order's settlement.
+type SettlementLine struct {
+	Order        int64            `json:"order"`
+	Team         string           `json:"team"`
+	BundleNumber int              `json:"bundle_number,omitempty"` // counted from 1, as pages and CSV count; absent: lost
+	BundleIndex  int              `json:"bundle_index"`            // deprecated: counted from 0; -1: lost
+	Bundle       map[string]int64 `json:"bundle,omitempty"`
+	Payment      string           `json:"payment"`
+	ClockPayment string           `json:"clock_payment"` // the engine's payment (clock and final round), unrounded
+	AtPrices     string           `json:"at_prices"`     // the bundle at the published prices
+	EntryID      *int64           `json:"entry_id,omitempty"`
+}
+
+// SettlementTotals are a settlement's sums: what buyers paid, sellers received, the
+// treasury kept, and the rounding to the micro-dollar.
+type SettlementTotals struct {
+	BuyersPaid      string `json:"buyers_paid"`
+	SellersReceived string `json:"sellers_received"`
+	TreasuryNet     string `json:"treasury_net"`
+	Rounding        string `json:"rounding"`
+}
+
+// FinalRoundReport is what an auction's final round found: its welfare against the
+// clock's and the bound, whether it proved the optimum, and how long it took.
+type FinalRoundReport struct {
+	Welfare      float64 `json:"welfare"`
+	ClockWelfare float64 `json:"clock_welfare"`
+	Bound        float64 `json:"bound"`
+	Optimal      bool    `json:"optimal"`
+	Seconds      float64 `json:"seconds"`
+}
+
+// TrialBalance is the body of GET /ledger/trial-balance: every account's balance,
+// summing to Total (zero).
+type TrialBalance struct {
+	Accounts []Account `json:"accounts"`
+	Total    string    `json:"total"`
+}
+
+// Account is one ledger account's balance.
+type Account struct {
+	Account string `json:"account"`
+	Kind    string `json:"kind"`
+	Balance string `json:"balance"`
+	Held    string `json:"held"`
+}
+
+// LostValue is the body of GET /lost-value: per pool and day from From to To, the
+// value of bids refused (no room, priced out) and of reservations not honoured.
+type LostValue struct {
+	From string    `json:"from"`
+	To   string    `json:"to"`
+	Days []LostDay `json:"days"`
+}
+
+// LostDay is one pool's lost value on one day.
+type LostDay struct {
+	Day         string `json:"day"`
+	Pool        string `json:"pool"`
+	NoRoom      string `json:"no_room"`
+	PricedOut   string `json:"priced_out"`
+	NotHonoured string `json:"not_honoured"`
+	Total       string `json:"total"`
+	Bids        int    `json:"bids"`
+}
+
+// Error is the body of every error answer.
+type Error struct {
+	Error ErrorBody `json:"error"`
+}
+
+// ErrorBody is an error's code (the domain's: invalid, not_found, conflict, ...),
+// a message safe to show, and the request's id for the logs.
+type ErrorBody struct {
+	Code      string `json:"code"`
+	Message   string `json:"message"`
+	RequestID string `json:"request_id,omitempty"`
+}

@@ -1,0 +1,31 @@
+package main
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/clearhouse/clearhouse/store/storetest"
+)
+
+// The binary builds one notification service and passes it on: the market tells
+// users through the service the app holds (which the reservations, the pages and the
+// e-mail job are given too), not through one of its own.
+func TestTheAppPassesOneNotificationServiceToTheMarket(t *testing.T) {
+	cfg := demoConfig(filepath.Join(t.TempDir(), "clearhouse.db"))
+	cfg.Demo = false
+	app := NewApp(cfg, slog.New(slog.NewTextHandler(io.Discard, nil)), storetest.NewClock(time.Time{}).Now)
+	if err := app.openServices(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = app.DB.Close() })
+	if app.Notices == nil || app.Market.Notices() != app.Notices {
+		t.Fatalf("the app's notification service %p, the market's %p: want one, built by the app", app.Notices, app.Market.Notices())
+	}
+	if app.Notices.EmailOn() {
+		t.Error("e-mail is on without a mail server")
+	}
+}
