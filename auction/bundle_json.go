@@ -163,8 +163,12 @@ type internTable struct {
 	strs map[string]string
 }
 
-// maxInterned bounds the interned pool ids; past it ids are allocated as usual.
-const maxInterned = 1 << 16
+// maxInterned bounds the interned pool ids, and maxInternedLen their length; past
+// them ids are allocated as usual.
+const (
+	maxInterned    = 1 << 16
+	maxInternedLen = 64
+)
 
 var poolIDs = internTable{strs: map[string]string{}}
 
@@ -175,7 +179,7 @@ func (t *internTable) intern(b []byte) string {
 		return s
 	}
 	s := string(b)
-	if len(t.strs) < maxInterned {
+	if len(t.strs) < maxInterned && len(s) <= maxInternedLen {
 		t.strs[s] = s
 	}
 	return s
