@@ -36,7 +36,9 @@ func Insert(tx *gorm.DB, table string, columns []string, rows [][]any, returning
 	if returning != "" {
 		ids = make([]int64, 0, len(rows))
 	}
-	stmts := insertStatements{tx: tx, table: table, columns: columns, returning: returning}
+	// A statement run once is not worth preparing apart (placing an order inserts a
+	// few rows): only inserts of more than one full chunk reuse a prepared one.
+	stmts := insertStatements{tx: tx, table: table, columns: columns, returning: returning, reuse: len(rows) > per}
 	defer stmts.close()
 	args := make([]any, 0, min(per, len(rows))*len(columns))
 	for part := range slices.Chunk(rows, per) {
@@ -59,13 +61,15 @@ func Insert(tx *gorm.DB, table string, columns []string, rows [][]any, returning
 }
 
 // insertStatements runs one Insert's multi-row statements: through gorm on
-// PostgreSQL (pgx caches each distinct statement on the server), and on SQLite
-// through statements prepared once per number of rows.
+// PostgreSQL (pgx caches each distinct statement on the server) and for an insert
+// of one chunk, and otherwise on SQLite through statements prepared once per
+// number of rows.
 type insertStatements struct {
 	tx        *gorm.DB
 	table     string
 	columns   []string
 	returning string
+	reuse     bool // prepare statements on SQLite
 	prepared  map[int]*sql.Stmt
 }
 
@@ -92,7 +96,7 @@ func (s *insertStatements) run(n int, args []any) ([]int64, error) {
 	preparer, ok := s.tx.Statement.ConnPool.(interface {
 		PrepareContext(context.Context, string) (*sql.Stmt, error)
 	})
-	if s.tx.Dialector.Name() == Postgres || !ok {
+	if s.tx.Dialector.Name() == Postgres || !ok || !s.reuse {
 		if s.returning == "" {
 			return nil, s.tx.Exec(s.text(n), args...).Error
 		}
