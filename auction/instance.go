@@ -94,7 +94,28 @@ func (p Params) withDefaults() Params {
 // DecodeInstance reads one JSON instance from r, refusing unknown fields and
 // trailing data, and validates it. Absent or partial params take the defaults.
 func DecodeInstance(r io.Reader) (Instance, error) {
-	dec := json.NewDecoder(r)
+	data, err := io.ReadAll(r)
+	if err != nil {
+		return Instance{}, clearhouse.Errorf(clearhouse.EINVALID, "instance: %v", err)
+	}
+	inst, err := decodeFast(data)
+	if err != nil {
+		if inst, err = decodeJSON(data); err != nil {
+			return Instance{}, err
+		}
+	}
+	inst.Params = inst.Params.withDefaults()
+	if err := inst.Validate(); err != nil {
+		return Instance{}, err
+	}
+	return inst, nil
+}
+
+// decodeJSON decodes an instance with encoding/json, refusing unknown fields and
+// trailing data: the reference decodeFast follows, and the decoder of every input
+// decodeFast leaves to it.
+func decodeJSON(data []byte) (Instance, error) {
+	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	var inst Instance
 	if err := dec.Decode(&inst); err != nil {
@@ -102,10 +123,6 @@ func DecodeInstance(r io.Reader) (Instance, error) {
 	}
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
 		return Instance{}, clearhouse.Errorf(clearhouse.EINVALID, "instance: unexpected data after the instance")
-	}
-	inst.Params = inst.Params.withDefaults()
-	if err := inst.Validate(); err != nil {
-		return Instance{}, err
 	}
 	return inst, nil
 }

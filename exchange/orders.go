@@ -2,6 +2,7 @@ package exchange
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"maps"
@@ -571,27 +572,44 @@ func loadViews(db *gorm.DB, os []Order, provisional bool) ([]OrderView, error) {
 		}
 		byOrder[o.ID] = &views[i]
 	}
+	pools := map[string]string{} // one copy of each pool id
 	for part := range slices.Chunk(ids, chunkSize) {
-		var bundles []orderBundle
-		if err := db.Where("order_id IN ?", part).Order("order_id, idx").Find(&bundles).Error; err != nil {
-			return nil, err
-		}
-		for _, b := range bundles {
+		// Scanned row by row rather than through gorm's reflection: settling an
+		// auction of 100,000 orders reads them all twice.
+		err := scanRows(db.Raw("SELECT order_id, bundle_limit FROM order_bundles WHERE order_id IN ? ORDER BY order_id, idx", part), func(rs *sql.Rows) error {
+			var b orderBundle
+			if err := rs.Scan(&b.OrderID, &b.BundleLimit); err != nil {
+				return err
+			}
 			v := byOrder[b.OrderID]
 			v.Spec.Bundles = append(v.Spec.Bundles, Bundle{})
 			if b.BundleLimit != nil {
 				v.Spec.Limits = append(v.Spec.Limits, ledger.Money(*b.BundleLimit))
 			}
-		}
-		var items []orderItem
-		if err := db.Where("order_id IN ?", part).Find(&items).Error; err != nil {
+			return nil
+		})
+		if err != nil {
 			return nil, err
 		}
-		for _, it := range items {
+		var pool sql.RawBytes
+		err = scanRows(db.Raw("SELECT order_id, bundle_idx, pool_id, quantity FROM order_items WHERE order_id IN ?", part), func(rs *sql.Rows) error {
+			var it orderItem
+			if err := rs.Scan(&it.OrderID, &it.BundleIdx, &pool, &it.Quantity); err != nil {
+				return err
+			}
+			id, ok := pools[string(pool)]
+			if !ok {
+				id = string(pool)
+				pools[id] = id
+			}
 			v := byOrder[it.OrderID]
 			if it.BundleIdx < len(v.Spec.Bundles) {
-				v.Spec.Bundles[it.BundleIdx][it.PoolID] = it.Quantity
+				v.Spec.Bundles[it.BundleIdx][id] = it.Quantity
 			}
+			return nil
+		})
+		if err != nil {
+			return nil, err
 		}
 		if !provisional {
 			continue
@@ -612,6 +630,21 @@ func loadViews(db *gorm.DB, os []Order, provisional bool) ([]OrderView, error) {
 		}
 	}
 	return views, nil
+}
+
+// scanRows runs q and calls each for every row it returns.
+func scanRows(q *gorm.DB, each func(*sql.Rows) error) error {
+	rs, err := q.Rows()
+	if err != nil {
+		return err
+	}
+	defer rs.Close()
+	for rs.Next() {
+		if err := each(rs); err != nil {
+			return err
+		}
+	}
+	return rs.Err()
 }
 
 // OfferedQuota returns, per pool, the quota a team has set aside for its live

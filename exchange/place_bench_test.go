@@ -19,7 +19,7 @@ func placeConcurrently(b *testing.B, db *store.DB, clients, n int) {
 	ctx := context.Background()
 	var next atomic.Int64
 	b.ResetTimer()
-	start := time.Now()
+	start, cpu := time.Now(), cpuTime()
 	var wg sync.WaitGroup
 	for c := range clients {
 		wg.Add(1)
@@ -40,6 +40,7 @@ func placeConcurrently(b *testing.B, db *store.DB, clients, n int) {
 	}
 	wg.Wait()
 	b.ReportMetric(float64(n)/time.Since(start).Seconds(), "orders/s")
+	b.ReportMetric(float64((cpuTime()-cpu).Microseconds())/float64(n), "cpu-µs/order")
 }
 
 // BenchmarkPlaceOrders50Clients places 5,000 orders from 50 concurrent clients on

@@ -22,33 +22,40 @@ import (
 // instance builds the clock's instance from an auction's pools and open orders,
 // inside tx. Orders become bidders named by their ids, in id order. Each pool's
 // supply is the one fixed when the auction opened, never more than the effective
-// capacity no team holds now.
-func (m *Market) instance(ctx context.Context, tx *gorm.DB, a Auction) (auction.Instance, []OrderView, error) {
+// capacity no team holds now. When pre was solved from exactly the open orders tx
+// reads (every column equal), their bundles are taken from pre rather than read
+// again: an order's bundles and items are written with it and never change.
+func (m *Market) instance(ctx context.Context, tx *gorm.DB, a Auction, pre *solved) (auction.Instance, []Order, []OrderView, error) {
 	var aps []AuctionPool
 	if err := tx.Where("auction_id = ?", a.ID).Order("pool_id").Find(&aps).Error; err != nil {
-		return auction.Instance{}, nil, err
+		return auction.Instance{}, nil, nil, err
 	}
 	var os []Order
 	if err := tx.Where("auction_id = ? AND status = ?", a.ID, OrderOpen).Order("id").Find(&os).Error; err != nil {
-		return auction.Instance{}, nil, err
-	}
-	views, err := loadViews(tx, os, false)
-	if err != nil {
-		return auction.Instance{}, nil, err
+		return auction.Instance{}, nil, nil, err
 	}
 	inst := auction.Instance{}
 	if err := json.Unmarshal([]byte(a.Params), &inst.Params); err != nil {
-		return auction.Instance{}, nil, fmt.Errorf("auction %d: parameters: %w", a.ID, err)
+		return auction.Instance{}, nil, nil, fmt.Errorf("auction %d: parameters: %w", a.ID, err)
 	}
 	supply, err := supplyIn(tx, m.now())
 	if err != nil {
-		return auction.Instance{}, nil, err
+		return auction.Instance{}, nil, nil, err
 	}
 	for _, ap := range aps {
 		// The supply fixed at opening, less any fall of the effective capacity since:
 		// a run never sells what the cluster no longer has.
 		inst.Pools = append(inst.Pools, auction.Pool{ID: ap.PoolID, Supply: float64(min(ap.Supply, supply[ap.PoolID])), ReservePrice: ap.ReservePrice})
 	}
+	if pre != nil && reflect.DeepEqual(os, pre.orders) {
+		inst.Bidders = pre.inst.Bidders
+		return inst, os, pre.views, nil
+	}
+	views, err := loadViews(tx, os, false)
+	if err != nil {
+		return auction.Instance{}, nil, nil, err
+	}
+	inst.Bidders = make([]auction.Bidder, 0, len(views))
 	for _, v := range views {
 		b := auction.Bidder{ID: strconv.FormatInt(v.ID, 10)}
 		for _, bundle := range v.Spec.Bundles {
@@ -68,7 +75,7 @@ func (m *Market) instance(ctx context.Context, tx *gorm.DB, a Auction) (auction.
 		}
 		inst.Bidders = append(inst.Bidders, b)
 	}
-	return inst, views, nil
+	return inst, os, views, nil
 }
 
 // PreviewFinalSeconds is the most time a preview gives the final round: previews
@@ -79,8 +86,10 @@ const PreviewFinalSeconds = 1.0
 
 // solved is a result computed before the write transaction, with its instance.
 type solved struct {
-	inst auction.Instance
-	res  auction.Result
+	inst   auction.Instance
+	res    auction.Result
+	orders []Order     // the open orders inst was built from
+	views  []OrderView // and their views
 }
 
 // solve runs the clock and the final round on inst; a preview's final round is
@@ -110,7 +119,7 @@ func (m *Market) presolve(ctx context.Context, id int64) *solved {
 	if err := db.Take(&a, "id = ?", id).Error; err != nil || a.Status != AuctionClosing {
 		return nil
 	}
-	inst, _, err := m.instance(ctx, db, a)
+	inst, orders, views, err := m.instance(ctx, db, a, nil)
 	if err != nil {
 		return nil
 	}
@@ -118,14 +127,14 @@ func (m *Market) presolve(ctx context.Context, id int64) *solved {
 	if err != nil {
 		return nil
 	}
-	return &solved{inst, res}
+	return &solved{inst, res, orders, views}
 }
 
 // run solves the auction's open orders (or takes pre's result when pre solved
 // exactly these) and records the run with its prices, its final round, and each
 // order's outcome, inside tx.
 func (m *Market) run(ctx context.Context, tx *gorm.DB, a Auction, binding bool, pre *solved) (AuctionRun, auction.Result, []OrderView, error) {
-	inst, views, err := m.instance(ctx, tx, a)
+	inst, _, views, err := m.instance(ctx, tx, a, pre)
 	if err != nil {
 		return AuctionRun{}, auction.Result{}, nil, err
 	}

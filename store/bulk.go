@@ -19,50 +19,139 @@ const maxParams = 10_000
 // statements of at most maxParams parameters, inside tx. With returning set (a
 // column, "id"), it returns that column of each inserted row, in the rows' order.
 // It spends no reflection per row, unlike gorm's CreateInBatches: settlement of a
-// large auction inserts hundreds of thousands of rows with it.
+// large auction inserts hundreds of thousands of rows with it. On SQLite the
+// statement of a full chunk is prepared once and run for every full chunk (parsing
+// a statement of ten thousand parameters costs about as much as running it).
 func Insert(tx *gorm.DB, table string, columns []string, rows [][]any, returning string) ([]int64, error) {
 	if len(rows) == 0 {
 		return nil, nil
 	}
+	for _, r := range rows {
+		if len(r) != len(columns) {
+			return nil, fmt.Errorf("store: insert into %s: row has %d values for %d columns", table, len(r), len(columns))
+		}
+	}
 	per := max(maxParams/len(columns), 1)
-	head := "INSERT INTO " + table + " (" + strings.Join(columns, ", ") + ") VALUES "
-	one := "(" + strings.TrimSuffix(strings.Repeat("?, ", len(columns)), ", ") + ")"
 	var ids []int64
 	if returning != "" {
 		ids = make([]int64, 0, len(rows))
 	}
-	for lo := 0; lo < len(rows); lo += per {
-		part := rows[lo:min(lo+per, len(rows))]
-		var sb strings.Builder
-		sb.WriteString(head)
-		args := make([]any, 0, len(part)*len(columns))
-		for i, r := range part {
-			if len(r) != len(columns) {
-				return nil, fmt.Errorf("store: insert into %s: row has %d values for %d columns", table, len(r), len(columns))
-			}
-			if i > 0 {
-				sb.WriteString(", ")
-			}
-			sb.WriteString(one)
+	// A statement run once is not worth preparing apart (placing an order inserts a
+	// few rows): only inserts of more than one full chunk reuse a prepared one.
+	stmts := insertStatements{tx: tx, table: table, columns: columns, returning: returning, reuse: len(rows) > per}
+	defer stmts.close()
+	args := make([]any, 0, min(per, len(rows))*len(columns))
+	for part := range slices.Chunk(rows, per) {
+		args = args[:0]
+		for _, r := range part {
 			args = append(args, r...)
 		}
-		if returning == "" {
-			if err := tx.Exec(sb.String(), args...).Error; err != nil {
-				return nil, err
-			}
-			continue
-		}
-		sb.WriteString(" RETURNING " + returning)
-		var got []int64
-		if err := tx.Raw(sb.String(), args...).Scan(&got).Error; err != nil {
+		got, err := stmts.run(len(part), args)
+		if err != nil {
 			return nil, err
 		}
-		if len(got) != len(part) {
-			return nil, fmt.Errorf("store: insert into %s returned %d ids for %d rows", table, len(got), len(part))
+		if returning != "" {
+			if len(got) != len(part) {
+				return nil, fmt.Errorf("store: insert into %s returned %d ids for %d rows", table, len(got), len(part))
+			}
+			ids = append(ids, got...)
 		}
-		ids = append(ids, got...)
 	}
 	return ids, nil
+}
+
+// insertStatements runs one Insert's multi-row statements: through gorm on
+// PostgreSQL (pgx caches each distinct statement on the server) and for an insert
+// of one chunk, and otherwise on SQLite through statements prepared once per
+// number of rows.
+type insertStatements struct {
+	tx        *gorm.DB
+	table     string
+	columns   []string
+	returning string
+	reuse     bool // prepare statements on SQLite
+	prepared  map[int]*sql.Stmt
+}
+
+// text is the statement inserting n rows.
+func (s *insertStatements) text(n int) string {
+	one := "(" + strings.TrimSuffix(strings.Repeat("?, ", len(s.columns)), ", ") + ")"
+	var sb strings.Builder
+	sb.Grow(40 + len(s.table) + n*(len(one)+2))
+	sb.WriteString("INSERT INTO " + s.table + " (" + strings.Join(s.columns, ", ") + ") VALUES ")
+	for i := range n {
+		if i > 0 {
+			sb.WriteString(", ")
+		}
+		sb.WriteString(one)
+	}
+	if s.returning != "" {
+		sb.WriteString(" RETURNING " + s.returning)
+	}
+	return sb.String()
+}
+
+// run inserts n rows whose values are args, returning the returning column.
+func (s *insertStatements) run(n int, args []any) ([]int64, error) {
+	preparer, ok := s.tx.Statement.ConnPool.(interface {
+		PrepareContext(context.Context, string) (*sql.Stmt, error)
+	})
+	if s.tx.Dialector.Name() == Postgres || !ok || !s.reuse {
+		if s.returning == "" {
+			return nil, s.tx.Exec(s.text(n), args...).Error
+		}
+		var got []int64
+		err := s.tx.Raw(s.text(n), args...).Scan(&got).Error
+		return got, err
+	}
+	ctx := s.tx.Statement.Context
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	stmt := s.prepared[n]
+	if stmt == nil {
+		var err error
+		if stmt, err = preparer.PrepareContext(ctx, s.text(n)); err != nil {
+			return nil, s.translate(err)
+		}
+		if s.prepared == nil {
+			s.prepared = map[int]*sql.Stmt{}
+		}
+		s.prepared[n] = stmt
+	}
+	if s.returning == "" {
+		_, err := stmt.ExecContext(ctx, args...)
+		return nil, s.translate(err)
+	}
+	rs, err := stmt.QueryContext(ctx, args...)
+	if err != nil {
+		return nil, s.translate(err)
+	}
+	defer rs.Close()
+	got := make([]int64, 0, n)
+	for rs.Next() {
+		var id int64
+		if err := rs.Scan(&id); err != nil {
+			return nil, err
+		}
+		got = append(got, id)
+	}
+	return got, s.translate(rs.Err())
+}
+
+// translate turns a driver's error into gorm's (a unique key's violation into
+// gorm.ErrDuplicatedKey) as gorm does for its own statements.
+func (s *insertStatements) translate(err error) error {
+	if t, ok := s.tx.Dialector.(gorm.ErrorTranslator); ok && err != nil && s.tx.Config.TranslateError {
+		return t.Translate(err)
+	}
+	return err
+}
+
+func (s *insertStatements) close() {
+	for _, stmt := range s.prepared {
+		stmt.Close()
+	}
 }
 
 // ExecEach runs one statement (with ? placeholders: SQLite's) once per row of

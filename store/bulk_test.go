@@ -2,6 +2,9 @@ package store_test
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"gorm.io/gorm"
 	"testing"
 
 	"github.com/clearhouse/clearhouse/store"
@@ -68,6 +71,73 @@ func TestUpdateRowsSetsEachRowItsOwnValues(t *testing.T) {
 			if r.Note != note || got != num {
 				t.Errorf("row (%d, %d) = %q, %d; want %q, %d", r.A, r.B, r.Note, got, note, num)
 			}
+		}
+	})
+}
+
+// Insert writes every row of a list longer than one statement takes (full chunks
+// and a shorter last one), returns each row's id in the rows' order, and reports a
+// unique key's violation as gorm.ErrDuplicatedKey, changing nothing, inside a
+// transaction, on both dialects.
+func TestInsertWritesEveryChunkAndReturnsIDsInOrder(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		if err := db.Write.WithContext(ctx).Exec(`CREATE TABLE things (id INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE, n BIGINT)`).Error; err != nil {
+			t.Fatal(err)
+		}
+		if db.Dialect == store.Postgres {
+			if err := db.Write.Exec(`DROP TABLE things; CREATE TABLE things (id BIGSERIAL PRIMARY KEY, name TEXT NOT NULL UNIQUE, n BIGINT)`).Error; err != nil {
+				t.Fatal(err)
+			}
+		}
+		const total = 12_345 // 5,000 rows a statement at two columns: two full chunks and a tail
+		rows := make([][]any, total)
+		for i := range rows {
+			rows[i] = []any{fmt.Sprintf("thing %d", i), int64(i * 3)}
+		}
+		var ids []int64
+		err := db.Write.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+			var err error
+			ids, err = store.Insert(tx, "things", []string{"name", "n"}, rows, "id")
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(ids) != total {
+			t.Fatalf("%d ids for %d rows", len(ids), total)
+		}
+		var got []struct {
+			ID   int64
+			Name string
+			N    int64
+		}
+		if err := db.Read.Raw("SELECT id, name, n FROM things ORDER BY id").Scan(&got).Error; err != nil {
+			t.Fatal(err)
+		}
+		byID := map[int64]int{}
+		for i, id := range ids {
+			byID[id] = i
+		}
+		if len(got) != total || len(byID) != total {
+			t.Fatalf("%d rows and %d distinct ids, want %d", len(got), len(byID), total)
+		}
+		for _, r := range got {
+			i, ok := byID[r.ID]
+			if !ok || r.Name != fmt.Sprintf("thing %d", i) || r.N != int64(i*3) {
+				t.Fatalf("row %+v does not match the row whose id Insert returned", r)
+			}
+		}
+		err = db.Write.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+			_, err := store.Insert(tx, "things", []string{"name", "n"}, [][]any{{"new", int64(1)}, {"thing 7", int64(1)}}, "")
+			return err
+		})
+		if !errors.Is(err, gorm.ErrDuplicatedKey) {
+			t.Fatalf("a duplicate name: %v, want gorm.ErrDuplicatedKey", err)
+		}
+		var n int64
+		if err := db.Read.Raw("SELECT COUNT(*) FROM things").Scan(&n).Error; err != nil || n != total {
+			t.Fatalf("%d rows after a refused insert (%v), want %d", n, err, total)
 		}
 	})
 }
