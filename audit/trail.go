@@ -25,9 +25,9 @@ var Actions = []string{
 	"auction.schedule", "auction.cancel", "auction.close", "auction.retry",
 	"order.approve", "order.reject",
 	"team.add", "team.approval_threshold", "quota.grant", "market.limits",
-	"user.add", "user.disable", "user.enable", "user.provider_access",
+	"user.add", "user.password", "user.disable", "user.enable", "user.provider_access",
 	"token.issue", "token.revoke",
-	"best_effort.settings", "over_limit.policy",
+	"best_effort.settings", "over_limit.policy", "pool.pricing_policy",
 	"database.restore",
 }
 
