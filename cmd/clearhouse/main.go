@@ -192,6 +192,7 @@ as underscores (--db becomes CLEARHOUSE_DB). A flag on the command line wins.`,
 		newBackupCmd(),
 		newRestoreCmd(),
 		newChargeCmd(),
+		newAuditCmd(),
 	)
 	return root
 }
