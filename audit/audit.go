@@ -22,6 +22,7 @@
 package audit
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -208,14 +209,17 @@ func marshal(v any) (string, error) {
 	if v == nil {
 		return "", nil
 	}
-	b, err := json.Marshal(v)
-	if err != nil {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false) // the trail keeps text as typed; pages escape it
+	if err := enc.Encode(v); err != nil {
 		return "", clearhouse.Errorf(clearhouse.EINVALID, "An audit value does not marshal to JSON: %v", err)
 	}
-	if string(b) == "null" {
+	out := strings.TrimSuffix(b.String(), "\n")
+	if out == "null" {
 		return "", nil
 	}
-	return string(b), nil
+	return out, nil
 }
 
 // digest is the row's hash: SHA-256, in hex, over its content and the previous row's

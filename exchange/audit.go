@@ -42,3 +42,6 @@ func auctionState(a Auction) map[string]any {
 	}
 	return st
 }
+
+// Trail is the audit trail of the market's database, for reading and export.
+func (m *Market) Trail() *audit.Trail { return audit.NewTrail(m.db) }
