@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/clearhouse/clearhouse/audit"
 	"github.com/clearhouse/clearhouse/auction"
+	"github.com/clearhouse/clearhouse/audit"
 	"github.com/clearhouse/clearhouse/exchange"
 	"github.com/clearhouse/clearhouse/exchange/exchangetest"
 	"github.com/clearhouse/clearhouse/ledger"
