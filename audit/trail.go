@@ -21,7 +21,9 @@ import (
 var Actions = []string{
 	"budget.grant", "budget.take_back",
 	"curve.save",
-	"pool.add", "pool.update", "pool.capacity_override", "pool.capacity_clear", "pool.holding_charge",
+	"cluster.add", "cluster.remove",
+	"pool.add", "pool.update", "pool.remove", "pool.capacity_override", "pool.capacity_clear", "pool.holding_charge", "pool.reference_price",
+	"pool.utilization_policy", "pool.utilization_override", "pool.utilization_clear",
 	"auction.schedule", "auction.cancel", "auction.close", "auction.retry",
 	"order.approve", "order.reject",
 	"team.add", "team.approval_threshold", "quota.grant", "market.limits",

@@ -239,6 +239,52 @@ var marketAuditCases = []auditCase{
 			return mk.M.GrantQuota(ctx, "ads", "eu-west/ram", 4)
 		},
 		before: `{"held":0}`, after: []string{`"held":4`, `"granted":4`}},
+	{name: "cluster add", action: "cluster.add", object: "cluster:ap-south",
+		refused: func(ctx context.Context, mk *exchangetest.Market, _ int64) error {
+			_, err := mk.M.AddCluster(ctx, exchange.Cluster{ID: "us-east"}) // taken
+			return err
+		},
+		do: func(ctx context.Context, mk *exchangetest.Market, _ int64) error {
+			_, err := mk.M.AddCluster(ctx, exchange.Cluster{ID: "ap-south", Name: "Mumbai"})
+			return err
+		},
+		after: []string{`"name":"Mumbai"`}},
+	{name: "pool remove", action: "pool.remove", object: "pool:eu-west/ram",
+		setup: func(ctx context.Context, mk *exchangetest.Market) int64 {
+			if _, err := mk.M.AddPool(ctx, exchange.PoolSpec{ClusterID: "eu-west", Resource: "ram", Unit: "GiB", Capacity: 10, Utilization: 0.5, CurveID: "standard"}); err != nil {
+				mk.T.Fatal(err)
+			}
+			return 0
+		},
+		refused: func(ctx context.Context, mk *exchangetest.Market, _ int64) error {
+			return mk.M.RemovePool(ctx, "us-east/cpu") // ads holds some, the auction sells it
+		},
+		do: func(ctx context.Context, mk *exchangetest.Market, _ int64) error {
+			return mk.M.RemovePool(ctx, "eu-west/ram")
+		},
+		before: `{"unit":"GiB","capacity":10,`},
+	{name: "cluster remove", action: "cluster.remove", object: "cluster:ap-south",
+		setup: func(ctx context.Context, mk *exchangetest.Market) int64 {
+			if _, err := mk.M.AddCluster(ctx, exchange.Cluster{ID: "ap-south"}); err != nil {
+				mk.T.Fatal(err)
+			}
+			return 0
+		},
+		refused: func(ctx context.Context, mk *exchangetest.Market, _ int64) error {
+			return mk.M.RemoveCluster(ctx, "us-east") // it has pools
+		},
+		do: func(ctx context.Context, mk *exchangetest.Market, _ int64) error {
+			return mk.M.RemoveCluster(ctx, "ap-south")
+		},
+		before: `{"id":"ap-south"}`},
+	{name: "reference price", action: "pool.reference_price", object: "pool:us-east/cpu", repeat: true,
+		refused: func(ctx context.Context, mk *exchangetest.Market, _ int64) error {
+			return mk.M.SetReferencePrice(ctx, "us-east/cpu", -1)
+		},
+		do: func(ctx context.Context, mk *exchangetest.Market, _ int64) error {
+			return mk.M.SetReferencePrice(ctx, "us-east/cpu", 2_000_000)
+		},
+		before: `{"price":0}`, after: []string{`{"price":2000000}`}},
 	{name: "limits", action: "market.limits", object: "market",
 		refused: func(ctx context.Context, mk *exchangetest.Market, _ int64) error {
 			return mk.M.SetLimits(ctx, exchange.Limits{})

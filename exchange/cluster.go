@@ -50,7 +50,12 @@ func (m *Market) AddCluster(ctx context.Context, c Cluster) (Cluster, error) {
 		c.Name = c.ID
 	}
 	c.CreatedAt = m.now()
-	err := m.db.Write.WithContext(ctx).Create(&c).Error
+	err := m.db.Write.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		if err := tx.Create(&c).Error; err != nil {
+			return err
+		}
+		return m.record(ctx, tx, "cluster.add", "cluster:"+c.ID, nil, map[string]string{"name": c.Name, "region": c.Region})
+	})
 	if errors.Is(err, gorm.ErrDuplicatedKey) {
 		return Cluster{}, clearhouse.Errorf(clearhouse.ECONFLICT, "id: cluster %q already exists", c.ID)
 	}
