@@ -100,6 +100,13 @@ func TestRecordChainsRowsAndListsThem(t *testing.T) {
 	})
 }
 
+func TestRowMatchesTheSchema(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		storetest.AssertModelsMatchSchema(t, db, &audit.Row{})
+	})
+}
+
 func TestActorWithoutContextIsSystem(t *testing.T) {
 	t.Parallel()
 	if a := audit.From(context.Background()); a.String() != "system" {

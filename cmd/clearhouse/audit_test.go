@@ -72,6 +72,33 @@ func TestAuditExportAndVerifyFromTheCommandLine(t *testing.T) {
 	}
 }
 
+// TestRestoreIsRecordedInTheRestoredTrail: restore appends database.restore, by the
+// command line's user and naming the backup, to the trail of the database it puts in
+// place, whose chain stays whole.
+func TestRestoreIsRecordedInTheRestoredTrail(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	live, backup, restored := filepath.Join(dir, "live.db"), filepath.Join(dir, "b.db"), filepath.Join(dir, "restored.db")
+	for _, args := range [][]string{{"migrate", "--db", live}, {"team", "add", "--id", "search", "--db", live}, {"backup", "--db", live, backup},
+		{"restore", "--db", restored, backup}} {
+		if code, out, errOut := runCLI(t, "", args...); code != 0 {
+			t.Fatalf("%v: %d %s %s", args, code, out, errOut)
+		}
+	}
+	code, out, _ := runCLI(t, "", "audit", "export", "--format", "jsonl", "--db", restored)
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	var last audit.JSONRow
+	if code != 0 || len(lines) != 2 || json.Unmarshal([]byte(lines[1]), &last) != nil {
+		t.Fatalf("export of the restored trail: %d\n%s", code, out)
+	}
+	if last.Action != "database.restore" || last.Object != "database:"+restored || last.Actor != cliActor().String() || string(last.After) != `{"backup":"`+backup+`"}` {
+		t.Errorf("last row = %+v (after %s)", last, last.After)
+	}
+	if code, out, _ := runCLI(t, "", "verify", "--db", restored); code != 0 {
+		t.Errorf("verify of the restored database: %d\n%s", code, out)
+	}
+}
+
 // TestVerifyChecksTheTrailOnBothDatabases: verify's check of the trail finds a
 // deleted row on SQLite and PostgreSQL alike.
 func TestVerifyChecksTheTrailOnBothDatabases(t *testing.T) {
