@@ -184,7 +184,7 @@ func AuditPage(p Page, v AuditView) templ.Component {
 					return templ_7745c5c3_Err
 				}
 			} else {
-				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 14, "<div class=\"table-wrap\"><table class=\"stack\" data-testid=\"audit-rows\"><thead><tr><th class=\"num\">#</th><th>When (UTC)</th><th>Actor</th><th>From</th><th>Action</th><th>Object</th><th>Before</th><th>After</th></tr></thead> <tbody>")
+				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 14, "<div class=\"table-wrap\"><table class=\"stack audit\" data-testid=\"audit-rows\"><thead><tr><th class=\"num\">#</th><th>When (UTC)</th><th>Actor</th><th>From</th><th>Action</th><th>Object</th><th>Before</th><th>After</th></tr></thead> <tbody>")
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}
