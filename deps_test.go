@@ -31,7 +31,7 @@ var (
 	// binary, the demo seed and the cluster agent, which speaks only the JSON API.
 	above = []string{"web", "templates", "cmd", "demo", "agent"}
 	// server lists every package the server is made of, below the binary.
-	server = []string{"store", "ledger", "mailer", "identity", "notify", "exchange", "fleet", "besteffort", "metrics", "demo", "web", "templates", "static", "migrations", "cmd"}
+	server = []string{"audit", "store", "ledger", "mailer", "identity", "notify", "exchange", "fleet", "besteffort", "metrics", "demo", "web", "templates", "static", "migrations", "cmd"}
 )
 
 func join(groups ...[]string) []string {
@@ -83,12 +83,15 @@ var depRules = map[string]depRule{
 	"sharing/abacus": engine,
 
 	// Storage and money: store -> migrations; ledger -> store.
-	"store":           {deny: join([]string{"ledger", "mailer", "identity", "notify", "exchange", "fleet", "besteffort", "metrics"}, above)},
-	"store/storetest": {deny: join([]string{"ledger", "mailer", "identity", "notify", "exchange", "fleet", "besteffort", "metrics"}, above)},
-	"ledger":          {deny: join([]string{"mailer", "identity", "notify", "exchange", "fleet", "besteffort", "metrics"}, above)},
+	"store":           {deny: join([]string{"audit", "ledger", "mailer", "identity", "notify", "exchange", "fleet", "besteffort", "metrics"}, above)},
+	"store/storetest": {deny: join([]string{"audit", "ledger", "mailer", "identity", "notify", "exchange", "fleet", "besteffort", "metrics"}, above)},
+	// The audit trail: rows the services write in their own transactions; it knows
+	// nothing of the market or of identity, so every service may record.
+	"audit":  {deny: join([]string{"ledger", "mailer", "identity", "notify", "exchange", "fleet", "besteffort", "metrics"}, above)},
+	"ledger": {deny: join([]string{"mailer", "identity", "notify", "exchange", "fleet", "besteffort", "metrics"}, above)},
 
 	// Sending e-mail knows nothing of the market.
-	"mailer":            {deny: join([]string{"store", "ledger", "identity", "notify", "exchange", "fleet", "besteffort", "metrics"}, above)},
+	"mailer":            {deny: join([]string{"audit", "store", "ledger", "identity", "notify", "exchange", "fleet", "besteffort", "metrics"}, above)},
 	"mailer/mailertest": {deny: join([]string{"store", "ledger", "identity", "notify", "exchange", "fleet", "besteffort", "metrics"}, above)},
 
 	// Identity (people, passwords, sessions, tokens) sits below the market: any

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/clearhouse/clearhouse"
+	"github.com/clearhouse/clearhouse/audit"
 	"github.com/clearhouse/clearhouse/exchange"
 	"github.com/clearhouse/clearhouse/sharing"
 	"gorm.io/gorm"
@@ -120,6 +121,10 @@ func (s *Service) SetSettings(ctx context.Context, st IdleSettings) error {
 				return clearhouse.Errorf(clearhouse.ECONFLICT, "policy: cluster %s has %d best-effort jobs queued or running; switch to or from abacus once they end", p.ClusterID, live)
 			}
 		}
+		before, err := settingsState(tx, ic, p.ID)
+		if err != nil {
+			return err
+		}
 		clusterWide := st.Policy == PolicyAbacus || ic.Policy == PolicyAbacus
 		updates := map[string]any{"alpha": st.Alpha, "updated_at": now}
 		own := st.Policy
@@ -134,6 +139,27 @@ func (s *Service) SetSettings(ctx context.Context, st IdleSettings) error {
 			return err
 		}
 		row := IdlePool{PoolID: p.ID, Policy: own, MinRuntime: int64(st.MinRuntime / time.Second), Exposure: st.Exposure, UpdatedAt: now}
-		return tx.Clauses(clause.OnConflict{UpdateAll: true}).Create(&row).Error
+		if err := tx.Clauses(clause.OnConflict{UpdateAll: true}).Create(&row).Error; err != nil {
+			return err
+		}
+		return audit.Record(ctx, tx, audit.Event{Action: "best_effort.settings", Object: "pool:" + p.ID, At: now, Before: before,
+			After: map[string]any{"policy": st.Policy, "alpha": st.Alpha, "min_runtime_seconds": row.MinRuntime, "exposure": st.Exposure}})
 	})
+}
+
+// settingsState is a pool's best-effort settings in the audit trail, as in force
+// before a change: the pool's own policy, else its cluster's.
+func settingsState(tx *gorm.DB, ic IdleCluster, pool string) (map[string]any, error) {
+	var rows []IdlePool
+	if err := tx.Where("pool_id = ?", pool).Limit(1).Find(&rows).Error; err != nil {
+		return nil, err
+	}
+	st := map[string]any{"policy": ic.Policy, "alpha": ic.Alpha}
+	if len(rows) == 1 {
+		if rows[0].Policy != "" {
+			st["policy"] = rows[0].Policy
+		}
+		st["min_runtime_seconds"], st["exposure"] = rows[0].MinRuntime, rows[0].Exposure
+	}
+	return st, nil
 }

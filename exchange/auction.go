@@ -173,7 +173,10 @@ func (m *Market) ScheduleAuction(ctx context.Context, opens, closes time.Time, p
 		if n > 0 {
 			return clearhouse.Errorf(clearhouse.ECONFLICT, "opens: the window overlaps another auction's")
 		}
-		return tx.Omit("ID").Create(&a).Error
+		if err := tx.Omit("ID").Create(&a).Error; err != nil {
+			return err
+		}
+		return m.record(ctx, tx, "auction.schedule", fmt.Sprintf("auction:%d", a.ID), nil, auctionState(a))
 	})
 	return a, err
 }
@@ -223,13 +226,18 @@ func (m *Market) CancelAuction(ctx context.Context, id int64) error {
 		if err != nil {
 			return err
 		}
+		var after any // a scheduled auction is deleted; a halted one ends failed
 		if a.Halted() {
-			return m.cancelHalted(ctx, tx, a)
-		}
-		if a.Status != AuctionScheduled {
+			if err := m.cancelHalted(ctx, tx, a); err != nil {
+				return err
+			}
+			after = map[string]any{"status": AuctionFailed}
+		} else if a.Status != AuctionScheduled {
 			return clearhouse.Errorf(clearhouse.ECONFLICT, "auction %d is %s; only an auction that has not opened, or one whose close failed, can be cancelled", id, a.Status)
+		} else if err := tx.Where("id = ? AND status = ?", id, AuctionScheduled).Delete(&Auction{}).Error; err != nil {
+			return err
 		}
-		return tx.Where("id = ? AND status = ?", id, AuctionScheduled).Delete(&Auction{}).Error
+		return m.record(ctx, tx, "auction.cancel", fmt.Sprintf("auction:%d", id), auctionState(a), after)
 	})
 }
 

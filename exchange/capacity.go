@@ -2,6 +2,7 @@ package exchange
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"strings"
 	"time"
@@ -214,6 +215,10 @@ func (m *Market) OverrideCapacity(ctx context.Context, pool string, units int64,
 			return clearhouse.Errorf(clearhouse.EINVALID, "units: %d is more than %d times the pool's configured capacity of %d; raise the configured capacity first",
 				units, MaxCapacityFactor, p.Capacity)
 		}
+		before, err := overrideState(tx, pool)
+		if err != nil {
+			return err
+		}
 		o := capacityOverride{PoolID: pool, Units: units, Reason: reason, SetBy: by, SetAt: now, ExpiresAt: exp}
 		if err := tx.Clauses(clause.OnConflict{UpdateAll: true}).Create(&o).Error; err != nil {
 			return err
@@ -221,7 +226,10 @@ func (m *Market) OverrideCapacity(ctx context.Context, pool string, units int64,
 		if err := bumpPlan(tx); err != nil { // capacity feeds the reservation plan
 			return err
 		}
-		return tx.Create(&CapacityOverrideEvent{PoolID: pool, Action: "set", Units: &units, Reason: reason, ByWhom: by, ExpiresAt: &exp, At: now}).Error
+		if err := tx.Create(&CapacityOverrideEvent{PoolID: pool, Action: "set", Units: &units, Reason: reason, ByWhom: by, ExpiresAt: &exp, At: now}).Error; err != nil {
+			return err
+		}
+		return m.record(ctx, tx, "pool.capacity_override", "pool:"+pool, before, &capacityOverrideState{Units: units, Reason: reason, Expires: exp})
 	})
 }
 
@@ -233,6 +241,10 @@ func (m *Market) ClearCapacityOverride(ctx context.Context, pool, by string) err
 		if _, err := lockPool(tx, pool); err != nil {
 			return err
 		}
+		before, err := overrideState(tx, pool)
+		if err != nil {
+			return err
+		}
 		res := tx.Where("pool_id = ?", pool).Delete(&capacityOverride{})
 		if res.Error != nil || res.RowsAffected == 0 {
 			return res.Error
@@ -240,8 +252,29 @@ func (m *Market) ClearCapacityOverride(ctx context.Context, pool, by string) err
 		if err := bumpPlan(tx); err != nil {
 			return err
 		}
-		return tx.Create(&CapacityOverrideEvent{PoolID: pool, Action: "clear", ByWhom: strings.TrimSpace(by), At: m.now()}).Error
+		if err := tx.Create(&CapacityOverrideEvent{PoolID: pool, Action: "clear", ByWhom: strings.TrimSpace(by), At: m.now()}).Error; err != nil {
+			return err
+		}
+		return m.record(ctx, tx, "pool.capacity_clear", "pool:"+pool, before, nil)
 	})
+}
+
+// capacityOverrideState is a pool's capacity override in the audit trail.
+type capacityOverrideState struct {
+	Units   int64     `json:"units"`
+	Reason  string    `json:"reason"`
+	Expires time.Time `json:"expires"`
+}
+
+// overrideState is pool's override in force, nil when it has none.
+func overrideState(tx *gorm.DB, pool string) (*capacityOverrideState, error) {
+	var o capacityOverride
+	if err := tx.Take(&o, "pool_id = ?", pool).Error; errors.Is(err, gorm.ErrRecordNotFound) {
+		return nil, nil
+	} else if err != nil {
+		return nil, err
+	}
+	return &capacityOverrideState{Units: o.Units, Reason: o.Reason, Expires: o.ExpiresAt.UTC()}, nil
 }
 
 // CapacityOverrideLog lists a pool's last n capacity override events, newest first.

@@ -50,7 +50,12 @@ func (m *Market) AddCluster(ctx context.Context, c Cluster) (Cluster, error) {
 		c.Name = c.ID
 	}
 	c.CreatedAt = m.now()
-	err := m.db.Write.WithContext(ctx).Create(&c).Error
+	err := m.db.Write.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		if err := tx.Create(&c).Error; err != nil {
+			return err
+		}
+		return m.record(ctx, tx, "cluster.add", "cluster:"+c.ID, nil, map[string]string{"name": c.Name, "region": c.Region})
+	})
 	if errors.Is(err, gorm.ErrDuplicatedKey) {
 		return Cluster{}, clearhouse.Errorf(clearhouse.ECONFLICT, "id: cluster %q already exists", c.ID)
 	}
@@ -121,7 +126,7 @@ func (m *Market) AddPool(ctx context.Context, ps PoolSpec) (Pool, error) {
 		} else if err != nil {
 			return err
 		}
-		return nil
+		return m.record(ctx, tx, "pool.add", "pool:"+p.ID, nil, stateOf(p))
 	})
 	return p, err
 }
@@ -152,11 +157,15 @@ func (m *Market) UpdatePool(ctx context.Context, id string, ps PoolSpec) (Pool, 
 			return clearhouse.Errorf(clearhouse.ECONFLICT, "capacity: teams hold %d %s in %s and an open auction sells %d; capacity cannot be less than %d",
 				held, p.Unit, id, selling, held+selling)
 		}
+		before := stateOf(p)
 		p.Unit, p.Capacity, p.UnitCost, p.Utilization, p.CurveID, p.UpdatedAt = ps.Unit, ps.Capacity, ps.UnitCost, ps.Utilization, ps.CurveID, m.now()
 		if err := bumpPlan(tx); err != nil { // capacity feeds the reservation plan
 			return err
 		}
-		return tx.Save(&p).Error
+		if err := tx.Save(&p).Error; err != nil {
+			return err
+		}
+		return m.record(ctx, tx, "pool.update", "pool:"+p.ID, before, stateOf(p))
 	})
 	return p, err
 }
@@ -224,10 +233,18 @@ func (m *Market) GrantQuota(ctx context.Context, team, pool string, quantity int
 		if err := lockHoldings(tx, team, []string{pool}); err != nil {
 			return err
 		}
+		var had int64
+		if err := tx.Model(&Holding{}).Where("team_id = ? AND pool_id = ?", team, pool).Select("COALESCE(SUM(quantity), 0)").Scan(&had).Error; err != nil {
+			return err
+		}
 		if err := addHolding(tx, team, pool, quantity); err != nil {
 			return err
 		}
-		return bumpPlan(tx) // quotas feed the reservation plan
+		if err := bumpPlan(tx); err != nil { // quotas feed the reservation plan
+			return err
+		}
+		return m.record(ctx, tx, "quota.grant", "team:"+team+" pool:"+pool, map[string]int64{"held": had},
+			map[string]int64{"held": had + quantity, "granted": quantity})
 	})
 }
 

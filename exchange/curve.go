@@ -49,7 +49,25 @@ func (m *Market) SaveCurve(ctx context.Context, id, name string, spec auction.Cu
 		return ReserveCurve{}, err
 	}
 	rc := ReserveCurve{ID: id, Name: name, Spec: string(raw), UpdatedAt: m.now()}
-	return rc, m.db.Write.WithContext(ctx).Save(&rc).Error
+	return rc, m.db.Write.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		var before *curveState
+		var old ReserveCurve
+		if err := tx.Take(&old, "id = ?", id).Error; err == nil {
+			before = &curveState{Name: old.Name, Spec: json.RawMessage(old.Spec)}
+		} else if !errors.Is(err, gorm.ErrRecordNotFound) {
+			return err
+		}
+		if err := tx.Save(&rc).Error; err != nil {
+			return err
+		}
+		return m.record(ctx, tx, "curve.save", "curve:"+id, before, curveState{Name: name, Spec: raw})
+	})
+}
+
+// curveState is a reserve curve in the audit trail.
+type curveState struct {
+	Name string          `json:"name"`
+	Spec json.RawMessage `json:"spec"`
 }
 
 // Curves lists every reserve curve by id.

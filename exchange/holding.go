@@ -130,7 +130,10 @@ func (m *Market) SetHoldingCharge(ctx context.Context, pool string, rate ledger.
 		}
 		now := m.now()
 		out = HoldingRate{PoolID: pool, Rate: rate, AppliesFrom: monthStart(now).AddDate(0, 1, 0), UpdatedAt: now}
-		return tx.Save(&out).Error
+		if err := tx.Save(&out).Error; err != nil {
+			return err
+		}
+		return m.record(ctx, tx, "pool.holding_charge", "pool:"+pool, map[string]any{"rate": cur.Rate}, map[string]any{"rate": rate, "applies_from": out.AppliesFrom})
 	})
 	return out, err
 }

@@ -67,8 +67,22 @@ func (m *Market) SetLimits(ctx context.Context, l Limits) error {
 	if err := l.Validate(); err != nil {
 		return err
 	}
-	return m.db.Write.WithContext(ctx).Exec(`UPDATE market_limits SET open_orders_per_team = ?, bundles_per_order = ?,
-		pools_per_bundle = ?, updated_at = ? WHERE id = 1`, l.OpenOrdersPerTeam, l.BundlesPerOrder, l.PoolsPerBundle, m.now()).Error
+	return m.db.Write.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		var before limitsRow
+		if err := tx.Take(&before, "id = 1").Error; err != nil {
+			return err
+		}
+		if err := tx.Exec(`UPDATE market_limits SET open_orders_per_team = ?, bundles_per_order = ?,
+		pools_per_bundle = ?, updated_at = ? WHERE id = 1`, l.OpenOrdersPerTeam, l.BundlesPerOrder, l.PoolsPerBundle, m.now()).Error; err != nil {
+			return err
+		}
+		return m.record(ctx, tx, "market.limits", "market", limitsState(before.OpenOrdersPerTeam, before.BundlesPerOrder, before.PoolsPerBundle),
+			limitsState(l.OpenOrdersPerTeam, l.BundlesPerOrder, l.PoolsPerBundle))
+	})
+}
+
+func limitsState(orders, bundles, pools int) map[string]int {
+	return map[string]int{"open_orders_per_team": orders, "bundles_per_order": bundles, "pools_per_bundle": pools}
 }
 
 // checkLimits refuses, inside tx, an order that would break the limits: EINVALID

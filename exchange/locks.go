@@ -26,7 +26,9 @@ import (
 //  5. holdings rows (FOR UPDATE), by team then pool;
 //  6. the reservation plan's row (plan_state), which every quota change moves;
 //  7. quota_holds rows;
-//  8. the ledger's rows: holds by ascending id, then accounts by ascending id.
+//  8. the ledger's rows: holds by ascending id, then accounts by ascending id;
+//  9. the audit trail's head (audit_head, FOR UPDATE), taken by audit.Record as the
+//     last write of a use case that changes the market's money, quota or rules.
 //
 // A use case may skip levels but never goes back up. Close runs in two
 // transactions: the first only marks the auction closing (waiting for order writes

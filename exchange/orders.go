@@ -467,10 +467,17 @@ func (m *Market) DecideOrder(ctx context.Context, by identity.User, id int64, ap
 		if err := m.notifyDecision(tx, o, by, approve); err != nil {
 			return err
 		}
+		action, after := "order.approve", OrderOpen
 		if !approve {
-			return m.releaseOrder(ctx, tx, o, OrderRejected)
+			action, after = "order.reject", OrderRejected
+			if err := m.releaseOrder(ctx, tx, o, OrderRejected); err != nil {
+				return err
+			}
+		} else if err := setStatus(tx, []int64{id}, []OrderStatus{OrderAwaitingApproval}, OrderOpen, m.now()); err != nil {
+			return err
 		}
-		return setStatus(tx, []int64{id}, []OrderStatus{OrderAwaitingApproval}, OrderOpen, m.now())
+		return m.record(ctx, tx, action, fmt.Sprintf("order:%d", id), map[string]any{"status": o.Status, "team": o.TeamID},
+			map[string]any{"status": after, "team": o.TeamID, "decided_by": by.ID})
 	})
 }
 

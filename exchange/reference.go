@@ -27,11 +27,28 @@ func (m *Market) SetReferencePrice(ctx context.Context, pool string, price int64
 		if err := exists(tx, "pools", pool, "pool: no pool %q", pool); err != nil {
 			return err
 		}
-		if price == 0 {
-			return tx.Delete(&ReferencePrice{}, "pool_id = ?", pool).Error
+		var old []ReferencePrice
+		if err := tx.Where("pool_id = ?", pool).Limit(1).Find(&old).Error; err != nil {
+			return err
 		}
-		return tx.Clauses(clause.OnConflict{Columns: []clause.Column{{Name: "pool_id"}}, DoUpdates: clause.AssignmentColumns([]string{"price", "updated_at"})}).
-			Create(&ReferencePrice{PoolID: pool, Price: price, UpdatedAt: m.now()}).Error
+		before := int64(0)
+		if len(old) == 1 {
+			before = old[0].Price
+		}
+		if before == price {
+			return nil // nothing changes
+		}
+		var err error
+		if price == 0 {
+			err = tx.Delete(&ReferencePrice{}, "pool_id = ?", pool).Error
+		} else {
+			err = tx.Clauses(clause.OnConflict{Columns: []clause.Column{{Name: "pool_id"}}, DoUpdates: clause.AssignmentColumns([]string{"price", "updated_at"})}).
+				Create(&ReferencePrice{PoolID: pool, Price: price, UpdatedAt: m.now()}).Error
+		}
+		if err != nil {
+			return err
+		}
+		return m.record(ctx, tx, "pool.reference_price", "pool:"+pool, map[string]int64{"price": before}, map[string]int64{"price": price})
 	})
 }
 

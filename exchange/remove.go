@@ -24,7 +24,8 @@ var poolDependents = []struct{ table, where, reason string }{
 // quota in it, orders name it, auctions priced it or other records refer to it.
 func (m *Market) RemovePool(ctx context.Context, id string) error {
 	return m.db.Write.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-		if _, err := lockPool(tx, id); err != nil {
+		p, err := lockPool(tx, id)
+		if err != nil {
 			return err
 		}
 		var why []string
@@ -48,7 +49,10 @@ func (m *Market) RemovePool(ctx context.Context, id string) error {
 		if err := bumpPlan(tx); err != nil {
 			return err
 		}
-		return referencedConflict(tx.Exec("DELETE FROM pools WHERE id = ?", id).Error, "pool", id)
+		if err := referencedConflict(tx.Exec("DELETE FROM pools WHERE id = ?", id).Error, "pool", id); err != nil {
+			return err
+		}
+		return m.record(ctx, tx, "pool.remove", "pool:"+id, stateOf(p), nil)
 	})
 }
 
@@ -73,7 +77,10 @@ func (m *Market) RemoveCluster(ctx context.Context, id string) error {
 		if tokens > 0 {
 			return clearhouse.Errorf(clearhouse.ECONFLICT, "cluster: %s cannot be removed: its cluster agent has tokens", id)
 		}
-		return referencedConflict(tx.Exec("DELETE FROM clusters WHERE id = ?", id).Error, "cluster", id)
+		if err := referencedConflict(tx.Exec("DELETE FROM clusters WHERE id = ?", id).Error, "cluster", id); err != nil {
+			return err
+		}
+		return m.record(ctx, tx, "cluster.remove", "cluster:"+id, map[string]string{"id": id}, nil)
 	})
 }
 

@@ -326,11 +326,19 @@ func (m *Market) stopBidding(ctx context.Context, id int64) (run AuctionRun, don
 		case AuctionScheduled:
 			return clearhouse.Errorf(clearhouse.ECONFLICT, "auction %d has not opened yet", id)
 		case AuctionOpen:
-			return tx.Model(&Auction{}).Where("id = ? AND status = ?", id, AuctionOpen).
-				Updates(map[string]any{"status": AuctionClosing, "closed_at": m.now()}).Error
+			if err := tx.Model(&Auction{}).Where("id = ? AND status = ?", id, AuctionOpen).
+				Updates(map[string]any{"status": AuctionClosing, "closed_at": m.now()}).Error; err != nil {
+				return err
+			}
+			return m.record(ctx, tx, "auction.close", fmt.Sprintf("auction:%d", id), map[string]any{"status": a.Status},
+				map[string]any{"status": AuctionClosing, "closed_at": m.now()})
 		}
 		if a.Halted() { // a retry: from here on its orders are fixed again
-			return tx.Model(&Auction{}).Where("id = ? AND status = ?", id, AuctionClosing).Update("failure", "").Error
+			if err := tx.Model(&Auction{}).Where("id = ? AND status = ?", id, AuctionClosing).Update("failure", "").Error; err != nil {
+				return err
+			}
+			return m.record(ctx, tx, "auction.retry", fmt.Sprintf("auction:%d", id), map[string]any{"status": a.Status, "failure": a.Failure},
+				map[string]any{"status": AuctionClosing})
 		}
 		return nil // closing: an earlier close stopped bidding
 	})

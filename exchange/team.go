@@ -71,9 +71,11 @@ func (m *Market) AddTeam(ctx context.Context, nt NewTeam) (Team, error) {
 		if nt.Budget > 0 {
 			_, err := l.Post(ctx, ledger.NewEntry{Key: "team/" + t.ID + "/initial-budget", Reason: ledger.ReasonGrant, Ref: "grant",
 				Memo: "initial budget", Postings: []ledger.Posting{{Account: ledger.Grants, Amount: -nt.Budget}, {Account: ledger.TeamAccount(t.ID), Amount: nt.Budget}}})
-			return err
+			if err != nil {
+				return err
+			}
 		}
-		return nil
+		return m.record(ctx, tx, "team.add", "team:"+t.ID, nil, map[string]any{"name": t.Name, "approval_threshold": t.ApprovalThreshold, "budget": nt.Budget})
 	})
 	if err != nil {
 		return Team{}, err
@@ -106,7 +108,9 @@ func (m *Market) TakeBack(ctx context.Context, key, team string, amount ledger.M
 	return m.moveBudget(ctx, key, team, neg, memo)
 }
 
-// moveBudget posts amount from grants to team (negative: back).
+// moveBudget posts amount from grants to team (negative: back) and records it in
+// the audit trail ("budget.grant" or "budget.take_back", the team's posted balance
+// before and after) in the same transaction. A replayed key posts and records nothing.
 func (m *Market) moveBudget(ctx context.Context, key, team string, amount ledger.Money, memo string) (ledger.Entry, error) {
 	if _, err := m.Team(ctx, team); err != nil {
 		return ledger.Entry{}, err
@@ -115,8 +119,43 @@ func (m *Market) moveBudget(ctx context.Context, key, team string, amount ledger
 	if err != nil {
 		return ledger.Entry{}, err
 	}
-	return m.ledger.Post(ctx, ledger.NewEntry{Key: key, Reason: ledger.ReasonGrant, Ref: "grant", Memo: strings.TrimSpace(memo),
-		Postings: []ledger.Posting{{Account: ledger.Grants, Amount: neg}, {Account: ledger.TeamAccount(team), Amount: amount}}})
+	e := ledger.NewEntry{Key: key, Reason: ledger.ReasonGrant, Ref: "grant", Memo: strings.TrimSpace(memo),
+		Postings: []ledger.Posting{{Account: ledger.Grants, Amount: neg}, {Account: ledger.TeamAccount(team), Amount: amount}}}
+	action := "budget.grant"
+	if amount < 0 {
+		action = "budget.take_back"
+	}
+	var out ledger.Entry
+	err = m.db.Write.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		l := m.ledger.WithTx(tx)
+		if _, err := l.EntryByKey(ctx, strings.TrimSpace(key)); err == nil { // a replay: the ledger answers it
+			out, err = l.Post(ctx, e)
+			return err
+		}
+		before, err := l.Balance(ctx, ledger.TeamAccount(team))
+		if err != nil {
+			return err
+		}
+		if out, err = l.Post(ctx, e); err != nil {
+			return err
+		}
+		return m.record(ctx, tx, action, "team:"+team, budgetState{Balance: before.Posted},
+			budgetState{Balance: before.Posted + amount, Amount: amount, Memo: e.Memo, Entry: out.ID, Key: out.Key})
+	})
+	if errors.Is(err, gorm.ErrDuplicatedKey) { // two first writes of one key: the winner's entry answers
+		return m.ledger.Post(ctx, e)
+	}
+	return out, err
+}
+
+// budgetState is a team's budget in the audit trail: its posted balance and, after a
+// grant or take-back, what moved.
+type budgetState struct {
+	Balance ledger.Money `json:"balance"`
+	Amount  ledger.Money `json:"amount,omitempty"`
+	Memo    string       `json:"memo,omitempty"`
+	Entry   int64        `json:"entry,omitempty"`
+	Key     string       `json:"key,omitempty"`
 }
 
 // Team returns one team or ENOTFOUND.
@@ -138,9 +177,15 @@ func (m *Market) SetApprovalThreshold(ctx context.Context, team string, threshol
 	if threshold < 0 {
 		return clearhouse.Errorf(clearhouse.EINVALID, "approval threshold: must not be negative")
 	}
-	res := m.db.Write.WithContext(ctx).Model(&Team{}).Where("id = ?", team).Update("approval_threshold", threshold)
-	if res.Error == nil && res.RowsAffected == 0 {
-		return clearhouse.Errorf(clearhouse.ENOTFOUND, "team: no team %q", team)
-	}
-	return res.Error
+	return m.db.Write.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		var t Team
+		if err := tx.Take(&t, "id = ?", team).Error; err != nil {
+			return notFound(err, "team: no team %q", team)
+		}
+		if err := tx.Model(&Team{}).Where("id = ?", team).Update("approval_threshold", threshold).Error; err != nil {
+			return err
+		}
+		return m.record(ctx, tx, "team.approval_threshold", "team:"+team, map[string]int64{"approval_threshold": t.ApprovalThreshold},
+			map[string]int64{"approval_threshold": threshold})
+	})
 }

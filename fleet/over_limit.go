@@ -11,6 +11,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/clearhouse/clearhouse"
+	"github.com/clearhouse/clearhouse/audit"
 	"github.com/clearhouse/clearhouse/identity"
 	"github.com/clearhouse/clearhouse/notify"
 	"gorm.io/gorm"
@@ -92,8 +93,23 @@ func (s *Reservations) SetOverLimitPolicy(ctx context.Context, p OverLimitPolicy
 		return err
 	}
 	row := overLimitPolicyRow{ID: 1, Action: p.Action, GraceSeconds: int64(p.Grace / time.Second), UpdatedAt: s.now()}
-	return s.db.Write.WithContext(ctx).Clauses(clause.OnConflict{Columns: []clause.Column{{Name: "id"}},
-		DoUpdates: clause.AssignmentColumns([]string{"action", "grace_seconds", "updated_at"})}).Create(&row).Error
+	return s.db.Write.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		before, err := s.overLimitPolicy(tx)
+		if err != nil {
+			return err
+		}
+		if err := tx.Clauses(clause.OnConflict{Columns: []clause.Column{{Name: "id"}},
+			DoUpdates: clause.AssignmentColumns([]string{"action", "grace_seconds", "updated_at"})}).Create(&row).Error; err != nil {
+			return err
+		}
+		return audit.Record(ctx, tx, audit.Event{Action: "over_limit.policy", Object: "over-limit policy", At: s.now(),
+			Before: overLimitState(before), After: overLimitState(OverLimitPolicy{Action: p.Action, Grace: time.Duration(row.GraceSeconds) * time.Second})})
+	})
+}
+
+// overLimitState is the over-limit policy in the audit trail.
+func overLimitState(p OverLimitPolicy) map[string]any {
+	return map[string]any{"action": p.Action, "grace_seconds": int64(p.Grace / time.Second)}
 }
 
 // OverLimitUsage is a team whose own work in Pool uses Used units, above its Limit,

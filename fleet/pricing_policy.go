@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/clearhouse/clearhouse"
+	"github.com/clearhouse/clearhouse/audit"
 	"github.com/clearhouse/clearhouse/exchange"
 	"github.com/clearhouse/clearhouse/ledger"
 	"github.com/clearhouse/clearhouse/scheduler"
@@ -97,12 +98,20 @@ func (s *Reservations) SetPolicy(ctx context.Context, p PricingPolicy) (PricingP
 		if err := exists(tx, "pools", p.PoolID, "pool: no pool %q", p.PoolID); err != nil {
 			return err
 		}
+		var before *PricingPolicy
+		var old []PricingPolicy
+		if err := tx.Where("pool_id = ?", p.PoolID).Limit(1).Find(&old).Error; err != nil {
+			return err
+		} else if len(old) == 1 {
+			before = &old[0]
+		}
 		p.UpdatedAt = now
 		if err := tx.Save(&p).Error; err != nil {
 			return err
 		}
 		s.plan = nil // rebuild with the new algorithm
-		return nil
+		return audit.Record(ctx, tx, audit.Event{Action: "pool.pricing_policy", Object: "pool:" + p.PoolID, At: now,
+			Before: pricingState(before), After: pricingState(&p)})
 	})
 	return p, err
 }
@@ -133,4 +142,12 @@ func (s *Reservations) algorithm(tx *gorm.DB, pools []exchange.Pool, origin time
 		per.Policies[p.ID] = pp
 	}
 	return learningPlan{PerPool: per, s: s, off: off}, nil
+}
+
+// pricingState is a pool's pricing policy in the audit trail; nil for none.
+func pricingState(p *PricingPolicy) any {
+	if p == nil {
+		return nil
+	}
+	return map[string]any{"algorithm": p.Algorithm, "predictor": p.Predictor, "unit_price": p.UnitPrice}
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/clearhouse/clearhouse"
+	"github.com/clearhouse/clearhouse/audit"
 	"github.com/clearhouse/clearhouse/exchange"
 	"github.com/clearhouse/clearhouse/store"
 	"gorm.io/gorm"
@@ -222,13 +223,18 @@ func (u *Utilization) SetPolicy(ctx context.Context, pool string, percentile, wi
 		if err != nil {
 			return err
 		}
+		before := map[string]int{"percentile": s.Percentile, "window_days": s.WindowDays}
 		s.Percentile, s.WindowDays, s.UpdatedAt = percentile, windowDays, u.now()
 		m, err := u.measure(tx, []PoolSetting{s}, u.now())
 		if err != nil {
 			return err
 		}
 		s.Measured, s.Samples, s.MeasuredAt = m[0].Measured, m[0].Samples, m[0].MeasuredAt
-		return tx.Save(&s).Error
+		if err := tx.Save(&s).Error; err != nil {
+			return err
+		}
+		return audit.Record(ctx, tx, audit.Event{Action: "pool.utilization_policy", Object: "pool:" + pool, At: u.now(),
+			Before: before, After: map[string]int{"percentile": percentile, "window_days": windowDays}})
 	})
 }
 
@@ -259,8 +265,13 @@ func (u *Utilization) Override(ctx context.Context, pool string, psi float64, re
 		if err != nil {
 			return err
 		}
+		before := psiOverrideState(s)
 		s.Override, s.OverrideReason, s.OverrideBy, s.OverrideExpires, s.UpdatedAt = &psi, reason, by, &exp, now
-		return tx.Save(&s).Error
+		if err := tx.Save(&s).Error; err != nil {
+			return err
+		}
+		return audit.Record(ctx, tx, audit.Event{Action: "pool.utilization_override", Object: "pool:" + pool, At: now,
+			Before: before, After: psiOverrideState(s)})
 	})
 }
 
@@ -272,7 +283,23 @@ func (u *Utilization) ClearOverride(ctx context.Context, pool string) error {
 		if err != nil {
 			return err
 		}
+		before := psiOverrideState(s)
 		s.Override, s.OverrideReason, s.OverrideBy, s.OverrideExpires, s.UpdatedAt = nil, "", "", nil, u.now()
-		return tx.Save(&s).Error
+		if err := tx.Save(&s).Error; err != nil || before == nil { // no override: nothing to record
+			return err
+		}
+		return audit.Record(ctx, tx, audit.Event{Action: "pool.utilization_clear", Object: "pool:" + pool, At: u.now(), Before: before})
 	})
+}
+
+// psiOverrideState is a pool's utilization override in the audit trail; nil for none.
+func psiOverrideState(s PoolSetting) any {
+	if s.Override == nil {
+		return nil
+	}
+	st := map[string]any{"psi": *s.Override, "reason": s.OverrideReason}
+	if s.OverrideExpires != nil {
+		st["expires"] = s.OverrideExpires.UTC()
+	}
+	return st
 }

@@ -3,6 +3,7 @@ package identity
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -53,7 +54,10 @@ func (s *Identity) IssueTokenUntil(ctx context.Context, userID int64, name strin
 		if u.DisabledAt != nil {
 			return clearhouse.Errorf(clearhouse.EFORBIDDEN, "user: %s is disabled", u.Email)
 		}
-		return tx.Omit("ID").Create(&t).Error
+		if err := tx.Omit("ID").Create(&t).Error; err != nil {
+			return err
+		}
+		return s.record(ctx, tx, "token.issue", fmt.Sprintf("token:%d", t.ID), nil, tokenOf(t))
 	})
 	if err != nil {
 		return "", APIToken{}, err
@@ -132,9 +136,13 @@ func (s *Identity) RevokeToken(ctx context.Context, id int64) (APIToken, error) 
 		if t.RevokedAt != nil {
 			return nil
 		}
+		before := tokenOf(t)
 		now := s.now()
 		t.RevokedAt = &now
-		return tx.Model(&APIToken{}).Where("id = ? AND revoked_at IS NULL", id).Update("revoked_at", now).Error
+		if err := tx.Model(&APIToken{}).Where("id = ? AND revoked_at IS NULL", id).Update("revoked_at", now).Error; err != nil {
+			return err
+		}
+		return s.record(ctx, tx, "token.revoke", fmt.Sprintf("token:%d", id), before, tokenOf(t))
 	})
 	return t, err
 }
@@ -151,13 +159,17 @@ func (s *Identity) SetPassword(ctx context.Context, userID int64, password strin
 		return err
 	}
 	return s.db.Write.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-		if _, err := userIn(tx, userID); err != nil {
+		u, err := userIn(tx, userID)
+		if err != nil {
 			return err
 		}
 		if err := tx.Model(&User{}).Where("id = ?", userID).Update("password_hash", string(h)).Error; err != nil {
 			return err
 		}
-		return tx.Where("user_id = ?", userID).Delete(&Session{}).Error
+		if err := tx.Where("user_id = ?", userID).Delete(&Session{}).Error; err != nil {
+			return err
+		}
+		return s.record(ctx, tx, "user.password", userObject(u), nil, nil) // never the hash
 	})
 }
 
@@ -166,13 +178,24 @@ func (s *Identity) SetPassword(ctx context.Context, userID int64, password strin
 // disabled user changes nothing. Returns ENOTFOUND for an unknown user.
 func (s *Identity) DisableUser(ctx context.Context, userID int64) error {
 	return s.db.Write.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-		if _, err := userIn(tx, userID); err != nil {
+		u, err := userIn(tx, userID)
+		if err != nil {
 			return err
 		}
-		if err := tx.Model(&User{}).Where("id = ? AND disabled_at IS NULL", userID).Update("disabled_at", s.now()).Error; err != nil {
+		res := tx.Model(&User{}).Where("id = ? AND disabled_at IS NULL", userID).Update("disabled_at", s.now())
+		if res.Error != nil {
+			return res.Error
+		}
+		if err := tx.Where("user_id = ?", userID).Delete(&Session{}).Error; err != nil {
 			return err
 		}
-		return tx.Where("user_id = ?", userID).Delete(&Session{}).Error
+		if res.RowsAffected == 0 {
+			return nil // already disabled: nothing changed
+		}
+		after := u
+		now := s.now()
+		after.DisabledAt = &now
+		return s.record(ctx, tx, "user.disable", userObject(u), accessOf(u), accessOf(after))
 	})
 }
 
@@ -180,10 +203,19 @@ func (s *Identity) DisableUser(ctx context.Context, userID int64) error {
 // work again. Returns ENOTFOUND for an unknown user.
 func (s *Identity) EnableUser(ctx context.Context, userID int64) error {
 	return s.db.Write.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-		if _, err := userIn(tx, userID); err != nil {
+		u, err := userIn(tx, userID)
+		if err != nil {
 			return err
 		}
-		return tx.Model(&User{}).Where("id = ?", userID).Update("disabled_at", nil).Error
+		if u.DisabledAt == nil {
+			return nil // not disabled: nothing changes
+		}
+		if err := tx.Model(&User{}).Where("id = ?", userID).Update("disabled_at", nil).Error; err != nil {
+			return err
+		}
+		after := u
+		after.DisabledAt = nil
+		return s.record(ctx, tx, "user.enable", userObject(u), accessOf(u), accessOf(after))
 	})
 }
 

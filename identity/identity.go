@@ -21,6 +21,7 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"net/mail"
 	"strings"
 	"sync"
@@ -200,7 +201,7 @@ func (s *Identity) AddUser(ctx context.Context, nu NewUser) (User, error) {
 		} else if err != nil {
 			return err
 		}
-		return nil
+		return s.record(ctx, tx, "user.add", userObject(u), nil, accessOf(u))
 	})
 	return u, err
 }
@@ -320,7 +321,10 @@ func (s *Identity) IssueAgentToken(ctx context.Context, clusterID, name string) 
 		} else if n == 0 {
 			return clearhouse.Errorf(clearhouse.ENOTFOUND, "cluster: no cluster %q", clusterID)
 		}
-		return tx.Omit("ID").Create(&t).Error
+		if err := tx.Omit("ID").Create(&t).Error; err != nil {
+			return err
+		}
+		return s.record(ctx, tx, "token.issue", fmt.Sprintf("token:%d", t.ID), nil, tokenOf(t))
 	})
 	return token, t, err
 }

@@ -131,6 +131,7 @@ func (s *Identity) SignInFromProvider(ctx context.Context, p ProviderPerson, m G
 	rule, mapped := m.Match(p.Groups)
 	var out User
 	var refused error
+	ctx = providerActor(ctx, email)
 	err := s.db.Write.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 		u, found, err := s.providerUser(tx, link, email, p.EmailVerified)
 		if err != nil {
@@ -157,7 +158,7 @@ func (s *Identity) SignInFromProvider(ctx context.Context, p ProviderPerson, m G
 				return err
 			}
 			out = u
-			return nil
+			return s.record(ctx, tx, "user.provider_access", userObject(u), nil, accessOf(u))
 		case u.DisabledAt != nil && u.AccessSource != SourceRevoked:
 			refused = clearhouse.Errorf(clearhouse.EFORBIDDEN, "Your Clearhouse account is disabled; ask an operator.")
 			return nil
@@ -178,7 +179,13 @@ func (s *Identity) SignInFromProvider(ctx context.Context, p ProviderPerson, m G
 				"disabled_at": s.now(), "access_source": SourceRevoked, "oidc_subject": link}).Error; err != nil {
 				return err
 			}
-			return tx.Where("user_id = ?", u.ID).Delete(&Session{}).Error
+			if err := tx.Where("user_id = ?", u.ID).Delete(&Session{}).Error; err != nil {
+				return err
+			}
+			after := u
+			now := s.now()
+			after.DisabledAt, after.AccessSource = &now, SourceRevoked
+			return s.record(ctx, tx, "user.provider_access", userObject(u), accessOf(u), accessOf(after))
 		}
 		team := any(nil)
 		if rule.Team != "" {
@@ -195,7 +202,13 @@ func (s *Identity) SignInFromProvider(ctx context.Context, p ProviderPerson, m G
 				return err
 			}
 		}
-		return tx.Take(&out, u.ID).Error
+		if err := tx.Take(&out, u.ID).Error; err != nil {
+			return err
+		}
+		if accessOf(u) == accessOf(out) {
+			return nil // the groups gave what the user had
+		}
+		return s.record(ctx, tx, "user.provider_access", userObject(out), accessOf(u), accessOf(out))
 	})
 	if err != nil {
 		return User{}, err

@@ -67,6 +67,9 @@ func Nav(v *Viewer) []NavItem {
 			NavItem{"access", "Access", "/operate/access"}, NavItem{"idle", "Idle capacity", "/operate/idle"},
 			NavItem{"spend", "Spend", "/spend"}) // finance reach it from the finance page
 	}
+	if v.Can("finance", "operator") {
+		items = append(items, NavItem{"audit", "Audit trail", "/audit"})
+	}
 	return items
 }
 

@@ -7,6 +7,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/clearhouse/clearhouse"
+	"github.com/clearhouse/clearhouse/audit"
 	"github.com/clearhouse/clearhouse/identity"
 	"github.com/clearhouse/clearhouse/templates"
 )
@@ -67,8 +68,30 @@ func (s *Server) withIdentity() gin.HandlerFunc {
 				c.Set(ctxUser, u)
 			}
 		}
+		c.Request = c.Request.WithContext(audit.WithActor(ctx, s.actorOf(c)))
 		c.Next()
 	}
+}
+
+// actorOf is who the audit trail records for this request's changes: the token (and
+// its person) or the signed-in person, with the client's address. A request with
+// neither (signing in) is recorded with its address only.
+func (s *Server) actorOf(c *gin.Context) audit.Actor {
+	a := audit.Actor{Kind: audit.KindSystem, Name: "anonymous"}
+	if ip := s.clientIP(c.Request); ip != nil {
+		a.Address = ip.String()
+	}
+	if u, ok := userFrom(c); ok {
+		a.Kind, a.Name, a.UserID, a.Email = audit.KindUser, "", u.ID, u.Email
+	}
+	if v, ok := c.Get(ctxToken); ok {
+		t := v.(identity.APIToken)
+		a.Kind, a.TokenID = audit.KindToken, t.ID
+		if t.ClusterID != nil {
+			a.Name = "of cluster " + *t.ClusterID
+		}
+	}
+	return a
 }
 
 // userFrom returns the signed-in user, if any.

@@ -108,6 +108,9 @@ func TestEveryPageRefusesOtherRoles(t *testing.T) {
 		"/api/v1/best-effort":                 identity.Roles,
 		"/best-effort":                        {identity.RoleMember, identity.RoleOwner},
 		"/operate/idle":                       {identity.RoleOperator},
+		"/audit":                              {identity.RoleFinance, identity.RoleOperator},
+		"/audit.csv":                          {identity.RoleFinance, identity.RoleOperator},
+		"/audit.jsonl":                        {identity.RoleFinance, identity.RoleOperator},
 	}
 	for page, allowed := range pages {
 		for _, r := range identity.Roles {

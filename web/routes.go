@@ -81,6 +81,12 @@ func (s *Server) routes(e *gin.Engine) {
 	fin.GET("/auctions/:id", s.settlementPage)
 	fin.GET("/auctions/:id/settlement.csv", s.settlementCSV)
 
+	// The audit trail: finance and operators read and export it.
+	trail := e.Group("", s.requireRole(identity.RoleFinance, identity.RoleOperator))
+	trail.GET("/audit", s.auditPage)
+	trail.GET("/audit.csv", s.auditCSV)
+	trail.GET("/audit.jsonl", s.auditJSONLines)
+
 	op := e.Group("/operate", s.requireRole(operator...))
 	op.GET("", s.operatePage)
 	op.POST("/clusters", s.addCluster)

@@ -20,6 +20,7 @@ import (
 	"github.com/clearhouse/clearhouse"
 
 	"github.com/clearhouse/clearhouse/auction"
+	"github.com/clearhouse/clearhouse/audit"
 	"github.com/clearhouse/clearhouse/besteffort"
 	"github.com/clearhouse/clearhouse/demo"
 	"github.com/clearhouse/clearhouse/exchange"
@@ -248,7 +249,9 @@ func (a *App) openServices(ctx context.Context) error {
 // start runs the scheduled jobs, the HTTP servers and the start-up catch-up of the
 // services openServices built. On an error the jobs stop and the database is closed.
 func (a *App) start(ctx context.Context) error {
-	a.jobs, a.stopJobs = context.WithCancel(context.WithoutCancel(ctx))
+	// Scheduled jobs change the market as the server, not as whoever started it.
+	jobs := audit.WithActor(context.WithoutCancel(ctx), audit.Actor{Kind: audit.KindSystem, Name: "scheduled job"})
+	a.jobs, a.stopJobs = context.WithCancel(jobs)
 	a.cron = cron.New(cron.WithLocation(time.UTC), cron.WithChain(cron.Recover(cronLogger{a.log}), cron.SkipIfStillRunning(cronLogger{a.log})))
 	if err := a.scheduleJobs(); err != nil {
 		a.stopJobs()

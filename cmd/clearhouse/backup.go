@@ -147,6 +147,9 @@ func stageRestore(ctx context.Context, backup, path string) (tmp string, found [
 		return "", nil, err
 	}
 	found, err = verifyAll(ctx, db)
+	if err == nil && len(found) == 0 {
+		err = recordRestore(ctx, db, backup, path)
+	}
 	if cerr := db.Close(); err == nil {
 		err = cerr
 	}

@@ -15,6 +15,8 @@ import (
 	"syscall"
 
 	"github.com/spf13/cobra"
+
+	"github.com/clearhouse/clearhouse/audit"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
@@ -63,7 +65,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	root.SetIn(stdin)
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	if err := root.ExecuteContext(ctx); err != nil {
+	if err := root.ExecuteContext(audit.WithActor(ctx, cliActor())); err != nil {
 		var ee *exitError
 		if errors.As(err, &ee) {
 			if ee.err != nil && ee.err.Error() != "" {
@@ -190,6 +192,7 @@ as underscores (--db becomes CLEARHOUSE_DB). A flag on the command line wins.`,
 		newBackupCmd(),
 		newRestoreCmd(),
 		newChargeCmd(),
+		newAuditCmd(),
 	)
 	return root
 }

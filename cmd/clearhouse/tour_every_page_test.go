@@ -15,8 +15,8 @@ func TestBrowserEveryPageForEveryRole(t *testing.T) {
 	pagesFitScreens(t, []pagesOf{
 		{"member@search.example.com", append(append([]string{}, everyone...), team...)},
 		{"owner@search.example.com", append(append(append([]string{}, everyone...), team...), "/approvals")},
-		{"finance@example.com", append(append([]string{}, everyone...), "/finance", "/finance/teams/search", "/finance/teams/ml", "/finance/best-effort", "/finance/auctions/1", "/finance/auctions/7", "/spend", "/spend?from=2026-03&to=2025-01")},
+		{"finance@example.com", append(append([]string{}, everyone...), "/finance", "/finance/teams/search", "/finance/teams/ml", "/finance/best-effort", "/finance/auctions/1", "/finance/auctions/7", "/spend", "/spend?from=2026-03&to=2025-01", "/audit", "/audit?action=budget.")},
 		{"operator@example.com", append(append([]string{}, everyone...), "/operate", "/operate/pools/us-east/cpu", "/operate/curves/standard", "/operate/trades",
-			"/operate/stats", "/operate/schedule", "/operate/shapes", "/operate/access", "/operate/idle", "/operate/auctions/8/close")},
+			"/operate/stats", "/operate/schedule", "/operate/shapes", "/operate/access", "/operate/idle", "/operate/auctions/8/close", "/audit")},
 	}, false)
 }

@@ -19,14 +19,16 @@ var errViolations = errors.New("")
 func newVerifyCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "verify",
-		Short: "Check the database's invariants (ledger, market, reservations) and name every violation",
+		Short: "Check the database's invariants (ledger, market, reservations, audit trail) and name every violation",
 		Long: `Check that the database is sound: every journal entry sums to zero; account
 balances and holds equal their postings; no live order has a released hold and no final
 order an active one; no open order in a settled auction; one binding run per settled
 auction; settlement lines only for won and lost orders; quota within holdings and
 holdings within 4 times the configured capacity (supply follows the measured capacity,
 which may exceed it); each holding charge matches its entry; reservation charges
-equal their holds; the trial balance is zero. It changes nothing and may run at any time, also while the server runs.
+equal their holds; the trial balance is zero; the audit trail is whole (numbered
+without gaps, each row's hash over its content and the previous row's hash, the head
+naming the last row: a row edited or deleted is named). It changes nothing and may run at any time, also while the server runs.
 
 Exits 0 when every check passes, 1 naming each violation otherwise (at most 20 per
 check), 2 when the database cannot be read.`,
@@ -70,6 +72,7 @@ func verifyAll(ctx context.Context, db *store.DB) ([]ledger.Violation, error) {
 		func() ([]ledger.Violation, error) {
 			return besteffort.New(db, l, time.Now, besteffort.DefaultConfig).Verify(ctx)
 		},
+		func() ([]ledger.Violation, error) { return verifyTrail(ctx, db) },
 	} {
 		vs, err := check()
 		if err != nil {
