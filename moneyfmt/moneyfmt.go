@@ -225,3 +225,16 @@ func Unit(unit string, one bool) string {
 func Quantity(n int64, unit string) string {
 	return strings.TrimSpace(Count(n) + " " + Unit(unit, n == 1))
 }
+
+// RoundCents is micro-dollars rounded to the cent as Cents shows them (halves away
+// from zero), still in micro-dollars: RoundCents(1_234_567) = 1_230_000. A table
+// whose rows are shown in cents adds its rows' RoundCents to know whether they add
+// to its shown total, and shows the difference as a rounding line when not.
+func RoundCents(micros int64) int64 {
+	neg, u := split(micros)
+	c := int64(u/10_000+(u%10_000)/5_000) * 10_000
+	if neg {
+		return -c
+	}
+	return c
+}
