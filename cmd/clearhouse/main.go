@@ -190,6 +190,7 @@ as underscores (--db becomes CLEARHOUSE_DB). A flag on the command line wins.`,
 		newBackupCmd(),
 		newRestoreCmd(),
 		newChargeCmd(),
+		newExportCmd(),
 	)
 	return root
 }
