@@ -179,8 +179,9 @@ func (s *Server) spendPage(c *gin.Context) {
 	for _, t := range teams {
 		names[t.ID] = t.Name
 	}
+	q := url.Values{"from": {from.Format("2006-01")}, "to": {to.Format("2006-01")}, "team": {c.Query("team")}}.Encode()
 	v := templates.SpendView{From: from.Format("2006-01"), To: to.Format("2006-01"), Error: msg, Total: spendRow("Total", f.total),
-		CSV: "/spend.csv?" + url.Values{"from": {from.Format("2006-01")}, "to": {to.Format("2006-01")}, "team": {c.Query("team")}}.Encode()}
+		CSV: "/spend.csv?" + q, FOCUS: "/spend/focus.csv?" + q}
 	v.Months = spendTable("spend-months", f.months, f.byMonth, f.total, monthOfLabel)
 	v.Teams = spendTable("spend-teams", f.teams, f.byTeam, f.total, func(id string) string { return teamName(names, id) })
 	v.Clusters = spendTable("spend-clusters", f.clusters, f.byCluster, f.total, noPool)
@@ -297,4 +298,35 @@ func (s *Server) spendCSV(c *gin.Context) {
 	}
 	line("total", [4]string{}, f.total)
 	w.Flush()
+}
+
+// spendFOCUS writes the charges of the viewer's scope over the period as FOCUS 1.0
+// rows (costs.WriteFOCUS), the file `clearhouse export focus` writes: finance and
+// operators every team's, a team's members and owners their own.
+func (s *Server) spendFOCUS(c *gin.Context) {
+	lines, teams, _, _, msg, err := s.spendLines(c)
+	if err == nil && msg != "" {
+		err = clearhouse.Errorf(clearhouse.EINVALID, "%s", strings.TrimSuffix(msg, " Showing the last 12 months."))
+	}
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	acct := costs.FOCUSAccount{Teams: map[string]string{}, Clusters: map[string]string{}}
+	for _, t := range teams {
+		acct.Teams[t.ID] = t.Name
+	}
+	clusters, err := s.svc.Market.Clusters(c.Request.Context())
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	for _, cl := range clusters {
+		acct.Clusters[cl.ID] = cl.Name
+	}
+	c.Header("Content-Type", "text/csv; charset=utf-8")
+	c.Header("Content-Disposition", `attachment; filename="focus.csv"`)
+	if err := costs.WriteFOCUS(c.Writer, lines, acct); err != nil {
+		s.log.Error("FOCUS export", "err", err)
+	}
 }

@@ -151,6 +151,29 @@ func TestSpendAcrossTeamsByMonthTeamClusterAndPool(t *testing.T) {
 		t.Errorf("CSV lacks the team without spend: %q", recs)
 	}
 
+	// The FOCUS file of the same period: its BilledCost adds to the net total.
+	href, _ = doc.Find("[data-testid=spend-focus]").Attr("href")
+	res, err = fin.c.Get(f.srv.URL + href)
+	if err != nil {
+		t.Fatal(err)
+	}
+	recs, err = csv.NewReader(res.Body).ReadAll()
+	res.Body.Close()
+	if err != nil || len(recs) != 5 || recs[0][0] != "BilledCost" {
+		t.Fatalf("FOCUS file %q, %v", recs, err)
+	}
+	var billed ledger.Money
+	for _, r := range recs[1:] {
+		c, err := ledger.ParseMoney(r[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		billed += c
+	}
+	if billed != total[5] {
+		t.Errorf("FOCUS BilledCost adds to %s, the net total is %s", billed, total[5])
+	}
+
 	ops := f.browser()
 	ops.login("ops@x.io")
 	if res, _ := ops.get("/spend?team=ads"); res.StatusCode != http.StatusOK {
@@ -165,8 +188,10 @@ func TestSpendAcrossTeamsByMonthTeamClusterAndPool(t *testing.T) {
 	if res, _ := mia.get("/spend?team=ads"); res.StatusCode != http.StatusForbidden {
 		t.Errorf("a member asked for another team's spend: status %d", res.StatusCode)
 	}
-	if res, _ := mia.get("/spend.csv?team=ads"); res.StatusCode != http.StatusForbidden {
-		t.Errorf("a member asked for another team's spend CSV: status %d", res.StatusCode)
+	for _, path := range []string{"/spend.csv?team=ads", "/spend/focus.csv?team=ads"} {
+		if res, _ := mia.get(path); res.StatusCode != http.StatusForbidden {
+			t.Errorf("a member asked for %s: status %d", path, res.StatusCode)
+		}
 	}
 	res, doc = fin.get("/spend?from=2026-04&to=2026-03")
 	if res.StatusCode != http.StatusOK || !strings.Contains(doc.Find("[data-testid=spend-error]").Text(), "ends before it starts") {
