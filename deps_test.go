@@ -31,7 +31,7 @@ var (
 	// binary, the demo seed and the cluster agent, which speaks only the JSON API.
 	above = []string{"web", "templates", "cmd", "demo", "agent"}
 	// server lists every package the server is made of, below the binary.
-	server = []string{"audit", "store", "ledger", "mailer", "identity", "notify", "exchange", "fleet", "besteffort", "metrics", "demo", "web", "templates", "static", "migrations", "cmd"}
+	server = []string{"audit", "store", "ledger", "mailer", "identity", "notify", "exchange", "fleet", "besteffort", "costs", "metrics", "demo", "web", "templates", "static", "migrations", "cmd"}
 )
 
 func join(groups ...[]string) []string {
@@ -115,6 +115,8 @@ var depRules = map[string]depRule{
 	"fleet":           {deny: join([]string{"besteffort", "metrics"}, above)},
 	"fleet/fleettest": {deny: join([]string{"besteffort", "metrics"}, above)},
 	"besteffort":      {deny: join([]string{"metrics"}, above)},
+	// costs reads what every kind of charge was for: above besteffort and fleet.
+	"costs": {deny: join([]string{"metrics"}, above)},
 
 	// Instrumentation reads the services; only the web layer and the binary use it.
 	"metrics": {deny: above},

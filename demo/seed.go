@@ -85,6 +85,9 @@ func Seed(ctx context.Context, s Services, out io.Writer) error {
 	if err != nil {
 		return err
 	}
+	if err := setHoldingCharges(ctx, m); err != nil {
+		return err
+	}
 	if err := replayAuctions(ctx, m, util, clock, now, s.AuctionWindow, BidWindow(s.AuctionWindow, s.AuctionEvery), users); err != nil {
 		return err
 	}
@@ -211,6 +214,11 @@ func replayAuctions(ctx context.Context, m *exchange.Market, util *fleet.Utiliza
 	rng := rand.New(rand.NewPCG(7, 11))
 	for day := 7; day >= 0; day-- {
 		clock.t = now.Add(-time.Duration(day) * 24 * time.Hour)
+		// The hourly job charges the month under way: the first day's run the rest of
+		// the month the rates were set in (pro rata), a later month once it begins.
+		if _, err := m.ChargeHolding(ctx, clock.t); err != nil {
+			return err
+		}
 		window := window
 		if day == 0 { // the auction open now: long enough to try bidding after arriving
 			window = openWindow
@@ -234,6 +242,24 @@ func replayAuctions(ctx context.Context, m *exchange.Market, util *fleet.Utiliza
 		}
 		clock.t = au.ClosesAt
 		if _, err := m.Close(ctx, au.ID); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// DemoHoldingRates are the demo's holding charges per unit and month, by pool:
+// US East's pools and every GPU pool, so spend splits by cluster and pool.
+var DemoHoldingRates = map[string]ledger.Money{
+	"us-east/cpu": 40_000, "us-east/ram": 5_000, "us-east/disk": 80_000, "us-east/gpu": 1_800_000,
+	"eu-west/gpu": 1_500_000, "ap-south/gpu": 1_200_000,
+}
+
+// setHoldingCharges sets the demo's holding charges at the start of the replayed
+// week, through the operators' own call: each applies from that day.
+func setHoldingCharges(ctx context.Context, m *exchange.Market) error {
+	for pool, rate := range DemoHoldingRates {
+		if _, err := m.SetHoldingCharge(ctx, pool, rate); err != nil {
 			return err
 		}
 	}

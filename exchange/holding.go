@@ -13,12 +13,16 @@ import (
 	"gorm.io/gorm"
 )
 
-// Holding charges (issue 24). An operator may set a pool's holding charge: a rate
-// per unit of quota and month, 0 (off) by default. Each month, from the first month
-// that begins after the rate was set, every team holding quota in the pool is
-// charged the units it holds at the moment of charging times the rate, in advance
-// for that month: the scheduled job charges a month in its first hour, and
-// `clearhouse charge holding --month YYYY-MM` charges any month that has begun.
+// Holding charges (issues 24 and 31). An operator may set a pool's holding charge: a
+// rate per unit of quota and month, 0 (off) by default. Every team holding quota in
+// the pool is charged the units it holds at the moment of charging times the rate,
+// in advance for the month. A rate set on a pool that had none applies from the day
+// it is set (UTC): that month is charged pro rata, for the days from that day to the
+// month's end, units x rate x days / days in the month, rounded down to the
+// micro-dollar; a changed rate applies from the next month. The scheduled job
+// charges the month under way every hour (so a new rate's first charge lands within
+// the hour, and a month in its first hour), and `clearhouse charge holding --month
+// YYYY-MM` charges any month that has begun.
 // A (pool, team, month) is charged at most once (holding_charges' primary key and
 // the ledger entry's idempotency key), in one transaction with its ledger entry,
 // which moves the money from the team's budget to the treasury.
@@ -38,7 +42,9 @@ type HoldingRate struct {
 // TableName is the pool_holding_charges table.
 func (HoldingRate) TableName() string { return "pool_holding_charges" }
 
-// HoldingCharge is one team's holding charge for one pool and month.
+// HoldingCharge is one team's holding charge for one pool and month: Amount is
+// Units x Rate for a whole month, Units x Rate x Days / MonthDays (rounded down)
+// for part of one.
 type HoldingCharge struct {
 	PoolID    string
 	TeamID    string
@@ -48,7 +54,42 @@ type HoldingCharge struct {
 	Amount    ledger.Money
 	EntryID   int64
 	ChargedAt time.Time
+	// Days is how many days of the month the charge covers, from the day the rate
+	// was set to the month's end, of MonthDays; both 0 for a whole month (migration
+	// 00032).
+	Days, MonthDays int64
 }
+
+// Whole says whether the charge covers the whole month.
+func (c HoldingCharge) Whole() bool { return c.Days == 0 || c.Days == c.MonthDays }
+
+// Period is the part of its month the charge covers: [start, end), UTC.
+func (c HoldingCharge) Period() (start, end time.Time) {
+	m, _ := ParseMonth(c.Month)
+	end = m.AddDate(0, 1, 0)
+	if c.Whole() {
+		return m, end
+	}
+	return end.AddDate(0, 0, -int(c.Days)), end
+}
+
+// HoldingAmount is units x rate for days of a month of monthDays days (a whole
+// month when days == monthDays), rounded down to the micro-dollar: exact integer
+// arithmetic. Returns EINVALID when the product overflows.
+func HoldingAmount(units int64, rate ledger.Money, days, monthDays int64) (ledger.Money, error) {
+	whole, err := rate.MulInt(units)
+	if err != nil || days == monthDays {
+		return whole, err
+	}
+	part, err := whole.MulInt(days)
+	if err != nil {
+		return 0, err
+	}
+	return part / ledger.Money(monthDays), nil
+}
+
+// daysIn is the number of days of the month that begins at start.
+func daysIn(start time.Time) int64 { return int64(start.AddDate(0, 1, -1).Day()) }
 
 // TableName is the holding_charges table.
 func (HoldingCharge) TableName() string { return "holding_charges" }
@@ -66,6 +107,12 @@ type HoldingRun struct {
 	Charged   []HoldingCharge    // made by this run
 	Already   int                // (pool, team) pairs charged for the month before
 	Shortfall []HoldingShortfall // teams that could not pay; retried by the next run
+}
+
+// dayStart is the first instant of t's day, UTC.
+func dayStart(t time.Time) time.Time {
+	t = t.UTC()
+	return time.Date(t.Year(), t.Month(), t.Day(), 0, 0, 0, 0, time.UTC)
 }
 
 // monthStart is the first instant of t's month, UTC.
@@ -100,9 +147,10 @@ func (m *Market) HoldingRates(ctx context.Context) (map[string]HoldingRate, erro
 }
 
 // SetHoldingCharge sets a pool's holding charge to rate micro-dollars per unit and
-// month (0 turns it off). A changed rate applies from the month after this one:
-// the month under way may already have been charged at the old rate. Setting the
-// rate a pool already has changes nothing. Returns EINVALID for a negative rate or
+// month (0 turns it off). A rate on a pool that had none (or had 0) applies from
+// the start of today (UTC), so this month is charged pro rata from today; a changed
+// rate applies from the month after this one: the month under way may already have
+// been charged at the old rate. Setting the rate a pool already has changes nothing. Returns EINVALID for a negative rate or
 // one above MaxHoldingRate and ENOTFOUND for an unknown pool.
 func (m *Market) SetHoldingCharge(ctx context.Context, pool string, rate ledger.Money) (HoldingRate, error) {
 	if rate < 0 {
@@ -129,7 +177,11 @@ func (m *Market) SetHoldingCharge(ctx context.Context, pool string, rate ledger.
 			return nil
 		}
 		now := m.now()
-		out = HoldingRate{PoolID: pool, Rate: rate, AppliesFrom: monthStart(now).AddDate(0, 1, 0), UpdatedAt: now}
+		from := monthStart(now).AddDate(0, 1, 0)
+		if rate > 0 && (err != nil || cur.Rate == 0) {
+			from = dayStart(now)
+		}
+		out = HoldingRate{PoolID: pool, Rate: rate, AppliesFrom: from, UpdatedAt: now}
 		if err := tx.Save(&out).Error; err != nil {
 			return err
 		}
@@ -139,7 +191,8 @@ func (m *Market) SetHoldingCharge(ctx context.Context, pool string, rate ledger.
 }
 
 // ChargeHolding charges every team holding quota in a pool with a holding charge
-// for month (any instant in it) that has not been charged yet. Each charge is one
+// for month (any instant in it) that has not been charged yet, pro rata when the
+// rate applies from a day inside the month (HoldingAmount). Each charge is one
 // transaction: the ledger entry (team to treasury, reason holding) and its
 // holding_charges row, whose primary key (pool, team, month) makes a second run,
 // on this server or another, charge nothing. A team whose available budget cannot
@@ -162,18 +215,22 @@ func (m *Market) ChargeHolding(ctx context.Context, month time.Time) (HoldingRun
 	}
 	for _, p := range pools {
 		r, ok := rates[p.ID]
-		if !ok || r.Rate <= 0 || r.AppliesFrom.After(start) {
+		if !ok || r.Rate <= 0 || !r.AppliesFrom.Before(start.AddDate(0, 1, 0)) {
 			continue
+		}
+		days, monthDays := daysIn(start), daysIn(start)
+		if r.AppliesFrom.After(start) {
+			days -= int64(r.AppliesFrom.Day() - 1)
 		}
 		var hs []Holding
 		if err := m.db.Read.WithContext(ctx).Where("pool_id = ? AND quantity > 0", p.ID).Order("team_id").Find(&hs).Error; err != nil {
 			return run, err
 		}
 		for _, h := range hs {
-			c, done, err := m.chargeOne(ctx, p, r.Rate, h.TeamID, start)
+			c, done, err := m.chargeOne(ctx, p, r.Rate, h.TeamID, start, days, monthDays)
 			switch {
 			case clearhouse.ErrorCode(err) == clearhouse.EUNPROCESSABLE:
-				amount, _ := r.Rate.MulInt(h.Quantity)
+				amount, _ := HoldingAmount(h.Quantity, r.Rate, days, monthDays)
 				run.Shortfall = append(run.Shortfall, HoldingShortfall{PoolID: p.ID, TeamID: h.TeamID, Amount: amount})
 			case err != nil:
 				return run, fmt.Errorf("holding charge of %s for team %s: %w", p.ID, h.TeamID, err)
@@ -189,7 +246,7 @@ func (m *Market) ChargeHolding(ctx context.Context, month time.Time) (HoldingRun
 
 // chargeOne charges one team for one pool and month in one transaction, or
 // reports done when it was charged before (by this server or a concurrent one).
-func (m *Market) chargeOne(ctx context.Context, p Pool, rate ledger.Money, team string, start time.Time) (HoldingCharge, bool, error) {
+func (m *Market) chargeOne(ctx context.Context, p Pool, rate ledger.Money, team string, start time.Time, days, monthDays int64) (HoldingCharge, bool, error) {
 	label := start.Format("2006-01")
 	var out HoldingCharge
 	done := false
@@ -210,19 +267,30 @@ func (m *Market) chargeOne(ctx context.Context, p Pool, rate ledger.Money, team 
 			done = true // sold since it was listed: nothing to charge
 			return nil
 		}
-		amount, err := rate.MulInt(units)
+		amount, err := HoldingAmount(units, rate, days, monthDays)
 		if err != nil {
 			return clearhouse.Errorf(clearhouse.EUNPROCESSABLE, "holding charge: %d units at %s overflow", units, rate)
 		}
+		if amount <= 0 {
+			done = true // a few units for a few days at a tiny rate: less than a micro-dollar
+			return nil
+		}
+		memo := HoldingMemo(p.ID, p.Unit, start, units, rate)
+		if days != monthDays {
+			memo = HoldingPartMemo(p.ID, p.Unit, start, units, rate, days, monthDays)
+		}
 		e, err := m.ledger.WithTx(tx).Post(ctx, ledger.NewEntry{
 			Key: fmt.Sprintf("holding/%s/%s/%s", p.ID, team, label), Reason: ledger.ReasonHolding,
-			Ref: "pool:" + p.ID, Memo: HoldingMemo(p.ID, p.Unit, start, units, rate),
+			Ref: "pool:" + p.ID, Memo: memo,
 			Postings: []ledger.Posting{{Account: ledger.TeamAccount(team), Amount: -amount}, {Account: ledger.Treasury, Amount: amount}},
 		})
 		if err != nil {
 			return err
 		}
 		out = HoldingCharge{PoolID: p.ID, TeamID: team, Month: label, Units: units, Rate: rate, Amount: amount, EntryID: e.ID, ChargedAt: m.now()}
+		if days != monthDays {
+			out.Days, out.MonthDays = days, monthDays
+		}
 		return tx.Create(&out).Error
 	})
 	if errors.Is(err, gorm.ErrDuplicatedKey) {
@@ -238,6 +306,15 @@ func HoldingMemo(pool, unit string, month time.Time, units int64, rate ledger.Mo
 	return fmt.Sprintf("Holding charge, %s, %s: %s x %s", pool, month.Format("January 2006"), moneyfmt.Quantity(units, unit), moneyfmt.Exact(int64(rate)))
 }
 
+// HoldingPartMemo is the memo of a charge for part of a month: "Holding charge,
+// ap-south/cpu, November 2026, 16 of 30 days from 15 November: 1,600 cores x $0.10 x
+// 16/30".
+func HoldingPartMemo(pool, unit string, month time.Time, units int64, rate ledger.Money, days, monthDays int64) string {
+	from := month.AddDate(0, 1, -int(days))
+	return fmt.Sprintf("Holding charge, %s, %s, %d of %d days from %s: %s x %s x %d/%d", pool, month.Format("January 2006"),
+		days, monthDays, from.Format("2 January"), moneyfmt.Quantity(units, unit), moneyfmt.Exact(int64(rate)), days, monthDays)
+}
+
 // HoldingCharges lists the holding charges made to a team (every team's for ""),
 // newest month first.
 func (m *Market) HoldingCharges(ctx context.Context, team string) ([]HoldingCharge, error) {
@@ -247,4 +324,17 @@ func (m *Market) HoldingCharges(ctx context.Context, team string) ([]HoldingChar
 	}
 	var out []HoldingCharge
 	return out, q.Find(&out).Error
+}
+
+// HoldingChargeOf returns the holding charge that ledger entry entryID made, or
+// ENOTFOUND when that entry is not a holding charge.
+func (m *Market) HoldingChargeOf(ctx context.Context, entryID int64) (HoldingCharge, error) {
+	var out HoldingCharge
+	if err := m.db.Read.WithContext(ctx).Limit(1).Find(&out, "entry_id = ?", entryID).Error; err != nil {
+		return out, err
+	}
+	if out.EntryID == 0 {
+		return out, clearhouse.Errorf(clearhouse.ENOTFOUND, "entry %d: not a holding charge", entryID)
+	}
+	return out, nil
 }

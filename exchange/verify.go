@@ -14,7 +14,8 @@ import (
 // lost orders, and one for every order a settled auction decided; quota set aside
 // only for live orders and never more than the team holds; holdings within
 // MaxCapacityFactor times each pool's configured capacity; a won order that pays has captured exactly its payment; each
-// holding charge is its units times its rate and its entry took that from the team.
+// holding charge is its units times its rate (times its days over the month's for
+// part of a month, rounded down) and its entry took that from the team.
 func (m *Market) Verify(ctx context.Context) ([]ledger.Violation, error) {
 	live := "('open', 'awaiting_approval', 'draft')"
 	return ledger.RunChecks(ctx, m.db.Read, []ledger.Check{
@@ -82,7 +83,7 @@ func (m *Market) Verify(ctx context.Context) ([]ledger.Violation, error) {
 		{Name: "holding charges match their entries", Query: `SELECT c.pool_id, c.team_id, c.month, c.amount, c.entry_id FROM holding_charges c
 			LEFT JOIN ledger_entries e ON e.id = c.entry_id AND e.reason = 'holding'
 			LEFT JOIN ledger_postings p ON p.entry_id = e.id AND p.account_id = 'team:' || c.team_id
-			WHERE c.amount <> c.units * c.rate OR p.amount IS NULL OR p.amount <> -c.amount ORDER BY c.month, c.pool_id, c.team_id`,
+			WHERE c.amount <> CASE WHEN c.days = 0 OR c.days = c.month_days THEN c.units * c.rate ELSE c.units * c.rate * c.days / c.month_days END OR p.amount IS NULL OR p.amount <> -c.amount ORDER BY c.month, c.pool_id, c.team_id`,
 			Describe: func(r map[string]any) string {
 				return fmt.Sprintf("the holding charge of team %v for %v in %v (%v micro-dollars) does not match its entry %v", r["team_id"], r["pool_id"], r["month"], r["amount"], r["entry_id"])
 			}},

@@ -50,6 +50,19 @@ func TestSpendByMonth(t *testing.T) {
 		if len(got) != 2 || got[0] != want[0] || got[1] != want[1] {
 			t.Fatalf("spend %+v, want %+v", got, want)
 		}
+		// The charges themselves: a reversal is of the kind it reverses, with the
+		// opposite sign, and names that entry as its source; the grant is not spend.
+		cs, err := l.TeamCharges(ctx, "search", time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), time.Date(2027, 1, 1, 0, 0, 0, 0, time.UTC))
+		if err != nil || len(cs) != 7 {
+			t.Fatalf("charges %+v, %v", cs, err)
+		}
+		undo := cs[6]
+		if undo.Kind != ledger.SpendBought || undo.Amount != -10*d || undo.Source != paid.ID || undo.EntryID == paid.ID || undo.Ref != "auction:1" {
+			t.Fatalf("the reversal's charge %+v, want bought, -$10, source %d", undo, paid.ID)
+		}
+		if cs[1].Kind != ledger.SpendSold || cs[1].Amount != 3*d || cs[3].Kind != ledger.SpendBestEffort {
+			t.Fatalf("the sale and the old best-effort charge: %+v, %+v", cs[1], cs[3])
+		}
 		if got[0].Net() != 13*d || got[1].Net() != -4*d {
 			t.Fatalf("net %s and %s", got[0].Net(), got[1].Net())
 		}

@@ -185,3 +185,15 @@ func TestRoundingLineMakesCentsAddUp(t *testing.T) {
 		}
 	}
 }
+
+// RoundCents rounds as Cents shows: the shown amount and the rounded one agree.
+func TestRoundCentsIsWhatCentsShows(t *testing.T) {
+	for _, c := range []struct{ in, want int64 }{
+		{1_234_567, 1_230_000}, {5_000, 10_000}, {4_999, 0}, {-5_000, -10_000}, {-4_999, 0}, {0, 0}, {16_010_000, 16_010_000},
+	} {
+		got := RoundCents(c.in)
+		if got != c.want || Cents(got) != Cents(c.in) {
+			t.Errorf("RoundCents(%d) = %d (%s), want %d (%s)", c.in, got, Cents(got), c.want, Cents(c.in))
+		}
+	}
+}

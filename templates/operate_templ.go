@@ -1223,7 +1223,7 @@ func PoolEditPage(p Page, f PoolForm) templ.Component {
 				return templ_7745c5c3_Err
 			}
 			templ_7745c5c3_Err = FormField(Field{Name: "holding_charge", Label: "Holding charge per " + f.Unit + " and month ($)", Value: f.Holding, Placeholder: "0.00", Error: f.HoldingError,
-				Help: "A recurring cost of holding quota, as internal chargeback has it. On the first day of each month every team is charged the units it holds in this pool at that moment times this rate, from its budget to the treasury; its statement names the pool, month, units and rate. A new rate applies from next month. 0: off (the default)."}).Render(ctx, templ_7745c5c3_Buffer)
+				Help: "A recurring cost of holding quota, as internal chargeback has it. In the first hour of each month every team is charged the units it holds in this pool at that moment times this rate, from its budget to the treasury; its statement names the pool, month, units and rate. A rate on a pool that had none applies from today: this month is charged pro rata for its remaining days, within the hour. A changed rate applies from next month. 0: off (the default)."}).Render(ctx, templ_7745c5c3_Buffer)
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}

@@ -19,7 +19,7 @@ func TestHelpCoversReservationsBestEffortAndHoldingCharges(t *testing.T) {
 	for id, wants := range map[string][]string{
 		"help-reservations": {"free of charge", "worth at most $100.00", "$30.00 is released", "refused and nothing held"},
 		"help-best-effort":  {"idle", "stopped and go back to your job's queue", "charged once when its last task is done", "released in full if you cancel"},
-		"help-holding":      {"per unit and month", "from the next month", "1,600 × $0.10 = $160.00", "first charged on 1 January"},
+		"help-holding":      {"per unit and month", "from the day it is set", "1,600 × $0.10 × 19/30 = $101.33", "from the next month", "1,600 × $0.10 = $160.00", "first charged on 1 January"},
 		"help-lost":         {"Short supply", "Limit below the price", "Sold out", "Your own team's order"},
 	} {
 		sec := doc.Find("[data-testid=" + id + "]")

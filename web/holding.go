@@ -31,8 +31,16 @@ func holdingNote(r exchange.HoldingRate, unit string) string {
 	if r.Rate == 0 {
 		return "Off: holding quota in this pool costs nothing after it is bought."
 	}
-	return "Each team is charged " + moneyfmt.Exact(int64(r.Rate)) + " per " + unit + " it holds, each month from " +
-		r.AppliesFrom.Format("January 2006") + ", on the first day of the month."
+	each := "Each team is charged " + moneyfmt.Exact(int64(r.Rate)) + " per " + moneyfmt.Unit(unit, true) + " it holds"
+	if r.AppliesFrom.Day() != 1 {
+		// Set this month on a pool that had no charge: the rest of the month first.
+		next := r.AppliesFrom.AddDate(0, 1, 1-r.AppliesFrom.Day())
+		days := next.Sub(r.AppliesFrom).Hours() / 24
+		return each + " from " + r.AppliesFrom.Format("2 January 2006") + ": for " + r.AppliesFrom.Format("January") +
+			" pro rata, " + moneyfmt.Count(int64(days)) + " of " + moneyfmt.Count(int64(next.AddDate(0, 0, -1).Day())) +
+			" days, charged in the hour after it was set; then each month from " + next.Format("January 2006") + ", in its first hour."
+	}
+	return each + ", each month from " + r.AppliesFrom.Format("January 2006") + ", in the first hour of the month."
 }
 
 // setHoldingCharge sets a pool's holding charge per unit and month (0: off). A bad

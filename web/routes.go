@@ -39,8 +39,9 @@ func (s *Server) routes(e *gin.Engine) {
 	all.GET("/auctions/:id", s.auctionPage)
 	all.GET("/search", s.searchPage)
 	all.GET("/help", s.helpPage)
-	all.GET("/spend", s.spendPage)    // finance and operators: every team; members and owners: their own
-	all.GET("/spend.csv", s.spendCSV) // the same, as CSV
+	all.GET("/spend", s.spendPage)            // finance and operators: every team; members and owners: their own
+	all.GET("/spend.csv", s.spendCSV)         // the same, as CSV
+	all.GET("/spend/focus.csv", s.spendFOCUS) // the same charges as FOCUS 1.0 rows
 	all.GET("/notifications", s.notificationsPage)
 	all.POST("/notifications/read", s.markNotificationsRead)
 	all.POST("/notifications/email", s.setEmailNotifications)

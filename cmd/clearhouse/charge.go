@@ -32,9 +32,11 @@ func newChargeHoldingCmd() *cobra.Command {
 pool's operator page; off by default) for one month: the units it holds now times
 the pool's rate per unit and month, posted from the team's budget to the treasury
 with a memo such as "Holding charge, us-east/cpu, November 2026: 1,600 cores x $0.10".
-A pool's rate applies from the month after it was set. The server does this itself in
-the first hour of each month; a (pool, team, month) is charged once however often
-this runs, here or on several servers. A team whose available budget is short is
+A rate set on a pool that had none applies from the day it was set (UTC), so that
+month is charged pro rata for its remaining days; a changed rate applies from the
+next month. The server does this itself every hour for the month under way; a
+(pool, team, month) is charged once however often this runs, here or on several
+servers. A team whose available budget is short is
 named and not charged; run again once it is funded.`,
 		Example: `  clearhouse charge holding --month 2026-11`,
 		Args:    cobra.NoArgs,

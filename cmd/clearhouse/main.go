@@ -193,6 +193,7 @@ as underscores (--db becomes CLEARHOUSE_DB). A flag on the command line wins.`,
 		newRestoreCmd(),
 		newChargeCmd(),
 		newAuditCmd(),
+		newExportCmd(),
 	)
 	return root
 }
