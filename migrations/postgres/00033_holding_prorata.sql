@@ -13,6 +13,6 @@ ALTER TABLE holding_charges ADD COLUMN month_days INTEGER NOT NULL DEFAULT 0;
 INSERT INTO schema_compat (version, oldest_schema) VALUES (33, 28);
 
 -- +goose Down
-DELETE FROM schema_compat WHERE version = 32;
+DELETE FROM schema_compat WHERE version = 33;
 ALTER TABLE holding_charges DROP COLUMN month_days;
 ALTER TABLE holding_charges DROP COLUMN days;
