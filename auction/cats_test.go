@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/clearhouse/clearhouse/auction"
+	"github.com/clearhouse/clearhouse/internal/racetest"
 )
 
 // catsFiles are the five CATS instances in testdata/cats (a copy of
@@ -43,6 +44,7 @@ func skipCATSShort(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: solving the CATS instances and their exact optimum with cbc")
 	}
+	racetest.SkipCPUBound(t) // the final round's search on one goroutine
 }
 
 // catsNodes caps branch and bound in the CATS test so that it stops at the same
