@@ -25,7 +25,7 @@ func makeVar(t *testing.T, makefile, name string) string {
 }
 
 // raceSkippers lists, per package directory, the tests that skip under the race
-// detector: those that call racetest.SkipCPUBound, directly or through a function of
+// detector: those that call racetest.SkipUnderRace, directly or through a function of
 // their package that does.
 func raceSkippers(t *testing.T) map[string][]string {
 	t.Helper()
@@ -66,7 +66,7 @@ func raceSkippers(t *testing.T) map[string][]string {
 	}
 	direct := func(c *ast.CallExpr) bool {
 		sel, ok := c.Fun.(*ast.SelectorExpr)
-		if !ok || sel.Sel.Name != "SkipCPUBound" {
+		if !ok || sel.Sel.Name != "SkipUnderRace" {
 			return false
 		}
 		x, ok := sel.X.(*ast.Ident)
@@ -118,7 +118,7 @@ func TestEveryRaceSkipRunsWithoutRace(t *testing.T) {
 	listed := strings.Split(m[1], "|")
 	skippers := raceSkippers(t)
 	if len(skippers) == 0 {
-		t.Fatal("no test calls racetest.SkipCPUBound: the search is broken or the second pass is empty")
+		t.Fatal("no test calls racetest.SkipUnderRace: the search is broken or the second pass is empty")
 	}
 	seen := map[string]bool{}
 	for dir, tests := range skippers {
@@ -135,7 +135,7 @@ func TestEveryRaceSkipRunsWithoutRace(t *testing.T) {
 	}
 	for _, name := range listed {
 		if !seen[name] {
-			t.Errorf("NORACE_RUN lists %s, which does not skip under -race (racetest.SkipCPUBound): it would run twice", name)
+			t.Errorf("NORACE_RUN lists %s, which does not skip under -race (racetest.SkipUnderRace): it would run twice", name)
 		}
 	}
 }

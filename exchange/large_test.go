@@ -19,9 +19,8 @@ func TestAHundredThousandOrdersPreviewCloseAndSettle(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: 100,000 orders take a minute or more to seed and settle")
 	}
-	// A scale run: the market's concurrency is covered under -race by its own tests,
-	// and the clock's parallel step by auction's TestSolveIsTheSameOnOneCoreAndOnSeveral.
-	racetest.SkipCPUBound(t)
+	racetest.SkipUnderRace(t, "a scale run; the market's concurrency has its own tests under -race, "+
+		"and the clock's parallel step auction's TestSolveIsTheSameOnOneCoreAndOnSeveral")
 	const n = 100_000
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		ctx := context.Background()

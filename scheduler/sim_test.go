@@ -16,7 +16,7 @@ func skipLongSimulation(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: a simulation of thousands of jobs")
 	}
-	racetest.SkipCPUBound(t) // the simulator runs on one goroutine
+	racetest.SkipUnderRace(t, "the simulator runs on one goroutine")
 }
 
 // The bar: on the MapReduce-like mix Basic-Econ accepts at least five
