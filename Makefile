@@ -37,7 +37,7 @@ test:
 # multiplied their CPU time several times and has nothing to find in them (docs/testing.md). The root package's
 # TestEveryRaceSkipRunsWithoutRace fails when a test that skips under -race is missing here.
 NORACE_PKGS ?= ./auction ./scheduler ./exchange ./cmd/clearhouse
-NORACE_RUN  ?= ^(TestCATSFinalRound|TestGeneratedCATSFinalRound|TestEconAcceptsFiveTimesGreedysValueOnTheMapReduceMix|TestFractionalPredictorAlsoBeatsGreedy|TestAHundredThousandOrdersPreviewCloseAndSettle|TestKilledSettlementLeavesNothingPartialOnSQLite|TestKilledSettlementLeavesNothingPartialOnPostgres)$$
+NORACE_RUN  ?= ^(TestCATSFinalRound|TestGeneratedCATSFinalRound|TestEconAcceptsFiveTimesGreedysValueOnTheMapReduceMix|TestFractionalPredictorAlsoBeatsGreedy|TestUpperBoundMatchesLP|TestUpperBoundFeasible|TestAllocationWithUseMatchesLP|TestAHundredThousandOrdersPreviewCloseAndSettle|TestKilledSettlementLeavesNothingPartialOnSQLite|TestKilledSettlementLeavesNothingPartialOnPostgres)$$
 
 ## test-short: the quick loop while developing: every test but the slow ones (browser,
 ## real clusters, crash, replica, long scale runs), which skip under -short (docs/testing.md).
