@@ -72,6 +72,7 @@ func asList(v any) []any { l, _ := v.([]any); return l }
 // what openapi.json documents, field for field (nested ones included), so a field
 // added to the server's types and not to the document (or the other way) fails.
 func TestOpenAPIDocumentsTheAgentWireTypes(t *testing.T) {
+	t.Parallel()
 	doc := loadOpenAPI(t)
 	for _, c := range []struct {
 		schema string

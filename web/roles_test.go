@@ -56,6 +56,7 @@ func (f *fixture) cpuPool() {
 // TestEveryPageRefusesOtherRoles signs in as each role and checks every page:
 // allowed roles get 200, the others 403.
 func TestEveryPageRefusesOtherRoles(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	f.openMarket()
 	users := map[identity.Role]*browser{}
@@ -136,6 +137,7 @@ func TestEveryPageRefusesOtherRoles(t *testing.T) {
 }
 
 func TestAPIWithATokenPlacesAndWithdrawsAnOrder(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	f.openMarket()
 	u := f.user("ana@x.io", identity.RoleMember, "search")
@@ -232,6 +234,7 @@ func TestAPIWithATokenPlacesAndWithdrawsAnOrder(t *testing.T) {
 func itoa(n int) string { return strconv.Itoa(n) }
 
 func TestBidFormKeepsWhatWasTypedAndSavesNothingWhenRefused(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	f.openMarket()
 	f.user("ana@x.io", identity.RoleMember, "search")
@@ -259,6 +262,7 @@ func TestBidFormKeepsWhatWasTypedAndSavesNothingWhenRefused(t *testing.T) {
 }
 
 func TestAPICloseSettlementAndTrialBalance(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	f.openMarket()
 	ctx := context.Background()
@@ -321,6 +325,7 @@ func TestAPICloseSettlementAndTrialBalance(t *testing.T) {
 }
 
 func TestNamesAreEscaped(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	ctx := context.Background()
 	if _, err := f.market.AddTeam(ctx, exchange.NewTeam{ID: "evil", Name: `<script>alert("x")</script>`}); err != nil {
@@ -343,6 +348,7 @@ func TestNamesAreEscaped(t *testing.T) {
 // An authenticating proxy's identity header is trusted only from the proxy's
 // addresses, and only for users with an account.
 func TestProxyHeaderSignsInFromTrustedAddressesOnly(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	f.user("ana@x.io", identity.RoleFinance, "")
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -378,6 +384,7 @@ func TestProxyHeaderSignsInFromTrustedAddressesOnly(t *testing.T) {
 }
 
 func TestGrantsFromTheFinanceForm(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	f.openMarket()
 	f.user("fin@x.io", identity.RoleFinance, "")

@@ -41,6 +41,7 @@ func dollars(t *testing.T, s string) float64 {
 // amount paid to the cent, the CSV carries the same unit prices, and a totals row
 // sums the lines.
 func TestSettlementUnitPricesReproduceThePayments(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	f.cpuPool()
 	ctx := context.Background()
@@ -172,6 +173,7 @@ func TestSettlementUnitPricesReproduceThePayments(t *testing.T) {
 
 // The finance page's budget table ends with a totals row summing its columns.
 func TestBudgetTableHasTotals(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	f.openMarket()
 	ctx := context.Background()

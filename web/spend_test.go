@@ -19,6 +19,7 @@ import (
 // a CSV of the same figures: finance sees every team, a team's member its own team
 // only, and a period entered backwards is a message, not an error page.
 func TestSpendByMonthPerTeam(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	f.cpuPool()
 	ctx := context.Background()
