@@ -73,9 +73,9 @@ const catsNodes = 400
 
 // TestCATSFinalRound solves every CATS instance with the clock and the final round
 // and compares the welfare with the exact optimum, the README's (cbc re-derives it
-// except for the slow instance, whose file its hash pins): the final round reaches at least 95% of it, never beats it, never
-// falls below the clock, and its bound is never below the optimum. The table is
-// printed with -v.
+// except for the slow instance, whose file its hash pins): the final round reaches
+// at least 95% of it, never beats it, never falls below the clock, and its bound is
+// never below the optimum. The table is printed with -v.
 func TestCATSFinalRound(t *testing.T) {
 	skipCATSShort(t)
 	t.Logf("| instance | clock | final round | optimum | final/optimum | proved | seconds |")
