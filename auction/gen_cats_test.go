@@ -15,7 +15,8 @@ import (
 // SHA-256 of each instance's JSON, which pins the optimum to the generator's output:
 // a change to GenerateCATS fails the test until the optima are re-derived (-cbc-all
 // prints them). cbc re-derives the quick ones every run; arbitrary and regions took
-// it minutes on 2 cores (arbitrary 219 s), so they are re-derived only under -cbc-all.
+// it the longest (arbitrary 24 s on a quiet machine, minutes under load), so they are
+// re-derived only under -cbc-all.
 var generatedOptima = map[string]struct {
 	optimum float64
 	sha256  string
