@@ -25,10 +25,19 @@ build: generate
 	$(GO) build -ldflags "-X main.version=$(VERSION)" -o $(BIN) ./cmd/clearhouse
 	$(GO) build -ldflags "-X main.version=$(VERSION)" -o $(AGENT_BIN) ./cmd/clearhouse-agent
 
-## test: every test, with the race detector. Set CLEARHOUSE_TEST_POSTGRES to a
+## test: every test, in two passes: every package with the race detector, then without
+## it the long tests whose work is not concurrency (NORACE_RUN in NORACE_PKGS), which
+## skip under -race (racetest.SkipUnderRace). Set CLEARHOUSE_TEST_POSTGRES to a
 ## PostgreSQL URL to run the store tests on PostgreSQL as well.
 test:
 	$(GO) test -race -count=1 -timeout 60m $(PKGS)
+	$(GO) test -count=1 -timeout 30m -run '$(NORACE_RUN)' $(NORACE_PKGS)
+
+# The tests that call racetest.SkipUnderRace, and their packages: the race detector
+# multiplied their CPU time several times and has nothing to find in them (docs/testing.md). The root package's
+# TestEveryRaceSkipRunsWithoutRace fails when a test that skips under -race is missing here.
+NORACE_PKGS ?= ./auction ./scheduler ./exchange ./cmd/clearhouse
+NORACE_RUN  ?= ^(TestCATSFinalRound|TestGeneratedCATSFinalRound|TestEconAcceptsFiveTimesGreedysValueOnTheMapReduceMix|TestFractionalPredictorAlsoBeatsGreedy|TestUpperBoundMatchesLP|TestUpperBoundFeasible|TestAllocationWithUseMatchesLP|TestAHundredThousandOrdersPreviewCloseAndSettle|TestKilledSettlementLeavesNothingPartialOnSQLite|TestKilledSettlementLeavesNothingPartialOnPostgres)$$
 
 ## test-short: the quick loop while developing: every test but the slow ones (browser,
 ## real clusters, crash, replica, long scale runs), which skip under -short (docs/testing.md).

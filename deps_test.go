@@ -76,6 +76,9 @@ var depRules = map[string]depRule{
 	"migrations": leaf,
 	"static":     leaf,
 
+	// Test support: whether a test binary runs under the race detector.
+	"internal/racetest": leaf,
+
 	// The engines.
 	"auction":        engine,
 	"scheduler":      engine,

@@ -24,6 +24,7 @@ func (x *idle) abacus() {
 // says: budgets $30 and $10 on one resource at alpha 0.5 give shares
 // sqrt(30) : sqrt(10), 63.4% and 36.6%, drawn per freed unit.
 func TestAbacusJobsShareFreedUnitsInTheAuctionsRatio(t *testing.T) {
+	t.Parallel()
 	db := storetest.New(t)
 	x := newIdle(t, db)
 	ctx := context.Background()
@@ -73,6 +74,7 @@ func TestAbacusJobsShareFreedUnitsInTheAuctionsRatio(t *testing.T) {
 // is done, and a cancelled job's hold is released; the trial balance stays zero and
 // verify finds nothing.
 func TestAbacusBudgetsAreHeldCapturedOnceAndReleased(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		x := newIdle(t, db)
 		ctx := context.Background()
@@ -148,6 +150,7 @@ func TestAbacusBudgetsAreHeldCapturedOnceAndReleased(t *testing.T) {
 
 // The fairness report's Shapley values add up to the coalition's wait.
 func TestFairnessReportsShapleyValuesSumToTheCoalitionsWait(t *testing.T) {
+	t.Parallel()
 	db := storetest.New(t)
 	x := newIdle(t, db)
 	x.submit("member@search", besteffort.JobSpec{Configuration: cpu(10), Tasks: 20})

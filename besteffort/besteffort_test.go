@@ -64,6 +64,7 @@ func (x *idle) balance(team, pool string) besteffort.IdleBalance {
 func cpu(units int64) map[string]int64 { return map[string]int64{"us-east/cpu": units} }
 
 func TestBadBestEffortJobsAreRefusedAndSaveNothing(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		x := newIdle(t, db)
 		ctx := context.Background()
@@ -106,6 +107,7 @@ func contains(s, sub string) bool {
 }
 
 func TestSubmittingTwiceWithOneKeyQueuesOneJob(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		x := newIdle(t, db)
 		spec := besteffort.JobSpec{Configuration: cpu(2), Tasks: 5, Key: "k1"}
@@ -125,6 +127,7 @@ func TestSubmittingTwiceWithOneKeyQueuesOneJob(t *testing.T) {
 }
 
 func TestIdleQuotaRunsBestEffortTasksUntilItsOwnerNeedsIt(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		x := newIdle(t, db)
 		ctx := context.Background()
@@ -192,6 +195,7 @@ func TestIdleQuotaRunsBestEffortTasksUntilItsOwnerNeedsIt(t *testing.T) {
 func near(a, b float64) bool { return a-b < 1e-6 && b-a < 1e-6 }
 
 func TestASilentAgentsTasksAreRequeued(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		x := newIdle(t, db)
 		j := x.submit("member@search", besteffort.JobSpec{Configuration: cpu(10), Tasks: 2})
@@ -213,6 +217,7 @@ func TestASilentAgentsTasksAreRequeued(t *testing.T) {
 }
 
 func TestCancellingAJobStopsItsTasks(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		x := newIdle(t, db)
 		ctx := context.Background()
@@ -236,6 +241,7 @@ func TestCancellingAJobStopsItsTasks(t *testing.T) {
 }
 
 func TestBestEffortModelsMatchSchema(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		storetest.AssertModelsMatchSchema(t, db, &besteffort.Job{}, &besteffort.Task{}, &besteffort.IdleCluster{}, &besteffort.IdlePool{},
 			&besteffort.IdleUsage{}, &besteffort.IdleBalance{}, &besteffort.IdleTeam{}, &besteffort.IdleFairness{}, &besteffort.WeightFit{}, &besteffort.IdleHistory{}, &besteffort.IdleUsagePoint{})

@@ -14,6 +14,7 @@ import (
 // waits a task's run time for each wave of the tasks ahead of it over the tasks
 // running now; with nothing running there is no pace to go by and no estimate.
 func TestEstimatedStartFollowsTheQueueAndThePace(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		x := newIdle(t, db)
 		ctx := context.Background()

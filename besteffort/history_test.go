@@ -20,6 +20,7 @@ func historyRows(t *testing.T, db *store.DB) []besteffort.IdleHistory {
 }
 
 func TestHistoryIsOnePointPerIntervalAndPrunedByAge(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		x := newIdle(t, db)
 		ctx := context.Background()

@@ -21,6 +21,7 @@ import (
 // them; a measurement of a job not done is ignored, one that differs from an earlier
 // one refused.
 func TestBudgetOnlyJobsLearnTheirTeamsWeights(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		x := newIdle(t, db)
 		ctx := context.Background()
@@ -105,6 +106,7 @@ func TestBudgetOnlyJobsLearnTheirTeamsWeights(t *testing.T) {
 // for a utility and shares of its own pools in [0, 1]; a bad one refuses the whole
 // report, which changes nothing.
 func TestBadMeasurementsAreRefused(t *testing.T) {
+	t.Parallel()
 	db := storetest.New(t)
 	x := newIdle(t, db)
 	ctx := context.Background()

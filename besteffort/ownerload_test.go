@@ -62,6 +62,7 @@ func simulated(p besteffort.PoolFairness, team, policy string) float64 {
 // recorded by the history job is replayed as its means between points (60 for the
 // first hour, then 0), and the report says how much it replayed.
 func TestFairnessReportReplaysOwnersUsage(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		x := newIdle(t, db)
 		x.usage(60)
@@ -94,6 +95,7 @@ func TestFairnessReportReplaysOwnersUsage(t *testing.T) {
 // the history job records one usage point per interval however many servers run it,
 // and its points are thinned by the history's retention rule.
 func TestUsageHistoryIntegratesReportsAndIsPruned(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		x := newIdle(t, db)
 		ctx := context.Background()
@@ -155,6 +157,7 @@ func TestUsageHistoryIntegratesReportsAndIsPruned(t *testing.T) {
 // A cluster's fairness reports are stale with none stored or when the newest is
 // older than the age asked for; a server that starts computes them then.
 func TestFairnessStaleUntilComputedAndAfterAnHour(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		x := newIdle(t, db)
 		ctx := context.Background()
@@ -192,6 +195,7 @@ func TestFairnessStaleUntilComputedAndAfterAnHour(t *testing.T) {
 // skipped (there is nothing to record), while any other row of an unknown team
 // refuses the whole report, as before.
 func TestOwnersUsageOfZeroIsRecordedAndOfAnUnknownTeamSkipped(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		x := newIdle(t, db)
 		ctx := context.Background()

@@ -19,6 +19,7 @@ import (
 // for its team's turn in the pools it needs (under FairShare over the whole cluster,
 // ads's job would go first). Abacus stays a whole cluster's policy.
 func TestPoolsOfOneClusterFollowTheirOwnPolicies(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		x := newIdle(t, db)
 		ctx := context.Background()
@@ -94,6 +95,7 @@ func TestPoolsOfOneClusterFollowTheirOwnPolicies(t *testing.T) {
 // late the service learns it ended: here the next decision comes 3 hours after the
 // start of a job whose tasks may run 1 hour.
 func TestAccountsCountATaskAtMostItsMaximumDuration(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		x := newIdle(t, db)
 		j := x.submit("member@search", besteffort.JobSpec{Configuration: cpu(10), Tasks: 1, MaxTaskDuration: time.Hour})
@@ -118,6 +120,7 @@ func TestAccountsCountATaskAtMostItsMaximumDuration(t *testing.T) {
 // units) as 15,000 tasks of 2 cores. Both jobs are in the report and the Shapley
 // values, in unit-hours, still add up to the coalition's wait.
 func TestFairnessReportReplaysLargeWorkScaled(t *testing.T) {
+	t.Parallel()
 	db := storetest.New(t)
 	x := newIdle(t, db)
 	x.submit("member@search", besteffort.JobSpec{Configuration: cpu(50), Tasks: 500, MaxTaskDuration: time.Hour})
@@ -148,6 +151,7 @@ func TestFairnessReportReplaysLargeWorkScaled(t *testing.T) {
 // first, position 1, and the next decision starts it first. Ranking teams by their
 // priority over the whole cluster would put ads's job first.
 func TestQueuePositionFollowsPoolPolicies(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		x := newIdle(t, db)
 		ctx := context.Background()

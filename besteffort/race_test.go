@@ -19,6 +19,7 @@ import (
 // clock moves. Afterwards every job's counts match its task rows, one job exists per
 // key, the pool runs no more than it has, and contributions equal utilities.
 func TestBestEffortUnderConcurrency(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		x := newIdle(t, db)
 		ctx := context.Background()

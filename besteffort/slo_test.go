@@ -39,6 +39,7 @@ func (x *idle) finishRunning(ms ...besteffort.JobMeasurement) int {
 // done the first, whose SLO was met, is charged; the second, never served, is not:
 // its hold is released. The trial balance stays zero and verify finds nothing.
 func TestAbacusSLOServesJobsWhoseSLOsFitFirstAndChargesOnlyWhenMet(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		x := newIdle(t, db)
 		ctx := context.Background()
@@ -111,6 +112,7 @@ func TestAbacusSLOServesJobsWhoseSLOsFitFirstAndChargesOnlyWhenMet(t *testing.T)
 // Minimum utilities a job can never reach, or that are not numbers, or outside the
 // abacus policy, are refused naming min_utility, and nothing is saved.
 func TestBadMinimumUtilitiesAreRefused(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		x := newIdle(t, db)
 		ctx := context.Background()

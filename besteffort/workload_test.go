@@ -12,6 +12,7 @@ import (
 )
 
 func TestParseWorkloadRefusesWhatNoBackendCanRun(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct{ raw, says string }{
 		{`{}`, "give a kubernetes or slurm member"},
 		{`{"docker": {"image": "x"}}`, `unknown member "docker"`},
@@ -49,6 +50,7 @@ func TestParseWorkloadRefusesWhatNoBackendCanRun(t *testing.T) {
 }
 
 func TestAJobsWorkloadIsKeptAndReachesItsAgent(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		x := newIdle(t, db)
 		ctx := context.Background()

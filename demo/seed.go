@@ -81,7 +81,7 @@ func Seed(ctx context.Context, s Services, out io.Writer) error {
 	if err := addShapes(ctx, m); err != nil {
 		return err
 	}
-	logins, users, err := addUsers(ctx, s.DB, clock.now)
+	logins, users, err := addUsers(ctx, s.DB, clock.now, s.Identity)
 	if err != nil {
 		return err
 	}
@@ -184,16 +184,21 @@ func addShapes(ctx context.Context, m *exchange.Market) error {
 	return nil
 }
 
-// addUsers adds the demo logins with fresh random passwords. It returns the logins
-// (with their passwords, to print) and the users by "team/role".
-func addUsers(ctx context.Context, db *store.DB, now func() time.Time) ([]identity.NewUser, map[string]identity.User, error) {
+// addUsers adds the demo logins with fresh random passwords, hashed at the cost of
+// the server's identity service (production's unless a test lowered it). It returns
+// the logins (with their passwords, to print) and the users by "team/role".
+func addUsers(ctx context.Context, db *store.DB, now func() time.Time, server *identity.Identity) ([]identity.NewUser, map[string]identity.User, error) {
 	pw := func() string {
 		var b [12]byte
 		_, _ = crand.Read(b[:])
 		return base64.RawURLEncoding.EncodeToString(b[:])
 	}
 	logins := Logins()
-	id := identity.NewIdentity(db, now, 0)
+	cost := 0
+	if server != nil {
+		cost = server.HashCost()
+	}
+	id := identity.NewIdentity(db, now, cost)
 	users := map[string]identity.User{}
 	for i := range logins {
 		logins[i].Password = pw()

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/crypto/bcrypt"
+
 	"github.com/clearhouse/clearhouse/besteffort"
 	"github.com/clearhouse/clearhouse/exchange"
 	"github.com/clearhouse/clearhouse/fleet"
@@ -27,7 +29,7 @@ func services(db *store.DB, now func() time.Time) Services {
 	m := exchange.NewMarket(db, l, now)
 	m.UseQuotaCommitments(fleet.NewReservations(db, l, now, fleet.DefaultPlanConfig))
 	m.UseMeasuredUtilization(fleet.NewUtilization(db, now, fleet.DefaultUtilizationConfig))
-	return Services{DB: db, Ledger: l, Market: m, Identity: identity.NewIdentity(db, now, 0),
+	return Services{DB: db, Ledger: l, Market: m, Identity: identity.NewIdentity(db, now, bcrypt.MinCost),
 		BestEffort: besteffort.New(db, l, now, besteffort.DefaultConfig), Now: now, AuctionWindow: time.Hour, DBName: "demo.db"}
 }
 

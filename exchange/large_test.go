@@ -7,6 +7,7 @@ import (
 
 	"github.com/clearhouse/clearhouse/exchange"
 	"github.com/clearhouse/clearhouse/exchange/exchangetest"
+	"github.com/clearhouse/clearhouse/internal/racetest"
 	"github.com/clearhouse/clearhouse/store"
 	"github.com/clearhouse/clearhouse/store/storetest"
 )
@@ -18,6 +19,8 @@ func TestAHundredThousandOrdersPreviewCloseAndSettle(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: 100,000 orders take a minute or more to seed and settle")
 	}
+	racetest.SkipUnderRace(t, "a scale run; the market's concurrency has its own tests under -race, "+
+		"and the clock's parallel step auction's TestSolveIsTheSameOnOneCoreAndOnSeveral")
 	const n = 100_000
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		ctx := context.Background()

@@ -14,6 +14,7 @@ import (
 )
 
 func TestTokensExpireAreRevokedAndRecordTheirUse(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		ctx, clock := context.Background(), storetest.NewClock(time.Time{})
 		id := identity.NewIdentity(db, clock.Now, bcrypt.MinCost)
@@ -92,6 +93,7 @@ func TestTokensExpireAreRevokedAndRecordTheirUse(t *testing.T) {
 }
 
 func TestDisablingAndPasswordResetsEndSessions(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		ctx, clock := context.Background(), storetest.NewClock(time.Time{})
 		id := identity.NewIdentity(db, clock.Now, bcrypt.MinCost)
@@ -164,6 +166,7 @@ func TestDisablingAndPasswordResetsEndSessions(t *testing.T) {
 }
 
 func TestEmailsLongerThan254BytesAreRefused(t *testing.T) {
+	t.Parallel()
 	id := identity.NewIdentity(storetest.New(t), storetest.NewClock(time.Time{}).Now, bcrypt.MinCost)
 	long := "ab@" + strings.Repeat("x", identity.MaxEmail-5) + ".io" // 255 bytes
 	_, err := id.AddUser(context.Background(), identity.NewUser{Email: long, Role: identity.RoleFinance})

@@ -133,6 +133,9 @@ func NewIdentity(db *store.DB, now func() time.Time, hashCost int) *Identity {
 	return &Identity{db: db, now: now, hashCost: hashCost}
 }
 
+// HashCost is the bcrypt cost the service hashes new passwords at.
+func (s *Identity) HashCost() int { return s.hashCost }
+
 // MaxEmail is the longest email address an account may have (RFC 5321's limit on a
 // path, less its angle brackets).
 const MaxEmail = 254

@@ -14,12 +14,14 @@ import (
 )
 
 func TestModelsMatchSchema(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		storetest.AssertModelsMatchSchema(t, db, &identity.User{}, &identity.Session{}, &identity.APIToken{}, &identity.ProviderLogin{})
 	})
 }
 
 func TestUsersAndSignIn(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		ctx, clock := context.Background(), storetest.NewClock(time.Time{})
 		id := identity.NewIdentity(db, clock.Now, bcrypt.MinCost)
@@ -79,6 +81,7 @@ func TestUsersAndSignIn(t *testing.T) {
 }
 
 func TestTokens(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		ctx := context.Background()
 		addCluster(t, db, "us-east")

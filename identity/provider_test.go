@@ -18,6 +18,7 @@ import (
 )
 
 func TestGroupMappingFile(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	write := func(body string) string {
 		p := filepath.Join(dir, "groups.yaml")
@@ -55,6 +56,7 @@ func TestGroupMappingFile(t *testing.T) {
 }
 
 func TestSignInFromProviderKeepsLocalGrantsAndOperatorsDecisions(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		ctx, clock := context.Background(), storetest.NewClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 		id := identity.NewIdentity(db, clock.Now, bcrypt.MinCost)
@@ -115,6 +117,7 @@ func TestSignInFromProviderKeepsLocalGrantsAndOperatorsDecisions(t *testing.T) {
 }
 
 func TestProviderLoginIsTakenOnceByItsBrowserBeforeItExpires(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		ctx, clock := context.Background(), storetest.NewClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 		id := identity.NewIdentity(db, clock.Now, bcrypt.MinCost)

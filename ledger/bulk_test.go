@@ -13,6 +13,7 @@ import (
 )
 
 func TestBulkCapturesAndReleasesMatchOneByOne(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		ctx := context.Background()
 		l := newLedger(t, db, storetest.NewClock(time.Time{}), 1000*ledger.Dollar)

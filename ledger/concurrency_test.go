@@ -16,6 +16,7 @@ import (
 // TestConcurrentHoldsNeverOverspend races holds, captures, releases and transfers
 // against one team's budget.
 func TestConcurrentHoldsNeverOverspend(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		ctx := context.Background()
 		budget := 100 * ledger.Dollar
@@ -91,6 +92,7 @@ func TestConcurrentHoldsNeverOverspend(t *testing.T) {
 // TestConcurrentPartsNeverOversettle races parts of one hold: together they never
 // settle more than the hold, and every part either settles whole or not at all.
 func TestConcurrentPartsNeverOversettle(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		ctx := context.Background()
 		l := newLedger(t, db, storetest.NewClock(time.Time{}), 100*usd)

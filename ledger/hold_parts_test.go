@@ -70,6 +70,7 @@ func wantHold(t *testing.T, h ledger.Hold, status ledger.HoldStatus, captured, r
 }
 
 func TestSettleHoldPartCapturesSlotBySlot(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		ctx, clock := context.Background(), storetest.NewClock(time.Time{})
 		l := newLedger(t, db, clock, 100*usd)
@@ -132,6 +133,7 @@ func TestSettleHoldPartCapturesSlotBySlot(t *testing.T) {
 }
 
 func TestSettleHoldPartReleasesOnly(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		l := newLedger(t, db, storetest.NewClock(time.Time{}), 50*usd)
 		h := placeHold(t, l, "r1", 30*usd)
@@ -160,6 +162,7 @@ func TestSettleHoldPartReleasesOnly(t *testing.T) {
 }
 
 func TestSettleHoldPartReplays(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		ctx := context.Background()
 		l := newLedger(t, db, storetest.NewClock(time.Time{}), 100*usd)
@@ -221,6 +224,7 @@ func TestSettleHoldPartReplays(t *testing.T) {
 }
 
 func TestSettleHoldPartRefusesBadParts(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		ctx := context.Background()
 		l := newLedger(t, db, storetest.NewClock(time.Time{}), 100*usd)
@@ -285,6 +289,7 @@ func TestSettleHoldPartRefusesBadParts(t *testing.T) {
 }
 
 func TestCaptureAndReleaseAfterPartsMoveOnlyTheRest(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		ctx := context.Background()
 		l := newLedger(t, db, storetest.NewClock(time.Time{}), 200*usd)
@@ -365,6 +370,7 @@ func TestCaptureAndReleaseAfterPartsMoveOnlyTheRest(t *testing.T) {
 }
 
 func TestSettleHoldPartJoinsTheCallersTransaction(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		ctx := context.Background()
 		l := newLedger(t, db, storetest.NewClock(time.Time{}), 100*usd)

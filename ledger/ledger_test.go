@@ -60,12 +60,14 @@ func balance(t *testing.T, l *ledger.Ledger, a ledger.AccountID) ledger.Balance 
 }
 
 func TestModelsMatchSchema(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		storetest.AssertModelsMatchSchema(t, db, &ledger.Hold{}, &ledger.HoldPart{})
 	})
 }
 
 func TestPostRefusesMalformedEntries(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		ctx, l := context.Background(), newLedger(t, db, storetest.NewClock(time.Time{}), 0)
 		for name, e := range map[string]ledger.NewEntry{
@@ -91,6 +93,7 @@ func TestPostRefusesMalformedEntries(t *testing.T) {
 }
 
 func TestIdempotentAndConflictingReplays(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		ctx, l := context.Background(), newLedger(t, db, storetest.NewClock(time.Time{}), 0)
 		first := grant(t, l, "g1", search, 100*ledger.Dollar)
@@ -140,6 +143,7 @@ func TestIdempotentAndConflictingReplays(t *testing.T) {
 }
 
 func TestHoldsKeepAvailableNonNegative(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		ctx, l := context.Background(), newLedger(t, db, storetest.NewClock(time.Time{}), 50*ledger.Dollar)
 		h, err := l.PlaceHold(ctx, "a", search, 40*ledger.Dollar, "order:1")
@@ -170,6 +174,7 @@ func TestHoldsKeepAvailableNonNegative(t *testing.T) {
 }
 
 func TestReversal(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		ctx, l := context.Background(), newLedger(t, db, storetest.NewClock(time.Time{}), 0)
 		e := grant(t, l, "g", search, 70*ledger.Dollar)
@@ -201,6 +206,7 @@ func TestReversal(t *testing.T) {
 }
 
 func TestBalancesAtPastInstantsAndStatements(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		ctx, clock := context.Background(), storetest.NewClock(time.Time{})
 		l := newLedger(t, db, clock, 0)
@@ -263,6 +269,7 @@ func TestBalancesAtPastInstantsAndStatements(t *testing.T) {
 }
 
 func TestWithTxJoinsTheCallersTransaction(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		ctx, l := context.Background(), newLedger(t, db, storetest.NewClock(time.Time{}), 0)
 		boom := clearhouse.Errorf(clearhouse.EINTERNAL, "boom")
@@ -299,6 +306,7 @@ func TestWithTxJoinsTheCallersTransaction(t *testing.T) {
 }
 
 func TestBalancesNeverOverflow(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		ctx, l := context.Background(), newLedger(t, db, storetest.NewClock(time.Time{}), 0)
 		grant(t, l, "big", search, ledger.MaxMoney-1)

@@ -53,6 +53,7 @@ var iteration atomic.Int64
 // releases, partial settlements and reversals, with replayed keys, and checks the
 // invariants after every step.
 func TestLedgerAgreesWithModel(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		clock := storetest.NewClock(time.Time{})
 		l := ledger.New(db, clock.Now)

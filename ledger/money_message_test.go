@@ -11,6 +11,7 @@ import (
 // An amount too large says so in words people read: never the integer type's
 // range ("±9,223,372,036,854.775807").
 func TestTooLargeAnAmountSaysTheLimitInWords(t *testing.T) {
+	t.Parallel()
 	_, err := ledger.ParseMoney("99,999,999,999,999")
 	msg := clearhouse.ErrorMessage(err)
 	if err == nil || !strings.Contains(msg, "about $9.2 trillion") || strings.Contains(msg, "9,223,372") || strings.Contains(msg, "±") {
@@ -24,6 +25,7 @@ func TestTooLargeAnAmountSaysTheLimitInWords(t *testing.T) {
 
 // A point needs digits on both sides, and the refusal says what to write instead.
 func TestALonePointSaysWhatToWrite(t *testing.T) {
+	t.Parallel()
 	for in, want := range map[string]string{".5": "write 0.5", "$.25": "write 0.25", "1.": "write 1 or 1.0", "$1,000.": "write 1,000 or 1,000.0"} {
 		_, err := ledger.ParseMoney(in)
 		if msg := clearhouse.ErrorMessage(err); clearhouse.ErrorCode(err) != clearhouse.EINVALID || !strings.Contains(msg, want) {

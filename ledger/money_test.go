@@ -9,6 +9,7 @@ import (
 )
 
 func TestParseAndFormat(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		in   string
 		want ledger.Money
@@ -40,6 +41,7 @@ func TestParseAndFormat(t *testing.T) {
 }
 
 func TestParseRefusesMalformedAmounts(t *testing.T) {
+	t.Parallel()
 	for _, in := range []string{"", "-", "$", "abc", "1.2.3", "1,23", "12,3456", ",123", "1.0000001", "1e6", "9223372036854.775808",
 		"99999999999999999999", "--1", "1 000", "0x10", "NaN", ".",
 		".5", "1.", "$.5", "-.5", "1,000.", "$1,000.", "$-5", "1,000.5.", "١٢"} {
@@ -50,6 +52,7 @@ func TestParseRefusesMalformedAmounts(t *testing.T) {
 }
 
 func TestCheckedArithmetic(t *testing.T) {
+	t.Parallel()
 	if _, err := ledger.MaxMoney.Add(1); err == nil {
 		t.Error("MaxMoney+1 did not overflow")
 	}
@@ -74,6 +77,7 @@ func TestCheckedArithmetic(t *testing.T) {
 }
 
 func TestFromDollarsRoundsHalfAwayFromZero(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		in   float64
 		want ledger.Money

@@ -19,6 +19,7 @@ import (
 // SQLite compares its text timestamps, where year 10000 sorted before 2026 and a
 // statement to 9999-12-31 came back empty.
 func TestEveryAcceptedPeriodGivesItsEntries(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		ctx := context.Background()
 		clock := storetest.NewClock(time.Date(1970, 1, 1, 0, 0, 0, 0, time.UTC))

@@ -15,6 +15,7 @@ import (
 // spend; a reversal counts against what it reverses) and by the month they were
 // posted in, on SQLite as on PostgreSQL.
 func TestSpendByMonth(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		ctx := context.Background()
 		clock := storetest.NewClock(time.Date(2026, 10, 30, 12, 0, 0, 0, time.UTC))

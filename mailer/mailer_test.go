@@ -10,6 +10,7 @@ import (
 )
 
 func TestSendDeliversAPlainUTF8Message(t *testing.T) {
+	t.Parallel()
 	srv := mailertest.Start(t)
 	cfg := mailer.Config{Addr: srv.Addr, From: "Clearhouse <market@example.com>"}
 	if err := cfg.Validate(); err != nil {
@@ -31,6 +32,7 @@ func TestSendDeliversAPlainUTF8Message(t *testing.T) {
 }
 
 func TestSendReportsARefusal(t *testing.T) {
+	t.Parallel()
 	srv := mailertest.Start(t)
 	srv.Refuse("450 mailbox busy")
 	err := mailer.Config{Addr: srv.Addr, From: "market@example.com"}.Send(context.Background(), "mia@search.example.com", "s", "b")
@@ -43,6 +45,7 @@ func TestSendReportsARefusal(t *testing.T) {
 }
 
 func TestConfigValidation(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		cfg  mailer.Config
 		want string

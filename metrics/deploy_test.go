@@ -46,6 +46,7 @@ func checkNames(t *testing.T, file, text string, have map[string]bool) {
 
 // The Grafana dashboard is JSON whose panels each query series Clearhouse serves.
 func TestDeployDashboardQueriesServedSeries(t *testing.T) {
+	t.Parallel()
 	const file = "../deploy/grafana/clearhouse-dashboard.json"
 	b, err := os.ReadFile(file)
 	if err != nil {
@@ -74,6 +75,7 @@ func TestDeployDashboardQueriesServedSeries(t *testing.T) {
 // The alert rules query only series Clearhouse serves (promtool checks their
 // syntax and their unit tests in make check-deploy).
 func TestDeployAlertRulesQueryServedSeries(t *testing.T) {
+	t.Parallel()
 	const file = "../deploy/prometheus/clearhouse-alerts.yml"
 	b, err := os.ReadFile(file)
 	if err != nil {
@@ -118,6 +120,7 @@ type scrapeJob struct {
 // headless Service and metrics port of deploy/kubernetes/server.yaml (promtool checks
 // its syntax in make check-deploy).
 func TestDeployScrapeConfigMatchesTheAlertsAndTheServer(t *testing.T) {
+	t.Parallel()
 	b, err := os.ReadFile("../deploy/prometheus/prometheus.yml")
 	if err != nil {
 		t.Fatal(err)

@@ -24,6 +24,7 @@ func scrape(t *testing.T, m *metrics.Metrics) string {
 // effective capacity (present from the start, so an alert sees the first rise), and
 // how far holdings exceed it where they do not: 60 cores held of a measured 48.
 func TestOversoldUnitsPerPool(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		mk := exchangetest.NewAuctionMarket(t, db)
 		m := metrics.New(db, "test", mk.Clock.Now)

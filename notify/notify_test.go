@@ -14,6 +14,7 @@ import (
 )
 
 func TestModelsMatchSchema(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		storetest.AssertModelsMatchSchema(t, db, &notify.Notification{}, &notify.Email{})
 	})
@@ -23,6 +24,7 @@ func TestModelsMatchSchema(t *testing.T) {
 // message in the app; with email on, those who have not turned it off also get it
 // in the outbox, and turning it off drops what was queued and not sent.
 func TestSendQueuesEmailOnlyForThoseWhoWantIt(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		ctx, clock := context.Background(), storetest.NewClock(storetest.Epoch)
 		id := identity.NewIdentity(db, clock.Now, bcrypt.MinCost)
@@ -106,6 +108,7 @@ func TestSendQueuesEmailOnlyForThoseWhoWantIt(t *testing.T) {
 // TestReadingNotifications: a user's notifications newest first, marked read up to
 // one of them or all, and a listing's limit bounded.
 func TestReadingNotifications(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		ctx, clock := context.Background(), storetest.NewClock(storetest.Epoch)
 		u, err := identity.NewIdentity(db, clock.Now, bcrypt.MinCost).AddUser(ctx, identity.NewUser{Email: "ana@x.io", Role: identity.RoleOperator})

@@ -10,6 +10,8 @@ import (
 
 	"gonum.org/v1/gonum/mat"
 	"gonum.org/v1/gonum/optimize/convex/lp"
+
+	"github.com/clearhouse/clearhouse/internal/racetest"
 )
 
 // boundJob is a job with just the fields the bound reads.
@@ -173,6 +175,7 @@ func lpBoundWork(t *testing.T, jobs []Job, capacity int64, work []int64) float64
 }
 
 func TestUpperBoundMatchesLP(t *testing.T) {
+	racetest.SkipUnderRace(t, "hundreds of seeded instances against an LP, on one goroutine")
 	for seed := range uint64(400) {
 		rng := rand.New(rand.NewPCG(seed, 17))
 		capacity := 1 + rng.Int64N(5)
@@ -230,6 +233,7 @@ func checkBoundFeasible(t *testing.T, jobs []Job, capacity int64) {
 }
 
 func TestUpperBoundFeasible(t *testing.T) {
+	racetest.SkipUnderRace(t, "hundreds of seeded instances against an LP, on one goroutine")
 	for seed := range uint64(200) {
 		rng := rand.New(rand.NewPCG(seed, 29))
 		capacity := 1 + rng.Int64N(20)

@@ -4,6 +4,8 @@ import (
 	"math"
 	"math/rand/v2"
 	"testing"
+
+	"github.com/clearhouse/clearhouse/internal/racetest"
 )
 
 // ERA's day/night example (section 3.2): three classes each ask for the whole
@@ -194,6 +196,7 @@ func BenchmarkFractionalRefit(b *testing.B) {
 // The allocation's units, slot by slot, earn the LP optimum gonum's simplex
 // finds, with work cut below Width*Duration for some jobs.
 func TestAllocationWithUseMatchesLP(t *testing.T) {
+	racetest.SkipUnderRace(t, "hundreds of seeded instances against an LP, on one goroutine")
 	for seed := range uint64(300) {
 		rng := rand.New(rand.NewPCG(seed, 41))
 		capacity := 1 + rng.Int64N(5)

@@ -5,6 +5,8 @@ import (
 	"math"
 	"strings"
 	"testing"
+
+	"github.com/clearhouse/clearhouse/internal/racetest"
 )
 
 // skipLongSimulation skips a simulation of thousands of jobs under -short (each
@@ -14,6 +16,7 @@ func skipLongSimulation(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: a simulation of thousands of jobs")
 	}
+	racetest.SkipUnderRace(t, "the simulator runs on one goroutine")
 }
 
 // The bar: on the MapReduce-like mix Basic-Econ accepts at least five

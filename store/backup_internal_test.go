@@ -12,6 +12,7 @@ import (
 // before migrating; the copy holds the old version and every row. An up-to-date or
 // empty database is not copied.
 func TestBackupBeforeMigrateCopiesTheOldSchema(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "old.db")
 	db, err := Open(ctx, path)

@@ -14,6 +14,7 @@ import (
 // UpdateRows changes exactly the rows its keys name, to their own values (NULL
 // included), and leaves every other row and column as it was, on both dialects.
 func TestUpdateRowsSetsEachRowItsOwnValues(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		ctx := context.Background()
 		tx := db.Write.WithContext(ctx)

@@ -11,6 +11,7 @@ import (
 // come through it, foreign keys hold, Down works while no holding entry exists and
 // is refused, changing nothing, once one does.
 func TestMigration27KeepsTheLedgerAndAddsTheHoldingReason(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	for dialect, db := range openAt(t, 26) {
 		t.Run(dialect, func(t *testing.T) {

@@ -68,6 +68,7 @@ func openAt(t *testing.T, version int64) map[string]*DB {
 // kept, and foreign keys still enforced. Down refuses while a best-effort entry
 // exists and changes nothing.
 func TestMigration14KeepsTheLedgerAndAddsTheBestEffortReason(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	for dialect, db := range openAt(t, 13) {
 		t.Run(dialect, func(t *testing.T) {

@@ -9,6 +9,7 @@ import (
 )
 
 func TestRedactHidesEveryPasswordForm(t *testing.T) {
+	t.Parallel()
 	cases := map[string]string{
 		"postgres://ana:s3cret@db:5432/market?sslmode=disable":          "postgres://ana:xxxxx@db:5432/market?sslmode=disable",
 		"postgresql://ana:p%40ss@db/market":                             "postgresql://ana:xxxxx@db/market",
@@ -32,6 +33,7 @@ func TestRedactHidesEveryPasswordForm(t *testing.T) {
 }
 
 func TestOpenErrorsDoNotShowThePassword(t *testing.T) {
+	t.Parallel()
 	// Nothing listens on port 1: the connection fails and the error names the address.
 	_, err := store.Open(context.Background(), "postgres://ana:s3cret-pw@127.0.0.1:1/market?sslmode=disable&connect_timeout=2")
 	if err == nil {

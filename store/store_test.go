@@ -17,6 +17,7 @@ import (
 )
 
 func TestDialectFoldersHoldTheSameVersions(t *testing.T) {
+	t.Parallel()
 	names := func(d string) []string {
 		fsys, err := migrations.FS(d)
 		if err != nil {
@@ -62,6 +63,7 @@ func columns(t *testing.T, db *store.DB) []string {
 }
 
 func TestDialectsDefineTheSameColumns(t *testing.T) {
+	t.Parallel()
 	pg, ok := storetest.NewPostgres(t)
 	if !ok {
 		t.Skip("set " + storetest.PostgresEnv + " to compare the SQLite schema with PostgreSQL's")
@@ -84,6 +86,7 @@ func minus(a, b []string) []string {
 }
 
 func TestCheckCurrentRefusesAnOldSchema(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "old.db")
 	db, err := store.Open(ctx, path)
@@ -111,6 +114,7 @@ func TestCheckCurrentRefusesAnOldSchema(t *testing.T) {
 }
 
 func TestSQLiteSettings(t *testing.T) {
+	t.Parallel()
 	db := storetest.New(t)
 	var mode string
 	var fk, sync int
@@ -131,6 +135,7 @@ func TestSQLiteSettings(t *testing.T) {
 }
 
 func TestConcurrentWritersDoNotFailBusy(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		var wg sync.WaitGroup
 		errs := make(chan error, 40)
@@ -164,6 +169,7 @@ func TestConcurrentWritersDoNotFailBusy(t *testing.T) {
 }
 
 func TestOpenRefusesSQLiteOptions(t *testing.T) {
+	t.Parallel()
 	_, err := store.Open(context.Background(), filepath.Join(t.TempDir(), "x.db")+"?_journal_mode=DELETE")
 	if clearhouse.ErrorCode(err) != clearhouse.EINVALID {
 		t.Fatalf("got %v, want EINVALID", err)
@@ -171,6 +177,7 @@ func TestOpenRefusesSQLiteOptions(t *testing.T) {
 }
 
 func TestExclusiveRunsOneHolderAtATime(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		ctx := context.Background()
 		inner := false

@@ -10,6 +10,7 @@ import (
 // Every page starts with a link past the navigation, and a form refused for its
 // input puts the focus on the first field in error.
 func TestSkipLinkAndFocusOnTheFirstError(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	f.openMarket()
 	f.user("fin@x.io", identity.RoleFinance, "")

@@ -17,6 +17,7 @@ import (
 // page lists people and tokens (never a token itself), and each button takes access
 // away at once.
 func TestOperatorsRevokeTokensEndSessionsAndDisableUsers(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	opUser := f.user("op@x.io", identity.RoleOperator, "")
 	mem := f.user("mem@x.io", identity.RoleMember, "search")
@@ -125,6 +126,7 @@ func TestOperatorsRevokeTokensEndSessionsAndDisableUsers(t *testing.T) {
 
 // TestTheAccessPageIsPaged lists 150 users and 150 tokens over two pages each.
 func TestTheAccessPageIsPaged(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	f.user("op@x.io", identity.RoleOperator, "")
 	ctx := context.Background()
@@ -168,6 +170,7 @@ func TestTheAccessPageIsPaged(t *testing.T) {
 // its token got the CSRF message. A signed-in browser's unsafe API request without
 // the CSRF token is still refused as before.
 func TestAPIWithoutCredentialsIsUnauthorizedNotCSRF(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	for _, r := range []struct{ method, path, body, says string }{
 		{http.MethodPost, "/api/v1/clusters/us-east/updates", `{"pools":[]}`, "clearhouse agent token --cluster us-east"},

@@ -75,6 +75,7 @@ func (x abacusAgent) capacityChanges() int64 {
 // and keeps nothing of the capacity change (it was applied in a transaction of its
 // own before); the same change alone then applies.
 func TestAnAgentReportAppliesWholeOrNotAtAll(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		x := newAbacusAgent(t, db)
 		job, task := x.runOne()
@@ -108,6 +109,7 @@ func TestAnAgentReportAppliesWholeOrNotAtAll(t *testing.T) {
 // allocation poll of the cluster answer 400, and neither does a weight stored
 // before the clamp.
 func TestExtremeMeasurementsCannotBlockTheCluster(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		x := newAbacusAgent(t, db)
 		ctx := context.Background()

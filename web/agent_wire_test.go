@@ -93,6 +93,7 @@ func filledJSON[T any](t *testing.T) []byte {
 // Allocation decodes; every field of the agent's Updates is one the server's
 // APIUpdates decodes.
 func TestAgentAndServerWireTypesAgreeOnEveryField(t *testing.T) {
+	t.Parallel()
 	alloc := filledJSON[apiv1.Allocation](t)
 	var a agent.Allocation
 	if err := strictDecode(alloc, &a); err != nil {
@@ -113,6 +114,7 @@ func TestAgentAndServerWireTypesAgreeOnEveryField(t *testing.T) {
 
 // The checks above can fail: a field one side lacks is refused.
 func TestStrictDecodeRefusesAFieldTheTypeLacks(t *testing.T) {
+	t.Parallel()
 	var l agent.Limit
 	if err := strictDecode([]byte(`{"team":"ads","pool":"us-east/cpu","units":1,"surplus":2}`), &l); err == nil || !strings.Contains(err.Error(), "surplus") {
 		t.Fatalf("an unknown field: %v", err)
@@ -128,6 +130,7 @@ func TestStrictDecodeRefusesAFieldTheTypeLacks(t *testing.T) {
 // takes it, and its answer decodes into agent.Answer; unknown fields refused all
 // the way.
 func TestTheServersAgentAnswersDecodeIntoTheAgentsTypes(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		x := newAbacusAgent(t, db)
 		x.runOne()

@@ -18,6 +18,7 @@ import (
 // The API counts bundles from 1 in bundle_number, as pages and the settlement CSV
 // do, and keeps the deprecated bundle_index (from 0) for existing clients.
 func TestAPICountsBundlesFromOne(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	f.openMarket()
 	ctx := context.Background()
@@ -72,6 +73,7 @@ func TestAPICountsBundlesFromOne(t *testing.T) {
 // The API places a bid whose limit is below the cost at reserve prices, and warns
 // that it cannot win; a bid that can win gets no warning.
 func TestAPIWarnsOfALimitBelowReserve(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	f.openMarket()
 	token := f.token(f.user("mia@x.io", identity.RoleMember, "search"))
@@ -106,6 +108,7 @@ func TestAPIWarnsOfALimitBelowReserve(t *testing.T) {
 // ads holds 40 of the pool's 100 cores, so 60 are on offer and a bid for 90 (which
 // the pool could supply, so it is accepted) is larger than the supply.
 func TestAuctionPageExplainsAPoolUnsoldAboveReserve(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	f.cpuPool()
 	ctx := context.Background()

@@ -35,6 +35,7 @@ func limitRow(alloc map[string]any, team, pool string) map[string]any {
 // lists it in reclaim once the grace has passed; a report of what was reclaimed, and
 // without the excess, clears it. A bad over_limit row refuses the report.
 func TestTheAllocationSendsLimitsOverLimitPolicyAndReclaims(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		f := newFixtureOn(t, db, web.Config{LoginRate: 5, PublicURL: "http://127.0.0.1"})
 		f.cpuPool()

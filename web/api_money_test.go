@@ -16,6 +16,7 @@ import (
 // its text (0.1 + 0.2 is 300,000 micro-dollars, not 300,000.00000000004), and the
 // answer gives it back as a string.
 func TestAPIAcceptsMoneyAsStringOrNumberExactly(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	f.openMarket()
 	tok := f.token(f.user("owner@x.io", identity.RoleOwner, "search"))
@@ -120,6 +121,7 @@ var moneyForms = map[string]bool{
 // ledger.ParseMoney refuses ("$1", "1,000.00" are amounts; ".5", "1." are not).
 // What the market then makes of an amount (funds, sign) is another matter.
 func TestEverySurfaceTakesTheSameAmounts(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	f.openMarket()
 	tok := f.token(f.user("owner@x.io", identity.RoleOwner, "search"))

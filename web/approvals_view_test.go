@@ -15,6 +15,7 @@ import (
 // A pending order shows who asked, when, what it could cost and what the team has
 // available; Withdraw is not offered beside Approve.
 func TestApprovalsShowWhatAnOwnerNeeds(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	f.openMarket()
 	ctx := context.Background()
@@ -51,6 +52,7 @@ func TestApprovalsShowWhatAnOwnerNeeds(t *testing.T) {
 // An order with a limit per cluster shows each bundle's limit to the owner who
 // approves it (not templ source), and the limit column says each has its own.
 func TestApprovalsShowEachBundlesOwnLimit(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	f.openMarket()
 	ctx := context.Background()

@@ -26,6 +26,7 @@ import (
 // failed for good); the auction closes and settles, and the next one sells the
 // new pool.
 func TestAPoolAddedDuringAnAuctionIsSoldFromTheNextOne(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		f := newFixtureOn(t, db, web.Config{LoginRate: 5, PublicURL: "http://127.0.0.1"})
 		f.openMarket()
@@ -90,6 +91,7 @@ func TestAPoolAddedDuringAnAuctionIsSoldFromTheNextOne(t *testing.T) {
 // fails again halts it again, and cancelling it releases every hold and lets the
 // next auction open. A retry after the offending orders left settles it.
 func TestAFailedCloseCanBeRetriedOrCancelled(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		f := newFixtureOn(t, db, web.Config{LoginRate: 5, PublicURL: "http://127.0.0.1"})
 		f.openMarket()

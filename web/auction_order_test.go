@@ -24,6 +24,7 @@ var pathCommand = regexp.MustCompile(`([MLHV])([^MLHVZ]*)`)
 // line never doubling back), and the first one's page says when it closed and that
 // it closed early.
 func TestPriceHistoryFollowsWhenAuctionsClosed(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	f.openMarket() // auction 1: the next hour
 	ctx := context.Background()

@@ -19,6 +19,7 @@ import (
 // utility and the job table shows it with the weights' origin; the operator's
 // auction table shows who is served.
 func TestAbacusSLOAndLearningThroughTheAPIAndPages(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	f.openMarket()
 	ctx := context.Background()

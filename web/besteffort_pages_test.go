@@ -16,6 +16,7 @@ import (
 // page shows what the team borrows; an operator switches the pool to the abacus
 // policy, after which the form asks for a budget and quotes shares.
 func TestBestEffortPages(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	f.openMarket()
 	ctx := context.Background()
@@ -98,6 +99,7 @@ func TestBestEffortPages(t *testing.T) {
 // The team page draws the history the scheduled job records: per pool, a chart of
 // contribution and utility, and one of priority, each series named in a legend.
 func TestTeamPageChartsIdleHistory(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	f.openMarket()
 	ctx := context.Background()

@@ -19,6 +19,7 @@ import (
 // naming the field), list and read (members their own team's), cancel; an agent's
 // poll starts tasks in best_effort and its report ends them.
 func TestBestEffortAPI(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	f.openMarket()
 	ctx := context.Background()
@@ -147,6 +148,7 @@ func decodeResponse(t *testing.T, req *http.Request) (int, map[string]any) {
 // team: another team's job, or an id that does not exist, is not found before any
 // page, and the job goes on.
 func TestCancellingAnotherTeamsBestEffortJobIsNotFoundBeforeConfirming(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	f.openMarket()
 	if _, err := f.market.AddTeam(context.Background(), exchange.NewTeam{ID: "ads", Budget: 100 * ledger.Dollar}); err != nil {

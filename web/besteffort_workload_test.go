@@ -16,6 +16,7 @@ import (
 // nothing saved, shown with its job, returned by the API, and carried in the
 // agent's allocation with each of its tasks.
 func TestBestEffortWorkloadFromFormAndAPIToTheAgent(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	f.openMarket()
 	ctx := context.Background()

@@ -15,6 +15,7 @@ import (
 // those no team holds, warns when fewer are offered than the bundle needs, says
 // what a price buys, and refuses more than the pool's whole capacity naming it.
 func TestBidFormShowsWhatIsOnOffer(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	f.cpuPool()
 	ctx := context.Background()

@@ -17,6 +17,7 @@ import (
 // The bid form says first when no auction takes bids; it refuses a quantity no
 // pool could ever supply and a limit below the cost at reserve prices.
 func TestBidFormChecksEarly(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	ctx := context.Background()
 	if _, err := f.market.SaveCurve(ctx, "standard", "Standard", auction.DefaultCurve); err != nil {
@@ -100,6 +101,7 @@ func TestBidFormChecksEarly(t *testing.T) {
 // A team cannot buy in a form what it offers for sale in the same auction (nor sell
 // what it bids for): it would only trade with itself.
 func TestFormsRefuseBuyingAndSellingOnePool(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	ctx := context.Background()
 	if _, err := f.market.SaveCurve(ctx, "standard", "Standard", auction.DefaultCurve); err != nil {
@@ -142,6 +144,7 @@ func TestFormsRefuseBuyingAndSellingOnePool(t *testing.T) {
 
 // The orders page names each pool's quantity with its unit.
 func TestOrdersShowQuantitiesWithTheirUnits(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	ctx := context.Background()
 	if _, err := f.market.SaveCurve(ctx, "standard", "Standard", auction.DefaultCurve); err != nil {

@@ -43,6 +43,7 @@ func (b *browser) confirmThrough(path string, form url.Values, unchanged func())
 }
 
 func TestWithdrawingAnOrderAsksFirst(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	b := f.tradeMarket()
 	ctx := context.Background()
@@ -81,6 +82,7 @@ func TestWithdrawingAnOrderAsksFirst(t *testing.T) {
 }
 
 func TestSavingAPoolAtZeroUnitCostAsksFirst(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	f.openMarket()
 	f.user("op@x.io", identity.RoleOperator, "")

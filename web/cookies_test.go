@@ -15,6 +15,7 @@ import (
 // TestSecureCookiesFollowTheConfigurationNotTheHost reads the pre-session cookie the
 // sign-in page sets, with Host headers that would have changed the old decision.
 func TestSecureCookiesFollowTheConfigurationNotTheHost(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	cases := []struct {
 		cfg    web.Config
@@ -49,6 +50,7 @@ func TestSecureCookiesFollowTheConfigurationNotTheHost(t *testing.T) {
 // TestHealthzIgnoresCredentials probes /healthz with a stale token, a stale session
 // cookie, a malformed Authorization and an unknown proxy user.
 func TestHealthzIgnoresCredentials(t *testing.T) {
+	t.Parallel()
 	f := newFixtureOn(t, storetest.New(t), web.Config{ProxyHeader: "X-Forwarded-Email", TrustedProxies: nil})
 	u := f.user("ana@x.io", identity.RoleMember, "search")
 	stale := f.token(u)

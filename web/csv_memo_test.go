@@ -18,6 +18,7 @@ import (
 // The statement CSV and the journal CSV carry the memos the statement page shows
 // ("Payment for order #1"), not the ledger's internal ones.
 func TestCSVMemosMatchThePage(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	f.openMarket()
 	ctx := context.Background()

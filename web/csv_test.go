@@ -18,6 +18,7 @@ import (
 // auction, and reads every CSV export: text cells that begin with =, +, -, @ get a
 // quote in front; amounts stay numbers (a debit is still "-500.00").
 func TestEveryCSVExportNeutralizesFormulas(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	f.openMarket()
 	ctx := context.Background()

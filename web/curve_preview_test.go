@@ -16,6 +16,7 @@ import (
 // utilization (95% here, while its configured figure is 80%), before (the saved
 // curve) and after (the edited one), the way the market will price it.
 func TestCurvePreviewUsesEachPoolsMeasuredUtilization(t *testing.T) {
+	t.Parallel()
 	f, u := newUtilFixture(t)
 	f.cpuPool() // us-east/cpu: 100 cores, $1 each, configured utilization 0.8
 	ctx := context.Background()

@@ -18,6 +18,7 @@ import (
 // orders page lists them with edit and delete; once an auction opens, each is
 // placed with one click (or all at once) with the checks and holds of that moment.
 func TestDraftsArePreparedThenPlacedWhenAnAuctionOpens(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	ctx := context.Background()
 	if _, err := f.market.SaveCurve(ctx, "standard", "Standard", auction.DefaultCurve); err != nil {

@@ -19,6 +19,7 @@ import (
 // holds 60 of the pool's 100 cores and uses them all for the first hour of search's
 // job, so the replay makes search wait, as it did in Clearhouse.
 func TestOperatorSeesTheFairnessReportWithOwnersUsage(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	ctx := context.Background()
 	f.cpuPool()

@@ -25,6 +25,7 @@ import (
 // proved optimal, both changed orders, and search's payment next to its bundle at
 // the published prices, every amount through the one money formatter.
 func TestPagesShowTheFinalRound(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	ctx := context.Background()
 	must := func(err error) {
@@ -120,6 +121,7 @@ func TestPagesShowTheFinalRound(t *testing.T) {
 
 // A final round cut short by its time limit shows its gap and bound.
 func TestFinalRoundShowsTheGapWhenNotProved(t *testing.T) {
+	t.Parallel()
 	var buf bytes.Buffer
 	v := templates.FinalRoundView{Welfare: 95 * templates.Money(ledger.Dollar), ClockWelfare: 60 * templates.Money(ledger.Dollar),
 		Added: 35 * templates.Money(ledger.Dollar), Bound: 100 * templates.Money(ledger.Dollar), Gap: "5.00%", Seconds: "10.00 s"}
@@ -139,6 +141,7 @@ func TestFinalRoundShowsTheGapWhenNotProved(t *testing.T) {
 // Operators set the final round's time limit when they schedule an auction; 0
 // turns it off, and a bad value is refused, naming the field, scheduling nothing.
 func TestScheduleFormSetsTheFinalRound(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	ctx := context.Background()
 	f.user("op@x.io", identity.RoleOperator, "")

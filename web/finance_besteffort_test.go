@@ -38,6 +38,7 @@ func (f *fixture) finishAll() {
 // statement names the charge in users' words with a link to the job, and the
 // journal CSV carries the best-effort reason.
 func TestFinanceSeesBestEffortCharges(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	f.openMarket()
 	ctx := context.Background()

@@ -10,6 +10,7 @@ import (
 )
 
 func TestGroupDigitsAndWholeNumberMessages(t *testing.T) {
+	t.Parallel()
 	for n, want := range map[int64]string{0: "0", 999: "999", 1000: "1,000", -1234567: "-1,234,567", 1 << 31: "2,147,483,648"} {
 		if got := groupDigits(n); got != want {
 			t.Errorf("groupDigits(%d) = %q, want %q", n, got, want)
@@ -29,6 +30,7 @@ func TestGroupDigitsAndWholeNumberMessages(t *testing.T) {
 // A task's units are bounded by the pool's capacity, which the message names in
 // its unit: never the scheduler's internal 2,147,483,648.
 func TestTaskUnitsNameThePoolsCapacity(t *testing.T) {
+	t.Parallel()
 	p := exchange.Pool{ID: "us-east/cpu", Unit: "core", Capacity: 4000}
 	for _, raw := range []string{"4001", "3000000000", "99999999999999999999"} {
 		_, err := taskUnits(raw, 1, p)
@@ -45,6 +47,7 @@ func TestTaskUnitsNameThePoolsCapacity(t *testing.T) {
 }
 
 func TestCountsTakeTheRightNumber(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		n          int64
 		unit, want string
@@ -58,6 +61,7 @@ func TestCountsTakeTheRightNumber(t *testing.T) {
 // A waiting job says when it should start as a UTC time and how far off, and why
 // it waits, in words; never only a queue position.
 func TestJobWaitSaysWhenAndWhy(t *testing.T) {
+	t.Parallel()
 	now := time.Date(2026, 11, 26, 10, 0, 0, 0, time.UTC)
 	at := now.Add(2 * time.Hour)
 	pos, start, why := jobWait(besteffort.JobView{Job: besteffort.Job{ClusterID: "ap-south"}, Position: 241, EstimatedStart: &at}, now)
@@ -80,6 +84,7 @@ func TestJobWaitSaysWhenAndWhy(t *testing.T) {
 // An idle account reads in the team's words first: what it lends and borrows,
 // with the pool's unit in the right number, and whether its tasks go first.
 func TestIdleWordsSayWhatATeamLentAndBorrowed(t *testing.T) {
+	t.Parallel()
 	w := idleWords(besteffort.TeamPool{Pool: "us-east/cpu", Policy: "direct-orig", Lent: 170, Borrowed: 480, Contribution: 5451.6, Utility: 16482.5}, "core")
 	if !strings.Contains(w, "lends 170.0 cores") || !strings.Contains(w, "borrow 480 cores") || !strings.Contains(w, "teams that lent more go first") {
 		t.Errorf("words: %q", w)
@@ -97,6 +102,7 @@ func TestIdleWordsSayWhatATeamLentAndBorrowed(t *testing.T) {
 // Date-and-time fields show and take the pages' one format (UTC, 24 h); what a
 // browser's datetime-local field sends is read too.
 func TestFormTimesAreOneFormat(t *testing.T) {
+	t.Parallel()
 	want := time.Date(2026, 11, 27, 14, 5, 0, 0, time.UTC)
 	for _, in := range []string{"2026-11-27 14:05", " 2026-11-27 14:05 UTC ", "2026-11-27T14:05"} {
 		if got, err := parseFormTime(in); err != nil || !got.Equal(want) {

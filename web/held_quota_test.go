@@ -16,6 +16,7 @@ import (
 // by teams" counts the quota set aside, and the scheduler shows it apart from the
 // quota usable for reservations: the two figures add up to the market's.
 func TestHeldQuotaIsTheSameOnTheMarketAndSchedulePages(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	f.cpuPool()
 	ctx := context.Background()

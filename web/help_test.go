@@ -10,6 +10,7 @@ import (
 // each in a section the contents link to, with a worked example whose figures are
 // those the docs' rules give.
 func TestHelpCoversReservationsBestEffortAndHoldingCharges(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	b := f.tradeMarket()
 	res, doc := b.get("/help")

@@ -17,6 +17,7 @@ import (
 // are refused); the month's charge then reads on the team's statement as a person
 // would say it.
 func TestHoldingChargeFromThePoolPageToTheStatement(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	f.cpuPool()
 	ctx := context.Background()

@@ -8,6 +8,7 @@ import (
 )
 
 func TestFmtDecimalRoundsAndGroups(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		x      float64
 		places int
@@ -33,6 +34,7 @@ func TestFmtDecimalRoundsAndGroups(t *testing.T) {
 
 // Each policy's figures carry the unit of what it measures.
 func TestIdleAccountRowUnits(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		policy, contribution, priority string
 	}{

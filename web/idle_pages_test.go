@@ -44,6 +44,7 @@ func labelledRows(t *testing.T, doc *goquery.Document, page, testid string) {
 // rounded with thousands separators (every digit on hover); and every table of
 // the idle-capacity pages stacks into labelled rows on narrow screens.
 func TestIdleAccountsSayTheirUnitsAndTablesStack(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	f.openMarket()
 	ctx := context.Background()

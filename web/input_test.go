@@ -52,6 +52,7 @@ var badInputs = []badInput{
 // TestNULAndInvalidUTF8AreRefusedBeforeAnyHandler sends each bad input, on SQLite and
 // on PostgreSQL, and wants a 400 that says what was wrong: never a 500.
 func TestNULAndInvalidUTF8AreRefusedBeforeAnyHandler(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		_, proxy, _ := net.ParseCIDR("192.0.2.0/24")
 		f := newFixtureOn(t, db, web.Config{LoginRate: 1000, ProxyHeader: "X-Forwarded-Email", TrustedProxies: []*net.IPNet{proxy}})
@@ -119,6 +120,7 @@ func (r *countingBody) Read(p []byte) (int, error) {
 // declared or chunked, and multipart bodies: each is refused having read at most the
 // route's bound, and a multipart body not at all.
 func TestBodiesAreBoundedBeforeTheyAreRead(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	f.openMarket()
 	member := f.token(f.user("mem@x.io", identity.RoleMember, "search"))
@@ -171,6 +173,7 @@ func TestBodiesAreBoundedBeforeTheyAreRead(t *testing.T) {
 // buy that became a sell of 5 when the last key won), unknown fields and trailing
 // data to every route that decodes JSON.
 func TestEveryJSONBodyRefusesDuplicateAndUnknownKeys(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	f.openMarket()
 	member := f.token(f.user("mem@x.io", identity.RoleMember, "search"))
@@ -209,6 +212,7 @@ func TestEveryJSONBodyRefusesDuplicateAndUnknownKeys(t *testing.T) {
 // TestTheCSRFTokenIsReadFromAHeaderOrAURLEncodedFormOnly signs in and signs out with
 // the token in a multipart form (refused unread), then in the header.
 func TestTheCSRFTokenIsReadFromAHeaderOrAURLEncodedFormOnly(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	f.user("ana@x.io", identity.RoleMember, "search")
 	b := f.browser()

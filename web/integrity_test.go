@@ -20,6 +20,7 @@ import (
 // Operators set the market's limits on their page; a bad value is named and
 // nothing changes.
 func TestOperatorsSetTheLimits(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	f.openMarket()
 	f.user("op@x.io", identity.RoleOperator, "")
@@ -48,6 +49,7 @@ func TestOperatorsSetTheLimits(t *testing.T) {
 
 // Operators cancel an auction that has not opened, and only such an auction.
 func TestOperatorsCancelAScheduledAuction(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	f.openMarket()
 	f.user("op@x.io", identity.RoleOperator, "")
@@ -82,6 +84,7 @@ func TestOperatorsCancelAScheduledAuction(t *testing.T) {
 // A team's orders page lists 50 orders at a time, newest first, with a link to
 // the older ones; the API pages with limit, before and next.
 func TestOrderListsArePaginated(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	f.openMarket()
 	u := f.user("m@x.io", identity.RoleMember, "search")

@@ -7,6 +7,7 @@ import (
 )
 
 func TestCheckJSON(t *testing.T) {
+	t.Parallel()
 	ok := []string{
 		`{}`, `[]`, `"x"`, `1`, `null`,
 		`{"a":{"x":1},"b":{"x":1}}`,

@@ -19,6 +19,7 @@ import (
 // The over-limit policy form: operators only, with a CSRF token; bad input is shown
 // on the form and changes nothing; a good policy is saved and sent to agents.
 func TestOverLimitPolicyFormIsForOperatorsAndRefusesBadInput(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	f.openMarket()
 	ctx := context.Background()
@@ -79,6 +80,7 @@ func TestOverLimitPolicyFormIsForOperatorsAndRefusesBadInput(t *testing.T) {
 // granted apart; and, when the team runs above it, by how much, since when and what
 // will happen; /operate lists the team.
 func TestTeamPageShowsTheLimitsPartsAndWorkAboveIt(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	f.cpuPool()
 	ctx := context.Background()

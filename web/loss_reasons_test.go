@@ -19,6 +19,7 @@ import (
 // would have fit lost to its limit at the final prices. The facts behind them are
 // the auction's: 60 cores for sale, and the winning order of team search took 50.
 func TestOrdersSayShortSupplyAndLimitAsWhatHappened(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	ctx := context.Background()
 	f.cpuPool()

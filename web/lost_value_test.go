@@ -14,6 +14,7 @@ import (
 // A bid refused for want of room is value lost: the scheduler page shows it per
 // pool and day, the API gives it to operators and finance only, and the CSV has it.
 func TestLostValueShowsOnTheSchedulerPageTheAPIAndTheCSV(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	f.openMarket()
 	member := f.token(f.user("ana@x.io", identity.RoleMember, "search"))
@@ -59,6 +60,7 @@ func TestLostValueShowsOnTheSchedulerPageTheAPIAndTheCSV(t *testing.T) {
 
 // The CSV has a header and one line per pool and day with the amounts as numbers.
 func TestLostValueCSVHasOneLinePerPoolAndDay(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	f.openMarket()
 	member := f.token(f.user("ana@x.io", identity.RoleMember, "search"))

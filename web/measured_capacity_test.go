@@ -53,6 +53,7 @@ func (f *fixture) rows(table string) int64 {
 // summary with where it comes from, flagged when below the configured capacity,
 // and the configured capacity stays as it was.
 func TestMeasuredCapacityOnThePoolPage(t *testing.T) {
+	t.Parallel()
 	f, agent, b := capacityMarket(t)
 	ctx := context.Background()
 	page := "/operate/pools/us-east/cpu"
@@ -136,6 +137,7 @@ func TestMeasuredCapacityOnThePoolPage(t *testing.T) {
 
 // An agent sending the same capacity change every poll adds one row.
 func TestIdenticalCapacityReportsThroughTheAPIAddOneRow(t *testing.T) {
+	t.Parallel()
 	f, agent, _ := capacityMarket(t)
 	now := f.clock.Now()
 	body := `{"capacity": [{"pool": "us-east/cpu", "from": "` + now.Format(time.RFC3339) + `", "to": "` + now.Add(3*time.Hour).Format(time.RFC3339) + `", "units": 90}]}`
@@ -156,6 +158,7 @@ func TestIdenticalCapacityReportsThroughTheAPIAddOneRow(t *testing.T) {
 // post; a bad entry is refused naming the field and saves nothing) and come back
 // when the override expires.
 func TestOversoldPoolsOnOperateAndTheCapacityOverride(t *testing.T) {
+	t.Parallel()
 	f, agent, b := capacityMarket(t)
 	page := "/operate/pools/us-east/cpu"
 	if _, doc := b.get("/operate"); doc.Find("[data-testid=oversold-pools]").Length() != 0 {

@@ -15,6 +15,7 @@ import (
 // not when it only asked for a quote; the summary counts the problems it lists; a
 // task's units too large name the pool's capacity, never an internal bound.
 func TestReservationFormMessagesSayWhatHappened(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	f.openMarket()
 	f.user("ana@x.io", identity.RoleMember, "search")

@@ -123,6 +123,7 @@ func checkMoney(t *testing.T, page string, doc *goquery.Document) int {
 }
 
 func TestEveryPageShowsMoneyOneWay(t *testing.T) {
+	t.Parallel()
 	f := moneyMarket(t)
 	owner, fin, op := f.browser(), f.browser(), f.browser()
 	owner.login("owner@x.io")
@@ -188,6 +189,7 @@ func TestEveryPageShowsMoneyOneWay(t *testing.T) {
 // Every money column of the exports has six decimals on every row, and bundles are
 // numbered from 1.
 func TestCSVMoneyColumnsHaveFixedDecimals(t *testing.T) {
+	t.Parallel()
 	f := moneyMarket(t)
 	fin := f.token(f.user("fin2@x.io", identity.RoleFinance, ""))
 	six := regexp.MustCompile(`^-?\d+\.\d{6}$`)

@@ -12,6 +12,7 @@ import (
 )
 
 func TestNotificationsBadgePageAndMarkRead(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	b := f.tradeMarket()
 	ctx := context.Background()
@@ -60,6 +61,7 @@ func TestNotificationsBadgePageAndMarkRead(t *testing.T) {
 // A user turns notification emails off and on again from the notifications page;
 // the form needs its CSRF token and a known choice.
 func TestEmailSettingOnTheNotificationsPage(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	b := f.tradeMarket()
 	_, doc := b.get("/notifications")

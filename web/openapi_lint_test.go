@@ -78,6 +78,7 @@ func openAPIOperations(t *testing.T, doc map[string]any) []openAPIOperation {
 // Every operation has an operationId, camelCase and unique, so a client generator
 // names its method after it instead of after the path.
 func TestOpenAPIOperationIDs(t *testing.T) {
+	t.Parallel()
 	doc := loadOpenAPI(t)
 	ops := openAPIOperations(t, doc)
 	wellFormed := regexp.MustCompile(`^[a-z][a-z0-9]*([A-Z][a-z0-9]*)*$`)
@@ -103,6 +104,7 @@ func TestOpenAPIOperationIDs(t *testing.T) {
 // Every path parameter is declared as a required path parameter of each of its
 // operations, and every declared path parameter is in the path.
 func TestOpenAPIPathParameters(t *testing.T) {
+	t.Parallel()
 	doc := loadOpenAPI(t)
 	template := regexp.MustCompile(`\{([^}]+)\}`)
 	for _, o := range openAPIOperations(t, doc) {
@@ -187,6 +189,7 @@ func jsonPointer(doc map[string]any, ref string) (any, error) {
 // Every $ref in the document resolves to something inside it, and every schema in
 // components is used, so a renamed schema cannot leave a dangling reference.
 func TestOpenAPIRefsResolve(t *testing.T) {
+	t.Parallel()
 	doc := loadOpenAPI(t)
 	used := map[string]bool{}
 	var refs int
@@ -229,6 +232,7 @@ func TestOpenAPIRefsResolve(t *testing.T) {
 // type, or, for 204 alone, no content at all (documented empty). Every response has a
 // description, as OpenAPI requires.
 func TestOpenAPISuccessResponsesHaveSchemas(t *testing.T) {
+	t.Parallel()
 	doc := loadOpenAPI(t)
 	for _, o := range openAPIOperations(t, doc) {
 		responses, _ := o.op["responses"].(map[string]any)

@@ -14,6 +14,7 @@ import (
 // Every route of the JSON API is in the OpenAPI document, and every operation the
 // document lists is served, so clients written from it reach what exists.
 func TestOpenAPIListsEveryAPIRoute(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	engine, ok := f.h.(*gin.Engine)
 	if !ok {

@@ -16,6 +16,7 @@ import (
 // a cluster whose agent never reported says so; a bad status is refused whole; the
 // page is the operator's alone.
 func TestOperateShowsEachClustersAgent(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	f.openMarket()
 	ctx := context.Background()
@@ -88,6 +89,7 @@ func TestOperateShowsEachClustersAgent(t *testing.T) {
 // with its last errors and their time kept as history; a new error makes it unhealthy
 // again.
 func TestOperateShowsAnAgentsRecovery(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	f.openMarket()
 	ctx := context.Background()

@@ -16,6 +16,7 @@ import (
 // Closing an auction from the operator's page first says what it will do; only a
 // confirmed POST closes it.
 func TestCloseAuctionAsksForConfirmation(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	f.openMarket()
 	ctx := context.Background()
@@ -84,6 +85,7 @@ func TestCloseAuctionAsksForConfirmation(t *testing.T) {
 // says why a curve cannot be drawn, and pools and clusters can be removed when
 // nothing depends on them.
 func TestOperatorCurvesAndRemovals(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	f.openMarket()
 	ctx := context.Background()

@@ -15,6 +15,7 @@ import (
 // cost more than its limit, with both amounts), and a withdrawn order says it took
 // no part rather than "lost".
 func TestOrdersSayWhyTheyLostAndWithdrawnIsNotLost(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	f.openMarket()
 	ctx := context.Background()

@@ -13,6 +13,7 @@ import (
 // Every paged list reads ?limit= and ?before= with one parser: the same bad input
 // gets the same 400 and the same message on each, and a good page is served.
 func TestPagingRefusesBadInputAlike(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	f.openMarket()
 	u := f.user("ana@x.io", identity.RoleMember, "search")

@@ -18,6 +18,7 @@ import (
 // SQLite and PostgreSQL (SQLite compares times as text, where a bound in year
 // 10000 sorts before every date and found nothing).
 func TestLostValuePeriodToTheLastDate(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		f := newFixtureOn(t, db, web.Config{LoginRate: 5, PublicURL: "http://127.0.0.1"})
 		f.cpuPool()

@@ -20,6 +20,7 @@ import (
 // us-east/ram did, the auction page and the API call cpu's price traded and ram's
 // indicative, and the price history charts cpu only.
 func TestPricesSayWhetherAnythingTraded(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	f.cpuPool()
 	ctx := context.Background()

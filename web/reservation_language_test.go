@@ -17,6 +17,7 @@ import (
 // reduce stage starts once the map has ended, and a reduce stage without its
 // tasks is refused beside the field.
 func TestTheFormReservesMapThenReduce(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	f.openMarket()
 	f.user("ana@x.io", identity.RoleMember, "search")
@@ -56,6 +57,7 @@ func TestTheFormReservesMapThenReduce(t *testing.T) {
 
 // The API takes a language and overheads, and says which request ANY chose.
 func TestTheAPITakesALanguage(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	f.openMarket()
 	member := f.token(f.user("ana@x.io", identity.RoleMember, "search"))

@@ -42,6 +42,7 @@ func quote(t *testing.T, b *browser, form url.Values) string {
 // quotes it afresh. The value may change after the quote (it does not change
 // the price). After reserving, the form keeps its values.
 func TestReserveNeedsAFreshQuoteOfTheSameRequest(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	f.openMarket()
 	f.user("ana@x.io", identity.RoleMember, "search")
@@ -124,6 +125,7 @@ func TestReserveNeedsAFreshQuoteOfTheSameRequest(t *testing.T) {
 
 // A quote made in one session does not let another session reserve.
 func TestAQuoteIsGoodOnlyInItsSession(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	f.openMarket()
 	f.user("ana@x.io", identity.RoleMember, "search")

@@ -12,6 +12,7 @@ import (
 // A reservation the scheduler refuses is reported truthfully: the refused request
 // is listed as rejected, and the page does not claim nothing was saved.
 func TestRefusedReservationIsReportedTruthfully(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	f.openMarket()
 	f.user("mia@x.io", identity.RoleMember, "search")

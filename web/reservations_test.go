@@ -63,6 +63,7 @@ func errorMessage(body map[string]any) string {
 }
 
 func TestTheReservationAPIFollowsYARNsConventions(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	f.openMarket()
 	member := f.token(f.user("ana@x.io", identity.RoleMember, "search"))
@@ -143,6 +144,7 @@ func TestTheReservationAPIFollowsYARNsConventions(t *testing.T) {
 }
 
 func TestABadDefinitionGetsA400NamingTheField(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	f.openMarket()
 	member := f.token(f.user("ana@x.io", identity.RoleMember, "search"))
@@ -176,6 +178,7 @@ func TestABadDefinitionGetsA400NamingTheField(t *testing.T) {
 }
 
 func TestAgentTokensReachOnlyTheirClustersRoutes(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	f.openMarket()
 	ctx := context.Background()
@@ -234,6 +237,7 @@ func TestAgentTokensReachOnlyTheirClustersRoutes(t *testing.T) {
 }
 
 func TestTheReservationPagesQuoteReserveAndCancel(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	f.openMarket()
 	f.user("ana@x.io", identity.RoleMember, "search")
@@ -293,6 +297,7 @@ func TestTheReservationPagesQuoteReserveAndCancel(t *testing.T) {
 }
 
 func TestOperatorsSetAPoolsPricingAndSeeItsPlan(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	f.openMarket()
 	f.user("op@x.io", identity.RoleOperator, "")
@@ -321,6 +326,7 @@ func TestOperatorsSetAPoolsPricingAndSeeItsPlan(t *testing.T) {
 // another team's reservation, or an id that does not exist, is not found before any
 // page (before issue 36 any id got "Cancel reservation #N?"), and nothing changes.
 func TestCancellingAnotherTeamsReservationIsNotFoundBeforeConfirming(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	f.openMarket()
 	member := f.token(f.user("ana@x.io", identity.RoleMember, "search"))
@@ -363,6 +369,7 @@ func TestCancellingAnotherTeamsReservationIsNotFoundBeforeConfirming(t *testing.
 // end on record and a reason, and an earlier one in refused_ends; the answer's lists
 // are always present (empty when nothing is to say).
 func TestAgentEndsSentAgainAreAnsweredInTheReport(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	f.openMarket()
 	member := f.token(f.user("ana@x.io", identity.RoleMember, "search"))

@@ -56,6 +56,7 @@ func (f *fixture) cpuPool() {
 // TestEveryPageRefusesOtherRoles signs in as each role and checks every page:
 // allowed roles get 200, the others 403.
 func TestEveryPageRefusesOtherRoles(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	f.openMarket()
 	users := map[identity.Role]*browser{}
@@ -139,6 +140,7 @@ func TestEveryPageRefusesOtherRoles(t *testing.T) {
 }
 
 func TestAPIWithATokenPlacesAndWithdrawsAnOrder(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	f.openMarket()
 	u := f.user("ana@x.io", identity.RoleMember, "search")
@@ -235,6 +237,7 @@ func TestAPIWithATokenPlacesAndWithdrawsAnOrder(t *testing.T) {
 func itoa(n int) string { return strconv.Itoa(n) }
 
 func TestBidFormKeepsWhatWasTypedAndSavesNothingWhenRefused(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	f.openMarket()
 	f.user("ana@x.io", identity.RoleMember, "search")
@@ -262,6 +265,7 @@ func TestBidFormKeepsWhatWasTypedAndSavesNothingWhenRefused(t *testing.T) {
 }
 
 func TestAPICloseSettlementAndTrialBalance(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	f.openMarket()
 	ctx := context.Background()
@@ -324,6 +328,7 @@ func TestAPICloseSettlementAndTrialBalance(t *testing.T) {
 }
 
 func TestNamesAreEscaped(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	ctx := context.Background()
 	if _, err := f.market.AddTeam(ctx, exchange.NewTeam{ID: "evil", Name: `<script>alert("x")</script>`}); err != nil {
@@ -346,6 +351,7 @@ func TestNamesAreEscaped(t *testing.T) {
 // An authenticating proxy's identity header is trusted only from the proxy's
 // addresses, and only for users with an account.
 func TestProxyHeaderSignsInFromTrustedAddressesOnly(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	f.user("ana@x.io", identity.RoleFinance, "")
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -381,6 +387,7 @@ func TestProxyHeaderSignsInFromTrustedAddressesOnly(t *testing.T) {
 }
 
 func TestGrantsFromTheFinanceForm(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	f.openMarket()
 	f.user("fin@x.io", identity.RoleFinance, "")

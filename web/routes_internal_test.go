@@ -24,6 +24,7 @@ var publicRoutes = map[string]bool{
 // has not signed in: pages send it to the sign-in page, the API and form posts
 // answer 401 or 403. A route added without a role check fails this test.
 func TestEveryRouteRefusesAnonymousClients(t *testing.T) {
+	t.Parallel()
 	s := NewServer(Config{LoginRate: 5, PublicURL: "http://127.0.0.1"}, Services{}, slog.New(slog.NewTextHandler(io.Discard, nil)), time.Now)
 	routes := s.engine.Routes()
 	if len(routes) < 40 {
@@ -68,6 +69,7 @@ func TestEveryRouteRefusesAnonymousClients(t *testing.T) {
 // The probes answer anyone, whatever credentials they carry, and are not logged
 // per request; /readyz reports the readiness check's failure as 503.
 func TestProbesAnswerAnyoneUnlogged(t *testing.T) {
+	t.Parallel()
 	var logs strings.Builder
 	notReady := errors.New("database unreachable")
 	var ready error
@@ -103,6 +105,7 @@ func TestProbesAnswerAnyoneUnlogged(t *testing.T) {
 // A request's method is any token a client sends, of any length: the log line clips
 // it like the path (1,000 requests with 2,000-letter methods logged 2 MB of them).
 func TestLoggedMethodsAreClipped(t *testing.T) {
+	t.Parallel()
 	c, _ := gin.CreateTestContext(httptest.NewRecorder())
 	c.Request = httptest.NewRequest(strings.Repeat("A", 2000), "/"+strings.Repeat("p", 500), nil)
 	attrs := logAttrs(c)

@@ -14,6 +14,7 @@ import (
 )
 
 func TestSearchSaysWhereAShapeCanBeHadCheapestFirst(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	b := f.tradeMarket()
 	ctx := context.Background()
@@ -65,6 +66,7 @@ func TestSearchSaysWhereAShapeCanBeHadCheapestFirst(t *testing.T) {
 }
 
 func TestHelpIsLinkedFromEveryPageAndHasWorkedExamples(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	b := f.tradeMarket()
 	for _, page := range []string{"/", "/orders", "/orders/move", "/search", "/team"} {

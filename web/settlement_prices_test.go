@@ -118,6 +118,7 @@ func settlementAddsUp(t testing.TB, doc *goquery.Document) int {
 // give the amount paid exactly, the CSV carries the same unit prices, and a totals
 // row sums the lines as shown (issue 31).
 func TestSettlementUnitPricesReproduceThePayments(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	f.cpuPool()
 	ctx := context.Background()
@@ -214,6 +215,7 @@ func TestSettlementUnitPricesReproduceThePayments(t *testing.T) {
 
 // The finance page's budget table ends with a totals row summing its columns.
 func TestBudgetTableHasTotals(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	f.openMarket()
 	ctx := context.Background()

@@ -12,6 +12,7 @@ import (
 )
 
 func TestOperatorsDefineServiceShapes(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	f.tradeMarket()
 	f.user("op@x.io", identity.RoleOperator, "")
@@ -65,6 +66,7 @@ func TestOperatorsDefineServiceShapes(t *testing.T) {
 }
 
 func TestBidInServiceUnitsBecomesCoveringBundlesPerCluster(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	b := f.tradeMarket()
 	if _, err := f.market.SaveShape(context.Background(), exchange.Shape{ID: "web", Name: "web server", Items: map[string]int64{"cpu": 2, "ram": 8}}); err != nil {

@@ -17,6 +17,7 @@ import (
 )
 
 func TestTheLoginLimiterHoldsAFixedNumberOfBuckets(t *testing.T) {
+	t.Parallel()
 	now := time.Date(2026, 3, 2, 9, 0, 0, 0, time.UTC)
 	l := newLoginLimiter(5, 15, 100, func() time.Time { return now })
 	l.attempt("10.0.0.1", "kept@x.io")
@@ -43,6 +44,7 @@ func TestTheLoginLimiterHoldsAFixedNumberOfBuckets(t *testing.T) {
 }
 
 func TestTheLoginLimiterCountsFailuresPerAddressAndEmailAndPerAddress(t *testing.T) {
+	t.Parallel()
 	now := time.Date(2026, 3, 2, 9, 0, 0, 0, time.UTC)
 	l := newLoginLimiter(3, 5, 1000, func() time.Time { return now })
 	for i := range 3 {
@@ -75,6 +77,7 @@ func TestTheLoginLimiterCountsFailuresPerAddressAndEmailAndPerAddress(t *testing
 }
 
 func TestClientIPComesFromTrustedProxiesOnly(t *testing.T) {
+	t.Parallel()
 	_, n, _ := net.ParseCIDR("10.0.0.0/8")
 	s := &Server{cfg: Config{TrustedProxies: []*net.IPNet{n}}}
 	cases := []struct {
@@ -155,6 +158,7 @@ func (r *lazyBody) Read(p []byte) (int, error) {
 // each is refused before the limiter, the log and the accounts; memory and the log
 // stay small.
 func TestHugeEmailsTakeNoMemoryNorLog(t *testing.T) {
+	t.Parallel()
 	var logged syncBuffer
 	now := time.Date(2026, 3, 2, 9, 0, 0, 0, time.UTC)
 	s := NewServer(Config{LoginRate: 5}, Services{}, slog.New(slog.NewTextHandler(&logged, nil)), func() time.Time { return now })
@@ -206,6 +210,7 @@ func TestHugeEmailsTakeNoMemoryNorLog(t *testing.T) {
 // TestLogLinesAreBounded requests a 60 KiB path: the access log and the 404 page
 // show at most maxLoggedPath bytes of it.
 func TestLogLinesAreBounded(t *testing.T) {
+	t.Parallel()
 	var logged syncBuffer
 	s := NewServer(Config{}, Services{}, slog.New(slog.NewTextHandler(&logged, nil)), time.Now)
 	r := httptest.NewRequest(http.MethodGet, "/"+strings.Repeat("p", 60<<10), nil)

@@ -19,6 +19,7 @@ import (
 // entries as one to 2099-12-31, on the page and in both CSVs, on SQLite and
 // PostgreSQL; a period entered backwards is an error beside the field, on the page.
 func TestStatementPeriods(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		f := newFixtureOn(t, db, web.Config{LoginRate: 5, PublicURL: "http://127.0.0.1"})
 		f.cpuPool()

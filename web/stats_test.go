@@ -11,6 +11,7 @@ import (
 // premium (buyers and sellers) and settlement prices over the reference fixed price
 // the operator sets on the pool's page, with charts.
 func TestStatsShowThePapersFigures(t *testing.T) {
+	t.Parallel()
 	f := moneyMarket(t)
 	op := f.browser()
 	op.login("op@x.io")
@@ -55,6 +56,7 @@ func TestStatsShowThePapersFigures(t *testing.T) {
 // The seller counts: with the buyer alone the mean premium would be about 4,283%
 // (a $1,314.92 limit for $30.00); with the seller's 50% it is about half that.
 func TestBidPremiumCountsSellers(t *testing.T) {
+	t.Parallel()
 	f := moneyMarket(t)
 	op := f.browser()
 	op.login("op@x.io")

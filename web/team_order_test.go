@@ -12,6 +12,7 @@ import (
 // The team page puts money first (budget, holds, statement, approval rule), then
 // quota, then idle capacity, collapsed.
 func TestTeamPageShowsMoneyFirst(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	f.openMarket()
 	f.user("mia@x.io", identity.RoleMember, "search")

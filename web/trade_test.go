@@ -69,6 +69,7 @@ func (f *fixture) teamOrders(team string) []exchange.OrderView {
 }
 
 func TestMoveFormRefusesBadInputInUsersWordsAndSavesNothing(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	b := f.tradeMarket()
 	res, doc := b.get("/orders/move")
@@ -116,6 +117,7 @@ func TestMoveFormRefusesBadInputInUsersWordsAndSavesNothing(t *testing.T) {
 }
 
 func TestMoveFormPricesThenPlacesOneTradeBetweenClusters(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	b := f.tradeMarket()
 	tok := b.csrf("/orders/move")
@@ -162,6 +164,7 @@ func TestMoveFormPricesThenPlacesOneTradeBetweenClusters(t *testing.T) {
 }
 
 func TestOfferFormOffersSeveralPoolsInOneOrder(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	b := f.tradeMarket()
 	res, doc := b.get("/orders/offer")
@@ -209,6 +212,7 @@ func TestOfferFormOffersSeveralPoolsInOneOrder(t *testing.T) {
 // Each side of a move may have its own quantity: sell 10 cores and 40 GiB in
 // us-east, buy 6 cores and no memory in eu-west.
 func TestMoveFormTakesAQuantityPerSide(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	b := f.tradeMarket()
 	tok := b.csrf("/orders/move")

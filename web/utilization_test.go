@@ -52,6 +52,7 @@ func text(doc *goquery.Document, sel string) string {
 // operator overrides it (a bad override is refused and saves nothing), changes the
 // percentile, and the stats page shows the settled bid's pool utilization.
 func TestUtilizationPages(t *testing.T) {
+	t.Parallel()
 	f, u := newUtilFixture(t)
 	f.openMarket()
 	ctx := context.Background()

@@ -155,6 +155,7 @@ func (b *browser) login(email string) {
 }
 
 func TestSignInFlow(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	f.user("ana@x.io", identity.RoleMember, "search")
 	b := f.browser()
@@ -203,6 +204,7 @@ func TestSignInFlow(t *testing.T) {
 }
 
 func TestSignInIsRateLimited(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	f.user("ana@x.io", identity.RoleMember, "search")
 	b := f.browser()
@@ -218,6 +220,7 @@ func TestSignInIsRateLimited(t *testing.T) {
 }
 
 func TestLoginRedirectStaysOnSite(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	f.user("ana@x.io", identity.RoleMember, "search")
 	b := f.browser()
@@ -228,6 +231,7 @@ func TestLoginRedirectStaysOnSite(t *testing.T) {
 }
 
 func TestSecurityHeadersAndEscaping(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	ctx := context.Background()
 	if _, err := f.market.AddCluster(ctx, exchange.Cluster{ID: "us-east", Name: `<script>alert(1)</script>`}); err != nil {
@@ -266,6 +270,7 @@ func mustURL(s string) *url.URL {
 // proxy's X-Forwarded-For) still sign in; a client talking to the server directly
 // cannot escape its limit by making up an X-Forwarded-For.
 func TestOneClientBehindTheProxyLocksOutOnlyItself(t *testing.T) {
+	t.Parallel()
 	_, proxies, _ := net.ParseCIDR("10.0.0.0/8")
 	f := newFixtureOn(t, storetest.New(t), web.Config{LoginRate: 3, TrustedProxies: []*net.IPNet{proxies}})
 	f.user("ana@x.io", identity.RoleMember, "search")

@@ -49,7 +49,7 @@ the output; only its hash is stored.`,
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return withDB(cmd, func(db *store.DB) error {
-				id := identity.NewIdentity(db, time.Now, 0)
+				id := identity.NewIdentity(db, time.Now, passwordCost)
 				if name == "" {
 					name = "agent " + cluster + " " + time.Now().UTC().Format(time.DateOnly)
 				}

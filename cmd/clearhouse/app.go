@@ -186,6 +186,12 @@ type App struct {
 	failed       chan error     // a listener that stopped serving
 }
 
+// passwordCost is the bcrypt cost of every password the binary hashes (sign-up,
+// `user add`, the demo's logins); 0 is identity's production default. Only the
+// package's tests change it (TestMain sets bcrypt's minimum): at the production cost
+// one hash took about 0.25 s, and several seconds under the race detector.
+var passwordCost = 0
+
 // NewApp returns an unopened App.
 func NewApp(cfg Config, log *slog.Logger, now func() time.Time) *App {
 	return &App{cfg: cfg, log: log, now: now}
@@ -212,7 +218,7 @@ func (a *App) openServices(ctx context.Context) error {
 		return err
 	}
 	a.DB = db
-	a.Identity = identity.NewIdentity(db, a.now, 0)
+	a.Identity = identity.NewIdentity(db, a.now, passwordCost)
 	a.Ledger = ledger.New(db, a.now)
 	a.Notices = notify.New(db, a.now)
 	a.Market = exchange.NewMarket(db, a.Ledger, a.now)

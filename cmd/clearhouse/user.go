@@ -54,7 +54,7 @@ once.`,
 				return err
 			}
 			return withDB(cmd, func(db *store.DB) error {
-				id := identity.NewIdentity(db, time.Now, 0)
+				id := identity.NewIdentity(db, time.Now, passwordCost)
 				u, err := id.AddUser(cmd.Context(), identity.NewUser{Email: email, Name: name, Role: identity.Role(role), TeamID: team, Password: password})
 				if err != nil {
 					return err

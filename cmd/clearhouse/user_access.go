@@ -13,7 +13,7 @@ import (
 // withUser opens the database and finds the user with the email for one command.
 func withUser(cmd *cobra.Command, email string, fn func(id *identity.Identity, u identity.User) error) error {
 	return withDB(cmd, func(db *store.DB) error {
-		id := identity.NewIdentity(db, time.Now, 0)
+		id := identity.NewIdentity(db, time.Now, passwordCost)
 		u, err := id.UserByEmail(cmd.Context(), email)
 		if err != nil {
 			return err

@@ -100,7 +100,7 @@ func newUserTokenListCmd() *cobra.Command {
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return withDB(cmd, func(db *store.DB) error {
-				id := identity.NewIdentity(db, time.Now, 0)
+				id := identity.NewIdentity(db, time.Now, passwordCost)
 				f := identity.TokenFilter{Limit: 500}
 				if email != "" {
 					u, err := id.UserByEmail(cmd.Context(), email)
@@ -169,7 +169,7 @@ func newUserTokenRevokeCmd() *cobra.Command {
 				return &exitError{2, fmt.Errorf("--id: give the token's id from 'clearhouse user token list'")}
 			}
 			return withDB(cmd, func(db *store.DB) error {
-				id := identity.NewIdentity(db, time.Now, 0)
+				id := identity.NewIdentity(db, time.Now, passwordCost)
 				t, err := id.RevokeToken(cmd.Context(), tokenID)
 				if err != nil {
 					return err
