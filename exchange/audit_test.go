@@ -162,7 +162,7 @@ var marketAuditCases = []auditCase{
 			_, err := mk.M.SetHoldingCharge(ctx, "us-east/cpu", ledger.Dollar)
 			return err
 		},
-		before: `{"rate":0}`, after: []string{`"rate":1000000`, `"applies_from":"2026-04-01T00:00:00Z"`}},
+		before: `{"rate":0}`, after: []string{`"rate":1000000`, `"applies_from":"2026-03-02T00:00:00Z"`}}, // a first rate applies from its day (pro rata)
 	{name: "schedule", action: "auction.schedule", object: "auction:2",
 		refused: func(ctx context.Context, mk *exchangetest.Market, _ int64) error {
 			_, err := mk.M.ScheduleAuction(ctx, mk.Clock.Now().Add(3*time.Hour), mk.Clock.Now().Add(2*time.Hour), auction.DefaultParams)

@@ -128,7 +128,10 @@ func TestPsiIsThePercentileOfMeasuredUsage(t *testing.T) {
 			if ap.PoolID != "us-east/cpu" {
 				continue
 			}
-			want, _ := auction.ReservePrice(curve, 0.38, 1)
+			// The reserve is the curve's, rounded up to the micro-dollar (prices are
+			// whole micro-dollars per unit).
+			r, _ := auction.ReservePrice(curve, 0.38, 1)
+			want := math.Ceil(r*1e6-1e-6) / 1e6
 			if math.Abs(ap.Utilization-0.38) > 1e-12 || math.Abs(ap.ReservePrice-want) > 1e-12 {
 				t.Errorf("auction pool: %+v, want utilization 0.38 and reserve %v", ap, want)
 			}
