@@ -172,7 +172,7 @@ func nearestMinimumRevenue(winners []int32, vcg, w []float64, cuts []coreCut, W 
 		G, h = append(G, row), append(h, 0)
 		row = make([]float64, n)
 		row[k] = -1
-		G, h = append(G, row), append(h, -(w[lb] - vcg[lb]))
+		G, h = append(G, row), append(h, -(w[lb]-vcg[lb]))
 	}
 	for _, c := range cuts {
 		row := make([]float64, n)

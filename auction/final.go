@@ -499,8 +499,7 @@ func (c *clock) final(res *Result, inst Instance, fp *FinalParams, opt Options) 
 	for i, bi := range winners {
 		res.Winners[i] = Winner{ID: inst.Bidders[bi].ID, BundleIndex: a.choice[bi], Payment: pay[i], AtPrices: at[i]}
 		if paid[bi] {
-			v := vcgPay[bi]
-			res.Winners[i].VCG = &v
+			res.Winners[i].Core, res.Winners[i].VCG = true, vcgPay[bi]
 		}
 	}
 	for r, id := range c.ids {
