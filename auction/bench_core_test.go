@@ -167,3 +167,132 @@ func TestMisreportSearchFindsPayAsBidGains(t *testing.T) {
 		t.Errorf("core payments: largest gain %v, want none (search pays its VCG payment 740 whatever it declares above it)", core.maxGain)
 	}
 }
+
+// BenchmarkCorePaymentsCATS solves the CATS instances (testdata, 64 x 300, and the
+// generated 96 x 450 ones) with the final round's default time limit, as a binding
+// run has it (the payments get a budget as long again), and reports the payments: whether they are core payments (1) or capped
+// prices (0), revenue against VCG revenue and against the winners' limits, the
+// blocking coalitions generated, the time payments took, and the most any coalition
+// blocks them by, found by cbc (winner determination with each winner's columns
+// worth its limit less its surplus: 0 means the payments are in the core), and for
+// the 64 x 300 instances the largest difference between a reported VCG payment and
+// cbc's (one integer program per winner).
+func BenchmarkCorePaymentsCATS(b *testing.B) {
+	type bench struct {
+		name string
+		inst auction.Instance
+		vcg  bool
+	}
+	var cases []bench
+	for _, c := range catsFiles {
+		cases = append(cases, bench{c.name, readCATS(b, c.name), true})
+	}
+	for _, dist := range auction.CATSDistributions {
+		inst, err := auction.GenerateCATS(dist, 96, 450, 1)
+		if err != nil {
+			b.Fatal(err)
+		}
+		cases = append(cases, bench{dist + "-96x450", inst, false})
+	}
+	for _, c := range cases {
+		b.Run(c.name, func(b *testing.B) {
+			inst := c.inst
+			var res auction.Result
+			for b.Loop() {
+				var err error
+				if res, err = auction.Solve(inst, auction.Options{}); err != nil {
+					b.Fatal(err)
+				}
+			}
+			f := res.FinalRound
+			core := 0.0
+			if f.Payments == auction.PaymentsCore {
+				core = 1
+			}
+			revenue, vcgRevenue, bids := 0.0, 0.0, 0.0
+			for _, w := range res.Winners {
+				revenue += w.Payment
+				vcgRevenue += w.VCG
+				bids += limitOf(inst, w)
+			}
+			b.ReportMetric(core, "core")
+			b.ReportMetric(revenue/bids, "revenue/bids")
+			b.ReportMetric(f.PaymentSeconds, "payment-s")
+			b.ReportMetric(float64(f.Coalitions), "coalitions")
+			b.ReportMetric(f.Seconds, "final-s")
+			if core == 0 {
+				return
+			}
+			b.ReportMetric(revenue/vcgRevenue, "revenue/vcg")
+			b.ReportMetric(cbcBlocking(b, inst, res), "max-blocking-$")
+			if c.vcg {
+				b.ReportMetric(cbcVCGError(b, inst, res), "vcg-error-$")
+			}
+		})
+	}
+}
+
+func limitOf(inst auction.Instance, w auction.Winner) float64 {
+	for _, b := range inst.Bidders {
+		if b.ID == w.ID {
+			return b.LimitOf(w.BundleIndex)
+		}
+	}
+	return math.NaN()
+}
+
+// cbcBlocking returns the most any coalition blocks res's payments by, by cbc:
+// the optimum of winner determination with each winner's limits lowered by its
+// surplus (limit less payment), less the winners' payments above reserve value.
+func cbcBlocking(tb testing.TB, inst auction.Instance, res auction.Result) float64 {
+	reserve := map[string]float64{}
+	for _, p := range inst.Pools {
+		reserve[p.ID] = p.ReservePrice
+	}
+	mod := inst
+	mod.Bidders = append([]auction.Bidder(nil), inst.Bidders...)
+	index := map[string]int{}
+	for i, b := range inst.Bidders {
+		index[b.ID] = i
+	}
+	above := 0.0
+	for _, w := range res.Winners {
+		i := index[w.ID]
+		b := inst.Bidders[i]
+		surplus := b.LimitOf(w.BundleIndex) - w.Payment
+		nb := b
+		nb.Limit, nb.Limits = nil, make([]float64, len(b.Bundles))
+		for k := range b.Bundles {
+			nb.Limits[k] = b.LimitOf(k) - surplus
+		}
+		mod.Bidders[i] = nb
+		rv := 0.0
+		for id, q := range b.Bundles[w.BundleIndex] {
+			rv += q * reserve[id]
+		}
+		above += w.Payment - rv
+	}
+	opt, _ := cbcOptimum(tb, mod)
+	return opt - above
+}
+
+// cbcVCGError returns the largest difference between a winner's reported VCG
+// payment and the one cbc gives: its limit less (the optimum less the optimum
+// without it).
+func cbcVCGError(tb testing.TB, inst auction.Instance, res auction.Result) float64 {
+	opt, _ := cbcOptimum(tb, inst)
+	worst := 0.0
+	for _, w := range res.Winners {
+		without := inst
+		without.Bidders = nil
+		for _, b := range inst.Bidders {
+			if b.ID != w.ID {
+				without.Bidders = append(without.Bidders, b)
+			}
+		}
+		other, _ := cbcOptimum(tb, without)
+		vcg := limitOf(inst, w) - (opt - other)
+		worst = max(worst, math.Abs(vcg-w.VCG))
+	}
+	return worst
+}

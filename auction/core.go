@@ -74,7 +74,8 @@ func (p *problem) variant(drop int32, start []int32, adjust func(lb int32, w flo
 //     optimum of winner determination with each winner's columns worth w less
 //     its surplus w_j - pi_j (a winner in the coalition gives its surplus up);
 //     it blocks by that optimum less sum(pi). Stop when it blocks by at most
-//     coreTol.
+//     coreTol (proved). A blocking coalition the incumbents find is used at
+//     once, without proving it is the one that blocks most.
 //  3. Otherwise add its constraint, sum over winners outside the coalition C of
 //     pi_j >= (value of the coalition's allocation) - sum over winners in C of
 //     w_j, find the least revenue m* with vcg <= pi <= w and every constraint
@@ -113,16 +114,22 @@ func (p *problem) corePayments(choice []int32, W float64, end time.Time, maxNode
 			}
 			return v
 		})
-		s := q.solve(end, maxNodes)
-		if !s.optimal {
-			return res, false
-		}
 		revenue := 0.0
 		for _, lb := range winners {
 			revenue += pi[lb]
 		}
+		// Any blocking coalition gives a valid constraint: when the incumbents
+		// already block, take theirs without proving it blocks most; the search
+		// is proved only when nothing found blocks.
+		s := q.heuristics(end)
 		if s.value-revenue <= coreTol(W) {
-			return res, true
+			q.prove(&s, end, maxNodes)
+			if !s.optimal {
+				return res, false
+			}
+			if s.value-revenue <= coreTol(W) {
+				return res, true
+			}
 		}
 		cut := coreCut{out: make([]bool, n)}
 		for lb, j := range s.choice {

@@ -300,19 +300,25 @@ func (c *clock) finalRound(limit time.Duration, maxNodes int) allocation {
 // bound where the LP fits, else the Lagrangian bound for as long as time allows.
 func (p *problem) solve(end time.Time, maxNodes int) solution {
 	s := p.heuristics(end)
-	p.lagrangian(&s, 200, end)
+	p.prove(&s, end, maxNodes)
+	return s
+}
+
+// prove continues solve from the incumbents s: the Lagrangian bound, then branch
+// and bound or more Lagrangian steps, and sets s.optimal.
+func (p *problem) prove(s *solution, end time.Time, maxNodes int) {
+	p.lagrangian(s, 200, end)
 	if p.fitsLP() && s.bound > s.value+pruneTol(s.value) {
-		p.branchAndBound(&s, end, maxNodes)
+		p.branchAndBound(s, end, maxNodes)
 	} else if s.bound <= s.value+pruneTol(s.value) {
 		s.bound, s.optimal = s.value, true
 	} else {
-		p.lagrangian(&s, math.MaxInt32, end)
+		p.lagrangian(s, math.MaxInt32, end)
 		s.optimal = s.bound <= s.value+pruneTol(s.value)
 	}
 	if s.optimal {
 		s.bound = s.value
 	}
-	return s
 }
 
 // welfareOf is the welfare of a choice per bidder: limits less reserve value.
