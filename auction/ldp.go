@@ -127,7 +127,8 @@ func lsPassive(cols [][]float64, f []float64, passive []bool) ([]float64, bool) 
 // algorithm LDP): with E = [G^T; h^T] and f = (0, ..., 0, 1), the residual r = E u
 // - f of the nnls solution u gives d = -r[:n] / r[n]; r = 0 means G d >= h has no
 // solution. The reduction is exact: ldp is as exact as nnls's least-squares steps.
-// ok is false when the constraints are infeasible or nnls failed.
+// ok is false when the constraints are infeasible or nnls failed; a d it returns
+// satisfies every constraint (to 1e-9 relative), which ldp checks.
 func ldp(G [][]float64, h []float64, n int) (d []float64, ok bool) {
 	// Solve for d / s, with s the largest |h_k|, so that h's scale matches f's 1.
 	s := 0.0
@@ -168,6 +169,18 @@ func ldp(G [][]float64, h []float64, n int) (d []float64, ok bool) {
 	d = make([]float64, n)
 	for i := range d {
 		d[i] = -s * r[i] / r[n]
+	}
+	// Near-infeasible systems leave a tiny residual that passes the test above
+	// and gives a point far outside: check the point itself.
+	for k, row := range G {
+		v, scale := 0.0, math.Abs(h[k])
+		for i, g := range row {
+			v += g * d[i]
+			scale += math.Abs(g * d[i])
+		}
+		if v < h[k]-1e-9*max(1, scale) {
+			return nil, false
+		}
 	}
 	return d, true
 }
