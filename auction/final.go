@@ -69,6 +69,13 @@ type FinalRound struct {
 	CoreParts      int     `json:"core_parts,omitempty"`
 	Coalitions     int     `json:"coalitions,omitempty"`
 	PaymentSeconds float64 `json:"payment_seconds,omitempty"`
+	// Prices are linear per-pool prices that support the final allocation as well
+	// as possible (supportingPrices: minimum total violation), present only when
+	// the final round changed the clock's allocation and the LP was small enough;
+	// Unsupported lists the orders they fail to support (empty: they support it
+	// exactly). The published prices stay the clock's.
+	Prices      map[string]float64 `json:"prices,omitempty"`
+	Unsupported []string           `json:"unsupported,omitempty"`
 }
 
 // Gap is the share of the bound the allocation may still be short of it: 0 when
@@ -321,6 +328,16 @@ func (p *problem) prove(s *solution, end time.Time, maxNodes int) {
 	}
 }
 
+// changed reports whether two allocations differ.
+func changed(a, b []int) bool {
+	for i := range a {
+		if a[i] != b[i] {
+			return true
+		}
+	}
+	return false
+}
+
 // welfareOf is the welfare of a choice per bidder: limits less reserve value.
 func (c *clock) welfareOf(choice []int) float64 {
 	w := 0.0
@@ -512,6 +529,22 @@ func (c *clock) final(res *Result, inst Instance, fp *FinalParams, opt Options) 
 		res.OperatorSold[id] = min(max(net[r], 0), c.supply[r])
 		res.ExcessDemand[id] = net[r] - c.supply[r]
 	}
+	// Linear prices supporting the final allocation, where it differs from the
+	// clock's (the clock's prices support the clock's own).
+	var support map[string]float64
+	var unsupported []string
+	if changed(clockChoice, a.choice) {
+		if price, bad, ok := c.supportingPrices(a.choice, time.Now().Add(limit)); ok {
+			support = make(map[string]float64, len(price))
+			for r, id := range c.ids {
+				support[id] = price[r]
+			}
+			unsupported = make([]string, 0, len(bad))
+			for _, bi := range bad {
+				unsupported = append(unsupported, inst.Bidders[bi].ID)
+			}
+		}
+	}
 	rule := PaymentsMixed
 	switch {
 	case len(rest) == 0:
@@ -521,7 +554,8 @@ func (c *clock) final(res *Result, inst Instance, fp *FinalParams, opt Options) 
 	}
 	res.FinalRound = &FinalRound{Welfare: welfare, ClockWelfare: clockWelfare, Bound: max(a.bound, welfare),
 		Optimal: a.optimal, Seconds: searched.Seconds(), Payments: rule, CoreParts: coreParts,
-		Parts: len(a.parts), Coalitions: coalitions, PaymentSeconds: time.Since(payStart).Seconds()}
+		Parts: len(a.parts), Coalitions: coalitions, PaymentSeconds: time.Since(payStart).Seconds(),
+		Prices: support, Unsupported: unsupported}
 	if a.optimal {
 		res.FinalRound.Bound = welfare
 	}

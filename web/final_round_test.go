@@ -80,8 +80,11 @@ func TestPagesShowTheFinalRound(t *testing.T) {
 	}
 	for _, l := range m["lines"].([]any) {
 		line := l.(map[string]any)
-		if line["team"] == "search" && (line["payment"] != "900.00" || line["at_prices"].(string) <= "900") {
-			t.Fatalf("API line %v: want payment 900 against a larger at_prices", line)
+		// search's core payment is its VCG payment (it wins alone): the $400 and $290
+		// ads and ml offered less their bundles' reserve value ($60, $30), plus its
+		// own bundle's ($140).
+		if line["team"] == "search" && (line["payment"] != "740.00" || line["at_prices"].(string) <= "900") {
+			t.Fatalf("API line %v: want payment 740 against an at_prices above the 900 limit", line)
 		}
 	}
 	fin, owner := f.browser(), f.browser()
@@ -107,7 +110,7 @@ func TestPagesShowTheFinalRound(t *testing.T) {
 			t.Errorf("%s: changed orders %q", p.path, changed.Text())
 		}
 		lines := sec.Find("[data-testid=final-nonuniform-line]")
-		if lines.Length() != 1 || lines.Find("[data-testid=final-payment] .money").Text() != "$900.00" {
+		if lines.Length() != 1 || lines.Find("[data-testid=final-payment] .money").Text() != "$740.00" {
 			t.Fatalf("%s: non-uniform payments %q", p.path, lines.Text())
 		}
 		at := lines.Find("[data-testid=final-at-prices] .money").Text()
