@@ -3,8 +3,10 @@ package exchange_test
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 
+	"github.com/clearhouse/clearhouse/auction"
 	"github.com/clearhouse/clearhouse/exchange"
 	"github.com/clearhouse/clearhouse/ledger"
 	"github.com/clearhouse/clearhouse/store"
@@ -112,6 +114,11 @@ func TestTheBindingRunSettlesTheFinalRound(t *testing.T) {
 		}
 		if after := mk.snapshot(); fmt.Sprint(after) != fmt.Sprint(before) {
 			t.Fatal("closing a settled auction again changed state")
+		}
+		// Search's team is told which rule settled and what it means for bidding.
+		ns := notices(t, mk.Market, "member@search")
+		if len(ns) != 1 || !strings.Contains(ns[0].Body, exchange.SettlementRule(&auction.FinalRound{Payments: auction.PaymentsCore})) {
+			t.Errorf("search's settlement notice does not say core payments settled it: %+v", ns)
 		}
 		mk.Verify()
 	})

@@ -421,7 +421,7 @@ func (m *Market) settle(ctx context.Context, tx *gorm.DB, a Auction, res auction
 			return err
 		}
 	}
-	if err := m.notifySettled(tx, a, res.Converged, res.Prices, views, st.lines, st.rejected); err != nil {
+	if err := m.notifySettled(tx, a, res.Converged, res.FinalRound, res.Prices, views, st.lines, st.rejected); err != nil {
 		return err
 	}
 	rows := make([][]any, len(st.lines))
