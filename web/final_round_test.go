@@ -151,6 +151,13 @@ func TestScheduleFormSetsTheFinalRound(t *testing.T) {
 	if v, _ := doc.Find("input[name=final]").Attr("value"); v != "10" {
 		t.Fatalf("the form offers %q seconds, want the default 10", v)
 	}
+	// The form states the trade-off between the two market policies.
+	policy := strings.Join(strings.Fields(doc.Find("[data-testid=auction-policy]").Text()), " ")
+	for _, want := range []string{"clock only", "same price per unit", "final round", "core payments", "at least their VCG payment", "up to twice these seconds"} {
+		if !strings.Contains(policy, want) {
+			t.Errorf("the schedule form's trade-off does not say %q: %q", want, policy)
+		}
+	}
 	for i, c := range []struct {
 		final, want string
 	}{{"3", `"final_round":{"seconds":3}`}, {"0", `"final_round":{"off":true}`}} {
