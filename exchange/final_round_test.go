@@ -51,6 +51,9 @@ func TestTheBindingRunSettlesTheFinalRound(t *testing.T) {
 		if !run.FinalRound || !run.Optimal || run.Welfare <= run.ClockWelfare || run.WelfareBound != run.Welfare || run.Gap() != 0 {
 			t.Fatalf("binding run %+v: want a final round proved optimal above the clock", run)
 		}
+		if run.Payments != auction.PaymentsCore {
+			t.Fatalf("binding run's payments %q, want core", run.Payments)
+		}
 		rep, err := mk.M.SettlementReport(ctx, mk.AuctionID)
 		if err != nil {
 			t.Fatal(err)

@@ -495,7 +495,7 @@ func (s *Server) apiSettlement(c *gin.Context) {
 		"buyers_paid": rep.BuyersPaid.Plain(), "sellers_received": rep.SellersReceived.Plain(),
 		"treasury_net": rep.TreasuryNet.Plain(), "rounding": apiPrice(rep.Rounding)}}
 	if r := rep.Run; r.FinalRound {
-		body["final_round"] = gin.H{"welfare": r.Welfare, "clock_welfare": r.ClockWelfare, "bound": r.WelfareBound, "optimal": r.Optimal, "seconds": r.FinalSeconds}
+		body["final_round"] = gin.H{"welfare": r.Welfare, "clock_welfare": r.ClockWelfare, "bound": r.WelfareBound, "optimal": r.Optimal, "seconds": r.FinalSeconds, "payments": paymentsRule(r)}
 	}
 	c.JSON(http.StatusOK, body)
 }

@@ -83,6 +83,9 @@ func TestPagesShowTheFinalRound(t *testing.T) {
 		// search's core payment is its VCG payment (it wins alone): the $400 and $290
 		// ads and ml offered less their bundles' reserve value ($60, $30), plus its
 		// own bundle's ($140).
+		if fr["payments"] != "core" {
+			t.Fatalf("API settlement: final_round.payments %v, want core", fr["payments"])
+		}
 		if line["team"] == "search" && (line["payment"] != "740.00" || line["at_prices"].(string) <= "900") {
 			t.Fatalf("API line %v: want payment 740 against an at_prices above the 900 limit", line)
 		}
@@ -101,6 +104,9 @@ func TestPagesShowTheFinalRound(t *testing.T) {
 		sec := doc.Find("[data-testid=final-round]")
 		if sec.Length() != 1 || sec.Find("[data-testid=final-proved]").Length() != 1 || sec.Find("[data-testid=final-gap]").Length() != 0 {
 			t.Fatalf("%s: final round section %q", p.path, sec.Text())
+		}
+		if rule := sec.Find("[data-testid=final-rule]").Text(); !strings.Contains(rule, "final round with core payments") || !strings.Contains(rule, "Bid your true value") {
+			t.Errorf("%s: the final round does not say core payments settled it: %q", p.path, rule)
 		}
 		if got := sec.Find("[data-testid=final-added] .money").Text(); got != "$500.00" {
 			t.Errorf("%s: added %q, want $500.00 (760 against 260)", p.path, got)
