@@ -197,8 +197,9 @@ func (c coreCheck) minimize(vcg, obj []float64, cap float64) (val float64, ok bo
 // least-revenue core points the payments are the nearest to VCG's (the first-order
 // condition of the least-distance problem: d* minimises d*.d over them).
 func TestCorePaymentsAgainstBruteForce(t *testing.T) {
-	checked, blocked := 0, 0
+	runs, checked, blocked := 0, 0, 0
 	rapid.Check(t, func(t *rapid.T) {
+		runs++
 		inst := genInstance(t)
 		res, err := auction.Solve(inst, auction.Options{})
 		if err != nil {
@@ -269,11 +270,13 @@ func TestCorePaymentsAgainstBruteForce(t *testing.T) {
 			t.Fatalf("payments not the nearest to VCG: d*.d reaches %v below |d*|^2 = %v (d* %v, revenue %v, least %v, W %v)", got, dist, d, revenue, least, W)
 		}
 	})
-	// rapid runs 100 markets: enough must have been checked against the LPs, and
-	// enough must have VCG payments outside the core, or the test proves little.
-	t.Logf("%d markets checked against the core LPs, %d with VCG blocked", checked, blocked)
-	if checked < 30 || blocked < 5 {
-		t.Fatalf("only %d markets checked against the core LPs and %d with VCG blocked", checked, blocked)
+	// Enough markets must have been checked against the LPs, and enough must have
+	// VCG payments outside the core, or the test proves little: of 3,000 markets
+	// 1,957 were checked and 449 had VCG blocked. -short runs only 20, too few to
+	// count on a blocked one (the textbook examples below always have one).
+	t.Logf("%d of %d markets checked against the core LPs, %d with VCG blocked", checked, runs, blocked)
+	if 3*checked < runs || (runs >= 100 && blocked < 3) {
+		t.Fatalf("only %d of %d markets checked against the core LPs and %d with VCG blocked", checked, runs, blocked)
 	}
 }
 
