@@ -426,7 +426,8 @@ const (
 // taken (the search starts from it, so this only guards against float noise).
 //
 // Payments: each part proved optimal pays core-selecting payments (core.go),
-// computed within a budget as long as the round's own time limit; a part not
+// computed within a budget as long as the round's own time limit (which the
+// supporting prices, support.go, share); a part not
 // proved optimal, or whose payments could not be proved within the budget,
 // pays by the capped-price rule (finalPayments) over all such parts' winners.
 // opt.CappedPayments applies the capped-price rule everywhere.
@@ -445,14 +446,31 @@ func (c *clock) final(res *Result, inst Instance, fp *FinalParams, opt Options) 
 		a.parts = nil // the parts' allocations are not the one taken
 	}
 	searched := time.Since(start)
-	// Core payments per part proved optimal, smallest first, each with an equal
-	// share of the budget left.
 	paid := make([]bool, len(c.bidders))
 	corePay := make([]float64, len(c.bidders))
 	vcgPay := make([]float64, len(c.bidders))
 	payStart := time.Now()
 	deadline := payStart.Add(limit)
 	coreParts, coalitions := 0, 0
+	// Linear prices supporting the final allocation, where it differs from the
+	// clock's (the clock's prices support the clock's own), first: the payments
+	// then have what is left of the budget.
+	var support map[string]float64
+	var unsupported []string
+	if changed(clockChoice, a.choice) {
+		if price, bad, ok := c.supportingPrices(a.choice, deadline); ok {
+			support = make(map[string]float64, len(price))
+			for r, id := range c.ids {
+				support[id] = price[r]
+			}
+			unsupported = make([]string, 0, len(bad))
+			for _, bi := range bad {
+				unsupported = append(unsupported, inst.Bidders[bi].ID)
+			}
+		}
+	}
+	// Core payments per part proved optimal, smallest first, each with an equal
+	// share of the budget left.
 	if !opt.CappedPayments {
 		for i, pr := range a.parts {
 			if !pr.optimal {
@@ -528,22 +546,6 @@ func (c *clock) final(res *Result, inst Instance, fp *FinalParams, opt Options) 
 	for r, id := range c.ids {
 		res.OperatorSold[id] = min(max(net[r], 0), c.supply[r])
 		res.ExcessDemand[id] = net[r] - c.supply[r]
-	}
-	// Linear prices supporting the final allocation, where it differs from the
-	// clock's (the clock's prices support the clock's own).
-	var support map[string]float64
-	var unsupported []string
-	if changed(clockChoice, a.choice) {
-		if price, bad, ok := c.supportingPrices(a.choice, time.Now().Add(limit)); ok {
-			support = make(map[string]float64, len(price))
-			for r, id := range c.ids {
-				support[id] = price[r]
-			}
-			unsupported = make([]string, 0, len(bad))
-			for _, bi := range bad {
-				unsupported = append(unsupported, inst.Bidders[bi].ID)
-			}
-		}
 	}
 	rule := PaymentsMixed
 	switch {
