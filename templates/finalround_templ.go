@@ -308,7 +308,7 @@ func FinalRound(v FinalRoundView) templ.Component {
 					return templ_7745c5c3_Err
 				}
 			}
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 25, "</tbody></table></div><p class=\"muted\">Each winner pays its bundle at the published prices, capped at its limit; where the caps would leave the operator short of the reserve value of what it sells, the shortfall is shared equally among the winners still under their limits.</p>")
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 25, "</tbody></table></div><p class=\"muted\">Under core payments each winner pays at least its VCG payment and at most its limit, the least in total that no group of other orders outbid, nearest the VCG payments. Under capped prices each winner pays its bundle at the published prices, capped at its limit; where the caps would leave the operator short of the reserve value of what it sells, the shortfall is shared equally among the winners still under their limits.</p>")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
