@@ -2,7 +2,9 @@ package auction
 
 import (
 	"math"
+	"runtime"
 	"slices"
+	"sync"
 	"time"
 )
 
@@ -69,7 +71,8 @@ func (p *problem) variant(drop int32, start []int32, adjust func(lb int32, w flo
 // failed numerically: the caller then applies the capped-price rule.
 //
 //  1. VCG: for each winner j, W(N \ j) by winner determination without j's
-//     columns, proved optimal; vcg_j = W(N \ j) - (W - w_j), at most w_j.
+//     columns, proved optimal; vcg_j = W(N \ j) - (W - w_j), at most w_j. These
+//     solves run in parallel, one per processor.
 //  2. Start at pi = vcg. Separation: the coalition that blocks pi most is the
 //     optimum of winner determination with each winner's columns worth w less
 //     its surplus w_j - pi_j (a winner in the coalition gives its surplus up);
@@ -92,14 +95,34 @@ func (p *problem) corePayments(choice []int32, W float64, end time.Time, maxNode
 		}
 	}
 	res.vcg = make([]float64, n)
-	for _, lb := range winners {
-		start := slices.Clone(choice)
-		start[lb] = -1
-		s := p.variant(lb, start, nil).solve(end, maxNodes)
-		if !s.optimal {
+	// The VCG solves are independent: run them on every processor. Each solves
+	// its own copy of the part (variant), which shares only what no solve writes.
+	proved := make([]bool, len(winners))
+	var wg sync.WaitGroup
+	next := make(chan int)
+	for range min(runtime.GOMAXPROCS(0), len(winners)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				lb := winners[i]
+				start := slices.Clone(choice)
+				start[lb] = -1
+				s := p.variant(lb, start, nil).solve(end, maxNodes)
+				proved[i] = s.optimal
+				res.vcg[lb] = min(w[lb], s.value-(W-w[lb]))
+			}
+		}()
+	}
+	for i := range winners {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	for _, ok := range proved {
+		if !ok {
 			return res, false
 		}
-		res.vcg[lb] = min(w[lb], s.value-(W-w[lb]))
 	}
 	res.pi = slices.Clone(res.vcg)
 	var cuts []coreCut
