@@ -426,8 +426,8 @@ const (
 // taken (the search starts from it, so this only guards against float noise).
 //
 // Payments: each part proved optimal pays core-selecting payments (core.go),
-// computed within a budget as long as the round's own time limit (which the
-// supporting prices, support.go, share); a part not
+// computed within a budget as long as the round's own time limit (the
+// supporting prices, support.go, get what the payments leave of it); a part not
 // proved optimal, or whose payments could not be proved within the budget,
 // pays by the capped-price rule (finalPayments) over all such parts' winners.
 // opt.CappedPayments applies the capped-price rule everywhere.
@@ -452,23 +452,6 @@ func (c *clock) final(res *Result, inst Instance, fp *FinalParams, opt Options) 
 	payStart := time.Now()
 	deadline := payStart.Add(limit)
 	coreParts, coalitions := 0, 0
-	// Linear prices supporting the final allocation, where it differs from the
-	// clock's (the clock's prices support the clock's own), first: the payments
-	// then have what is left of the budget.
-	var support map[string]float64
-	var unsupported []string
-	if changed(clockChoice, a.choice) {
-		if price, bad, ok := c.supportingPrices(a.choice, deadline); ok {
-			support = make(map[string]float64, len(price))
-			for r, id := range c.ids {
-				support[id] = price[r]
-			}
-			unsupported = make([]string, 0, len(bad))
-			for _, bi := range bad {
-				unsupported = append(unsupported, inst.Bidders[bi].ID)
-			}
-		}
-	}
 	// Core payments per part proved optimal, smallest first, each with an equal
 	// share of the budget left.
 	if !opt.CappedPayments {
@@ -494,6 +477,23 @@ func (c *clock) final(res *Result, inst Instance, fp *FinalParams, opt Options) 
 				corePay[bi] = lim - max(w-cr.pi[lb], 0)
 				vcgPay[bi] = lim - max(w-cr.vcg[lb], 0)
 				paid[bi] = true
+			}
+		}
+	}
+	// Linear prices supporting the final allocation, where it differs from the
+	// clock's (the clock's prices support the clock's own), with what is left of
+	// the budget: the payments, which are charged, come first.
+	var support map[string]float64
+	var unsupported []string
+	if changed(clockChoice, a.choice) {
+		if price, bad, ok := c.supportingPrices(a.choice, deadline); ok {
+			support = make(map[string]float64, len(price))
+			for r, id := range c.ids {
+				support[id] = price[r]
+			}
+			unsupported = make([]string, 0, len(bad))
+			for _, bi := range bad {
+				unsupported = append(unsupported, inst.Bidders[bi].ID)
 			}
 		}
 	}
