@@ -105,6 +105,9 @@ func (p *problem) corePayments(choice []int32, W float64, end time.Time, maxNode
 		go func() {
 			defer wg.Done()
 			for i := range next {
+				if time.Now().After(end) {
+					continue // out of budget: proved[i] stays false, the part pays capped prices
+				}
 				lb := winners[i]
 				start := slices.Clone(choice)
 				start[lb] = -1
