@@ -77,7 +77,8 @@ func BenchmarkFinalRoundCATSDefaultLimit(b *testing.B) {
 
 // BenchmarkFinalRoundQuota runs the clock and the final round with its default
 // time limit on quota-shaped markets (BenchmarkSolve's two smaller sizes), and reports the final
-// round's time, its gain over the clock and its proven gap.
+// round's time, its payments' time and the share of parts paying core payments, its
+// gain over the clock and its proven gap.
 func BenchmarkFinalRoundQuota(b *testing.B) {
 	for _, s := range []struct {
 		name string
@@ -97,6 +98,8 @@ func BenchmarkFinalRoundQuota(b *testing.B) {
 			}
 			f := res.FinalRound
 			b.ReportMetric(f.Seconds, "final-s")
+			b.ReportMetric(f.PaymentSeconds, "payment-s")
+			b.ReportMetric(float64(f.CoreParts)/float64(max(f.Parts, 1)), "core-parts/part")
 			b.ReportMetric(f.Welfare/f.ClockWelfare, "welfare/clock")
 			b.ReportMetric(100*f.Gap(), "gap-%")
 		})

@@ -181,6 +181,9 @@ func checkFinal(inst Instance, res Result) error {
 		if l := b.LimitOf(w.BundleIndex); w.Payment > l && !near(w.Payment, l, l) {
 			return bad("bidder %q pays %v, beyond its limit %v", b.ID, w.Payment, l)
 		}
+		if w.Core && w.Payment < w.VCG && !near(w.Payment, w.VCG, math.Abs(w.VCG)+cs) {
+			return bad("bidder %q pays %v, below its VCG payment %v", b.ID, w.Payment, w.VCG)
+		}
 		paid += w.Payment
 		scale += math.Abs(w.Payment)
 	}

@@ -59,6 +59,23 @@ type FinalRound struct {
 	Bound        float64 `json:"bound"`
 	Optimal      bool    `json:"optimal"`
 	Seconds      float64 `json:"seconds"`
+	// Payments is the rule the winners' payments follow: PaymentsCore,
+	// PaymentsCappedPrices or PaymentsMixed (absent in results from before it).
+	Payments string `json:"payments,omitempty"`
+	// Parts is how many independent parts the market split into, CoreParts how
+	// many of them pay core-selecting payments, Coalitions how many blocking
+	// coalitions constraint generation added, PaymentSeconds the time payments took.
+	Parts          int     `json:"parts,omitempty"`
+	CoreParts      int     `json:"core_parts,omitempty"`
+	Coalitions     int     `json:"coalitions,omitempty"`
+	PaymentSeconds float64 `json:"payment_seconds,omitempty"`
+	// Prices are linear per-pool prices that support the final allocation as well
+	// as possible (supportingPrices: minimum total violation), present only when
+	// the final round changed the clock's allocation and the LP was small enough;
+	// Unsupported lists the orders they fail to support (empty: they support it
+	// exactly). The published prices stay the clock's.
+	Prices      map[string]float64 `json:"prices,omitempty"`
+	Unsupported []string           `json:"unsupported,omitempty"`
 }
 
 // Gap is the share of the bound the allocation may still be short of it: 0 when
@@ -77,6 +94,16 @@ type allocation struct {
 	bound   float64
 	optimal bool
 	nodes   int
+	parts   []partResult
+}
+
+// partResult is one independent part's outcome: its local choice (a column per
+// local bidder, or -1), welfare, and whether it is proved optimal.
+type partResult struct {
+	p       *problem
+	choice  []int32
+	value   float64
+	optimal bool
 }
 
 // decompose splits the instance into independent problems: pools joined by any
@@ -257,17 +284,8 @@ func (c *clock) finalRound(limit time.Duration, maxNodes int) allocation {
 		// Each part gets an equal share of the time left; parts that finish early
 		// leave theirs to the larger ones after them.
 		share := time.Until(deadline) / time.Duration(len(parts)-i)
-		end := time.Now().Add(max(share, 0))
-		s := p.heuristics(end)
-		p.lagrangian(&s, 200, end)
-		if p.fitsLP() && s.bound > s.value+pruneTol(s.value) {
-			p.branchAndBound(&s, end, maxNodes)
-		} else if s.bound <= s.value+pruneTol(s.value) {
-			s.bound, s.optimal = s.value, true
-		} else {
-			p.lagrangian(&s, math.MaxInt32, end)
-			s.optimal = s.bound <= s.value+pruneTol(s.value)
-		}
+		s := p.solve(time.Now().Add(max(share, 0)), maxNodes)
+		a.parts = append(a.parts, partResult{p: p, choice: s.choice, value: s.value, optimal: s.optimal})
 		a.nodes += s.nodes
 		a.welfare += s.value
 		a.bound += max(s.bound, s.value)
@@ -282,6 +300,42 @@ func (c *clock) finalRound(limit time.Duration, maxNodes int) allocation {
 		a.bound = a.welfare
 	}
 	return a
+}
+
+// solve runs winner determination on one part until end (or maxNodes branch and
+// bound nodes, when positive): the incumbents, the Lagrangian bound, and branch and
+// bound where the LP fits, else the Lagrangian bound for as long as time allows.
+func (p *problem) solve(end time.Time, maxNodes int) solution {
+	s := p.heuristics(end)
+	p.prove(&s, end, maxNodes)
+	return s
+}
+
+// prove continues solve from the incumbents s: the Lagrangian bound, then branch
+// and bound or more Lagrangian steps, and sets s.optimal.
+func (p *problem) prove(s *solution, end time.Time, maxNodes int) {
+	p.lagrangian(s, 200, end)
+	if p.fitsLP() && s.bound > s.value+pruneTol(s.value) {
+		p.branchAndBound(s, end, maxNodes)
+	} else if s.bound <= s.value+pruneTol(s.value) {
+		s.bound, s.optimal = s.value, true
+	} else {
+		p.lagrangian(s, math.MaxInt32, end)
+		s.optimal = s.bound <= s.value+pruneTol(s.value)
+	}
+	if s.optimal {
+		s.bound = s.value
+	}
+}
+
+// changed reports whether two allocations differ.
+func changed(a, b []int) bool {
+	for i := range a {
+		if a[i] != b[i] {
+			return true
+		}
+	}
+	return false
 }
 
 // welfareOf is the welfare of a choice per bidder: limits less reserve value.
@@ -354,24 +408,97 @@ func finalPayments(atPrices, limits []float64, reserveValue float64) []float64 {
 	return pay
 }
 
+// Payment rules, as FinalRound.Payments reports them.
+const (
+	// PaymentsCore: every winner pays a core-selecting payment (corePayments).
+	PaymentsCore = "core"
+	// PaymentsCappedPrices: every winner pays its bundle at the published prices
+	// capped at its limit, with any reserve shortfall spread (finalPayments).
+	PaymentsCappedPrices = "capped_prices"
+	// PaymentsMixed: winners of parts proved optimal pay core payments, the others
+	// capped prices.
+	PaymentsMixed = "mixed"
+)
+
 // final runs the final round on a converged clock and rewrites res's winners,
 // payments, operator sales and excess demand for its allocation. The published
 // prices stay the clock's. An allocation worth less than the clock's is never
 // taken (the search starts from it, so this only guards against float noise).
+//
+// Payments: each part proved optimal pays core-selecting payments (core.go),
+// computed within a budget as long as the round's own time limit (the
+// supporting prices, support.go, get what the payments leave of it); a part not
+// proved optimal, or whose payments could not be proved within the budget,
+// pays by the capped-price rule (finalPayments) over all such parts' winners.
+// opt.CappedPayments applies the capped-price rule everywhere.
 func (c *clock) final(res *Result, inst Instance, fp *FinalParams, opt Options) {
 	start := time.Now()
+	limit := time.Duration(fp.seconds() * float64(time.Second))
 	clockChoice := make([]int, len(c.bidders))
 	for bi := range c.bidders {
 		clockChoice[bi] = c.bidders[bi].choice
 	}
 	clockWelfare := c.welfareOf(clockChoice)
-	a := c.finalRound(time.Duration(fp.seconds()*float64(time.Second)), opt.MaxNodes)
+	a := c.finalRound(limit, opt.MaxNodes)
 	welfare := c.welfareOf(a.choice)
 	if welfare < clockWelfare {
 		a.choice, welfare = clockChoice, clockWelfare
+		a.parts = nil // the parts' allocations are not the one taken
+	}
+	searched := time.Since(start)
+	paid := make([]bool, len(c.bidders))
+	corePay := make([]float64, len(c.bidders))
+	vcgPay := make([]float64, len(c.bidders))
+	payStart := time.Now()
+	deadline := payStart.Add(limit)
+	coreParts, coalitions := 0, 0
+	// Core payments per part proved optimal, smallest first, each with an equal
+	// share of the budget left.
+	if !opt.CappedPayments {
+		for i, pr := range a.parts {
+			if !pr.optimal {
+				continue
+			}
+			share := time.Until(deadline) / time.Duration(len(a.parts)-i)
+			cr, ok := pr.p.corePayments(pr.choice, pr.value, time.Now().Add(max(share, 0)), opt.MaxNodes)
+			if !ok {
+				continue
+			}
+			coreParts++
+			coalitions += cr.coalitions
+			for lb, j := range pr.choice {
+				if j < 0 {
+					continue
+				}
+				bi := pr.p.owner[lb]
+				lim := c.bidders[bi].limits[pr.p.cols[j].bundle]
+				w := pr.p.cols[j].w
+				// limit less the surplus left: never above the limit.
+				corePay[bi] = lim - max(w-cr.pi[lb], 0)
+				vcgPay[bi] = lim - max(w-cr.vcg[lb], 0)
+				paid[bi] = true
+			}
+		}
+	}
+	// Linear prices supporting the final allocation, where it differs from the
+	// clock's (the clock's prices support the clock's own), with what is left of
+	// the budget: the payments, which are charged, come first.
+	var support map[string]float64
+	var unsupported []string
+	if changed(clockChoice, a.choice) {
+		if price, bad, ok := c.supportingPrices(a.choice, deadline); ok {
+			support = make(map[string]float64, len(price))
+			for r, id := range c.ids {
+				support[id] = price[r]
+			}
+			unsupported = make([]string, 0, len(bad))
+			for _, bi := range bad {
+				unsupported = append(unsupported, inst.Bidders[bi].ID)
+			}
+		}
 	}
 	var at, limits []float64
-	var winners []int
+	var winners, rest []int
 	reserveValue := 0.0
 	net := make([]float64, len(c.ids))
 	for bi, k := range a.choice {
@@ -379,28 +506,58 @@ func (c *clock) final(res *Result, inst Instance, fp *FinalParams, opt Options) 
 			continue
 		}
 		b := &c.bidders[bi]
-		cost := 0.0
+		cost, rv := 0.0, 0.0
 		for _, it := range b.bundles[k] {
 			cost += it.q * c.price[it.pool]
-			reserveValue += it.q * c.reserve[it.pool]
+			rv += it.q * c.reserve[it.pool]
 			net[it.pool] += it.q
 		}
 		winners = append(winners, bi)
-		at = append(at, cost)
-		limits = append(limits, b.limits[k])
+		if !paid[bi] {
+			rest = append(rest, len(at))
+			at = append(at, cost)
+			limits = append(limits, b.limits[k])
+			reserveValue += rv
+		} else {
+			at = append(at, cost)
+			limits = append(limits, b.limits[k])
+		}
 	}
-	pay := finalPayments(at, limits, reserveValue)
+	restAt, restLimits := make([]float64, len(rest)), make([]float64, len(rest))
+	for i, w := range rest {
+		restAt[i], restLimits[i] = at[w], limits[w]
+	}
+	restPay := finalPayments(restAt, restLimits, reserveValue)
+	pay := make([]float64, len(winners))
+	for i, bi := range winners {
+		pay[i] = corePay[bi]
+	}
+	for i, w := range rest {
+		pay[w] = restPay[i]
+	}
 	res.ClockWinners = res.Winners
 	res.Winners = make([]Winner, len(winners))
 	for i, bi := range winners {
 		res.Winners[i] = Winner{ID: inst.Bidders[bi].ID, BundleIndex: a.choice[bi], Payment: pay[i], AtPrices: at[i]}
+		if paid[bi] {
+			res.Winners[i].Core, res.Winners[i].VCG = true, vcgPay[bi]
+		}
 	}
 	for r, id := range c.ids {
 		res.OperatorSold[id] = min(max(net[r], 0), c.supply[r])
 		res.ExcessDemand[id] = net[r] - c.supply[r]
 	}
+	rule := PaymentsMixed
+	switch {
+	case len(rest) == 0:
+		rule = PaymentsCore
+	case len(rest) == len(winners):
+		rule = PaymentsCappedPrices
+	}
 	res.FinalRound = &FinalRound{Welfare: welfare, ClockWelfare: clockWelfare, Bound: max(a.bound, welfare),
-		Optimal: a.optimal, Seconds: time.Since(start).Seconds()}
+		Optimal: a.optimal, Seconds: searched.Seconds(), Payments: rule, CoreParts: coreParts,
+		Parts: len(a.parts), Coalitions: coalitions, PaymentSeconds: time.Since(payStart).Seconds(),
+		Prices: support, Unsupported: unsupported}
 	if a.optimal {
 		res.FinalRound.Bound = welfare
 	}

@@ -103,9 +103,10 @@ func TestFinalRoundProperties(t *testing.T) {
 	})
 }
 
-// Where the final round keeps the clock's allocation and the clock's prices cover
-// the operator's reserve, every payment is the bundle at the prices.
-func TestFinalRoundKeepsUniformPricesWhenTheClockIsOptimal(t *testing.T) {
+// Under the capped-price rule (Options.CappedPayments), where the final round keeps
+// the clock's allocation and the clock's prices cover the operator's reserve, every
+// payment is the bundle at the prices.
+func TestCappedPaymentsKeepUniformPricesWhenTheClockIsOptimal(t *testing.T) {
 	one := func(x float64) *float64 { return &x }
 	inst := auction.Instance{
 		Pools: []auction.Pool{{ID: "a", Supply: 2, ReservePrice: 1}, {ID: "b", Supply: 1, ReservePrice: 1}},
@@ -115,9 +116,12 @@ func TestFinalRoundKeepsUniformPricesWhenTheClockIsOptimal(t *testing.T) {
 			{ID: "z", Limit: one(1.5), Bundles: []auction.Bundle{{"a": 1}}},
 		},
 	}
-	res, err := auction.Solve(inst, auction.Options{})
+	res, err := auction.Solve(inst, auction.Options{CappedPayments: true})
 	if err != nil || res.FinalRound == nil {
 		t.Fatal(err, res.FinalRound)
+	}
+	if res.FinalRound.Payments != auction.PaymentsCappedPrices {
+		t.Fatalf("payments %q, want %q", res.FinalRound.Payments, auction.PaymentsCappedPrices)
 	}
 	if !res.FinalRound.Optimal || res.FinalRound.Welfare != res.FinalRound.ClockWelfare {
 		t.Fatalf("final round %+v", res.FinalRound)
@@ -164,7 +168,7 @@ func zeroSeconds(rs ...*auction.Result) {
 	for _, r := range rs {
 		r.Seconds = 0
 		if r.FinalRound != nil {
-			r.FinalRound.Seconds = 0
+			r.FinalRound.Seconds, r.FinalRound.PaymentSeconds = 0, 0
 		}
 	}
 }

@@ -247,6 +247,11 @@ type Winner struct {
 	BundleIndex int     `json:"bundle_index"`
 	Payment     float64 `json:"payment"`
 	AtPrices    float64 `json:"at_prices"`
+	// Core says the winner pays a core-selecting payment (its part of the market
+	// was proved optimal), and VCG is then its VCG payment, never above Payment
+	// (absent when zero). Both are absent where the capped-price rule applied.
+	Core bool    `json:"core,omitempty"`
+	VCG  float64 `json:"vcg,omitempty"`
 }
 
 // Round is the prices at the end of one round of the clock.

@@ -17,6 +17,10 @@ type Options struct {
 	// independent part, so that a search cut short stops at the same place on any
 	// machine (tests and benchmarks use it; the time limit still applies).
 	MaxNodes int
+	// CappedPayments applies the final round's capped-price payment rule to every
+	// winner instead of core-selecting payments (for comparisons: the misreport
+	// benchmark measures both).
+	CappedPayments bool
 }
 
 // item is one pool's quantity in a compiled bundle.

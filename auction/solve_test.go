@@ -36,7 +36,10 @@ func winner(res auction.Result, id string) (auction.Winner, bool) {
 }
 
 // One pool of 10 units, two buyers of 10: the price rises until the weaker drops
-// out, which happens between its limit per unit and one step above it.
+// out, which happens between its limit per unit and one step above it. The final
+// round keeps that allocation and charges the core payment, here the VCG (second
+// price) payment: the weak bidder's limit, 20, where the clock's price asks a
+// little more.
 func TestOnePoolTwoBuyers(t *testing.T) {
 	inst := auction.Instance{
 		Pools: []auction.Pool{{ID: "p", Supply: 10, ReservePrice: 1}},
@@ -52,8 +55,8 @@ func TestOnePoolTwoBuyers(t *testing.T) {
 	if p := res.Prices["p"]; p <= 2 || p > 2*1.05+1e-9 {
 		t.Fatalf("price %v, want just above the weak bidder's 2.00 per unit (within one 5%% step)", p)
 	}
-	if w := res.Winners[0]; math.Abs(w.Payment-10*res.Prices["p"]) > 1e-9 {
-		t.Fatalf("payment %v, want 10 x price", w.Payment)
+	if w := res.Winners[0]; math.Abs(w.AtPrices-10*res.Prices["p"]) > 1e-9 || math.Abs(w.Payment-20) > 1e-9 || !w.Core || math.Abs(w.VCG-20) > 1e-9 {
+		t.Fatalf("winner %+v, want a core payment of 20 (VCG 20) against 10 x price", w)
 	}
 	if res.OperatorSold["p"] != 10 || res.ExcessDemand["p"] != 0 {
 		t.Fatalf("sold %v excess %v", res.OperatorSold["p"], res.ExcessDemand["p"])

@@ -89,6 +89,10 @@ type AuctionRun struct {
 	WelfareBound float64
 	Optimal      bool
 	FinalSeconds float64
+	// Payments is the rule the run's payments followed (auction.PaymentsCore,
+	// PaymentsCappedPrices or PaymentsMixed); "" when no final round ran, and for
+	// runs from before it was recorded (which paid capped prices).
+	Payments string
 }
 
 // Gap is the share of the bound the run's welfare may be short of: 0 when the

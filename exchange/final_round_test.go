@@ -3,8 +3,10 @@ package exchange_test
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 
+	"github.com/clearhouse/clearhouse/auction"
 	"github.com/clearhouse/clearhouse/exchange"
 	"github.com/clearhouse/clearhouse/ledger"
 	"github.com/clearhouse/clearhouse/store"
@@ -16,7 +18,10 @@ import (
 // for $290. The clock raises both prices until ads and then search drop out, and
 // ends with ml alone (welfare $260), the eu-west cores unsold. The final round
 // gives search its bundle (welfare $760). Settlement charges the final round's
-// payment (search's limit: its bundle at the clock's prices costs more), the report
+// core payment, here search's VCG payment (it is the only winner): the $400 and
+// $290 that ads and ml offered, less the reserve value of their bundles ($60 and
+// $30), plus the reserve value of search's ($140), so $740, below its limit and
+// below its bundle at the clock's prices (which cost more than its limit); the report
 // lists search and ml as changed and search's payment as not uniform with both
 // amounts, the ledger sums to zero, closing again changes nothing, and Verify finds
 // nothing.
@@ -46,6 +51,9 @@ func TestTheBindingRunSettlesTheFinalRound(t *testing.T) {
 		if !run.FinalRound || !run.Optimal || run.Welfare <= run.ClockWelfare || run.WelfareBound != run.Welfare || run.Gap() != 0 {
 			t.Fatalf("binding run %+v: want a final round proved optimal above the clock", run)
 		}
+		if run.Payments != auction.PaymentsCore {
+			t.Fatalf("binding run's payments %q, want core", run.Payments)
+		}
 		rep, err := mk.M.SettlementReport(ctx, mk.AuctionID)
 		if err != nil {
 			t.Fatal(err)
@@ -58,8 +66,8 @@ func TestTheBindingRunSettlesTheFinalRound(t *testing.T) {
 			byTeam[l.TeamID] = l
 		}
 		search := byTeam["search"]
-		if search.BundleIndex != 0 || search.Payment != int64(900*ledger.Dollar) || search.ClockBundle != -1 {
-			t.Fatalf("search: %+v, want bundle 0 for its limit $900, lost under the clock", search)
+		if search.BundleIndex != 0 || search.Payment != int64(740*ledger.Dollar) || search.ClockBundle != -1 {
+			t.Fatalf("search: %+v, want bundle 0 for its VCG payment $740, lost under the clock", search)
 		}
 		if search.AtPrices <= 900 || search.Uniform() {
 			t.Fatalf("search's bundle at prices is %v: the clock's prices should price it above its limit", search.AtPrices)
@@ -81,19 +89,19 @@ func TestTheBindingRunSettlesTheFinalRound(t *testing.T) {
 			}
 			if !c.Uniform {
 				nonUniform = append(nonUniform, c.OrderID)
-				if c.Payment != 900 || c.AtPrices != search.AtPrices || c.Bundle == nil {
-					t.Fatalf("non-uniform %+v, want search paying 900 against %v", c, search.AtPrices)
+				if c.Payment != 740 || c.AtPrices != search.AtPrices || c.Bundle == nil {
+					t.Fatalf("non-uniform %+v, want search paying 740 against %v", c, search.AtPrices)
 				}
 			}
 		}
 		if fmt.Sprint(changed) != fmt.Sprint([]int64{ids["search"], ids["ml"]}) || fmt.Sprint(nonUniform) != fmt.Sprint([]int64{ids["search"]}) {
 			t.Fatalf("changed %v (want search and ml), non-uniform %v (want search)", changed, nonUniform)
 		}
-		if rep.BuyersPaid != 900*ledger.Dollar || rep.TreasuryNet != rep.BuyersPaid-rep.SellersReceived {
+		if rep.BuyersPaid != 740*ledger.Dollar || rep.TreasuryNet != rep.BuyersPaid-rep.SellersReceived {
 			t.Fatalf("report totals %+v", rep)
 		}
-		if b := mk.Balance("search"); b.Posted != 100*ledger.Dollar || b.Held != 0 {
-			t.Fatalf("search's balance %+v, want 1000 - 900 posted and nothing held", b)
+		if b := mk.Balance("search"); b.Posted != 260*ledger.Dollar || b.Held != 0 {
+			t.Fatalf("search's balance %+v, want 1000 - 740 posted and nothing held", b)
 		}
 		tb, _ := mk.L.TrialBalance(ctx)
 		var sum ledger.Money
@@ -109,6 +117,11 @@ func TestTheBindingRunSettlesTheFinalRound(t *testing.T) {
 		}
 		if after := mk.snapshot(); fmt.Sprint(after) != fmt.Sprint(before) {
 			t.Fatal("closing a settled auction again changed state")
+		}
+		// Search's team is told which rule settled and what it means for bidding.
+		ns := notices(t, mk.Market, "member@search")
+		if len(ns) != 1 || !strings.Contains(ns[0].Body, exchange.SettlementRule(&auction.FinalRound{Payments: auction.PaymentsCore})) {
+			t.Errorf("search's settlement notice does not say core payments settled it: %+v", ns)
 		}
 		mk.Verify()
 	})

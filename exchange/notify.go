@@ -9,6 +9,7 @@ import (
 
 	"gorm.io/gorm"
 
+	"github.com/clearhouse/clearhouse/auction"
 	"github.com/clearhouse/clearhouse/identity"
 	"github.com/clearhouse/clearhouse/moneyfmt"
 	"github.com/clearhouse/clearhouse/notify"
@@ -81,7 +82,23 @@ const maxOrderLines = 20
 // run what its orders got: won, lost or rejected, paid and received. It runs in
 // the settlement's transaction, so the messages exist exactly when the settlement
 // does, once.
-func (m *Market) notifySettled(tx *gorm.DB, a Auction, converged bool, prices map[string]float64, views []OrderView, lines []SettlementLine, rejected []int64) error {
+// SettlementRule says, in one paragraph for the teams, which payment rule settled
+// an auction whose binding run's final round is f (nil: the clock alone), what it
+// means, and the bidding advice that holds under it (docs/final-round.md).
+func SettlementRule(f *auction.FinalRound) string {
+	switch {
+	case f == nil:
+		return "Settled by the clock alone: every winner paid the same price per unit in each pool (the final prices), never more than its limit."
+	case f.Payments == auction.PaymentsCore:
+		return "Settled by the clock and a final round with core payments: each winner paid at least its VCG payment (what its bundle cost the other orders) and never more than its limit, and no group of other orders offered more for the same quota. Bid your true value: bidding less can save at most what you paid above your VCG payment, and risks losing the bundle."
+	case f.Payments == auction.PaymentsMixed:
+		return "Settled by the clock and a final round: where the round proved its choice the best, winners paid core payments (at least their VCG payment, never more than their limit); elsewhere their bundle at the clock's prices, capped at their limit."
+	default:
+		return "Settled by the clock and a final round that did not prove its choice the best, so each winner paid its bundle at the clock's prices, capped at its limit: a winner the clock had priced out paid its whole limit."
+	}
+}
+
+func (m *Market) notifySettled(tx *gorm.DB, a Auction, converged bool, final *auction.FinalRound, prices map[string]float64, views []OrderView, lines []SettlementLine, rejected []int64) error {
 	type outcome struct {
 		won, lost, rejected int
 		paid, received      int64
@@ -169,6 +186,7 @@ func (m *Market) notifySettled(tx *gorm.DB, a Auction, converged bool, prices ma
 			fmt.Fprintf(&b, "; received %s", moneyfmt.Exact(o.received))
 		}
 		b.WriteString(".\n\n")
+		b.WriteString(SettlementRule(final) + "\n\n")
 		subject := fmt.Sprintf("Auction #%d settled: %d of %d orders won", a.ID, o.won, o.won+o.lost+o.rejected)
 		return notify.Message{Kind: NoticeAuctionSettled, Ref: ref, Subject: subject, Body: b.String() + orderList(o.orders, o.more), Link: "/orders"}
 	})

@@ -158,6 +158,7 @@ func (m *Market) run(ctx context.Context, tx *gorm.DB, a Auction, binding bool, 
 		Orders: len(views), Trajectory: string(traj), RanAt: m.now()}
 	if f := res.FinalRound; f != nil {
 		r.FinalRound, r.Welfare, r.ClockWelfare, r.WelfareBound, r.Optimal, r.FinalSeconds = true, f.Welfare, f.ClockWelfare, f.Bound, f.Optimal, f.Seconds
+		r.Payments = f.Payments
 	}
 	if err := tx.Omit("ID").Create(&r).Error; err != nil {
 		return AuctionRun{}, auction.Result{}, nil, err
@@ -438,7 +439,7 @@ func (m *Market) settle(ctx context.Context, tx *gorm.DB, a Auction, res auction
 			return err
 		}
 	}
-	if err := m.notifySettled(tx, a, res.Converged, res.Prices, views, st.lines, st.rejected); err != nil {
+	if err := m.notifySettled(tx, a, res.Converged, res.FinalRound, res.Prices, views, st.lines, st.rejected); err != nil {
 		return err
 	}
 	rows := make([][]any, len(st.lines))

@@ -52,7 +52,7 @@ func (s *Server) apiSettlement(c *gin.Context) {
 		BuyersPaid: rep.BuyersPaid.Plain(), SellersReceived: rep.SellersReceived.Plain(),
 		TreasuryNet: rep.TreasuryNet.Plain(), Rounding: apiPrice(rep.Rounding)}}
 	if r := rep.Run; r.FinalRound {
-		body.FinalRound = &apiv1.FinalRoundReport{Welfare: r.Welfare, ClockWelfare: r.ClockWelfare, Bound: r.WelfareBound, Optimal: r.Optimal, Seconds: r.FinalSeconds}
+		body.FinalRound = &apiv1.FinalRoundReport{Welfare: r.Welfare, ClockWelfare: r.ClockWelfare, Bound: r.WelfareBound, Optimal: r.Optimal, Seconds: r.FinalSeconds, Payments: paymentsRule(r)}
 	}
 	c.JSON(http.StatusOK, body)
 }

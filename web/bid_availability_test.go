@@ -44,6 +44,9 @@ func TestBidFormShowsWhatIsOnOffer(t *testing.T) {
 	if s := doc.Find("[data-testid=what-a-price-buys]").Text(); !strings.Contains(s, "per unit") || !strings.Contains(s, "until it sells") {
 		t.Errorf("the form does not say what a price buys: %q", s)
 	}
+	if s := strings.Join(strings.Fields(doc.Find("[data-testid=bid-advice]").Text()), " "); !strings.Contains(s, "really worth to you") || !strings.Contains(s, "at least your VCG payment and never more than your limit") || !strings.Contains(s, "clock only, you pay the final price per unit") {
+		t.Errorf("the bid form does not give the bidding advice that holds: %q", s)
+	}
 	_, doc = b.get("/orders/new?step=2&q.cpu=80&cluster=us-east")
 	if doc.Find("[data-testid=short]").Length() != 1 {
 		t.Error("80 cores of 60 offered is not called short")

@@ -4,9 +4,19 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/clearhouse/clearhouse/auction"
 	"github.com/clearhouse/clearhouse/exchange"
 	"github.com/clearhouse/clearhouse/templates"
 )
+
+// paymentsRule is the payment rule a run with a final round followed: runs from
+// before the rule was recorded paid capped prices.
+func paymentsRule(run exchange.AuctionRun) string {
+	if run.Payments == "" {
+		return auction.PaymentsCappedPrices
+	}
+	return run.Payments
+}
 
 // finalRoundView builds what a run's final round added over the clock, for the
 // auction page and the settlement report; nil when no final round ran.
@@ -28,7 +38,8 @@ func (s *Server) finalRoundView(ctx context.Context, run exchange.AuctionRun, un
 	}
 	v := &templates.FinalRoundView{Welfare: monOf(run.Welfare), ClockWelfare: monOf(run.ClockWelfare),
 		Added: monOf(run.Welfare - run.ClockWelfare), Bound: monOf(run.WelfareBound), Proved: run.Optimal,
-		Gap: fmt.Sprintf("%.2f%%", 100*run.Gap()), Seconds: fmt.Sprintf("%.2f s", run.FinalSeconds)}
+		Gap: fmt.Sprintf("%.2f%%", 100*run.Gap()), Seconds: fmt.Sprintf("%.2f s", run.FinalSeconds),
+		Rule: exchange.SettlementRule(&auction.FinalRound{Payments: paymentsRule(run)})}
 	if run.FinalSeconds < 0.005 {
 		v.Seconds = "under 0.01 s"
 	}

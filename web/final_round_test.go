@@ -81,8 +81,14 @@ func TestPagesShowTheFinalRound(t *testing.T) {
 	}
 	for _, l := range m["lines"].([]any) {
 		line := l.(map[string]any)
-		if line["team"] == "search" && (line["payment"] != "900.00" || line["at_prices"].(string) <= "900") {
-			t.Fatalf("API line %v: want payment 900 against a larger at_prices", line)
+		// search's core payment is its VCG payment (it wins alone): the $400 and $290
+		// ads and ml offered less their bundles' reserve value ($60, $30), plus its
+		// own bundle's ($140).
+		if fr["payments"] != "core" {
+			t.Fatalf("API settlement: final_round.payments %v, want core", fr["payments"])
+		}
+		if line["team"] == "search" && (line["payment"] != "740.00" || line["at_prices"].(string) <= "900") {
+			t.Fatalf("API line %v: want payment 740 against an at_prices above the 900 limit", line)
 		}
 	}
 	fin, owner := f.browser(), f.browser()
@@ -100,6 +106,9 @@ func TestPagesShowTheFinalRound(t *testing.T) {
 		if sec.Length() != 1 || sec.Find("[data-testid=final-proved]").Length() != 1 || sec.Find("[data-testid=final-gap]").Length() != 0 {
 			t.Fatalf("%s: final round section %q", p.path, sec.Text())
 		}
+		if rule := sec.Find("[data-testid=final-rule]").Text(); !strings.Contains(rule, "final round with core payments") || !strings.Contains(rule, "Bid your true value") {
+			t.Errorf("%s: the final round does not say core payments settled it: %q", p.path, rule)
+		}
 		if got := sec.Find("[data-testid=final-added] .money").Text(); got != "$500.00" {
 			t.Errorf("%s: added %q, want $500.00 (760 against 260)", p.path, got)
 		}
@@ -108,7 +117,7 @@ func TestPagesShowTheFinalRound(t *testing.T) {
 			t.Errorf("%s: changed orders %q", p.path, changed.Text())
 		}
 		lines := sec.Find("[data-testid=final-nonuniform-line]")
-		if lines.Length() != 1 || lines.Find("[data-testid=final-payment] .money").Text() != "$900.00" {
+		if lines.Length() != 1 || lines.Find("[data-testid=final-payment] .money").Text() != "$740.00" {
 			t.Fatalf("%s: non-uniform payments %q", p.path, lines.Text())
 		}
 		at := lines.Find("[data-testid=final-at-prices] .money").Text()
@@ -150,6 +159,13 @@ func TestScheduleFormSetsTheFinalRound(t *testing.T) {
 	_, doc := op.get("/operate")
 	if v, _ := doc.Find("input[name=final]").Attr("value"); v != "10" {
 		t.Fatalf("the form offers %q seconds, want the default 10", v)
+	}
+	// The form states the trade-off between the two market policies.
+	policy := strings.Join(strings.Fields(doc.Find("[data-testid=auction-policy]").Text()), " ")
+	for _, want := range []string{"clock only", "same price per unit", "final round", "core payments", "at least their VCG payment", "up to twice these seconds"} {
+		if !strings.Contains(policy, want) {
+			t.Errorf("the schedule form's trade-off does not say %q: %q", want, policy)
+		}
 	}
 	for i, c := range []struct {
 		final, want string

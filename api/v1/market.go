@@ -161,6 +161,10 @@ type FinalRoundReport struct {
 	Bound        float64 `json:"bound"`
 	Optimal      bool    `json:"optimal"`
 	Seconds      float64 `json:"seconds"`
+	// Payments is the rule that set the winners' payments: "core" (the core point
+	// nearest VCG), "capped_prices" (the bundle at the clock's prices, capped at the
+	// limit) or "mixed" (core where a part was proved optimal; docs/final-round.md).
+	Payments string `json:"payments"`
 }
 
 // TrialBalance is the body of GET /ledger/trial-balance: every account's balance,
