@@ -191,6 +191,26 @@ var marketAuditCases = []auditCase{
 			return err
 		},
 		repeat: true, before: `{"status":"open"}`, after: []string{`"status":"closing"`, `"closed_at":"2026-03-02T09:00:00Z"`}},
+	{name: "retry", action: "auction.retry", object: "auction:1",
+		// A halted auction (closing, with the failure that stopped its settlement)
+		// is what a retry starts from; made here as the settlement's failure path
+		// leaves it.
+		setup: func(ctx context.Context, mk *exchangetest.Market) int64 {
+			if err := mk.DB.Write.Model(&exchange.Auction{}).Where("id = ?", mk.AuctionID).
+				Updates(map[string]any{"status": exchange.AuctionClosing, "failure": "the engine stopped", "closed_at": mk.Clock.Now()}).Error; err != nil {
+				mk.T.Fatal(err)
+			}
+			return mk.AuctionID
+		},
+		refused: func(ctx context.Context, mk *exchangetest.Market, id int64) error {
+			_, err := mk.M.Close(ctx, id+100) // no such auction
+			return err
+		},
+		do: func(ctx context.Context, mk *exchangetest.Market, id int64) error {
+			_, err := mk.M.Close(ctx, id)
+			return err
+		},
+		before: `{"failure":"the engine stopped","status":"closing"}`, after: []string{`"status":"closing"`}},
 	{name: "approve", action: "order.approve", object: "order:1", setup: bigOrder,
 		refused: func(ctx context.Context, mk *exchangetest.Market, id int64) error {
 			return mk.M.DecideOrder(ctx, mk.Users["member@ml"], id, true) // only an owner approves
