@@ -90,8 +90,9 @@ var depRules = map[string]depRule{
 	"store/storetest": {deny: join([]string{"audit", "ledger", "mailer", "identity", "notify", "exchange", "fleet", "besteffort", "metrics"}, above)},
 	// The audit trail: rows the services write in their own transactions; it knows
 	// nothing of the market or of identity, so every service may record.
-	"audit":  {deny: join([]string{"ledger", "mailer", "identity", "notify", "exchange", "fleet", "besteffort", "metrics"}, above)},
-	"ledger": {deny: join([]string{"mailer", "identity", "notify", "exchange", "fleet", "besteffort", "metrics"}, above)},
+	"audit":           {deny: join([]string{"ledger", "mailer", "identity", "notify", "exchange", "fleet", "besteffort", "metrics"}, above)},
+	"audit/audittest": {deny: join([]string{"ledger", "mailer", "identity", "notify", "exchange", "fleet", "besteffort", "metrics"}, above)},
+	"ledger":          {deny: join([]string{"mailer", "identity", "notify", "exchange", "fleet", "besteffort", "metrics"}, above)},
 
 	// Sending e-mail knows nothing of the market.
 	"mailer":            {deny: join([]string{"audit", "store", "ledger", "identity", "notify", "exchange", "fleet", "besteffort", "metrics"}, above)},

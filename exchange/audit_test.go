@@ -8,40 +8,13 @@ import (
 
 	"github.com/clearhouse/clearhouse/auction"
 	"github.com/clearhouse/clearhouse/audit"
+	"github.com/clearhouse/clearhouse/audit/audittest"
 	"github.com/clearhouse/clearhouse/exchange"
 	"github.com/clearhouse/clearhouse/exchange/exchangetest"
 	"github.com/clearhouse/clearhouse/ledger"
 	"github.com/clearhouse/clearhouse/store"
 	"github.com/clearhouse/clearhouse/store/storetest"
 )
-
-// trailAfter is every trail row numbered after seq, oldest first.
-func trailAfter(t *testing.T, db *store.DB, seq int64) []audit.Row {
-	t.Helper()
-	rows, err := audit.NewTrail(db).List(context.Background(), audit.Filter{Limit: 1000})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out []audit.Row
-	for i := len(rows) - 1; i >= 0; i-- {
-		if rows[i].Seq > seq {
-			out = append(out, rows[i])
-		}
-	}
-	return out
-}
-
-func lastSeq(t *testing.T, db *store.DB) int64 {
-	t.Helper()
-	rows, err := audit.NewTrail(db).List(context.Background(), audit.Filter{Limit: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(rows) == 0 {
-		return 0
-	}
-	return rows[0].Seq
-}
 
 // auditCase is one audited action of the market: set-up (not under test), the action
 // refused for bad input (it must record nothing), the action itself (it must record
@@ -331,11 +304,11 @@ func TestEveryMarketChangeLeavesOneTrailRow(t *testing.T) {
 				if tc.setup != nil {
 					id = tc.setup(ctx, mk)
 				}
-				mark := lastSeq(t, db)
+				mark := audittest.Mark(t, db)
 				if err := tc.refused(ctx, mk, id); err == nil {
 					t.Fatal("the refused call succeeded")
 				}
-				if rows := trailAfter(t, db, mark); len(rows) != 0 {
+				if rows := audittest.After(t, db, mark); len(rows) != 0 {
 					t.Fatalf("a refused %s recorded %d rows: %+v", tc.action, len(rows), rows)
 				}
 				if err := tc.do(ctx, mk, id); err != nil {
@@ -344,7 +317,7 @@ func TestEveryMarketChangeLeavesOneTrailRow(t *testing.T) {
 				if tc.repeat {
 					_ = tc.do(ctx, mk, id) // a replay or a no-op
 				}
-				rows := trailAfter(t, db, mark)
+				rows := audittest.After(t, db, mark)
 				if len(rows) != 1 {
 					t.Fatalf("%d rows; want one %s: %+v", len(rows), tc.action, rows)
 				}

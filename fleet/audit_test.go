@@ -6,35 +6,11 @@ import (
 	"time"
 
 	"github.com/clearhouse/clearhouse/audit"
+	"github.com/clearhouse/clearhouse/audit/audittest"
 	"github.com/clearhouse/clearhouse/fleet"
 	"github.com/clearhouse/clearhouse/store"
 	"github.com/clearhouse/clearhouse/store/storetest"
 )
-
-// newRows is the trail's rows numbered after seq, oldest first.
-func newRows(t *testing.T, db *store.DB, seq int64) []audit.Row {
-	t.Helper()
-	rows, err := audit.NewTrail(db).List(context.Background(), audit.Filter{Limit: 1000})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out []audit.Row
-	for i := len(rows) - 1; i >= 0; i-- {
-		if rows[i].Seq > seq {
-			out = append(out, rows[i])
-		}
-	}
-	return out
-}
-
-func lastRow(t *testing.T, db *store.DB) int64 {
-	t.Helper()
-	rows, _ := audit.NewTrail(db).List(context.Background(), audit.Filter{Limit: 1})
-	if len(rows) == 0 {
-		return 0
-	}
-	return rows[0].Seq
-}
 
 // TestPolicyChangesLeaveOneTrailRow: the over-limit policy and a pool's pricing
 // policy each record one row with the values before and after, and none when the
@@ -45,14 +21,14 @@ func TestPolicyChangesLeaveOneTrailRow(t *testing.T) {
 		pl := newPlanned(t, db)
 		ctx := audit.WithActor(context.Background(), audit.Actor{Kind: audit.KindUser, UserID: 5, Email: "op@x.io"})
 
-		mark := lastRow(t, db)
+		mark := audittest.Mark(t, db)
 		if err := pl.r.SetOverLimitPolicy(ctx, fleet.OverLimitPolicy{Action: "kill", Grace: time.Minute}); err == nil {
 			t.Fatal("a bad over-limit policy was accepted")
 		}
 		if _, err := pl.r.SetPolicy(ctx, fleet.PricingPolicy{PoolID: "us-east/cpu", Algorithm: "guess", Predictor: "seasonal"}); err == nil {
 			t.Fatal("a bad pricing policy was accepted")
 		}
-		if rows := newRows(t, db, mark); len(rows) != 0 {
+		if rows := audittest.After(t, db, mark); len(rows) != 0 {
 			t.Fatalf("refused policies recorded %d rows", len(rows))
 		}
 		if err := pl.r.SetOverLimitPolicy(ctx, fleet.OverLimitPolicy{Action: fleet.OverLimitEvict, Grace: 5 * time.Minute}); err != nil {
@@ -61,7 +37,7 @@ func TestPolicyChangesLeaveOneTrailRow(t *testing.T) {
 		if _, err := pl.r.SetPolicy(ctx, fleet.PricingPolicy{PoolID: "us-east/cpu", Algorithm: "econ", Predictor: "seasonal", UnitPrice: 20_000}); err != nil {
 			t.Fatal(err)
 		}
-		rows := newRows(t, db, mark)
+		rows := audittest.After(t, db, mark)
 		if len(rows) != 2 {
 			t.Fatalf("%d rows; want the two policy changes", len(rows))
 		}
@@ -86,7 +62,7 @@ func TestUtilizationChangesLeaveOneTrailRow(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		x := newUsaged(t, db)
 		ctx := audit.WithActor(context.Background(), audit.Actor{Kind: audit.KindUser, UserID: 5, Email: "op@x.io"})
-		mark := lastRow(t, db)
+		mark := audittest.Mark(t, db)
 		if err := x.u.SetPolicy(ctx, "us-east/cpu", 80, 7); err == nil {
 			t.Fatal("percentile 80 was accepted")
 		}
@@ -96,7 +72,7 @@ func TestUtilizationChangesLeaveOneTrailRow(t *testing.T) {
 		if err := x.u.ClearOverride(ctx, "us-east/cpu"); err != nil {
 			t.Fatal(err)
 		}
-		if rows := newRows(t, db, mark); len(rows) != 0 {
+		if rows := audittest.After(t, db, mark); len(rows) != 0 {
 			t.Fatalf("refused or empty changes recorded %d rows", len(rows))
 		}
 		if err := x.u.SetPolicy(ctx, "us-east/cpu", 99, 3); err != nil {
@@ -108,7 +84,7 @@ func TestUtilizationChangesLeaveOneTrailRow(t *testing.T) {
 		if err := x.u.ClearOverride(ctx, "us-east/cpu"); err != nil {
 			t.Fatal(err)
 		}
-		rows := newRows(t, db, mark)
+		rows := audittest.After(t, db, mark)
 		want := []struct{ action, before, after string }{
 			{"pool.utilization_policy", `{"percentile":95,"window_days":7}`, `{"percentile":99,"window_days":3}`},
 			{"pool.utilization_override", "", `{"expires":"2026-03-02T11:00:00Z","psi":0.3,"reason":"drain"}`},
