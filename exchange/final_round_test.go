@@ -156,9 +156,13 @@ func TestTheBindingRunStoresSupportingPrices(t *testing.T) {
 		if err != nil || !run.FinalRound {
 			t.Fatalf("close: %+v %v", run, err)
 		}
-		prices, unsupported, err := mk.M.SupportingPrices(ctx, run)
+		rows, unsupported, err := mk.M.SupportingPrices(ctx, run)
 		if err != nil {
 			t.Fatal(err)
+		}
+		prices := map[string]int64{}
+		for _, p := range rows {
+			prices[p.PoolID] = *p.SupportingPrice
 		}
 		// To a few micro-dollars: the LP raises right-hand sides by about 1e-7 against
 		// degeneracy; the unused us-east cpu stays at its reserve ($1).

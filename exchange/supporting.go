@@ -26,23 +26,22 @@ type Unsupported struct {
 	Why                   string
 }
 
-// SupportingPrices returns the run's supporting price per pool (micro-dollars per
-// unit; pools without one are left out, so an empty map means the run has none)
-// and the orders those prices fail to support, by order id.
-func (m *Market) SupportingPrices(ctx context.Context, run AuctionRun) (map[string]int64, []Unsupported, error) {
+// SupportingPrices returns the run's prices of the pools with a supporting price
+// (SupportingPrice, micro-dollars per unit, beside the clock's Price), by pool;
+// none when the run has no supporting prices; and the orders those prices fail to
+// support, by order id.
+func (m *Market) SupportingPrices(ctx context.Context, run AuctionRun) ([]RunPrice, []Unsupported, error) {
 	db := m.db.Read.WithContext(ctx)
 	var ps []RunPrice
-	if err := db.Where("run_id = ? AND supporting_price IS NOT NULL", run.ID).Find(&ps).Error; err != nil {
+	if err := db.Where("run_id = ? AND supporting_price IS NOT NULL", run.ID).Order("pool_id").Find(&ps).Error; err != nil {
 		return nil, nil, err
 	}
-	prices := make(map[string]int64, len(ps))
 	dollars := make(map[string]float64, len(ps))
 	for _, p := range ps {
-		prices[p.PoolID] = *p.SupportingPrice
 		dollars[p.PoolID] = float64(*p.SupportingPrice) / float64(ledger.Dollar)
 	}
-	if len(prices) == 0 {
-		return prices, nil, nil
+	if len(ps) == 0 {
+		return nil, nil, nil
 	}
 	var outs []runOutcome
 	if err := db.Raw(`SELECT * FROM run_outcomes WHERE run_id = ? AND unsupported ORDER BY order_id`, run.ID).Scan(&outs).Error; err != nil {
@@ -76,7 +75,7 @@ func (m *Market) SupportingPrices(ctx context.Context, run AuctionRun) (map[stri
 		}
 		out = append(out, u)
 	}
-	return prices, out, nil
+	return ps, out, nil
 }
 
 // whyUnsupported says how the prices fail order v, which won bundle won (-1: lost).
