@@ -168,7 +168,7 @@ type FinalRoundReport struct {
 	// SupportingPrices are, when the final round changed the clock's allocation,
 	// per-pool prices that support it as well as possible, beside the clock's;
 	// Unsupported the orders they fail to support (docs/final-round.md).
-	SupportingPrices []SupportingPrice `json:"supporting_prices,omitempty"`
+	SupportingPrices []SupportingPrice  `json:"supporting_prices,omitempty"`
 	Unsupported      []UnsupportedOrder `json:"unsupported,omitempty"`
 }
 
