@@ -265,9 +265,15 @@ func TestTheDemoHasAFinalRoundThatChangesTheClock(t *testing.T) {
 			analytics.Uniform() {
 			t.Fatalf("auction %d: Analytics' line %+v, want its AP South bundle, lost under the clock, a core payment under its $9,000 limit", a.ID, analytics)
 		}
-		prices, _, err := s.Market.SupportingPrices(ctx, run)
+		prices, unsupported, err := s.Market.SupportingPrices(ctx, run)
 		if err != nil {
 			t.Fatal(err)
+		}
+		// No prices support Analytics winning exactly: ML, which offered $130 a GPU,
+		// would want its 30 GPUs at the supporting price (Analytics' limit less
+		// Storage's $4 a TiB for its disk, over its 40 GPUs: $105).
+		if len(unsupported) != 1 || unsupported[0].TeamID != "ml" || unsupported[0].Why != "wants" || unsupported[0].Other["ap-south/gpu"] != 30 {
+			t.Errorf("auction %d: unsupported %+v, want ML's GPU order, a loser that would want its bundle", a.ID, unsupported)
 		}
 		pools := map[string]bool{}
 		for _, p := range prices {
