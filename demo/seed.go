@@ -241,6 +241,11 @@ func replayAuctions(ctx context.Context, m *exchange.Market, util *fleet.Utiliza
 		if err := placeOrders(ctx, m, users, rng); err != nil {
 			return err
 		}
+		if day == FinalRoundDay {
+			if err := placeFinalRoundOrders(ctx, m, users); err != nil {
+				return err
+			}
+		}
 		if day == 0 {
 			_, err := m.Preview(ctx, au.ID)
 			return err
@@ -311,6 +316,39 @@ func placeOrders(ctx context.Context, m *exchange.Market, users map[string]ident
 		if clearhouse.ErrorCode(err) == clearhouse.EUNPROCESSABLE {
 			continue // a team that already sold its quota or spent its budget sits this one out
 		} else if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// FinalRoundDay is the day of the replayed week (days before now) whose auction
+// the final round settles differently from the clock (placeFinalRoundOrders).
+const FinalRoundDay = 4
+
+// placeFinalRoundOrders places three orders in AP South's GPU and disk pools (64
+// GPUs and 2,000 TiB, which no other demo order bids for) whose best allocation
+// the clock misses, so the demo shows a final round that changes the clock's
+// allocation, its core payment and its supporting prices. Analytics wants 40 GPUs
+// with 1,200 TiB for $9,000; ML 30 GPUs for $3,900 ($130 each); Storage 1,000 TiB
+// for $4,000 ($4 each). Each pool is wanted by more than its supply, so the clock
+// raises both prices; Analytics' bundle at ML's and Storage's per-unit values
+// costs $10,000, more than its limit, so it drops out before both of them do, and
+// the clock ends with one of them winning and the other pool unsold. The final
+// round gives Analytics its bundle: above reserve (about $38.37 a GPU and $2.12 a
+// TiB) it is worth about $4,900, ML and Storage together about $4,600.
+func placeFinalRoundOrders(ctx context.Context, m *exchange.Market, users map[string]identity.User) error {
+	limit := func(d ledger.Money) *ledger.Money { return &d }
+	for _, o := range []struct {
+		who  string
+		spec exchange.OrderSpec
+	}{
+		{"analytics/owner", exchange.OrderSpec{Team: "analytics", Limit: limit(9_000 * ledger.Dollar),
+			Bundles: []exchange.Bundle{{"ap-south/gpu": 40, "ap-south/disk": 1200}}}},
+		{"ml/owner", exchange.OrderSpec{Team: "ml", Limit: limit(3_900 * ledger.Dollar), Bundles: []exchange.Bundle{{"ap-south/gpu": 30}}}},
+		{"storage/owner", exchange.OrderSpec{Team: "storage", Limit: limit(4_000 * ledger.Dollar), Bundles: []exchange.Bundle{{"ap-south/disk": 1000}}}},
+	} {
+		if _, err := m.PlaceOrder(ctx, users[o.who], o.spec); err != nil {
 			return err
 		}
 	}

@@ -214,3 +214,89 @@ func mustMicros(t *testing.T, dollars float64) int64 {
 	}
 	return m
 }
+
+// The demo's week has one settled auction (FinalRoundDay) whose final round changes
+// the clock's allocation, seeded through the ordinary order and close code: the
+// binding run adds welfare over the clock's and is proved optimal; Analytics wins
+// its GPUs-with-disk bundle, which the clock had priced it out of, for a core
+// payment between its VCG payment and its $9,000 limit (not its bundle at the
+// clock's prices); the run has supporting prices for AP South's GPUs and disk; and
+// every other settled auction of the week keeps the clock's allocation.
+func TestTheDemoHasAFinalRoundThatChangesTheClock(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: seeding the whole demo market takes 10 s or more")
+	}
+	ctx := context.Background()
+	s := services(storetest.New(t), storetest.NewClock(seedTime).Now)
+	if err := Seed(ctx, s, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	as, err := s.Market.Auctions(ctx, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	changed := 0
+	for _, a := range as {
+		if a.Status != exchange.AuctionSettled {
+			continue
+		}
+		rep, err := s.Market.SettlementReport(ctx, a.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		run := rep.Run
+		if !run.FinalRound || run.Welfare < run.ClockWelfare-1e-6 {
+			t.Fatalf("auction %d: binding run %+v, want a final round no worse than the clock", a.ID, run)
+		}
+		if run.Welfare <= run.ClockWelfare+1e-6 {
+			continue
+		}
+		changed++
+		if !run.Optimal || run.Payments != "core" {
+			t.Errorf("auction %d: final round proved %v, payments %q; want proved, core", a.ID, run.Optimal, run.Payments)
+		}
+		var analytics *exchange.ReportLine
+		for i, l := range rep.Lines {
+			if l.TeamID == "analytics" && l.Bundle["ap-south/gpu"] == 40 {
+				analytics = &rep.Lines[i]
+			}
+		}
+		if analytics == nil || analytics.ClockBundle != -1 || analytics.Payment <= 0 || analytics.Payment >= int64(9_000*ledger.Dollar) ||
+			analytics.Uniform() {
+			t.Fatalf("auction %d: Analytics' line %+v, want its AP South bundle, lost under the clock, a core payment under its $9,000 limit", a.ID, analytics)
+		}
+		prices, unsupported, err := s.Market.SupportingPrices(ctx, run)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// No prices support Analytics winning exactly: ML, which offered $130 a GPU,
+		// would want its 30 GPUs at the supporting price (Analytics' limit less
+		// Storage's $4 a TiB for its disk, over its 40 GPUs: $105).
+		if len(unsupported) != 1 || unsupported[0].TeamID != "ml" || unsupported[0].Why != "wants" || unsupported[0].Other["ap-south/gpu"] != 30 {
+			t.Errorf("auction %d: unsupported %+v, want ML's GPU order, a loser that would want its bundle", a.ID, unsupported)
+		}
+		pools := map[string]bool{}
+		for _, p := range prices {
+			pools[p.PoolID] = true
+		}
+		if !pools["ap-south/gpu"] || !pools["ap-south/disk"] {
+			t.Errorf("auction %d: supporting prices for %v, want AP South's GPUs and disk among them", a.ID, slices.Sorted(maps.Keys(pools)))
+		}
+		changes, err := s.Market.FinalRoundChanges(ctx, run)
+		if err != nil {
+			t.Fatal(err)
+		}
+		teams := map[string]bool{}
+		for _, c := range changes {
+			if c.Changed {
+				teams[c.TeamID] = true
+			}
+		}
+		if !teams["analytics"] {
+			t.Errorf("auction %d: the final round's changes %v do not include Analytics", a.ID, teams)
+		}
+	}
+	if changed != 1 {
+		t.Fatalf("%d settled auctions where the final round changed the clock's allocation, want 1", changed)
+	}
+}

@@ -111,7 +111,13 @@ type RunPrice struct {
 	Price        float64
 	ExcessDemand float64
 	OperatorSold float64
-	TradedUnits  int64 `gorm:"-"` // units the run's winners buy in the pool; 0: the price is indicative only
+	// SupportingPrice is the final round's supporting price per unit in the pool,
+	// whole micro-dollars (docs/final-round.md, "Prices that explain the final
+	// allocation"); nil when the run has none: no final round, one that kept the
+	// clock's allocation, a market too large for the LP, or a run from before
+	// migration 00035.
+	SupportingPrice *int64
+	TradedUnits     int64 `gorm:"-"` // units the run's winners buy in the pool; 0: the price is indicative only
 }
 
 type runOutcome struct {
@@ -121,6 +127,7 @@ type runOutcome struct {
 	Payment     float64
 	AtPrices    float64 // the bundle at the run's prices
 	ClockBundle int     // the bundle the clock alone gave, -1 for none
+	Unsupported bool    // the run's supporting prices fail to support this order
 }
 
 func (runOutcome) TableName() string { return "run_outcomes" }

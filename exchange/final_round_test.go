@@ -126,3 +126,65 @@ func TestTheBindingRunSettlesTheFinalRound(t *testing.T) {
 		mk.Verify()
 	})
 }
+
+// The binding run stores the final round's supporting prices (whole micro-dollars
+// per unit) and the orders they fail to support, in the settlement transaction: on
+// the market above no prices support search winning, and the least violation
+// prices ram at ml's limit per unit (290/300) and cpu at what search's limit
+// leaves (900 - 400 x 290/300)/100, which leaves ads $92 under its limit for its
+// 60 cores: ads is the one order listed, a loser that would want its bundle.
+func TestTheBindingRunStoresSupportingPrices(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		mk := newAuctionMarket(t, db)
+		ids := map[string]int64{}
+		for _, o := range []struct {
+			who  string
+			spec exchange.OrderSpec
+		}{
+			{"member@search", exchange.OrderSpec{Team: "search", Limit: money(900), Bundles: []exchange.Bundle{{"eu-west/cpu": 100, "us-east/ram": 400}}}},
+			{"member@ads", exchange.OrderSpec{Team: "ads", Limit: money(400), Bundles: []exchange.Bundle{{"eu-west/cpu": 60}}}},
+			{"member@ml", exchange.OrderSpec{Team: "ml", Limit: money(290), Bundles: []exchange.Bundle{{"us-east/ram": 300}}}},
+		} {
+			got, err := mk.Order(o.who, o.spec)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ids[o.spec.Team] = got.ID
+		}
+		run, err := mk.M.Close(ctx, mk.AuctionID)
+		if err != nil || !run.FinalRound {
+			t.Fatalf("close: %+v %v", run, err)
+		}
+		rows, unsupported, err := mk.M.SupportingPrices(ctx, run)
+		if err != nil {
+			t.Fatal(err)
+		}
+		prices := map[string]int64{}
+		for _, p := range rows {
+			prices[p.PoolID] = *p.SupportingPrice
+		}
+		// To a few micro-dollars: the LP raises right-hand sides by about 1e-7 against
+		// degeneracy; the unused us-east cpu stays at its reserve ($1).
+		near := func(got, want int64) bool { return got >= want-5 && got <= want+5 }
+		if !near(prices["us-east/ram"], 966_667) || !near(prices["eu-west/cpu"], 5_133_333) || prices["us-east/cpu"] != 1_000_000 || len(prices) != 3 {
+			t.Fatalf("supporting prices %v, want ram 966,667, eu-west cpu 5,133,333 and us-east cpu 1,000,000 micro-dollars per unit", prices)
+		}
+		if len(unsupported) != 1 {
+			t.Fatalf("unsupported %+v, want ads alone", unsupported)
+		}
+		u := unsupported[0]
+		if u.OrderID != ids["ads"] || u.TeamID != "ads" || u.Won || u.Why != "wants" || u.Bundle != nil ||
+			u.OtherCost != ledger.Money(60*prices["eu-west/cpu"]) || u.OtherLimit != 400*ledger.Dollar || u.Other["eu-west/cpu"] != 60 {
+			t.Fatalf("unsupported %+v, want ads, a loser wanting its 60 cores at $307.99998 against $400", u)
+		}
+		// Every pool of the run has its supporting price, and only ads is marked.
+		var n int64
+		if err := db.Read.Raw("SELECT COUNT(*) FROM run_prices WHERE run_id = ? AND supporting_price IS NULL", run.ID).Scan(&n).Error; err != nil || n != 0 {
+			t.Fatalf("%d pools without a supporting price (%v)", n, err)
+		}
+		if err := db.Read.Raw("SELECT COUNT(*) FROM run_outcomes WHERE run_id = ? AND unsupported", run.ID).Scan(&n).Error; err != nil || n != 1 {
+			t.Fatalf("%d outcomes marked unsupported (%v), want 1", n, err)
+		}
+	})
+}

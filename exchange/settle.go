@@ -163,8 +163,24 @@ func (m *Market) run(ctx context.Context, tx *gorm.DB, a Auction, binding bool, 
 	if err := tx.Omit("ID").Create(&r).Error; err != nil {
 		return AuctionRun{}, auction.Result{}, nil, err
 	}
+	var support map[string]float64
+	unsupported := map[string]bool{}
+	if f := res.FinalRound; f != nil && f.Prices != nil {
+		support = f.Prices
+		for _, id := range f.Unsupported {
+			unsupported[id] = true
+		}
+	}
 	for _, p := range inst.Pools {
 		rp := RunPrice{RunID: r.ID, PoolID: p.ID, Price: res.Prices[p.ID], ExcessDemand: res.ExcessDemand[p.ID], OperatorSold: res.OperatorSold[p.ID]}
+		if sp, ok := support[p.ID]; ok {
+			micro, err := roundPayment(sp)
+			if err != nil {
+				return AuctionRun{}, auction.Result{}, nil, err
+			}
+			rp.SupportingPrice = new(int64)
+			*rp.SupportingPrice = int64(micro)
+		}
 		if err := tx.Create(&rp).Error; err != nil {
 			return AuctionRun{}, auction.Result{}, nil, err
 		}
@@ -176,7 +192,7 @@ func (m *Market) run(ctx context.Context, tx *gorm.DB, a Auction, binding bool, 
 	}
 	outs := make([][]any, len(views))
 	for i, v := range views {
-		outs[i] = []any{r.ID, v.ID, -1, 0.0, 0.0, -1}
+		outs[i] = []any{r.ID, v.ID, -1, 0.0, 0.0, -1, unsupported[strconv.FormatInt(v.ID, 10)]}
 		if w, ok := won[v.ID]; ok {
 			outs[i][2], outs[i][3], outs[i][4] = w.BundleIndex, w.Payment, w.AtPrices
 		}
@@ -184,7 +200,7 @@ func (m *Market) run(ctx context.Context, tx *gorm.DB, a Auction, binding bool, 
 			outs[i][5] = w.BundleIndex
 		}
 	}
-	if _, err := store.Insert(tx, "run_outcomes", []string{"run_id", "order_id", "bundle_index", "payment", "at_prices", "clock_bundle"}, outs, ""); err != nil {
+	if _, err := store.Insert(tx, "run_outcomes", []string{"run_id", "order_id", "bundle_index", "payment", "at_prices", "clock_bundle", "unsupported"}, outs, ""); err != nil {
 		return AuctionRun{}, auction.Result{}, nil, err
 	}
 	return r, res, views, nil

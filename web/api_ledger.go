@@ -53,6 +53,24 @@ func (s *Server) apiSettlement(c *gin.Context) {
 		TreasuryNet: rep.TreasuryNet.Plain(), Rounding: apiPrice(rep.Rounding)}}
 	if r := rep.Run; r.FinalRound {
 		body.FinalRound = &apiv1.FinalRoundReport{Welfare: r.Welfare, ClockWelfare: r.ClockWelfare, Bound: r.WelfareBound, Optimal: r.Optimal, Seconds: r.FinalSeconds, Payments: paymentsRule(r)}
+		prices, unsupported, err := s.svc.Market.SupportingPrices(c.Request.Context(), r)
+		if err != nil {
+			s.fail(c, err)
+			return
+		}
+		units, err := s.poolUnits(c.Request.Context())
+		if err != nil {
+			s.fail(c, err)
+			return
+		}
+		for _, p := range prices {
+			body.FinalRound.SupportingPrices = append(body.FinalRound.SupportingPrices, apiv1.SupportingPrice{Pool: p.PoolID,
+				ClockPrice: apiPrice(p.Price), Price: ledger.Money(*p.SupportingPrice).Plain()})
+		}
+		for _, u := range unsupported {
+			body.FinalRound.Unsupported = append(body.FinalRound.Unsupported, apiv1.UnsupportedOrder{Order: u.OrderID, Team: u.TeamID,
+				Won: u.Won, Reason: u.Why, Text: unsupportedText(u, units)})
+		}
 	}
 	c.JSON(http.StatusOK, body)
 }

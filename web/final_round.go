@@ -3,9 +3,12 @@ package web
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"github.com/clearhouse/clearhouse/auction"
 	"github.com/clearhouse/clearhouse/exchange"
+	"github.com/clearhouse/clearhouse/ledger"
+	"github.com/clearhouse/clearhouse/moneyfmt"
 	"github.com/clearhouse/clearhouse/templates"
 )
 
@@ -58,5 +61,88 @@ func (s *Server) finalRoundView(ctx context.Context, run exchange.AuctionRun, un
 				Payment: monOf(c.Payment), AtPrice: monOf(c.AtPrices)})
 		}
 	}
+	prices, unsupported, err := s.svc.Market.SupportingPrices(ctx, run)
+	if err != nil {
+		return nil, err
+	}
+	for _, p := range prices {
+		v.Supporting = append(v.Supporting, templates.SupportingPriceRow{Pool: p.PoolID,
+			Clock:      templates.Price{Dollars: p.Price, Unit: units[p.PoolID]},
+			Supporting: templates.Price{Dollars: float64(*p.SupportingPrice) / float64(ledger.Dollar), Unit: units[p.PoolID]}})
+	}
+	for _, u := range unsupported {
+		v.Unsupported = append(v.Unsupported, templates.UnsupportedRow{Order: u.OrderID, Team: teamName(names, u.TeamID), Words: unsupportedWords(u, units)})
+	}
 	return v, nil
+}
+
+// unsupportedWords says in words how the supporting prices fail an order.
+func unsupportedWords(u exchange.Unsupported, units map[string]string) []templates.Word {
+	var ws []templates.Word
+	say := func(text string) { ws = append(ws, templates.Word{Text: text}) }
+	amount := func(m ledger.Money) { ws = append(ws, templates.Word{Money: true, Amount: templates.Money(m)}) }
+	cost := func(b exchange.Bundle, c ledger.Money) {
+		if c < 0 {
+			say(bundleText(b, units) + " would pay it ")
+			amount(-c)
+			return
+		}
+		say(bundleText(b, units) + " would cost ")
+		amount(c)
+	}
+	limit := func(l ledger.Money) {
+		if l < 0 {
+			say("the ")
+			amount(-l)
+			say(" it asks at least")
+			return
+		}
+		say("its limit of ")
+		amount(l)
+	}
+	switch u.Why {
+	case "too_dear":
+		say("won, but at the supporting prices ")
+		cost(u.Bundle, u.Cost)
+		say(", worse than ")
+		limit(u.Limit)
+		say(": it would not want the bundle it won.")
+	case "prefers_other":
+		say("won, but at the supporting prices it would rather have another of its bundles: ")
+		cost(u.Other, u.OtherCost)
+		say(" against ")
+		limit(u.OtherLimit)
+		say(", while ")
+		cost(u.Bundle, u.Cost)
+		say(" against ")
+		limit(u.Limit)
+		say(".")
+	case "wants":
+		say("lost, but at the supporting prices ")
+		cost(u.Other, u.OtherCost)
+		say(", better than ")
+		limit(u.OtherLimit)
+		say(": it would want that bundle.")
+	default:
+		if u.Won {
+			say("won")
+		} else {
+			say("lost")
+		}
+		say("; at the supporting prices, rounded to the micro-dollar, it is supported only to within a micro-dollar.")
+	}
+	return ws
+}
+
+// unsupportedText is unsupportedWords as one string, amounts exact.
+func unsupportedText(u exchange.Unsupported, units map[string]string) string {
+	var b strings.Builder
+	for _, w := range unsupportedWords(u, units) {
+		if w.Money {
+			b.WriteString(moneyfmt.Exact(int64(w.Amount)))
+		} else {
+			b.WriteString(w.Text)
+		}
+	}
+	return b.String()
 }

@@ -15,7 +15,10 @@ import (
 	"github.com/clearhouse/clearhouse/exchange"
 	"github.com/clearhouse/clearhouse/identity"
 	"github.com/clearhouse/clearhouse/ledger"
+	"github.com/clearhouse/clearhouse/store"
+	"github.com/clearhouse/clearhouse/store/storetest"
 	"github.com/clearhouse/clearhouse/templates"
+	"github.com/clearhouse/clearhouse/web"
 )
 
 // A market where the final round changes the clock's outcome (as in exchange's
@@ -26,106 +29,138 @@ import (
 // the published prices, every amount through the one money formatter.
 func TestPagesShowTheFinalRound(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t)
-	ctx := context.Background()
-	must := func(err error) {
-		t.Helper()
-		if err != nil {
-			t.Fatal(err)
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		f := newFixtureOn(t, db, web.Config{LoginRate: 5, PublicURL: "http://127.0.0.1"})
+		ctx := context.Background()
+		must := func(err error) {
+			t.Helper()
+			if err != nil {
+				t.Fatal(err)
+			}
 		}
-	}
-	_, err := f.market.SaveCurve(ctx, "standard", "Standard", auction.DefaultCurve)
-	must(err)
-	_, err = f.market.AddCluster(ctx, exchange.Cluster{ID: "us-east"})
-	must(err)
-	for _, p := range []exchange.PoolSpec{
-		{ClusterID: "us-east", Resource: "cpu", Unit: "core", Capacity: 100, UnitCost: ledger.Dollar, Utilization: 0.8, CurveID: "standard"},
-		{ClusterID: "us-east", Resource: "ram", Unit: "GiB", Capacity: 400, UnitCost: 100_000, Utilization: 0.8, CurveID: "standard"},
-	} {
-		_, err = f.market.AddPool(ctx, p)
+		_, err := f.market.SaveCurve(ctx, "standard", "Standard", auction.DefaultCurve)
 		must(err)
-	}
-	for _, id := range []string{"search", "ads", "ml"} {
-		_, err = f.market.AddTeam(ctx, exchange.NewTeam{ID: id, Budget: 1000 * ledger.Dollar})
+		_, err = f.market.AddCluster(ctx, exchange.Cluster{ID: "us-east"})
 		must(err)
-	}
-	_, err = f.market.ScheduleAuction(ctx, f.clock.Now(), f.clock.Now().Add(time.Hour), auction.DefaultParams)
-	must(err)
-	_, err = f.market.OpenDue(ctx)
-	must(err)
-	for _, o := range []struct {
-		team   string
-		limit  ledger.Money
-		bundle exchange.Bundle
-	}{
-		{"search", 900 * ledger.Dollar, exchange.Bundle{"us-east/cpu": 100, "us-east/ram": 400}},
-		{"ads", 400 * ledger.Dollar, exchange.Bundle{"us-east/cpu": 60}},
-		{"ml", 290 * ledger.Dollar, exchange.Bundle{"us-east/ram": 300}},
-	} {
-		u := f.user("owner@"+o.team+".io", identity.RoleOwner, o.team)
-		limit := o.limit
-		_, err := f.market.PlaceOrder(ctx, u, exchange.OrderSpec{Team: o.team, Limit: &limit, Bundles: []exchange.Bundle{o.bundle}})
+		for _, p := range []exchange.PoolSpec{
+			{ClusterID: "us-east", Resource: "cpu", Unit: "core", Capacity: 100, UnitCost: ledger.Dollar, Utilization: 0.8, CurveID: "standard"},
+			{ClusterID: "us-east", Resource: "ram", Unit: "GiB", Capacity: 400, UnitCost: 100_000, Utilization: 0.8, CurveID: "standard"},
+		} {
+			_, err = f.market.AddPool(ctx, p)
+			must(err)
+		}
+		for _, id := range []string{"search", "ads", "ml"} {
+			_, err = f.market.AddTeam(ctx, exchange.NewTeam{ID: id, Budget: 1000 * ledger.Dollar})
+			must(err)
+		}
+		_, err = f.market.ScheduleAuction(ctx, f.clock.Now(), f.clock.Now().Add(time.Hour), auction.DefaultParams)
 		must(err)
-	}
-	run, err := f.market.Close(ctx, 1)
-	if err != nil || !run.FinalRound || run.Welfare <= run.ClockWelfare {
-		t.Fatalf("close: %+v %v", run, err)
-	}
-	finUser := f.user("fin@x.io", identity.RoleFinance, "")
-	// The API's settlement report carries the final round and each line's bundle at
-	// the published prices.
-	code, m := f.api(f.token(finUser), "GET", "/api/v1/auctions/1/settlement", "")
-	fr, _ := m["final_round"].(map[string]any)
-	if code != http.StatusOK || fr == nil || fr["optimal"] != true || fr["welfare"].(float64) <= fr["clock_welfare"].(float64) {
-		t.Fatalf("API settlement: %d final_round %v", code, m["final_round"])
-	}
-	for _, l := range m["lines"].([]any) {
-		line := l.(map[string]any)
-		// search's core payment is its VCG payment (it wins alone): the $400 and $290
-		// ads and ml offered less their bundles' reserve value ($60, $30), plus its
-		// own bundle's ($140).
-		if fr["payments"] != "core" {
-			t.Fatalf("API settlement: final_round.payments %v, want core", fr["payments"])
+		_, err = f.market.OpenDue(ctx)
+		must(err)
+		for _, o := range []struct {
+			team   string
+			limit  ledger.Money
+			bundle exchange.Bundle
+		}{
+			{"search", 900 * ledger.Dollar, exchange.Bundle{"us-east/cpu": 100, "us-east/ram": 400}},
+			{"ads", 400 * ledger.Dollar, exchange.Bundle{"us-east/cpu": 60}},
+			{"ml", 290 * ledger.Dollar, exchange.Bundle{"us-east/ram": 300}},
+		} {
+			u := f.user("owner@"+o.team+".io", identity.RoleOwner, o.team)
+			limit := o.limit
+			_, err := f.market.PlaceOrder(ctx, u, exchange.OrderSpec{Team: o.team, Limit: &limit, Bundles: []exchange.Bundle{o.bundle}})
+			must(err)
 		}
-		if line["team"] == "search" && (line["payment"] != "740.00" || line["at_prices"].(string) <= "900") {
-			t.Fatalf("API line %v: want payment 740 against an at_prices above the 900 limit", line)
+		run, err := f.market.Close(ctx, 1)
+		if err != nil || !run.FinalRound || run.Welfare <= run.ClockWelfare {
+			t.Fatalf("close: %+v %v", run, err)
 		}
-	}
-	fin, owner := f.browser(), f.browser()
-	fin.login("fin@x.io")
-	owner.login("owner@ads.io")
-	for _, p := range []struct {
-		b    *browser
-		path string
-	}{{owner, "/auctions/1"}, {fin, "/finance/auctions/1"}} {
-		res, doc := p.b.get(p.path)
-		if res.StatusCode != http.StatusOK {
-			t.Fatalf("%s: %d", p.path, res.StatusCode)
+		finUser := f.user("fin@x.io", identity.RoleFinance, "")
+		// The API's settlement report carries the final round and each line's bundle at
+		// the published prices.
+		code, m := f.api(f.token(finUser), "GET", "/api/v1/auctions/1/settlement", "")
+		fr, _ := m["final_round"].(map[string]any)
+		if code != http.StatusOK || fr == nil || fr["optimal"] != true || fr["welfare"].(float64) <= fr["clock_welfare"].(float64) {
+			t.Fatalf("API settlement: %d final_round %v", code, m["final_round"])
 		}
-		sec := doc.Find("[data-testid=final-round]")
-		if sec.Length() != 1 || sec.Find("[data-testid=final-proved]").Length() != 1 || sec.Find("[data-testid=final-gap]").Length() != 0 {
-			t.Fatalf("%s: final round section %q", p.path, sec.Text())
+		for _, l := range m["lines"].([]any) {
+			line := l.(map[string]any)
+			// search's core payment is its VCG payment (it wins alone): the $400 and $290
+			// ads and ml offered less their bundles' reserve value ($60, $30), plus its
+			// own bundle's ($140).
+			if fr["payments"] != "core" {
+				t.Fatalf("API settlement: final_round.payments %v, want core", fr["payments"])
+			}
+			if line["team"] == "search" && (line["payment"] != "740.00" || line["at_prices"].(string) <= "900") {
+				t.Fatalf("API line %v: want payment 740 against an at_prices above the 900 limit", line)
+			}
 		}
-		if rule := sec.Find("[data-testid=final-rule]").Text(); !strings.Contains(rule, "final round with core payments") || !strings.Contains(rule, "Bid your true value") {
-			t.Errorf("%s: the final round does not say core payments settled it: %q", p.path, rule)
+		// The final round changed the clock's allocation, so the API gives supporting
+		// prices beside the clock's (ram at ml's $290 over 300 GiB, to the LP's few
+		// micro-dollars) and ads, a loser its 60 cores would cost under $400 at them.
+		sp, _ := fr["supporting_prices"].([]any)
+		var ramPrice string
+		for _, p := range sp {
+			p := p.(map[string]any)
+			if p["pool"] == "us-east/ram" {
+				ramPrice, _ = p["price"].(string)
+			}
+			if p["clock_price"] == nil || p["clock_price"] == "" {
+				t.Errorf("API supporting price %v without the clock's", p)
+			}
 		}
-		if got := sec.Find("[data-testid=final-added] .money").Text(); got != "$500.00" {
-			t.Errorf("%s: added %q, want $500.00 (760 against 260)", p.path, got)
+		if len(sp) != 2 || !strings.HasPrefix(ramPrice, "0.96666") {
+			t.Fatalf("API supporting_prices %v, want cpu and ram, ram near 0.966667", fr["supporting_prices"])
 		}
-		changed := sec.Find("[data-testid=final-changed-line]")
-		if changed.Length() != 2 || !strings.Contains(changed.Eq(0).Text(), "nothing") || !strings.Contains(changed.Eq(1).Text(), "nothing") {
-			t.Errorf("%s: changed orders %q", p.path, changed.Text())
+		us, _ := fr["unsupported"].([]any)
+		if len(us) != 1 || us[0].(map[string]any)["team"] != "ads" || us[0].(map[string]any)["won"] != false ||
+			us[0].(map[string]any)["reason"] != "wants" || !strings.Contains(us[0].(map[string]any)["text"].(string), "its limit of $400.00") {
+			t.Fatalf("API unsupported %v, want ads, a loser that would want its bundle", fr["unsupported"])
 		}
-		lines := sec.Find("[data-testid=final-nonuniform-line]")
-		if lines.Length() != 1 || lines.Find("[data-testid=final-payment] .money").Text() != "$740.00" {
-			t.Fatalf("%s: non-uniform payments %q", p.path, lines.Text())
+		fin, owner := f.browser(), f.browser()
+		fin.login("fin@x.io")
+		owner.login("owner@ads.io")
+		for _, p := range []struct {
+			b    *browser
+			path string
+		}{{owner, "/auctions/1"}, {fin, "/finance/auctions/1"}} {
+			res, doc := p.b.get(p.path)
+			if res.StatusCode != http.StatusOK {
+				t.Fatalf("%s: %d", p.path, res.StatusCode)
+			}
+			sec := doc.Find("[data-testid=final-round]")
+			if sec.Length() != 1 || sec.Find("[data-testid=final-proved]").Length() != 1 || sec.Find("[data-testid=final-gap]").Length() != 0 {
+				t.Fatalf("%s: final round section %q", p.path, sec.Text())
+			}
+			if rule := sec.Find("[data-testid=final-rule]").Text(); !strings.Contains(rule, "final round with core payments") || !strings.Contains(rule, "Bid your true value") {
+				t.Errorf("%s: the final round does not say core payments settled it: %q", p.path, rule)
+			}
+			if got := sec.Find("[data-testid=final-added] .money").Text(); got != "$500.00" {
+				t.Errorf("%s: added %q, want $500.00 (760 against 260)", p.path, got)
+			}
+			changed := sec.Find("[data-testid=final-changed-line]")
+			if changed.Length() != 2 || !strings.Contains(changed.Eq(0).Text(), "nothing") || !strings.Contains(changed.Eq(1).Text(), "nothing") {
+				t.Errorf("%s: changed orders %q", p.path, changed.Text())
+			}
+			lines := sec.Find("[data-testid=final-nonuniform-line]")
+			if lines.Length() != 1 || lines.Find("[data-testid=final-payment] .money").Text() != "$740.00" {
+				t.Fatalf("%s: non-uniform payments %q", p.path, lines.Text())
+			}
+			at := lines.Find("[data-testid=final-at-prices] .money").Text()
+			if at <= "$900.00" || !strings.HasPrefix(at, "$9") {
+				t.Errorf("%s: search's bundle at prices %q, want more than its $900 limit", p.path, at)
+			}
+			if n := sec.Find("[data-testid=final-supporting-line]").Length(); n != 2 {
+				t.Errorf("%s: %d supporting price lines, want cpu and ram", p.path, n)
+			}
+			unsup := sec.Find("[data-testid=final-unsupported-line]")
+			if txt := unsup.Text(); unsup.Length() != 1 || !strings.Contains(txt, "(ads) lost, but at the supporting prices us-east/cpu +60") ||
+				!strings.Contains(txt, "better than its limit of $400.00: it would want that bundle.") {
+				t.Errorf("%s: unsupported orders %q, want ads in words", p.path, txt)
+			}
+			checkMoney(t, p.path, doc)
 		}
-		at := lines.Find("[data-testid=final-at-prices] .money").Text()
-		if at <= "$900.00" || !strings.HasPrefix(at, "$9") {
-			t.Errorf("%s: search's bundle at prices %q, want more than its $900 limit", p.path, at)
-		}
-		checkMoney(t, p.path, doc)
-	}
+	})
 }
 
 // A final round cut short by its time limit shows its gap and bound.

@@ -165,6 +165,32 @@ type FinalRoundReport struct {
 	// nearest VCG), "capped_prices" (the bundle at the clock's prices, capped at the
 	// limit) or "mixed" (core where a part was proved optimal; docs/final-round.md).
 	Payments string `json:"payments"`
+	// SupportingPrices are, when the final round changed the clock's allocation,
+	// per-pool prices that support it as well as possible, beside the clock's;
+	// Unsupported the orders they fail to support (docs/final-round.md).
+	SupportingPrices []SupportingPrice  `json:"supporting_prices,omitempty"`
+	Unsupported      []UnsupportedOrder `json:"unsupported,omitempty"`
+}
+
+// SupportingPrice is one pool's clock price and supporting price, dollars per unit
+// to the micro-dollar.
+type SupportingPrice struct {
+	Pool       string `json:"pool"`
+	ClockPrice string `json:"clock_price"`
+	Price      string `json:"price"`
+}
+
+// UnsupportedOrder is an order the supporting prices fail to support: a winner
+// whose bundle costs more than its limit at them ("too_dear") or that would rather
+// have another of its bundles ("prefers_other"), a loser that would want one of its
+// bundles ("wants"), or "" when only rounding to the micro-dollar separates it from
+// supported. Text says it in words.
+type UnsupportedOrder struct {
+	Order  int64  `json:"order"`
+	Team   string `json:"team"`
+	Won    bool   `json:"won"`
+	Reason string `json:"reason"`
+	Text   string `json:"text"`
 }
 
 // TrialBalance is the body of GET /ledger/trial-balance: every account's balance,
