@@ -1,6 +1,7 @@
 package auction_test
 
 import (
+	"bytes"
 	"fmt"
 	"math"
 	"testing"
@@ -128,5 +129,38 @@ func TestBundleAtExactlyItsLimitWins(t *testing.T) {
 				t.Fatalf("pays %v above its limit %v", res.Winners[0].Payment, l)
 			}
 		})
+	}
+}
+
+// A trader that swaps one pool for another at any prices keeps demand from ever
+// settling; the clock stops at its ceiling (2^53 micro-dollars per unit) instead of
+// raising prices off the micro-dollar grid and at last to +Inf, and the result,
+// not converged, still encodes.
+func TestClockStopsAtItsCeiling(t *testing.T) {
+	zero := 0.0
+	inst := auction.Instance{
+		Pools: []auction.Pool{{ID: "a", ReservePrice: 1}, {ID: "b", ReservePrice: 1}},
+		Bidders: []auction.Bidder{{ID: "swap", Limit: &zero,
+			Bundles: []auction.Bundle{{"a": 1, "b": -1}, {"a": -1, "b": 1}}}},
+		Params: auction.Params{FinalRound: &auction.FinalParams{Off: true}},
+	}
+	res, err := auction.Solve(inst, auction.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Converged {
+		t.Fatalf("converged at %v", res.Prices)
+	}
+	if res.Rounds >= auction.DefaultParams.MaxRounds {
+		t.Errorf("ran all %d rounds; the ceiling should stop it sooner", res.Rounds)
+	}
+	for id, p := range res.Prices {
+		if m, ok := micros(p); !ok || m > 1<<53 {
+			t.Errorf("pool %s: price %v is off the micro-dollar grid or above the ceiling", id, p)
+		}
+	}
+	var buf bytes.Buffer
+	if err := res.Encode(&buf); err != nil {
+		t.Fatalf("encoding the result: %v", err)
 	}
 }

@@ -184,7 +184,9 @@ func (c *clock) set(bi, k int) {
 // micro-dollar more), so every price it publishes is an exact amount of money and
 // proxies demand at exactly those prices (see choose). Only bidders with a bundle in
 // a pool whose price moved are re-evaluated. When max_rounds pass without clearing,
-// the result has Converged false and the last round's prices and excess demand.
+// or a pool with excess demand is already at the ceiling of 2^53 micro-dollars per
+// unit (maxMicros), the result has Converged false and the last round's prices and
+// excess demand.
 // When the clock converged and params.final_round is not off, the final round then
 // replaces the clock's allocation with one of greater welfare where it finds one,
 // and sets payments by the final round's rule (see final.go and
@@ -221,6 +223,9 @@ func Solve(inst Instance, opt Options) (Result, error) {
 		if rounds == p.MaxRounds {
 			break
 		}
+		if c.atCeiling(raised) {
+			break
+		}
 		rounds++
 		for _, r := range raised {
 			z := c.net[r] - c.supply[r]
@@ -229,7 +234,7 @@ func Solve(inst Instance, opt Options) (Result, error) {
 			if c.micro[r] == 0 {
 				c.setMicros(int(r), ceilMicros(p.MinStep))
 			} else {
-				c.setMicros(int(r), raiseMicros(c.micro[r], step))
+				c.setMicros(int(r), min(raiseMicros(c.micro[r], step), maxMicros))
 			}
 		}
 		// Prices only rise, so a bundle's surplus falls when it buys in a raised pool and
@@ -389,17 +394,28 @@ func floorMicros(d float64) float64 {
 	return m
 }
 
+// maxMicros is the clock's ceiling: 2^53 micro-dollars (about $9 billion per unit),
+// the largest price at which a float still holds every whole number of
+// micro-dollars. A market whose demand never settles (a trader that swaps one
+// pool for another at any prices, say) would otherwise raise prices without bound,
+// past the micro-dollar grid and at last to +Inf, which no page, ledger or JSON
+// encoder can take.
+const maxMicros = 1 << 53
+
+// atCeiling says whether a pool about to be raised is already at the ceiling: the
+// clock then stops where it is, not converged.
+func (c *clock) atCeiling(raised []int32) bool {
+	for _, r := range raised {
+		if c.micro[r] >= maxMicros {
+			return true
+		}
+	}
+	return false
+}
+
 // raiseMicros is a price of m micro-dollars raised by the relative step, rounded up
-// to the micro-dollar and at least one micro-dollar more. Past 2^53 micro-dollars
-// ($9 billion per unit), where a float no longer holds every whole number, it
-// rises by the step alone.
+// to the micro-dollar and at least one micro-dollar more. The caller keeps it at
+// or below maxMicros, where every whole number is a float.
 func raiseMicros(m, step float64) float64 {
-	next := math.Ceil(m * (1 + step))
-	if next <= m {
-		next = m + 1
-	}
-	if next <= m { // beyond the float's whole numbers
-		next = m * (1 + step)
-	}
-	return next
+	return max(math.Ceil(m*(1+step)), m+1)
 }
