@@ -324,7 +324,8 @@ func (s *Service) Auction(ctx context.Context, cluster string) (AuctionView, err
 
 // Quote returns the shares of each pool a job would get in its cluster's auction
 // now, against the jobs waiting there, without saving anything. EINVALID for a bad
-// spec or a cluster that is not under the abacus policy.
+// spec, a cluster that is not under the abacus policy, or a budget of zero (as
+// Submit would refuse it).
 func (s *Service) Quote(ctx context.Context, by identity.User, spec JobSpec) (ShareQuote, error) {
 	if spec.Team == "" {
 		spec.Team = by.TeamID
@@ -346,6 +347,9 @@ func (s *Service) Quote(ctx context.Context, by identity.User, spec JobSpec) (Sh
 	}
 	if ic.Policy != PolicyAbacus {
 		return ShareQuote{}, clearhouse.Errorf(clearhouse.EINVALID, "budget: cluster %s does not share idle capacity by the abacus policy; there is nothing to quote", cluster)
+	}
+	if err := checkBudget(ic, spec); err != nil {
+		return ShareQuote{}, err
 	}
 	var rows []Job
 	if err := db.Where("cluster_id = ? AND status IN ? AND queued > 0", cluster, []JobStatus{JobQueued, JobRunning}).Find(&rows).Error; err != nil {

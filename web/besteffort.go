@@ -93,7 +93,9 @@ func jobSpecFromForm(c *gin.Context, f *templates.BestEffortForm) besteffort.Job
 		}
 	}
 	if slices.Contains(f.Abacus, f.Cluster) {
-		if spec.Budget, err = ledger.ParseMoney(f.Budget); err != nil || spec.Budget <= 0 {
+		// Only the text is read here; a budget of zero or less is refused by the
+		// service (besteffort.checkBudget), whose message the form shows.
+		if spec.Budget, err = ledger.ParseMoney(f.Budget); err != nil {
 			f.Errors["budget"] = "Give a budget in dollars: this cluster shares idle capacity by auction."
 		}
 		spec.Utility = "linear"

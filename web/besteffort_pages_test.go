@@ -82,6 +82,19 @@ func TestBestEffortPages(t *testing.T) {
 	if doc.Find("[data-testid=abacus-help]").Length() != 1 {
 		t.Fatal("the form does not ask for a budget under the abacus policy")
 	}
+	// A budget the form cannot read is the form's to name; one of zero or less the
+	// service refuses (for a quote as for a job), and its reason shows beside the field.
+	for budget, want := range map[string]string{"": "Give a budget in dollars", "twenty": "Give a budget in dollars", "0": "needs a budget above zero", "-5": "must not be negative"} {
+		for _, action := range []string{"quote", ""} {
+			res, doc = b.post("/best-effort", url.Values{"csrf_token": {tok}, "cluster": {"us-east"}, "u.cpu": {"1"}, "tasks": {"5"}, "budget": {budget}, "action": {action}})
+			if got := doc.Find("[data-testid=error-budget]").Text(); res.StatusCode != http.StatusUnprocessableEntity || !strings.Contains(got, want) {
+				t.Fatalf("budget %q, action %q: %d %q, want %q beside the budget", budget, action, res.StatusCode, got, want)
+			}
+		}
+	}
+	if n, _ := f.be.Jobs(ctx, besteffort.JobFilter{}); len(n) != 1 {
+		t.Fatalf("refused budgets saved jobs: %d in all, want the cancelled one", len(n))
+	}
 	res, doc = b.post("/best-effort", url.Values{"csrf_token": {tok}, "cluster": {"us-east"}, "u.cpu": {"1"}, "tasks": {"5"}, "budget": {"20"}, "utility": {"log"}, "w.cpu": {"-1"}, "action": {"quote"}})
 	if res.StatusCode != http.StatusUnprocessableEntity || doc.Find("[data-testid=error-w\\.cpu]").Length() != 1 {
 		t.Fatalf("a negative weight: %d", res.StatusCode)
