@@ -8,8 +8,9 @@
 #   tools/pyclock/bench.sh [RUNS]        # RUNS of each, alternately (default 5)
 #
 # CLEARHOUSE=path uses a built binary; otherwise it builds one as `make build` does.
-# Wall time is what the issue's goal speaks of; CPU time (user + system) moves far less
-# on a shared machine, so both are given, with the load average before and after.
+# Wall time is what the issue's goal speaks of; CPU time (user + system of the child,
+# from getrusage, to the microsecond) moves far less on a shared machine, so both are
+# given, with the load average before and after.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 runs="${1:-5}"
@@ -22,25 +23,38 @@ if [ -z "$bin" ]; then
 fi
 "$bin" auction gen --seed 2 --clusters 100 --resources 10 --bidders 10000 --out "$work/market.json"
 
-# measure NAME CMD...: one run's wall and CPU seconds, appended to $work/NAME.
-measure() {
-  local name="$1"
-  shift
-  /usr/bin/time -f '%e %U %S' -a -o "$work/$name" "$@" <"$work/market.json" >/dev/null
-}
-echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
-for _ in $(seq "$runs"); do
-  measure go "$bin" auction solve --no-final-round --in - --out -
-  measure python python3 tools/pyclock/clock.py
-done
-echo "load average after:  $(cut -d' ' -f1-3 /proc/loadavg)"
+python3 - "$runs" "$work/market.json" "$bin" <<'PY'
+import os, resource, statistics, subprocess, sys, time
 
-# median FILE COLUMN-EXPRESSION: the median over the runs of wall ($1) or CPU ($2+$3).
-median() {
-  awk "{print $2}" "$work/$1" | sort -g | awk '{v[NR]=$1} END {print (NR%2 ? v[(NR+1)/2] : (v[NR/2]+v[NR/2+1])/2)}'
+runs, market, binary = int(sys.argv[1]), sys.argv[2], sys.argv[3]
+commands = {
+    "clearhouse auction solve": [binary, "auction", "solve", "--no-final-round", "--in", "-", "--out", "-"],
+    "python3 clock.py": [sys.executable, "tools/pyclock/clock.py"],
 }
-gw=$(median go '$1') gc=$(median go '$2+$3') pw=$(median python '$1') pc=$(median python '$2+$3')
-echo "runs: $runs of each; medians in seconds"
-printf '%-28s wall %6.3f  cpu %6.3f\n' "clearhouse auction solve" "$gw" "$gc" "python3 clock.py" "$pw" "$pc"
-awk -v gw="$gw" -v gc="$gc" -v pw="$pw" -v pc="$pc" \
-  'BEGIN {printf "python / go: wall %.1fx  cpu %.1fx  (goal of issue 33: 50x)\n", pw/gw, (gc > 0 ? pc/gc : 0)}'
+
+def run(cmd):
+    """One whole process: wall seconds and the child's CPU seconds (user + system)."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    start = time.perf_counter()
+    with open(market, "rb") as stdin:
+        subprocess.run(cmd, stdin=stdin, stdout=subprocess.DEVNULL, check=True)
+    wall = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+
+print("load average before: %.2f %.2f %.2f" % os.getloadavg())
+times = {name: [] for name in commands}
+for _ in range(runs):  # alternately, so both meet the same load
+    for name, cmd in commands.items():
+        times[name].append(run(cmd))
+print("load average after:  %.2f %.2f %.2f" % os.getloadavg())
+print(f"{runs} runs of each; median (range) in seconds")
+med = {}
+for name, ts in times.items():
+    walls, cpus = [w for w, _ in ts], [c for _, c in ts]
+    med[name] = statistics.median(walls), statistics.median(cpus)
+    print(f"  {name:26} wall {med[name][0]:.3f} ({min(walls):.3f}-{max(walls):.3f})"
+          f"  cpu {med[name][1]:.3f} ({min(cpus):.3f}-{max(cpus):.3f})")
+(gw, gc), (pw, pc) = med.values()
+print(f"python / go: wall {pw / gw:.1f}x, cpu {pc / gc:.1f}x (issue 33's goal: 50x)")
+PY
