@@ -38,8 +38,8 @@ func jobSpecOf(b apiv1.NewBestEffortJob, key string) (besteffort.JobSpec, error)
 		if json.Unmarshal(b.Budget, &str) == nil {
 			raw = str
 		}
-		m, err := ledger.ParseMoney(raw)
-		if err != nil || m < 0 {
+		m, err := ledger.ParseMoney(raw) // its sign is the service's to judge (JobSpec.Validate)
+		if err != nil {
 			return spec, clearhouse.Errorf(clearhouse.EINVALID, "budget: must be an amount of dollars, e.g. \"12.50\"")
 		}
 		spec.Budget = m

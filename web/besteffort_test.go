@@ -53,11 +53,13 @@ func TestBestEffortAPI(t *testing.T) {
 		t.Fatalf("replay: %d %v", code, again)
 	}
 	for field, bad := range map[string]string{
+		"budget (negative)": `{"configuration": {"us-east/cpu": 1}, "tasks": 1, "budget": "-5"}`,
 		"configuration":     `{"configuration": {"us-east/gpu": 1}, "tasks": 1}`,
 		"tasks":             `{"configuration": {"us-east/cpu": 1}, "tasks": 0}`,
 		"max_task_duration": `{"configuration": {"us-east/cpu": 1}, "tasks": 1, "max_task_duration": "forever"}`,
 		"budget":            `{"configuration": {"us-east/cpu": 1}, "tasks": 1, "budget": "5"}`,
 	} {
+		field, _, _ := strings.Cut(field, " ")
 		if code, out := submit(member, "", bad); code != http.StatusBadRequest || !strings.HasPrefix(errorMessage(out), field+":") {
 			t.Errorf("%s: %d %q", field, code, errorMessage(out))
 		}
