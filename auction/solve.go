@@ -35,6 +35,7 @@ type bidder struct {
 	limits  []float64
 	lim     []float64 // limits in micro-dollars, whole numbers: floorMicros(limits[k])
 	choice  int       // the bundle it demands now, or -1
+	moves   int32     // how many times its choice changed: buyer entries of older choices are stale
 	sells   bool      // some bundle has a negative quantity: a price rise can make it more attractive
 }
 
@@ -49,10 +50,16 @@ type clock struct {
 	net     []float64 // winners' net demand per pool at the current choices
 	bidders []bidder
 	sellers [][]int32 // pool -> bidders with a bundle that sells in it (static)
-	buyers  [][]int32 // pool -> bidders whose demanded bundle buys in it (lazily pruned)
+	buyers  [][]buyer // pool -> bidders whose demanded bundle buys in it (lazily pruned)
 	seen    []int     // per bidder: the round it was last queued for re-evaluation
-	mark    []int     // per bidder: the last pruning pass that kept it
-	pass    int
+}
+
+// buyer is an entry of a pool's buyer list: bidder bi, whose choice after its
+// moves-th change buys in the pool. It is current while the bidder has not moved
+// since, and each choice is entered once per pool it buys in, so current entries
+// are the pool's buyers, each once.
+type buyer struct {
+	bi, moves int32
 }
 
 // compile turns a validated instance into the clock's dense form. Pools are
@@ -63,7 +70,7 @@ func compile(inst Instance) *clock {
 	n := len(pools)
 	c := &clock{ids: make([]string, n), supply: make([]float64, n), reserve: make([]float64, n),
 		scale: make([]float64, n), price: make([]float64, n), micro: make([]float64, n), net: make([]float64, n),
-		sellers: make([][]int32, n), buyers: make([][]int32, n)}
+		sellers: make([][]int32, n), buyers: make([][]buyer, n)}
 	index := make(map[string]int32, n)
 	for i, p := range pools {
 		c.ids[i], c.supply[i], c.reserve[i] = p.ID, p.Supply, p.ReservePrice
@@ -83,7 +90,6 @@ func compile(inst Instance) *clock {
 	allBundles, allItems, allLimits, allLim := make([][]item, nb), make([]item, 0, ni), make([]float64, nb), make([]float64, nb)
 	c.bidders = make([]bidder, len(inst.Bidders))
 	c.seen = make([]int, len(inst.Bidders))
-	c.mark = make([]int, len(inst.Bidders))
 	var offered []item // per bidder: the most any alternative sells, per pool
 	for bi, b := range inst.Bidders {
 		k0 := len(allBundles) - nb
@@ -163,11 +169,12 @@ func (c *clock) set(bi, k int) {
 			c.net[it.pool] -= it.q
 		}
 	}
+	b.moves++
 	if k >= 0 {
 		for _, it := range b.bundles[k] {
 			c.net[it.pool] += it.q
 			if it.q > 0 {
-				c.buyers[it.pool] = append(c.buyers[it.pool], int32(bi))
+				c.buyers[it.pool] = append(c.buyers[it.pool], buyer{int32(bi), b.moves})
 			}
 		}
 	}
@@ -242,8 +249,8 @@ func Solve(inst Instance, opt Options) (Result, error) {
 		// the bundle it demands buys in a raised pool, or one of its bundles sells there.
 		queue = queue[:0]
 		for _, r := range raised {
-			for _, bi := range c.pruneBuyers(r) {
-				if c.seen[bi] != rounds {
+			for _, e := range c.pruneBuyers(r) {
+				if bi := e.bi; c.seen[bi] != rounds {
 					c.seen[bi] = rounds
 					queue = append(queue, bi)
 				}
@@ -305,31 +312,18 @@ func (c *clock) result(inst Instance) Result {
 	return res
 }
 
-// pruneBuyers drops from pool r's buyer list the bidders whose demanded bundle no
-// longer buys in r (and duplicates), and returns the list.
-func (c *clock) pruneBuyers(r int32) []int32 {
-	c.pass++
+// pruneBuyers drops from pool r's buyer list the entries made stale by a later
+// move of their bidder, and returns the list: each bidder whose demanded bundle
+// buys in r, once.
+func (c *clock) pruneBuyers(r int32) []buyer {
 	kept := c.buyers[r][:0]
-	for _, bi := range c.buyers[r] {
-		b := &c.bidders[bi]
-		if c.mark[bi] == c.pass || b.choice < 0 || !buysIn(b.bundles[b.choice], r) {
-			continue
+	for _, e := range c.buyers[r] {
+		if c.bidders[e.bi].moves == e.moves {
+			kept = append(kept, e)
 		}
-		c.mark[bi] = c.pass
-		kept = append(kept, bi)
 	}
 	c.buyers[r] = kept
 	return kept
-}
-
-// buysIn reports whether the bundle buys in pool r (items are sorted by pool).
-func buysIn(items []item, r int32) bool {
-	for _, it := range items {
-		if it.pool >= r {
-			return it.pool == r && it.q > 0
-		}
-	}
-	return false
 }
 
 // parallelMin is the queue length from which proxies are re-evaluated on several
