@@ -32,6 +32,8 @@ MAX_QUANTITY = 1e12
 MAX_MONEY = 1e15
 MAX_ROUNDS_CAP = 10_000_000
 DEFAULTS = {"alpha": 1.0, "delta": 0.05, "min_step": 0.001, "max_rounds": 100000}
+POOL_FIELDS = {"id", "supply", "reserve_price"}
+BIDDER_FIELDS = {"id", "limit", "limits", "bundles"}
 
 
 class Invalid(Exception):
@@ -95,6 +97,8 @@ def compile_pools(raw):
         pid = pool.get("id")
         if not pid or not isinstance(pid, str):
             raise Invalid(f"pools[{i}]: id is required")
+        if pool.keys() - POOL_FIELDS:
+            raise Invalid(f"pool {pid!r}: unknown field {sorted(pool.keys() - POOL_FIELDS)[0]!r}")
         if pid in pools:
             raise Invalid(f"pool {pid!r}: listed twice")
         supply, reserve = pool.get("supply", 0), pool.get("reserve_price", 0)
@@ -113,6 +117,8 @@ def compile_bidder(b, i, index):
     bid = b.get("id")
     if not bid or not isinstance(bid, str):
         raise Invalid(f"bidders[{i}]: id is required")
+    if b.keys() - BIDDER_FIELDS:
+        raise Invalid(f"bidder {bid!r}: unknown field {sorted(b.keys() - BIDDER_FIELDS)[0]!r}")
     raw_bundles = b.get("bundles")
     if not raw_bundles:
         raise Invalid(f"bidder {bid!r}: at least one bundle is required")
