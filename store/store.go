@@ -39,8 +39,9 @@ type DB struct {
 	Dialect string // SQLite or Postgres
 
 	closers []*sql.DB
-	grp     group    // Grouped's batches (SQLite)
-	lock    *os.File // the in-use lock of a SQLite file (HoldInUse), released by Close
+	grp     group      // Grouped's batches (SQLite)
+	stmts   *stmtCache // statements kept prepared on the SQLite writer
+	lock    *os.File   // the in-use lock of a SQLite file (HoldInUse), released by Close
 }
 
 // Open connects to dsn: a postgres:// or postgresql:// URL, or else a SQLite file
@@ -116,7 +117,7 @@ func openSQLite(dsn string) (*DB, error) {
 		sqlDB.SetMaxOpenConns(1)
 		sqlDB.SetConnMaxIdleTime(0)
 		sqlDB.SetConnMaxLifetime(0)
-		return &DB{Write: g, Read: g, Dialect: SQLite, closers: []*sql.DB{sqlDB}}, nil
+		return &DB{Write: g, Read: g, Dialect: SQLite, closers: []*sql.DB{sqlDB}, stmts: newStmtCache(sqlDB)}, nil
 	}
 	u := "file:" + (&url.URL{Path: path}).EscapedPath()
 	w, err := gorm.Open(sqlite.Open(u+"?"+sqliteParams+"&_txlock=immediate"), gormConfig())
@@ -142,12 +143,15 @@ func openSQLite(dsn string) (*DB, error) {
 	rDB, _ := r.DB()
 	rDB.SetMaxOpenConns(8)
 	rDB.SetMaxIdleConns(8)
-	return &DB{Write: w, Read: r, Dialect: SQLite, closers: []*sql.DB{wDB, rDB}}, nil
+	return &DB{Write: w, Read: r, Dialect: SQLite, closers: []*sql.DB{wDB, rDB}, stmts: newStmtCache(wDB)}, nil
 }
 
 // Close closes every connection. Callers stop their writers first.
 func (db *DB) Close() error {
 	var first error
+	if db.stmts != nil {
+		db.stmts.close()
+	}
 	for _, c := range db.closers {
 		if err := c.Close(); err != nil && first == nil {
 			first = err
