@@ -101,13 +101,6 @@ func checkLimits(tx *gorm.DB, spec OrderSpec, team string, auctionID int64) erro
 	// of a pool this order trades (checkOneSide) in one statement: placing an order is
 	// the market's busiest write.
 	live := []any{OrderOpen, OrderAwaitingApproval}
-	in := func(vs []string) []any {
-		out := make([]any, len(vs))
-		for i, v := range vs {
-			out[i] = v
-		}
-		return out
-	}
 	clash, args := "NULL", append([]any{team, auctionID}, live...)
 	buys, sells := oneSidePools(spec)
 	if len(buys)+len(sells) <= chunkSize {
@@ -115,12 +108,12 @@ func checkLimits(tx *gorm.DB, spec OrderSpec, team string, auctionID int64) erro
 		if len(buys) > 0 { // only live offers set quota aside (verify checks it): a few rows, not the team's bids
 			conds = append(conds, `EXISTS (SELECT 1 FROM quota_holds q JOIN orders o ON o.id = q.order_id
 				WHERE q.team_id = ? AND q.pool_id IN `+store.In(len(buys))+` AND o.auction_id = ?)`)
-			args = append(append(append(args, team), in(buys)...), auctionID)
+			args = append(append(append(args, team), anys(buys)...), auctionID)
 		}
 		if len(sells) > 0 {
 			conds = append(conds, `EXISTS (SELECT 1 FROM order_items i JOIN orders o ON o.id = i.order_id
 				WHERE o.team_id = ? AND o.auction_id = ? AND o.status IN (?, ?) AND i.pool_id IN `+store.In(len(sells))+` AND i.quantity > 0)`)
-			args = append(append(append(args, team, auctionID), live...), in(sells)...)
+			args = append(append(append(args, team, auctionID), live...), anys(sells)...)
 		}
 		if len(conds) > 0 {
 			clash = "CASE WHEN " + strings.Join(conds, " OR ") + " THEN 1 END"

@@ -237,6 +237,15 @@ func insertBundles(tx *gorm.DB, id int64, spec OrderSpec) error {
 	return err
 }
 
+// anys is vs as the arguments of a statement.
+func anys[T any](vs []T) []any {
+	out := make([]any, len(vs))
+	for i, v := range vs {
+		out[i] = v
+	}
+	return out
+}
+
 func orderRef(id int64) string { return fmt.Sprintf("order:%d", id) }
 
 // holdQuota sets aside, per pool, the most quota any alternative of the order
@@ -300,12 +309,20 @@ func poolsExist(tx *gorm.DB, spec OrderSpec) error {
 		ids = append(ids, p)
 	}
 	sort.Strings(ids)
-	var found []struct {
+	type pool struct {
 		ID       string
 		Unit     string
 		Capacity int64
 	}
-	if err := tx.Table("pools").Select("id, unit, capacity").Where("id IN ?", ids).Scan(&found).Error; err != nil {
+	var found []pool
+	// Scanned without reflection, as a statement kept prepared: every placement reads it.
+	err := store.QueryRows(tx, "SELECT id, unit, capacity FROM pools WHERE id IN "+store.In(len(ids)), anys(ids), func(rs *sql.Rows) error {
+		var p pool
+		err := rs.Scan(&p.ID, &p.Unit, &p.Capacity)
+		found = append(found, p)
+		return err
+	})
+	if err != nil {
 		return err
 	}
 	have := map[string]int{}
@@ -339,9 +356,11 @@ func poolsExist(tx *gorm.DB, spec OrderSpec) error {
 // write needs no second check.
 func pricedNow(db *gorm.DB, spec OrderSpec) error {
 	var a Auction
-	err := db.Where("status = ?", AuctionOpen).Limit(1).Find(&a).Error
-	if err != nil || a.ID == 0 {
-		return err // none open: the next to open prices every pool there is
+	err := store.ScanRow(db, "SELECT id, closes_at FROM auctions WHERE status = ? LIMIT 1", []any{AuctionOpen}, &a.ID, &a.ClosesAt)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil // none open: the next to open prices every pool there is
+	} else if err != nil {
+		return err
 	}
 	return pricedIn(db, a, spec)
 }
@@ -355,7 +374,14 @@ func pricedIn(tx *gorm.DB, a Auction, spec OrderSpec) error {
 	}
 	ids := slices.Sorted(maps.Keys(want))
 	var priced []string
-	if err := tx.Table("auction_pools").Where("auction_id = ? AND pool_id IN ?", a.ID, ids).Pluck("pool_id", &priced).Error; err != nil {
+	err := store.QueryRows(tx, "SELECT pool_id FROM auction_pools WHERE auction_id = ? AND pool_id IN "+store.In(len(ids)),
+		append([]any{a.ID}, anys(ids)...), func(rs *sql.Rows) error {
+			var p string
+			err := rs.Scan(&p)
+			priced = append(priced, p)
+			return err
+		})
+	if err != nil {
 		return err
 	}
 	if len(priced) == len(ids) {

@@ -25,8 +25,12 @@ const maxCached = 256
 // commit's batches (prepareWanted): preparing on the *sql.DB inside a transaction
 // would wait for the one connection the transaction holds. Until then it runs
 // unprepared, through gorm.
+//
+// The read pool of a SQLite file keeps its statements too (eager): preparing one
+// there waits for no one, so it is prepared when first run.
 type stmtCache struct {
 	db    *sql.DB
+	eager bool // prepare on first use (a read pool), not between batches
 	mu    sync.Mutex
 	stmts map[string]*sql.Stmt
 	want  map[string]bool
@@ -36,8 +40,8 @@ type stmtCache struct {
 // run on any gorm session or transaction of the writer finds them.
 var caches sync.Map // *sql.DB -> *stmtCache
 
-func newStmtCache(db *sql.DB) *stmtCache {
-	c := &stmtCache{db: db, stmts: map[string]*sql.Stmt{}, want: map[string]bool{}}
+func newStmtCache(db *sql.DB, eager bool) *stmtCache {
+	c := &stmtCache{db: db, eager: eager, stmts: map[string]*sql.Stmt{}, want: map[string]bool{}}
 	caches.Store(db, c)
 	return c
 }
@@ -60,10 +64,19 @@ func (c *stmtCache) lookup(query string) *sql.Stmt {
 	if s := c.stmts[query]; s != nil {
 		return s
 	}
-	if len(c.stmts)+len(c.want) < maxCached {
-		c.want[query] = true
+	if len(c.stmts)+len(c.want) >= maxCached {
+		return nil
 	}
-	return nil
+	if !c.eager {
+		c.want[query] = true
+		return nil
+	}
+	s, err := c.db.Prepare(query)
+	if err != nil {
+		return nil // it runs unprepared, and its error shows there
+	}
+	c.stmts[query] = s
+	return s
 }
 
 // prepareWanted prepares the statements run since the last call. The caller holds
@@ -165,6 +178,28 @@ func ScanRow(tx *gorm.DB, query string, args []any, dest ...any) error {
 		return translate(tx, err)
 	}
 	return nil
+}
+
+// QueryRows runs query as ScanRow does and calls each for every row it returns.
+func QueryRows(tx *gorm.DB, query string, args []any, each func(*sql.Rows) error) error {
+	s, ctx := cachedStmt(tx, query)
+	var rs *sql.Rows
+	var err error
+	if s == nil {
+		rs, err = tx.Raw(query, args...).Rows()
+	} else {
+		rs, err = s.QueryContext(ctx, args...)
+	}
+	if err != nil {
+		return translate(tx, err)
+	}
+	defer rs.Close()
+	for rs.Next() {
+		if err := each(rs); err != nil {
+			return err
+		}
+	}
+	return translate(tx, rs.Err())
 }
 
 // In is the placeholders of an IN list of n values, "(?, ?, ?)", for Exec and
