@@ -2,6 +2,7 @@ package exchange
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -192,12 +193,14 @@ func (m *Market) ScheduleAuction(ctx context.Context, opens, closes time.Time, p
 	return a, err
 }
 
-// biddingAuction returns the auction taking bids now and locks its row shared
-// until tx ends (see the lock order), or returns ECONFLICT saying why no auction
+// biddingAuction returns the auction taking bids now (its id, status, close and
+// failure; on PostgreSQL all of it) and locks its row shared until tx ends (see the
+// lock order), or returns ECONFLICT saying why no auction
 // takes bids: the current one is closing, or none is open.
 func biddingAuction(tx *gorm.DB, now time.Time) (Auction, error) {
-	var cur Auction
-	err := tx.Where("status IN ?", []AuctionStatus{AuctionOpen, AuctionClosing}).Order("closes_at").Take(&cur).Error
+	var cur Auction // only what placing needs, scanned without reflection: see placeOrder
+	err := store.ScanRow(tx, "SELECT id, status, closes_at, failure FROM auctions WHERE status IN (?, ?) ORDER BY closes_at LIMIT 1",
+		[]any{AuctionOpen, AuctionClosing}, &cur.ID, &cur.Status, &cur.ClosesAt, &cur.Failure)
 	if err == nil {
 		a := cur
 		if tx.Dialector.Name() == "postgres" {
@@ -211,7 +214,7 @@ func biddingAuction(tx *gorm.DB, now time.Time) (Auction, error) {
 		case a.Status == AuctionOpen || a.Status == AuctionClosing:
 			return Auction{}, closingError(Auction{ID: a.ID, Status: AuctionClosing})
 		}
-	} else if !errors.Is(err, gorm.ErrRecordNotFound) {
+	} else if !errors.Is(err, sql.ErrNoRows) {
 		return Auction{}, err
 	}
 	var next Auction

@@ -5,6 +5,7 @@
 package exchange
 
 import (
+	"database/sql"
 	"errors"
 	"regexp"
 	"time"
@@ -64,7 +65,7 @@ func checkSlug(field, s string) error {
 
 // notFound turns gorm's ErrRecordNotFound into ENOTFOUND with message.
 func notFound(err error, format string, args ...any) error {
-	if errors.Is(err, gorm.ErrRecordNotFound) {
+	if errors.Is(err, gorm.ErrRecordNotFound) || errors.Is(err, sql.ErrNoRows) {
 		return clearhouse.Errorf(clearhouse.ENOTFOUND, format, args...)
 	}
 	return err

@@ -2,10 +2,12 @@ package exchange
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"strings"
 
 	"github.com/clearhouse/clearhouse"
+	"github.com/clearhouse/clearhouse/store"
 	"gorm.io/gorm"
 )
 
@@ -98,20 +100,20 @@ func checkLimits(tx *gorm.DB, spec OrderSpec, team string, auctionID int64) erro
 	// The limits, the team's live orders and whether one of them is on the other side
 	// of a pool this order trades (checkOneSide) in one statement: placing an order is
 	// the market's busiest write.
-	live := []OrderStatus{OrderOpen, OrderAwaitingApproval}
-	clash, args := "NULL", []any{team, auctionID, live}
+	live := []any{OrderOpen, OrderAwaitingApproval}
+	clash, args := "NULL", append([]any{team, auctionID}, live...)
 	buys, sells := oneSidePools(spec)
 	if len(buys)+len(sells) <= chunkSize {
 		var conds []string
 		if len(buys) > 0 { // only live offers set quota aside (verify checks it): a few rows, not the team's bids
 			conds = append(conds, `EXISTS (SELECT 1 FROM quota_holds q JOIN orders o ON o.id = q.order_id
-				WHERE q.team_id = ? AND q.pool_id IN ? AND o.auction_id = ?)`)
-			args = append(args, team, buys, auctionID)
+				WHERE q.team_id = ? AND q.pool_id IN `+store.In(len(buys))+` AND o.auction_id = ?)`)
+			args = append(append(append(args, team), anys(buys)...), auctionID)
 		}
 		if len(sells) > 0 {
 			conds = append(conds, `EXISTS (SELECT 1 FROM order_items i JOIN orders o ON o.id = i.order_id
-				WHERE o.team_id = ? AND o.auction_id = ? AND o.status IN ? AND i.pool_id IN ? AND i.quantity > 0)`)
-			args = append(args, team, auctionID, live, sells)
+				WHERE o.team_id = ? AND o.auction_id = ? AND o.status IN (?, ?) AND i.pool_id IN `+store.In(len(sells))+` AND i.quantity > 0)`)
+			args = append(append(append(args, team, auctionID), live...), anys(sells)...)
 		}
 		if len(conds) > 0 {
 			clash = "CASE WHEN " + strings.Join(conds, " OR ") + " THEN 1 END"
@@ -119,10 +121,14 @@ func checkLimits(tx *gorm.DB, spec OrderSpec, team string, auctionID int64) erro
 	} else {
 		clash = "0" // too many pools for one statement: checkOneSide looks
 	}
-	if err := tx.Raw(`SELECT l.open_orders_per_team, l.bundles_per_order, l.pools_per_bundle,
-		(SELECT COUNT(*) FROM orders o WHERE o.team_id = ? AND o.auction_id = ? AND o.status IN ?) AS live,
+	// Scanned without reflection, as a statement kept prepared on SQLite's writer.
+	if err := store.ScanRow(tx, `SELECT l.open_orders_per_team, l.bundles_per_order, l.pools_per_bundle,
+		(SELECT COUNT(*) FROM orders o WHERE o.team_id = ? AND o.auction_id = ? AND o.status IN (?, ?)) AS live,
 		`+clash+` AS clash
-		FROM market_limits l WHERE l.id = 1`, args...).Scan(&r).Error; err != nil {
+		FROM market_limits l WHERE l.id = 1`, args, &r.OpenOrdersPerTeam, &r.BundlesPerOrder, &r.PoolsPerBundle, &r.Live, &r.Clash); err != nil {
+		if errors.Is(err, sql.ErrNoRows) {
+			return errors.New("exchange: the market's limits are missing (migration 00007)")
+		}
 		return err
 	}
 	if r.OpenOrdersPerTeam == 0 {

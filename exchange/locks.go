@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/clearhouse/clearhouse"
+	"github.com/clearhouse/clearhouse/store"
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
 )
@@ -121,4 +122,14 @@ func closingError(a Auction) error {
 		return clearhouse.Errorf(clearhouse.ECONFLICT, "auction %d is %s; its orders can no longer change", a.ID, a.Status)
 	}
 	return fmt.Errorf("auction %d is %s", a.ID, a.Status)
+}
+
+// forUpdate is the clause that locks the rows a SELECT reads until tx ends, for
+// statements written by hand: " FOR UPDATE" on PostgreSQL; nothing on SQLite,
+// whose one writer already holds the whole database.
+func forUpdate(tx *gorm.DB) string {
+	if tx.Dialector.Name() == store.Postgres {
+		return " FOR UPDATE"
+	}
+	return ""
 }

@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"gorm.io/gorm"
-	"gorm.io/gorm/clause"
 
 	"github.com/clearhouse/clearhouse"
 	"github.com/clearhouse/clearhouse/identity"
@@ -161,8 +160,11 @@ func (m *Market) placeOrder(ctx context.Context, tx *gorm.DB, by identity.User, 
 	if err != nil {
 		return Order{}, err
 	}
+	// The statements below are the market's busiest: they run as statements kept
+	// prepared on SQLite's writer and scan without gorm's reflection (store.Exec).
 	var team Team
-	if err := tx.Clauses(clause.Locking{Strength: "UPDATE"}).Take(&team, "id = ?", spec.Team).Error; err != nil {
+	if err := store.ScanRow(tx, "SELECT id, approval_threshold FROM teams WHERE id = ?"+forUpdate(tx), []any{spec.Team},
+		&team.ID, &team.ApprovalThreshold); err != nil {
 		return Order{}, notFound(err, "team: no team %q", spec.Team)
 	}
 	if err := checkLimits(tx, spec, team.ID, a.ID); err != nil {
@@ -180,7 +182,10 @@ func (m *Market) placeOrder(ctx context.Context, tx *gorm.DB, by identity.User, 
 		l := int64(*spec.Limit)
 		o.SharedLimit = &l
 	}
-	if err := tx.Omit("ID").Create(&o).Error; err != nil {
+	if err := store.ScanRow(tx, `INSERT INTO orders (team_id, auction_id, created_by, status, shared_limit, note, idem_key, idem_digest,
+		created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`,
+		[]any{o.TeamID, o.AuctionID, o.CreatedBy, o.Status, o.SharedLimit, o.Note, o.IdemKey, o.IdemDigest, o.CreatedAt, o.UpdatedAt},
+		&o.ID); err != nil {
 		return Order{}, err
 	}
 	if err := insertBundles(tx, o.ID, spec); errors.Is(err, gorm.ErrForeignKeyViolated) {
@@ -202,7 +207,7 @@ func (m *Market) placeOrder(ctx context.Context, tx *gorm.DB, by identity.User, 
 			return Order{}, err
 		}
 		o.HoldID = &h.ID
-		if err := tx.Exec("UPDATE orders SET hold_id = ? WHERE id = ?", h.ID, o.ID).Error; err != nil {
+		if _, err := store.Exec(tx, "UPDATE orders SET hold_id = ? WHERE id = ?", h.ID, o.ID); err != nil {
 			return Order{}, err
 		}
 	}
@@ -230,6 +235,15 @@ func insertBundles(tx *gorm.DB, id int64, spec OrderSpec) error {
 	}
 	_, err := store.Insert(tx, "order_items", []string{"order_id", "bundle_idx", "pool_id", "quantity"}, items, "")
 	return err
+}
+
+// anys is vs as the arguments of a statement.
+func anys[T any](vs []T) []any {
+	out := make([]any, len(vs))
+	for i, v := range vs {
+		out[i] = v
+	}
+	return out
 }
 
 func orderRef(id int64) string { return fmt.Sprintf("order:%d", id) }
@@ -295,12 +309,20 @@ func poolsExist(tx *gorm.DB, spec OrderSpec) error {
 		ids = append(ids, p)
 	}
 	sort.Strings(ids)
-	var found []struct {
+	type pool struct {
 		ID       string
 		Unit     string
 		Capacity int64
 	}
-	if err := tx.Table("pools").Select("id, unit, capacity").Where("id IN ?", ids).Scan(&found).Error; err != nil {
+	var found []pool
+	// Scanned without reflection, as a statement kept prepared: every placement reads it.
+	err := store.QueryRows(tx, "SELECT id, unit, capacity FROM pools WHERE id IN "+store.In(len(ids)), anys(ids), func(rs *sql.Rows) error {
+		var p pool
+		err := rs.Scan(&p.ID, &p.Unit, &p.Capacity)
+		found = append(found, p)
+		return err
+	})
+	if err != nil {
 		return err
 	}
 	have := map[string]int{}
@@ -334,9 +356,11 @@ func poolsExist(tx *gorm.DB, spec OrderSpec) error {
 // write needs no second check.
 func pricedNow(db *gorm.DB, spec OrderSpec) error {
 	var a Auction
-	err := db.Where("status = ?", AuctionOpen).Limit(1).Find(&a).Error
-	if err != nil || a.ID == 0 {
-		return err // none open: the next to open prices every pool there is
+	err := store.ScanRow(db, "SELECT id, closes_at FROM auctions WHERE status = ? LIMIT 1", []any{AuctionOpen}, &a.ID, &a.ClosesAt)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil // none open: the next to open prices every pool there is
+	} else if err != nil {
+		return err
 	}
 	return pricedIn(db, a, spec)
 }
@@ -350,7 +374,14 @@ func pricedIn(tx *gorm.DB, a Auction, spec OrderSpec) error {
 	}
 	ids := slices.Sorted(maps.Keys(want))
 	var priced []string
-	if err := tx.Table("auction_pools").Where("auction_id = ? AND pool_id IN ?", a.ID, ids).Pluck("pool_id", &priced).Error; err != nil {
+	err := store.QueryRows(tx, "SELECT pool_id FROM auction_pools WHERE auction_id = ? AND pool_id IN "+store.In(len(ids)),
+		append([]any{a.ID}, anys(ids)...), func(rs *sql.Rows) error {
+			var p string
+			err := rs.Scan(&p)
+			priced = append(priced, p)
+			return err
+		})
+	if err != nil {
 		return err
 	}
 	if len(priced) == len(ids) {

@@ -2,6 +2,7 @@ package exchange_test
 
 import (
 	"context"
+	"os"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -44,13 +45,26 @@ func placeConcurrently(b *testing.B, db *store.DB, clients, n int) {
 }
 
 // BenchmarkPlaceOrders50Clients places 5,000 orders from 50 concurrent clients on
-// SQLite (and PostgreSQL when CLEARHOUSE_TEST_POSTGRES is set): each placement is
-// durable when PlaceOrder returns.
+// SQLite and, when CLEARHOUSE_TEST_POSTGRES is set, on PostgreSQL: each placement
+// is durable when PlaceOrder returns.
 func BenchmarkPlaceOrders50Clients(b *testing.B) {
-	for b.Loop() {
-		b.StopTimer()
-		db := storetest.New(b)
-		b.StartTimer()
-		placeConcurrently(b, db, 50, 5000)
-	}
+	b.Run("sqlite", func(b *testing.B) {
+		for b.Loop() {
+			b.StopTimer()
+			db := storetest.New(b)
+			b.StartTimer()
+			placeConcurrently(b, db, 50, 5000)
+		}
+	})
+	b.Run("postgres", func(b *testing.B) {
+		if os.Getenv(storetest.PostgresEnv) == "" {
+			b.Skip(storetest.PostgresEnv + " is not set")
+		}
+		for b.Loop() {
+			b.StopTimer()
+			db, _ := storetest.NewPostgres(b)
+			b.StartTimer()
+			placeConcurrently(b, db, 50, 5000)
+		}
+	})
 }

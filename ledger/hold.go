@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/clearhouse/clearhouse"
+	"github.com/clearhouse/clearhouse/store"
 	"gorm.io/gorm"
 )
 
@@ -121,7 +122,9 @@ func (l *Ledger) PlaceNewHold(tx *gorm.DB, key string, acct AccountID, amount Mo
 		return Hold{}, err
 	}
 	h := Hold{Key: key, Account: acct, Amount: amount, Ref: ref, Status: HoldActive, CreatedAt: l.now()}
-	return h, tx.Omit("ID").Create(&h).Error
+	err = store.ScanRow(tx, `INSERT INTO ledger_holds (idem_key, account_id, amount, ref, status, captured, released, created_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`, []any{h.Key, h.Account, h.Amount, h.Ref, h.Status, h.Captured, h.Released, h.CreatedAt}, &h.ID)
+	return h, err
 }
 
 // resolve loads an active hold for resolution with key, or reports a replay: done

@@ -324,18 +324,18 @@ func addToAccount(tx *gorm.DB, acct AccountID, column string, delta Money) error
 	} else {
 		guard, bound = column+" >= ?", math.MinInt64-int64(delta)
 	}
-	res := tx.Exec("UPDATE ledger_accounts SET "+column+" = "+column+" + ? WHERE id = ? AND "+guard, delta, acct, bound)
-	if err := res.Error; err != nil {
+	n, err := store.Exec(tx, "UPDATE ledger_accounts SET "+column+" = "+column+" + ? WHERE id = ? AND "+guard, delta, acct, bound)
+	if err != nil {
 		if strings.Contains(err.Error(), "22003") { // PostgreSQL: out of range
 			return overflow("adding")
 		}
 		return fundsError(err, acct)
 	}
-	if res.RowsAffected == 1 {
+	if n == 1 {
 		return nil
 	}
 	var cur Money
-	err := tx.Raw("SELECT "+column+" FROM ledger_accounts WHERE id = ?", acct).Row().Scan(&cur)
+	err = tx.Raw("SELECT "+column+" FROM ledger_accounts WHERE id = ?", acct).Row().Scan(&cur)
 	if errors.Is(err, sql.ErrNoRows) {
 		return clearhouse.Errorf(clearhouse.ENOTFOUND, "account: no account %s", acct)
 	} else if err != nil {

@@ -15,6 +15,10 @@ import (
 // 32,766 variables and PostgreSQL's 65,535 parameters.
 const maxParams = 10_000
 
+// maxCachedParams bounds the inserts whose statements are kept prepared on a
+// SQLite writer (stmtCache): the small ones that run again and again.
+const maxCachedParams = 256
+
 // Insert adds rows (each one value per column, in order) to table in multi-row
 // statements of at most maxParams parameters, inside tx. With returning set (a
 // column, "id"), it returns that column of each inserted row, in the rows' order.
@@ -96,7 +100,14 @@ func (s *insertStatements) run(n int, args []any) ([]int64, error) {
 	preparer, ok := s.tx.Statement.ConnPool.(interface {
 		PrepareContext(context.Context, string) (*sql.Stmt, error)
 	})
-	if s.tx.Dialector.Name() == Postgres || !ok || !s.reuse {
+	var stmt *sql.Stmt
+	ctx := s.tx.Statement.Context
+	if s.tx.Dialector.Name() != Postgres && ok && !s.reuse && len(args) <= maxCachedParams {
+		// A small insert (placing an order's bundles) runs as a statement kept
+		// prepared on the writer, when there is one.
+		stmt, ctx = cachedStmt(s.tx, s.text(n))
+	}
+	if stmt == nil && (s.tx.Dialector.Name() == Postgres || !ok || !s.reuse) {
 		if s.returning == "" {
 			return nil, s.tx.Exec(s.text(n), args...).Error
 		}
@@ -104,11 +115,12 @@ func (s *insertStatements) run(n int, args []any) ([]int64, error) {
 		err := s.tx.Raw(s.text(n), args...).Scan(&got).Error
 		return got, err
 	}
-	ctx := s.tx.Statement.Context
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	stmt := s.prepared[n]
+	if stmt == nil {
+		stmt = s.prepared[n]
+	}
 	if stmt == nil {
 		var err error
 		if stmt, err = preparer.PrepareContext(ctx, s.text(n)); err != nil {

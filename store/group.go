@@ -75,6 +75,9 @@ func (db *DB) drain() {
 		g.pending = g.pending[n:]
 		g.mu.Unlock()
 
+		if db.stmts != nil {
+			db.stmts.prepareWanted(context.Background()) // between transactions: see stmtCache
+		}
 		err := db.Write.Transaction(func(tx *gorm.DB) error {
 			for _, r := range batch {
 				r.err = tx.Transaction(r.fn)

@@ -39,8 +39,10 @@ type DB struct {
 	Dialect string // SQLite or Postgres
 
 	closers []*sql.DB
-	grp     group    // Grouped's batches (SQLite)
-	lock    *os.File // the in-use lock of a SQLite file (HoldInUse), released by Close
+	grp     group      // Grouped's batches (SQLite)
+	stmts   *stmtCache // statements kept prepared on the SQLite writer
+	reads   *stmtCache // and on its read pool
+	lock    *os.File   // the in-use lock of a SQLite file (HoldInUse), released by Close
 }
 
 // Open connects to dsn: a postgres:// or postgresql:// URL, or else a SQLite file
@@ -116,7 +118,7 @@ func openSQLite(dsn string) (*DB, error) {
 		sqlDB.SetMaxOpenConns(1)
 		sqlDB.SetConnMaxIdleTime(0)
 		sqlDB.SetConnMaxLifetime(0)
-		return &DB{Write: g, Read: g, Dialect: SQLite, closers: []*sql.DB{sqlDB}}, nil
+		return &DB{Write: g, Read: g, Dialect: SQLite, closers: []*sql.DB{sqlDB}, stmts: newStmtCache(sqlDB, false)}, nil
 	}
 	u := "file:" + (&url.URL{Path: path}).EscapedPath()
 	w, err := gorm.Open(sqlite.Open(u+"?"+sqliteParams+"&_txlock=immediate"), gormConfig())
@@ -142,12 +144,17 @@ func openSQLite(dsn string) (*DB, error) {
 	rDB, _ := r.DB()
 	rDB.SetMaxOpenConns(8)
 	rDB.SetMaxIdleConns(8)
-	return &DB{Write: w, Read: r, Dialect: SQLite, closers: []*sql.DB{wDB, rDB}}, nil
+	return &DB{Write: w, Read: r, Dialect: SQLite, closers: []*sql.DB{wDB, rDB}, stmts: newStmtCache(wDB, false), reads: newStmtCache(rDB, true)}, nil
 }
 
 // Close closes every connection. Callers stop their writers first.
 func (db *DB) Close() error {
 	var first error
+	for _, c := range []*stmtCache{db.stmts, db.reads} {
+		if c != nil {
+			c.close()
+		}
+	}
 	for _, c := range db.closers {
 		if err := c.Close(); err != nil && first == nil {
 			first = err
