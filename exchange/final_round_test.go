@@ -164,10 +164,9 @@ func TestTheBindingRunStoresSupportingPrices(t *testing.T) {
 		for _, p := range rows {
 			prices[p.PoolID] = *p.SupportingPrice
 		}
-		// To a few micro-dollars: the LP raises right-hand sides by about 1e-7 against
-		// degeneracy; the unused us-east cpu stays at its reserve ($1).
-		near := func(got, want int64) bool { return got >= want-5 && got <= want+5 }
-		if !near(prices["us-east/ram"], 966_667) || !near(prices["eu-west/cpu"], 5_133_333) || prices["us-east/cpu"] != 1_000_000 || len(prices) != 3 {
+		// Exactly: the LP's vertex without the perturbation that breaks its ties,
+		// rounded to the micro-dollar; the unused us-east cpu stays at its reserve ($1).
+		if prices["us-east/ram"] != 966_667 || prices["eu-west/cpu"] != 5_133_333 || prices["us-east/cpu"] != 1_000_000 || len(prices) != 3 {
 			t.Fatalf("supporting prices %v, want ram 966,667, eu-west cpu 5,133,333 and us-east cpu 1,000,000 micro-dollars per unit", prices)
 		}
 		if len(unsupported) != 1 {
