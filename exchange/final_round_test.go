@@ -172,6 +172,17 @@ func TestTheBindingRunStoresSupportingPrices(t *testing.T) {
 		if len(unsupported) != 1 {
 			t.Fatalf("unsupported %+v, want ads alone", unsupported)
 		}
+		// Each team's settlement notice gives the supporting prices of the pools
+		// its orders bid in, beside the clock's, and no others.
+		for who, want := range map[string]struct{ has, hasNot string }{
+			"member@ads": {"eu-west/cpu: $5.133333 per unit (the clock's price $", "us-east/ram"},
+			"member@ml":  {"us-east/ram: $0.966667 per unit (the clock's price $", "eu-west/cpu"},
+		} {
+			ns := notices(t, mk.Market, who)
+			if len(ns) != 1 || !strings.Contains(ns[0].Body, "Supporting prices") || !strings.Contains(ns[0].Body, want.has) || strings.Contains(ns[0].Body, want.hasNot) {
+				t.Errorf("%s's settlement notice does not give its pools' supporting prices (want %q, not %q): %+v", who, want.has, want.hasNot, ns)
+			}
+		}
 		u := unsupported[0]
 		if u.OrderID != ids["ads"] || u.TeamID != "ads" || u.Won || u.Why != "wants" || u.Bundle != nil ||
 			u.OtherCost != ledger.Money(60*prices["eu-west/cpu"]) || u.OtherLimit != 400*ledger.Dollar || u.Other["eu-west/cpu"] != 60 {
