@@ -76,7 +76,14 @@ func (p *problem) branchAndBound(s *solution, deadline time.Time, maxNodes int) 
 		}
 		t.parent = rel
 		p.round(s, top.ones, rel.x, deadline)
+		if p.enough != nil && p.enough(s.value) {
+			break // the caller needs no better allocation than this one
+		}
 		br := branchColumn(rel.x)
+		if p.proof {
+			rel.fixByReducedCost(s.value + pruneTol(s.value))
+			br = mostFractional(rel.x)
+		}
 		if br < 0 {
 			continue // integral: round's whole allocation is exactly this one
 		}
@@ -213,6 +220,22 @@ func branchColumn(x []float64) int32 {
 	return br
 }
 
+// mostFractional returns the column of x nearest 1/2 (the first of equals), or
+// -1 when x is integral. Payment solves branch on it: their incumbent is usually
+// optimal from the start, and splitting the most undecided column closes the
+// bound in a fraction of the nodes that diving on the largest value needs (CATS
+// matching 96x450: about 2,400 nodes for all of its VCG solves against about
+// 11,000).
+func mostFractional(x []float64) int32 {
+	br, bv := int32(-1), 0.0
+	for j, v := range x {
+		if f := min(v, 1-v); f > 1e-6 && f > bv {
+			br, bv = int32(j), f
+		}
+	}
+	return br
+}
+
 // branch splits top on column br: the child with br out is queued (keeping the
 // node's tableau rel to re-solve from, while the memory budget allows), and the
 // child with br in is the dive's next node. Both children get bound.
@@ -245,6 +268,33 @@ func (t *bnbTree) close(s *solution) {
 }
 
 func pruneTol(v float64) float64 { return 1e-7 * max(1, math.Abs(v)) }
+
+// fixByReducedCost fixes out, for the node's subtree, every column that cannot
+// be in an allocation worth more than floor: where column k is non-basic at 0
+// with reduced cost d_k in the node's optimal tableau, every solution of the
+// node's LP has welfare at most bound - d_k x_k, so with x_k = 1 at most
+// bound - d_k. Such columns are blocked from entering the basis, so every child
+// re-solved from this tableau (a copy of it) keeps them at 0 and its LP bound can
+// only fall (reduced-cost fixing; Nemhauser and Wolsey 1988, II.5). The bound
+// holds for the perturbed LP, a relaxation of the node's, so for the node too.
+func (r relaxation) fixByReducedCost(floor float64) {
+	s := r.lp
+	if s == nil {
+		return
+	}
+	obj := s.row(s.m)
+	basic := make([]bool, s.n)
+	for _, bj := range s.basis {
+		if bj < s.n {
+			basic[bj] = true
+		}
+	}
+	for k := range s.n {
+		if !basic[k] && !s.blocked[k] && obj[k] > 0 && r.bound-obj[k] <= floor {
+			s.blocked[k] = true
+		}
+	}
+}
 
 // fixed returns the choice holding only the given columns.
 func (p *problem) fixed(ones []int32) []int32 {

@@ -36,7 +36,7 @@ type coreResult struct {
 // worth adjust(bidder, w), and start (p's column indices) as the clock's choice,
 // the first incumbent.
 func (p *problem) variant(drop int32, start []int32, adjust func(lb int32, w float64) float64) *problem {
-	q := &problem{supply: p.supply, owner: p.owner, lambda: p.lambda,
+	q := &problem{supply: p.supply, owner: p.owner, lambda: p.lambda, proof: true,
 		cols: make([]column, 0, len(p.cols)), first: make([]int32, 0, len(p.first)),
 		clock: make([]int32, len(p.clock))}
 	newIndex := make([]int32, len(p.cols))
@@ -72,13 +72,18 @@ func (p *problem) variant(drop int32, start []int32, adjust func(lb int32, w flo
 //
 //  1. VCG: for each winner j, W(N \ j) by winner determination without j's
 //     columns, proved optimal; vcg_j = W(N \ j) - (W - w_j), at most w_j. These
-//     solves run in parallel, one per processor.
+//     solves run in parallel, one per processor, each warm-started: the optimal
+//     allocation less j is the first incumbent, W the first bound, and branch
+//     and bound works on the proof (problem.proof).
 //  2. Start at pi = vcg. Separation: the coalition that blocks pi most is the
 //     optimum of winner determination with each winner's columns worth w less
 //     its surplus w_j - pi_j (a winner in the coalition gives its surplus up);
 //     it blocks by that optimum less sum(pi). Stop when it blocks by at most
-//     coreTol (proved). A blocking coalition the incumbents find is used at
-//     once, without proving it is the one that blocks most.
+//     coreTol (proved). A blocking coalition the incumbents or branch and
+//     bound find is used at once, without proving it is the one that blocks
+//     most: each separation then costs a few dozen nodes instead of a proof,
+//     and only the last one, which finds none, is proved. Each starts from the
+//     last coalition as an incumbent.
 //  3. Otherwise add its constraint, sum over winners outside the coalition C of
 //     pi_j >= (value of the coalition's allocation) - sum over winners in C of
 //     w_j, find the least revenue m* with vcg <= pi <= w and every constraint
@@ -111,7 +116,13 @@ func (p *problem) corePayments(choice []int32, W float64, end time.Time, maxNode
 				lb := winners[i]
 				start := slices.Clone(choice)
 				start[lb] = -1
-				s := p.variant(lb, start, nil).solve(end, maxNodes)
+				// Warm start: the optimal allocation less the winner is the
+				// first incumbent (variant's start), and W (to its proof's tolerance) bounds W(N \ j) from
+				// above, so an incumbent worth W is proved at once.
+				q := p.variant(lb, start, nil)
+				s := q.heuristics(end)
+				s.bound = min(s.bound, W+pruneTol(W))
+				q.prove(&s, end, maxNodes)
 				proved[i] = s.optimal
 				res.vcg[lb] = min(w[lb], s.value-(W-w[lb]))
 			}
@@ -129,6 +140,7 @@ func (p *problem) corePayments(choice []int32, W float64, end time.Time, maxNode
 	}
 	res.pi = slices.Clone(res.vcg)
 	var cuts []coreCut
+	var prev []int32
 	for {
 		if time.Now().After(end) || len(cuts) >= maxCoalitions {
 			return res, false
@@ -145,16 +157,20 @@ func (p *problem) corePayments(choice []int32, W float64, end time.Time, maxNode
 			revenue += pi[lb]
 		}
 		// Any blocking coalition gives a valid constraint: when the incumbents
-		// already block, take theirs without proving it blocks most; the search
-		// is proved only when nothing found blocks.
+		// already block, take theirs without proving it blocks most, and branch
+		// and bound stops at the first that blocks (enough); the search is
+		// proved only when nothing found blocks.
 		s := q.heuristics(end)
+		// Warm start: the last coalition is an allocation of q too (variant keeps
+		// the column indices); at the new payments it may still block.
+		if prev != nil {
+			s.better(q, prev)
+		}
 		if s.value-revenue <= coreTol(W) {
+			q.enough = func(v float64) bool { return v-revenue > coreTol(W) }
 			q.prove(&s, end, maxNodes)
-			if !s.optimal {
-				return res, false
-			}
 			if s.value-revenue <= coreTol(W) {
-				return res, true
+				return res, s.optimal
 			}
 		}
 		cut := coreCut{out: make([]bool, n)}
@@ -170,6 +186,7 @@ func (p *problem) corePayments(choice []int32, W float64, end time.Time, maxNode
 			cut.out[lb] = s.choice[lb] < 0
 		}
 		cuts = append(cuts, cut)
+		prev = s.choice
 		res.coalitions = len(cuts)
 		next, ok := nearestMinimumRevenue(winners, res.vcg, w, cuts, W, end)
 		if !ok {
@@ -232,7 +249,7 @@ func nearestMinimumRevenue(winners []int32, vcg, w []float64, cuts []coreCut, W 
 	for k := range cost {
 		cost[k] = -1
 	}
-	_, val, _, st := lpMax(A, b, cost, end)
+	x, val, _, st := lpMax(A, b, cost, end)
 	if st != lpOptimal {
 		return nil, false
 	}
@@ -255,5 +272,14 @@ func nearestMinimumRevenue(winners []int32, vcg, w []float64, cuts []coreCut, W 
 		}
 		return pi, true
 	}
-	return nil, false
+	// ldp failed at every eps: nnls cycles on some degenerate systems (seen on
+	// CATS matching 96x450, with 13 cuts over 48 winners). The LP's own point is
+	// then the answer: least revenue, every cut met to within the LP's
+	// perturbation (1e-7 of a right-hand side, below coreTol), but a vertex, not
+	// necessarily the point nearest VCG.
+	pi := make([]float64, len(vcg))
+	for k, lb := range winners {
+		pi[lb] = min(w[lb], vcg[lb]+max(x[k], 0))
+	}
+	return pi, true
 }

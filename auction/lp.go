@@ -172,6 +172,28 @@ func (s *lp) solution() ([]float64, float64) {
 	return x, val
 }
 
+// solutionAt returns x at the optimal basis's vertex for right-hand sides b (the
+// ones lpSolve was given), without the perturbation that broke ties: the slack
+// columns of the tableau hold B^-1 (each times its row's sign, as built), so the
+// basic columns are that times b. Where the perturbation only separated tied
+// vertices this is the exact optimum; a basic value that b would make negative
+// (the basis was optimal only perturbed) is taken as 0.
+func (s *lp) solutionAt(b []float64) []float64 {
+	x := make([]float64, s.n)
+	for i, bj := range s.basis {
+		if bj >= s.n {
+			continue
+		}
+		row := s.row(i)
+		v := 0.0
+		for k, bk := range b {
+			v += row[s.n+k] * bk
+		}
+		x[bj] = max(v, 0)
+	}
+	return x
+}
+
 func (s *lp) limit() int { return 50*(s.m+s.n) + 1000 }
 
 // primal pivots the tableau to optimality.

@@ -111,13 +111,17 @@ func (c *clock) supportingPrices(choice []int, deadline time.Time) (price []floa
 	for j := np; j < cols; j++ {
 		obj[j] = -1
 	}
-	x, _, _, st := lpMax(A, b, obj, deadline)
+	s, st := lpSolve(A, b, obj, deadline)
 	if st != lpOptimal {
 		return nil, nil, false
 	}
+	// The optimal basis's own vertex, without the LP's perturbation (which moved
+	// prices by a few micro-dollars: $105.000027 for $105), in whole micro-dollars,
+	// as settlement stores them; the lists below are checked at these very prices.
+	x := s.solutionAt(b)
 	price = make([]float64, np)
 	for r := range price {
-		price[r] = c.reserve[r] + x[r]
+		price[r] = max(math.Round((c.reserve[r]+x[r])*microsPerDollar)/microsPerDollar, c.reserve[r])
 	}
 	for _, bi := range bidders {
 		if c.violation(bi, choice[bi], price) > supportTol(c.bidders[bi].limits[max(choice[bi], 0)]) {

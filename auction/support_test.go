@@ -107,9 +107,10 @@ func TestSupportingPricesExample(t *testing.T) {
 	"bidders":[{"id":"search","limit":900,"bundles":[{"cpu":100,"ram":400}]},{"id":"ads","limit":400,"bundles":[{"cpu":60}]},
 	{"id":"ml","limit":290,"bundles":[{"ram":300}]}]}`)
 	f := res.FinalRound
-	// To 1e-5: the LP raises right-hand sides by about 1e-7 against degeneracy.
-	if math.Abs(f.Prices["ram"]-290.0/300) > 1e-5 || math.Abs(f.Prices["cpu"]-(900-400*290.0/300)/100) > 1e-5 {
-		t.Errorf("supporting prices %v, want ram 0.96667 and cpu 5.13333", f.Prices)
+	// Exactly, in whole micro-dollars: the prices are the LP's vertex without the
+	// perturbation that breaks its ties, rounded as settlement stores them.
+	if f.Prices["ram"] != 0.966667 || f.Prices["cpu"] != 5.133333 {
+		t.Errorf("supporting prices %v, want ram 0.966667 and cpu 5.133333", f.Prices)
 	}
 	if !slices.Equal(f.Unsupported, []string{"ads"}) {
 		t.Errorf("unsupported %v, want [ads]", f.Unsupported)

@@ -26,6 +26,15 @@ type problem struct {
 	owner  []int32   // local bidder -> bidder index in the instance
 	clock  []int32   // per local bidder: the clock's column, or -1
 	lambda []float64 // per local pool: the clock's price less the reserve
+	// proof marks a payment computation's copy (variant): its incumbent is
+	// usually optimal already, so branch and bound spends itself on the proof
+	// (reduced-cost fixing, most-fractional branching). The final round's own
+	// search keeps its diving rule, which finds good allocations early.
+	proof bool
+	// enough, when set, stops branch and bound at the first incumbent it
+	// accepts (left unproved): separation needs a blocking coalition, not the
+	// one that blocks most.
+	enough func(value float64) bool
 }
 
 func (p *problem) bidders() int { return len(p.owner) }

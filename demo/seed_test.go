@@ -278,6 +278,12 @@ func TestTheDemoHasAFinalRoundThatChangesTheClock(t *testing.T) {
 		pools := map[string]bool{}
 		for _, p := range prices {
 			pools[p.PoolID] = true
+			// The answers are whole dollars, and so are the stored prices: the LP's
+			// tie-breaking perturbation once left the GPUs at $105.000027.
+			want := map[string]int64{"ap-south/gpu": 105_000_000, "ap-south/disk": 4_000_000}[p.PoolID]
+			if want != 0 && *p.SupportingPrice != want {
+				t.Errorf("auction %d: supporting price of %s %d micro-dollars, want %d", a.ID, p.PoolID, *p.SupportingPrice, want)
+			}
 		}
 		if !pools["ap-south/gpu"] || !pools["ap-south/disk"] {
 			t.Errorf("auction %d: supporting prices for %v, want AP South's GPUs and disk among them", a.ID, slices.Sorted(maps.Keys(pools)))

@@ -164,14 +164,24 @@ func TestTheBindingRunStoresSupportingPrices(t *testing.T) {
 		for _, p := range rows {
 			prices[p.PoolID] = *p.SupportingPrice
 		}
-		// To a few micro-dollars: the LP raises right-hand sides by about 1e-7 against
-		// degeneracy; the unused us-east cpu stays at its reserve ($1).
-		near := func(got, want int64) bool { return got >= want-5 && got <= want+5 }
-		if !near(prices["us-east/ram"], 966_667) || !near(prices["eu-west/cpu"], 5_133_333) || prices["us-east/cpu"] != 1_000_000 || len(prices) != 3 {
+		// Exactly: the LP's vertex without the perturbation that breaks its ties,
+		// rounded to the micro-dollar; the unused us-east cpu stays at its reserve ($1).
+		if prices["us-east/ram"] != 966_667 || prices["eu-west/cpu"] != 5_133_333 || prices["us-east/cpu"] != 1_000_000 || len(prices) != 3 {
 			t.Fatalf("supporting prices %v, want ram 966,667, eu-west cpu 5,133,333 and us-east cpu 1,000,000 micro-dollars per unit", prices)
 		}
 		if len(unsupported) != 1 {
 			t.Fatalf("unsupported %+v, want ads alone", unsupported)
+		}
+		// Each team's settlement notice gives the supporting prices of the pools
+		// its orders bid in, beside the clock's, and no others.
+		for who, want := range map[string]struct{ has, hasNot string }{
+			"member@ads": {"eu-west/cpu: $5.133333 per unit (the clock's price $", "us-east/ram"},
+			"member@ml":  {"us-east/ram: $0.966667 per unit (the clock's price $", "eu-west/cpu"},
+		} {
+			ns := notices(t, mk.Market, who)
+			if len(ns) != 1 || !strings.Contains(ns[0].Body, "Supporting prices") || !strings.Contains(ns[0].Body, want.has) || strings.Contains(ns[0].Body, want.hasNot) {
+				t.Errorf("%s's settlement notice does not give its pools' supporting prices (want %q, not %q): %+v", who, want.has, want.hasNot, ns)
+			}
 		}
 		u := unsupported[0]
 		if u.OrderID != ids["ads"] || u.TeamID != "ads" || u.Won || u.Why != "wants" || u.Bundle != nil ||

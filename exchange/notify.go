@@ -102,8 +102,9 @@ func (m *Market) notifySettled(tx *gorm.DB, a Auction, converged bool, final *au
 	type outcome struct {
 		won, lost, rejected int
 		paid, received      int64
-		orders              []string // the first maxOrderLines orders' lines
-		more                int      // orders beyond those
+		orders              []string        // the first maxOrderLines orders' lines
+		more                int             // orders beyond those
+		pools               map[string]bool // pools any of the team's orders' bundles use
 	}
 	byTeam := map[string]*outcome{}
 	get := func(team string) *outcome {
@@ -129,6 +130,14 @@ func (m *Market) notifySettled(tx *gorm.DB, a Auction, converged bool, final *au
 	}
 	for _, l := range lines {
 		o := get(l.TeamID)
+		if o.pools == nil {
+			o.pools = map[string]bool{}
+		}
+		for _, b := range specs[l.OrderID].Bundles {
+			for pool := range b {
+				o.pools[pool] = true
+			}
+		}
 		switch {
 		case l.BundleIndex < 0:
 			o.lost++
@@ -187,9 +196,42 @@ func (m *Market) notifySettled(tx *gorm.DB, a Auction, converged bool, final *au
 		}
 		b.WriteString(".\n\n")
 		b.WriteString(SettlementRule(final) + "\n\n")
+		if sp := supportingPricesNote(final, prices, o.pools); sp != "" {
+			b.WriteString(sp + "\n\n")
+		}
 		subject := fmt.Sprintf("Auction #%d settled: %d of %d orders won", a.ID, o.won, o.won+o.lost+o.rejected)
 		return notify.Message{Kind: NoticeAuctionSettled, Ref: ref, Subject: subject, Body: b.String() + orderList(o.orders, o.more), Link: "/orders"}
 	})
+}
+
+// supportingPricesNote tells a team the final round's supporting prices of the
+// pools its orders bid in (pools), a line per pool beside the clock's price, when
+// the final round changed the clock's allocation (final.Prices set); "" otherwise,
+// or when none of those pools has one. At most maxOrderLines pools are listed.
+func supportingPricesNote(final *auction.FinalRound, clock map[string]float64, pools map[string]bool) string {
+	if final == nil || final.Prices == nil {
+		return ""
+	}
+	var lines []string
+	more := 0
+	for _, pool := range slices.Sorted(maps.Keys(pools)) {
+		p, ok := final.Prices[pool]
+		if !ok {
+			continue
+		}
+		if len(lines) == maxOrderLines {
+			more++
+			continue
+		}
+		lines = append(lines, fmt.Sprintf("%s: %s per unit (the clock's price %s).", pool, moneyfmt.Price(p), moneyfmt.Price(clock[pool])))
+	}
+	if len(lines) == 0 {
+		return ""
+	}
+	if more > 0 {
+		lines = append(lines, fmt.Sprintf("… and %d more pools; see the auction's page.", more))
+	}
+	return "The final round changed the clock's allocation. Supporting prices, the linear prices that explain it as well as any can (no one pays them):\n" + strings.Join(lines, "\n")
 }
 
 func orderList(lines []string, more int) string {

@@ -3,8 +3,10 @@ package web_test
 import (
 	"bytes"
 	"context"
+	"encoding/csv"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -96,8 +98,8 @@ func TestPagesShowTheFinalRound(t *testing.T) {
 			}
 		}
 		// The final round changed the clock's allocation, so the API gives supporting
-		// prices beside the clock's (ram at ml's $290 over 300 GiB, to the LP's few
-		// micro-dollars) and ads, a loser its 60 cores would cost under $400 at them.
+		// prices beside the clock's (ram at ml's $290 over 300 GiB, to the
+		// micro-dollar) and ads, a loser its 60 cores would cost under $400 at them.
 		sp, _ := fr["supporting_prices"].([]any)
 		var ramPrice string
 		for _, p := range sp {
@@ -116,6 +118,27 @@ func TestPagesShowTheFinalRound(t *testing.T) {
 		if len(us) != 1 || us[0].(map[string]any)["team"] != "ads" || us[0].(map[string]any)["won"] != false ||
 			us[0].(map[string]any)["reason"] != "wants" || !strings.Contains(us[0].(map[string]any)["text"].(string), "its limit of $400.00") {
 			t.Fatalf("API unsupported %v, want ads, a loser that would want its bundle", fr["unsupported"])
+		}
+		// The settlement CSV gives each line's pools at the supporting prices.
+		req, _ := http.NewRequest(http.MethodGet, f.srv.URL+"/finance/auctions/1/settlement.csv", nil)
+		req.Header.Set("Authorization", "Bearer "+f.token(finUser))
+		res, err := http.DefaultClient.Do(req)
+		must(err)
+		recs, err := csv.NewReader(res.Body).ReadAll()
+		res.Body.Close()
+		must(err)
+		col := slices.Index(recs[0], "supporting_unit_prices")
+		team := slices.Index(recs[0], "team")
+		found := 0
+		for _, r := range recs[1:] {
+			want := map[string]string{"search": "us-east/cpu=5.133333;us-east/ram=0.966667", "ads": "", "ml": ""}[r[team]]
+			if col < 0 || r[col] != want {
+				t.Errorf("settlement CSV line %q: supporting_unit_prices %q, want %q", r, r[max(col, 0)], want)
+			}
+			found++
+		}
+		if found != 3 {
+			t.Errorf("settlement CSV has %d order lines, want 3: %q", found, recs)
 		}
 		fin, owner := f.browser(), f.browser()
 		fin.login("fin@x.io")

@@ -285,8 +285,12 @@ func (s *Server) settlementPage(c *gin.Context) {
 // unit_prices are the binding prices per unit of the bundle's pools, to the
 // micro-dollar: the bundle's quantities times them give at_prices, the bundle's
 // cost at the published prices, which is the payment unless the final round set
-// another (then settled_payment differs from at_prices).
-var SettlementCSVHeader = []string{"auction_id", "order_id", "team", "bundle_number", "bundle", "clock_payment", "settled_payment", "entry_id", "unit_prices", "at_prices"}
+// another (then settled_payment differs from at_prices). supporting_unit_prices
+// are, in the same form, the final round's supporting prices of the bundle's
+// pools, when the final round changed the clock's allocation (empty otherwise):
+// the linear prices that explain the allocation as well as any can, which no one
+// pays.
+var SettlementCSVHeader = []string{"auction_id", "order_id", "team", "bundle_number", "bundle", "clock_payment", "settled_payment", "entry_id", "unit_prices", "at_prices", "supporting_unit_prices"}
 
 func (s *Server) settlementCSV(c *gin.Context) {
 	id, err := auctionID(c)
@@ -305,8 +309,15 @@ func (s *Server) settlementCSV(c *gin.Context) {
 		return
 	}
 	byPool := map[string]float64{}
+	var supporting map[string]float64 // nil: the run has no supporting prices
 	for _, p := range prices {
 		byPool[p.PoolID] = p.Price
+		if p.SupportingPrice != nil {
+			if supporting == nil {
+				supporting = map[string]float64{}
+			}
+			supporting[p.PoolID] = float64(*p.SupportingPrice) / float64(ledger.Dollar)
+		}
 	}
 	c.Header("Content-Type", "text/csv; charset=utf-8")
 	c.Header("Content-Disposition", fmt.Sprintf(`attachment; filename="settlement-%d.csv"`, id))
@@ -317,18 +328,21 @@ func (s *Server) settlementCSV(c *gin.Context) {
 		if l.EntryID != nil {
 			entry = strconv.FormatInt(*l.EntryID, 10)
 		}
-		bundle, unitPrices, atPrices := "", "", ""
+		bundle, unitPrices, atPrices, supportingPrices := "", "", "", ""
 		if l.Bundle != nil {
 			bundle = strings.ReplaceAll(l.Bundle.String(), ", ", ";")
 			unitPrices = csvUnitPrices(l.Bundle, byPool)
 			atPrices = ledger.Money(monOf(l.AtPrices)).CSV()
+			if supporting != nil {
+				supportingPrices = csvUnitPrices(l.Bundle, supporting)
+			}
 		}
 		number := "" // counted from 1, as pages count bundles
 		if l.BundleIndex >= 0 {
 			number = strconv.Itoa(l.BundleIndex + 1)
 		}
 		_ = w.Write([]string{strconv.FormatInt(id, 10), strconv.FormatInt(l.OrderID, 10), clearhouse.CSVText(l.TeamID), number, clearhouse.CSVText(bundle),
-			ledger.Money(monOf(l.Exact)).CSV(), ledger.Money(l.Payment).CSV(), entry, unitPrices, atPrices})
+			ledger.Money(monOf(l.Exact)).CSV(), ledger.Money(l.Payment).CSV(), entry, unitPrices, atPrices, supportingPrices})
 	}
 	w.Flush()
 }
