@@ -36,7 +36,7 @@ test:
 # The tests that call racetest.SkipUnderRace, and their packages: the race detector
 # multiplied their CPU time several times and has nothing to find in them (docs/testing.md). The root package's
 # TestEveryRaceSkipRunsWithoutRace fails when a test that skips under -race is missing here.
-NORACE_PKGS ?= ./auction ./scheduler ./exchange ./cmd/clearhouse
+NORACE_PKGS ?= ./auction ./scheduler ./exchange ./e2e/ops
 NORACE_RUN  ?= ^(TestCATSFinalRound|TestGeneratedCATSFinalRound|TestEconAcceptsFiveTimesGreedysValueOnTheMapReduceMix|TestFractionalPredictorAlsoBeatsGreedy|TestUpperBoundMatchesLP|TestUpperBoundFeasible|TestAllocationWithUseMatchesLP|TestAHundredThousandOrdersPreviewCloseAndSettle|TestKilledSettlementLeavesNothingPartialOnSQLite|TestKilledSettlementLeavesNothingPartialOnPostgres)$$
 
 ## test-short: the quick loop while developing: every test but the slow ones (browser,

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 
 	"github.com/clearhouse/clearhouse/auction"
 	"github.com/spf13/cobra"
@@ -182,4 +183,9 @@ func newAuctionCheckCmd() *cobra.Command {
 	_ = cmd.MarkFlagRequired("in")
 	_ = cmd.MarkFlagRequired("result")
 	return cmd
+}
+
+func sorted(s []string) []string {
+	slices.Sort(s)
+	return s
 }
