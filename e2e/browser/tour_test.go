@@ -1,17 +1,12 @@
 package browser
 
 import (
-	"os"
-	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
-	"time"
 
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
 	"github.com/clearhouse/clearhouse/e2e/e2etest"
-	"github.com/clearhouse/clearhouse/store/storetest"
 )
 
 // TestBrowserBidEntry walks a team member through the two-step bid form on the
