@@ -23,9 +23,7 @@ import (
 // through the real OpenID Provider (tools/oidc) and lands in the market with the team
 // and role their group maps to; a person with no mapped group gets a page saying so.
 func TestBrowserSignInThroughProvider(t *testing.T) {
-	if testing.Short() {
-		t.Skip("browser test")
-	}
+	t.Parallel() // its own provider, app and browser context
 	ctx := e2etest.NewBrowser(t)
 	addr := oidctest.FreeAddr(t)
 	redirect := "http://" + addr + "/login/oidc/callback"

@@ -188,6 +188,7 @@ func TestBrowserEarlyCloseThenAnotherAuction(t *testing.T) {
 // whose rounded unit prices do not give the amount (200 x $3.3887 + 800 x $0.3723
 // is $975.58, not the $975.54 paid).
 func TestUnreproducedDerivationsAreCaught(t *testing.T) {
+	t.Parallel()
 	if why := unreproduced("us-east/cpu 200 core × $3.3887 + us-east/ram 800 GiB × $0.3723 = $975.54"); why == "" {
 		t.Error("a derivation off by 4 cents passed")
 	}

@@ -18,6 +18,7 @@ import (
 
 	"golang.org/x/crypto/bcrypt"
 
+	apiv1 "github.com/clearhouse/clearhouse/api/v1"
 	"github.com/clearhouse/clearhouse/auction"
 	"github.com/clearhouse/clearhouse/e2e/e2etest"
 	"github.com/clearhouse/clearhouse/exchange"
@@ -141,8 +142,9 @@ func (c *replicaCluster) orderTraffic(stop <-chan struct{}) (confirmed *[]int64,
 			case <-time.After(200 * time.Millisecond):
 			}
 			r := c.node(i % len(c.nodes))
-			body := fmt.Sprintf(`{"bundles":[{"us-east/cpu":%d},{"eu-west/cpu":%d}],"limit":"%d"}`, 1+i%3, 1+i%3, 20+i%30)
-			req, _ := http.NewRequest(http.MethodPost, "http://"+r.addr+"/api/v1/orders", strings.NewReader(body))
+			limit := apiv1.MoneyOf(fmt.Sprint(20 + i%30))
+			body, _ := json.Marshal(apiv1.NewOrder{Bundles: []map[string]int64{{"us-east/cpu": int64(1 + i%3)}, {"eu-west/cpu": int64(1 + i%3)}}, Limit: &limit})
+			req, _ := http.NewRequest(http.MethodPost, "http://"+r.addr+"/api/v1/orders", bytes.NewReader(body))
 			req.Header.Set("Authorization", "Bearer "+c.tokens[i%len(c.tokens)])
 			req.Header.Set("Content-Type", "application/json")
 			n++
@@ -150,9 +152,7 @@ func (c *replicaCluster) orderTraffic(stop <-chan struct{}) (confirmed *[]int64,
 			if err != nil {
 				continue // a server stopping or restarting: the order may or may not exist
 			}
-			var out struct {
-				ID int64 `json:"id"`
-			}
+			var out apiv1.PlacedOrder
 			_ = json.NewDecoder(resp.Body).Decode(&out)
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusCreated && out.ID > 0 {
