@@ -1,13 +1,9 @@
 package slurm
 
 import (
-	"testing"
-
 	"github.com/clearhouse/clearhouse/e2e/e2etest"
 )
 
 // agentMarket is the shared market of the cluster tests (e2etest.Market), with this
-// package's helpers as its methods.
+// package's helpers as its methods; slurmMarket builds it on its own cluster, hpc.
 type agentMarket struct{ *e2etest.Market }
-
-func newAgentMarket(t *testing.T) *agentMarket { return &agentMarket{e2etest.NewMarket(t)} }
