@@ -56,7 +56,7 @@ type Config struct {
 	MetricsToken   string        // the bearer token that reads /metrics on Addr; empty: /metrics not served there
 	VerifyEvery    time.Duration // how often the scheduled verify checks the invariants
 	SignIn         SignInConfig  // the company's OpenID Provider; passwords on or off
-	Version        string        // the binary's version, which /metrics reports
+	Version        string        // the binary's version, which /metrics reports; empty: "dev"
 }
 
 // Cadence is the market's auction cadence from the configuration.
@@ -238,7 +238,7 @@ func (a *App) OpenServices(ctx context.Context) error {
 	a.Util = fleet.NewUtilization(db, a.now, fleet.DefaultUtilizationConfig)
 	a.Market.UseMeasuredUtilization(a.Util)
 	a.Idle = besteffort.New(db, a.Ledger, a.now, besteffort.DefaultConfig)
-	a.metrics = metrics.New(db, a.cfg.Version, a.now)
+	a.metrics = metrics.New(db, cmp.Or(a.cfg.Version, "dev"), a.now)
 	a.metrics.Jobs(jobNames...)
 	a.Market.ObserveCloses(a.metrics)
 	a.Plan.ObservePlan(a.metrics)
