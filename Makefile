@@ -30,13 +30,20 @@ build: generate
 ## skip under -race (racetest.SkipUnderRace). Set CLEARHOUSE_TEST_POSTGRES to a
 ## PostgreSQL URL to run the store tests on PostgreSQL as well.
 test:
-	$(GO) test -race -count=1 -timeout 60m $(PKGS)
+	$(GO) test -race -count=1 -timeout 60m -p $(TEST_P) $(PKGS)
 	$(GO) test -count=1 -timeout 30m -run '$(NORACE_RUN)' $(NORACE_PKGS)
+
+# How many test binaries the race pass runs at once (go test's -p, by default GOMAXPROCS:
+# 2 here). The end-to-end packages and agent/slurm mostly wait on Chromium, Slurm, the
+# control plane or child servers (e2e/slurm used 8 s of CPU in 192 s), so a third
+# binary runs in that time: e2e/browser, e2e/slurm and e2e/ops took 422 s with -p 2 and
+# 233 s with -p 3, each package as long as alone (docs/testing.md).
+TEST_P ?= 3
 
 # The tests that call racetest.SkipUnderRace, and their packages: the race detector
 # multiplied their CPU time several times and has nothing to find in them (docs/testing.md). The root package's
 # TestEveryRaceSkipRunsWithoutRace fails when a test that skips under -race is missing here.
-NORACE_PKGS ?= ./auction ./scheduler ./exchange ./cmd/clearhouse
+NORACE_PKGS ?= ./auction ./scheduler ./exchange ./e2e/ops
 NORACE_RUN  ?= ^(TestCATSFinalRound|TestGeneratedCATSFinalRound|TestEconAcceptsFiveTimesGreedysValueOnTheMapReduceMix|TestFractionalPredictorAlsoBeatsGreedy|TestUpperBoundMatchesLP|TestUpperBoundFeasible|TestAllocationWithUseMatchesLP|TestAHundredThousandOrdersPreviewCloseAndSettle|TestKilledSettlementLeavesNothingPartialOnSQLite|TestKilledSettlementLeavesNothingPartialOnPostgres)$$
 
 ## test-short: the quick loop while developing: every test but the slow ones (browser,

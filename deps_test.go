@@ -28,10 +28,11 @@ var (
 	// the HTTP router and, for the engines, the template engine.
 	frameworks = []string{"gorm.io", "github.com/gin-gonic", "github.com/a-h/templ"}
 	// above lists the packages above a domain service: the HTTP layer, the pages, the
-	// binary, the demo seed and the cluster agent, which speaks only the JSON API.
-	above = []string{"web", "templates", "cmd", "demo", "agent"}
+	// server's wiring, the binary, the demo seed, the cluster agent, which speaks only
+	// the JSON API, and the end-to-end tests.
+	above = []string{"web", "templates", "server", "cmd", "demo", "agent", "e2e"}
 	// server lists every package the server is made of, below the binary.
-	server = []string{"audit", "store", "ledger", "mailer", "identity", "notify", "exchange", "fleet", "besteffort", "costs", "metrics", "demo", "web", "templates", "static", "migrations", "cmd"}
+	server = []string{"audit", "store", "ledger", "mailer", "identity", "notify", "exchange", "fleet", "besteffort", "costs", "metrics", "demo", "web", "templates", "static", "migrations", "server", "cmd", "e2e"}
 )
 
 func join(groups ...[]string) []string {
@@ -127,24 +128,39 @@ var depRules = map[string]depRule{
 
 	// The demo seed fills a database through the services, as a user would; its
 	// owners' usage follows the simulated agent's daily wave (agent/simulate).
-	"demo": {deny: []string{"web", "templates", "cmd", "metrics"}},
+	"demo": {deny: []string{"web", "templates", "server", "cmd", "metrics", "e2e"}},
 
 	// Pages take view models built in web: no database row reaches a template.
-	"templates": {deny: join([]string{"gorm.io", "github.com/gin-gonic"}, []string{"store", "ledger", "mailer", "identity", "exchange", "fleet", "besteffort", "metrics", "demo", "web", "cmd", "agent"})},
+	"templates": {deny: join([]string{"gorm.io", "github.com/gin-gonic"}, []string{"store", "ledger", "mailer", "identity", "exchange", "fleet", "besteffort", "metrics", "demo", "web", "server", "cmd", "agent"})},
 
 	// The HTML reports of `share simulate` and `simulate`: the pages' chart components
 	// over view models the commands build.
-	"templates/reports": {deny: join([]string{"gorm.io", "github.com/gin-gonic"}, []string{"store", "ledger", "mailer", "identity", "exchange", "fleet", "besteffort", "metrics", "demo", "web", "cmd", "agent"})},
+	"templates/reports": {deny: join([]string{"gorm.io", "github.com/gin-gonic"}, []string{"store", "ledger", "mailer", "identity", "exchange", "fleet", "besteffort", "metrics", "demo", "web", "server", "cmd", "agent"})},
 
 	// The research tools (lab.go in cmd/clearhouse mounts their commands): experiments
 	// over the engines, their tables, JSON and reports, importable and benchmarked
 	// alone; nothing of the server, the database or the agent, and the library no
 	// command-line package (lab/labcmd is its command line).
-	"lab":        {deny: join([]string{"gorm.io", "github.com/gin-gonic", "github.com/spf13"}, []string{"store", "ledger", "mailer", "identity", "notify", "exchange", "fleet", "besteffort", "metrics", "demo", "web", "cmd", "agent", "lab/labcmd"})},
-	"lab/labcmd": {deny: join([]string{"gorm.io", "github.com/gin-gonic"}, []string{"store", "ledger", "mailer", "identity", "notify", "exchange", "fleet", "besteffort", "metrics", "demo", "web", "cmd", "agent"})},
+	"lab":        {deny: join([]string{"gorm.io", "github.com/gin-gonic", "github.com/spf13"}, []string{"store", "ledger", "mailer", "identity", "notify", "exchange", "fleet", "besteffort", "metrics", "demo", "web", "server", "cmd", "agent", "lab/labcmd"})},
+	"lab/labcmd": {deny: join([]string{"gorm.io", "github.com/gin-gonic"}, []string{"store", "ledger", "mailer", "identity", "notify", "exchange", "fleet", "besteffort", "metrics", "demo", "web", "server", "cmd", "agent"})},
 
 	// HTTP: routes, handlers, auth, the JSON API.
-	"web": {deny: []string{"cmd", "demo", "agent"}},
+	"web": {deny: []string{"server", "cmd", "demo", "agent", "e2e"}},
+
+	// The server's wiring: the services, the web server and the scheduled jobs of
+	// `clearhouse serve` (App), importable so that the end-to-end tests run the
+	// production wiring; no command line and, like the binary, no Kubernetes package
+	// (the demo it seeds imports agent/simulate).
+	"server": {deny: join([]string{"cmd", "e2e"}, kubernetesModules)},
+
+	// The end-to-end tests (browser, clusters, crash and replicas; docs/testing.md) and
+	// what they share: they drive the server's wiring, the agent and the built binary,
+	// never the binary's package.
+	"e2e/e2etest": {deny: []string{"cmd"}},
+	"e2e/browser": {deny: []string{"cmd"}},
+	"e2e/kube":    {deny: []string{"cmd"}},
+	"e2e/slurm":   {deny: []string{"cmd"}},
+	"e2e/ops":     {deny: []string{"cmd"}},
 
 	// The server's binary wires everything but the Kubernetes client: the kubernetes
 	// backend (its client and Kueue's API, some 450 packages) lives in clearhouse-agent,

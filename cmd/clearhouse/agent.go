@@ -9,6 +9,7 @@ import (
 
 	"github.com/clearhouse/clearhouse/agent/agentcmd"
 	"github.com/clearhouse/clearhouse/identity"
+	"github.com/clearhouse/clearhouse/server"
 	"github.com/clearhouse/clearhouse/store"
 )
 
@@ -49,7 +50,7 @@ the output; only its hash is stored.`,
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return withDB(cmd, func(db *store.DB) error {
-				id := identity.NewIdentity(db, time.Now, passwordCost)
+				id := identity.NewIdentity(db, time.Now, server.PasswordCost)
 				if name == "" {
 					name = "agent " + cluster + " " + time.Now().UTC().Format(time.DateOnly)
 				}

@@ -22,6 +22,7 @@ import (
 	"github.com/clearhouse/clearhouse/fleet"
 	"github.com/clearhouse/clearhouse/identity"
 	"github.com/clearhouse/clearhouse/ledger"
+	"github.com/clearhouse/clearhouse/server"
 	"github.com/clearhouse/clearhouse/store/storetest"
 )
 
@@ -30,7 +31,7 @@ import (
 // member.
 type agentMarket struct {
 	t      *testing.T
-	app    *App
+	app    *server.App
 	clock  *storetest.Clock
 	dsn    string
 	member identity.User
@@ -39,9 +40,9 @@ type agentMarket struct {
 func newAgentMarket(t *testing.T) *agentMarket {
 	t.Helper()
 	dsn := filepath.Join(t.TempDir(), "agent.db")
-	cfg := Config{Addr: "127.0.0.1:0", DB: dsn, Migrate: true, LoginRate: 100, Tick: time.Hour, PreviewEvery: time.Minute}
+	cfg := server.Config{Addr: "127.0.0.1:0", DB: dsn, Migrate: true, LoginRate: 100, Tick: time.Hour, PreviewEvery: time.Minute}
 	clock := storetest.NewClock(time.Time{})
-	app := NewApp(cfg, slog.New(slog.NewTextHandler(io.Discard, nil)), clock.Now)
+	app := server.NewApp(cfg, slog.New(slog.NewTextHandler(io.Discard, nil)), clock.Now)
 	ctx := context.Background()
 	if err := app.Open(ctx); err != nil {
 		t.Fatal(err)

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"runtime/debug"
+	"slices"
 
 	"github.com/clearhouse/clearhouse/auction"
 	"github.com/spf13/cobra"
@@ -196,4 +197,9 @@ func newAuctionCheckCmd() *cobra.Command {
 	_ = cmd.MarkFlagRequired("in")
 	_ = cmd.MarkFlagRequired("result")
 	return cmd
+}
+
+func sorted(s []string) []string {
+	slices.Sort(s)
+	return s
 }

@@ -9,18 +9,10 @@ import (
 	"github.com/clearhouse/clearhouse/auction"
 	"github.com/clearhouse/clearhouse/exchange"
 	"github.com/clearhouse/clearhouse/fleet"
-	"github.com/clearhouse/clearhouse/ledger"
+	"github.com/clearhouse/clearhouse/server"
 	"github.com/clearhouse/clearhouse/store"
 	"github.com/spf13/cobra"
 )
-
-// marketFor builds the market service for one command, with reserve prices from
-// measured utilization as the server has them.
-func marketFor(db *store.DB) *exchange.Market {
-	m := exchange.NewMarket(db, ledger.New(db, time.Now), time.Now)
-	m.UseMeasuredUtilization(fleet.NewUtilization(db, time.Now, fleet.DefaultUtilizationConfig))
-	return m
-}
 
 func auctionIDArg(s string) (int64, error) {
 	id, err := strconv.ParseInt(s, 10, 64)
@@ -41,7 +33,7 @@ func newAuctionPreviewCmd() *cobra.Command {
 				return err
 			}
 			return withDB(cmd, func(db *store.DB) error {
-				run, err := marketFor(db).Preview(cmd.Context(), id)
+				run, err := server.MarketFor(db).Preview(cmd.Context(), id)
 				if err != nil {
 					return err
 				}
@@ -64,7 +56,7 @@ func newAuctionCloseCmd() *cobra.Command {
 				return err
 			}
 			return withDB(cmd, func(db *store.DB) error {
-				m := marketFor(db)
+				m := server.MarketFor(db)
 				run, err := m.Close(cmd.Context(), id)
 				if err != nil {
 					return err
@@ -85,20 +77,20 @@ func newAuctionCloseCmd() *cobra.Command {
 }
 
 func newAuctionTickCmd() *cobra.Command {
-	var cfg Config
+	var cfg server.Config
 	cmd := &cobra.Command{
 		Use:   "tick",
 		Short: "Run the market's scheduled job once: open, preview, close and schedule auctions as due; charge reservations for the slots that passed",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := cfg.validateCadence(); err != nil {
+			if err := cfg.ValidateCadence(); err != nil {
 				return &exitError{2, err}
 			}
 			return withDB(cmd, func(db *store.DB) error {
 				var rep exchange.TickReport
 				var plan fleet.PlanTick
-				ran, err := db.Exclusive(cmd.Context(), tickLock, func() error {
-					m := marketFor(db)
+				ran, err := db.Exclusive(cmd.Context(), server.TickLock, func() error {
+					m := server.MarketFor(db)
 					var market, reservations error
 					rep, market = m.Tick(cmd.Context(), cfg.Cadence())
 					plan, reservations = fleet.NewReservations(db, m.Ledger(), time.Now, fleet.DefaultPlanConfig).Tick(cmd.Context())

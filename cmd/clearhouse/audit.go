@@ -12,7 +12,6 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/clearhouse/clearhouse/audit"
-	"github.com/clearhouse/clearhouse/ledger"
 	"github.com/clearhouse/clearhouse/store"
 )
 
@@ -38,21 +37,6 @@ func recordRestore(ctx context.Context, db *store.DB, backup, path string) error
 		return audit.Record(ctx, tx, audit.Event{Action: "database.restore", Object: "database:" + path,
 			After: map[string]string{"backup": backup}})
 	})
-}
-
-// verifyTrail checks the audit trail's chain (audit.Trail.Verify) as verify's other
-// checks are reported. A database from before the trail (a backup being restored,
-// migrated when the server next starts) has none to check.
-func verifyTrail(ctx context.Context, db *store.DB) ([]ledger.Violation, error) {
-	if !db.Read.Migrator().HasTable("audit_head") {
-		return nil, nil
-	}
-	ps, err := audit.NewTrail(db).Verify(ctx)
-	out := make([]ledger.Violation, 0, len(ps))
-	for _, p := range ps {
-		out = append(out, ledger.Violation{Check: p.Check, Detail: p.Detail})
-	}
-	return out, err
 }
 
 func newAuditCmd() *cobra.Command {

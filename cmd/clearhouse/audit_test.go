@@ -10,6 +10,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/clearhouse/clearhouse/audit"
+	"github.com/clearhouse/clearhouse/server"
 	"github.com/clearhouse/clearhouse/store"
 	"github.com/clearhouse/clearhouse/store/storetest"
 )
@@ -112,7 +113,7 @@ func TestVerifyChecksTheTrailOnBothDatabases(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		if vs, err := verifyAll(ctx, db); err != nil || len(vs) != 0 {
+		if vs, err := server.Verify(ctx, db); err != nil || len(vs) != 0 {
 			t.Fatalf("verify of a whole trail: %v %v", vs, err)
 		}
 		drop := []string{"DROP TRIGGER audit_no_delete", "DELETE FROM audit WHERE seq = 2"}
@@ -129,7 +130,7 @@ func TestVerifyChecksTheTrailOnBothDatabases(t *testing.T) {
 		}); err != nil {
 			t.Fatal(err)
 		}
-		vs, err := verifyAll(ctx, db)
+		vs, err := server.Verify(ctx, db)
 		if err != nil || len(vs) != 2 || vs[0].Check != "audit trail numbering" {
 			t.Errorf("verify after deleting row 2: %v %v", vs, err)
 		}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/clearhouse/clearhouse"
 	"github.com/clearhouse/clearhouse/ledger"
+	"github.com/clearhouse/clearhouse/server"
 	"github.com/clearhouse/clearhouse/store"
 	"github.com/spf13/cobra"
 )
@@ -146,7 +147,7 @@ func stageRestore(ctx context.Context, backup, path string) (tmp string, found [
 		removeSQLite(tmp)
 		return "", nil, err
 	}
-	found, err = verifyAll(ctx, db)
+	found, err = server.Verify(ctx, db)
 	if err == nil && len(found) == 0 {
 		err = recordRestore(ctx, db, backup, path)
 	}

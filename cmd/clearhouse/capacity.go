@@ -5,6 +5,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/clearhouse/clearhouse/server"
 	"github.com/clearhouse/clearhouse/store"
 	"github.com/spf13/cobra"
 )
@@ -26,7 +27,7 @@ func newCapacityShowCmd() *cobra.Command {
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return withDB(cmd, func(db *store.DB) error {
-				cs, err := marketFor(db).Capacities(cmd.Context())
+				cs, err := server.MarketFor(db).Capacities(cmd.Context())
 				if err != nil {
 					return err
 				}
@@ -59,7 +60,7 @@ func newCapacityOverrideCmd() *cobra.Command {
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return withDB(cmd, func(db *store.DB) error {
-				m := marketFor(db)
+				m := server.MarketFor(db)
 				if clear {
 					if err := m.ClearCapacityOverride(cmd.Context(), pool, by); err != nil {
 						return err

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/clearhouse/clearhouse/e2e/e2etest"
+	"github.com/clearhouse/clearhouse/server"
 	"github.com/clearhouse/clearhouse/store/storetest"
 )
 
@@ -16,12 +18,12 @@ import (
 // demo logins it has and the command that sets a new password, which works.
 func TestDemoRestartSaysHowToSignIn(t *testing.T) {
 	t.Parallel()
-	app, _ := startDemo(t)
-	cfg := app.cfg
+	app, _ := e2etest.StartDemo(t)
+	cfg := app.Config()
 	ctx := context.Background()
-	again := NewApp(cfg, slog.New(slog.NewTextHandler(io.Discard, nil)), storetest.NewClock(time.Time{}).Now)
+	again := server.NewApp(cfg, slog.New(slog.NewTextHandler(io.Discard, nil)), storetest.NewClock(time.Time{}).Now)
 	var out bytes.Buffer
-	again.demoOut = &out
+	again.DemoOut = &out
 	if err := again.Open(ctx); err != nil {
 		t.Fatal(err)
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/clearhouse/clearhouse/server"
 	"github.com/clearhouse/clearhouse/store"
 )
 
@@ -12,15 +13,15 @@ import (
 // sign in: the exact command that creates the first operator, who then adds clusters
 // and pools on /operate, and teams and users with the same commands. "" when there are users. dbFromEnv says the database
 // came from CLEARHOUSE_DB, which the command then reads as serve did.
-func (a *App) firstUserHint(ctx context.Context, dbFromEnv bool) (string, error) {
-	users, err := a.Identity.Accounts(ctx, "", 1)
+func firstUserHint(ctx context.Context, app *server.App, dbFromEnv bool) (string, error) {
+	users, err := app.Identity.Accounts(ctx, "", 1)
 	if err != nil || len(users) > 0 {
 		return "", err
 	}
 	return "No one can sign in yet: the database has no users. Create the first operator " +
 		"(the command prints a generated password; the operator then adds clusters and pools on /operate, " +
 		"and teams and other users with clearhouse team add and clearhouse user add):\n" +
-		"  " + firstUserCommand(a.cfg.DB, dbFromEnv), nil
+		"  " + firstUserCommand(app.Config().DB, dbFromEnv), nil
 }
 
 // firstUserCommand is `clearhouse user add` for the first operator on dsn: with

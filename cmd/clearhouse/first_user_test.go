@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/clearhouse/clearhouse/identity"
+	"github.com/clearhouse/clearhouse/server"
 )
 
 // cancelOnWrite is serve's standard output in a test: it keeps what is written and
@@ -77,12 +78,12 @@ func TestServeOnAnEmptyDatabaseSaysHowToCreateTheFirstUser(t *testing.T) {
 		t.Fatalf("%s: exit %d %s", line, code, errOut)
 	}
 	password := strings.TrimPrefix(strings.TrimSpace(added[strings.LastIndex(strings.TrimSpace(added), "\n")+1:]), "password: ")
-	app := NewApp(Config{Addr: "127.0.0.1:0", DB: db, LoginRate: 10, Tick: time.Hour, PreviewEvery: time.Minute}, slog.New(slog.DiscardHandler), time.Now)
+	app := server.NewApp(server.Config{Addr: "127.0.0.1:0", DB: db, LoginRate: 10, Tick: time.Hour, PreviewEvery: time.Minute}, slog.New(slog.DiscardHandler), time.Now)
 	if err := app.Open(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	u, err := app.Identity.Authenticate(context.Background(), "you@example.com", password)
-	hint, herr := app.firstUserHint(context.Background(), false)
+	hint, herr := firstUserHint(context.Background(), app, false)
 	app.Close(context.Background())
 	if err != nil || u.Role != identity.RoleOperator {
 		t.Fatalf("signing in with the printed password (%q from %q): %+v, %v", password, added, u, err)

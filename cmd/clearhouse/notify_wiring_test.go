@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/clearhouse/clearhouse/e2e/e2etest"
+	"github.com/clearhouse/clearhouse/server"
 	"github.com/clearhouse/clearhouse/store/storetest"
 )
 
@@ -15,10 +17,10 @@ import (
 // users through the service the app holds (which the reservations, the pages and the
 // e-mail job are given too), not through one of its own.
 func TestTheAppPassesOneNotificationServiceToTheMarket(t *testing.T) {
-	cfg := demoConfig(filepath.Join(t.TempDir(), "clearhouse.db"))
+	cfg := e2etest.DemoConfig(filepath.Join(t.TempDir(), "clearhouse.db"))
 	cfg.Demo = false
-	app := NewApp(cfg, slog.New(slog.NewTextHandler(io.Discard, nil)), storetest.NewClock(time.Time{}).Now)
-	if err := app.openServices(context.Background()); err != nil {
+	app := server.NewApp(cfg, slog.New(slog.NewTextHandler(io.Discard, nil)), storetest.NewClock(time.Time{}).Now)
+	if err := app.OpenServices(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = app.DB.Close() })

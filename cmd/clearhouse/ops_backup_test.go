@@ -16,6 +16,7 @@ import (
 
 	"github.com/clearhouse/clearhouse/exchange"
 	"github.com/clearhouse/clearhouse/ledger"
+	"github.com/clearhouse/clearhouse/server"
 	"github.com/clearhouse/clearhouse/store"
 	"github.com/clearhouse/clearhouse/store/storetest"
 )
@@ -165,7 +166,7 @@ func TestPostgresDumpAndRestoreProcedure(t *testing.T) {
 		}
 	}
 	source, target := freshDatabase(t, base), freshDatabase(t, base)
-	m := newOpsMarket(t, func(c *Config) { c.DB = source })
+	m := newOpsMarket(t, func(c *server.Config) { c.DB = source })
 	m.bid(10, 100*ledger.Dollar)
 	if _, err := m.app.Market.Close(context.Background(), m.auction.ID); err != nil {
 		t.Fatal(err)

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"io"
 	"log/slog"
 	"net/url"
@@ -15,9 +14,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/clearhouse/clearhouse/fleet"
-	"github.com/clearhouse/clearhouse/ledger"
 	"github.com/clearhouse/clearhouse/migrations"
+	"github.com/clearhouse/clearhouse/server"
 	"github.com/clearhouse/clearhouse/store"
 	"github.com/clearhouse/clearhouse/store/storetest"
 )
@@ -97,7 +95,7 @@ func TestStartRefusesASchemaNewerThanTheBinary(t *testing.T) {
 			dsn = pgDSNOf(t, db)
 		}
 		for _, migrate := range []bool{true, false} {
-			_, err := openMigrated(context.Background(), dsn, migrate, discardLog())
+			_, err := server.OpenMigrated(context.Background(), dsn, migrate, discardLog())
 			want := []string{strconv.FormatInt(newest+1, 10), strconv.FormatInt(newest, 10), "newer than this binary"}
 			for _, w := range want {
 				if err == nil || !strings.Contains(err.Error(), w) {
@@ -123,7 +121,7 @@ func TestThreeReplicasOnPostgresMigrateOnce(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			dbs[i], errs[i] = openMigrated(context.Background(), dsn, true, discardLog())
+			dbs[i], errs[i] = server.OpenMigrated(context.Background(), dsn, true, discardLog())
 		}()
 	}
 	wg.Wait()
@@ -138,55 +136,6 @@ func TestThreeReplicasOnPostgresMigrateOnce(t *testing.T) {
 	dbs[0].Read.Raw("SELECT COUNT(*) FROM goose_db_version WHERE version_id > 0").Scan(&n)
 	if want := int64(len(migrationVersions(t))); dup != 0 || n != want {
 		t.Fatalf("%d versions recorded twice, %d recorded; want 0 and %d", dup, n, want)
-	}
-}
-
-// Close cancels the running jobs (here the start-up catch-up's kind, a tracked
-// goroutine) and waits for them before it closes the database: a job that ends on
-// cancellation still finds the database open.
-func TestCloseCancelsJobsAndClosesTheDatabaseLast(t *testing.T) {
-	m := newOpsMarket(t, nil)
-	started := make(chan struct{}, 1)
-	var sawCancel bool
-	var queryErr error
-	m.app.goJob(func(ctx context.Context) {
-		started <- struct{}{}
-		<-ctx.Done()
-		sawCancel = true
-		time.Sleep(50 * time.Millisecond) // a job finishing its last statement
-		queryErr = m.app.DB.Read.Exec("SELECT 1").Error
-	})
-	<-started
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if err := m.app.Close(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if !sawCancel || queryErr != nil {
-		t.Fatalf("job cancelled: %v; its last query: %v", sawCancel, queryErr)
-	}
-	if err := m.app.DB.Read.Exec("SELECT 1").Error; err == nil {
-		t.Fatal("the database is still open after Close")
-	}
-	if err := m.app.Ready(context.Background()); err == nil {
-		t.Fatal("ready after Close")
-	}
-}
-
-// A listener that stops serving stops the server with a non-zero exit.
-func TestFailedListenerStopsTheServer(t *testing.T) {
-	m := newOpsMarket(t, func(c *Config) { c.MetricsAddr = "127.0.0.1:0" })
-	m.app.metricsLn.Close() // the metrics listener fails under the server
-	done := make(chan error, 1)
-	go func() { done <- serveUntilDone(context.Background(), m.app, discardLog()) }()
-	select {
-	case err := <-done:
-		var ee *exitError
-		if !errors.As(err, &ee) || ee.code != 1 || !strings.Contains(err.Error(), "metrics server") {
-			t.Fatalf("serve ended with %v, want exit 1 naming the metrics server", err)
-		}
-	case <-time.After(20 * time.Second):
-		t.Fatal("serve goes on without its metrics listener")
 	}
 }
 
@@ -254,30 +203,3 @@ func pgDSNOf(t *testing.T, db *store.DB) string {
 }
 
 func discardLog() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
-
-// A server has its reservation plan in memory when it reports ready, and the
-// plan_follow job brings it up to date with another server's write without a read.
-func TestReadyServerHasItsPlanAndFollowsOtherServers(t *testing.T) {
-	m := newOpsMarket(t, nil)
-	ctx := context.Background()
-	if err := m.app.Ready(ctx); err != nil {
-		t.Fatalf("not ready: %v", err)
-	}
-	if u := m.app.Plan.Updates(); u.Rebuilt == 0 {
-		t.Fatalf("ready, but the plan was never built: %+v", u)
-	}
-	other := fleet.NewReservations(m.app.DB, m.app.Ledger, m.clock.Now, fleet.DefaultPlanConfig)
-	now := m.clock.Now()
-	d := fleet.Definition{Value: 10 * ledger.Dollar, Requests: []fleet.RequestSpec{{Configuration: map[string]int64{"us-east/cpu": 1},
-		Count: 1, Duration: time.Hour, Arrival: now, Deadline: now.Add(3 * time.Hour)}}}
-	if _, err := other.Reserve(ctx, m.member, d); err != nil {
-		t.Fatal(err)
-	}
-	before := m.app.Plan.Updates()
-	if err := m.app.runJob(ctx, jobPlan, m.app.followPlan); err != nil {
-		t.Fatal(err)
-	}
-	if after := m.app.Plan.Updates(); after.Replayed+after.Rebuilt <= before.Replayed+before.Rebuilt {
-		t.Fatalf("plan_follow after another server's reservation: %+v, then %+v", before, after)
-	}
-}

@@ -138,19 +138,3 @@ func waitLogged(t *testing.T, logs *syncBuffer, done chan int, want ...string) {
 		}
 	}
 }
-
-// A job that panics fails (counted and logged) with its stack, and the server goes on.
-func TestJobPanicIsLoggedWithItsStack(t *testing.T) {
-	m := newOpsMarket(t, nil)
-	err := m.app.runJob(context.Background(), "panicky", func(context.Context) (bool, error) { panic("boom") })
-	if err == nil || !strings.Contains(err.Error(), "boom") {
-		t.Fatalf("runJob: %v", err)
-	}
-	logs := m.logs.String()
-	if !strings.Contains(logs, `"msg":"job panicked","job":"panicky","panic":"boom","stack":"goroutine`) || !strings.Contains(logs, "TestJobPanicIsLoggedWithItsStack") {
-		t.Fatalf("no stack in the logs:\n%s", logs)
-	}
-	if v, ok := value(m.scrape(), "clearhouse_job_failures_total", map[string]string{"name": "panicky"}); !ok || v != 1 {
-		t.Fatalf("failures %v %v", v, ok)
-	}
-}

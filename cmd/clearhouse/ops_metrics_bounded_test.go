@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/clearhouse/clearhouse/server"
 )
 
 // scrapeText reads /metrics as text: its size in bytes and its series (the lines
@@ -133,7 +135,7 @@ func TestMetricsAlertedCountersExistAtZeroFromStart(t *testing.T) {
 			t.Errorf("a fresh server has no %s with labels %v", name, want)
 		}
 		if name == "clearhouse_job_failures_total" {
-			for _, job := range jobNames {
+			for _, job := range server.JobNames() {
 				if v, ok := value(fams, name, map[string]string{"name": job}); !ok || v != 0 {
 					t.Errorf("%s{name=%q} = %v (present %v), want 0", name, job, v, ok)
 				}

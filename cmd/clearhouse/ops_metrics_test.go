@@ -20,6 +20,7 @@ import (
 	"github.com/clearhouse/clearhouse/exchange"
 	"github.com/clearhouse/clearhouse/identity"
 	"github.com/clearhouse/clearhouse/ledger"
+	"github.com/clearhouse/clearhouse/server"
 	"github.com/clearhouse/clearhouse/store/storetest"
 )
 
@@ -30,7 +31,7 @@ const testMetricsToken = "metrics-token-0123456789abcdef"
 // an auction open from now for an hour.
 type opsMarket struct {
 	t       *testing.T
-	app     *App
+	app     *server.App
 	clock   *storetest.Clock
 	dsn     string
 	member  identity.User
@@ -56,17 +57,17 @@ func (s *syncBuffer) String() string {
 	return s.b.String()
 }
 
-func newOpsMarket(t *testing.T, edit func(*Config)) *opsMarket {
+func newOpsMarket(t *testing.T, edit func(*server.Config)) *opsMarket {
 	t.Helper()
 	dsn := filepath.Join(t.TempDir(), "ops.db")
-	cfg := Config{Addr: "127.0.0.1:0", DB: dsn, Migrate: true, LoginRate: 100, Tick: time.Hour, PreviewEvery: time.Minute,
+	cfg := server.Config{Addr: "127.0.0.1:0", DB: dsn, Migrate: true, LoginRate: 100, Tick: time.Hour, PreviewEvery: time.Minute,
 		MetricsToken: testMetricsToken}
 	if edit != nil {
 		edit(&cfg)
 	}
 	clock := storetest.NewClock(time.Time{})
 	logs := &syncBuffer{}
-	app := NewApp(cfg, slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})), clock.Now)
+	app := server.NewApp(cfg, slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})), clock.Now)
 	ctx := context.Background()
 	if err := app.Open(ctx); err != nil {
 		t.Fatal(err)
@@ -211,8 +212,8 @@ func TestMetricsFollowACloseASettlementAFailingJobAndAnAgentReport(t *testing.T)
 	m.want(after, "clearhouse_settlement_paid_dollars_total", nil, float64(paid)/1e6)
 	m.want(after, "clearhouse_open_orders", map[string]string{"status": "open"}, 0)
 	m.want(after, "clearhouse_auction_last_settled_timestamp_seconds", nil, float64(m.clock.Now().Unix()))
-	m.want(after, "clearhouse_job_runs_total", map[string]string{"name": jobTick}, 2) // the start-up catch-up and this one
-	m.want(after, "clearhouse_job_last_success_timestamp_seconds", map[string]string{"name": jobTick}, float64(m.clock.Now().Unix()))
+	m.want(after, "clearhouse_job_runs_total", map[string]string{"name": "market_tick"}, 2) // the start-up catch-up and this one
+	m.want(after, "clearhouse_job_last_success_timestamp_seconds", map[string]string{"name": "market_tick"}, float64(m.clock.Now().Unix()))
 	if _, ok := value(after, "clearhouse_plan_update_duration_seconds", map[string]string{"rebuilt": "true"}); !ok {
 		t.Error("no plan update recorded after a settlement moved quota")
 	}
@@ -224,9 +225,9 @@ func TestMetricsFollowACloseASettlementAFailingJobAndAnAgentReport(t *testing.T)
 		t.Fatal("a tick on an ended context succeeded")
 	}
 	failed := m.scrape()
-	m.want(failed, "clearhouse_job_failures_total", map[string]string{"name": jobTick}, 1)
-	m.want(failed, "clearhouse_job_runs_total", map[string]string{"name": jobTick}, 3)
-	m.want(failed, "clearhouse_job_last_success_timestamp_seconds", map[string]string{"name": jobTick}, float64(m.clock.Now().Unix()))
+	m.want(failed, "clearhouse_job_failures_total", map[string]string{"name": "market_tick"}, 1)
+	m.want(failed, "clearhouse_job_runs_total", map[string]string{"name": "market_tick"}, 3)
+	m.want(failed, "clearhouse_job_last_success_timestamp_seconds", map[string]string{"name": "market_tick"}, float64(m.clock.Now().Unix()))
 	if !strings.Contains(m.logs.String(), `"msg":"job failed","job":"market_tick"`) {
 		t.Errorf("the failure is not logged:\n%s", m.logs.String())
 	}
@@ -290,7 +291,7 @@ func TestMetricsTokenOpensOnlyMetrics(t *testing.T) {
 // Without a metrics token /metrics does not exist on the main address; on
 // --metrics-addr it answers without authentication.
 func TestMetricsAddrServesWithoutAuth(t *testing.T) {
-	m := newOpsMarket(t, func(c *Config) { c.MetricsToken, c.MetricsAddr = "", "127.0.0.1:0" })
+	m := newOpsMarket(t, func(c *server.Config) { c.MetricsToken, c.MetricsAddr = "", "127.0.0.1:0" })
 	if code, _ := get(t, m.app.Server.URL()+"/metrics", ""); code != http.StatusNotFound {
 		t.Errorf("/metrics on the main address without a token configured: %d, want 404", code)
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/clearhouse/clearhouse/fleet"
 	"github.com/clearhouse/clearhouse/identity"
 	"github.com/clearhouse/clearhouse/ledger"
+	"github.com/clearhouse/clearhouse/server"
 	"github.com/clearhouse/clearhouse/store/storetest"
 )
 
@@ -26,13 +27,13 @@ type e2e struct {
 	t     *testing.T
 	clock *storetest.Clock
 	path  string
-	app   *App
+	app   *server.App
 }
 
 func (e *e2e) start() {
 	e.t.Helper()
-	cfg := Config{Addr: "127.0.0.1:0", DB: e.path, Migrate: true, LoginRate: 100, Tick: time.Hour, PreviewEvery: time.Minute}
-	e.app = NewApp(cfg, slog.New(slog.NewTextHandler(io.Discard, nil)), e.clock.Now)
+	cfg := server.Config{Addr: "127.0.0.1:0", DB: e.path, Migrate: true, LoginRate: 100, Tick: time.Hour, PreviewEvery: time.Minute}
+	e.app = server.NewApp(cfg, slog.New(slog.NewTextHandler(io.Discard, nil)), e.clock.Now)
 	if err := e.app.Open(context.Background()); err != nil {
 		e.t.Fatal(err)
 	}

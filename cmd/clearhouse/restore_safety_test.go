@@ -10,20 +10,21 @@ import (
 
 	"github.com/clearhouse/clearhouse/exchange"
 	"github.com/clearhouse/clearhouse/ledger"
+	"github.com/clearhouse/clearhouse/server"
 	"github.com/clearhouse/clearhouse/store"
 )
 
 // serveOn opens a server on the SQLite file dsn, as `clearhouse serve` does.
-func serveOn(t *testing.T, dsn string) *App {
+func serveOn(t *testing.T, dsn string) *server.App {
 	t.Helper()
-	app := NewApp(Config{Addr: "127.0.0.1:0", DB: dsn, Migrate: true, LoginRate: 100, Tick: time.Hour, PreviewEvery: time.Minute}, discardLog(), time.Now)
+	app := server.NewApp(server.Config{Addr: "127.0.0.1:0", DB: dsn, Migrate: true, LoginRate: 100, Tick: time.Hour, PreviewEvery: time.Minute}, discardLog(), time.Now)
 	if err := app.Open(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	return app
 }
 
-func closeApp(t *testing.T, app *App) {
+func closeApp(t *testing.T, app *server.App) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -137,7 +138,7 @@ func TestRestoreRefusesUnderARunningServer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if db, err := openMigrated(ctx, live, true, discardLog()); err == nil || !strings.Contains(err.Error(), "restore") {
+	if db, err := server.OpenMigrated(ctx, live, true, discardLog()); err == nil || !strings.Contains(err.Error(), "restore") {
 		if db != nil {
 			db.Close()
 		}

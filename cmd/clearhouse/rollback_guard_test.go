@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/clearhouse/clearhouse/server"
 	"github.com/clearhouse/clearhouse/store"
 	"github.com/clearhouse/clearhouse/store/storetest"
 )
@@ -42,7 +43,7 @@ func TestARollbackRunsOnlyOnASchemaThatDeclaresItCompatible(t *testing.T) {
 			t.Helper()
 			dsn := dsnOf()
 			for _, migrate := range []bool{true, false} {
-				if got, err := openMigrated(ctx, dsn, migrate, discardLog()); err == nil || !strings.Contains(err.Error(), "does not declare this release compatible") {
+				if got, err := server.OpenMigrated(ctx, dsn, migrate, discardLog()); err == nil || !strings.Contains(err.Error(), "does not declare this release compatible") {
 					if got != nil {
 						got.Close()
 					}
@@ -58,7 +59,7 @@ func TestARollbackRunsOnlyOnASchemaThatDeclaresItCompatible(t *testing.T) {
 		exec("INSERT INTO schema_compat (version, oldest_schema) VALUES (?, ?)", newest+1, newest)
 		dsn := dsnOf()
 		for _, migrate := range []bool{true, false} {
-			got, err := openMigrated(ctx, dsn, migrate, discardLog())
+			got, err := server.OpenMigrated(ctx, dsn, migrate, discardLog())
 			if err != nil {
 				t.Fatalf("a newer schema declaring this release compatible, --migrate=%v: %v", migrate, err)
 			}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/clearhouse/clearhouse/auction"
+	"github.com/clearhouse/clearhouse/server"
 	"github.com/clearhouse/clearhouse/store"
 	"github.com/spf13/cobra"
 )
@@ -17,7 +18,7 @@ import (
 const defaultDB = "clearhouse.db"
 
 func newServeCmd() *cobra.Command {
-	var cfg Config
+	var cfg server.Config
 	var logs logFlags
 	cmd := &cobra.Command{
 		Use:   "serve",
@@ -40,14 +41,15 @@ share one database; run 'clearhouse migrate' once and start them with --migrate=
 			if err != nil {
 				return &exitError{2, err}
 			}
-			app := NewApp(cfg, log, time.Now)
-			app.demoOut = cmd.OutOrStdout()
+			cfg.Version = version
+			app := server.NewApp(cfg, log, time.Now)
+			app.DemoOut = cmd.OutOrStdout()
 			if err := app.Open(cmd.Context()); err != nil {
 				return err
 			}
 			fmt.Fprintln(cmd.OutOrStdout(), servingMessage(app.Server.URL(), cfg.DB))
 			envDB, ok := os.LookupEnv("CLEARHOUSE_DB")
-			if hint, err := app.firstUserHint(cmd.Context(), ok && envDB == cfg.DB); err != nil {
+			if hint, err := firstUserHint(cmd.Context(), app, ok && envDB == cfg.DB); err != nil {
 				log.Warn("could not count the users", "err", err)
 			} else if hint != "" {
 				fmt.Fprintln(cmd.OutOrStdout(), hint)
@@ -76,7 +78,7 @@ share one database; run 'clearhouse migrate' once and start them with --migrate=
 	f.DurationVar(&cfg.Mail.Timeout, "smtp-timeout", 30*time.Second, "the longest one email may take to send")
 	f.StringVar(&cfg.MetricsAddr, "metrics-addr", "", "also serve /metrics, without authentication, on this host:port (e.g. 0.0.0.0:9090); on --addr /metrics needs CLEARHOUSE_METRICS_TOKEN")
 	f.DurationVar(&cfg.VerifyEvery, "verify-every", time.Hour, "how often a scheduled verify checks the invariants (clearhouse_verify_violations); 0: never")
-	cfg.SignIn.register(f)
+	cfg.SignIn.RegisterFlags(f)
 	logs.register(f)
 	return cmd
 }
@@ -86,7 +88,7 @@ const shutdownTimeout = 30 * time.Second
 
 // serveUntilDone waits until ctx ends (an interrupt) or a listener fails, then
 // closes the app. A failed listener makes the process exit non-zero.
-func serveUntilDone(ctx context.Context, app *App, log *slog.Logger) error {
+func serveUntilDone(ctx context.Context, app *server.App, log *slog.Logger) error {
 	var failure error
 	select {
 	case <-ctx.Done():

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"io"
 	"maps"
@@ -62,25 +61,4 @@ func printFairness(w io.Writer, reports []besteffort.FairnessReport) {
 			fmt.Fprintln(w)
 		}
 	}
-}
-
-// fairnessLock names the advisory lock that keeps the fairness job on one replica.
-const fairnessLock = 0x69646c65 // "idle"
-
-// RunFairness runs the fairness job once, on one replica at a time.
-func (a *App) RunFairness(ctx context.Context) error {
-	return a.runJob(ctx, jobFairness, a.fairness)
-}
-
-func (a *App) fairness(ctx context.Context) (bool, error) {
-	var n int
-	ran, err := a.DB.Exclusive(ctx, fairnessLock, func() error {
-		reports, err := a.Idle.ComputeFairness(ctx)
-		n = len(reports)
-		return err
-	})
-	if ran && err == nil {
-		a.log.Info("fairness reports computed", "reports", n)
-	}
-	return ran, err
 }

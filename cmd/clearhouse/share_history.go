@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"time"
 
@@ -30,25 +29,4 @@ func newShareHistoryCmd() *cobra.Command {
 		},
 	}
 	return cmd
-}
-
-// historySchedule runs the history job at the start of every HistoryInterval of
-// the clock (minutes 0, 15, 30 and 45, UTC), not every interval from the server's
-// start: a point is stamped with the interval the job runs in, so a job started near
-// an interval's end and run late would have stamped the next one and left a gap.
-const historySchedule = "*/15 * * * *"
-
-// RunHistory runs the history job once. Every server may run it: a point is
-// recorded once per interval whichever server takes it first.
-func (a *App) RunHistory(ctx context.Context) error {
-	return a.runJob(ctx, jobHistory, a.history)
-}
-
-func (a *App) history(ctx context.Context) (bool, error) {
-	rep, err := a.Idle.RecordHistory(ctx)
-	if err != nil {
-		return true, err
-	}
-	a.log.Info("idle history recorded", "at", rep.At, "points", rep.Recorded, "pruned", rep.Pruned)
-	return true, nil
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/clearhouse/clearhouse/identity"
+	"github.com/clearhouse/clearhouse/server"
 	"github.com/clearhouse/clearhouse/store"
 )
 
@@ -28,7 +29,7 @@ func newUserCmd() *cobra.Command {
 // withDB opens the configured database, which must be current, for one command.
 func withDB(cmd *cobra.Command, fn func(db *store.DB) error) error {
 	log := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: slog.LevelWarn}))
-	db, err := openMigrated(cmd.Context(), dbFlag(cmd), false, log)
+	db, err := server.OpenMigrated(cmd.Context(), dbFlag(cmd), false, log)
 	if err != nil {
 		return err
 	}
@@ -54,7 +55,7 @@ once.`,
 				return err
 			}
 			return withDB(cmd, func(db *store.DB) error {
-				id := identity.NewIdentity(db, time.Now, passwordCost)
+				id := identity.NewIdentity(db, time.Now, server.PasswordCost)
 				u, err := id.AddUser(cmd.Context(), identity.NewUser{Email: email, Name: name, Role: identity.Role(role), TeamID: team, Password: password})
 				if err != nil {
 					return err

@@ -7,13 +7,14 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/clearhouse/clearhouse/identity"
+	"github.com/clearhouse/clearhouse/server"
 	"github.com/clearhouse/clearhouse/store"
 )
 
 // withUser opens the database and finds the user with the email for one command.
 func withUser(cmd *cobra.Command, email string, fn func(id *identity.Identity, u identity.User) error) error {
 	return withDB(cmd, func(db *store.DB) error {
-		id := identity.NewIdentity(db, time.Now, passwordCost)
+		id := identity.NewIdentity(db, time.Now, server.PasswordCost)
 		u, err := id.UserByEmail(cmd.Context(), email)
 		if err != nil {
 			return err

@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/clearhouse/clearhouse/identity"
+	"github.com/clearhouse/clearhouse/server"
 	"github.com/clearhouse/clearhouse/store"
 )
 
@@ -100,7 +101,7 @@ func newUserTokenListCmd() *cobra.Command {
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return withDB(cmd, func(db *store.DB) error {
-				id := identity.NewIdentity(db, time.Now, passwordCost)
+				id := identity.NewIdentity(db, time.Now, server.PasswordCost)
 				f := identity.TokenFilter{Limit: 500}
 				if email != "" {
 					u, err := id.UserByEmail(cmd.Context(), email)
@@ -169,7 +170,7 @@ func newUserTokenRevokeCmd() *cobra.Command {
 				return &exitError{2, fmt.Errorf("--id: give the token's id from 'clearhouse user token list'")}
 			}
 			return withDB(cmd, func(db *store.DB) error {
-				id := identity.NewIdentity(db, time.Now, passwordCost)
+				id := identity.NewIdentity(db, time.Now, server.PasswordCost)
 				t, err := id.RevokeToken(cmd.Context(), tokenID)
 				if err != nil {
 					return err

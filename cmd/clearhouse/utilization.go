@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/clearhouse/clearhouse/fleet"
+	"github.com/clearhouse/clearhouse/server"
 	"github.com/clearhouse/clearhouse/store"
 	"github.com/spf13/cobra"
 )
@@ -34,7 +35,7 @@ func newUtilizationRefreshCmd() *cobra.Command {
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return withDB(cmd, func(db *store.DB) error {
 				var rep fleet.RefreshReport
-				ran, err := db.Exclusive(cmd.Context(), utilizationLock, func() error {
+				ran, err := db.Exclusive(cmd.Context(), server.UtilizationLock, func() error {
 					var err error
 					rep, err = utilizationFor(db).Refresh(cmd.Context())
 					return err

@@ -1,14 +1,11 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"fmt"
-	"time"
 
-	"github.com/clearhouse/clearhouse/besteffort"
-	"github.com/clearhouse/clearhouse/fleet"
 	"github.com/clearhouse/clearhouse/ledger"
+	"github.com/clearhouse/clearhouse/server"
 	"github.com/clearhouse/clearhouse/store"
 	"github.com/spf13/cobra"
 )
@@ -38,7 +35,7 @@ check), 2 when the database cannot be read.`,
 			var found []ledger.Violation
 			err := withDB(cmd, func(db *store.DB) error {
 				var err error
-				found, err = verifyAll(cmd.Context(), db)
+				found, err = server.Verify(cmd.Context(), db)
 				return err
 			})
 			if err != nil {
@@ -57,28 +54,4 @@ check), 2 when the database cannot be read.`,
 		},
 	}
 	return cmd
-}
-
-// verifyAll runs every package's checks.
-func verifyAll(ctx context.Context, db *store.DB) ([]ledger.Violation, error) {
-	l := ledger.New(db, time.Now)
-	var all []ledger.Violation
-	for _, check := range []func() ([]ledger.Violation, error){
-		func() ([]ledger.Violation, error) { return l.Verify(ctx) },
-		func() ([]ledger.Violation, error) { return marketFor(db).Verify(ctx) },
-		func() ([]ledger.Violation, error) {
-			return fleet.NewReservations(db, l, time.Now, fleet.DefaultPlanConfig).Verify(ctx)
-		},
-		func() ([]ledger.Violation, error) {
-			return besteffort.New(db, l, time.Now, besteffort.DefaultConfig).Verify(ctx)
-		},
-		func() ([]ledger.Violation, error) { return verifyTrail(ctx, db) },
-	} {
-		vs, err := check()
-		if err != nil {
-			return all, err
-		}
-		all = append(all, vs...)
-	}
-	return all, nil
 }

@@ -1,0 +1,99 @@
+package e2etest
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+)
+
+// sharedBrowser is the one headless Chromium a test binary's browser tests share:
+// the first NewBrowser starts it, Main stops it after the tests.
+// Starting Chromium took about 8 s a test; a browser context is cheap.
+var sharedBrowser struct {
+	once   sync.Once
+	ctx    context.Context // the browser's first tab; tests open their own browser contexts from it
+	cancel func()
+	dir    string // its user data directory
+	err    error
+}
+
+// NewBrowser opens a tab in a browser context of its own (cookies, storage and cache
+// of its own, disposed when the test ends) in the test binary's shared headless Chromium.
+// Chromium is required in CI (.ci/run installs it); elsewhere a missing browser skips
+// the browser tests, and so does -short. Tabs of the shared browser are safe to use
+// in parallel: the browser tests call t.Parallel, each with its own app, copy of the
+// demo and clock.
+func NewBrowser(t *testing.T) context.Context {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("-short: browser tests drive Chromium against the whole app")
+	}
+	path, err := exec.LookPath("chromium")
+	if err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal("chromium is not installed; .ci/run installs it")
+		}
+		t.Skip("chromium is not installed (apt-get install chromium)")
+	}
+	b := &sharedBrowser
+	b.once.Do(func() { b.err = startSharedBrowser(path) })
+	if b.err != nil {
+		t.Fatalf("starting chromium: %v", b.err)
+	}
+	ctx, cancelC := chromedp.NewContext(b.ctx, chromedp.WithNewBrowserContext())
+	// A guard against a hung browser, not a speed check: under the race detector on
+	// a loaded 2-core machine, the demo and its first pages take tens of seconds.
+	ctx, cancelT := context.WithTimeout(ctx, 5*time.Minute)
+	t.Cleanup(func() { cancelT(); cancelC() })
+	return ctx
+}
+
+// startSharedBrowser starts Chromium at path as sharedBrowser.
+func startSharedBrowser(path string) error {
+	b := &sharedBrowser
+	dir, err := os.MkdirTemp("", "clearhouse-chromium-")
+	if err != nil {
+		return err
+	}
+	b.dir = dir
+	opts := []chromedp.ExecAllocatorOption{
+		chromedp.ExecPath(path), chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU,
+		chromedp.UserDataDir(dir), chromedp.WindowSize(1280, 900),
+		chromedp.Flag("disable-background-networking", true), chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true), chromedp.Flag("no-first-run", true),
+	}
+	actx, cancelA := chromedp.NewExecAllocator(context.Background(), opts...)
+	ctx, cancelC := chromedp.NewContext(actx)
+	b.ctx, b.cancel = ctx, func() { cancelC(); cancelA() }
+	return chromedp.Do(ctx) // starts the browser
+}
+
+// closeBrowser stops the shared browser, if a test started it.
+func closeBrowser() {
+	if b := &sharedBrowser; b.cancel != nil {
+		b.cancel()
+		os.RemoveAll(b.dir)
+	}
+}
+
+// Screenshot saves a full-page PNG under $CLEARHOUSE_SCREENSHOTS, when it is set.
+func Screenshot(t *testing.T, ctx context.Context, name string) {
+	t.Helper()
+	dir := os.Getenv("CLEARHOUSE_SCREENSHOTS")
+	if dir == "" {
+		return
+	}
+	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, name+".png"), png, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
