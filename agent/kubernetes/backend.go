@@ -137,10 +137,11 @@ func newBackend(ctx context.Context, cs kubernetes.Interface, kq kueuecs.Interfa
 	b.pods = all.Core().V1().Pods().Lister()
 	b.nodes = all.Core().V1().Nodes().Lister()
 	b.quotas = own.Core().V1().ResourceQuotas().Lister()
-	// An edit of a quota the backend owns, or a task pod's change, queues a reconcile.
+	// An edit of a quota the backend owns, or a task pod showing or going, queues a
+	// reconcile (a pod's updates do not: the tasks reconciler acts on neither).
 	quotas, pods := own.Core().V1().ResourceQuotas().Informer(), all.Core().V1().Pods().Informer()
-	_, err1 := quotas.AddEventHandler(b.quota.queueOn(objectKey))
-	_, err2 := pods.AddEventHandler(b.tasks.queueOn(taskKey))
+	_, err1 := quotas.AddEventHandler(b.quota.queueOn(objectKey, quotaChanged))
+	_, err2 := pods.AddEventHandler(b.tasks.queueOn(taskKey, never))
 	if err := errors.Join(err1, err2); err != nil {
 		return nil, fmt.Errorf("kubernetes: %w", err)
 	}

@@ -103,9 +103,9 @@ func (r *queueReconciler) on(ctx context.Context) (bool, error) {
 		v := f.Kueue().V1beta2()
 		r.clusterQueues, r.localQueues, r.flavors = v.ClusterQueues().Lister(), v.LocalQueues().Lister(), v.ResourceFlavors().Lister()
 		cqs, lqs, fls := v.ClusterQueues().Informer(), v.LocalQueues().Informer(), v.ResourceFlavors().Informer()
-		_, err1 := cqs.AddEventHandler(r.queueOn(func(obj any) string { return "cq:" + objectKey(obj) }))
-		_, err2 := lqs.AddEventHandler(r.queueOn(func(obj any) string { return "lq:" + objectKey(obj) }))
-		_, err3 := fls.AddEventHandler(r.queueOn(func(any) string { return "flavor" }))
+		_, err1 := cqs.AddEventHandler(r.queueOn(func(obj any) string { return "cq:" + objectKey(obj) }, metaChanged))
+		_, err2 := lqs.AddEventHandler(r.queueOn(func(obj any) string { return "lq:" + objectKey(obj) }, metaChanged))
+		_, err3 := fls.AddEventHandler(r.queueOn(func(any) string { return "flavor" }, metaChanged))
 		if err := errors.Join(err1, err2, err3); err != nil {
 			return false, fmt.Errorf("kueue: %w", err)
 		}

@@ -6,12 +6,15 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
 
 	"github.com/clearhouse/clearhouse/agent"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
@@ -106,9 +109,11 @@ func (r *reconciler) drain() []agent.Correction {
 	return out
 }
 
-// queueOn returns informer handlers that queue the key of each object that changes
-// or goes (keyOf "" skips it).
-func (r *reconciler) queueOn(keyOf func(obj any) string) cache.ResourceEventHandlerFuncs {
+// queueOn returns informer handlers that queue the key of each object that shows,
+// goes, or changes as changed says (keyOf "" skips it). changed keeps out the updates
+// the reconciler has nothing to do about (a quota's status, which the quota controller
+// rewrites as pods come and go), so they do not use up the queue's rate.
+func (r *reconciler) queueOn(keyOf func(obj any) string, changed func(old, obj any) bool) cache.ResourceEventHandlerFuncs {
 	add := func(obj any) {
 		if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 			obj = d.Obj
@@ -117,8 +122,35 @@ func (r *reconciler) queueOn(keyOf func(obj any) string) cache.ResourceEventHand
 			r.enqueue(k)
 		}
 	}
-	return cache.ResourceEventHandlerFuncs{AddFunc: add, UpdateFunc: func(_, obj any) { add(obj) }, DeleteFunc: add}
+	return cache.ResourceEventHandlerFuncs{AddFunc: add, DeleteFunc: add, UpdateFunc: func(old, obj any) {
+		if changed(old, obj) {
+			add(obj)
+		}
+	}}
 }
+
+// metaChanged reports whether an update changed what the backend writes of an object:
+// its generation (the spec, for objects with a status subresource that count it), its
+// labels or annotations, or its deletion.
+func metaChanged(old, obj any) bool {
+	a, err1 := meta.Accessor(old)
+	b, err2 := meta.Accessor(obj)
+	if err1 != nil || err2 != nil {
+		return true
+	}
+	return a.GetGeneration() != b.GetGeneration() || !maps.Equal(a.GetLabels(), b.GetLabels()) ||
+		!maps.Equal(a.GetAnnotations(), b.GetAnnotations()) || (a.GetDeletionTimestamp() == nil) != (b.GetDeletionTimestamp() == nil)
+}
+
+// quotaChanged is metaChanged, or a change of a ResourceQuota's spec (the API server
+// counts no generation for it).
+func quotaChanged(old, obj any) bool {
+	a, ok1 := old.(*corev1.ResourceQuota)
+	b, ok2 := obj.(*corev1.ResourceQuota)
+	return !ok1 || !ok2 || metaChanged(old, obj) || !equality.Semantic.DeepEqual(a.Spec, b.Spec)
+}
+
+func never(_, _ any) bool { return false }
 
 // EventSource is the component named on the Events the agent records.
 const EventSource = "clearhouse-agent"
