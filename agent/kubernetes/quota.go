@@ -186,7 +186,10 @@ func (r *quotaReconciler) reconcileQuota(ctx context.Context, key string) (bool,
 		if cur.Labels[ManagedBy] != FieldManager {
 			return false, fmt.Errorf("%s exists and is not Clearhouse's (no %s=%s label): left alone; rename or delete it", object, ManagedBy, FieldManager)
 		}
+		// An older agent's quota, not yet applied by this process (a stale informer may
+		// still show the annotation after the apply that removed it).
 		_, adopt = cur.Annotations[AnnotationHard]
+		adopt = adopt && !written
 		same := b.scoped(cur, w.op) && len(cur.Spec.Hard) == len(w.hard)
 		for _, k := range slices.Sorted(maps.Keys(w.hard)) {
 			v := w.hard[k]
