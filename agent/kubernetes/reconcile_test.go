@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
+	"k8s.io/client-go/util/retry"
 )
 
 // quotaEvents are the Events recorded on the team's quota with that reason.
@@ -97,13 +98,21 @@ func TestAQuotaOfAnOlderAgentIsAdopted(t *testing.T) {
 		WithSpec(corev1ac.ResourceQuotaSpec().WithHard(rl).WithScopeSelector(corev1ac.ScopeSelector().WithMatchExpressions(
 			corev1ac.ScopedResourceSelectorRequirement().WithScopeName(corev1.ResourceQuotaScopePriorityClass).
 				WithOperator(corev1.ScopeSelectorOpNotIn).WithValues(f.class))))
-	q, err := f.cs.CoreV1().ResourceQuotas(f.ns).Apply(ctx, ac, metav1.ApplyOptions{FieldManager: kubernetes.FieldManager, Force: true})
-	if err != nil {
+	if _, err := f.cs.CoreV1().ResourceQuotas(f.ns).Apply(ctx, ac, metav1.ApplyOptions{FieldManager: kubernetes.FieldManager, Force: true}); err != nil {
 		t.Fatal(err)
 	}
-	// Someone doubles the memory limit while no agent runs.
-	q.Spec.Hard[corev1.ResourceRequestsMemory] = resource.MustParse("128Gi")
-	if _, err := f.cs.CoreV1().ResourceQuotas(f.ns).Update(ctx, q, metav1.UpdateOptions{FieldManager: "kubectl-edit"}); err != nil {
+	// Someone doubles the memory limit while no agent runs (read again on a conflict:
+	// the quota controller writes the status meanwhile).
+	var q *corev1.ResourceQuota
+	if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		var err error
+		if q, err = f.cs.CoreV1().ResourceQuotas(f.ns).Get(ctx, kubernetes.QuotaName, metav1.GetOptions{}); err != nil {
+			return err
+		}
+		q.Spec.Hard[corev1.ResourceRequestsMemory] = resource.MustParse("128Gi")
+		_, err = f.cs.CoreV1().ResourceQuotas(f.ns).Update(ctx, q, metav1.UpdateOptions{FieldManager: "kubectl-edit"})
+		return err
+	}); err != nil {
 		t.Fatal(err)
 	}
 	// The new agent starts: its informer's first list holds both.
