@@ -2,6 +2,7 @@ package kubernetes
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"slices"
@@ -19,8 +20,8 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/client-go/tools/record"
 	kueuecs "sigs.k8s.io/kueue/client-go/clientset/versioned"
-	kueuelisters "sigs.k8s.io/kueue/client-go/listers/kueue/v1beta2"
 )
 
 func init() {
@@ -28,40 +29,33 @@ func init() {
 }
 
 // Backend is a Kubernetes cluster as the agent's loop drives it. The loop calls one
-// method at a time; the informers run in their own goroutines.
+// method at a time; the informers and the reconcilers' workers run in their own
+// goroutines. Each concern the backend enforces is its own reconciler, with its own
+// bounded state: quotas (ResourceQuotas), queues (Kueue) and tasks (best-effort pods).
 type Backend struct {
-	cs   kubernetes.Interface
-	m    mapping
-	out  io.Writer
-	now  func() time.Time
-	stop chan struct{}
+	cs       kubernetes.Interface
+	m        mapping
+	out      io.Writer
+	now      func() time.Time
+	stop     chan struct{}
+	cancel   context.CancelFunc // ends the reconcilers' workers
+	events   record.EventBroadcaster
+	recorder record.EventRecorder
 
 	namespaces listerscorev1.NamespaceLister
 	pods       listerscorev1.PodLister
 	nodes      listerscorev1.NodeLister
 	quotas     listerscorev1.ResourceQuotaLister
+	informed   []cache.InformerSynced
 
-	mu       sync.Mutex
-	reported map[int64]string   // task -> the last event reported by this process
-	started  map[int64]struct{} // tasks this process created a pod for
-	jobs     map[agent.JobKey]jobSeen
-	applied  map[string]map[string]string // "namespace/quota" -> the hard limits this process last applied
-	evicted  map[types.UID]string         // pods this process evicted to reclaim -> their team
+	quota  *quotaReconciler
+	queues *queueReconciler
+	tasks  *taskReconciler
 
-	kq             kueuecs.Interface // nil: no Kueue
-	kueueServed    bool
-	flavorOK       bool                            // this process saw or wrote the ResourceFlavor
-	kueueApplied   map[string]string               // ClusterQueue -> what this process last wrote
-	clusterQueues  kueuelisters.ClusterQueueLister // the ClusterQueues it owns; nil until Kueue is found
-	localQueues    kueuelisters.LocalQueueLister   // the LocalQueues it owns; nil until Kueue is found
-	flavors        kueuelisters.ResourceFlavorLister
-	kueueSynced    []cache.InformerSynced
-	localKnown     map[string]bool              // "ns/name" -> this process saw or wrote the LocalQueue
-	kueueCorrected map[string]string            // ClusterQueue -> the resourceVersion whose drift this process put back
-	sharing        map[string]agent.PoolSharing // pool -> its idle-sharing settings, from the allocation
-	classOK        bool                         // the PriorityClass exists
-	closed         bool
-	informed       []cache.InformerSynced
+	mu      sync.Mutex
+	jobs    map[agent.JobKey]jobSeen // reservations' jobs the plan lists now, pruned each poll
+	evicted map[types.UID]string     // pods this process evicted to reclaim -> their team
+	closed  bool
 }
 
 // jobSeen is what this process saw of a reservation's job: whether it reported its
@@ -132,7 +126,9 @@ func newBackend(ctx context.Context, cs kubernetes.Interface, kq kueuecs.Interfa
 		out = io.Discard
 	}
 	b := &Backend{cs: cs, m: m, out: out, now: time.Now, stop: make(chan struct{}),
-		reported: map[int64]string{}, started: map[int64]struct{}{}, jobs: map[agent.JobKey]jobSeen{}, applied: map[string]map[string]string{}, evicted: map[types.UID]string{}, kueueApplied: map[string]string{}, kueueCorrected: map[string]string{}, localKnown: map[string]bool{}, kq: kq}
+		jobs: map[agent.JobKey]jobSeen{}, evicted: map[types.UID]string{}}
+	b.events, b.recorder = newRecorder(cs)
+	b.quota, b.queues, b.tasks = newQuotaReconciler(b), newQueueReconciler(b, kq), newTaskReconciler(b)
 	all := informers.NewSharedInformerFactory(cs, 0)
 	own := informers.NewSharedInformerFactoryWithOptions(cs, 0, informers.WithTweakListOptions(func(o *metav1ListOptions) {
 		o.LabelSelector = labels.SelectorFromSet(labels.Set{ManagedBy: FieldManager}).String()
@@ -141,29 +137,61 @@ func newBackend(ctx context.Context, cs kubernetes.Interface, kq kueuecs.Interfa
 	b.pods = all.Core().V1().Pods().Lister()
 	b.nodes = all.Core().V1().Nodes().Lister()
 	b.quotas = own.Core().V1().ResourceQuotas().Lister()
-	b.informed = []cache.InformerSynced{all.Core().V1().Namespaces().Informer().HasSynced, all.Core().V1().Pods().Informer().HasSynced,
-		all.Core().V1().Nodes().Informer().HasSynced, own.Core().V1().ResourceQuotas().Informer().HasSynced}
+	// An edit of a quota the backend owns, or a task pod showing or going, queues a
+	// reconcile (a pod's updates do not: the tasks reconciler acts on neither).
+	quotas, pods := own.Core().V1().ResourceQuotas().Informer(), all.Core().V1().Pods().Informer()
+	_, err1 := quotas.AddEventHandler(b.quota.queueOn(objectKey, quotaChanged))
+	_, err2 := pods.AddEventHandler(b.tasks.queueOn(taskKey, never))
+	if err := errors.Join(err1, err2); err != nil {
+		return nil, fmt.Errorf("kubernetes: %w", err)
+	}
+	b.informed = []cache.InformerSynced{all.Core().V1().Namespaces().Informer().HasSynced, pods.HasSynced,
+		all.Core().V1().Nodes().Informer().HasSynced, quotas.HasSynced}
 	all.Start(b.stop)
 	own.Start(b.stop)
 	if !cache.WaitForCacheSync(ctx.Done(), b.informed...) {
-		close(b.stop)
+		b.shutdown()
 		return nil, fmt.Errorf("kubernetes: the informers' first lists did not complete: %w", ctx.Err())
 	}
+	work, cancel := context.WithCancel(context.Background())
+	b.cancel = cancel
+	go b.quota.run(work)
+	go b.tasks.run(work)
 	return b, nil
+}
+
+// objectKey is "namespace/name" of an object, or its name when cluster-scoped.
+func objectKey(obj any) string {
+	k, err := cache.MetaNamespaceKeyFunc(obj)
+	if err != nil {
+		return ""
+	}
+	return k
 }
 
 // Name is "kubernetes".
 func (b *Backend) Name() string { return "kubernetes" }
 
-// Close stops the informers.
+// Close stops the reconcilers' workers, the informers and the Event recorder.
 func (b *Backend) Close() error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if !b.closed {
 		b.closed = true
-		close(b.stop)
+		b.shutdown()
 	}
 	return nil
+}
+
+func (b *Backend) shutdown() {
+	if b.cancel != nil {
+		b.cancel()
+	}
+	b.quota.queue.ShutDown()
+	b.queues.queue.ShutDown()
+	b.tasks.queue.ShutDown()
+	close(b.stop)
+	b.events.Shutdown()
 }
 
 // namespacesOf returns the team's namespaces that exist, in the config's order (a
@@ -244,7 +272,7 @@ func (b *Backend) SetPoolSharing(ps []agent.PoolSharing) {
 	for _, p := range ps {
 		m[p.Pool] = p
 	}
-	b.mu.Lock()
-	b.sharing = m
-	b.mu.Unlock()
+	b.queues.mu.Lock()
+	b.queues.sharing = m
+	b.queues.mu.Unlock()
 }

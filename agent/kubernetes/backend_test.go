@@ -21,7 +21,7 @@ import (
 // with pools us-east/cpu (1 core), us-east/ram (1Gi) and us-east/gpu, and a
 // PriorityClass of its own (cluster-scoped, so unique per test).
 type fixture struct {
-	t     *testing.T
+	t     testing.TB
 	cs    *k8s.Clientset
 	ns    string
 	class string
@@ -29,7 +29,7 @@ type fixture struct {
 	b     *kubernetes.Backend
 }
 
-func newFixture(t *testing.T) *fixture {
+func newFixture(t testing.TB) *fixture {
 	t.Helper()
 	cs := kubetest.Client(t)
 	f := &fixture{t: t, cs: cs, ns: kubetest.Namespace(t, cs)}

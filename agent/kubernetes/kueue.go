@@ -2,9 +2,9 @@ package kubernetes
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"strings"
@@ -19,7 +19,9 @@ import (
 	"k8s.io/client-go/tools/cache"
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 	kueueac "sigs.k8s.io/kueue/client-go/applyconfiguration/kueue/v1beta2"
+	kueuecs "sigs.k8s.io/kueue/client-go/clientset/versioned"
 	kueueinformers "sigs.k8s.io/kueue/client-go/informers/externalversions"
+	kueuelisters "sigs.k8s.io/kueue/client-go/listers/kueue/v1beta2"
 )
 
 // kueueGroupVersion is the Kueue API the backend writes.
@@ -36,18 +38,56 @@ func KueueNames(cluster, team string) (flavor, cohort, clusterQueue string) {
 // LocalQueueName is the LocalQueue the backend writes in each team namespace.
 const LocalQueueName = "clearhouse"
 
-// kueueOn reports whether to write Kueue queues: kueue auto or on, and the API server
-// serves Kueue's API (discovery, asked until it answers yes). Under kueue on, an API
-// server without it is an error. The first yes starts informers of the ClusterQueues,
-// LocalQueues and ResourceFlavors the backend owns (label managed-by), from which
-// drift is found.
-func (b *Backend) kueueOn(ctx context.Context) (bool, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.kueueServed {
+// queueReconciler keeps the Kueue objects as the last poll wants them: the
+// cluster's ResourceFlavor, a ClusterQueue per team and a LocalQueue in each team
+// namespace. Its keys: "flavor", "team:<team>" (the poll: the team's ClusterQueue and
+// LocalQueues), "cq:<name>" and "lq:<namespace>/<name>" (informer events). Its state is
+// bounded by the teams and namespaces wanted now.
+type queueReconciler struct {
+	*reconciler
+	b  *Backend
+	kq kueuecs.Interface // nil: no Kueue
+
+	served        bool
+	flavorOK      bool                            // this process saw or wrote the ResourceFlavor
+	clusterQueues kueuelisters.ClusterQueueLister // the ClusterQueues it owns; nil until Kueue is found
+	localQueues   kueuelisters.LocalQueueLister   // the LocalQueues it owns; nil until Kueue is found
+	flavors       kueuelisters.ResourceFlavorLister
+	synced        []cache.InformerSynced
+
+	desired map[string]queueWant         // team -> what the last poll wants
+	sharing map[string]agent.PoolSharing // pool -> its idle-sharing settings, from the allocation
+	written map[string]string            // ClusterQueue -> what this process last wrote
+	fixed   map[string]string            // ClusterQueue -> the resourceVersion whose drift this process put back
+	known   map[string]bool              // "ns/name" -> this process saw or wrote the LocalQueue
+}
+
+// queueWant is a team's queues as the last poll wants them: its units of each pool,
+// and its namespaces.
+type queueWant struct {
+	units map[string]int64
+	nss   []string
+}
+
+func newQueueReconciler(b *Backend, kq kueuecs.Interface) *queueReconciler {
+	r := &queueReconciler{b: b, kq: kq, desired: map[string]queueWant{}, written: map[string]string{}, fixed: map[string]string{}, known: map[string]bool{}}
+	r.reconciler = newReconciler("queues", b.out, r.reconcileQueues)
+	return r
+}
+
+// on reports whether to write Kueue queues: kueue auto or on, and the API server serves
+// Kueue's API (discovery, asked until it answers yes). Under kueue on, an API server
+// without it is an error. The first yes starts informers of the ClusterQueues,
+// LocalQueues and ResourceFlavors the backend owns (label managed-by), whose events
+// queue reconciles, and the reconciler's worker.
+func (r *queueReconciler) on(ctx context.Context) (bool, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	b := r.b
+	if r.served {
 		return true, nil
 	}
-	if b.m.kueue == "off" || b.kq == nil {
+	if b.m.kueue == "off" || r.kq == nil {
 		return false, nil
 	}
 	if _, err := b.cs.Discovery().ServerResourcesForGroupVersion(kueueGroupVersion); err != nil {
@@ -56,24 +96,29 @@ func (b *Backend) kueueOn(ctx context.Context) (bool, error) {
 		}
 		return false, nil
 	}
-	if b.kueueSynced == nil {
-		f := kueueinformers.NewSharedInformerFactoryWithOptions(b.kq, 0, kueueinformers.WithTweakListOptions(func(o *metav1.ListOptions) {
+	if r.synced == nil {
+		f := kueueinformers.NewSharedInformerFactoryWithOptions(r.kq, 0, kueueinformers.WithTweakListOptions(func(o *metav1.ListOptions) {
 			o.LabelSelector = ManagedBy + "=" + FieldManager
 		}))
 		v := f.Kueue().V1beta2()
-		b.clusterQueues, b.localQueues, b.flavors = v.ClusterQueues().Lister(), v.LocalQueues().Lister(), v.ResourceFlavors().Lister()
-		b.kueueSynced = []cache.InformerSynced{v.ClusterQueues().Informer().HasSynced, v.LocalQueues().Informer().HasSynced,
-			v.ResourceFlavors().Informer().HasSynced}
+		r.clusterQueues, r.localQueues, r.flavors = v.ClusterQueues().Lister(), v.LocalQueues().Lister(), v.ResourceFlavors().Lister()
+		cqs, lqs, fls := v.ClusterQueues().Informer(), v.LocalQueues().Informer(), v.ResourceFlavors().Informer()
+		_, err1 := cqs.AddEventHandler(r.queueOn(func(obj any) string { return "cq:" + objectKey(obj) }, metaChanged))
+		_, err2 := lqs.AddEventHandler(r.queueOn(func(obj any) string { return "lq:" + objectKey(obj) }, metaChanged))
+		_, err3 := fls.AddEventHandler(r.queueOn(func(any) string { return "flavor" }, metaChanged))
+		if err := errors.Join(err1, err2, err3); err != nil {
+			return false, fmt.Errorf("kueue: %w", err)
+		}
+		r.synced = []cache.InformerSynced{cqs.HasSynced, lqs.HasSynced, fls.HasSynced}
 		f.Start(b.stop)
 	}
-	synced := b.kueueSynced
-	b.mu.Unlock()
-	ok := cache.WaitForCacheSync(ctx.Done(), synced...)
-	b.mu.Lock()
-	if !ok {
+	if !cache.WaitForCacheSync(ctx.Done(), r.synced...) {
 		return false, fmt.Errorf("kueue: the first list of the ClusterQueues, LocalQueues and ResourceFlavors did not complete (does the agent's role let it list and watch them? see deploy/kubernetes/rbac-kueue.yaml): %w", ctx.Err())
 	}
-	b.kueueServed = true
+	r.served = true
+	work, cancel := context.WithCancel(context.Background())
+	go func() { <-b.stop; cancel() }()
+	go r.run(work)
 	return true, nil
 }
 
@@ -90,26 +135,16 @@ var kueueApply = metav1.ApplyOptions{FieldManager: FieldManager, Force: true}
 // as Clearhouse's best-effort tasks). Its lendingLimit, when the allocation gave the
 // settings of every pool of the resource, is the quota less the pool's exposure share
 // (kept for the owner, as best-effort work keeps it free), rounded down to whole units.
-// See docs/kubernetes-backend.md. A ClusterQueue is written again only when what it
-// should hold changed since this process last wrote it or its informer holds other
-// limits; the flavor and a LocalQueue only when their informer does not hold them as
-// wanted and the API server confirms it. What someone else changed or deleted is put
-// back and returned as a Correction, once.
+// See docs/kubernetes-backend.md. It sets what the queue reconciler wants and
+// reconciles every team's queues at once; between polls the informers' events put
+// back what someone else changed. It returns the corrections made since the last call.
 func (b *Backend) applyKueue(ctx context.Context, byTeam map[string]map[string]int64) ([]agent.Correction, error) {
-	if on, err := b.kueueOn(ctx); !on {
+	r := b.queues
+	if on, err := r.on(ctx); !on {
 		return nil, err
 	}
-	flavor, _, _ := KueueNames(b.m.cluster, "")
-	corrections, err := b.applyFlavor(ctx, flavor)
-	if err != nil {
-		return corrections, err
-	}
-	var covered []corev1.ResourceName
-	for _, p := range b.m.pools {
-		if !slices.Contains(covered, p.resource) {
-			covered = append(covered, p.resource)
-		}
-	}
+	desired := map[string]queueWant{}
+	keys := []string{"flavor"}
 	var errs []error
 	for _, t := range b.m.teams {
 		units, ok := byTeam[t.name]
@@ -121,65 +156,137 @@ func (b *Backend) applyKueue(ctx context.Context, byTeam map[string]map[string]i
 			errs = append(errs, err)
 			continue
 		}
-		_, _, name := KueueNames(b.m.cluster, t.name)
-		cs, err := b.applyClusterQueue(ctx, t.name, name, nss, units, covered)
-		corrections = append(corrections, cs...)
-		if err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		cs, err = b.applyLocalQueues(ctx, t.name, name, nss)
-		corrections = append(corrections, cs...)
-		if err != nil {
-			errs = append(errs, err)
+		desired[t.name] = queueWant{units: units, nss: nss}
+		keys = append(keys, "team:"+t.name)
+	}
+	r.want(desired)
+	if err := r.reconcileNow(ctx, keys[:1]); len(err) > 0 {
+		return r.drain(), errors.Join(err...)
+	}
+	errs = append(errs, r.reconcileNow(ctx, keys[1:])...)
+	return r.drain(), errors.Join(errs...)
+}
+
+// want replaces the desired queues, forgetting what it kept of teams and namespaces no
+// longer wanted.
+func (r *queueReconciler) want(desired map[string]queueWant) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.desired = desired
+	queues, lqs := map[string]bool{}, map[string]bool{}
+	for team, w := range desired {
+		_, _, cq := KueueNames(r.b.m.cluster, team)
+		queues[cq] = true
+		for _, ns := range w.nss {
+			lqs[ns+"/"+LocalQueueName] = true
 		}
 	}
-	return corrections, errors.Join(errs...)
+	forget(r.written, queues)
+	forget(r.fixed, queues)
+	forget(r.known, lqs)
+}
+
+// reconcileQueues reconciles one key (see queueReconciler).
+func (r *queueReconciler) reconcileQueues(ctx context.Context, key string) (bool, error) {
+	if !r.served {
+		return false, nil
+	}
+	b := r.b
+	flavor, _, _ := KueueNames(b.m.cluster, "")
+	kind, name, _ := strings.Cut(key, ":")
+	if kind == "flavor" {
+		return r.applyFlavor(ctx, flavor)
+	}
+	for _, team := range slices.Sorted(maps.Keys(r.desired)) {
+		w := r.desired[team]
+		_, _, cq := KueueNames(b.m.cluster, team)
+		switch kind {
+		case "team":
+			if team != name {
+				continue
+			}
+			changed, err := r.applyClusterQueue(ctx, team, cq, w.nss, w.units)
+			if err != nil {
+				return changed, err
+			}
+			more, err := r.applyLocalQueues(ctx, team, cq, w.nss)
+			return changed || more, err
+		case "cq":
+			if cq == name {
+				return r.applyClusterQueue(ctx, team, cq, w.nss, w.units)
+			}
+		case "lq":
+			ns, _, _ := strings.Cut(name, "/")
+			if slices.Contains(w.nss, ns) {
+				changed, err := r.applyLocalQueue(ctx, team, ns, cq)
+				if err != nil {
+					err = fmt.Errorf("LocalQueue %s/%s: %w", ns, LocalQueueName, err)
+				}
+				return changed, err
+			}
+		}
+	}
+	return false, nil
+}
+
+// covered are the resources of the config's pools, each once, in pool order.
+func (b *Backend) covered() []corev1.ResourceName {
+	var covered []corev1.ResourceName
+	for _, p := range b.m.pools {
+		if !slices.Contains(covered, p.resource) {
+			covered = append(covered, p.resource)
+		}
+	}
+	return covered
 }
 
 // applyFlavor makes the cluster's ResourceFlavor exist, labelled as the backend's. The
 // informer holding it is enough; otherwise the API server is asked (the informer may
 // not hold this process's own write yet), and a flavor missing there, or without the
 // label, is applied. A missing flavor that this process had seen or written was
-// deleted by someone else: recreating it is returned as a Correction (Was "").
-func (b *Backend) applyFlavor(ctx context.Context, flavor string) ([]agent.Correction, error) {
-	if _, err := b.flavors.Get(flavor); err == nil {
-		b.flavorOK = true
-		return nil, nil
+// deleted by someone else: recreating it is kept as a Correction (Was "") and recorded
+// as an Event (FlavorRestored) on the new flavor.
+func (r *queueReconciler) applyFlavor(ctx context.Context, flavor string) (bool, error) {
+	if _, err := r.flavors.Get(flavor); err == nil {
+		r.flavorOK = true
+		return false, nil
 	}
-	api := b.kq.KueueV1beta2().ResourceFlavors()
+	api := r.kq.KueueV1beta2().ResourceFlavors()
 	cur, err := api.Get(ctx, flavor, metav1.GetOptions{})
 	missing := apierrors.IsNotFound(err)
 	switch {
 	case missing:
 	case err != nil:
-		return nil, fmt.Errorf("ResourceFlavor %s: %w", flavor, err)
+		return false, fmt.Errorf("ResourceFlavor %s: %w", flavor, err)
 	case cur.Labels[ManagedBy] == FieldManager:
-		b.flavorOK = true
-		return nil, nil
+		r.flavorOK = true
+		return false, nil
 	}
-	if _, err := api.Apply(ctx, kueueac.ResourceFlavor(flavor).WithLabels(map[string]string{ManagedBy: FieldManager}), kueueApply); err != nil {
-		return nil, fmt.Errorf("ResourceFlavor %s: %w", flavor, err)
+	got, err := api.Apply(ctx, kueueac.ResourceFlavor(flavor).WithLabels(map[string]string{ManagedBy: FieldManager}), kueueApply)
+	if err != nil {
+		return false, fmt.Errorf("ResourceFlavor %s: %w", flavor, err)
 	}
-	var corrections []agent.Correction
-	if missing && b.flavorOK {
-		corrections = append(corrections, agent.Correction{Object: "ResourceFlavor", Now: flavor})
+	if missing && r.flavorOK {
+		r.corrected(agent.Correction{Object: "ResourceFlavor", Now: flavor})
+		r.b.recorder.Eventf(ref(kueueGroupVersion, "ResourceFlavor", "", flavor, got.UID, got.ResourceVersion), corev1.EventTypeWarning,
+			ReasonFlavorRestored, "Clearhouse recreated ResourceFlavor %s, which someone deleted: its ClusterQueues name it", flavor)
 	}
-	b.flavorOK = true
-	return corrections, nil
+	r.flavorOK = true
+	return true, nil
 }
 
 // applyClusterQueue writes the team's ClusterQueue name (see applyKueue) when what it
 // should hold changed since this process last wrote it, or the informer holds other
-// limits. Limits someone else changed are returned as corrections (see queueDrift),
-// and not again while the informer still holds the version they were found in.
-func (b *Backend) applyClusterQueue(ctx context.Context, team, name string, nss []string, units map[string]int64, covered []corev1.ResourceName) ([]agent.Correction, error) {
+// limits. Limits someone else changed are kept as corrections (see queueDrift), and
+// not again while the informer still holds the version they were found in; an Event
+// (QueueRestored) on the queue says what was put back.
+func (r *queueReconciler) applyClusterQueue(ctx context.Context, team, name string, nss []string, units map[string]int64) (bool, error) {
+	b := r.b
+	covered := b.covered()
 	flavor, cohort, _ := KueueNames(b.m.cluster, team)
-	nominal, lending, quotas := b.queueQuotas(units, covered)
+	nominal, lending, quotas := r.queueQuotas(units, covered)
 	want := queueLimits(nominal, lending, covered)
-	note, _ := json.Marshal(want)
 	cq := kueueac.ClusterQueue(name).WithLabels(map[string]string{ManagedBy: FieldManager, LabelTeam: labelSafe(team)}).
-		WithAnnotations(map[string]string{AnnotationQueue: string(note)}).
 		WithSpec(kueueac.ClusterQueueSpec().
 			WithCohortName(kueue.CohortReference(cohort)).
 			WithNamespaceSelector(metav1ac.LabelSelector().WithMatchExpressions(metav1ac.LabelSelectorRequirement().
@@ -187,42 +294,53 @@ func (b *Backend) applyClusterQueue(ctx context.Context, team, name string, nss 
 			WithResourceGroups(kueueac.ResourceGroup().WithCoveredResources(covered...).
 				WithFlavors(kueueac.FlavorQuotas().WithName(kueue.ResourceFlavorReference(flavor)).WithResources(quotas...))))
 	memo := fmt.Sprint(nominal, lending, nss)
-	drift, current, seen := b.queueDrift(team, name, want)
-	b.mu.Lock()
-	same := b.kueueApplied[name] == memo
-	_, written := b.kueueApplied[name]
-	if seen != "" && b.kueueCorrected[name] == seen {
+	drift, current, seen, by := r.queueDrift(team, name, want)
+	same := r.written[name] == memo
+	_, written := r.written[name]
+	if seen != "" && r.fixed[name] == seen {
 		drift = nil // already put back and reported; the informer has not seen the write yet
 	}
-	b.mu.Unlock()
 	if same && current {
-		return nil, nil
+		return false, nil
 	}
 	if seen == "" && written { // written by this process, and not in the informer
-		deleted, err := b.clusterQueueDeleted(ctx, name)
+		deleted, err := r.clusterQueueDeleted(ctx, name)
 		if err != nil {
-			return nil, err
+			return false, err
 		}
 		if deleted {
 			drift = append(drift, agent.Correction{Team: team, Object: "ClusterQueue " + name, Now: name})
+			by = "deleted"
 		}
 	}
-	if _, err := b.kq.KueueV1beta2().ClusterQueues().Apply(ctx, cq, kueueApply); err != nil {
-		return nil, fmt.Errorf("ClusterQueue %s: %w", name, err)
+	got, err := r.kq.KueueV1beta2().ClusterQueues().Apply(ctx, cq, kueueApply)
+	if err != nil {
+		return false, fmt.Errorf("ClusterQueue %s: %w", name, err)
 	}
-	b.mu.Lock()
 	if len(drift) > 0 {
-		b.kueueCorrected[name] = seen
+		r.fixed[name] = seen
+		var changes []string
+		for _, c := range drift {
+			r.corrected(c)
+			if c.Was != "" || c.Object != "ClusterQueue "+name {
+				changes = append(changes, fmt.Sprintf("%s %s -> %s", strings.TrimPrefix(c.Object, "ClusterQueue "+name+" "), orNone(c.Was), c.Now))
+			}
+		}
+		what := "the queue was deleted; recreated"
+		if by != "deleted" {
+			what = strings.Join(changes, "; ") + " (set by " + by + ")"
+		}
+		b.recorder.Eventf(ref(kueueGroupVersion, "ClusterQueue", "", name, got.UID, got.ResourceVersion), corev1.EventTypeWarning,
+			ReasonQueueRestored, "Clearhouse put back team %s's queue limits, which the market allocated: %s", team, what)
 	}
-	b.kueueApplied[name] = memo
-	b.mu.Unlock()
-	return drift, nil
+	r.written[name] = memo
+	return true, nil
 }
 
 // clusterQueueDeleted reports whether the API server holds no ClusterQueue name (the
 // informer may not hold this process's own write yet, so it is asked).
-func (b *Backend) clusterQueueDeleted(ctx context.Context, name string) (bool, error) {
-	_, err := b.kq.KueueV1beta2().ClusterQueues().Get(ctx, name, metav1.GetOptions{})
+func (r *queueReconciler) clusterQueueDeleted(ctx context.Context, name string) (bool, error) {
+	_, err := r.kq.KueueV1beta2().ClusterQueues().Get(ctx, name, metav1.GetOptions{})
 	switch {
 	case apierrors.IsNotFound(err):
 		return true, nil
@@ -237,16 +355,15 @@ func (b *Backend) clusterQueueDeleted(ctx context.Context, name string) (bool, e
 // borrowingLimit of 0 and, when every pool of the resource has sharing settings, the
 // lending limit (each pool's units less its exposure share, rounded down, summed).
 // lending holds only the resources that have one.
-func (b *Backend) queueQuotas(units map[string]int64, covered []corev1.ResourceName) (nominal, lending map[corev1.ResourceName]resource.Quantity, quotas []*kueueac.ResourceQuotaApplyConfiguration) {
+func (r *queueReconciler) queueQuotas(units map[string]int64, covered []corev1.ResourceName) (nominal, lending map[corev1.ResourceName]resource.Quantity, quotas []*kueueac.ResourceQuotaApplyConfiguration) {
 	nominal = map[corev1.ResourceName]resource.Quantity{}
 	lending = map[corev1.ResourceName]resource.Quantity{}
 	unknown := map[corev1.ResourceName]bool{} // a pool of the resource without settings
-	b.mu.Lock()
-	for _, p := range b.m.pools {
+	for _, p := range r.b.m.pools {
 		q := nominal[p.resource]
 		q.Add(p.quantity(units[p.name]))
 		nominal[p.resource] = q
-		st, ok := b.sharing[p.name]
+		st, ok := r.sharing[p.name]
 		if !ok {
 			unknown[p.resource] = true
 			continue
@@ -255,7 +372,6 @@ func (b *Backend) queueQuotas(units map[string]int64, covered []corev1.ResourceN
 		l.Add(p.quantity(int64(math.Floor(float64(units[p.name]) * (1 - st.Exposure)))))
 		lending[p.resource] = l
 	}
-	b.mu.Unlock()
 	zero := resource.MustParse("0")
 	for _, r := range covered {
 		rq := kueueac.ResourceQuota().WithName(r).WithNominalQuota(nominal[r]).WithBorrowingLimit(zero)
@@ -285,51 +401,49 @@ func queueLimits(nominal, lending map[corev1.ResourceName]resource.Quantity, cov
 }
 
 // queueDrift compares the ClusterQueue the informer holds with want. A limit that
-// differs from what the backend last applied (the queue's AnnotationQueue) was changed
-// by someone else: it is returned as a Correction to want. current is false when the
-// queue is missing or holds other limits than want (it must be written); version is
-// the queue's resourceVersion as the informer holds it. An informer that has not seen
-// the backend's last apply holds the old limits beside the old annotation, so it never
-// reports drift, only current false; one that has not seen the backend's correction
-// yet holds the very version already corrected, which the caller does not report twice.
-func (b *Backend) queueDrift(team, name string, want map[string]string) (drift []agent.Correction, current bool, version string) {
-	if b.clusterQueues == nil {
-		return nil, false, ""
+// differs from want while the backend's apply no longer owns the queue's
+// resourceGroups (an atomic list in managedFields: whoever changes one limit takes all
+// of them) was changed by someone else: it is returned as a Correction to want, and by
+// names who holds it now. current is false when the queue is missing or holds other
+// limits than want (it must be written); version is the queue's resourceVersion as the
+// informer holds it. An informer that has not seen the backend's last apply holds the
+// old limits, still the backend's, so it never reports drift, only current false; one
+// that has not seen the backend's correction yet holds the very version already
+// corrected, which the caller does not report twice.
+func (r *queueReconciler) queueDrift(team, name string, want map[string]string) (drift []agent.Correction, current bool, version, by string) {
+	if r.clusterQueues == nil {
+		return nil, false, "", ""
 	}
-	cq, err := b.clusterQueues.Get(name)
+	cq, err := r.clusterQueues.Get(name)
 	if err != nil {
-		return nil, false, ""
+		return nil, false, "", ""
 	}
 	have := map[string]string{}
 	for _, rg := range cq.Spec.ResourceGroups {
 		for _, f := range rg.Flavors {
-			for _, r := range f.Resources {
-				have["nominalQuota "+string(r.Name)] = r.NominalQuota.String()
-				if r.BorrowingLimit != nil {
-					have["borrowingLimit "+string(r.Name)] = r.BorrowingLimit.String()
+			for _, rq := range f.Resources {
+				have["nominalQuota "+string(rq.Name)] = rq.NominalQuota.String()
+				if rq.BorrowingLimit != nil {
+					have["borrowingLimit "+string(rq.Name)] = rq.BorrowingLimit.String()
 				}
-				if r.LendingLimit != nil {
-					have["lendingLimit "+string(r.Name)] = r.LendingLimit.String()
+				if rq.LendingLimit != nil {
+					have["lendingLimit "+string(rq.Name)] = rq.LendingLimit.String()
 				}
 			}
 		}
 	}
-	applied := map[string]string{}
-	_ = json.Unmarshal([]byte(cq.Annotations[AnnotationQueue]), &applied)
-	keys := make([]string, 0, len(want))
-	for k := range want {
-		keys = append(keys, k)
+	path := []string{"f:spec", "f:resourceGroups"}
+	if ownsField(cq, FieldManager, path...) {
+		return nil, equalHard(have, want), cq.ResourceVersion, ""
 	}
-	slices.Sort(keys)
-	for _, k := range keys {
-		was, ok := have[k]
-		if last, known := applied[k]; ok && known && !equalQuantity(was, last) && !equalQuantity(was, want[k]) {
+	for _, k := range slices.Sorted(maps.Keys(want)) {
+		if was, ok := have[k]; ok && !equalQuantity(was, want[k]) {
 			field, res, _ := strings.Cut(k, " ")
-			drift = append(drift, agent.Correction{Team: team, Pool: b.poolOfResource(corev1.ResourceName(res)),
+			drift = append(drift, agent.Correction{Team: team, Pool: r.b.poolOfResource(corev1.ResourceName(res)),
 				Object: "ClusterQueue " + name + " " + field, Was: was, Now: want[k]})
 		}
 	}
-	return drift, equalHard(have, want), cq.ResourceVersion
+	return drift, equalHard(have, want), cq.ResourceVersion, otherOwners(cq, FieldManager, path...)
 }
 
 // poolOfResource names the configured pools of a resource, joined by "+" (a

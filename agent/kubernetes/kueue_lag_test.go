@@ -38,7 +38,9 @@ func TestKueueCorrectionsAreReportedOnceWhileTheInformerLags(t *testing.T) {
 	}
 	defer b.Close()
 	flavor, _, cq := KueueNames(cluster, "ads")
-	api := b.kq.KueueV1beta2()
+	api := b.queues.kq.KueueV1beta2()
+	// The listers are swapped under the reconciler's lock: its worker reads them too.
+	freeze := func(f func()) { b.queues.mu.Lock(); f(); b.queues.mu.Unlock() }
 	t.Cleanup(func() {
 		_ = api.ClusterQueues().Delete(context.Background(), cq, metav1.DeleteOptions{})
 		_ = api.ResourceFlavors().Delete(context.Background(), flavor, metav1.DeleteOptions{})
@@ -57,7 +59,9 @@ func TestKueueCorrectionsAreReportedOnceWhileTheInformerLags(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	b.localQueues = kueuelisters.NewLocalQueueLister(cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc}))
+	freeze(func() {
+		b.queues.localQueues = kueuelisters.NewLocalQueueLister(cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc}))
+	})
 	if err := api.LocalQueues(ns).Delete(ctx, LocalQueueName, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -65,11 +69,13 @@ func TestKueueCorrectionsAreReportedOnceWhileTheInformerLags(t *testing.T) {
 	twice("deleted LocalQueue", agent.Correction{Team: "ads", Object: object, Now: cq})
 
 	other := cq + "-other"
+	resume := b.PauseQueues() // the two steps of a replace land before the backend sees the first
 	if err := api.LocalQueues(ns).Delete(ctx, LocalQueueName, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	lq, err := api.LocalQueues(ns).Create(ctx, &kueue.LocalQueue{ObjectMeta: metav1.ObjectMeta{Name: LocalQueueName, Labels: map[string]string{ManagedBy: FieldManager}},
 		Spec: kueue.LocalQueueSpec{ClusterQueue: kueue.ClusterQueueReference(other)}}, metav1.CreateOptions{})
+	resume()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -77,10 +83,12 @@ func TestKueueCorrectionsAreReportedOnceWhileTheInformerLags(t *testing.T) {
 	if err := stale.Add(lq); err != nil {
 		t.Fatal(err)
 	}
-	b.localQueues = kueuelisters.NewLocalQueueLister(stale)
+	freeze(func() { b.queues.localQueues = kueuelisters.NewLocalQueueLister(stale) })
 	twice("repointed LocalQueue", agent.Correction{Team: "ads", Object: object, Was: other, Now: cq})
 
-	b.flavors = kueuelisters.NewResourceFlavorLister(cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{}))
+	freeze(func() {
+		b.queues.flavors = kueuelisters.NewResourceFlavorLister(cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{}))
+	})
 	if err := api.ResourceFlavors().Delete(ctx, flavor, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/clearhouse/clearhouse/agent"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
@@ -15,21 +16,18 @@ import (
 
 // applyLocalQueues makes each namespace of nss hold the LocalQueue "clearhouse"
 // (LocalQueueName), labelled as the backend's and pointing at the team's ClusterQueue
-// cq (see applyLocalQueue). It returns what it put back; the errors are joined, one
-// namespace's not stopping the others.
-func (b *Backend) applyLocalQueues(ctx context.Context, team, cq string, nss []string) ([]agent.Correction, error) {
-	var corrections []agent.Correction
+// cq (see applyLocalQueue). changed is whether it wrote one; the errors are joined,
+// one namespace's not stopping the others.
+func (r *queueReconciler) applyLocalQueues(ctx context.Context, team, cq string, nss []string) (changed bool, err error) {
 	var errs []error
 	for _, ns := range nss {
-		c, err := b.applyLocalQueue(ctx, team, ns, cq)
+		c, err := r.applyLocalQueue(ctx, team, ns, cq)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("LocalQueue %s/%s: %w", ns, LocalQueueName, err))
 		}
-		if c != nil {
-			corrections = append(corrections, *c)
-		}
+		changed = changed || c
 	}
-	return corrections, errors.Join(errs...)
+	return changed, errors.Join(errs...)
 }
 
 // applyLocalQueue puts back namespace ns's LocalQueue where it is missing or points
@@ -38,7 +36,7 @@ func (b *Backend) applyLocalQueues(ctx context.Context, team, cq string, nss []s
 // holds decides, so a correction is made and reported once:
 //
 //   - missing: the queue is applied; a queue this process had seen or written was
-//     deleted by someone else, and its recreation is the returned Correction (Was "");
+//     deleted by someone else, and its recreation is a Correction (Was "");
 //   - pointing elsewhere and labelled as the backend's: Kueue makes spec.clusterQueue
 //     immutable, so the queue is deleted (that version only: preconditions on its uid
 //     and resourceVersion, read again and decided again when a newer version, such as
@@ -47,13 +45,16 @@ func (b *Backend) applyLocalQueues(ctx context.Context, team, cq string, nss []s
 //   - pointing elsewhere without the label: someone else's, left alone and named in
 //     the error;
 //   - pointing at cq without the label: the label is applied, nothing reported.
-func (b *Backend) applyLocalQueue(ctx context.Context, team, ns, cq string) (*agent.Correction, error) {
+//
+// A correction is kept for the next poll's report and recorded as an Event
+// (LocalQueueRestored) on the queue put back.
+func (r *queueReconciler) applyLocalQueue(ctx context.Context, team, ns, cq string) (bool, error) {
 	key := ns + "/" + LocalQueueName
-	if lq, err := b.localQueues.LocalQueues(ns).Get(LocalQueueName); err == nil && string(lq.Spec.ClusterQueue) == cq {
-		b.localKnown[key] = true
-		return nil, nil
+	if lq, err := r.localQueues.LocalQueues(ns).Get(LocalQueueName); err == nil && string(lq.Spec.ClusterQueue) == cq {
+		r.known[key] = true
+		return false, nil
 	}
-	api := b.kq.KueueV1beta2().LocalQueues(ns)
+	api := r.kq.KueueV1beta2().LocalQueues(ns)
 	var fix *agent.Correction
 	for attempt := 1; ; attempt++ {
 		cur, err := api.Get(ctx, LocalQueueName, metav1.GetOptions{})
@@ -61,24 +62,24 @@ func (b *Backend) applyLocalQueue(ctx context.Context, team, ns, cq string) (*ag
 			cur, err = nil, nil
 		}
 		if err != nil {
-			return nil, err
+			return false, err
 		}
 		fix = &agent.Correction{Team: team, Object: "LocalQueue " + key + " clusterQueue", Now: cq}
 		switch {
 		case cur == nil:
-			if !b.localKnown[key] {
+			if !r.known[key] {
 				fix = nil
 			}
 		case string(cur.Spec.ClusterQueue) == cq:
 			if cur.Labels[ManagedBy] == FieldManager {
-				b.localKnown[key] = true
-				return nil, nil // the informer has not seen it yet
+				r.known[key] = true
+				return false, nil // the informer has not seen it yet
 			}
 			fix = nil
 		case cur.Labels[ManagedBy] != FieldManager:
-			return nil, fmt.Errorf("exists, points at ClusterQueue %q and is not Clearhouse's (no %s=%s label): left alone; delete it", cur.Spec.ClusterQueue, ManagedBy, FieldManager)
+			return false, fmt.Errorf("exists, points at ClusterQueue %q and is not Clearhouse's (no %s=%s label): left alone; delete it", cur.Spec.ClusterQueue, ManagedBy, FieldManager)
 		case cur.DeletionTimestamp != nil:
-			return nil, fmt.Errorf("points at ClusterQueue %q and is being deleted: put back once it is gone", cur.Spec.ClusterQueue)
+			return false, fmt.Errorf("points at ClusterQueue %q and is being deleted: put back once it is gone", cur.Spec.ClusterQueue)
 		default:
 			fix.Was = string(cur.Spec.ClusterQueue)
 			pre := metav1.Preconditions{UID: &cur.UID, ResourceVersion: &cur.ResourceVersion}
@@ -87,16 +88,26 @@ func (b *Backend) applyLocalQueue(ctx context.Context, team, ns, cq string) (*ag
 				continue // a newer version (Kueue's controller writes the status): decide on it
 			}
 			if err != nil && !apierrors.IsNotFound(err) {
-				return nil, fmt.Errorf("points at ClusterQueue %q; deleting it to put it back: %w", cur.Spec.ClusterQueue, err)
+				return false, fmt.Errorf("points at ClusterQueue %q; deleting it to put it back: %w", cur.Spec.ClusterQueue, err)
 			}
 		}
 		break
 	}
 	lq := kueueac.LocalQueue(LocalQueueName, ns).WithLabels(map[string]string{ManagedBy: FieldManager}).
 		WithSpec(kueueac.LocalQueueSpec().WithClusterQueue(kueue.ClusterQueueReference(cq)))
-	if _, err := api.Apply(ctx, lq, kueueApply); err != nil {
-		return nil, err
+	got, err := api.Apply(ctx, lq, kueueApply)
+	if err != nil {
+		return false, err
 	}
-	b.localKnown[key] = true
-	return fix, nil
+	r.known[key] = true
+	if fix != nil {
+		r.corrected(*fix)
+		what := "it was deleted; recreated"
+		if fix.Was != "" {
+			what = fmt.Sprintf("it pointed at ClusterQueue %s; replaced (spec.clusterQueue is immutable)", fix.Was)
+		}
+		r.b.recorder.Eventf(ref(kueueGroupVersion, "LocalQueue", ns, LocalQueueName, got.UID, got.ResourceVersion), corev1.EventTypeWarning,
+			ReasonLocalQueueRestored, "Clearhouse put back team %s's LocalQueue, pointing at ClusterQueue %s: %s", team, cq, what)
+	}
+	return true, nil
 }

@@ -95,9 +95,12 @@ func (f *kueueFixture) localQueue() *kueue.LocalQueue {
 
 // replaceLocalQueue deletes the team's LocalQueue and creates one pointing at cq with
 // labels, as `kubectl replace --force` of an edited copy does (Kueue makes
-// spec.clusterQueue immutable, so repointing takes a new object).
+// spec.clusterQueue immutable, so repointing takes a new object). The backend's queue
+// reconciler is held meanwhile: it would put the deleted queue back within
+// milliseconds, before the create.
 func (f *kueueFixture) replaceLocalQueue(cq string, labels map[string]string) {
 	f.t.Helper()
+	defer f.b.PauseQueues()()
 	api := f.kq.KueueV1beta2().LocalQueues(f.ns)
 	if err := api.Delete(f.ctx, kubernetes.LocalQueueName, metav1.DeleteOptions{}); err != nil {
 		f.t.Fatal(err)

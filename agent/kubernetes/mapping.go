@@ -5,7 +5,10 @@
 // the market's grant by a second ResourceQuota scoped to that class, and evicts a
 // team's newest pods to reclaim work over its limit. It reads the cluster through
 // shared informers (namespaces, pods, nodes, its own ResourceQuotas) after one live
-// check per poll, and touches only the namespaces its config maps.
+// check per poll, and touches only the namespaces its config maps. Quotas, Kueue queues
+// and tasks are each a reconciler (reconcile.go) whose workqueue the poll and the
+// informers' events feed, so an edit by someone else is put back between polls, with
+// an Event on the object.
 // docs/kubernetes-backend.md says how each part maps; docs/kubernetes.md what it
 // guarantees.
 package kubernetes
@@ -37,11 +40,12 @@ const (
 	LabelTeam            = "clearhouse.io/team"
 	LabelReservation     = "clearhouse.io/reservation"
 	LabelRequest         = "clearhouse.io/request"
-	// AnnotationHard is the JSON of the hard limits the backend last applied to a
-	// ResourceQuota: a value that differs from it was changed by someone else (drift).
+	// AnnotationHard is the JSON of the hard limits an older agent last applied to a
+	// ResourceQuota, from which it told drift. The backend now reads ownership from
+	// managedFields; a quota still carrying it is adopted (applied again without it).
 	AnnotationHard = "clearhouse.io/hard"
-	// AnnotationQueue is the JSON of the limits the backend last applied to a Kueue
-	// ClusterQueue ("nominalQuota cpu" -> "10"): as AnnotationHard, for drift.
+	// AnnotationQueue is what an older agent wrote on a ClusterQueue, as AnnotationHard;
+	// a new process's first apply of the queue removes it.
 	AnnotationQueue = "clearhouse.io/queue"
 	// bestEffortPriority is the value of the PriorityClass the backend creates.
 	bestEffortPriority = -100

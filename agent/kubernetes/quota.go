@@ -2,10 +2,11 @@ package kubernetes
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
+	"strings"
 
 	"github.com/clearhouse/clearhouse/agent"
 	corev1 "k8s.io/api/core/v1"
@@ -28,14 +29,13 @@ type metav1ListOptions = metav1.ListOptions
 //     in the others. So a pod of the class is refused by the API server beyond the
 //     grant, whoever creates it: the class is no way around the team's quota.
 //
-// Both list every pool of the config (0 where the team has nothing). It writes by
-// server-side apply with field manager "clearhouse", forcing its own fields back, and
-// only where a quota differs from what it wants. A value that differs from what it
-// last applied (the quota's AnnotationHard) was changed by someone else: it is put
-// back and returned as a Correction; a first write, or a change because want changed,
-// is none. A ResourceQuota of either name that the backend does not own (no
-// managed-by label) is left alone and named in the error. Teams and pools not in the
-// config are skipped (see docs/kubernetes-backend.md).
+// Both list every pool of the config (0 where the team has nothing). ApplyQuotas sets
+// what the quota reconciler wants and reconciles every quota at once (see
+// reconcileQuota); between polls the reconciler's informer puts back what someone else
+// changes. It returns the corrections made since the last call, by the poll or between
+// polls. A ResourceQuota of either name that the backend does not own (no managed-by
+// label) is left alone and named in the error. Teams and pools not in the config are
+// skipped (see docs/kubernetes-backend.md).
 func (b *Backend) ApplyQuotas(ctx context.Context, want []agent.Quota) ([]agent.Correction, error) {
 	byTeam := map[string]map[string]int64{}
 	granted := map[string]map[string]int64{}
@@ -52,8 +52,9 @@ func (b *Backend) ApplyQuotas(ctx context.Context, want []agent.Quota) ([]agent.
 		byTeam[q.Team][q.Pool] = q.Units
 		granted[q.Team][q.Pool] = max(q.BestEffort, 0)
 	}
-	var corrections []agent.Correction
 	var errs []error
+	desired := map[string]quotaWant{}
+	var keys []string
 	for _, t := range b.m.teams {
 		units, ok := byTeam[t.name]
 		if !ok {
@@ -85,19 +86,16 @@ func (b *Backend) ApplyQuotas(ctx context.Context, want []agent.Quota) ([]agent.
 				q = p.quantity(g)
 				be[string(p.quotaKey())] = q.String()
 			}
-			for _, w := range []struct {
-				name string
-				op   corev1.ScopeSelectorOperator
-				hard map[string]string
-			}{{QuotaName, corev1.ScopeSelectorOpNotIn, own}, {BestEffortQuotaName, corev1.ScopeSelectorOpIn, be}} {
-				cs, err := b.applyQuota(ctx, t.name, ns, w.name, w.op, w.hard)
-				corrections = append(corrections, cs...)
-				if err != nil {
-					errs = append(errs, err)
-				}
+			for _, w := range []quotaWant{{t.name, ns, QuotaName, corev1.ScopeSelectorOpNotIn, own}, {t.name, ns, BestEffortQuotaName, corev1.ScopeSelectorOpIn, be}} {
+				k := ns + "/" + w.name
+				desired[k] = w
+				keys = append(keys, k)
 			}
 		}
 	}
+	b.quota.want(desired)
+	errs = append(errs, b.quota.reconcileNow(ctx, keys)...)
+	corrections := b.quota.drain()
 	cs, err := b.applyKueue(ctx, byTeam)
 	corrections = append(corrections, cs...)
 	if err != nil {
@@ -106,71 +104,166 @@ func (b *Backend) ApplyQuotas(ctx context.Context, want []agent.Quota) ([]agent.
 	return corrections, errors.Join(errs...)
 }
 
-// applyQuota brings one namespace's quota of that name to hard (resource key ->
+// quotaReconciler keeps the backend's ResourceQuotas as the last poll wants them. Its
+// state is bounded by the quotas wanted now: a quota no longer wanted is forgotten
+// (and left in the cluster as it is, as before).
+type quotaReconciler struct {
+	*reconciler
+	b       *Backend
+	desired map[string]quotaWant         // "ns/name" -> what the last poll wants
+	written map[string]map[string]string // "ns/name" -> the limits this process last applied
+	fixed   map[string]string            // "ns/name" -> the resourceVersion whose drift it put back
+}
+
+// quotaWant is one ResourceQuota as the backend wants it: hard (resource key ->
 // quantity), scoped to the best-effort PriorityClass by op (In or NotIn).
-func (b *Backend) applyQuota(ctx context.Context, team, ns, name string, op corev1.ScopeSelectorOperator, hard map[string]string) ([]agent.Correction, error) {
-	cur, err := b.quotas.ResourceQuotas(ns).Get(name)
+type quotaWant struct {
+	team, ns, name string
+	op             corev1.ScopeSelectorOperator
+	hard           map[string]string
+}
+
+func newQuotaReconciler(b *Backend) *quotaReconciler {
+	r := &quotaReconciler{b: b, desired: map[string]quotaWant{}, written: map[string]map[string]string{}, fixed: map[string]string{}}
+	r.reconciler = newReconciler("quota", b.out, r.reconcileQuota)
+	return r
+}
+
+// want replaces the desired quotas, forgetting what it kept of the others.
+func (r *quotaReconciler) want(desired map[string]quotaWant) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.desired = desired
+	forget(r.written, desired)
+	forget(r.fixed, desired)
+}
+
+// forget deletes from m each key that keep does not hold.
+func forget[V, W any](m map[string]V, keep map[string]W) {
+	for k := range m {
+		if _, ok := keep[k]; !ok {
+			delete(m, k)
+		}
+	}
+}
+
+// reconcileQuota brings the quota key ("ns/name") to what the last poll wants, by
+// server-side apply with field manager "clearhouse", forcing its own fields back, and
+// only where the quota differs from it. A wanted value the cluster holds otherwise and
+// that the backend's apply no longer owns (managedFields) was changed by someone else:
+// it is put back, kept as a Correction for the next poll's report, and an Event
+// (QuotaRestored) is recorded on the quota saying what was put back and why. A value
+// the backend still owns differs only because want changed: written, not reported. A
+// quota this process wrote that is gone was deleted by someone else: it is recreated
+// and reported (Was ""). A quota from an older agent (the clearhouse.io/hard
+// annotation) is adopted: applied again without the annotation, which server-side
+// apply then removes, as the same field manager wrote it. Nothing wanted for key (no
+// poll yet, or the team left the config): nothing done.
+func (r *quotaReconciler) reconcileQuota(ctx context.Context, key string) (bool, error) {
+	w, ok := r.desired[key]
+	if !ok {
+		return false, nil
+	}
+	b := r.b
+	cur, err := b.quotas.ResourceQuotas(w.ns).Get(w.name)
 	if apierrors.IsNotFound(err) {
 		// The informer may lag, and holds only the backend's own quotas: ask the API
 		// server before writing what may be someone else's quota.
-		cur, err = b.cs.CoreV1().ResourceQuotas(ns).Get(ctx, name, metav1.GetOptions{})
+		cur, err = b.cs.CoreV1().ResourceQuotas(w.ns).Get(ctx, w.name, metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
 			cur, err = nil, nil
 		}
 	}
 	if err != nil {
-		return nil, err
+		return false, err
 	}
-	object := "ResourceQuota " + ns + "/" + name
-	var corrections []agent.Correction
+	object := "ResourceQuota " + key
+	var drift []agent.Correction
+	var changes []string // for the Event: "requests.cpu 100 -> 8 (set by kubectl-edit Update)"
+	mine, written := r.written[key]
+	adopt := false
 	if cur != nil {
 		if cur.Labels[ManagedBy] != FieldManager {
-			return nil, fmt.Errorf("%s exists and is not Clearhouse's (no %s=%s label): left alone; rename or delete it", object, ManagedBy, FieldManager)
+			return false, fmt.Errorf("%s exists and is not Clearhouse's (no %s=%s label): left alone; rename or delete it", object, ManagedBy, FieldManager)
 		}
-		applied := map[string]string{}
-		_ = json.Unmarshal([]byte(cur.Annotations[AnnotationHard]), &applied)
-		same := b.scoped(cur, op) && len(cur.Spec.Hard) == len(hard)
-		for key, v := range hard {
-			q, ok := cur.Spec.Hard[corev1.ResourceName(key)]
-			now := resource.MustParse(v)
-			if !ok || q.Cmp(now) != 0 {
-				same = false
+		// An older agent's quota, not yet applied by this process (a stale informer may
+		// still show the annotation after the apply that removed it).
+		_, adopt = cur.Annotations[AnnotationHard]
+		adopt = adopt && !written
+		same := b.scoped(cur, w.op) && len(cur.Spec.Hard) == len(w.hard)
+		for _, k := range slices.Sorted(maps.Keys(w.hard)) {
+			v := w.hard[k]
+			q, ok := cur.Spec.Hard[corev1.ResourceName(k)]
+			if ok && q.Cmp(resource.MustParse(v)) == 0 {
+				continue
+			}
+			same = false
+			path := []string{"f:spec", "f:hard", "f:" + k}
+			if ownsField(cur, FieldManager, path...) {
+				continue // the backend's own older value: want changed
 			}
 			was := ""
 			if ok {
 				was = q.String()
 			}
-			if last, ok := applied[key]; ok && was != "" && !equalQuantity(was, last) && !equalQuantity(was, v) {
-				corrections = append(corrections, agent.Correction{Team: team, Pool: b.poolOfKey(key), Object: object, Was: was, Now: v})
+			if !ok && !written {
+				continue // a key the backend has not written yet (a pool new in the config)
 			}
+			drift = append(drift, agent.Correction{Team: w.team, Pool: b.poolOfKey(k), Object: object, Was: was, Now: v})
+			changes = append(changes, fmt.Sprintf("%s %s -> %s (set by %s)", k, orNone(was), v, otherOwners(cur, FieldManager, path...)))
 		}
 		// The informer may not have seen this process's last apply yet: skip only when
 		// that apply, too, wrote what is wanted now.
-		b.mu.Lock()
-		mine, ok := b.applied[ns+"/"+name]
-		b.mu.Unlock()
-		if same && equalHard(applied, hard) && (!ok || equalHard(mine, hard)) {
-			return nil, nil
+		if same && !adopt && (!written || equalHard(mine, w.hard)) {
+			return false, nil
 		}
+		if r.fixed[key] == cur.ResourceVersion {
+			drift, changes = nil, nil // put back already; the informer has not seen the write yet
+		}
+	} else if written {
+		// This process wrote it and it is gone: someone deleted it.
+		for _, k := range slices.Sorted(maps.Keys(w.hard)) {
+			drift = append(drift, agent.Correction{Team: w.team, Pool: b.poolOfKey(k), Object: object, Now: w.hard[k]})
+		}
+		changes = append(changes, "the quota was deleted; recreated")
 	}
-	note, _ := json.Marshal(hard)
 	rl := corev1.ResourceList{}
-	for k, v := range hard {
+	for k, v := range w.hard {
 		rl[corev1.ResourceName(k)] = resource.MustParse(v)
 	}
-	ac := corev1ac.ResourceQuota(name, ns).
-		WithLabels(map[string]string{ManagedBy: FieldManager, LabelTeam: labelSafe(team)}).
-		WithAnnotations(map[string]string{AnnotationHard: string(note)}).
+	ac := corev1ac.ResourceQuota(w.name, w.ns).
+		WithLabels(map[string]string{ManagedBy: FieldManager, LabelTeam: labelSafe(w.team)}).
 		WithSpec(corev1ac.ResourceQuotaSpec().WithHard(rl).WithScopeSelector(corev1ac.ScopeSelector().WithMatchExpressions(
 			corev1ac.ScopedResourceSelectorRequirement().WithScopeName(corev1.ResourceQuotaScopePriorityClass).
-				WithOperator(op).WithValues(b.m.priorityClass))))
-	if _, err := b.cs.CoreV1().ResourceQuotas(ns).Apply(ctx, ac, metav1.ApplyOptions{FieldManager: FieldManager, Force: true}); err != nil {
-		return nil, fmt.Errorf("%s: %w", object, err)
+				WithOperator(w.op).WithValues(b.m.priorityClass))))
+	got, err := b.cs.CoreV1().ResourceQuotas(w.ns).Apply(ctx, ac, metav1.ApplyOptions{FieldManager: FieldManager, Force: true})
+	if err != nil {
+		return false, fmt.Errorf("%s: %w", object, err)
 	}
-	b.mu.Lock()
-	b.applied[ns+"/"+name] = hard
-	b.mu.Unlock()
-	return corrections, nil
+	r.written[key] = w.hard
+	on := ref("v1", "ResourceQuota", w.ns, w.name, got.UID, got.ResourceVersion)
+	if len(drift) > 0 {
+		if cur != nil {
+			r.fixed[key] = cur.ResourceVersion
+		}
+		for _, c := range drift {
+			r.corrected(c)
+		}
+		b.recorder.Eventf(on, corev1.EventTypeWarning, ReasonQuotaRestored,
+			"Clearhouse put back team %s's limits, which the market allocated: %s", w.team, strings.Join(changes, "; "))
+	}
+	if adopt {
+		b.recorder.Eventf(on, corev1.EventTypeNormal, ReasonQuotaAdopted,
+			"Clearhouse adopted the quota of an older agent: its %s annotation is removed; managedFields now say which fields Clearhouse owns", AnnotationHard)
+	}
+	return true, nil
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "(none)"
+	}
+	return s
 }
 
 // scoped reports whether the quota's scope is the best-effort PriorityClass with op

@@ -24,7 +24,8 @@ import (
 // did) ended: reported at its last pod's end, failed when one failed. Usage is the
 // requests of each running job's Running pods per pool; waiting its Pending pods. A
 // job in plan.Refused has its pods deleted. Starts and ends are reported once per
-// process; after a restart again, and the server ignores what it has. Like Measure,
+// process while the plan lists the job; after a restart again, and the server ignores
+// what it has. Like Measure,
 // it reports nothing when the API server does not answer (verify).
 func (b *Backend) FollowReservations(ctx context.Context, plan agent.Plan) (agent.JobReport, error) {
 	if err := b.verify(ctx); err != nil {
@@ -134,6 +135,18 @@ func (b *Backend) FollowReservations(ctx context.Context, plan agent.Plan) (agen
 			}
 		}
 		delete(b.jobs, k)
+	}
+	// What this process saw of a job the plan lists no more is forgotten, so the state
+	// stays bounded by the plan (a job listed again is reported again; the server
+	// ignores what it has).
+	planned := map[agent.JobKey]bool{}
+	for _, j := range slices.Concat(plan.Running, plan.Waiting) {
+		planned[j.Key()] = true
+	}
+	for k := range b.jobs {
+		if !planned[k] {
+			delete(b.jobs, k)
+		}
 	}
 	if len(errs) > 0 {
 		return out, errs[0]

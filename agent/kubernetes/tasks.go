@@ -7,6 +7,7 @@ import (
 	"maps"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/clearhouse/clearhouse/agent"
@@ -36,7 +37,25 @@ func PodName(task int64) string { return "clearhouse-task-" + strconv.FormatInt(
 // restarted agent returns them again and the server ignores what it has. Only pods in
 // the namespaces the config maps are read or deleted: a labelled pod elsewhere is not
 // the backend's to touch.
+//
+// SyncTasks is the tasks reconciler's poll: it sets which tasks should run or stop and
+// reconciles them all; between polls the pod informer's events delete the pod of a task
+// to stop as soon as it shows, and forget the tasks the server lists no more and whose
+// pods are gone (see reconcileTask), so the reconciler's state stays bounded by the
+// tasks the server lists and the pods that exist.
 func (b *Backend) SyncTasks(ctx context.Context, run, stop []agent.Task) ([]agent.TaskEvent, error) {
+	r := b.tasks
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.synced = true
+	clear(r.toRun)
+	clear(r.toStop)
+	for _, t := range run {
+		r.toRun[t.ID] = true
+	}
+	for _, t := range stop {
+		r.toStop[t.ID] = true
+	}
 	var errs []error
 	if err := b.ensurePriorityClass(ctx); err != nil {
 		errs = append(errs, err)
@@ -61,16 +80,14 @@ func (b *Backend) SyncTasks(ctx context.Context, run, stop []agent.Task) ([]agen
 	now := b.now().UTC()
 	var events []agent.TaskEvent
 	emit := func(task int64, event string, at time.Time, ran bool) {
-		b.mu.Lock()
-		defer b.mu.Unlock()
-		last := b.reported[task]
+		last := r.reported[task]
 		if last == event || last != "" && event == agent.TaskStarted {
 			return
 		}
 		if ran && (event == agent.TaskDone || event == agent.TaskFailed) && last == "" {
 			events = append(events, agent.TaskEvent{Task: task, Event: agent.TaskStarted, At: at.UTC()})
 		}
-		b.reported[task] = event
+		r.reported[task] = event
 		events = append(events, agent.TaskEvent{Task: task, Event: event, At: at.UTC()})
 	}
 	listed := map[int64]bool{}
@@ -78,16 +95,13 @@ func (b *Backend) SyncTasks(ctx context.Context, run, stop []agent.Task) ([]agen
 		listed[t.ID] = true
 		pod := byTask[t.ID]
 		if pod == nil {
-			b.mu.Lock()
-			gone := b.reported[t.ID] == agent.TaskStarted
-			b.mu.Unlock()
-			if gone {
+			if r.reported[t.ID] == agent.TaskStarted {
 				// It ran and its pod is gone (deleted by someone, preempted by the
 				// scheduler, its node lost): stopped, not started again.
 				emit(t.ID, agent.TaskStopped, now, false)
 				continue
 			}
-			if !b.classOK {
+			if !r.classOK {
 				continue // no task pod without its PriorityClass: the team's own quota would take it
 			}
 			if err := b.startTask(ctx, t); err != nil {
@@ -125,7 +139,87 @@ func (b *Backend) SyncTasks(ctx context.Context, run, stop []agent.Task) ([]agen
 			}
 		}
 	}
+	for id := range r.reported {
+		if !listed[id] && byTask[id] == nil {
+			delete(r.reported, id) // listed no more, its pod gone: forgotten
+		}
+	}
 	return events, errors.Join(errs...)
+}
+
+// taskReconciler keeps best-effort tasks' pods as the last poll wants them and
+// remembers what it reported of each task, for the tasks the server lists and the
+// pods that exist only.
+type taskReconciler struct {
+	*reconciler
+	b        *Backend
+	synced   bool           // a poll has said which tasks run
+	toRun    map[int64]bool // the tasks to run, as of the last poll
+	toStop   map[int64]bool // the tasks to stop, as of the last poll
+	reported map[int64]string
+	classOK  bool // the PriorityClass exists
+}
+
+func newTaskReconciler(b *Backend) *taskReconciler {
+	r := &taskReconciler{b: b, toRun: map[int64]bool{}, toStop: map[int64]bool{}, reported: map[int64]string{}}
+	r.reconciler = newReconciler("tasks", b.out, r.reconcileTask)
+	return r
+}
+
+// taskKey is "ns/name" of a task's pod (managed-by and task labels), or "".
+func taskKey(obj any) string {
+	pod, ok := obj.(*corev1.Pod)
+	if !ok || pod.Labels[ManagedBy] != FieldManager || pod.Labels[LabelTask] == "" {
+		return ""
+	}
+	return objectKey(pod)
+}
+
+// reconcileTask reconciles one task pod ("ns/name") with the last poll: the pod of a
+// task the server said to stop, in a namespace the config maps, is deleted as soon as
+// it shows, and an Event (TaskPodRemoved) says why; a task whose pod is gone and that
+// the server lists no more is forgotten. A pod of a task the server lists in neither
+// list is left to the poll (SyncTasks deletes it, as before): between polls the
+// reconciler cannot tell a task the server dropped from one it listed since. A task pod
+// that goes while its task should run is reported stopped at the next poll.
+func (r *taskReconciler) reconcileTask(ctx context.Context, key string) (bool, error) {
+	if !r.synced {
+		return false, nil
+	}
+	ns, name, _ := strings.Cut(key, "/")
+	pod, err := r.b.pods.Pods(ns).Get(name)
+	if apierrors.IsNotFound(err) {
+		if id, ok := taskOfPodName(name); ok && !r.toRun[id] && !r.toStop[id] {
+			delete(r.reported, id)
+		}
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	id, err := strconv.ParseInt(pod.Labels[LabelTask], 10, 64)
+	if err != nil || !r.toStop[id] || pod.DeletionTimestamp != nil {
+		return false, nil
+	}
+	mapped, err := r.b.teamOfNamespace()
+	if err != nil {
+		return false, err
+	}
+	if _, ok := mapped[ns]; !ok {
+		return false, nil // outside the mapping: never touched
+	}
+	if err := r.b.deletePod(ctx, pod); err != nil {
+		return false, err
+	}
+	r.b.recorder.Eventf(ref("v1", "Pod", ns, name, pod.UID, pod.ResourceVersion), corev1.EventTypeNormal, ReasonTaskPodRemoved,
+		"Clearhouse deleted the pod of best-effort task %d: the market stopped the task", id)
+	return true, nil
+}
+
+// taskOfPodName is the task of a pod named PodName(task).
+func taskOfPodName(name string) (int64, bool) {
+	id, err := strconv.ParseInt(strings.TrimPrefix(name, "clearhouse-task-"), 10, 64)
+	return id, err == nil && strings.HasPrefix(name, "clearhouse-task-")
 }
 
 var errCannotRun = errors.New("cannot run here")
@@ -140,9 +234,6 @@ func (b *Backend) startTask(ctx context.Context, t agent.Task) error {
 	if err != nil && !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("create pod %s/%s: %w", pod.Namespace, pod.Name, err)
 	}
-	b.mu.Lock()
-	b.started[t.ID] = struct{}{}
-	b.mu.Unlock()
 	return nil
 }
 
@@ -217,7 +308,7 @@ func (b *Backend) deletePod(ctx context.Context, pod *corev1.Pod) error {
 // ensurePriorityClass creates the best-effort PriorityClass when it is missing: a
 // low value that never preempts. An existing one (someone's, or ours) is used as it is.
 func (b *Backend) ensurePriorityClass(ctx context.Context) error {
-	if b.classOK {
+	if b.tasks.classOK {
 		return nil
 	}
 	never := corev1.PreemptNever
@@ -231,7 +322,7 @@ func (b *Backend) ensurePriorityClass(ctx context.Context) error {
 	if err != nil && !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("PriorityClass %s: %w", b.m.priorityClass, err)
 	}
-	b.classOK = true
+	b.tasks.classOK = true
 	return nil
 }
 

@@ -181,6 +181,8 @@ func TestManifestsApplyAndAgentRBACIsLeastPrivilege(t *testing.T) {
 		{"create", "", "pods", team}, {"delete", "", "pods", team}, {"get", "", "pods", team},
 		{"create", "", "pods/eviction", team}, // reclaim
 		{"get", "scheduling.k8s.io", "priorityclasses", ""}, {"create", "scheduling.k8s.io", "priorityclasses", ""},
+		// Events on the objects it corrects (cluster-scoped ones land in default).
+		{"create", "", "events", team}, {"patch", "", "events", team}, {"create", "", "events", "default"},
 		// rbac-kueue.yaml (optional): the Kueue queues the backend applies.
 		{"patch", "kueue.x-k8s.io", "clusterqueues", ""}, {"create", "kueue.x-k8s.io", "clusterqueues", ""},
 		{"list", "kueue.x-k8s.io", "clusterqueues", ""}, {"watch", "kueue.x-k8s.io", "clusterqueues", ""}, {"get", "kueue.x-k8s.io", "clusterqueues", ""},
@@ -206,6 +208,7 @@ func TestManifestsApplyAndAgentRBACIsLeastPrivilege(t *testing.T) {
 		{"delete", "kueue.x-k8s.io", "localqueues", home}, {"delete", "kueue.x-k8s.io", "resourceflavors", ""},
 		{"create", "", "serviceaccounts/token", home},
 		{"update", "", "resourcequotas", team}, {"list", "scheduling.k8s.io", "priorityclasses", ""},
+		{"delete", "", "events", team}, {"list", "", "events", team},
 	}
 	can := func(a access) bool {
 		t.Helper()
