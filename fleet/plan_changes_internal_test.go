@@ -314,6 +314,7 @@ func (s *scopedTB) cleanup() {
 // to date by replay, is exactly the others' and, from the next slot on, what a
 // rebuild holds.
 func TestConcurrentWritersReplayToOnePlan(t *testing.T) {
+	t.Parallel() // no state shared with other tests: its own databases and clock
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		rm := newReplicaMarket(t, db)
 		servers := []*Reservations{rm.a, rm.b}
@@ -392,6 +393,7 @@ func TestConcurrentWritersReplayToOnePlan(t *testing.T) {
 // Follow builds a server's plan on its first call and then replays what another
 // server wrote, so that the read after it has nothing left to do.
 func TestFollowBuildsThenReplaysAnotherServersWrites(t *testing.T) {
+	t.Parallel() // no state shared with other tests: its own databases and clock
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		ctx := context.Background()
 		rm := newReplicaMarket(t, db)
