@@ -5,8 +5,11 @@ import (
 	"context"
 	"encoding/csv"
 	"io"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -17,17 +20,50 @@ import (
 	"github.com/clearhouse/clearhouse/fleet"
 	"github.com/clearhouse/clearhouse/identity"
 	"github.com/clearhouse/clearhouse/ledger"
+	"github.com/clearhouse/clearhouse/store"
 	"github.com/clearhouse/clearhouse/store/storetest"
 )
 
-// seeded is the demo market on a fresh database, seeded on 4 March 2026 at noon
-// through the production wiring, and its charges' reader.
+// seeded is the demo market on a database of its own, seeded on 4 March 2026 at noon
+// through the production wiring, and its charges' reader. It is seeded once for the
+// test binary and shared (seeding took about a minute under -race on the shared
+// machine, once for each test): only tests that read it may use it, and TestMain
+// closes and removes it.
 func seeded(t *testing.T) (*exchange.Market, *costs.Reader) {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("-short: seeding the whole demo market takes 10 s or more")
 	}
-	db := storetest.New(t)
+	demoOnce.Do(func() { demoMarket, demoReader, demoErr = seed() })
+	if demoErr != nil {
+		t.Fatal(demoErr)
+	}
+	return demoMarket, demoReader
+}
+
+var (
+	demoOnce   sync.Once
+	demoMarket *exchange.Market
+	demoReader *costs.Reader
+	demoErr    error
+	demoDB     *store.DB
+	demoDir    string
+)
+
+func seed() (*exchange.Market, *costs.Reader, error) {
+	ctx := context.Background()
+	dir, err := os.MkdirTemp("", "clearhouse-costs-demo-")
+	if err != nil {
+		return nil, nil, err
+	}
+	demoDir = dir
+	if demoDB, err = store.Open(ctx, filepath.Join(dir, "demo.db")); err != nil {
+		return nil, nil, err
+	}
+	db := demoDB
+	if err := store.Migrate(ctx, db); err != nil {
+		return nil, nil, err
+	}
 	now := storetest.NewClock(time.Date(2026, 3, 4, 12, 0, 0, 0, time.UTC)).Now
 	l := ledger.New(db, now)
 	m := exchange.NewMarket(db, l, now)
@@ -37,10 +73,21 @@ func seeded(t *testing.T) (*exchange.Market, *costs.Reader) {
 	be := besteffort.New(db, l, now, besteffort.DefaultConfig)
 	s := demo.Services{DB: db, Ledger: l, Market: m, Identity: identity.NewIdentity(db, now, 0), BestEffort: be, Now: now,
 		AuctionWindow: time.Hour, DBName: "demo.db"}
-	if err := demo.Seed(context.Background(), s, io.Discard); err != nil {
-		t.Fatal(err)
+	if err := demo.Seed(ctx, s, io.Discard); err != nil {
+		return nil, nil, err
 	}
-	return m, costs.NewReader(m, rs, be)
+	return m, costs.NewReader(m, rs, be), nil
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if demoDB != nil {
+		demoDB.Close()
+	}
+	if demoDir != "" {
+		os.RemoveAll(demoDir)
+	}
+	os.Exit(code)
 }
 
 // The demo's FOCUS file: every column FOCUS 1.0 requires is there with values of

@@ -16,6 +16,7 @@ import (
 )
 
 func TestAgentStatusModelsMatchSchema(t *testing.T) {
+	t.Parallel() // no state shared with other tests: its own databases and clock
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		storetest.AssertModelsMatchSchema(t, db, &fleet.AgentStatusRow{}, &fleet.AgentCorrectionRow{})
 	})
@@ -25,6 +26,7 @@ func TestAgentStatusModelsMatchSchema(t *testing.T) {
 // counted with the latest 20 kept, and the last errors (kept through reports without
 // errors); an old agent's report (no status) moves only the time.
 func TestAgentStatusKeepsTheLastReportCorrectionsAndErrors(t *testing.T) {
+	t.Parallel() // no state shared with other tests: its own databases and clock
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		pl := newPlanned(t, db)
 		ctx := context.Background()
@@ -68,6 +70,7 @@ func TestAgentStatusKeepsTheLastReportCorrectionsAndErrors(t *testing.T) {
 // A status that breaks a rule is refused and stores nothing; an unknown cluster is not
 // found.
 func TestAgentStatusRefusesBadInput(t *testing.T) {
+	t.Parallel() // no state shared with other tests: its own databases and clock
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		pl := newPlanned(t, db)
 		ctx := context.Background()
@@ -99,6 +102,7 @@ func TestAgentStatusRefusesBadInput(t *testing.T) {
 
 // Concurrent reports of one cluster each count.
 func TestAgentStatusCountsConcurrentReports(t *testing.T) {
+	t.Parallel() // no state shared with other tests: its own databases and clock
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		pl := newPlanned(t, db)
 		ctx := context.Background()

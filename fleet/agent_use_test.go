@@ -14,6 +14,7 @@ import (
 // server sharing the database (each rebuilds its plan and applies the slot's
 // usage again), and counts once in what the request did not use.
 func TestUnderUseReturnsCapacityOnEveryServer(t *testing.T) {
+	t.Parallel() // no state shared with other tests: its own databases and clock
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		pl := newPlanned(t, db)
 		ctx := context.Background()

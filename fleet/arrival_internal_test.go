@@ -11,6 +11,7 @@ import (
 // boundary (a window open since the current slot began may use that slot), never
 // by more than a slot, and the definition's check of the window agrees.
 func TestStartsNeverPrecedeArrival(t *testing.T) {
+	t.Parallel() // no database, no shared state
 	rapid.Check(t, func(t *rapid.T) {
 		slot := time.Duration(rapid.SampledFrom([]int{60, 300, 900}).Draw(t, "slot seconds")) * time.Second
 		origin := slotEpoch.Add(time.Duration(rapid.IntRange(0, 1000).Draw(t, "origin slot")) * slot)

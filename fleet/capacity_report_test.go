@@ -27,6 +27,7 @@ func countRows(t *testing.T, db *store.DB, table string) int64 {
 // earlier rows it covers; a change that ended a day ago is pruned. A restarted
 // server builds the same capacity from what is kept.
 func TestIdenticalCapacityReportsAddNoRows(t *testing.T) {
+	t.Parallel() // no state shared with other tests: its own databases and clock
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		pl := newPlanned(t, db)
 		ctx := context.Background()
@@ -85,6 +86,7 @@ func TestIdenticalCapacityReportsAddNoRows(t *testing.T) {
 // with it, is refused whole with the field named: neither its capacity change, nor
 // its usage, nor any measured capacity is stored.
 func TestAnAbsurdMeasuredCapacityRefusesTheWholeReport(t *testing.T) {
+	t.Parallel() // no state shared with other tests: its own databases and clock
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		x := newUsaged(t, db)
 		ctx := context.Background()
@@ -130,6 +132,7 @@ func TestAnAbsurdMeasuredCapacityRefusesTheWholeReport(t *testing.T) {
 // With no usage data, psi falls back to held over the effective capacity: 60 cores
 // held of a measured 75 is 80%, not 60% of the configured 100.
 func TestTheHeldFallbackUsesEffectiveCapacity(t *testing.T) {
+	t.Parallel() // no state shared with other tests: its own databases and clock
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		x := newUsaged(t, db)
 		if p := x.psi("us-east/cpu"); p.Source != fleet.PsiHeld || p.Fallback != 0.6 {
@@ -150,6 +153,7 @@ func TestTheHeldFallbackUsesEffectiveCapacity(t *testing.T) {
 // cores accepted before the measurement is reported at risk. An operator's override
 // to 80 holds until it expires, then the measured 50 applies again.
 func TestTheReservationPlanUsesTheMeasuredCapacity(t *testing.T) {
+	t.Parallel() // no state shared with other tests: its own databases and clock
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		pl := newPlanned(t, db)
 		ctx := context.Background()

@@ -34,6 +34,7 @@ func (pl *planned) violations() []ledger.Violation {
 func TestRandomInterleavingsKeepEveryInvariant(t *testing.T) {
 	t.Parallel() // its own databases and clock
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		t.Parallel() // the SQLite and PostgreSQL halves share nothing either
 		ctx := context.Background()
 		pl := newPlanned(t, db)
 		for _, team := range []string{"search", "ads", "ml"} { // enough budget for long runs

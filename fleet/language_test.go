@@ -22,6 +22,7 @@ func (pl *planned) mapReduce(lang string) fleet.Definition {
 }
 
 func TestBidLanguagesInThePlan(t *testing.T) {
+	t.Parallel() // no state shared with other tests: its own databases and clock
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		pl := newPlanned(t, db)
 		pl.Clock.Set(pl.Clock.Now().Truncate(5 * time.Minute))

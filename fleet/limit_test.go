@@ -17,6 +17,7 @@ import (
 // requests only their units beyond the team's quota, best-effort grants apart; a
 // request that ended adds nothing.
 func TestLimitIsHeldPlusReservedBeyondQuotaWithBestEffortApart(t *testing.T) {
+	t.Parallel() // no database, no shared state
 	now := time.Date(2026, 3, 2, 9, 0, 0, 0, time.UTC)
 	held := []fleet.Holding{{Team: "ads", Pool: "c/cpu", Held: 8, Offered: 3}}
 	running := []fleet.Assignment{
@@ -54,6 +55,7 @@ func limitOf(t *testing.T, r *fleet.Reservations, cluster, team, pool string) fl
 // one beyond it raises it by the part beyond; an offer does not cut it until the sale
 // settles, and the settlement does.
 func TestTheLimitFollowsThePlanOffersAndSettlements(t *testing.T) {
+	t.Parallel() // no state shared with other tests: its own databases and clock
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		pl := newPlanned(t, db)
 		ctx := context.Background()

@@ -18,6 +18,7 @@ import (
 // grace period, never before, and never under report only. The team is told once per
 // excess, and of what was taken back.
 func TestOverLimitIsKeptSinceItsFirstReportAndReclaimedAfterTheGrace(t *testing.T) {
+	t.Parallel() // no state shared with other tests: its own databases and clock
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		storetest.AssertModelsMatchSchema(t, db, &fleet.OverLimitRow{}, &fleet.ReclaimRow{})
 		pl := newPlanned(t, db)
@@ -88,6 +89,7 @@ func TestOverLimitIsKeptSinceItsFirstReportAndReclaimedAfterTheGrace(t *testing.
 
 // A bad report or policy changes nothing.
 func TestOverLimitRefusesBadReportsAndPolicies(t *testing.T) {
+	t.Parallel() // no state shared with other tests: its own databases and clock
 	pl := newPlanned(t, storetest.New(t))
 	ctx := context.Background()
 	ok := fleet.OverLimitUsage{Team: "ads", Pool: "us-east/cpu", Used: 70, Limit: 60}

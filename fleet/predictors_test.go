@@ -52,6 +52,7 @@ func (pl *planned) quoteRAMUnits(t *testing.T, r *fleet.Reservations, units int6
 }
 
 func TestServersSharingADatabaseLearnAlikeAndQuoteIdenticalPrices(t *testing.T) {
+	t.Parallel() // no state shared with other tests: its own databases and clock
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		pl := newPlanned(t, db)
 		other := fleet.NewReservations(db, pl.L, pl.Clock.Now, fleet.DefaultPlanConfig)
@@ -74,6 +75,7 @@ func TestServersSharingADatabaseLearnAlikeAndQuoteIdenticalPrices(t *testing.T) 
 }
 
 func TestLearnedPredictorsSurviveARestart(t *testing.T) {
+	t.Parallel() // no state shared with other tests: its own databases and clock
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		pl := newPlanned(t, db)
 		fresh := pl.quoteRAM(t, pl.r)
@@ -118,6 +120,7 @@ func TestLearnedPredictorsSurviveARestart(t *testing.T) {
 // The LP-based predictor is refit by the tick, never in a request, and every server
 // sharing the database loads the same solved model.
 func TestTheLPPredictorIsRefitByTheTickAndShared(t *testing.T) {
+	t.Parallel() // no state shared with other tests: its own databases and clock
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		pl := newPlanned(t, db)
 		ctx := context.Background()

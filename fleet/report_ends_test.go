@@ -18,6 +18,7 @@ import (
 // never ran is refused. The rest of each report still applies, and the ledger stays
 // balanced.
 func TestReplayedAndOutOfOrderEndsAreAnsweredAndChangeNothing(t *testing.T) {
+	t.Parallel() // no state shared with other tests: its own databases and clock
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		pl := newPlanned(t, db)
 		ctx := context.Background()

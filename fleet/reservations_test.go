@@ -72,6 +72,7 @@ func (pl *planned) trialBalanceIsZero() {
 }
 
 func TestAReservationUsesTheTeamsQuotaFreeAndPaysForTheRest(t *testing.T) {
+	t.Parallel() // no state shared with other tests: its own databases and clock
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		pl := newPlanned(t, db)
 		ctx := context.Background()
@@ -121,6 +122,7 @@ func TestAReservationUsesTheTeamsQuotaFreeAndPaysForTheRest(t *testing.T) {
 }
 
 func TestSubmittingIsIdempotentAndAnotherDefinitionConflicts(t *testing.T) {
+	t.Parallel() // no state shared with other tests: its own databases and clock
 	pl := newPlanned(t, storetest.New(t))
 	ctx := context.Background()
 	u := pl.Users["member@search"]
@@ -147,6 +149,7 @@ func TestSubmittingIsIdempotentAndAnotherDefinitionConflicts(t *testing.T) {
 }
 
 func TestABadDefinitionNamesTheFieldAndSavesNothing(t *testing.T) {
+	t.Parallel() // no state shared with other tests: its own databases and clock
 	pl := newPlanned(t, storetest.New(t))
 	ctx := context.Background()
 	u := pl.Users["member@search"]
@@ -179,6 +182,7 @@ func TestABadDefinitionNamesTheFieldAndSavesNothing(t *testing.T) {
 }
 
 func TestQuotaThatReservationsNeedCannotBeOffered(t *testing.T) {
+	t.Parallel() // no state shared with other tests: its own databases and clock
 	pl := newPlanned(t, storetest.New(t))
 	pl.reserve("member@ads", pl.job("us-east/cpu", 45, time.Hour, time.Hour, 3*time.Hour, 10))
 	_, err := pl.Order("member@ads", exchange.OrderSpec{Team: "ads", Limit: exchangetest.Money(-1), Bundles: []exchange.Bundle{{"us-east/cpu": -20}}})
@@ -196,6 +200,7 @@ func TestQuotaThatReservationsNeedCannotBeOffered(t *testing.T) {
 }
 
 func TestACapacityDropReplansAndReportsWhatCannotBeHonoured(t *testing.T) {
+	t.Parallel() // no state shared with other tests: its own databases and clock
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		pl := newPlanned(t, db)
 		ctx := context.Background()
@@ -245,6 +250,7 @@ func TestACapacityDropReplansAndReportsWhatCannotBeHonoured(t *testing.T) {
 }
 
 func TestQuotaWonAtAuctionIsFreeToReserve(t *testing.T) {
+	t.Parallel() // no state shared with other tests: its own databases and clock
 	pl := newPlanned(t, storetest.New(t))
 	ctx := context.Background()
 	d := pl.job("eu-west/cpu", 50, time.Hour, 2*time.Hour, 4*time.Hour, 100)
@@ -268,6 +274,7 @@ func TestQuotaWonAtAuctionIsFreeToReserve(t *testing.T) {
 }
 
 func TestAgentReportsKeepUsagePerPoolAndRefuseTheImpossible(t *testing.T) {
+	t.Parallel() // no state shared with other tests: its own databases and clock
 	pl := newPlanned(t, storetest.New(t))
 	ctx := context.Background()
 	now := pl.Clock.Now()
@@ -317,6 +324,7 @@ func TestAgentReportsKeepUsagePerPoolAndRefuseTheImpossible(t *testing.T) {
 // Two servers on one database: each sees the other's reservations, and reading
 // or charging does not move the plan's version (which would make the other rebuild).
 func TestServersSharingADatabaseRebuildOnlyWhenThePlanChanged(t *testing.T) {
+	t.Parallel() // no state shared with other tests: its own databases and clock
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		pl := newPlanned(t, db)
 		ctx := context.Background()
@@ -358,6 +366,7 @@ func TestServersSharingADatabaseRebuildOnlyWhenThePlanChanged(t *testing.T) {
 }
 
 func TestModelsMatchSchema(t *testing.T) {
+	t.Parallel() // no state shared with other tests: its own databases and clock
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		storetest.AssertModelsMatchSchema(t, db, &fleet.Reservation{}, &fleet.ReservationRequest{}, &fleet.PricingPolicy{}, &fleet.CapacityChange{}, &fleet.PredictorObservation{}, &fleet.LostValue{})
 	})
@@ -367,6 +376,7 @@ func TestModelsMatchSchema(t *testing.T) {
 // unit-slots, waiting tasks (the last count when one is named twice), end and
 // capacity change, on both dialects (PostgreSQL takes each kind in one statement).
 func TestAReportWritesWhatItSaysOfEachRequest(t *testing.T) {
+	t.Parallel() // no state shared with other tests: its own databases and clock
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		pl := newPlanned(t, db)
 		ctx := context.Background()

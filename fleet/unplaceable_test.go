@@ -20,6 +20,7 @@ import (
 // team's members are told; a repeated report changes nothing; a report naming
 // another cluster's reservation or with too long a reason changes nothing (issue 37).
 func TestAnUnplaceableReservationEndsRefundedOnce(t *testing.T) {
+	t.Parallel() // no state shared with other tests: its own databases and clock
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		pl := newPlanned(t, db)
 		pl.r.UseNotices(pl.M.Notices())

@@ -16,6 +16,7 @@ import (
 )
 
 func TestPercentileIsTheNearestRank(t *testing.T) {
+	t.Parallel() // no database, no shared state
 	// 20 values 0.05, 0.10, ..., 1.00: the p-th percentile is the ceil(p/100*20)-th.
 	xs := func() []float64 {
 		var out []float64
@@ -71,6 +72,7 @@ func (x *usaged) psi(pool string) fleet.PoolPsi {
 // value (ceil(0.95*40) = 38): 38%; p50 is the 20th: 20%; p99 the 40th: 40%. The
 // auction opened afterwards fixes its reserve price at phi(0.38) * cost.
 func TestPsiIsThePercentileOfMeasuredUsage(t *testing.T) {
+	t.Parallel() // no state shared with other tests: its own databases and clock
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		x := newUsaged(t, db)
 		ctx := context.Background()
@@ -149,6 +151,7 @@ func closeCurrent(t *testing.T, x *usaged) {
 }
 
 func TestAnOverrideHoldsUntilItExpires(t *testing.T) {
+	t.Parallel() // no state shared with other tests: its own databases and clock
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		x := newUsaged(t, db)
 		ctx := context.Background()
@@ -189,6 +192,7 @@ func TestAnOverrideHoldsUntilItExpires(t *testing.T) {
 // A pool with no usage data says so and falls back to held/capacity: ads holds 60
 // of us-east/cpu's 100 cores; nobody holds eu-west/cpu.
 func TestAPoolWithNoDataFallsBackToHeldOverCapacity(t *testing.T) {
+	t.Parallel() // no state shared with other tests: its own databases and clock
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		x := newUsaged(t, db)
 		rep, err := x.u.Refresh(context.Background())
@@ -211,6 +215,7 @@ func TestAPoolWithNoDataFallsBackToHeldOverCapacity(t *testing.T) {
 // reservation of 40 cores for an hour shows as 40% for its 12 slots and 0%
 // around it.
 func TestPoolsWithoutAnAgentAreMeasuredFromThePlan(t *testing.T) {
+	t.Parallel() // no state shared with other tests: its own databases and clock
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		x := newUsaged(t, db)
 		ctx := context.Background()
@@ -250,6 +255,7 @@ func TestPoolsWithoutAnAgentAreMeasuredFromThePlan(t *testing.T) {
 }
 
 func TestRetentionDeletesOldSamplesAndHours(t *testing.T) {
+	t.Parallel() // no state shared with other tests: its own databases and clock
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		x := newUsaged(t, db)
 		ctx := context.Background()
@@ -276,6 +282,7 @@ func TestRetentionDeletesOldSamplesAndHours(t *testing.T) {
 }
 
 func TestBadInputIsRefusedAndChangesNothing(t *testing.T) {
+	t.Parallel() // no state shared with other tests: its own databases and clock
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		x := newUsaged(t, db)
 		ctx := context.Background()
@@ -318,6 +325,7 @@ func TestBadInputIsRefusedAndChangesNothing(t *testing.T) {
 // settings, all at once: every call succeeds, each pool has one sample a slot, and
 // every stored psi is the percentile its own setting asks for.
 func TestUtilizationWritesAreSafeUnderConcurrency(t *testing.T) {
+	t.Parallel() // no state shared with other tests: its own databases and clock
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		x := newUsaged(t, db)
 		ctx := context.Background()
@@ -387,6 +395,7 @@ func TestUtilizationWritesAreSafeUnderConcurrency(t *testing.T) {
 }
 
 func TestUtilizationModelsMatchSchema(t *testing.T) {
+	t.Parallel() // no state shared with other tests: its own databases and clock
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		storetest.AssertModelsMatchSchema(t, db, &fleet.UsageSample{}, &fleet.UsageHour{}, &fleet.PoolSetting{})
 	})
@@ -395,6 +404,7 @@ func TestUtilizationModelsMatchSchema(t *testing.T) {
 // An agent's measured capacity is kept, the latest replacing the earlier, with its
 // time; the configured capacity (what the market prices with) does not change.
 func TestMeasuredCapacityIsKept(t *testing.T) {
+	t.Parallel() // no state shared with other tests: its own databases and clock
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		x := newUsaged(t, db)
 		ctx := context.Background()

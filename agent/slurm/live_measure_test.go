@@ -45,13 +45,16 @@ func TestLiveMeasureAfterLastJobAndWhenSlurmIsDown(t *testing.T) {
 		}
 	}
 
-	// slurmctld unreachable: the same slurm.conf with a port nothing listens on.
+	// slurmctld unreachable: the same slurm.conf with a port nothing listens on, and a
+	// MessageTimeout of 2 s instead of the default 10: a Slurm command tries to
+	// connect for about that long before it says it cannot (9 s, now 1 s).
 	dir := t.TempDir()
 	conf, err := os.ReadFile(os.Getenv("SLURM_CONF"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	down := regexp.MustCompile(`(?m)^SlurmctldPort=.*$`).ReplaceAll(conf, []byte("SlurmctldPort=6899"))
+	down = append(regexp.MustCompile(`(?m)^MessageTimeout=.*$`).ReplaceAll(down, nil), "\nMessageTimeout=2\n"...)
 	for _, f := range []string{"gres.conf", "cgroup.conf"} {
 		if data, err := os.ReadFile(filepath.Join(filepath.Dir(os.Getenv("SLURM_CONF")), f)); err == nil {
 			_ = os.WriteFile(filepath.Join(dir, f), data, 0o600)
@@ -60,7 +63,12 @@ func TestLiveMeasureAfterLastJobAndWhenSlurmIsDown(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "slurm.conf"), down, 0o600); err != nil {
 		t.Fatal(err)
 	}
+	live := b.run
 	b.run = ExecRunner{Env: []string{"SLURM_CONF=" + filepath.Join(dir, "slurm.conf")}}
+	// The cleanup lists the test's reservations through this backend: on the live
+	// cluster, not the unreachable one (where scontrol waited 59 s to say it could
+	// not connect).
+	defer func() { b.run = live }()
 	m, err = b.Measure(c.ctx, time.Now())
 	if err == nil || !strings.Contains(err.Error(), "Unable to contact slurm controller") {
 		t.Errorf("Measure with slurmctld unreachable: error %v, want it to say so", err)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -36,12 +37,14 @@ func newLiveCluster(t *testing.T) *liveCluster {
 	t.Cleanup(cancel)
 	suffix := fmt.Sprintf("%x", time.Now().UnixNano()%(1<<30))
 	c := &liveCluster{t: t, ctx: ctx, ads: "ads" + suffix, ml: "ml" + suffix}
-	for _, a := range []string{c.ads, c.ml} {
-		c.sh("sacctmgr", "--immediate", "add", "account", a, "cluster="+liveSlurmCluster(t))
-		c.sh("sacctmgr", "--immediate", "add", "user", "root", "account="+a, "cluster="+liveSlurmCluster(t))
-		c.accounts = append(c.accounts, a)
-	}
+	// One sacctmgr command for both accounts, and one for both users: each command
+	// is a round trip through slurmdbd to its database (0.4 to 0.8 s on the shared
+	// machine), and a test makes dozens.
+	both := c.ads + "," + c.ml
+	c.accounts = []string{c.ads, c.ml}
 	t.Cleanup(c.cleanup)
+	c.sh("sacctmgr", "--immediate", "add", "account", both, "cluster="+liveSlurmCluster(t))
+	c.sh("sacctmgr", "--immediate", "add", "user", "root", "account="+both, "cluster="+liveSlurmCluster(t))
 	yaml := fmt.Sprintf(`cluster: hpc
 teams:
   ads: {account: %s}
@@ -101,11 +104,11 @@ func (c *liveCluster) jobState(id string) (state, reason string) {
 	return state, reason
 }
 
-// eventually polls cond every half second for up to a minute: Slurm's scheduler runs
-// every few seconds.
+// eventually polls cond every 100 ms for up to a minute: Slurm's scheduler runs
+// every few seconds, and at each submission; a poll (squeue) takes about 10 ms.
 func (c *liveCluster) eventually(what string, cond func() bool) {
 	c.t.Helper()
-	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(500 * time.Millisecond) {
+	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
 		if cond() {
 			return
 		}
@@ -125,16 +128,29 @@ func (c *liveCluster) cleanup() {
 			}
 		}
 	}
+	var all []string
 	for _, a := range c.accounts {
 		_, _ = c.runner.Run(ctx, "", "scancel", "--account="+BestEffortAccount(a))
+		all = append(all, a, BestEffortAccount(a))
 	}
-	time.Sleep(time.Second)
-	for _, a := range c.accounts {
-		for _, acct := range []string{a, BestEffortAccount(a)} {
-			_, _ = c.runner.Run(ctx, "", "sacctmgr", "--immediate", "delete", "user", "where", "account="+acct)
-			_, _ = c.runner.Run(ctx, "", "sacctmgr", "--immediate", "delete", "account", acct)
+	// sacctmgr refuses to delete an account with jobs still queued or ending: wait
+	// until squeue shows none of them (it keeps ended jobs out of its default
+	// states), rather than a fixed second that may be too short.
+	list := strings.Join(all, ",")
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		if out, err := c.runner.Run(ctx, "", "squeue", "--noheader", "--account="+list); err == nil && strings.TrimSpace(out) == "" {
+			break
 		}
 	}
+	// Every account's users in one command, but sacctmgr refuses that when it takes
+	// a user's default account while the user still has another of them (teamUser
+	// in both teams' accounts): then account by account, the default last.
+	if _, err := c.runner.Run(ctx, "", "sacctmgr", "--immediate", "delete", "user", "where", "account="+list); err != nil {
+		for _, acct := range slices.Backward(all) {
+			_, _ = c.runner.Run(ctx, "", "sacctmgr", "--immediate", "delete", "user", "where", "account="+acct)
+		}
+	}
+	_, _ = c.runner.Run(ctx, "", "sacctmgr", "--immediate", "delete", "account", list)
 }
 
 // teamUser is the machine's user the tests submit as a team's member: not the agent's

@@ -8,14 +8,20 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
+	"fmt"
+	"maps"
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/clearhouse/clearhouse/migrations"
 	"github.com/clearhouse/clearhouse/store"
+	"github.com/pressly/goose/v3"
 	"gorm.io/gorm"
 )
 
@@ -140,11 +146,36 @@ func open(t testing.TB, dsn string) *store.DB {
 		t.Fatalf("storetest: open: %v", err)
 	}
 	t.Cleanup(func() { db.Close(); dsns.Delete(db) })
-	if err := store.Migrate(ctx, db); err != nil {
+	if err := migrateFresh(ctx, db); err != nil {
 		t.Fatalf("storetest: migrate: %v", err)
 	}
 	dsns.Store(db, dsn)
 	return db
+}
+
+// migrateFresh migrates a database no one else uses yet. On PostgreSQL it runs the
+// migrations without store.Migrate's session advisory lock: that lock is one per
+// server (goose's default lock id), polled every 5 seconds, so every test package
+// migrating its schemas at the same time (go test runs packages side by side, and
+// parallel tests within one) queued behind the others, and a test lost 5 to 60
+// seconds waiting for a lock that protected nothing (each test has a fresh schema of
+// its own). store.CheckCurrent then checks the result as a server's start would.
+func migrateFresh(ctx context.Context, db *store.DB) error {
+	if db.Dialect != store.Postgres {
+		return store.Migrate(ctx, db) // no lock on SQLite
+	}
+	fsys, err := migrations.FS(db.Dialect)
+	if err != nil {
+		return err
+	}
+	p, err := goose.NewProvider(goose.DialectPostgres, db.SQL(), fsys)
+	if err != nil {
+		return err
+	}
+	if _, err := p.Up(ctx); err != nil {
+		return err
+	}
+	return store.CheckCurrent(ctx, db)
 }
 
 // Another opens a second connection pool to the database db came from, as a
@@ -224,14 +255,10 @@ func AssertModelsMatchSchema(t *testing.T, db *store.DB, models ...any) {
 			t.Errorf("model %T: %v", m, err)
 			continue
 		}
-		cols, err := db.Read.Migrator().ColumnTypes(stmt.Schema.Table)
+		have, err := columnNames(db, stmt.Schema.Table)
 		if err != nil {
 			t.Errorf("model %T: table %s: %v", m, stmt.Schema.Table, err)
 			continue
-		}
-		have := map[string]bool{}
-		for _, c := range cols {
-			have[c.Name()] = true
 		}
 		if len(have) == 0 {
 			t.Errorf("model %T: no table %q", m, stmt.Schema.Table)
@@ -244,3 +271,167 @@ func AssertModelsMatchSchema(t *testing.T, db *store.DB, models ...any) {
 		}
 	}
 }
+
+// Rewinder snapshots db, a PostgreSQL database from NewPostgres, and returns a
+// function that puts it back as it was then: every table's rows (goose's version
+// table too) and every sequence's position. A test that needs a freshly migrated
+// database many times over (a property test's hundred runs) rewinds one instead:
+// a fresh schema runs every migration's DDL, 2 to 5 s a schema on the shared 2-core
+// machine, which a rewind replaces with one TRUNCATE and a few small inserts. The
+// rewind fails the test if the schema's tables, columns or sequences changed since
+// the snapshot (then it could not give back the database the snapshot was of), and
+// must not run while anything else uses db.
+func Rewinder(t testing.TB, db *store.DB) func() {
+	t.Helper()
+	return rewinder(t, db, false)
+}
+
+// rewinder is Rewinder; truncate makes it truncate as for a user who is not a
+// superuser, for its test.
+func rewinder(t testing.TB, db *store.DB, truncate bool) func() {
+	t.Helper()
+	if db.Dialect != store.Postgres {
+		t.Fatal("storetest: Rewinder is for PostgreSQL: on SQLite, New copies a migrated file in milliseconds")
+	}
+	q := db.Write
+	var tables, sequences []string
+	if err := q.Raw(`SELECT c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+		WHERE n.nspname = current_schema() AND c.relkind IN ('r', 'p') ORDER BY 1`).Scan(&tables).Error; err != nil {
+		t.Fatalf("storetest: listing tables: %v", err)
+	}
+	if err := q.Raw(`SELECT c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+		WHERE n.nspname = current_schema() AND c.relkind = 'S' ORDER BY 1`).Scan(&sequences).Error; err != nil {
+		t.Fatalf("storetest: listing sequences: %v", err)
+	}
+	if len(tables) == 0 {
+		t.Fatal("storetest: Rewinder: no tables: is db migrated?")
+	}
+	shape := func() string {
+		var s string
+		if err := q.Raw(`SELECT string_agg(concat_ws(' ', c.relname, c.relkind, a.attnum, a.attname, format_type(a.atttypid, a.atttypmod),
+				a.attnotnull, a.attidentity, a.attgenerated, pg_get_expr(d.adbin, d.adrelid)), E'\n' ORDER BY c.relname, a.attnum)
+			FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+			LEFT JOIN pg_attribute a ON a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped
+			LEFT JOIN pg_attrdef d ON d.adrelid = c.oid AND d.adnum = a.attnum
+			WHERE n.nspname = current_schema() AND c.relkind IN ('r', 'p', 'S')`).Scan(&s).Error; err != nil {
+			t.Fatalf("storetest: reading the schema's shape: %v", err)
+		}
+		return s
+	}
+	was := shape()
+	rows := map[string]string{} // table -> its rows as a JSON array, for tables that have rows
+	for _, tb := range tables {
+		var js string
+		if err := q.Raw(fmt.Sprintf(`SELECT coalesce(json_agg(r), '[]')::text FROM %s r`, quoteIdent(tb))).Scan(&js).Error; err != nil {
+			t.Fatalf("storetest: reading %s: %v", tb, err)
+		}
+		if js != "[]" {
+			rows[tb] = js
+		}
+	}
+	type position struct {
+		LastValue int64
+		IsCalled  bool
+	}
+	positions := map[string]position{}
+	for _, s := range sequences {
+		var p position
+		if err := q.Raw(fmt.Sprintf(`SELECT last_value, is_called FROM %s`, quoteIdent(s))).Scan(&p).Error; err != nil {
+			t.Fatalf("storetest: reading sequence %s: %v", s, err)
+		}
+		positions[s] = p
+	}
+	// Which tables hold rows, in one query: only those are emptied. A superuser
+	// (as the tests' PostgreSQL user is in CI and on the project's machines)
+	// deletes their rows with triggers and foreign keys off for the transaction
+	// (session_replication_role), which empties every table that held rows, so no
+	// reference is left dangling; others truncate them, by CASCADE with the tables
+	// referring to them, which creates new files for every table and index
+	// truncated (1 to 2 s where the deletes take tens of milliseconds).
+	holding := make([]string, len(tables))
+	for i, tb := range tables {
+		holding[i] = fmt.Sprintf(`SELECT %s AS name WHERE EXISTS (SELECT 1 FROM %s)`, quoteLiteral(tb), quoteIdent(tb))
+	}
+	nonEmpty := strings.Join(holding, " UNION ALL ")
+	var super bool
+	if err := q.Raw(`SELECT current_setting('is_superuser') = 'on'`).Scan(&super).Error; err != nil {
+		t.Fatalf("storetest: %v", err)
+	}
+	super = super && !truncate
+	return func() {
+		t.Helper()
+		if now := shape(); now != was {
+			t.Fatalf("storetest: the schema changed since Rewinder's snapshot, so a rewind cannot restore it:\nthen:\n%s\nnow:\n%s", was, now)
+		}
+		err := q.Transaction(func(tx *gorm.DB) error {
+			var full []string
+			if err := tx.Raw(nonEmpty).Scan(&full).Error; err != nil {
+				return err
+			}
+			if super {
+				if err := tx.Exec(`SET LOCAL session_replication_role = replica`).Error; err != nil {
+					return err
+				}
+				for _, tb := range full {
+					if err := tx.Exec("DELETE FROM " + quoteIdent(tb)).Error; err != nil {
+						return fmt.Errorf("%s: %w", tb, err)
+					}
+				}
+			} else if len(full) > 0 {
+				for i, tb := range full {
+					full[i] = quoteIdent(tb)
+				}
+				if err := tx.Exec("TRUNCATE " + strings.Join(full, ", ") + " CASCADE").Error; err != nil {
+					return err
+				}
+			}
+			for _, tb := range slices.Sorted(maps.Keys(rows)) {
+				if err := tx.Exec(fmt.Sprintf(`INSERT INTO %s OVERRIDING SYSTEM VALUE SELECT * FROM json_populate_recordset(NULL::%[1]s, ?::json)`,
+					quoteIdent(tb)), rows[tb]).Error; err != nil {
+					return fmt.Errorf("%s: %w", tb, err)
+				}
+			}
+			for _, s := range slices.Sorted(maps.Keys(positions)) {
+				p := positions[s]
+				if err := tx.Exec(`SELECT setval(?::regclass, ?, ?)`, quoteIdent(s), p.LastValue, p.IsCalled).Error; err != nil {
+					return fmt.Errorf("sequence %s: %w", s, err)
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatalf("storetest: rewinding: %v", err)
+		}
+	}
+}
+
+// columnNames is the set of table's column names. On PostgreSQL in one catalog
+// query: gorm's Migrator().ColumnTypes makes several (seconds a table under -race on
+// the shared machine, where the database holds many tests' schemas).
+func columnNames(db *store.DB, table string) (map[string]bool, error) {
+	have := map[string]bool{}
+	if db.Dialect == store.Postgres {
+		var names []string
+		if err := db.Read.Raw(`SELECT a.attname FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid
+			JOIN pg_namespace n ON n.oid = c.relnamespace
+			WHERE n.nspname = current_schema() AND c.relname = ? AND a.attnum > 0 AND NOT a.attisdropped`, table).Scan(&names).Error; err != nil {
+			return nil, err
+		}
+		for _, n := range names {
+			have[n] = true
+		}
+		return have, nil
+	}
+	cols, err := db.Read.Migrator().ColumnTypes(table)
+	if err != nil {
+		return nil, err
+	}
+	for _, c := range cols {
+		have[c.Name()] = true
+	}
+	return have, nil
+}
+
+// quoteIdent quotes a PostgreSQL identifier, quoteLiteral a string.
+func quoteIdent(s string) string   { return `"` + strings.ReplaceAll(s, `"`, `""`) + `"` }
+func quoteLiteral(s string) string { return `'` + strings.ReplaceAll(s, `'`, `''`) + `'` }
