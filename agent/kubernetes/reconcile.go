@@ -200,7 +200,7 @@ func fieldOwners(meta metav1.Object, path ...string) []string {
 			continue
 		}
 		var node map[string]any
-		if json.Unmarshal(e.FieldsV1.Raw, &node) != nil {
+		if json.Unmarshal(e.FieldsV1.GetRawBytes(), &node) != nil {
 			continue
 		}
 		for i, p := range path {

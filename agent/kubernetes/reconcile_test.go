@@ -135,14 +135,14 @@ func TestAQuotaOfAnOlderAgentIsAdopted(t *testing.T) {
 		return !annotated && m.String() == "64Gi", nil
 	})
 	for _, e := range q.ManagedFields {
-		if e.Manager == "kubectl-edit" && strings.Contains(string(e.FieldsV1.Raw), "requests.memory") {
-			t.Fatalf("kubectl-edit still owns requests.memory: %s", e.FieldsV1.Raw)
+		if e.Manager == "kubectl-edit" && strings.Contains(e.FieldsV1.GetRawString(), "requests.memory") {
+			t.Fatalf("kubectl-edit still owns requests.memory: %s", e.FieldsV1.GetRawString())
 		}
 	}
 	owned := false
 	for _, e := range q.ManagedFields {
 		if e.Manager == kubernetes.FieldManager && e.Operation == metav1.ManagedFieldsOperationApply {
-			raw := string(e.FieldsV1.Raw)
+			raw := e.FieldsV1.GetRawString()
 			owned = strings.Contains(raw, `"f:requests.cpu"`) && strings.Contains(raw, `"f:requests.memory"`) && !strings.Contains(raw, "clearhouse.io/hard")
 		}
 	}
