@@ -144,6 +144,7 @@ func (b *Backend) FollowReservations(ctx context.Context, plan agent.Plan) (agen
 			}
 		}
 	}
+	b.forgetUnplanned(want, inRes)
 	ended, err := b.reportJobs(ctx, &report, want, inRes, now)
 	if err != nil {
 		errs = append(errs, err)
@@ -206,6 +207,19 @@ func (b *Backend) follow(ctx context.Context, w slurmReservation, have map[strin
 	return nil
 }
 
+// forgetUnplanned forgets what this process knows of the reservations the plan has no
+// more: whether their end was told, and (when no job is queued in one) the jobs seen in
+// them. What it keeps is so bounded by the reservations planned now and the jobs
+// queued now. Were the plan to run a forgotten reservation again, its end would be
+// told again, and the server ignores an end it has.
+func (b *Backend) forgetUnplanned(want map[string]wantReservation, inRes map[string][]job) {
+	maps.DeleteFunc(b.ended, func(name string, _ bool) bool { _, ok := want[name]; return !ok })
+	maps.DeleteFunc(b.ranIn, func(name string, _ map[int64]bool) bool {
+		_, planned := want[name]
+		return !planned && len(inRes[name]) == 0
+	})
+}
+
 // reportJobs fills the report's usage and waiting from the jobs in the reservations,
 // and returns the ends of running requests whose jobs all ended (from accounting).
 func (b *Backend) reportJobs(ctx context.Context, report *agent.JobReport, want map[string]wantReservation, inRes map[string][]job, now time.Time) ([]agent.JobEnd, error) {
@@ -226,7 +240,7 @@ func (b *Backend) reportJobs(ctx context.Context, report *agent.JobReport, want 
 		if n := queued(inRes[name]); n > 0 {
 			report.Waiting = append(report.Waiting, agent.JobWaiting{Reservation: w.job.Reservation, Request: w.job.Request, Tasks: n})
 		}
-		if w.running && len(inRes[name]) == 0 && !b.reported["end "+name] {
+		if w.running && len(inRes[name]) == 0 && !b.ended[name] {
 			idle = append(idle, w)
 		}
 	}
@@ -257,7 +271,8 @@ func (b *Backend) reportJobs(ctx context.Context, report *agent.JobReport, want 
 			}
 			end.Failed = end.Failed || failed(j.State)
 		}
-		if ran && b.once("end "+w.Name) {
+		if ran && !b.ended[w.Name] {
+			b.ended[w.Name] = true
 			delete(b.ranIn, w.Name) // its end is told: nothing more to find by its jobs
 			end.Reservation, end.Request = w.job.Reservation, w.job.Request
 			ends = append(ends, end)

@@ -89,9 +89,11 @@ type pool struct {
 	unit       int64
 }
 
-// Backend is the Slurm backend. Its only state across polls is what it reported
-// already (so it reports each event once per process; a restarted agent reports
-// again what Slurm still shows, and the server ignores repeats): everything else is
+// Backend is the Slurm backend. Its state across polls is what it reported already
+// (so it reports each event once per process; a restarted agent reports again what
+// Slurm still shows, and the server ignores repeats), the jobs it saw in Clearhouse's
+// reservations and the GrpTRES values it set; each is bounded by what the server lists
+// now and the config maps (see reported, ended, ranIn, lastSet). Everything else is
 // read from Slurm at every poll.
 type Backend struct {
 	run       Runner
@@ -108,11 +110,19 @@ type Backend struct {
 	tresPools map[string][]pool // TRES -> the pools counting it
 	since     time.Time         // how far back accounting is read: the oldest thing still followed
 
-	reported map[string]bool // "task 7 started", "end r3-0": events sent by this process
+	// reported is the events this process returned of each task ("started", "done"),
+	// so each is returned once. A task's are forgotten once the server lists it no
+	// more (forgetUnlisted): bounded by the tasks listed now.
+	reported map[int64]map[string]bool
+	// ended is the reservations whose end this process returned, forgotten once the
+	// plan has them no more: bounded by the reservations planned now.
+	ended map[string]bool
 	// ranIn is the jobs this process saw queued or running in each of Clearhouse's
 	// reservations. Accounting does not always name a job's reservation (seen with
 	// Slurm 22.05: sacct's Reservation column empty for a job squeue showed in one),
-	// so a reservation's end is also found by these job ids.
+	// so a reservation's end is also found by these job ids. A reservation's are
+	// forgotten once its end is told, or once the plan has it no more and no job is
+	// queued in it.
 	ranIn map[string]map[int64]bool
 	// qosChecked is when ensureQOS last read the QOS list and the users' associations,
 	// and qosUsed the other QOS the accounts used then (sorted, comma-separated).
@@ -141,7 +151,7 @@ func Open(ctx context.Context, c *agent.Config, r Runner, out io.Writer, now fun
 	}
 	b := &Backend{run: r, out: out, now: now, qos: DefaultQOS, accounts: map[string]string{}, teams: map[string]string{}, beTeams: map[string]string{},
 		agentUser: me.Username, lastSet: map[string]int64{},
-		pools: map[string]pool{}, tresPools: map[string][]pool{}, reported: map[string]bool{}, ranIn: map[string]map[int64]bool{}, since: now().Add(-24 * time.Hour)}
+		pools: map[string]pool{}, tresPools: map[string][]pool{}, reported: map[int64]map[string]bool{}, ended: map[string]bool{}, ranIn: map[string]map[int64]bool{}, since: now().Add(-24 * time.Hour)}
 	if s := c.Slurm; s != nil {
 		b.cluster, b.partition = s.Cluster, s.Partition
 		if s.QOS != "" {
@@ -213,11 +223,14 @@ func (b *Backend) taskTeam(account string) string {
 // unit uses the unit).
 func (p pool) units(count int64) int64 { return (count + p.unit - 1) / p.unit }
 
-// once says whether the event key is new to this process, and remembers it.
-func (b *Backend) once(key string) bool {
-	if b.reported[key] {
+// once says whether a task's event is new to this process, and remembers it.
+func (b *Backend) once(task int64, event string) bool {
+	if b.reported[task][event] {
 		return false
 	}
-	b.reported[key] = true
+	if b.reported[task] == nil {
+		b.reported[task] = map[string]bool{}
+	}
+	b.reported[task][event] = true
 	return true
 }

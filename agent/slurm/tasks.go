@@ -33,8 +33,10 @@ func taskOf(name string) (int64, bool) {
 // BOOT_FAIL and DEADLINE are failed; each at the time Slurm recorded. A task in stop
 // that never ran in Slurm is reported stopped now. Each event is returned once per
 // process (a restarted agent returns again what Slurm shows; the server ignores
-// repeats).
+// repeats); what was returned of a task is forgotten once the server lists it no more
+// (forgetUnlisted).
 func (b *Backend) SyncTasks(ctx context.Context, run, stop []agent.Task) ([]agent.TaskEvent, error) {
+	b.forgetUnlisted(run, stop)
 	if len(run)+len(stop) == 0 {
 		return nil, nil
 	}
@@ -49,7 +51,7 @@ func (b *Backend) SyncTasks(ctx context.Context, run, stop []agent.Task) ([]agen
 		if at.IsZero() {
 			at = now
 		}
-		if b.once(fmt.Sprintf("task %d %s", task, event)) {
+		if b.once(task, event) {
 			events = append(events, agent.TaskEvent{Task: task, Event: event, At: at})
 		}
 	}
@@ -86,6 +88,23 @@ func (b *Backend) SyncTasks(ctx context.Context, run, stop []agent.Task) ([]agen
 		}
 	}
 	return events, errors.Join(errs...)
+}
+
+// forgetUnlisted forgets the events returned of each task the server lists in neither
+// run nor stop, so what the backend keeps is bounded by the tasks listed now. The
+// server lists a task while it runs and, once ended, until its stop is confirmed (a
+// day at most); an ended task is never listed again (its job's next task is a new
+// one). The Kubernetes backend also waits for the task's pod to go; here nothing waits
+// for the task's Slurm job: accounting keeps it for good, and only listed tasks' jobs
+// are read, so an unlisted task's job can report nothing. Were the server to list a
+// forgotten task again, its events would be returned again, and the server ignores
+// repeats.
+func (b *Backend) forgetUnlisted(run, stop []agent.Task) {
+	listed := map[int64]bool{}
+	for _, t := range slices.Concat(run, stop) {
+		listed[t.ID] = true
+	}
+	maps.DeleteFunc(b.reported, func(task int64, _ map[string]bool) bool { return !listed[task] })
 }
 
 // events emits what a task's job did, as its state says.

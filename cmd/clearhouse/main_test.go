@@ -51,7 +51,7 @@ func TestUnknownCommandWithHelpFails(t *testing.T) {
 	}
 }
 
-// A port another program holds fails with a pointer to --addr.
+// A port another program holds fails, with exit status 1, with a pointer to --addr.
 func TestServeOnATakenPortSuggestsAddr(t *testing.T) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -59,8 +59,8 @@ func TestServeOnATakenPortSuggestsAddr(t *testing.T) {
 	}
 	defer l.Close()
 	code, _, errOut := runCLI(t, "", "serve", "--addr", l.Addr().String(), "--db", filepath.Join(t.TempDir(), "x.db"), "--auction-every", "0")
-	if code == 0 || !strings.Contains(errOut, "address already in use") || !strings.Contains(errOut, "--addr") {
-		t.Fatalf("serve on a taken port: code %d, stderr %q (want a pointer to --addr)", code, errOut)
+	if code != 1 || !strings.Contains(errOut, "address already in use") || !strings.Contains(errOut, "--addr") {
+		t.Fatalf("serve on a taken port: code %d, stderr %q (want 1 and a pointer to --addr)", code, errOut)
 	}
 	// The example it gives is free: serving there would work.
 	_, after, _ := strings.Cut(errOut, "for example --addr ")
