@@ -220,6 +220,7 @@ func BenchmarkCorePaymentsCATS(b *testing.B) {
 			b.ReportMetric(revenue/bids, "revenue/bids")
 			b.ReportMetric(f.PaymentSeconds, "payment-s")
 			b.ReportMetric(float64(f.Coalitions), "coalitions")
+			b.ReportMetric(float64(f.LeastRevenueParts), "least-revenue-parts")
 			b.ReportMetric(f.Seconds, "final-s")
 			if core == 0 {
 				return

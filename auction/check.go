@@ -204,6 +204,8 @@ func checkFinal(inst Instance, res Result) error {
 		return bad("the final round's welfare %v is below the clock's %v", f.Welfare, f.ClockWelfare)
 	case f.Bound < f.Welfare && !near(f.Bound, f.Welfare, f.Welfare):
 		return bad("final_round.bound %v is below its welfare %v", f.Bound, f.Welfare)
+	case f.LeastRevenueParts < 0 || f.LeastRevenueParts > f.CoreParts:
+		return bad("final_round.least_revenue_parts %d: must be from 0 to core_parts (%d)", f.LeastRevenueParts, f.CoreParts)
 	}
 	return nil
 }

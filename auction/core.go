@@ -29,6 +29,10 @@ func coreTol(w float64) float64 { return 2 * pruneTol(w) }
 type coreResult struct {
 	pi, vcg    []float64
 	coalitions int // blocking coalitions generated
+	// leastRevenue says pi is the LP's least-revenue core point, not the one
+	// nearest VCG: the nearest-VCG step (ldp) failed on the last constraint set
+	// (nearestMinimumRevenue). pi is still in the core and of least revenue.
+	leastRevenue bool
 }
 
 // variant returns a copy of p for a payment computation: without bidder drop's
@@ -67,7 +71,7 @@ func (p *problem) variant(drop int32, start []int32, adjust func(lb int32, w flo
 
 // corePayments computes the part's core-selecting payments for its optimal
 // allocation choice (welfare W). ok is false when some winner determination it
-// needs was not proved optimal by end (or within maxNodes nodes), or a step
+// needs was not proved optimal by end (or within opt.MaxNodes nodes), or a step
 // failed numerically: the caller then applies the capped-price rule.
 //
 //  1. VCG: for each winner j, W(N \ j) by winner determination without j's
@@ -88,8 +92,10 @@ func (p *problem) variant(drop int32, start []int32, adjust func(lb int32, w flo
 //     pi_j >= (value of the coalition's allocation) - sum over winners in C of
 //     w_j, find the least revenue m* with vcg <= pi <= w and every constraint
 //     (an LP), then the pi nearest vcg among those with revenue m* (a
-//     least-distance problem, ldp), and repeat from 2.
-func (p *problem) corePayments(choice []int32, W float64, end time.Time, maxNodes int) (res coreResult, ok bool) {
+//     least-distance problem, ldp; where ldp fails, the LP's own point, and
+//     res.leastRevenue says so), and repeat from 2.
+func (p *problem) corePayments(choice []int32, W float64, end time.Time, opt Options) (res coreResult, ok bool) {
+	maxNodes := opt.MaxNodes
 	n := p.bidders()
 	w := make([]float64, n)
 	var winners []int32
@@ -188,11 +194,13 @@ func (p *problem) corePayments(choice []int32, W float64, end time.Time, maxNode
 		cuts = append(cuts, cut)
 		prev = s.choice
 		res.coalitions = len(cuts)
-		next, ok := nearestMinimumRevenue(winners, res.vcg, w, cuts, W, end)
+		next, nearest, ok := nearestMinimumRevenue(winners, res.vcg, w, cuts, W, end, opt.noNearest)
 		if !ok {
 			return res, false
 		}
-		res.pi = next
+		// Only the last step's point is paid: an earlier fallback that a later
+		// nearest-VCG step replaced leaves no trace in the payments.
+		res.pi, res.leastRevenue = next, !nearest
 	}
 }
 
@@ -211,7 +219,10 @@ type coreCut struct {
 // degeneracy, so its m* may fall short of the true least revenue by about 1e-7
 // of the welfare; eps starts at 1e-9 of the welfare and grows until ldp finds
 // the constraints feasible, so the revenue exceeds the least by at most eps.
-func nearestMinimumRevenue(winners []int32, vcg, w []float64, cuts []coreCut, W float64, end time.Time) ([]float64, bool) {
+// nearest is false when ldp failed at every eps and pi is the LP's own point
+// (below); skipLDP takes that path at once (tests: Options.noNearest). ok is
+// false when the LP failed.
+func nearestMinimumRevenue(winners []int32, vcg, w []float64, cuts []coreCut, W float64, end time.Time, skipLDP bool) (pi []float64, nearest, ok bool) {
 	n := len(winners)
 	// Rows G d >= h: d >= 0, d <= w - vcg, and each cut.
 	var G [][]float64
@@ -251,7 +262,7 @@ func nearestMinimumRevenue(winners []int32, vcg, w []float64, cuts []coreCut, W 
 	}
 	x, val, _, st := lpMax(A, b, cost, end)
 	if st != lpOptimal {
-		return nil, false
+		return nil, false, false
 	}
 	least := -val
 	sumRow := make([]float64, n)
@@ -260,26 +271,27 @@ func nearestMinimumRevenue(winners []int32, vcg, w []float64, cuts []coreCut, W 
 	}
 	G = append(G, sumRow)
 	h = append(h, 0)
-	for eps := 1e-9 * max(1, math.Abs(W)); eps <= 1e-4*max(1, math.Abs(W)); eps *= 10 {
+	for eps := 1e-9 * max(1, math.Abs(W)); eps <= 1e-4*max(1, math.Abs(W)) && !skipLDP; eps *= 10 {
 		h[len(h)-1] = -(least + eps)
 		d, ok := ldp(G, h, n)
 		if !ok {
 			continue
 		}
-		pi := make([]float64, len(vcg))
+		pi = make([]float64, len(vcg))
 		for k, lb := range winners {
 			pi[lb] = min(w[lb], vcg[lb]+max(d[k], 0))
 		}
-		return pi, true
+		return pi, true, true
 	}
 	// ldp failed at every eps: nnls cycles on some degenerate systems (seen on
 	// CATS matching 96x450, with 13 cuts over 48 winners). The LP's own point is
 	// then the answer: least revenue, every cut met to within the LP's
 	// perturbation (1e-7 of a right-hand side, below coreTol), but a vertex, not
-	// necessarily the point nearest VCG.
-	pi := make([]float64, len(vcg))
+	// necessarily the point nearest VCG; the caller counts the part in
+	// final_round.least_revenue_parts.
+	pi = make([]float64, len(vcg))
 	for k, lb := range winners {
 		pi[lb] = min(w[lb], vcg[lb]+max(x[k], 0))
 	}
-	return pi, true
+	return pi, false, true
 }

@@ -69,6 +69,11 @@ type FinalRound struct {
 	CoreParts      int     `json:"core_parts,omitempty"`
 	Coalitions     int     `json:"coalitions,omitempty"`
 	PaymentSeconds float64 `json:"payment_seconds,omitempty"`
+	// LeastRevenueParts is how many of the CoreParts pay the least-revenue core
+	// point the LP found instead of the one nearest VCG, because the nearest-VCG
+	// step (ldp) failed on a degenerate system: their payments are in the core
+	// and of least revenue, but not proved nearest VCG.
+	LeastRevenueParts int `json:"least_revenue_parts,omitempty"`
 	// Prices are linear per-pool prices that support the final allocation as well
 	// as possible (supportingPrices: minimum total violation), present only when
 	// the final round changed the clock's allocation and the LP was small enough;
@@ -430,6 +435,8 @@ const (
 // supporting prices, support.go, get what the payments leave of it); a part not
 // proved optimal, or whose payments could not be proved within the budget,
 // pays by the capped-price rule (finalPayments) over all such parts' winners.
+// A core part whose nearest-VCG step failed pays the LP's least-revenue core
+// point, and is counted in FinalRound.LeastRevenueParts.
 // opt.CappedPayments applies the capped-price rule everywhere.
 func (c *clock) final(res *Result, inst Instance, fp *FinalParams, opt Options) {
 	start := time.Now()
@@ -451,7 +458,7 @@ func (c *clock) final(res *Result, inst Instance, fp *FinalParams, opt Options) 
 	vcgPay := make([]float64, len(c.bidders))
 	payStart := time.Now()
 	deadline := payStart.Add(limit)
-	coreParts, coalitions := 0, 0
+	coreParts, coalitions, leastRevenueParts := 0, 0, 0
 	// Core payments per part proved optimal, smallest first, each with an equal
 	// share of the budget left.
 	if !opt.CappedPayments {
@@ -460,12 +467,15 @@ func (c *clock) final(res *Result, inst Instance, fp *FinalParams, opt Options) 
 				continue
 			}
 			share := time.Until(deadline) / time.Duration(len(a.parts)-i)
-			cr, ok := pr.p.corePayments(pr.choice, pr.value, time.Now().Add(max(share, 0)), opt.MaxNodes)
+			cr, ok := pr.p.corePayments(pr.choice, pr.value, time.Now().Add(max(share, 0)), opt)
 			if !ok {
 				continue
 			}
 			coreParts++
 			coalitions += cr.coalitions
+			if cr.leastRevenue {
+				leastRevenueParts++
+			}
 			for lb, j := range pr.choice {
 				if j < 0 {
 					continue
@@ -556,8 +566,8 @@ func (c *clock) final(res *Result, inst Instance, fp *FinalParams, opt Options) 
 	}
 	res.FinalRound = &FinalRound{Welfare: welfare, ClockWelfare: clockWelfare, Bound: max(a.bound, welfare),
 		Optimal: a.optimal, Seconds: searched.Seconds(), Payments: rule, CoreParts: coreParts,
-		Parts: len(a.parts), Coalitions: coalitions, PaymentSeconds: time.Since(payStart).Seconds(),
-		Prices: support, Unsupported: unsupported}
+		Parts: len(a.parts), Coalitions: coalitions, LeastRevenueParts: leastRevenueParts,
+		PaymentSeconds: time.Since(payStart).Seconds(), Prices: support, Unsupported: unsupported}
 	if a.optimal {
 		res.FinalRound.Bound = welfare
 	}

@@ -21,6 +21,10 @@ type Options struct {
 	// winner instead of core-selecting payments (for comparisons: the misreport
 	// benchmark measures both).
 	CappedPayments bool
+	// noNearest makes the core payments' nearest-VCG step (ldp) fail, as nnls
+	// does on some degenerate systems, so that internal tests reach the fallback
+	// to the LP's least-revenue point (nearestMinimumRevenue) on small markets.
+	noNearest bool
 }
 
 // item is one pool's quantity in a compiled bundle.

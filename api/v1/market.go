@@ -162,8 +162,10 @@ type FinalRoundReport struct {
 	Optimal      bool    `json:"optimal"`
 	Seconds      float64 `json:"seconds"`
 	// Payments is the rule that set the winners' payments: "core" (the core point
-	// nearest VCG), "capped_prices" (the bundle at the clock's prices, capped at the
-	// limit) or "mixed" (core where a part was proved optimal; docs/final-round.md).
+	// nearest VCG, or a least-revenue core point where that step failed on a
+	// degenerate system), "capped_prices" (the bundle at the clock's prices, capped
+	// at the limit) or "mixed" (core where a part was proved optimal;
+	// docs/final-round.md).
 	Payments string `json:"payments"`
 	// SupportingPrices are, when the final round changed the clock's allocation,
 	// per-pool prices that support it as well as possible, beside the clock's;
