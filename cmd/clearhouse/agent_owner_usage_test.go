@@ -10,12 +10,13 @@ import (
 	"time"
 
 	"github.com/clearhouse/clearhouse/agent/simulate"
+	apiv1 "github.com/clearhouse/clearhouse/api/v1"
 	"github.com/clearhouse/clearhouse/besteffort"
 )
 
-func (m *agentMarket) beJob(token string, id int64) apiBEJob {
+func (m *agentMarket) beJob(token string, id int64) apiv1.BestEffortJob {
 	m.t.Helper()
-	var job apiBEJob
+	var job apiv1.BestEffortJob
 	if code := m.apiCall(token, "GET", fmt.Sprintf("/api/v1/best-effort/%d", id), nil, &job); code != http.StatusOK {
 		m.t.Fatalf("job %d: %d", id, code)
 	}

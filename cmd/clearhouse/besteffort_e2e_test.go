@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	apiv1 "github.com/clearhouse/clearhouse/api/v1"
 	"github.com/clearhouse/clearhouse/besteffort"
 	"github.com/clearhouse/clearhouse/exchange"
 	"github.com/clearhouse/clearhouse/identity"
@@ -36,18 +37,11 @@ func (m *agentMarket) apiCall(token, method, path string, body any, out any) int
 	return res.StatusCode
 }
 
-type apiBEJob struct {
-	ID                                              int64
-	Status                                          string
-	Queued, Running, Done, Failed, Preempted, Tasks int64
-	Position                                        *int64
-}
-
 // lendingMarket is the end-to-end market of the best-effort tests: search holds 60
 // of us-east's 100 cores and ads queues ten 10-core best-effort tasks (30% of the
 // pool kept free, 5 minutes of minimum runtime). It returns the agent's token, ads's
 // API token and the job as the API answered it.
-func lendingMarket(t *testing.T) (*agentMarket, string, string, apiBEJob) {
+func lendingMarket(t *testing.T) (*agentMarket, string, string, apiv1.BestEffortJob) {
 	t.Helper()
 	m := newAgentMarket(t)
 	ctx := context.Background()
@@ -69,7 +63,7 @@ func lendingMarket(t *testing.T) (*agentMarket, string, string, apiBEJob) {
 	if err := app.Idle.SetSettings(ctx, besteffort.IdleSettings{Pool: "us-east/cpu", Policy: "direct-orig", Alpha: 0.5, MinRuntime: 5 * time.Minute, Exposure: 0.3}); err != nil {
 		t.Fatal(err)
 	}
-	var job apiBEJob
+	var job apiv1.BestEffortJob
 	if code := m.apiCall(ads, "POST", "/api/v1/best-effort", map[string]any{"configuration": map[string]int64{"us-east/cpu": 10}, "tasks": 10}, &job); code != http.StatusCreated {
 		t.Fatalf("submit: %d %+v", code, job)
 	}
@@ -116,10 +110,7 @@ func TestBestEffortEndToEnd(t *testing.T) {
 		t.Fatalf("after preemption: %+v", job)
 	}
 	// The simulated agent confirmed the stops: the next poll lists none.
-	var alloc struct {
-		BestEffort []struct{ Task int64 } `json:"best_effort"`
-		Preempt    []struct{ Task int64 } `json:"preempt"`
-	}
+	var alloc apiv1.Allocation
 	op := m.operatorToken()
 	if code := m.apiCall(op, "GET", "/api/v1/clusters/us-east/allocation", nil, &alloc); code != http.StatusOK || len(alloc.BestEffort) != 4 || len(alloc.Preempt) != 0 {
 		t.Fatalf("allocation as the operator sees it: %d %+v", code, alloc)

@@ -9,10 +9,12 @@ import (
 	"log/slog"
 	"net/http"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
 
+	apiv1 "github.com/clearhouse/clearhouse/api/v1"
 	"github.com/clearhouse/clearhouse/auction"
 	"github.com/clearhouse/clearhouse/exchange"
 	"github.com/clearhouse/clearhouse/fleet"
@@ -74,34 +76,15 @@ func (e *e2e) call(token, method, path string, body any, out any) int {
 // trialBalanceIsZero asks the API, as finance, that every account sums to zero.
 func (e *e2e) trialBalanceIsZero(finance, when string) {
 	e.t.Helper()
-	var tb struct{ Total string }
+	var tb apiv1.TrialBalance
 	if code := e.call(finance, "GET", "/api/v1/ledger/trial-balance", nil, &tb); code != http.StatusOK || tb.Total != ledger.Money(0).Plain() {
 		e.t.Fatalf("%s: trial balance %d %q", when, code, tb.Total)
 	}
 }
 
-type apiRes struct {
-	ID       int64
-	Status   string
-	Phase    string
-	Price    string
-	Charged  string
-	Released string
-	Requests []struct {
-		Start, End time.Time
-	}
-}
-
-type apiAlloc struct {
-	Running, Waiting []struct {
-		Reservation int64
-		Units       int64
-	}
-}
-
-func (e *e2e) reserve(token string, count int64, dur string, from, to time.Duration, value string) apiRes {
+func (e *e2e) reserve(token string, count int64, dur string, from, to time.Duration, value string) apiv1.Reservation {
 	e.t.Helper()
-	var id struct{ ID int64 }
+	var id apiv1.NewReservationID
 	if code := e.call(token, "POST", "/api/v1/reservations/new", nil, &id); code != http.StatusCreated {
 		e.t.Fatalf("new reservation: %d", code)
 	}
@@ -109,7 +92,7 @@ func (e *e2e) reserve(token string, count int64, dur string, from, to time.Durat
 	def := map[string]any{"id": id.ID, "value": value, "requests": []any{map[string]any{
 		"configuration": map[string]int64{"us-east/cpu": 1}, "count": count, "duration": dur,
 		"arrival": now.Add(from).Format(time.RFC3339), "deadline": now.Add(to).Format(time.RFC3339)}}}
-	var r apiRes
+	var r apiv1.Reservation
 	if code := e.call(token, "POST", "/api/v1/reservations", def, &r); code != http.StatusCreated {
 		e.t.Fatalf("submit %v: %d %+v", def, code, r)
 	}
@@ -180,7 +163,7 @@ func TestReservationsEndToEnd(t *testing.T) {
 	if inside.Price != "0.00" || beyond.Price != "4.80" { // 40 cores x 12 slots x 1 cent
 		t.Fatalf("prices: inside %s, beyond %s", inside.Price, beyond.Price)
 	}
-	var budget struct{ Held string }
+	var budget apiv1.Budget
 	e.call(search, "GET", "/api/v1/budget", nil, &budget)
 	if budget.Held != "4.80" {
 		t.Fatalf("held %s, want the charge", budget.Held)
@@ -189,7 +172,7 @@ func TestReservationsEndToEnd(t *testing.T) {
 
 	// The agent sees both running, slot by slot.
 	for slot := range 3 {
-		var al apiAlloc
+		var al apiv1.Allocation
 		if code := e.call(agent, "GET", "/api/v1/clusters/us-east/allocation", nil, &al); code != http.StatusOK || len(al.Running) != 2 ||
 			al.Running[0].Units+al.Running[1].Units != 80 {
 			t.Fatalf("slot %d: %d %+v", slot, code, al)
@@ -197,7 +180,7 @@ func TestReservationsEndToEnd(t *testing.T) {
 		e.clock.Advance(5 * time.Minute)
 	}
 	e.app.RunTick(ctx) // three slots have passed: a quarter of the charge is captured
-	var got apiRes
+	var got apiv1.Reservation
 	e.call(search, "GET", fmt.Sprintf("/api/v1/reservations/%d", beyond.ID), nil, &got)
 	if got.Charged != "1.20" || got.Phase != "running" {
 		t.Fatalf("after three slots: %+v", got)
@@ -224,23 +207,20 @@ func TestReservationsEndToEnd(t *testing.T) {
 	doomed := e.reserve(ads, 20, "1h", 30*time.Minute, 90*time.Minute, "10")
 	drop := map[string]any{"capacity": []any{map[string]any{"pool": "us-east/cpu", "from": now.Format(time.RFC3339),
 		"to": now.Add(2 * time.Hour).Format(time.RFC3339), "units": 70}}}
-	var rep struct {
-		Moved  []int64 `json:"moved"`
-		AtRisk []int64 `json:"at_risk"`
-	}
+	var rep apiv1.Answer
 	if code := e.call(agent, "POST", "/api/v1/clusters/us-east/updates", drop, &rep); code != http.StatusOK ||
 		len(rep.AtRisk) != 1 || rep.AtRisk[0] != doomed.ID || len(rep.Moved) != 1 || rep.Moved[0] != movable.ID {
-		var all struct{ Reservations []apiRes }
+		var all apiv1.ReservationList
 		e.call(op, "GET", "/api/v1/reservations", nil, &all)
 		t.Fatalf("capacity drop: %d %+v (movable %d, doomed %d)\n%+v", code, rep, movable.ID, doomed.ID, all)
 	}
-	var adsBudget struct{ Held string }
+	var adsBudget apiv1.Budget
 	e.call(ads, "GET", "/api/v1/budget", nil, &adsBudget)
 	e.call(ads, "GET", fmt.Sprintf("/api/v1/reservations/%d", movable.ID), nil, &got)
-	if adsBudget.Held != "4.80" || !got.Requests[0].Start.Equal(now.Add(90*time.Minute)) {
+	if adsBudget.Held != "4.80" || (got.Requests[0].Start == nil || !got.Requests[0].Start.Equal(now.Add(90*time.Minute))) {
 		t.Fatalf("after the drop: ads holds %s (want 4.80 for the two it keeps), the movable one starts %v", adsBudget.Held, got.Requests[0].Start)
 	}
-	var failed apiRes
+	var failed apiv1.Reservation
 	e.call(ads, "GET", fmt.Sprintf("/api/v1/reservations/%d", doomed.ID), nil, &failed)
 	if failed.Phase != "could not be honoured" || failed.Charged != "0.00" || kept.ID == 0 {
 		t.Fatalf("the reservation that cannot be honoured: %+v", failed)
@@ -248,15 +228,15 @@ func TestReservationsEndToEnd(t *testing.T) {
 	e.trialBalanceIsZero(fin, "after the capacity drop")
 
 	// A restart keeps every accepted reservation where it was.
-	var before, after struct{ Reservations []apiRes }
+	var before, after apiv1.ReservationList
 	e.call(op, "GET", "/api/v1/reservations", nil, &before)
 	e.stop()
 	e.start()
 	e.call(op, "GET", "/api/v1/reservations", nil, &after)
-	if len(before.Reservations) != 5 || fmt.Sprint(before) != fmt.Sprint(after) {
+	if len(before.Reservations) != 5 || !reflect.DeepEqual(before, after) {
 		t.Fatalf("reservations before and after the restart:\n%+v\n%+v", before, after)
 	}
-	var al apiAlloc
+	var al apiv1.Allocation
 	e.call(agent, "GET", "/api/v1/clusters/us-east/allocation", nil, &al)
 	if len(al.Running) != 1 || al.Running[0].Reservation != inside.ID {
 		t.Fatalf("allocation after the restart: %+v", al)
