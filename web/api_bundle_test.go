@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	apiv1 "github.com/clearhouse/clearhouse/api/v1"
 	"github.com/clearhouse/clearhouse/auction"
 	"github.com/clearhouse/clearhouse/exchange"
 	"github.com/clearhouse/clearhouse/identity"
@@ -48,24 +49,14 @@ func TestAPICountsBundlesFromOne(t *testing.T) {
 			t.Fatalf("%s: %v", path, err)
 		}
 	}
-	var settlement struct {
-		Lines []struct {
-			BundleNumber *int `json:"bundle_number"`
-			BundleIndex  int  `json:"bundle_index"`
-		} `json:"lines"`
-	}
+	var settlement apiv1.Settlement
 	get(f.token(f.user("fin@x.io", identity.RoleFinance, "")), "/api/v1/auctions/1/settlement", &settlement)
-	if len(settlement.Lines) != 1 || settlement.Lines[0].BundleNumber == nil || *settlement.Lines[0].BundleNumber != 1 || settlement.Lines[0].BundleIndex != 0 {
+	if len(settlement.Lines) != 1 || settlement.Lines[0].BundleNumber != 1 || settlement.Lines[0].BundleIndex != 0 {
 		t.Errorf("settlement lines %+v, want bundle_number 1 and bundle_index 0", settlement.Lines)
 	}
-	var order struct {
-		Provisional *struct {
-			BundleNumber *int `json:"bundle_number"`
-			BundleIndex  int  `json:"bundle_index"`
-		} `json:"provisional"`
-	}
+	var order apiv1.Order
 	get(f.token(owner), "/api/v1/orders/"+itoa(int(o.ID)), &order)
-	if order.Provisional == nil || order.Provisional.BundleNumber == nil || *order.Provisional.BundleNumber != 1 || order.Provisional.BundleIndex != 0 {
+	if order.Provisional == nil || order.Provisional.BundleNumber != 1 || order.Provisional.BundleIndex != 0 {
 		t.Errorf("order outcome %+v, want bundle_number 1 and bundle_index 0", order.Provisional)
 	}
 }
@@ -87,9 +78,7 @@ func TestAPIWarnsOfALimitBelowReserve(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer res.Body.Close()
-		var out struct {
-			Warnings []string `json:"warnings"`
-		}
+		var out apiv1.PlacedOrder
 		if err := json.NewDecoder(res.Body).Decode(&out); err != nil {
 			t.Fatal(err)
 		}

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	apiv1 "github.com/clearhouse/clearhouse/api/v1"
 	"github.com/clearhouse/clearhouse/identity"
 	"github.com/clearhouse/clearhouse/store"
 	"github.com/clearhouse/clearhouse/store/storetest"
@@ -86,7 +87,7 @@ func TestNULAndInvalidUTF8AreRefusedBeforeAnyHandler(t *testing.T) {
 			}
 			msg := string(body)
 			if strings.HasPrefix(in.path, "/api/") {
-				var e struct{ Error struct{ Message string } }
+				var e apiv1.Error
 				_ = json.Unmarshal(body, &e)
 				msg = e.Error.Message
 			}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/PuerkitoBio/goquery"
 
+	apiv1 "github.com/clearhouse/clearhouse/api/v1"
 	"github.com/clearhouse/clearhouse/auction"
 	"github.com/clearhouse/clearhouse/exchange"
 	"github.com/clearhouse/clearhouse/identity"
@@ -66,14 +67,7 @@ func TestPricesSayWhetherAnythingTraded(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer res.Body.Close()
-	var out struct {
-		ClosedAt *time.Time `json:"closed_at"`
-		Pools    []struct {
-			Pool        string `json:"pool"`
-			PriceBasis  string `json:"price_basis"`
-			TradedUnits int64  `json:"traded_units"`
-		} `json:"pools"`
-	}
+	var out apiv1.Auction
 	if err := json.NewDecoder(res.Body).Decode(&out); err != nil {
 		t.Fatal(err)
 	}
