@@ -3,11 +3,14 @@ package demo
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
-	"io"
 	"maps"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -35,16 +38,75 @@ func services(db *store.DB, now func() time.Time) Services {
 
 var seedTime = time.Date(2026, 3, 4, 12, 0, 0, 0, time.UTC)
 
+// seeded is the demo seeded once per test binary into a fresh migrated SQLite
+// database at seedTime: the file's bytes and what the seed printed. Every test here
+// seeded the demo for itself, 15 to 50 s each under the race detector on the shared
+// 2-core machine; a copy of the file is the same market.
+var seeded struct {
+	once sync.Once
+	file []byte
+	out  string
+	err  error
+}
+
+// seededDemo returns services on the test's own copy of the seeded demo, their clock
+// at seedTime as the seed's was, and what the seed printed. The first caller seeds.
+func seededDemo(t *testing.T) (Services, string) {
+	t.Helper()
+	seeded.once.Do(func() {
+		// Set until the seed succeeds: a seed that fails the test (t.Fatal in
+		// storetest.New) ends this function early, and the once with it.
+		seeded.err = errors.New("seeding the demo failed in another test")
+		seeded.file, seeded.out, seeded.err = seedTemplate(t)
+	})
+	if seeded.err != nil {
+		t.Fatalf("seeding the demo template: %v", seeded.err)
+	}
+	path := filepath.Join(t.TempDir(), "demo.db")
+	if err := os.WriteFile(path, seeded.file, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	db, err := store.Open(context.Background(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return services(db, storetest.NewClock(seedTime).Now), seeded.out
+}
+
+// seedTemplate seeds the demo into a fresh migrated SQLite database and returns the
+// database file's bytes, its write-ahead log checkpointed into it, and the seed's output.
+func seedTemplate(t *testing.T) ([]byte, string, error) {
+	ctx := context.Background()
+	db := storetest.New(t)
+	var out bytes.Buffer
+	if err := Seed(ctx, services(db, storetest.NewClock(seedTime).Now), &out); err != nil {
+		return nil, "", err
+	}
+	var path string
+	if err := db.Write.Raw("SELECT file FROM pragma_database_list WHERE name = 'main'").Scan(&path).Error; err != nil {
+		return nil, "", err
+	}
+	// Everything into the main file, so that a copy of the file alone is the market.
+	if err := db.Write.Exec("PRAGMA wal_checkpoint(TRUNCATE)").Error; err != nil {
+		return nil, "", err
+	}
+	if st, err := os.Stat(path + "-wal"); err == nil && st.Size() > 0 {
+		return nil, "", errors.New("the checkpointed demo left a write-ahead log: copying the file alone would lose it")
+	}
+	file, err := os.ReadFile(path)
+	return file, out.String(), err
+}
+
 func TestSeedFillsAnEmptyDatabaseOnceAndPrintsTheLogins(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: seeding the whole demo market takes 10 s or more")
 	}
+	t.Parallel()
 	ctx := context.Background()
-	s := services(storetest.New(t), storetest.NewClock(seedTime).Now)
-	var out bytes.Buffer
-	if err := Seed(ctx, s, &out); err != nil {
-		t.Fatal(err)
-	}
+	// The first seed, into an empty database, is the shared one (seededDemo); this
+	// test checks what it left and printed, then seeds its own copy again.
+	s, printed := seededDemo(t)
 	teams, err := s.Market.Teams(ctx)
 	if err != nil || len(teams) != 12 {
 		t.Fatalf("%d teams (%v), want 12", len(teams), err)
@@ -62,11 +124,11 @@ func TestSeedFillsAnEmptyDatabaseOnceAndPrintsTheLogins(t *testing.T) {
 		t.Fatalf("%d auctions (%v), want a week of closed ones and the open one", len(history), err)
 	}
 	for _, l := range Logins() {
-		if !strings.Contains(out.String(), l.Email) {
-			t.Errorf("the seed's output lacks the login %s:\n%s", l.Email, out.String())
+		if !strings.Contains(printed, l.Email) {
+			t.Errorf("the seed's output lacks the login %s:\n%s", l.Email, printed)
 		}
 	}
-	out.Reset()
+	var out bytes.Buffer
 	if err := Seed(ctx, s, &out); err != nil {
 		t.Fatal(err)
 	}
@@ -103,11 +165,9 @@ func TestDemoSettlementReportsAddUp(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: seeding the whole demo market takes 10 s or more")
 	}
+	t.Parallel()
 	ctx := context.Background()
-	s := services(storetest.New(t), storetest.NewClock(seedTime).Now)
-	if err := Seed(ctx, s, io.Discard); err != nil {
-		t.Fatal(err)
-	}
+	s, _ := seededDemo(t)
 	shown := func(s string) int64 {
 		t.Helper()
 		m, err := moneyfmt.Parse(s)
@@ -226,11 +286,9 @@ func TestTheDemoHasAFinalRoundThatChangesTheClock(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: seeding the whole demo market takes 10 s or more")
 	}
+	t.Parallel()
 	ctx := context.Background()
-	s := services(storetest.New(t), storetest.NewClock(seedTime).Now)
-	if err := Seed(ctx, s, io.Discard); err != nil {
-		t.Fatal(err)
-	}
+	s, _ := seededDemo(t)
 	as, err := s.Market.Auctions(ctx, 0)
 	if err != nil {
 		t.Fatal(err)
