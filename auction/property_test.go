@@ -59,11 +59,11 @@ func genInstance(t *rapid.T) auction.Instance {
 	return inst
 }
 
-// atCeiling says whether a pool with excess demand is at the clock's ceiling of 2^53
+// atCeiling says whether a pool with excess demand is at the clock's ceiling of 2^50
 // micro-dollars per unit, where the clock stops before max_rounds.
 func atCeiling(res auction.Result) bool {
 	for id, z := range res.ExcessDemand {
-		if z > 0 && math.Round(res.Prices[id]*1e6) >= 1<<53 {
+		if z > 0 && math.Round(res.Prices[id]*1e6) >= 1<<50 {
 			return true
 		}
 	}

@@ -195,7 +195,7 @@ func (c *clock) set(bi, k int) {
 // micro-dollar more), so every price it publishes is an exact amount of money and
 // proxies demand at exactly those prices (see choose). Only bidders with a bundle in
 // a pool whose price moved are re-evaluated. When max_rounds pass without clearing,
-// or a pool with excess demand is already at the ceiling of 2^53 micro-dollars per
+// or a pool with excess demand is already at the ceiling of 2^50 micro-dollars per
 // unit (maxMicros), the result has Converged false and the last round's prices and
 // excess demand.
 // When the clock converged and params.final_round is not off, the final round then
@@ -392,13 +392,15 @@ func floorMicros(d float64) float64 {
 	return m
 }
 
-// maxMicros is the clock's ceiling: 2^53 micro-dollars (about $9 billion per unit),
-// the largest price at which a float still holds every whole number of
-// micro-dollars. A market whose demand never settles (a trader that swaps one
+// maxMicros is the clock's ceiling: 2^50 micro-dollars (about $1.1 billion per
+// unit). Below it a published price in dollars (m/1e6, a float) still turns back
+// into exactly its whole micro-dollars (the division and the multiplication back
+// err by at most m*2^-52, under a quarter of a micro-dollar); at 2^52 and above
+// they no longer do. A market whose demand never settles (a trader that swaps one
 // pool for another at any prices, say) would otherwise raise prices without bound,
-// past the micro-dollar grid and at last to +Inf, which no page, ledger or JSON
+// off the micro-dollar grid and at last to +Inf, which no page, ledger or JSON
 // encoder can take.
-const maxMicros = 1 << 53
+const maxMicros = 1 << 50
 
 // atCeiling says whether a pool about to be raised is already at the ceiling: the
 // clock then stops where it is, not converged.

@@ -27,7 +27,7 @@ import sys
 import time
 
 MICROS = 1e6  # the grid: prices are whole micro-dollars per unit
-MAX_MICROS = float(1 << 53)  # the ceiling: every whole number below it is a float
+MAX_MICROS = float(1 << 50)  # the ceiling: a price in dollars below it converts back to whole micro-dollars exactly
 MAX_QUANTITY = 1e12
 MAX_MONEY = 1e15
 MAX_ROUNDS_CAP = 10_000_000
