@@ -359,53 +359,57 @@ func (a *applier) write(ctx context.Context) error {
 	return nil
 }
 
-// resolveHolds marks the locked active holds resolved: on SQLite with one prepared
-// statement per hold, on PostgreSQL with one statement per few hundred holds.
+// resolveHolds marks the locked active holds resolved, a thousand holds a
+// statement (UPDATE ... FROM VALUES). On SQLite the statement of a full thousand is
+// prepared once and run for every full thousand: with the writer's statement
+// journal in memory this takes about half the CPU of one prepared UPDATE per hold.
 func (a *applier) resolveHolds(ctx context.Context) error {
-	rows := make([][]any, len(a.resolves))
-	for i, r := range a.resolves {
-		var entry *int64
-		if r.entry >= 0 {
-			entry = &a.entries[r.entry].ID
+	const per = 1000
+	text := func(n int) string {
+		var sb strings.Builder
+		sb.WriteString(`UPDATE ledger_holds SET status = v.column2, captured = v.column3, entry_id = v.column4, resolve_key = v.column5, resolved_at = ?
+			FROM (VALUES `)
+		for i := range n {
+			if i > 0 {
+				sb.WriteString(", ")
+			}
+			sb.WriteString("(CAST(? AS BIGINT), CAST(? AS TEXT), CAST(? AS BIGINT), CAST(? AS BIGINT), CAST(? AS TEXT))")
 		}
-		rows[i] = []any{r.hold.ID, string(r.status), int64(r.captured), entry, r.key}
+		sb.WriteString(") AS v WHERE ledger_holds.id = v.column1 AND ledger_holds.status = 'active'")
+		return sb.String()
 	}
+	reuse := a.tx.Dialector.Name() != "postgres" && len(a.resolves) > per
 	var done int64
-	if a.tx.Dialector.Name() != "postgres" {
-		each := make([][]any, len(rows))
-		for i, r := range rows {
-			each[i] = []any{r[1], r[2], r[3], r[4], a.now, r[0]}
+	var full [][]any // SQLite's full chunks' arguments, for the one prepared statement
+	for part := range slices.Chunk(a.resolves, per) {
+		args := make([]any, 0, 1+5*len(part))
+		args = append(args, a.now)
+		for _, r := range part {
+			var entry *int64
+			if r.entry >= 0 {
+				entry = &a.entries[r.entry].ID
+			}
+			args = append(args, r.hold.ID, string(r.status), int64(r.captured), entry, r.key)
 		}
-		var err error
-		done, err = store.ExecEach(ctx, a.tx, `UPDATE ledger_holds SET status = ?, captured = ?, entry_id = ?, resolve_key = ?, resolved_at = ?
-			WHERE id = ? AND status = 'active'`, each)
+		if reuse && len(part) == per {
+			full = append(full, args)
+			continue
+		}
+		res := a.tx.Exec(text(len(part)), args...)
+		if res.Error != nil {
+			return res.Error
+		}
+		done += res.RowsAffected
+	}
+	if len(full) > 0 {
+		n, err := store.ExecEach(ctx, a.tx, text(per), full)
 		if err != nil {
 			return err
 		}
-	} else {
-		for part := range slices.Chunk(rows, 1000) {
-			var sb strings.Builder
-			args := make([]any, 0, 1+5*len(part))
-			args = append(args, a.now)
-			sb.WriteString(`UPDATE ledger_holds SET status = v.column2, captured = v.column3, entry_id = v.column4, resolve_key = v.column5, resolved_at = ?
-				FROM (VALUES `)
-			for i, r := range part {
-				if i > 0 {
-					sb.WriteString(", ")
-				}
-				sb.WriteString("(CAST(? AS BIGINT), CAST(? AS TEXT), CAST(? AS BIGINT), CAST(? AS BIGINT), CAST(? AS TEXT))")
-				args = append(args, r...)
-			}
-			sb.WriteString(") AS v WHERE ledger_holds.id = v.column1 AND ledger_holds.status = 'active'")
-			res := a.tx.Exec(sb.String(), args...)
-			if res.Error != nil {
-				return res.Error
-			}
-			done += res.RowsAffected
-		}
+		done += n
 	}
-	if done != int64(len(rows)) {
-		return clearhouse.Errorf(clearhouse.ECONFLICT, "hold: %d of %d holds were resolved concurrently", int64(len(rows))-done, len(rows))
+	if done != int64(len(a.resolves)) {
+		return clearhouse.Errorf(clearhouse.ECONFLICT, "hold: %d of %d holds were resolved concurrently", int64(len(a.resolves))-done, len(a.resolves))
 	}
 	return nil
 }
