@@ -3,6 +3,7 @@ package ledger_test
 import (
 	"context"
 	"fmt"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -10,6 +11,7 @@ import (
 	"github.com/clearhouse/clearhouse/ledger"
 	"github.com/clearhouse/clearhouse/store"
 	"github.com/clearhouse/clearhouse/store/storetest"
+	"gorm.io/gorm"
 )
 
 // benchDBs runs fn on SQLite and, when configured, PostgreSQL.
@@ -77,5 +79,57 @@ func BenchmarkPost(b *testing.B) {
 			}
 		})
 		b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "entries/s")
+	})
+}
+
+// BenchmarkApply captures 5,000 holds (every fourth one released instead) in one
+// Apply inside a transaction, as settlement does; it reports this process's CPU time
+// per Apply (cpu-ms/op), which a loaded machine moves far less than the wall time.
+func BenchmarkApply(b *testing.B) {
+	const n = 5_000
+	benchDBs(b, func(b *testing.B, db *store.DB) {
+		l := benchLedger(b, db)
+		ctx := context.Background()
+		var cpu time.Duration
+		for b.Loop() {
+			b.StopTimer()
+			ids := make(chan int64, n)
+			var wg sync.WaitGroup
+			for range 8 {
+				wg.Go(func() {
+					for range n / 8 {
+						h, err := l.PlaceHold(ctx, fmt.Sprintf("bh-%d", benchSeq.Add(1)), search, ledger.Dollar, "order")
+						if err != nil {
+							b.Error(err)
+							return
+						}
+						ids <- h.ID
+					}
+				})
+			}
+			wg.Wait()
+			close(ids)
+			var batch ledger.Batch
+			for id := range ids {
+				key := fmt.Sprintf("ba-%d", benchSeq.Add(1))
+				if id%4 == 3 {
+					batch.Releases = append(batch.Releases, ledger.Release{Key: key, HoldID: id})
+					continue
+				}
+				batch.Captures = append(batch.Captures, ledger.Capture{Key: key, HoldID: id, Amount: ledger.Dollar / 2,
+					To: ledger.Treasury, Reason: ledger.ReasonSettlement, Ref: "auction:1"})
+			}
+			b.StartTimer()
+			before := cpuTime()
+			err := db.Write.Transaction(func(tx *gorm.DB) error {
+				_, err := l.WithTx(tx).Apply(ctx, batch)
+				return err
+			})
+			cpu += cpuTime() - before
+			if err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.ReportMetric(float64(cpu.Milliseconds())/float64(b.N), "cpu-ms/op")
 	})
 }
