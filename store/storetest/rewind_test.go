@@ -3,6 +3,8 @@ package storetest
 import (
 	"fmt"
 	"testing"
+
+	"gorm.io/gorm"
 )
 
 // A rewind gives back the database as it was at the snapshot: rows written,
@@ -22,34 +24,7 @@ func testRewind(t *testing.T, truncate bool) {
 		t.Skip(PostgresEnv + " is not set")
 	}
 	q := db.Write
-	state := func() string {
-		t.Helper()
-		var tables, sequences []string
-		if err := q.Raw(`SELECT c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
-			WHERE n.nspname = current_schema() AND c.relkind = 'r' ORDER BY 1`).Scan(&tables).Error; err != nil {
-			t.Fatal(err)
-		}
-		if err := q.Raw(`SELECT c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
-			WHERE n.nspname = current_schema() AND c.relkind = 'S' ORDER BY 1`).Scan(&sequences).Error; err != nil {
-			t.Fatal(err)
-		}
-		out := ""
-		for _, tb := range tables {
-			var js string
-			if err := q.Raw(fmt.Sprintf(`SELECT coalesce(json_agg(r ORDER BY r::text), '[]')::text FROM %s r`, quoteIdent(tb))).Scan(&js).Error; err != nil {
-				t.Fatal(err)
-			}
-			out += tb + " " + js + "\n"
-		}
-		for _, s := range sequences {
-			var js string
-			if err := q.Raw(fmt.Sprintf(`SELECT row_to_json(r)::text FROM (SELECT last_value, is_called FROM %s) r`, quoteIdent(s))).Scan(&js).Error; err != nil {
-				t.Fatal(err)
-			}
-			out += s + " " + js + "\n"
-		}
-		return out
-	}
+	state := func() string { t.Helper(); return stateOf(t, q) }
 	fresh := state()
 	rewind := rewinder(t, db, truncate)
 	users := 0
@@ -88,4 +63,34 @@ func testRewind(t *testing.T, truncate bool) {
 			t.Errorf("first identity value after a rewind %s, want %s as on the fresh schema", again, first)
 		}
 	}
+}
+
+// stateOf is every row and sequence position of q's current schema, as text.
+func stateOf(t *testing.T, q *gorm.DB) string {
+	t.Helper()
+	var tables, sequences []string
+	if err := q.Raw(`SELECT c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+		WHERE n.nspname = current_schema() AND c.relkind = 'r' ORDER BY 1`).Scan(&tables).Error; err != nil {
+		t.Fatal(err)
+	}
+	if err := q.Raw(`SELECT c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+		WHERE n.nspname = current_schema() AND c.relkind = 'S' ORDER BY 1`).Scan(&sequences).Error; err != nil {
+		t.Fatal(err)
+	}
+	out := ""
+	for _, tb := range tables {
+		var js string
+		if err := q.Raw(fmt.Sprintf(`SELECT coalesce(json_agg(r ORDER BY r::text), '[]')::text FROM %s r`, quoteIdent(tb))).Scan(&js).Error; err != nil {
+			t.Fatal(err)
+		}
+		out += tb + " " + js + "\n"
+	}
+	for _, s := range sequences {
+		var js string
+		if err := q.Raw(fmt.Sprintf(`SELECT row_to_json(r)::text FROM (SELECT last_value, is_called FROM %s) r`, quoteIdent(s))).Scan(&js).Error; err != nil {
+			t.Fatal(err)
+		}
+		out += s + " " + js + "\n"
+	}
+	return out
 }

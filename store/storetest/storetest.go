@@ -1,19 +1,15 @@
 // Package storetest gives tests a fresh, migrated database with a fixed clock: a
 // SQLite file per test, and the same tests on PostgreSQL when the environment
-// variable CLEARHOUSE_TEST_POSTGRES holds a URL (each test gets its own schema).
+// variable CLEARHOUSE_TEST_POSTGRES holds a URL (each test gets a schema of its own
+// while it runs, from a pool of migrated schemas: see NewPostgres).
 package storetest
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
-	"fmt"
-	"maps"
 	"net/url"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -101,38 +97,42 @@ func PostgresURL(t testing.TB) string {
 	return base
 }
 
-// NewPostgres returns a fresh migrated schema on the PostgreSQL server named by
-// CLEARHOUSE_TEST_POSTGRES, dropped when the test ends. The second result is false
-// when the variable is unset (in CI that fails the test: see PostgresURL).
+// NewPostgres returns a freshly migrated schema on the PostgreSQL server named by
+// CLEARHOUSE_TEST_POSTGRES, the test's alone until it ends: a schema of the test
+// binary's pool, rewound to its state just after migrating when the test that had
+// it ended, or a new one migrated when every pooled schema is in use (see
+// pgPool). The second result is false when the variable is unset (in CI that
+// fails the test: see PostgresURL).
 func NewPostgres(t testing.TB) (*store.DB, bool) {
 	t.Helper()
 	base := PostgresURL(t)
 	if base == "" {
 		return nil, false
 	}
-	admin, err := store.Open(context.Background(), base)
-	if err != nil {
+	if err := pgPoolStart(base); err != nil {
 		t.Fatalf("storetest: %s: %v", PostgresEnv, err)
 	}
-	var b [6]byte
-	_, _ = rand.Read(b[:])
-	schema := "t_" + hex.EncodeToString(b[:])
-	if err := admin.Write.Exec("CREATE SCHEMA " + schema).Error; err != nil {
-		admin.Close()
-		t.Fatalf("storetest: creating schema: %v", err)
+	p, err := pgTake()
+	if err != nil {
+		t.Fatalf("storetest: %v", err)
 	}
-	t.Cleanup(func() {
-		admin.Write.Exec("DROP SCHEMA " + schema + " CASCADE")
-		admin.Close()
-	})
+	fresh := p.snap == nil
+	// Registered before open's, so it runs after the test's connections closed.
+	t.Cleanup(func() { pgGiveBack(t, p) })
 	u, err := url.Parse(base)
 	if err != nil {
 		t.Fatalf("storetest: %s: %v", PostgresEnv, err)
 	}
 	q := u.Query()
-	q.Set("search_path", schema)
+	q.Set("search_path", p.schema)
 	u.RawQuery = q.Encode()
-	return open(t, u.String()), true
+	db := open(t, u.String())
+	if fresh {
+		if p.snap, err = takeSnapshot(db.Write); err != nil {
+			t.Fatalf("storetest: snapshot of the migrated schema: %v", err)
+		}
+	}
+	return db, true
 }
 
 // dsns remembers where each test database lives, for Another.
@@ -268,139 +268,6 @@ func AssertModelsMatchSchema(t *testing.T, db *store.DB, models ...any) {
 			if f.DBName != "" && !have[f.DBName] {
 				t.Errorf("model %T: field %s has no column %s.%s", m, f.Name, stmt.Schema.Table, f.DBName)
 			}
-		}
-	}
-}
-
-// Rewinder snapshots db, a PostgreSQL database from NewPostgres, and returns a
-// function that puts it back as it was then: every table's rows (goose's version
-// table too) and every sequence's position. A test that needs a freshly migrated
-// database many times over (a property test's hundred runs) rewinds one instead:
-// a fresh schema runs every migration's DDL, 2 to 5 s a schema on the shared 2-core
-// machine, which a rewind replaces with one TRUNCATE and a few small inserts. The
-// rewind fails the test if the schema's tables, columns or sequences changed since
-// the snapshot (then it could not give back the database the snapshot was of), and
-// must not run while anything else uses db.
-func Rewinder(t testing.TB, db *store.DB) func() {
-	t.Helper()
-	return rewinder(t, db, false)
-}
-
-// rewinder is Rewinder; truncate makes it truncate as for a user who is not a
-// superuser, for its test.
-func rewinder(t testing.TB, db *store.DB, truncate bool) func() {
-	t.Helper()
-	if db.Dialect != store.Postgres {
-		t.Fatal("storetest: Rewinder is for PostgreSQL: on SQLite, New copies a migrated file in milliseconds")
-	}
-	q := db.Write
-	var tables, sequences []string
-	if err := q.Raw(`SELECT c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
-		WHERE n.nspname = current_schema() AND c.relkind IN ('r', 'p') ORDER BY 1`).Scan(&tables).Error; err != nil {
-		t.Fatalf("storetest: listing tables: %v", err)
-	}
-	if err := q.Raw(`SELECT c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
-		WHERE n.nspname = current_schema() AND c.relkind = 'S' ORDER BY 1`).Scan(&sequences).Error; err != nil {
-		t.Fatalf("storetest: listing sequences: %v", err)
-	}
-	if len(tables) == 0 {
-		t.Fatal("storetest: Rewinder: no tables: is db migrated?")
-	}
-	shape := func() string {
-		var s string
-		if err := q.Raw(`SELECT string_agg(concat_ws(' ', c.relname, c.relkind, a.attnum, a.attname, format_type(a.atttypid, a.atttypmod),
-				a.attnotnull, a.attidentity, a.attgenerated, pg_get_expr(d.adbin, d.adrelid)), E'\n' ORDER BY c.relname, a.attnum)
-			FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
-			LEFT JOIN pg_attribute a ON a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped
-			LEFT JOIN pg_attrdef d ON d.adrelid = c.oid AND d.adnum = a.attnum
-			WHERE n.nspname = current_schema() AND c.relkind IN ('r', 'p', 'S')`).Scan(&s).Error; err != nil {
-			t.Fatalf("storetest: reading the schema's shape: %v", err)
-		}
-		return s
-	}
-	was := shape()
-	rows := map[string]string{} // table -> its rows as a JSON array, for tables that have rows
-	for _, tb := range tables {
-		var js string
-		if err := q.Raw(fmt.Sprintf(`SELECT coalesce(json_agg(r), '[]')::text FROM %s r`, quoteIdent(tb))).Scan(&js).Error; err != nil {
-			t.Fatalf("storetest: reading %s: %v", tb, err)
-		}
-		if js != "[]" {
-			rows[tb] = js
-		}
-	}
-	type position struct {
-		LastValue int64
-		IsCalled  bool
-	}
-	positions := map[string]position{}
-	for _, s := range sequences {
-		var p position
-		if err := q.Raw(fmt.Sprintf(`SELECT last_value, is_called FROM %s`, quoteIdent(s))).Scan(&p).Error; err != nil {
-			t.Fatalf("storetest: reading sequence %s: %v", s, err)
-		}
-		positions[s] = p
-	}
-	// Which tables hold rows, in one query: only those are emptied. A superuser
-	// (as the tests' PostgreSQL user is in CI and on the project's machines)
-	// deletes their rows with triggers and foreign keys off for the transaction
-	// (session_replication_role), which empties every table that held rows, so no
-	// reference is left dangling; others truncate them, by CASCADE with the tables
-	// referring to them, which creates new files for every table and index
-	// truncated (1 to 2 s where the deletes take tens of milliseconds).
-	holding := make([]string, len(tables))
-	for i, tb := range tables {
-		holding[i] = fmt.Sprintf(`SELECT %s AS name WHERE EXISTS (SELECT 1 FROM %s)`, quoteLiteral(tb), quoteIdent(tb))
-	}
-	nonEmpty := strings.Join(holding, " UNION ALL ")
-	var super bool
-	if err := q.Raw(`SELECT current_setting('is_superuser') = 'on'`).Scan(&super).Error; err != nil {
-		t.Fatalf("storetest: %v", err)
-	}
-	super = super && !truncate
-	return func() {
-		t.Helper()
-		if now := shape(); now != was {
-			t.Fatalf("storetest: the schema changed since Rewinder's snapshot, so a rewind cannot restore it:\nthen:\n%s\nnow:\n%s", was, now)
-		}
-		err := q.Transaction(func(tx *gorm.DB) error {
-			var full []string
-			if err := tx.Raw(nonEmpty).Scan(&full).Error; err != nil {
-				return err
-			}
-			if super {
-				if err := tx.Exec(`SET LOCAL session_replication_role = replica`).Error; err != nil {
-					return err
-				}
-				for _, tb := range full {
-					if err := tx.Exec("DELETE FROM " + quoteIdent(tb)).Error; err != nil {
-						return fmt.Errorf("%s: %w", tb, err)
-					}
-				}
-			} else if len(full) > 0 {
-				for i, tb := range full {
-					full[i] = quoteIdent(tb)
-				}
-				if err := tx.Exec("TRUNCATE " + strings.Join(full, ", ") + " CASCADE").Error; err != nil {
-					return err
-				}
-			}
-			for _, tb := range slices.Sorted(maps.Keys(rows)) {
-				if err := tx.Exec(fmt.Sprintf(`INSERT INTO %s OVERRIDING SYSTEM VALUE SELECT * FROM json_populate_recordset(NULL::%[1]s, ?::json)`,
-					quoteIdent(tb)), rows[tb]).Error; err != nil {
-					return fmt.Errorf("%s: %w", tb, err)
-				}
-			}
-			for _, s := range slices.Sorted(maps.Keys(positions)) {
-				p := positions[s]
-				if err := tx.Exec(`SELECT setval(?::regclass, ?, ?)`, quoteIdent(s), p.LastValue, p.IsCalled).Error; err != nil {
-					return fmt.Errorf("sequence %s: %w", s, err)
-				}
-			}
-			return nil
-		})
-		if err != nil {
-			t.Fatalf("storetest: rewinding: %v", err)
 		}
 	}
 }
