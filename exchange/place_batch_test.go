@@ -16,10 +16,10 @@ import (
 	"github.com/clearhouse/clearhouse/store/storetest"
 )
 
-// Concurrent placements share commits (on SQLite, one transaction with a savepoint
-// each), so orders that fail late, after their rows were written (over the budget,
-// over the quota, past the team's budget once others took it), fail in the same
-// transaction as orders that succeed. Each failure must leave no trace and cost
+// Concurrent placements share commits (on SQLite, one transaction: bids checked
+// together by placeBatch, offers each in a savepoint), so orders that fail late
+// (over the budget, over the quota, past the team's budget once others took it)
+// fail in the same transaction as orders that succeed. Each failure must leave no trace and cost
 // the others nothing; afterwards every order has its rows and its holds, the
 // budgets and quota hold exactly what the successes set aside, and every
 // invariant of the ledger and the market holds.
