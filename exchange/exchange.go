@@ -30,13 +30,16 @@ type Market struct {
 	interest  interestCache       // the last count of open interest
 	notices   *notify.Service     // what users are told, in the app and by email
 	closes    CloseObserver       // told of every binding close; nil: nobody
+	placer    *store.Batcher      // placements of one group commit, together (placeBatch)
 }
 
 // NewMarket returns the market service on db, keeping budgets in l, with the clock
 // now.
 func NewMarket(db *store.DB, l *ledger.Ledger, now func() time.Time) *Market {
 	utc := func() time.Time { return now().UTC() }
-	return &Market{db: db, ledger: l, now: utc, notices: notify.New(db, utc)}
+	m := &Market{db: db, ledger: l, now: utc, notices: notify.New(db, utc)}
+	m.placer = &store.Batcher{Run: m.placeBatch}
+	return m
 }
 
 // UseNotices makes the market tell its users through n: the one notification

@@ -135,6 +135,18 @@ func checkLimits(tx *gorm.DB, spec OrderSpec, team string, auctionID int64) erro
 		return errors.New("exchange: the market's limits are missing (migration 00007)")
 	}
 	l := Limits{OpenOrdersPerTeam: r.OpenOrdersPerTeam, BundlesPerOrder: r.BundlesPerOrder, PoolsPerBundle: r.PoolsPerBundle}
+	if err := l.check(spec, team, r.Live, auctionID); err != nil {
+		return err
+	}
+	if r.Clash != nil {
+		return checkOneSide(tx, spec, team, auctionID) // names the order and the pool
+	}
+	return nil
+}
+
+// check refuses an order of team that would break l when the team has live orders
+// in the auction already (see checkLimits).
+func (l Limits) check(spec OrderSpec, team string, live int64, auctionID int64) error {
 	if len(spec.Bundles) > l.BundlesPerOrder {
 		return clearhouse.Errorf(clearhouse.EINVALID, "bundles: at most %d alternatives per order, got %d", l.BundlesPerOrder, len(spec.Bundles))
 	}
@@ -143,12 +155,9 @@ func checkLimits(tx *gorm.DB, spec OrderSpec, team string, auctionID int64) erro
 			return clearhouse.Errorf(clearhouse.EINVALID, "bundles[%d]: at most %d pools per bundle, got %d", i, l.PoolsPerBundle, len(b))
 		}
 	}
-	if r.Live >= int64(l.OpenOrdersPerTeam) {
+	if live >= int64(l.OpenOrdersPerTeam) {
 		return clearhouse.Errorf(clearhouse.EUNPROCESSABLE,
-			"orders: team %s already has %d live orders in auction %d, the most one team may have; withdraw some first", team, r.Live, auctionID)
-	}
-	if r.Clash != nil {
-		return checkOneSide(tx, spec, team, auctionID) // names the order and the pool
+			"orders: team %s already has %d live orders in auction %d, the most one team may have; withdraw some first", team, live, auctionID)
 	}
 	return nil
 }

@@ -111,12 +111,16 @@ func (m *Market) PlaceOrder(ctx context.Context, by identity.User, spec OrderSpe
 	if err := pricedNow(m.db.Read.WithContext(ctx), spec); err != nil {
 		return Order{}, err
 	}
-	var o Order
-	err := m.db.Grouped(ctx, func(tx *gorm.DB) error { // on SQLite, concurrent placements share a commit
+	// On SQLite, concurrent placements share a commit, and most are checked and
+	// written together (placeBatch); the others, and every placement on PostgreSQL,
+	// run placeOrder.
+	p := &placement{by: by, spec: spec, digest: digest}
+	err := m.db.GroupedBatch(ctx, m.placer, p, func(tx *gorm.DB) error {
 		var err error
-		o, err = m.placeOrder(ctx, tx, by, spec, digest)
+		p.order, err = m.placeOrder(ctx, tx, by, spec, digest)
 		return err
 	})
+	o := p.order
 	if err != nil && spec.Key != "" && isDuplicate(err) {
 		// A concurrent request with the same key committed first: answer as it did.
 		if prior, ok, rerr := m.replayOrder(m.db.Write.WithContext(ctx), spec, digest); ok || rerr != nil {
@@ -217,24 +221,34 @@ func (m *Market) placeOrder(ctx context.Context, tx *gorm.DB, by identity.User, 
 // insertBundles stores an order's bundles and their items, one multi-row
 // statement each (placing an order is the market's busiest write).
 func insertBundles(tx *gorm.DB, id int64, spec OrderSpec) error {
-	bundles := make([][]any, len(spec.Bundles))
-	var items [][]any
+	bundles, items := bundleRows(nil, nil, id, spec)
+	if _, err := store.Insert(tx, "order_bundles", bundleColumns, bundles, ""); err != nil {
+		return err
+	}
+	_, err := store.Insert(tx, "order_items", itemColumns, items, "")
+	return err
+}
+
+// The columns of order_bundles and order_items, in bundleRows' order.
+var (
+	bundleColumns = []string{"order_id", "idx", "bundle_limit"}
+	itemColumns   = []string{"order_id", "bundle_idx", "pool_id", "quantity"}
+)
+
+// bundleRows appends the rows of order id's bundles and items to bundles and items.
+func bundleRows(bundles, items [][]any, id int64, spec OrderSpec) ([][]any, [][]any) {
 	for k, b := range spec.Bundles {
 		var limit *int64
 		if spec.Limits != nil {
 			l := int64(spec.Limits[k])
 			limit = &l
 		}
-		bundles[k] = []any{id, k, limit}
+		bundles = append(bundles, []any{id, k, limit})
 		for _, pool := range slices.Sorted(maps.Keys(b)) {
 			items = append(items, []any{id, k, pool, b[pool]})
 		}
 	}
-	if _, err := store.Insert(tx, "order_bundles", []string{"order_id", "idx", "bundle_limit"}, bundles, ""); err != nil {
-		return err
-	}
-	_, err := store.Insert(tx, "order_items", []string{"order_id", "bundle_idx", "pool_id", "quantity"}, items, "")
-	return err
+	return bundles, items
 }
 
 // anys is vs as the arguments of a statement.

@@ -354,13 +354,19 @@ func fundsError(err error, acct AccountID) error {
 		return nil
 	}
 	if errors.Is(err, gorm.ErrCheckConstraintViolated) || strings.Contains(err.Error(), "CHECK constraint failed") {
-		who := string(acct)
-		if team, ok := strings.CutPrefix(who, "team:"); ok {
-			who = "team " + team
-		}
-		return clearhouse.Errorf(clearhouse.EUNPROCESSABLE, "insufficient funds: %s does not have that much available (its budget less what is held for open orders and reservations)", who)
+		return insufficientFunds(acct)
 	}
 	return err
+}
+
+// insufficientFunds is the error of a debit or hold that the account's available
+// balance does not cover.
+func insufficientFunds(acct AccountID) error {
+	who := string(acct)
+	if team, ok := strings.CutPrefix(who, "team:"); ok {
+		who = "team " + team
+	}
+	return clearhouse.Errorf(clearhouse.EUNPROCESSABLE, "insufficient funds: %s does not have that much available (its budget less what is held for open orders and reservations)", who)
 }
 
 // load reads an entry's postings.
