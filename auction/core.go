@@ -17,7 +17,7 @@ import (
 
 // maxCoalitions caps constraint generation per part; reaching it counts as a
 // failure, and the part falls back to the capped-price rule.
-const maxCoalitions = 500
+const maxCoalitions = 5000
 
 // coreTol is the blocking amount below which a coalition is taken not to block:
 // twice the winner determination's own proof tolerance (pruneTol) at the part's
@@ -28,10 +28,10 @@ func coreTol(w float64) float64 { return 2 * pruneTol(w) }
 // losers), above the reserve value: pi the payments, vcg the VCG payments.
 type coreResult struct {
 	pi, vcg    []float64
-	coalitions int // blocking coalitions generated
+	coalitions int // blocking coalitions (sub-markets) added as constraints
 	// leastRevenue says pi is the LP's least-revenue core point, not the one
 	// nearest VCG: the nearest-VCG step (ldp) failed on the last constraint set
-	// (nearestMinimumRevenue). pi is still in the core and of least revenue.
+	// (corePoint.nearest). pi is still in the core and of least revenue.
 	leastRevenue bool
 }
 
@@ -69,6 +69,18 @@ func (p *problem) variant(drop int32, start []int32, adjust func(lb int32, w flo
 	return q
 }
 
+// original maps an allocation of q, a variant of p, to p's column indices.
+func (q *problem) original(p *problem, choice []int32) []int32 {
+	y := make([]int32, len(choice))
+	for lb, j := range choice {
+		y[lb] = -1
+		if j >= 0 {
+			y[lb] = j - q.first[lb] + p.first[lb]
+		}
+	}
+	return y
+}
+
 // corePayments computes the part's core-selecting payments for its optimal
 // allocation choice (welfare W). ok is false when some winner determination it
 // needs was not proved optimal by end (or within opt.MaxNodes nodes), or a step
@@ -79,21 +91,23 @@ func (p *problem) variant(drop int32, start []int32, adjust func(lb int32, w flo
 //     solves run in parallel, one per processor, each warm-started: the optimal
 //     allocation less j is the first incumbent, W the first bound, and branch
 //     and bound works on the proof (problem.proof).
-//  2. Start at pi = vcg. Separation: the coalition that blocks pi most is the
-//     optimum of winner determination with each winner's columns worth w less
-//     its surplus w_j - pi_j (a winner in the coalition gives its surplus up);
-//     it blocks by that optimum less sum(pi). Stop when it blocks by at most
-//     coreTol (proved). A blocking coalition the incumbents or branch and
-//     bound find is used at once, without proving it is the one that blocks
-//     most: each separation then costs a few dozen nodes instead of a proof,
-//     and only the last one, which finds none, is proved. Each starts from the
-//     last coalition as an incumbent.
-//  3. Otherwise add its constraint, sum over winners outside the coalition C of
-//     pi_j >= (value of the coalition's allocation) - sum over winners in C of
-//     w_j, find the least revenue m* with vcg <= pi <= w and every constraint
-//     (an LP), then the pi nearest vcg among those with revenue m* (a
-//     least-distance problem, ldp; where ldp fails, the LP's own point, and
-//     res.leastRevenue says so), and repeat from 2.
+//  2. Start at pi = vcg; the allocations W(N \ j) found give the first
+//     constraints. Separation (separate): the coalition that blocks pi most is
+//     the optimum of winner determination with each winner's columns worth w
+//     less its surplus w_j - pi_j (a winner in the coalition gives its surplus
+//     up); it blocks by that optimum less sum(pi). Stop when it blocks by at
+//     most coreTol (proved). Every allocation the swaps, the incumbents and
+//     branch and bound try is split into its independent sub-markets
+//     (coalition.go), each a constraint wherever it blocks, so a round adds
+//     several; branch and bound stops sepExtra nodes after the first, and only
+//     the last separation, which finds none, is proved.
+//  3. Otherwise add the constraints, sum over winners outside the coalition C
+//     of pi_j >= (value of the coalition's allocation) - sum over winners in C
+//     of w_j, find the least revenue m* with vcg <= pi <= w and every
+//     constraint (an LP), then the pi nearest vcg among those with revenue m*
+//     (a least-distance problem, ldp; where ldp fails, the LP's own point, and
+//     res.leastRevenue says so), both over a working set of the constraints
+//     (corePoint), and repeat from 2.
 func (p *problem) corePayments(choice []int32, W float64, end time.Time, opt Options) (res coreResult, ok bool) {
 	maxNodes := opt.MaxNodes
 	n := p.bidders()
@@ -109,6 +123,7 @@ func (p *problem) corePayments(choice []int32, W float64, end time.Time, opt Opt
 	// The VCG solves are independent: run them on every processor. Each solves
 	// its own copy of the part (variant), which shares only what no solve writes.
 	proved := make([]bool, len(winners))
+	without := make([][]int32, len(winners)) // W(N \ j)'s allocation, in p's column indices
 	var wg sync.WaitGroup
 	next := make(chan int)
 	for range min(runtime.GOMAXPROCS(0), len(winners)) {
@@ -130,6 +145,7 @@ func (p *problem) corePayments(choice []int32, W float64, end time.Time, opt Opt
 				s.bound = min(s.bound, W+pruneTol(W))
 				q.prove(&s, end, maxNodes)
 				proved[i] = s.optimal
+				without[i] = q.original(p, s.choice)
 				res.vcg[lb] = min(w[lb], s.value-(W-w[lb]))
 			}
 		}()
@@ -145,56 +161,26 @@ func (p *problem) corePayments(choice []int32, W float64, end time.Time, opt Opt
 		}
 	}
 	res.pi = slices.Clone(res.vcg)
-	var cuts []coreCut
-	var prev []int32
-	for {
-		if time.Now().After(end) || len(cuts) >= maxCoalitions {
+	// The allocations W(N \ j) found are coalitions too: their blocking
+	// sub-markets are the first constraints, before any separation.
+	cs := newCoalitions(p, choice, w, res.vcg, W)
+	for _, y := range without {
+		cs.offer(y)
+	}
+	point := newCorePoint(winners, res.vcg, w, W)
+	for first := true; ; first = false {
+		if time.Now().After(end) || res.coalitions >= maxCoalitions {
 			return res, false
 		}
-		pi := res.pi
-		q := p.variant(-1, choice, func(lb int32, v float64) float64 {
-			if choice[lb] >= 0 {
-				return v - (w[lb] - pi[lb])
-			}
-			return v
-		})
-		revenue := 0.0
-		for _, lb := range winners {
-			revenue += pi[lb]
-		}
-		// Any blocking coalition gives a valid constraint: when the incumbents
-		// already block, take theirs without proving it blocks most, and branch
-		// and bound stops at the first that blocks (enough); the search is
-		// proved only when nothing found blocks.
-		s := q.heuristics(end)
-		// Warm start: the last coalition is an allocation of q too (variant keeps
-		// the column indices); at the new payments it may still block.
-		if prev != nil {
-			s.better(q, prev)
-		}
-		if s.value-revenue <= coreTol(W) {
-			q.enough = func(v float64) bool { return v-revenue > coreTol(W) }
-			q.prove(&s, end, maxNodes)
-			if s.value-revenue <= coreTol(W) {
-				return res, s.optimal
+		if !first || len(cs.found) == 0 {
+			if done, proved := p.separate(cs, choice, w, res.pi, W, end, maxNodes); done {
+				return res, proved
 			}
 		}
-		cut := coreCut{out: make([]bool, n)}
-		for lb, j := range s.choice {
-			if j >= 0 {
-				cut.rhs += p.cols[j].w
-				if choice[lb] >= 0 {
-					cut.rhs -= w[lb]
-				}
-			}
-		}
-		for _, lb := range winners {
-			cut.out[lb] = s.choice[lb] < 0
-		}
-		cuts = append(cuts, cut)
-		prev = s.choice
-		res.coalitions = len(cuts)
-		next, nearest, ok := nearestMinimumRevenue(winners, res.vcg, w, cuts, W, end, opt.noNearest)
+		found := cs.take()
+		res.coalitions += len(found)
+		point.add(found)
+		next, nearest, ok := point.nearest(end, opt.noNearest)
 		if !ok {
 			return res, false
 		}
@@ -204,6 +190,58 @@ func (p *problem) corePayments(choice []int32, W float64, end time.Time, opt Opt
 	}
 }
 
+// sepExtra is how many more branch-and-bound nodes a separation searches after
+// the first blocking coalition, for more of them: on CATS matching 96x450, 30
+// reach in 50 rounds the revenue that stopping at the first reaches in 90 to 100.
+const sepExtra = 30
+
+// separate looks for coalitions that block the payments pi, into cs: first the
+// swaps around the optimal allocation and the round's heuristics, then, when
+// they find none, branch and bound on the part with each winner's columns worth
+// w less its surplus w_j - pi_j, which stops sepExtra nodes after the first
+// blocking coalition. Every allocation either tries is offered to cs (q.seen).
+// done says no coalition blocks by more than coreTol; proved that the search
+// that says so finished (not cut by end or maxNodes): the payments are then
+// final. done is also true, with proved false, when an allocation blocks but
+// only by sub-markets already cut (numerically stuck).
+func (p *problem) separate(cs *coalitions, choice []int32, w, pi []float64, W float64, end time.Time, maxNodes int) (done, proved bool) {
+	cs.setPayments(pi)
+	q := p.variant(-1, choice, func(lb int32, v float64) float64 {
+		if choice[lb] >= 0 {
+			return v - (w[lb] - pi[lb])
+		}
+		return v
+	})
+	q.seen = cs.offer
+	cs.swaps(q, q.orderBy(func(c *column) float64 { return c.w / max(c.size, 1e-9) }))
+	s := q.heuristics(end)
+	if len(cs.found) > 0 {
+		return false, false
+	}
+	after := 0
+	q.enough = func(float64) bool {
+		if len(cs.found) == 0 {
+			return false
+		}
+		after++
+		return after > sepExtra
+	}
+	q.prove(&s, end, maxNodes)
+	if len(cs.found) > 0 {
+		return false, false
+	}
+	revenue := 0.0
+	for lb, j := range choice {
+		if j >= 0 {
+			revenue += pi[lb]
+		}
+	}
+	if s.value-revenue <= coreTol(W) {
+		return true, s.optimal
+	}
+	return true, false
+}
+
 // coreCut is one blocking coalition's constraint: the winners outside it (out)
 // pay, above the reserve value, at least rhs in all.
 type coreCut struct {
@@ -211,87 +249,208 @@ type coreCut struct {
 	rhs float64
 }
 
-// nearestMinimumRevenue returns, per local bidder, the payments pi (above the
-// reserve value) of least revenue with vcg <= pi <= w for the winners and every
-// cut, and among those the one nearest vcg. It solves for d = pi - vcg: an LP
-// (lpMax) for the least revenue m*, then ldp for the shortest d with revenue at
-// most m* + eps. lpMax raises right-hand sides by tiny amounts against
-// degeneracy, so its m* may fall short of the true least revenue by about 1e-7
-// of the welfare; eps starts at 1e-9 of the welfare and grows until ldp finds
-// the constraints feasible, so the revenue exceeds the least by at most eps.
-// nearest is false when ldp failed at every eps and pi is the LP's own point
-// (below); skipLDP takes that path at once (tests: Options.noNearest). ok is
-// false when the LP failed.
-func nearestMinimumRevenue(winners []int32, vcg, w []float64, cuts []coreCut, W float64, end time.Time, skipLDP bool) (pi []float64, nearest, ok bool) {
-	n := len(winners)
-	// Rows G d >= h: d >= 0, d <= w - vcg, and each cut.
+// corePoint finds, as constraints are added, the payments of least revenue with
+// vcg <= pi <= w for the winners and every constraint, and among those the ones
+// nearest vcg (nearest). It works in d = pi - vcg, one entry per winner.
+//
+// Only a working set of the constraints enters the LP and the least-distance
+// program: the ones active at the last point, and the new ones. A point that
+// satisfies the working set's constraints is checked against all of them, the
+// violated ones join the working set, and the step is solved again; a point
+// optimal for some of the constraints and feasible for all is optimal for all.
+// With hundreds of constraints over a few dozen winners, most never bind.
+type corePoint struct {
+	winners []int32
+	vcg, w  []float64 // per local bidder
+	W       float64
+	rows    []coreRow // every constraint, in d
+	work    []int     // the working set: indices into rows
+	in      []bool    // per row: in the working set
+}
+
+// coreRow is a constraint in d: the entries out sum to at least h.
+type coreRow struct {
+	out []int
+	h   float64
+}
+
+func newCorePoint(winners []int32, vcg, w []float64, W float64) *corePoint {
+	return &corePoint{winners: winners, vcg: vcg, w: w, W: W}
+}
+
+// add adds constraints to the working set.
+func (cp *corePoint) add(cuts []coreCut) {
+	for _, c := range cuts {
+		r := coreRow{h: c.rhs}
+		for k, lb := range cp.winners {
+			if c.out[lb] {
+				r.out = append(r.out, k)
+				r.h -= cp.vcg[lb]
+			}
+		}
+		cp.work = append(cp.work, len(cp.rows))
+		cp.rows = append(cp.rows, r)
+		cp.in = append(cp.in, true)
+	}
+}
+
+// slack is how far d satisfies row r (negative: violated), and the scale a
+// violation is measured against.
+func (r coreRow) slack(d []float64) (slack, scale float64) {
+	v := 0.0
+	for _, k := range r.out {
+		v += d[k]
+		scale += math.Abs(d[k])
+	}
+	return v - r.h, max(1, scale, math.Abs(r.h))
+}
+
+// admit adds to the working set every row outside it that d violates by more
+// than 1e-9 of its scale, and reports whether there was one.
+func (cp *corePoint) admit(d []float64) bool {
+	added := false
+	for i, r := range cp.rows {
+		if cp.in[i] {
+			continue
+		}
+		if sl, scale := r.slack(d); sl < -1e-9*scale {
+			cp.work, cp.in[i], added = append(cp.work, i), true, true
+		}
+	}
+	return added
+}
+
+// prune keeps in the working set only the rows active (to 1e-6 of their scale)
+// at one of the points given.
+func (cp *corePoint) prune(points ...[]float64) {
+	kept := cp.work[:0]
+	for _, i := range cp.work {
+		active := false
+		for _, d := range points {
+			if d == nil {
+				continue
+			}
+			if sl, scale := cp.rows[i].slack(d); sl <= 1e-6*scale {
+				active = true
+			}
+		}
+		cp.in[i] = active
+		if active {
+			kept = append(kept, i)
+		}
+	}
+	cp.work = kept
+}
+
+// nearest returns, per local bidder, the payments pi (above the reserve value)
+// of least revenue with vcg <= pi <= w for the winners and every constraint, and
+// among those the one nearest vcg: an LP (lpMax) for the least revenue m*, then
+// ldp for the shortest d with revenue at most m* + eps, each over the working
+// set. lpMax raises right-hand sides by tiny amounts against degeneracy, so its
+// m* may fall short of the true least revenue by about 1e-7 of the welfare; eps
+// starts at 1e-9 of the welfare and grows until ldp finds the constraints
+// feasible, so the revenue exceeds the least by at most eps. nearest is false
+// when ldp failed at every eps and pi is the LP's own point (below); skipLDP
+// takes that path at once (tests: Options.noNearest). ok is false when the LP
+// failed.
+func (cp *corePoint) nearest(end time.Time, skipLDP bool) (pi []float64, nearest, ok bool) {
+	var x []float64
+	var least float64
+	for {
+		var st lpStatus
+		x, least, st = cp.leastRevenue(end)
+		if st != lpOptimal {
+			return nil, false, false
+		}
+		if !cp.admit(x) {
+			break
+		}
+	}
+	var d []float64
+	if !skipLDP {
+		for {
+			if d = cp.nearestTo(least); d == nil || !cp.admit(d) {
+				break
+			}
+		}
+	}
+	cp.prune(x, d)
+	nearest = d != nil
+	if !nearest {
+		// ldp failed at every eps: nnls cycles on some degenerate systems (seen
+		// on CATS matching 96x450, with 13 cuts over 48 winners). The LP's own
+		// point is then the answer: least revenue, every cut met to within the
+		// LP's perturbation (1e-7 of a right-hand side, below coreTol), but a
+		// vertex, not necessarily the point nearest VCG; the caller counts the
+		// part in final_round.least_revenue_parts.
+		d = x
+	}
+	pi = make([]float64, len(cp.vcg))
+	for k, lb := range cp.winners {
+		pi[lb] = min(cp.w[lb], cp.vcg[lb]+max(d[k], 0))
+	}
+	return pi, nearest, true
+}
+
+// leastRevenue solves the LP over the working set: min sum d subject to 0 <= d
+// <= w - vcg and each row, as max -sum d subject to -G d <= -h.
+func (cp *corePoint) leastRevenue(end time.Time) (x []float64, least float64, st lpStatus) {
+	n := len(cp.winners)
+	A := make([][]float64, 0, n+len(cp.work))
+	b := make([]float64, 0, n+len(cp.work))
+	for k, lb := range cp.winners {
+		row := make([]float64, n)
+		row[k] = 1
+		A, b = append(A, row), append(b, cp.w[lb]-cp.vcg[lb])
+	}
+	for _, i := range cp.work {
+		row := make([]float64, n)
+		for _, k := range cp.rows[i].out {
+			row[k] = -1
+		}
+		A, b = append(A, row), append(b, -cp.rows[i].h)
+	}
+	cost := make([]float64, n)
+	for k := range cost {
+		cost[k] = -1
+	}
+	x, val, _, st := lpMax(A, b, cost, end)
+	return x, -val, st
+}
+
+// nearestTo solves the least-distance program over the working set: the
+// shortest d with 0 <= d <= w - vcg, each row, and sum d <= least + eps, for
+// the least eps on its ladder that ldp finds feasible; nil when none is.
+func (cp *corePoint) nearestTo(least float64) []float64 {
+	n := len(cp.winners)
 	var G [][]float64
 	var h []float64
-	for k, lb := range winners {
+	for k, lb := range cp.winners {
 		row := make([]float64, n)
 		row[k] = 1
 		G, h = append(G, row), append(h, 0)
 		row = make([]float64, n)
 		row[k] = -1
-		G, h = append(G, row), append(h, -(w[lb]-vcg[lb]))
+		G, h = append(G, row), append(h, -(cp.w[lb]-cp.vcg[lb]))
 	}
-	for _, c := range cuts {
+	for _, i := range cp.work {
 		row := make([]float64, n)
-		rhs := c.rhs
-		for k, lb := range winners {
-			if c.out[lb] {
-				row[k] = 1
-				rhs -= vcg[lb]
-			}
+		for _, k := range cp.rows[i].out {
+			row[k] = 1
 		}
-		G, h = append(G, row), append(h, rhs)
+		G, h = append(G, row), append(h, cp.rows[i].h)
 	}
-	// The LP: max -sum d subject to -G d <= -h.
-	A := make([][]float64, len(G))
-	b := make([]float64, len(G))
-	cost := make([]float64, n)
-	for i := range G {
-		A[i] = make([]float64, n)
-		for k, v := range G[i] {
-			A[i][k] = -v
-		}
-		b[i] = -h[i]
-	}
-	for k := range cost {
-		cost[k] = -1
-	}
-	x, val, _, st := lpMax(A, b, cost, end)
-	if st != lpOptimal {
-		return nil, false, false
-	}
-	least := -val
 	sumRow := make([]float64, n)
 	for k := range sumRow {
 		sumRow[k] = -1
 	}
 	G = append(G, sumRow)
 	h = append(h, 0)
-	for eps := 1e-9 * max(1, math.Abs(W)); eps <= 1e-4*max(1, math.Abs(W)) && !skipLDP; eps *= 10 {
+	for eps := 1e-9 * max(1, math.Abs(cp.W)); eps <= 1e-4*max(1, math.Abs(cp.W)); eps *= 10 {
 		h[len(h)-1] = -(least + eps)
-		d, ok := ldp(G, h, n)
-		if !ok {
-			continue
+		if d, ok := ldp(G, h, n); ok {
+			return d
 		}
-		pi = make([]float64, len(vcg))
-		for k, lb := range winners {
-			pi[lb] = min(w[lb], vcg[lb]+max(d[k], 0))
-		}
-		return pi, true, true
 	}
-	// ldp failed at every eps: nnls cycles on some degenerate systems (seen on
-	// CATS matching 96x450, with 13 cuts over 48 winners). The LP's own point is
-	// then the answer: least revenue, every cut met to within the LP's
-	// perturbation (1e-7 of a right-hand side, below coreTol), but a vertex, not
-	// necessarily the point nearest VCG; the caller counts the part in
-	// final_round.least_revenue_parts.
-	pi = make([]float64, len(vcg))
-	for k, lb := range winners {
-		pi[lb] = min(w[lb], vcg[lb]+max(x[k], 0))
-	}
-	return pi, false, true
+	return nil
 }

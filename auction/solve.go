@@ -23,7 +23,7 @@ type Options struct {
 	CappedPayments bool
 	// noNearest makes the core payments' nearest-VCG step (ldp) fail, as nnls
 	// does on some degenerate systems, so that internal tests reach the fallback
-	// to the LP's least-revenue point (nearestMinimumRevenue) on small markets.
+	// to the LP's least-revenue point (corePoint.nearest) on small markets.
 	noNearest bool
 }
 

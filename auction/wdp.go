@@ -31,10 +31,14 @@ type problem struct {
 	// (reduced-cost fixing, most-fractional branching). The final round's own
 	// search keeps its diving rule, which finds good allocations early.
 	proof bool
-	// enough, when set, stops branch and bound at the first incumbent it
-	// accepts (left unproved): separation needs a blocking coalition, not the
-	// one that blocks most.
+	// enough, when set, stops branch and bound after a node whose incumbents
+	// satisfy it (left unproved): separation needs blocking coalitions, not
+	// the one that blocks most.
 	enough func(value float64) bool
+	// seen, when set, is shown every feasible allocation the search tries
+	// (solution.better): separation takes a constraint from each one's blocking
+	// sub-markets, whether or not it beats the incumbent.
+	seen func(choice []int32)
 }
 
 func (p *problem) bidders() int { return len(p.owner) }
@@ -139,6 +143,9 @@ type solution struct {
 
 // better replaces s's allocation with choice when it is feasible and worth more.
 func (s *solution) better(p *problem, choice []int32) {
+	if p.seen != nil && p.feasible(choice) {
+		p.seen(choice)
+	}
 	if v := p.value(choice); v > s.value+1e-9*max(1, math.Abs(s.value)) && p.feasible(choice) {
 		s.choice, s.value = slices.Clone(choice), v
 	}
