@@ -94,6 +94,31 @@ type AuctionRun struct {
 	// PaymentsCappedPrices or PaymentsMixed); "" when no final round ran, and for
 	// runs from before it was recorded (which paid capped prices).
 	Payments string
+	// Which rule paid which part of the final round (migration 00036), as the
+	// engine's final_round says: FinalParts independent parts, CoreParts of them
+	// paid core payments (the rest capped prices), LeastRevenueParts of those the
+	// LP's least-revenue core point instead of the one nearest VCG, because the
+	// nearest-VCG step failed (docs/final-round.md). nil when not recorded: no
+	// final round, or a run from before migration 00036 or written by an older
+	// release.
+	FinalParts, CoreParts, LeastRevenueParts *int
+}
+
+// PaymentParts is the final round of the run as far as the payment rule goes,
+// for SettlementRule: the rule (capped prices for runs from before it was
+// recorded) and, when recorded, which parts paid it; nil when no final round ran.
+func (r AuctionRun) PaymentParts() *auction.FinalRound {
+	if !r.FinalRound {
+		return nil
+	}
+	f := &auction.FinalRound{Payments: r.Payments}
+	if f.Payments == "" {
+		f.Payments = auction.PaymentsCappedPrices
+	}
+	if r.FinalParts != nil && r.CoreParts != nil && r.LeastRevenueParts != nil {
+		f.Parts, f.CoreParts, f.LeastRevenueParts = *r.FinalParts, *r.CoreParts, *r.LeastRevenueParts
+	}
+	return f
 }
 
 // Gap is the share of the bound the run's welfare may be short of: 0 when the

@@ -78,26 +78,50 @@ func lossFacts(tx *gorm.DB, a Auction, converged bool, prices map[string]float64
 // counted.
 const maxOrderLines = 20
 
-// notifySettled tells every member and owner of each team with an order in the
-// run what its orders got: won, lost or rejected, paid and received. It runs in
-// the settlement's transaction, so the messages exist exactly when the settlement
-// does, once.
 // SettlementRule says, in one paragraph for the teams, which payment rule settled
 // an auction whose binding run's final round is f (nil: the clock alone), what it
-// means, and the bidding advice that holds under it (docs/final-round.md).
+// means, and the bidding advice that holds under it (docs/final-round.md). Where f
+// says which parts paid which rule (Parts set), it says so too, and names the
+// parts that paid the least-revenue core point instead of the one nearest VCG
+// (LeastRevenueParts).
 func SettlementRule(f *auction.FinalRound) string {
 	switch {
 	case f == nil:
 		return "Settled by the clock alone: every winner paid the same price per unit in each pool (the final prices), never more than its limit."
 	case f.Payments == auction.PaymentsCore:
-		return "Settled by the clock and a final round with core payments: each winner paid at least its VCG payment (what its bundle cost the other orders) and never more than its limit, and no group of other orders offered more for the same quota. Bid your true value: bidding less can save at most what you paid above your VCG payment, and risks losing the bundle."
+		return "Settled by the clock and a final round with core payments: each winner paid at least its VCG payment (what its bundle cost the other orders) and never more than its limit, and no group of other orders offered more for the same quota." +
+			leastRevenueNote(f) + " Bid your true value: bidding less can save at most what you paid above your VCG payment, and risks losing the bundle."
 	case f.Payments == auction.PaymentsMixed:
-		return "Settled by the clock and a final round: where the round proved its choice the best, winners paid core payments (at least their VCG payment, never more than their limit); elsewhere their bundle at the clock's prices, capped at their limit."
+		where := ""
+		if f.Parts > 0 {
+			where = fmt.Sprintf(" (in %d of the market's %d independent parts)", f.CoreParts, f.Parts)
+		}
+		return "Settled by the clock and a final round: where the round proved its choice the best" + where + ", winners paid core payments (at least their VCG payment, never more than their limit); elsewhere their bundle at the clock's prices, capped at their limit." +
+			leastRevenueNote(f)
 	default:
 		return "Settled by the clock and a final round that did not prove its choice the best, so each winner paid its bundle at the clock's prices, capped at its limit: a winner the clock had priced out paid its whole limit."
 	}
 }
 
+// leastRevenueNote says, after SettlementRule's words on core payments, which
+// parts paid the least-revenue core point because the step to the point nearest
+// VCG failed (f.LeastRevenueParts); "" when none did or it is not known.
+func leastRevenueNote(f *auction.FinalRound) string {
+	n := f.LeastRevenueParts
+	if n <= 0 {
+		return ""
+	}
+	where := "Wherever winners paid core payments"
+	if n < f.CoreParts {
+		where = fmt.Sprintf("In %d of the %d independent parts of the market that paid core payments", n, f.CoreParts)
+	}
+	return " " + where + ", the step that finds the core payments nearest the VCG payments failed on the numbers, so the winners there paid the core payments of least total that the solver found instead: still at least their VCG payment, never more than their limit, and no group of other orders offered more, but not necessarily the nearest to the VCG payments."
+}
+
+// notifySettled tells every member and owner of each team with an order in the
+// run what its orders got: won, lost or rejected, paid and received. It runs in
+// the settlement's transaction, so the messages exist exactly when the settlement
+// does, once.
 func (m *Market) notifySettled(tx *gorm.DB, a Auction, converged bool, final *auction.FinalRound, prices map[string]float64, views []OrderView, lines []SettlementLine, rejected []int64) error {
 	type outcome struct {
 		won, lost, rejected int

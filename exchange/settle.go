@@ -159,6 +159,8 @@ func (m *Market) run(ctx context.Context, tx *gorm.DB, a Auction, binding bool, 
 	if f := res.FinalRound; f != nil {
 		r.FinalRound, r.Welfare, r.ClockWelfare, r.WelfareBound, r.Optimal, r.FinalSeconds = true, f.Welfare, f.ClockWelfare, f.Bound, f.Optimal, f.Seconds
 		r.Payments = f.Payments
+		parts, core, leastRevenue := f.Parts, f.CoreParts, f.LeastRevenueParts
+		r.FinalParts, r.CoreParts, r.LeastRevenueParts = &parts, &core, &leastRevenue
 	}
 	if err := tx.Omit("ID").Create(&r).Error; err != nil {
 		return AuctionRun{}, auction.Result{}, nil, err

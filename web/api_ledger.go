@@ -52,7 +52,8 @@ func (s *Server) apiSettlement(c *gin.Context) {
 		BuyersPaid: rep.BuyersPaid.Plain(), SellersReceived: rep.SellersReceived.Plain(),
 		TreasuryNet: rep.TreasuryNet.Plain(), Rounding: apiPrice(rep.Rounding)}}
 	if r := rep.Run; r.FinalRound {
-		body.FinalRound = &apiv1.FinalRoundReport{Welfare: r.Welfare, ClockWelfare: r.ClockWelfare, Bound: r.WelfareBound, Optimal: r.Optimal, Seconds: r.FinalSeconds, Payments: paymentsRule(r)}
+		body.FinalRound = &apiv1.FinalRoundReport{Welfare: r.Welfare, ClockWelfare: r.ClockWelfare, Bound: r.WelfareBound, Optimal: r.Optimal, Seconds: r.FinalSeconds, Payments: r.PaymentParts().Payments,
+			Parts: r.FinalParts, CoreParts: r.CoreParts, LeastRevenueParts: r.LeastRevenueParts}
 		prices, unsupported, err := s.svc.Market.SupportingPrices(c.Request.Context(), r)
 		if err != nil {
 			s.fail(c, err)

@@ -5,21 +5,11 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/clearhouse/clearhouse/auction"
 	"github.com/clearhouse/clearhouse/exchange"
 	"github.com/clearhouse/clearhouse/ledger"
 	"github.com/clearhouse/clearhouse/moneyfmt"
 	"github.com/clearhouse/clearhouse/templates"
 )
-
-// paymentsRule is the payment rule a run with a final round followed: runs from
-// before the rule was recorded paid capped prices.
-func paymentsRule(run exchange.AuctionRun) string {
-	if run.Payments == "" {
-		return auction.PaymentsCappedPrices
-	}
-	return run.Payments
-}
 
 // finalRoundView builds what a run's final round added over the clock, for the
 // auction page and the settlement report; nil when no final round ran.
@@ -42,7 +32,8 @@ func (s *Server) finalRoundView(ctx context.Context, run exchange.AuctionRun, un
 	v := &templates.FinalRoundView{Welfare: monOf(run.Welfare), ClockWelfare: monOf(run.ClockWelfare),
 		Added: monOf(run.Welfare - run.ClockWelfare), Bound: monOf(run.WelfareBound), Proved: run.Optimal,
 		Gap: fmt.Sprintf("%.2f%%", 100*run.Gap()), Seconds: fmt.Sprintf("%.2f s", run.FinalSeconds),
-		Rule: exchange.SettlementRule(&auction.FinalRound{Payments: paymentsRule(run)})}
+		Rule: exchange.SettlementRule(run.PaymentParts())}
+	v.Parts = paymentPartsText(run)
 	if run.FinalSeconds < 0.005 {
 		v.Seconds = "under 0.01 s"
 	}
@@ -74,6 +65,34 @@ func (s *Server) finalRoundView(ctx context.Context, run exchange.AuctionRun, un
 		v.Unsupported = append(v.Unsupported, templates.UnsupportedRow{Order: u.OrderID, Team: teamName(names, u.TeamID), Words: unsupportedWords(u, units)})
 	}
 	return v, nil
+}
+
+// paymentPartsText says which payment rule paid how many of the final round's
+// independent parts, for finance; "" when the run did not record it.
+func paymentPartsText(run exchange.AuctionRun) string {
+	f := run.PaymentParts()
+	if f == nil || run.FinalParts == nil || f.Parts == 0 {
+		return ""
+	}
+	var said []string
+	for _, p := range []struct {
+		n    int
+		what string
+	}{
+		{f.CoreParts - f.LeastRevenueParts, "paid core payments at the point nearest the VCG payments"},
+		{f.LeastRevenueParts, "paid the least-revenue core point, not proved nearest the VCG payments (the step that finds that point failed on the numbers)"},
+		{f.Parts - f.CoreParts, "paid capped prices (the bundle at the clock's prices, capped at the limit)"},
+	} {
+		switch {
+		case p.n <= 0:
+		case f.Parts == 1:
+			said = append(said, "it "+p.what)
+		default:
+			said = append(said, fmt.Sprintf("%d %s", p.n, p.what))
+		}
+	}
+	return fmt.Sprintf("Payments by part: the final round split the market into %s, which share no pool and no order: %s.",
+		countOf(int64(f.Parts), "independent part"), strings.Join(said, "; "))
 }
 
 // unsupportedWords says in words how the supporting prices fail an order.

@@ -182,6 +182,43 @@ func TestPagesShowTheFinalRound(t *testing.T) {
 				t.Errorf("%s: unsupported orders %q, want ads in words", p.path, txt)
 			}
 			checkMoney(t, p.path, doc)
+			if got := sec.Find("[data-testid=final-parts]").Text(); !strings.Contains(got, "1 independent part,") || !strings.Contains(got, "it paid core payments at the point nearest the VCG payments.") {
+				t.Errorf("%s: payments by part %q, want one part at the point nearest VCG", p.path, got)
+			}
+		}
+		if fr["parts"] != 1.0 || fr["core_parts"] != 1.0 || fr["least_revenue_parts"] != 0.0 {
+			t.Errorf("API final_round parts %v, core_parts %v, least_revenue_parts %v; want 1, 1, 0", fr["parts"], fr["core_parts"], fr["least_revenue_parts"])
+		}
+		// A run whose core part paid the least-revenue core point (the engine's
+		// fallback when the nearest-VCG step fails, which exchange's
+		// TestTheBindingRunStoresLeastRevenueParts settles and stores) is shown as
+		// such on both pages and in the API; here the stored count is set directly.
+		must(db.Write.Exec("UPDATE auction_runs SET least_revenue_parts = 1 WHERE auction_id = 1 AND binding").Error)
+		_, m = f.api(f.token(finUser), "GET", "/api/v1/auctions/1/settlement", "")
+		if fr, _ := m["final_round"].(map[string]any); fr == nil || fr["least_revenue_parts"] != 1.0 || fr["payments"] != "core" {
+			t.Errorf("API final_round after the fallback: %v, want core with least_revenue_parts 1", m["final_round"])
+		}
+		for _, p := range []struct {
+			b    *browser
+			path string
+		}{{owner, "/auctions/1"}, {fin, "/finance/auctions/1"}} {
+			_, doc := p.b.get(p.path)
+			sec := doc.Find("[data-testid=final-round]")
+			if rule := sec.Find("[data-testid=final-rule]").Text(); !strings.Contains(rule, "core payments of least total") || !strings.Contains(rule, "not necessarily the nearest to the VCG payments") {
+				t.Errorf("%s: the rule does not say the least-revenue point was paid: %q", p.path, rule)
+			}
+			if got := sec.Find("[data-testid=final-parts]").Text(); !strings.Contains(got, "it paid the least-revenue core point, not proved nearest the VCG payments") {
+				t.Errorf("%s: payments by part %q, want the least-revenue point", p.path, got)
+			}
+		}
+		// A run from before the parts were recorded says nothing of them.
+		must(db.Write.Exec("UPDATE auction_runs SET final_parts = NULL, core_parts = NULL, least_revenue_parts = NULL WHERE auction_id = 1").Error)
+		_, m = f.api(f.token(finUser), "GET", "/api/v1/auctions/1/settlement", "")
+		if fr, _ := m["final_round"].(map[string]any); fr == nil || fr["parts"] != nil || fr["least_revenue_parts"] != nil {
+			t.Errorf("API final_round of a run without parts recorded: %v, want no parts", m["final_round"])
+		}
+		if _, doc := owner.get("/auctions/1"); doc.Find("[data-testid=final-parts]").Length() != 0 || doc.Find("[data-testid=final-rule]").Length() != 1 {
+			t.Errorf("/auctions/1 without parts recorded: %q", doc.Find("[data-testid=final-round]").Text())
 		}
 	})
 }

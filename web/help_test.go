@@ -23,7 +23,7 @@ func TestHelpCoversReservationsBestEffortAndHoldingCharges(t *testing.T) {
 		"help-best-effort":  {"idle", "stopped and go back to your job's queue", "charged once when its last task is done", "released in full if you cancel"},
 		"help-holding":      {"per unit and month", "from the day it is set", "1,600 × $0.10 × 19/30 = $101.33", "from the next month", "1,600 × $0.10 = $160.00", "first charged on 1 January"},
 		"help-lost":         {"Short supply", "Limit below the price", "Sold out", "Your own team's order"},
-		"help-final-round":  {"clock only", "at least your VCG payment", "never more than your limit", "Bid your true value", "$17 and $15", "capped at its limit"},
+		"help-final-round":  {"clock only", "at least your VCG payment", "never more than your limit", "Bid your true value", "$17 and $15", "capped at its limit", "not necessarily the nearest to the VCG payments"},
 	} {
 		sec := doc.Find("[data-testid=" + id + "]")
 		if sec.Length() != 1 {

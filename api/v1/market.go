@@ -167,6 +167,14 @@ type FinalRoundReport struct {
 	// at the limit) or "mixed" (core where a part was proved optimal;
 	// docs/final-round.md).
 	Payments string `json:"payments"`
+	// Parts is how many independent parts (sharing no pool and no order) the final
+	// round split the market into, CoreParts how many of them paid core payments
+	// (the rest capped prices), LeastRevenueParts how many of those paid the
+	// least-revenue core point because the step to the point nearest VCG failed.
+	// Absent when not recorded (runs settled before they were).
+	Parts             *int `json:"parts,omitempty"`
+	CoreParts         *int `json:"core_parts,omitempty"`
+	LeastRevenueParts *int `json:"least_revenue_parts,omitempty"`
 	// SupportingPrices are, when the final round changed the clock's allocation,
 	// per-pool prices that support it as well as possible, beside the clock's;
 	// Unsupported the orders they fail to support (docs/final-round.md).

@@ -210,6 +210,17 @@ func TestBrowserTradingPagesFitNarrowScreens(t *testing.T) {
 	}, false)
 }
 
+// TestBrowserAuctionPagesFitWithoutSideScroll opens the demo's auction pages (a
+// settled one, the one whose final round changed the clock's allocation, the open
+// one) at 1400 and 400 px: the pools table and the final round's tables fit the
+// page without scrolling sideways inside their frame (at 400 px they stack).
+func TestBrowserAuctionPagesFitWithoutSideScroll(t *testing.T) {
+	t.Parallel()
+	pagesFitScreens(t, []pagesOf{
+		{"member@search.example.com", []string{"/auctions/1", "/auctions/4", "/auctions/7", "/auctions/8"}},
+	}, true)
+}
+
 // pagesOf is the pages one demo login opens.
 type pagesOf struct {
 	email string
