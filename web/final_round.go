@@ -91,6 +91,9 @@ func paymentPartsText(run exchange.AuctionRun) string {
 			said = append(said, fmt.Sprintf("%d %s", p.n, p.what))
 		}
 	}
+	if f.Parts == 1 {
+		return fmt.Sprintf("Payments by part: the final round settled the market as one part: %s.", strings.Join(said, "; "))
+	}
 	return fmt.Sprintf("Payments by part: the final round split the market into %s, which share no pool and no order: %s.",
 		countOf(int64(f.Parts), "independent part"), strings.Join(said, "; "))
 }

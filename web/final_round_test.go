@@ -182,7 +182,7 @@ func TestPagesShowTheFinalRound(t *testing.T) {
 				t.Errorf("%s: unsupported orders %q, want ads in words", p.path, txt)
 			}
 			checkMoney(t, p.path, doc)
-			if got := sec.Find("[data-testid=final-parts]").Text(); !strings.Contains(got, "1 independent part,") || !strings.Contains(got, "it paid core payments at the point nearest the VCG payments.") {
+			if got := sec.Find("[data-testid=final-parts]").Text(); !strings.Contains(got, "settled the market as one part:") || !strings.Contains(got, "it paid core payments at the point nearest the VCG payments.") {
 				t.Errorf("%s: payments by part %q, want one part at the point nearest VCG", p.path, got)
 			}
 		}
