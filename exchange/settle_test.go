@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"reflect"
 	"testing"
+	"time"
 
 	"github.com/clearhouse/clearhouse"
 	"github.com/clearhouse/clearhouse/exchange"
@@ -183,6 +185,100 @@ func TestSettlementOfRandomMarketsAgreesWithTheEngine(t *testing.T) {
 			if held > pool.Capacity {
 				t.Fatalf("%s: %d held of %d", p, held, pool.Capacity)
 			}
+		}
+	})
+}
+
+// A close writes exactly each order's status and updated_at, and nothing else of
+// it: every order of the run won (settlement line with a bundle) or lost (none),
+// every order still awaiting approval is rejected, all of them at the close's
+// time (the very value written as the auction's settled_at), and the orders of
+// no other auction change.
+func TestACloseSetsEveryOrdersStatusAndNothingElse(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		mk := newAuctionMarket(t, db)
+		rng := rand.New(rand.NewPCG(7, 11))
+		pools := []string{"us-east/cpu", "us-east/ram", "eu-west/cpu"}
+		waiting := map[int64]bool{}
+		for i := range 80 {
+			team := []string{"search", "ads", "ml"}[i%3]
+			b := exchange.Bundle{pools[rng.IntN(len(pools))]: int64(1 + rng.IntN(40))}
+			spec := exchange.OrderSpec{Team: team, Bundles: []exchange.Bundle{b, {pools[rng.IntN(len(pools))]: int64(1 + rng.IntN(20))}},
+				Limit: money(float64(1 + rng.IntN(120)))}
+			who := "owner@" + team
+			if team == "ads" && i%2 == 0 { // offers, some of which sell
+				spec = exchange.OrderSpec{Team: team, Bundles: []exchange.Bundle{{"us-east/cpu": -int64(1 + rng.IntN(5))}}, Limit: money(-float64(rng.IntN(10)))}
+			}
+			if team == "ml" && i%4 == 0 { // beyond ml's approval threshold: left waiting
+				spec.Limit, who = money(float64(301+rng.IntN(100))), "member@ml"
+			}
+			o, err := mk.Order(who, spec)
+			if code := clearhouse.ErrorCode(err); err != nil && code != clearhouse.EUNPROCESSABLE {
+				t.Fatal(err)
+			}
+			if err == nil && o.Status == exchange.OrderAwaitingApproval {
+				waiting[o.ID] = true
+			}
+		}
+		var before []exchange.Order
+		if err := db.Read.Order("id").Find(&before).Error; err != nil {
+			t.Fatal(err)
+		}
+		mk.Clock.Advance(time.Hour)
+		if _, err := mk.M.Close(ctx, mk.AuctionID); err != nil {
+			t.Fatal(err)
+		}
+		lines := map[int64]int{}
+		var ls []exchange.SettlementLine
+		if err := db.Read.Where("auction_id = ?", mk.AuctionID).Find(&ls).Error; err != nil {
+			t.Fatal(err)
+		}
+		for _, l := range ls {
+			lines[l.OrderID] = l.BundleIndex
+		}
+		var after []exchange.Order
+		if err := db.Read.Order("id").Find(&after).Error; err != nil {
+			t.Fatal(err)
+		}
+		if len(after) != len(before) {
+			t.Fatalf("%d orders after the close, %d before", len(after), len(before))
+		}
+		now := mk.Clock.Now()
+		count := map[exchange.OrderStatus]int{}
+		for i, o := range after {
+			want := before[i]
+			switch idx, ok := lines[o.ID]; {
+			case waiting[o.ID]:
+				want.Status = exchange.OrderRejected
+			case ok && idx >= 0:
+				want.Status = exchange.OrderWon
+			case ok:
+				want.Status = exchange.OrderLost
+			}
+			if want.Status != before[i].Status {
+				want.UpdatedAt = now
+				count[want.Status]++
+			}
+			if !o.UpdatedAt.Equal(want.UpdatedAt) {
+				t.Errorf("order %d: updated at %v, want %v", o.ID, o.UpdatedAt, want.UpdatedAt)
+			}
+			o.UpdatedAt, want.UpdatedAt = time.Time{}, time.Time{}
+			o.CreatedAt, want.CreatedAt = o.CreatedAt.UTC(), want.CreatedAt.UTC()
+			if !reflect.DeepEqual(o, want) {
+				t.Errorf("order after the close:\n got  %+v\n want %+v", o, want)
+			}
+		}
+		if count[exchange.OrderWon] < 5 || count[exchange.OrderLost] < 5 || count[exchange.OrderRejected] < 3 || len(lines) != count[exchange.OrderWon]+count[exchange.OrderLost] {
+			t.Fatalf("the market should have winners, losers and rejected orders: %v of %d lines", count, len(lines))
+		}
+		var same int
+		if err := db.Read.Raw("SELECT COUNT(*) FROM orders WHERE auction_id = ? AND updated_at = (SELECT settled_at FROM auctions WHERE id = ?)",
+			mk.AuctionID, mk.AuctionID).Scan(&same).Error; err != nil {
+			t.Fatal(err)
+		}
+		if same != count[exchange.OrderWon]+count[exchange.OrderLost]+count[exchange.OrderRejected] {
+			t.Fatalf("%d orders stored the close's time as written for the auction's settled_at, want %v", same, count)
 		}
 	})
 }
