@@ -33,3 +33,6 @@ func (m *Market) CloseEditing(ctx context.Context, id int64, edit func(*auction.
 	})
 	return run, err
 }
+
+// OpenOrders is openOrders, for tests.
+func OpenOrders(db *gorm.DB, auctionID int64) ([]Order, error) { return openOrders(db, auctionID) }

@@ -282,3 +282,45 @@ func TestACloseSetsEveryOrdersStatusAndNothingElse(t *testing.T) {
 		}
 	})
 }
+
+// The open orders a close reads by hand are exactly what gorm reads, every column,
+// nullable ones set and unset: the close's check that it settles the instance it
+// presolved compares two such reads.
+func TestOpenOrdersReadEveryColumnAsGormDoes(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		mk := newAuctionMarket(t, db)
+		shared, err := mk.Order("member@search", exchange.OrderSpec{Team: "search", Limit: money(30), Bundles: []exchange.Bundle{{"eu-west/cpu": 5}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		approved, err := mk.Order("member@ml", exchange.OrderSpec{Team: "ml", Limits: []ledger.Money{*money(400), *money(350)},
+			Bundles: []exchange.Bundle{{"us-east/cpu": 20}, {"eu-west/cpu": 20}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := mk.M.DecideOrder(ctx, mk.Users["owner@ml"], approved.ID, true); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := mk.Order("member@ads", exchange.OrderSpec{Team: "ads", Limit: money(-5), Bundles: []exchange.Bundle{{"us-east/cpu": -3}}}); err != nil {
+			t.Fatal(err)
+		}
+		if err := db.Write.Exec("UPDATE orders SET idem_key = 'k1', idem_digest = 'd1', note = 'a note' WHERE id = ?", shared.ID).Error; err != nil {
+			t.Fatal(err)
+		}
+		var want []exchange.Order
+		if err := db.Read.Where("auction_id = ? AND status = ?", mk.AuctionID, exchange.OrderOpen).Order("id").Find(&want).Error; err != nil {
+			t.Fatal(err)
+		}
+		got, err := exchange.OpenOrders(db.Read, mk.AuctionID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(want) != 3 || want[0].IdemKey == nil || want[0].SharedLimit == nil || want[1].DecidedBy == nil || want[1].SharedLimit != nil || want[2].IdemKey != nil {
+			t.Fatalf("the orders do not set and unset every nullable column: %+v", want)
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("read by hand:\n %+v\nby gorm:\n %+v", got, want)
+		}
+	})
+}
