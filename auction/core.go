@@ -119,46 +119,10 @@ func (p *problem) corePayments(choice []int32, W float64, end time.Time, opt Opt
 			winners = append(winners, int32(lb))
 		}
 	}
-	res.vcg = make([]float64, n)
-	// The VCG solves are independent: run them on every processor. Each solves
-	// its own copy of the part (variant), which shares only what no solve writes.
-	proved := make([]bool, len(winners))
-	without := make([][]int32, len(winners)) // W(N \ j)'s allocation, in p's column indices
-	var wg sync.WaitGroup
-	next := make(chan int)
-	for range min(runtime.GOMAXPROCS(0), len(winners)) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range next {
-				if time.Now().After(end) {
-					continue // out of budget: proved[i] stays false, the part pays capped prices
-				}
-				lb := winners[i]
-				start := slices.Clone(choice)
-				start[lb] = -1
-				// Warm start: the optimal allocation less the winner is the
-				// first incumbent (variant's start), and W (to its proof's tolerance) bounds W(N \ j) from
-				// above, so an incumbent worth W is proved at once.
-				q := p.variant(lb, start, nil)
-				s := q.heuristics(end)
-				s.bound = min(s.bound, W+pruneTol(W))
-				q.prove(&s, end, maxNodes)
-				proved[i] = s.optimal
-				without[i] = q.original(p, s.choice)
-				res.vcg[lb] = min(w[lb], s.value-(W-w[lb]))
-			}
-		}()
-	}
-	for i := range winners {
-		next <- i
-	}
-	close(next)
-	wg.Wait()
-	for _, ok := range proved {
-		if !ok {
-			return res, false
-		}
+	vcg, without, proved := p.vcgPayments(choice, W, end, maxNodes)
+	res.vcg = vcg
+	if !proved {
+		return res, false
 	}
 	res.pi = slices.Clone(res.vcg)
 	// The allocations W(N \ j) found are coalitions too: their blocking
@@ -188,6 +152,66 @@ func (p *problem) corePayments(choice []int32, W float64, end time.Time, opt Opt
 		// nearest-VCG step replaced leaves no trace in the payments.
 		res.pi, res.leastRevenue = next, !nearest
 	}
+}
+
+// vcgPayments is corePayments' first step: for each winner j of choice (welfare
+// W), W(N \ j) by winner determination without j's columns, proved optimal;
+// vcg_j = W(N \ j) - (W - w_j), at most w_j (per local bidder, 0 for losers), and
+// without, per winner in local bidder order, W(N \ j)'s allocation in p's column
+// indices. proved is false when some solve was not proved optimal by end (or
+// within maxNodes nodes).
+func (p *problem) vcgPayments(choice []int32, W float64, end time.Time, maxNodes int) (vcg []float64, without [][]int32, proved bool) {
+	n := p.bidders()
+	w := make([]float64, n)
+	var winners []int32
+	for lb, j := range choice {
+		if j >= 0 {
+			w[lb] = p.cols[j].w
+			winners = append(winners, int32(lb))
+		}
+	}
+	vcg = make([]float64, n)
+	// The VCG solves are independent: run them on every processor. Each solves
+	// its own copy of the part (variant), which shares only what no solve writes.
+	done := make([]bool, len(winners))
+	without = make([][]int32, len(winners)) // W(N \ j)'s allocation, in p's column indices
+	var wg sync.WaitGroup
+	next := make(chan int)
+	for range min(runtime.GOMAXPROCS(0), len(winners)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				if time.Now().After(end) {
+					continue // out of budget: done[i] stays false, the part pays capped prices
+				}
+				lb := winners[i]
+				start := slices.Clone(choice)
+				start[lb] = -1
+				// Warm start: the optimal allocation less the winner is the
+				// first incumbent (variant's start), and W (to its proof's tolerance) bounds W(N \ j) from
+				// above, so an incumbent worth W is proved at once.
+				q := p.variant(lb, start, nil)
+				s := q.heuristics(end)
+				s.bound = min(s.bound, W+pruneTol(W))
+				q.prove(&s, end, maxNodes)
+				done[i] = s.optimal
+				without[i] = q.original(p, s.choice)
+				vcg[lb] = min(w[lb], s.value-(W-w[lb]))
+			}
+		}()
+	}
+	for i := range winners {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	for _, ok := range done {
+		if !ok {
+			return vcg, without, false
+		}
+	}
+	return vcg, without, true
 }
 
 // sepExtra is how many more branch-and-bound nodes a separation searches after
