@@ -69,6 +69,27 @@ func (p *problem) variant(drop int32, start []int32, adjust func(lb int32, w flo
 	return q
 }
 
+// warmRoot maps p's solved root LP root to the variant of p without local
+// bidder drop (variant(drop, ...)): the same tableau (shared, read only) with
+// free in the variant's column indices, -1 for drop's columns, and out the LP
+// columns of drop's columns, which the variant's root LP fixes at 0.
+func (p *problem) warmRoot(root relaxation, drop int32) (rel relaxation, out []int) {
+	lo, hi := p.first[drop], p.first[drop+1]
+	rel = relaxation{lp: root.lp, free: make([]int32, len(root.free))}
+	for k, j := range root.free {
+		switch {
+		case j < lo:
+			rel.free[k] = j
+		case j < hi:
+			rel.free[k] = -1
+			out = append(out, k)
+		default:
+			rel.free[k] = j - (hi - lo)
+		}
+	}
+	return rel, out
+}
+
 // original maps an allocation of q, a variant of p, to p's column indices.
 func (q *problem) original(p *problem, choice []int32) []int32 {
 	y := make([]int32, len(choice))
@@ -171,6 +192,14 @@ func (p *problem) vcgPayments(choice []int32, W float64, end time.Time, maxNodes
 		}
 	}
 	vcg = make([]float64, n)
+	// Every solve's root LP is the part's less one bidder's columns: solve the
+	// part's once, and each solve's from a copy of it (warmRoot).
+	var root relaxation
+	if p.fitsLP() {
+		if rel, ok := p.nodeLP(&node{}, end); ok && rel.lp != nil {
+			root = rel
+		}
+	}
 	// The VCG solves are independent: run them on every processor. Each solves
 	// its own copy of the part (variant), which shares only what no solve writes.
 	done := make([]bool, len(winners))
@@ -192,6 +221,9 @@ func (p *problem) vcgPayments(choice []int32, W float64, end time.Time, maxNodes
 				// first incumbent (variant's start), and W (to its proof's tolerance) bounds W(N \ j) from
 				// above, so an incumbent worth W is proved at once.
 				q := p.variant(lb, start, nil)
+				if root.lp != nil {
+					q.root, q.rootOut = p.warmRoot(root, lb)
+				}
 				s := q.heuristics(end)
 				s.bound = min(s.bound, W+pruneTol(W))
 				q.prove(&s, end, maxNodes)

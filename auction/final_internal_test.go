@@ -118,8 +118,10 @@ func TestLPMaxAgreesWithGonum(t *testing.T) {
 	}
 }
 
-// Re-solving with x_k >= 1 or x_k <= 0 from an optimal tableau (a child in branch
-// and bound) gives what solving the LP with that row from scratch gives.
+// Fixing x_k at 1 or at 0 in an optimal tableau (fix: a child in branch and bound)
+// gives what solving the LP with the row x_k >= 1 (x_k <= 1 holds) or x_k <= 0
+// from scratch gives, fixed in place in a copy (clone),
+// and the copied tableau is left as it was.
 func TestLPAtLeastMatchesAFreshSolve(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
 	checked := 0
@@ -151,13 +153,16 @@ func TestLPAtLeastMatchesAFreshSolve(t *testing.T) {
 		}
 		k := rng.IntN(n)
 		up := trial%2 == 0 // x_k >= 1, else x_k <= 0
-		warm, wst := s.atLeast(k, 1, time.Time{})
-		row := make([]float64, n)
+		v, row, rhs := 1.0, make([]float64, n), -1.0
 		row[k] = -1
-		rhs := -1.0
 		if !up {
-			warm, wst = s.atMost(k, 0, time.Time{})
-			row[k], rhs = 1, 0
+			v, row[k], rhs = 0, 1, 0
+		}
+		_, before := s.solution()
+		warm := s.clone(nil)
+		wst := warm.fix(k, v, time.Time{})
+		if _, after := s.solution(); after != before {
+			t.Fatalf("trial %d: fixing a copy changed the original's value from %v to %v", trial, before, after)
 		}
 		_, fval, _, fst := lpMax(append(A, row), append(b, rhs), c, time.Time{})
 		if (wst == lpOptimal) != (fst == lpOptimal) {
