@@ -260,10 +260,21 @@ func (s *lp) dual(deadline time.Time) lpStatus {
 		if it >= s.limit() || (it&63 == 63 && !deadline.IsZero() && time.Now().After(deadline)) {
 			return lpGaveUp
 		}
-		r, worst := -1, -1e-9
+		// Dual steepest edge: the row whose infeasibility is largest against the
+		// norm of its row of B^-1 (the slack columns hold it), computed afresh for
+		// the few infeasible rows (Forrest and Goldfarb 1992).
+		r, best := -1, 0.0
 		for i := range m {
-			if v := s.t[i*w+w-1]; v < worst {
-				r, worst = i, v
+			v := s.t[i*w+w-1]
+			if v >= -1e-9 {
+				continue
+			}
+			norm := 0.0
+			for _, a := range s.t[i*w+s.n : i*w+s.n+m] {
+				norm += a * a
+			}
+			if score := v * v / norm; score > best {
+				r, best = i, score
 			}
 		}
 		if r < 0 {
