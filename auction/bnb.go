@@ -145,9 +145,10 @@ func (t *bnbTree) next(s *solution, deadline time.Time, maxNodes int) (*node, bo
 	return nil, false
 }
 
-// solve solves a node's LP: a dive's child from the tableau of the node just
-// solved, a queued node from the tableau it kept of its parent, and otherwise (or
-// when that re-solve gave up) from scratch. ok is false when the LP gave up.
+// solve solves a node's LP: the root from p.root when it is set (rootLP), a
+// dive's child from the tableau of the node just solved, a queued node from the
+// tableau it kept of its parent, and otherwise (or when that re-solve gave up)
+// from scratch. ok is false when the LP gave up.
 func (t *bnbTree) solve(p *problem, top *node, diving bool, deadline time.Time) (rel relaxation, ok bool) {
 	switch {
 	case len(top.ones) == 0 && len(top.zeros) == 0 && p.root.lp != nil:
@@ -170,7 +171,7 @@ func (t *bnbTree) solve(p *problem, top *node, diving bool, deadline time.Time) 
 // restricts, with p.rootOut, the LP columns p does not have, fixed at 0: a copy
 // of that tableau and a few dual simplex pivots per column instead of a new LP.
 func (p *problem) rootLP(deadline time.Time) (relaxation, bool) {
-	s := p.root.lp.clone(nil)
+	s := p.root.lp.clone()
 	for _, k := range p.rootOut {
 		switch s.fix(k, 0, deadline) {
 		case lpInfeasible:
@@ -536,7 +537,7 @@ func (p *problem) childLP(parent relaxation, ones []int32, br int32, in, inPlace
 	}
 	s := parent.lp
 	if !inPlace {
-		s = s.clone(nil)
+		s = s.clone()
 	}
 	v := 0.0
 	if in {

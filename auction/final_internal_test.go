@@ -153,7 +153,7 @@ func TestLPFixMatchesAFreshSolve(t *testing.T) {
 			t.Fatalf("trial %d: a bounded feasible LP ended %v", trial, st)
 		}
 		_, before := s.solution()
-		warm, wst := s.clone(nil), lpOptimal
+		warm, wst := s.clone(), lpOptimal
 		fixed := map[int]float64{}
 		fA, fb := slices.Clone(A), slices.Clone(b)
 		for range 1 + rng.IntN(min(n, 3)) {

@@ -299,15 +299,10 @@ func (s *lp) dual(deadline time.Time) lpStatus {
 }
 
 // clone returns a copy of s that shares nothing it may modify with s (c, which
-// no method writes, is shared), in buf's memory when buf is large enough.
-func (s *lp) clone(buf []float64) *lp {
-	if cap(buf) < len(s.t) {
-		buf = make([]float64, len(s.t))
-	}
-	u := &lp{t: buf[:len(s.t)], w: s.w, m: s.m, n: s.n, basis: slices.Clone(s.basis),
+// no method writes, is shared).
+func (s *lp) clone() *lp {
+	return &lp{t: slices.Clone(s.t), w: s.w, m: s.m, n: s.n, basis: slices.Clone(s.basis),
 		blocked: slices.Clone(s.blocked), c: s.c, shift: slices.Clone(s.shift)}
-	copy(u.t, s.t)
-	return u
 }
 
 // fix fixes x_k at v in the optimal tableau s, in place, and re-solves it with the
