@@ -24,10 +24,12 @@ func makeVar(t *testing.T, makefile, name string) string {
 	return strings.ReplaceAll(strings.TrimSpace(m[1]), "$$", "$")
 }
 
-// raceSkippers lists, per package directory, the tests that skip under the race
-// detector: those that call racetest.SkipUnderRace, directly or through a function of
-// their package that does.
-func raceSkippers(t *testing.T) map[string][]string {
+// raceReduced lists, per package directory, the tests that do less under the race
+// detector and run in full in make test's pass without it: those that call
+// racetest.SkipUnderRace, directly or through a function of their package that does,
+// and, in a package whose TestMain calls racetest.FewerRapidChecksUnderRace, those
+// that call rapid.Check (directly or through a function of their package).
+func raceReduced(t *testing.T) map[string][]string {
 	t.Helper()
 	byDir := map[string][]*ast.File{}
 	fset := token.NewFileSet()
@@ -64,34 +66,55 @@ func raceSkippers(t *testing.T) map[string][]string {
 		})
 		return found
 	}
-	direct := func(c *ast.CallExpr) bool {
-		sel, ok := c.Fun.(*ast.SelectorExpr)
-		if !ok || sel.Sel.Name != "SkipUnderRace" {
-			return false
+	selector := func(pkg, name string) func(*ast.CallExpr) bool {
+		return func(c *ast.CallExpr) bool {
+			sel, ok := c.Fun.(*ast.SelectorExpr)
+			if !ok || sel.Sel.Name != name {
+				return false
+			}
+			x, ok := sel.X.(*ast.Ident)
+			return ok && x.Name == pkg
 		}
-		x, ok := sel.X.(*ast.Ident)
-		return ok && x.Name == "racetest"
 	}
+	skips := selector("racetest", "SkipUnderRace")
+	fewer := selector("racetest", "FewerRapidChecksUnderRace")
+	property := selector("rapid", "Check")
 	out := map[string][]string{}
 	for dir, files := range byDir {
-		helpers := map[string]bool{}
 		var funcs []*ast.FuncDecl
 		for _, f := range files {
 			for _, d := range f.Decls {
 				if fn, ok := d.(*ast.FuncDecl); ok && fn.Recv == nil {
 					funcs = append(funcs, fn)
-					if calls(fn, direct) {
-						helpers[fn.Name.Name] = true
-					}
 				}
 			}
 		}
-		viaHelper := func(c *ast.CallExpr) bool {
-			id, ok := c.Fun.(*ast.Ident)
-			return ok && helpers[id.Name]
+		// direct, or through a function of the package that calls direct.
+		via := func(direct func(*ast.CallExpr) bool) func(*ast.FuncDecl) bool {
+			helpers := map[string]bool{}
+			for _, fn := range funcs {
+				if calls(fn, direct) {
+					helpers[fn.Name.Name] = true
+				}
+			}
+			helper := func(c *ast.CallExpr) bool {
+				id, ok := c.Fun.(*ast.Ident)
+				return ok && helpers[id.Name]
+			}
+			return func(fn *ast.FuncDecl) bool { return calls(fn, direct) || calls(fn, helper) }
+		}
+		skipping, checking := via(skips), via(property)
+		reduced := false
+		for _, fn := range funcs {
+			if fn.Name.Name == "TestMain" && calls(fn, fewer) {
+				reduced = true
+			}
 		}
 		for _, fn := range funcs {
-			if strings.HasPrefix(fn.Name.Name, "Test") && (calls(fn, direct) || calls(fn, viaHelper)) {
+			if fn.Name.Name == "TestMain" || !strings.HasPrefix(fn.Name.Name, "Test") {
+				continue
+			}
+			if skipping(fn) || (reduced && checking(fn)) {
 				out[dir] = append(out[dir], fn.Name.Name)
 			}
 		}
@@ -100,9 +123,10 @@ func raceSkippers(t *testing.T) map[string][]string {
 }
 
 // `make test` runs every package under the race detector, then, without it, the
-// tests that skip under -race (NORACE_RUN in NORACE_PKGS): a test that skips under
-// -race and is missing from that list would run nowhere in CI, and a listed test that
-// does not skip would run twice.
+// tests that skip under -race or run fewer property checks under it (NORACE_RUN in
+// NORACE_PKGS): a test that skips under -race and is missing from that list would
+// run nowhere in CI, one that runs fewer checks would never run in full, and a listed
+// test that does neither would run twice.
 func TestEveryRaceSkipRunsWithoutRace(t *testing.T) {
 	raw, err := os.ReadFile("Makefile")
 	if err != nil {
@@ -116,26 +140,26 @@ func TestEveryRaceSkipRunsWithoutRace(t *testing.T) {
 		t.Fatalf("NORACE_RUN is %q, want ^(TestA|TestB|...)$", run)
 	}
 	listed := strings.Split(m[1], "|")
-	skippers := raceSkippers(t)
-	if len(skippers) == 0 {
+	reduced := raceReduced(t)
+	if len(reduced) == 0 {
 		t.Fatal("no test calls racetest.SkipUnderRace: the search is broken or the second pass is empty")
 	}
 	seen := map[string]bool{}
-	for dir, tests := range skippers {
+	for dir, tests := range reduced {
 		pkg := "./" + filepath.ToSlash(dir)
 		if !slices.Contains(pkgs, pkg) {
-			t.Errorf("%s skips %v under -race, but NORACE_PKGS (%v) leaves the package out", pkg, tests, pkgs)
+			t.Errorf("%s skips %v under -race or runs fewer checks there, but NORACE_PKGS (%v) leaves the package out", pkg, tests, pkgs)
 		}
 		for _, name := range tests {
 			seen[name] = true
 			if !slices.Contains(listed, name) {
-				t.Errorf("%s.%s skips under -race, but NORACE_RUN does not list it: it would run nowhere in make test", pkg, name)
+				t.Errorf("%s.%s skips under -race or runs fewer checks there, but NORACE_RUN does not list it: it would never run in full in make test", pkg, name)
 			}
 		}
 	}
 	for _, name := range listed {
 		if !seen[name] {
-			t.Errorf("NORACE_RUN lists %s, which does not skip under -race (racetest.SkipUnderRace): it would run twice", name)
+			t.Errorf("NORACE_RUN lists %s, which neither skips under -race (racetest.SkipUnderRace) nor runs fewer checks there (racetest.FewerRapidChecksUnderRace): it would run twice", name)
 		}
 	}
 }

@@ -2,6 +2,7 @@ package fleet_test
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"math"
 	"os"
@@ -14,6 +15,7 @@ import (
 	"github.com/clearhouse/clearhouse/auction"
 	"github.com/clearhouse/clearhouse/exchange"
 	"github.com/clearhouse/clearhouse/fleet"
+	"github.com/clearhouse/clearhouse/internal/racetest"
 	"github.com/clearhouse/clearhouse/ledger"
 	"github.com/clearhouse/clearhouse/store"
 	"github.com/clearhouse/clearhouse/store/storetest"
@@ -27,6 +29,12 @@ var (
 )
 
 func TestMain(m *testing.M) {
+	flag.Parse()
+	// The property tests (TestRandomInterleavingsKeepEveryInvariant,
+	// TestReplayedPlanEqualsRebuild, TestStartsNeverPrecedeArrival) run 20 random
+	// cases under the race detector, which multiplied their time several times, and
+	// rapid's 100 in make test's pass without it (NORACE_RUN; docs/testing.md).
+	racetest.FewerRapidChecksUnderRace(20)
 	code := m.Run()
 	if benchDB != nil {
 		benchDB.Close()
