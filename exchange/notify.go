@@ -109,13 +109,13 @@ func SettlementRule(f *auction.FinalRound) string {
 func PaymentRuleWords(rule string) string {
 	switch rule {
 	case PaidClockPrices:
-		return "the bundle at the clock's prices (the same price per unit for everyone)"
+		return "the bundle at the clock's prices, the same price per unit for everyone"
 	case PaidCore:
 		return "a core payment, the one nearest the VCG payments"
 	case PaidCoreLeastRevenue:
-		return "a core payment of least total that the solver found, not necessarily the nearest to the VCG payments (the step that finds that point failed on the numbers)"
+		return "a core payment of least total that the solver found, not necessarily the nearest to the VCG payments, because the step that finds that point failed on the numbers"
 	case PaidCappedPrices:
-		return "the bundle at the clock's prices, capped at the limit (the final round did not prove its choice the best here)"
+		return "the bundle at the clock's prices, capped at the limit, because the final round did not prove its choice the best here"
 	}
 	return ""
 }
