@@ -77,8 +77,10 @@ var depRules = map[string]depRule{
 	"migrations": leaf,
 	"static":     leaf,
 
-	// Test support: whether a test binary runs under the race detector.
+	// Test support: whether a test binary runs under the race detector; the
+	// process's CPU time, for benchmarks.
 	"internal/racetest": leaf,
+	"internal/cputime":  leaf,
 
 	// The engines.
 	"auction":        engine,

@@ -132,7 +132,8 @@ func (r Result) String() string {
 // in each pool is at most its supply; no price is below its reserve; the winners'
 // payments (the operator's receipts) cover the reserve value of what the operator
 // sells net of what it buys; the reported welfare is the allocation's and lies
-// between the clock's and the bound.
+// between the clock's and the bound; a winner marked least_revenue pays a core
+// payment, in a result that counts least-revenue parts.
 func checkFinal(inst Instance, res Result) error {
 	bad := func(format string, args ...any) error {
 		return clearhouse.Errorf(clearhouse.EINVALID, format, args...)
@@ -155,6 +156,7 @@ func checkFinal(inst Instance, res Result) error {
 	won := map[string]bool{}
 	net := map[string]float64{}
 	paid, reserveValue, scale := 0.0, 0.0, 0.0
+	leastRevenue := 0 // winners marked least_revenue
 	for _, w := range res.Winners {
 		b, ok := byID[w.ID]
 		if !ok {
@@ -184,6 +186,12 @@ func checkFinal(inst Instance, res Result) error {
 		if w.Core && w.Payment < w.VCG && !near(w.Payment, w.VCG, math.Abs(w.VCG)+cs) {
 			return bad("bidder %q pays %v, below its VCG payment %v", b.ID, w.Payment, w.VCG)
 		}
+		if w.LeastRevenue && !w.Core {
+			return bad("bidder %q: least_revenue without core", b.ID)
+		}
+		if w.LeastRevenue {
+			leastRevenue++
+		}
 		paid += w.Payment
 		scale += math.Abs(w.Payment)
 	}
@@ -206,6 +214,8 @@ func checkFinal(inst Instance, res Result) error {
 		return bad("final_round.bound %v is below its welfare %v", f.Bound, f.Welfare)
 	case f.LeastRevenueParts < 0 || f.LeastRevenueParts > f.CoreParts:
 		return bad("final_round.least_revenue_parts %d: must be from 0 to core_parts (%d)", f.LeastRevenueParts, f.CoreParts)
+	case leastRevenue > 0 && f.LeastRevenueParts == 0:
+		return bad("%d winners marked least_revenue, but final_round.least_revenue_parts is 0", leastRevenue)
 	}
 	return nil
 }

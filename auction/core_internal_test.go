@@ -3,6 +3,7 @@ package auction
 import (
 	"encoding/json"
 	"math"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -93,5 +94,86 @@ func TestCorePaymentsLeastRevenueFallbackIsCounted(t *testing.T) {
 	"bidders":[{"id":"b1","limit":10,"bundles":[{"A":1}]},{"id":"b2","limit":8,"bundles":[{"A":1}]}]}`, Options{noNearest: true})
 	if f := res.FinalRound; f.LeastRevenueParts != 0 || f.Coalitions != 0 {
 		t.Errorf("least_revenue_parts %d after %d coalitions where VCG is in the core, want 0 after 0", f.LeastRevenueParts, f.Coalitions)
+	}
+}
+
+// The winners of a part that paid the least-revenue point are marked
+// (winners[].least_revenue), and only they: on a market of two independent parts,
+// Day and Cramton's (pools A and B, where b3 blocks VCG) and one where VCG is in
+// the core (pool C), with the nearest-VCG step failing, the first part falls back
+// and the second does not. The count and the marks agree: least_revenue_parts is
+// the number of parts with a marked winner (each part's winners named by pool
+// here), and every marked winner pays a core payment. Check refuses a mark
+// without core, and marks in a result that counts no least-revenue part.
+func TestLeastRevenueWinnersAreMarked(t *testing.T) {
+	twoParts := `{"pools":[{"id":"A","supply":1,"reserve_price":0},{"id":"B","supply":1,"reserve_price":0},{"id":"C","supply":1,"reserve_price":0}],
+	"bidders":[{"id":"b1","limit":28,"bundles":[{"A":1}]},{"id":"b2","limit":20,"bundles":[{"B":1}]},
+	{"id":"b3","limit":32,"bundles":[{"A":1,"B":1}]},{"id":"b4","limit":14,"bundles":[{"A":1}]},
+	{"id":"b5","limit":12,"bundles":[{"B":1}]},
+	{"id":"c1","limit":10,"bundles":[{"C":1}]},{"id":"c2","limit":8,"bundles":[{"C":1}]}]}`
+	part := map[string]string{"b1": "AB", "b2": "AB", "c1": "C"}
+	for _, c := range []struct {
+		opt    Options
+		marked []string
+	}{{Options{}, nil}, {Options{noNearest: true}, []string{"b1", "b2"}}} {
+		inst, err := DecodeInstance(strings.NewReader(twoParts))
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := Solve(inst, c.opt)
+		if err != nil || !res.Converged {
+			t.Fatal(err, res.Converged)
+		}
+		if err := Check(inst, res); err != nil {
+			t.Fatal(err)
+		}
+		f := res.FinalRound
+		if f.Parts != 2 || f.CoreParts != 2 {
+			t.Fatalf("%d parts, %d core, want 2 and 2", f.Parts, f.CoreParts)
+		}
+		var marked []string
+		parts := map[string]bool{}
+		for _, w := range res.Winners {
+			if _, ok := part[w.ID]; !ok || !w.Core {
+				t.Fatalf("winner %+v, want b1, b2 or c1 paying core", w)
+			}
+			if w.LeastRevenue {
+				marked = append(marked, w.ID)
+				parts[part[w.ID]] = true
+			}
+		}
+		slices.Sort(marked)
+		if !slices.Equal(marked, c.marked) || f.LeastRevenueParts != len(parts) {
+			t.Errorf("noNearest %v: marked %v in %d parts, least_revenue_parts %d; want %v", c.opt.noNearest, marked, len(parts), f.LeastRevenueParts, c.marked)
+		}
+		out, err := json.Marshal(res.Winners)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := strings.Count(string(out), `"least_revenue":true`); n != len(c.marked) || strings.Contains(string(out), `"least_revenue":false`) {
+			t.Errorf("winners %s: %d marked, want %d and no false", out, n, len(c.marked))
+		}
+	}
+
+	inst, err := DecodeInstance(strings.NewReader(twoParts))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := Solve(inst, Options{noNearest: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	i := slices.IndexFunc(res.Winners, func(w Winner) bool { return w.LeastRevenue })
+	if i < 0 {
+		t.Fatalf("no winner marked: %+v", res.Winners)
+	}
+	res.Winners[i].Core = false
+	if err := Check(inst, res); err == nil || !strings.Contains(err.Error(), "least_revenue without core") {
+		t.Errorf("Check of a least_revenue winner without core: %v", err)
+	}
+	res.Winners[i].Core = true
+	res.FinalRound.LeastRevenueParts = 0
+	if err := Check(inst, res); err == nil || !strings.Contains(err.Error(), "least_revenue_parts is 0") {
+		t.Errorf("Check of marks with least_revenue_parts 0: %v", err)
 	}
 }

@@ -436,7 +436,8 @@ const (
 // proved optimal, or whose payments could not be proved within the budget,
 // pays by the capped-price rule (finalPayments) over all such parts' winners.
 // A core part whose nearest-VCG step failed pays the LP's least-revenue core
-// point, and is counted in FinalRound.LeastRevenueParts.
+// point, is counted in FinalRound.LeastRevenueParts, and its winners are marked
+// (Winner.LeastRevenue).
 // opt.CappedPayments applies the capped-price rule everywhere.
 func (c *clock) final(res *Result, inst Instance, fp *FinalParams, opt Options) {
 	start := time.Now()
@@ -456,6 +457,7 @@ func (c *clock) final(res *Result, inst Instance, fp *FinalParams, opt Options) 
 	paid := make([]bool, len(c.bidders))
 	corePay := make([]float64, len(c.bidders))
 	vcgPay := make([]float64, len(c.bidders))
+	leastRevenue := make([]bool, len(c.bidders)) // the winner's part paid the least-revenue point
 	payStart := time.Now()
 	deadline := payStart.Add(limit)
 	coreParts, coalitions, leastRevenueParts := 0, 0, 0
@@ -486,7 +488,7 @@ func (c *clock) final(res *Result, inst Instance, fp *FinalParams, opt Options) 
 				// limit less the surplus left: never above the limit.
 				corePay[bi] = lim - max(w-cr.pi[lb], 0)
 				vcgPay[bi] = lim - max(w-cr.vcg[lb], 0)
-				paid[bi] = true
+				paid[bi], leastRevenue[bi] = true, cr.leastRevenue
 			}
 		}
 	}
@@ -550,7 +552,7 @@ func (c *clock) final(res *Result, inst Instance, fp *FinalParams, opt Options) 
 	for i, bi := range winners {
 		res.Winners[i] = Winner{ID: inst.Bidders[bi].ID, BundleIndex: a.choice[bi], Payment: pay[i], AtPrices: at[i]}
 		if paid[bi] {
-			res.Winners[i].Core, res.Winners[i].VCG = true, vcgPay[bi]
+			res.Winners[i].Core, res.Winners[i].VCG, res.Winners[i].LeastRevenue = true, vcgPay[bi], leastRevenue[bi]
 		}
 	}
 	for r, id := range c.ids {

@@ -252,6 +252,12 @@ type Winner struct {
 	// (absent when zero). Both are absent where the capped-price rule applied.
 	Core bool    `json:"core,omitempty"`
 	VCG  float64 `json:"vcg,omitempty"`
+	// LeastRevenue says the winner's part paid the least-revenue core point the
+	// LP found, not the one nearest VCG, because the nearest-VCG step failed
+	// (FinalRound.LeastRevenueParts counts those parts): the payment is still in
+	// the core, at least VCG and at most the limit. Only with Core; absent when
+	// false.
+	LeastRevenue bool `json:"least_revenue,omitempty"`
 }
 
 // Round is the prices at the end of one round of the clock.

@@ -154,9 +154,41 @@ type runOutcome struct {
 	AtPrices    float64 // the bundle at the run's prices
 	ClockBundle int     // the bundle the clock alone gave, -1 for none
 	Unsupported bool    // the run's supporting prices fail to support this order
+	PaymentRule string  // the rule the order's payment followed (PaymentRuleOf); "" for none or not recorded
 }
 
 func (runOutcome) TableName() string { return "run_outcomes" }
+
+// The rule one winner's payment followed (run_outcomes.payment_rule, migration
+// 00037; docs/final-round.md). "" is an order that got nothing, or a run from
+// before the rule was recorded per winner.
+const (
+	// PaidClockPrices: no final round ran; the bundle at the clock's prices.
+	PaidClockPrices = "clock_prices"
+	// PaidCore: a core payment at the core point nearest the VCG payments.
+	PaidCore = "core"
+	// PaidCoreLeastRevenue: a core payment at the least-revenue core point the
+	// solver found, because the step to the point nearest VCG failed in the
+	// winner's part (auction.Winner.LeastRevenue).
+	PaidCoreLeastRevenue = "core_least_revenue"
+	// PaidCappedPrices: the final round did not prove the winner's part optimal;
+	// the bundle at the clock's prices, capped at the limit.
+	PaidCappedPrices = "capped_prices"
+)
+
+// PaymentRuleOf is the rule winner w's payment followed, in a run with a final
+// round (final) or without.
+func PaymentRuleOf(w auction.Winner, final bool) string {
+	switch {
+	case !final:
+		return PaidClockPrices
+	case w.LeastRevenue:
+		return PaidCoreLeastRevenue
+	case w.Core:
+		return PaidCore
+	}
+	return PaidCappedPrices
+}
 
 // SettlementLine is what one order won and paid (micro-dollars; negative received)
 // when its auction settled.

@@ -3,6 +3,7 @@ package exchange_test
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -74,6 +75,9 @@ func TestTheBindingRunSettlesTheFinalRound(t *testing.T) {
 		search := byTeam["search"]
 		if search.BundleIndex != 0 || search.Payment != int64(740*ledger.Dollar) || search.ClockBundle != -1 {
 			t.Fatalf("search: %+v, want bundle 0 for its VCG payment $740, lost under the clock", search)
+		}
+		if search.PaymentRule != exchange.PaidCore || byTeam["ml"].PaymentRule != "" {
+			t.Fatalf("payment rules: search %q, ml %q; want core (nearest VCG) and none for a loser", search.PaymentRule, byTeam["ml"].PaymentRule)
 		}
 		if search.AtPrices <= 900 || search.Uniform() {
 			t.Fatalf("search's bundle at prices is %v: the clock's prices should price it above its limit", search.AtPrices)
@@ -243,6 +247,9 @@ func TestTheBindingRunStoresLeastRevenueParts(t *testing.T) {
 		run, err := mk.M.CloseEditing(ctx, mk.AuctionID, func(res *auction.Result) {
 			if f := res.FinalRound; f != nil && f.Payments == auction.PaymentsCore && f.CoreParts == 1 {
 				f.LeastRevenueParts = 1
+				for i := range res.Winners {
+					res.Winners[i].LeastRevenue = res.Winners[i].Core
+				}
 			}
 		})
 		if err != nil || run.Payments != auction.PaymentsCore {
@@ -258,6 +265,20 @@ func TestTheBindingRunStoresLeastRevenueParts(t *testing.T) {
 		var n int64
 		if err := db.Read.Raw("SELECT least_revenue_parts FROM auction_runs WHERE id = ?", run.ID).Scan(&n).Error; err != nil || n != 1 {
 			t.Fatalf("auction_runs.least_revenue_parts %d (%v), want 1", n, err)
+		}
+		// The winner of that part is marked with its outcome (run_outcomes.payment_rule)
+		// and its report line; the losers have no rule.
+		rules := map[string]string{}
+		for _, l := range rep.Lines {
+			rules[l.TeamID] = l.PaymentRule
+		}
+		if rules["search"] != exchange.PaidCoreLeastRevenue || rules["ads"] != "" || rules["ml"] != "" || len(rules) != 3 {
+			t.Fatalf("report lines' payment rules %v, want search core_least_revenue and no rule for the losers", rules)
+		}
+		var stored []string
+		if err := db.Read.Raw("SELECT payment_rule FROM run_outcomes WHERE run_id = ? AND bundle_index >= 0", run.ID).Scan(&stored).Error; err != nil ||
+			!slices.Equal(stored, []string{exchange.PaidCoreLeastRevenue}) {
+			t.Fatalf("run_outcomes.payment_rule of the winners %v (%v), want core_least_revenue", stored, err)
 		}
 		rule := exchange.SettlementRule(rep.Run.PaymentParts())
 		if !strings.Contains(rule, "core payments of least total") || !strings.Contains(rule, "not necessarily the nearest to the VCG payments") ||
@@ -301,5 +322,32 @@ func TestSettlementRuleNamesTheParts(t *testing.T) {
 				t.Errorf("%+v: %q says %q", c.f, got, w)
 			}
 		}
+	}
+}
+
+// Each winner's payment rule follows the engine's marks: the clock's prices
+// without a final round, else the least-revenue point, a core payment, or capped
+// prices, each with words for pages.
+func TestPaymentRuleOf(t *testing.T) {
+	for _, c := range []struct {
+		w     auction.Winner
+		final bool
+		want  string
+	}{
+		{auction.Winner{}, false, exchange.PaidClockPrices},
+		{auction.Winner{}, true, exchange.PaidCappedPrices},
+		{auction.Winner{Core: true}, true, exchange.PaidCore},
+		{auction.Winner{Core: true, LeastRevenue: true}, true, exchange.PaidCoreLeastRevenue},
+	} {
+		got := exchange.PaymentRuleOf(c.w, c.final)
+		if got != c.want || exchange.PaymentRuleWords(got) == "" {
+			t.Errorf("%+v (final round %v): %q (%q), want %q", c.w, c.final, got, exchange.PaymentRuleWords(got), c.want)
+		}
+	}
+	if w := exchange.PaymentRuleWords(exchange.PaidCoreLeastRevenue); !strings.Contains(w, "not necessarily the nearest to the VCG payments") {
+		t.Errorf("the least-revenue rule in words: %q", w)
+	}
+	if w := exchange.PaymentRuleWords(""); w != "" {
+		t.Errorf("no rule in words: %q", w)
 	}
 }

@@ -103,6 +103,23 @@ func SettlementRule(f *auction.FinalRound) string {
 	}
 }
 
+// PaymentRuleWords says in a few words, for one winner's line, the rule its
+// payment followed (PaidCore, ...), in SettlementRule's words; "" for "" (lost,
+// or not recorded) and for an unknown rule.
+func PaymentRuleWords(rule string) string {
+	switch rule {
+	case PaidClockPrices:
+		return "the bundle at the clock's prices, the same price per unit for everyone"
+	case PaidCore:
+		return "a core payment, the one nearest the VCG payments"
+	case PaidCoreLeastRevenue:
+		return "a core payment of least total that the solver found, not necessarily the nearest to the VCG payments, because the step that finds that point failed on the numbers"
+	case PaidCappedPrices:
+		return "the bundle at the clock's prices, capped at the limit, because the final round did not prove its choice the best here"
+	}
+	return ""
+}
+
 // leastRevenueNote says, after SettlementRule's words on core payments, which
 // parts paid the least-revenue core point because the step to the point nearest
 // VCG failed (f.LeastRevenueParts); "" when none did or it is not known.

@@ -77,6 +77,7 @@ type Outcome struct {
 	RunID       int64
 	BundleIndex int     // -1 when the order gets nothing
 	Payment     float64 // dollars at the run's prices; negative receives
+	PaymentRule string  // the rule the payment follows (PaidCore, ...); "" when it gets nothing or not recorded
 }
 
 // PlaceOrder enters an order for spec.Team by user, attached to the auction taking
@@ -681,14 +682,15 @@ func loadViews(db *gorm.DB, os []Order, provisional bool) ([]OrderView, error) {
 			RunID       int64
 			BundleIndex int
 			Payment     float64
+			PaymentRule string
 		}
-		if err := db.Raw(`SELECT o.order_id, o.run_id, o.bundle_index, o.payment FROM run_outcomes o
+		if err := db.Raw(`SELECT o.order_id, o.run_id, o.bundle_index, o.payment, o.payment_rule FROM run_outcomes o
 			WHERE o.order_id `+in+` AND o.run_id = (SELECT MAX(run_id) FROM run_outcomes WHERE order_id = o.order_id)`, arg).
 			Scan(&outs).Error; err != nil {
 			return nil, err
 		}
 		for _, l := range outs {
-			byOrder[l.OrderID].Provisional = &Outcome{RunID: l.RunID, BundleIndex: l.BundleIndex, Payment: l.Payment}
+			byOrder[l.OrderID].Provisional = &Outcome{RunID: l.RunID, BundleIndex: l.BundleIndex, Payment: l.Payment, PaymentRule: l.PaymentRule}
 		}
 	}
 	return views, nil

@@ -37,6 +37,7 @@ type ReportLine struct {
 	Exact       float64 // the engine's payment in dollars, before rounding
 	AtPrices    float64 // its bundle at the published prices, in dollars
 	ClockBundle int     // the bundle the clock alone gave it, -1 for none
+	PaymentRule string  // the rule its payment followed (PaidCore, ...); "" when it lost or not recorded
 }
 
 // Uniform reports whether the line's payment is its bundle at the published prices
@@ -138,7 +139,7 @@ func (m *Market) reportLines(db *gorm.DB, auctionID int64, lines []SettlementLin
 		if !ok {
 			o.ClockBundle = -1
 		}
-		out[i] = ReportLine{SettlementLine: l, Exact: o.Payment, AtPrices: o.AtPrices, ClockBundle: o.ClockBundle}
+		out[i] = ReportLine{SettlementLine: l, Exact: o.Payment, AtPrices: o.AtPrices, ClockBundle: o.ClockBundle, PaymentRule: o.PaymentRule}
 		if l.BundleIndex >= 0 {
 			out[i].Bundle = byID[l.OrderID].Spec.Bundles[l.BundleIndex]
 		}
@@ -382,6 +383,7 @@ type RunChange struct {
 	Bundle, Clock     Bundle
 	Payment, AtPrices float64 // dollars, as the engine computed them
 	Changed, Uniform  bool
+	PaymentRule       string // the rule the winner's payment followed (PaidCore, ...); "" when it lost or not recorded
 }
 
 // FinalRoundChanges returns, for a run, every order whose outcome the final round
@@ -417,7 +419,7 @@ func (m *Market) FinalRoundChanges(ctx context.Context, run AuctionRun) ([]RunCh
 	for i, o := range outs {
 		v := byID[o.OrderID]
 		c := RunChange{OrderID: o.OrderID, TeamID: v.TeamID, Payment: o.Payment, AtPrices: o.AtPrices,
-			Changed: o.ClockBundle != o.BundleIndex, Uniform: o.BundleIndex < 0 || math.Abs(o.Payment-o.AtPrices) < 5e-7}
+			Changed: o.ClockBundle != o.BundleIndex, Uniform: o.BundleIndex < 0 || math.Abs(o.Payment-o.AtPrices) < 5e-7, PaymentRule: o.PaymentRule}
 		if o.BundleIndex >= 0 && o.BundleIndex < len(v.Spec.Bundles) {
 			c.Bundle = v.Spec.Bundles[o.BundleIndex]
 		}

@@ -213,15 +213,15 @@ func (m *Market) run(ctx context.Context, tx *gorm.DB, a Auction, binding bool, 
 	}
 	outs := make([][]any, len(views))
 	for i, v := range views {
-		outs[i] = []any{r.ID, v.ID, -1, 0.0, 0.0, -1, unsupported[strconv.FormatInt(v.ID, 10)]}
+		outs[i] = []any{r.ID, v.ID, -1, 0.0, 0.0, -1, unsupported[strconv.FormatInt(v.ID, 10)], ""}
 		if w, ok := won[v.ID]; ok {
-			outs[i][2], outs[i][3], outs[i][4] = w.BundleIndex, w.Payment, w.AtPrices
+			outs[i][2], outs[i][3], outs[i][4], outs[i][7] = w.BundleIndex, w.Payment, w.AtPrices, PaymentRuleOf(w, res.FinalRound != nil)
 		}
 		if w, ok := clock[v.ID]; ok {
 			outs[i][5] = w.BundleIndex
 		}
 	}
-	if _, err := store.Insert(tx, "run_outcomes", []string{"run_id", "order_id", "bundle_index", "payment", "at_prices", "clock_bundle", "unsupported"}, outs, ""); err != nil {
+	if _, err := store.Insert(tx, "run_outcomes", []string{"run_id", "order_id", "bundle_index", "payment", "at_prices", "clock_bundle", "unsupported", "payment_rule"}, outs, ""); err != nil {
 		return AuctionRun{}, auction.Result{}, nil, err
 	}
 	return r, res, views, nil

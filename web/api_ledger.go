@@ -46,7 +46,8 @@ func (s *Server) apiSettlement(c *gin.Context) {
 	lines := []apiv1.SettlementLine{}
 	for _, l := range rep.Lines {
 		lines = append(lines, apiv1.SettlementLine{Order: l.OrderID, Team: l.TeamID, BundleNumber: l.BundleIndex + 1, BundleIndex: l.BundleIndex, Bundle: l.Bundle,
-			Payment: ledger.Money(l.Payment).Plain(), ClockPayment: apiPrice(l.Exact), AtPrices: apiPrice(l.AtPrices), EntryID: l.EntryID})
+			Payment: ledger.Money(l.Payment).Plain(), ClockPayment: apiPrice(l.Exact), AtPrices: apiPrice(l.AtPrices), EntryID: l.EntryID,
+			PaymentRule: l.PaymentRule})
 	}
 	body := apiv1.Settlement{Auction: toAPIAuction(rep.Auction), Lines: lines, Totals: apiv1.SettlementTotals{
 		BuyersPaid: rep.BuyersPaid.Plain(), SellersReceived: rep.SellersReceived.Plain(),

@@ -79,7 +79,7 @@ func (s *Server) auctionPage(c *gin.Context) {
 			if ap.Supply == 0 && !p.Traded() && math.Round(p.ExcessDemand) == 0 {
 				row.Balance = "no supply, no trades"
 			}
-			row.Sold = fmt.Sprintf("%.0f", p.OperatorSold)
+			row.Sold = groupDigits(int64(math.Round(p.OperatorSold)))
 			if ap.ReservePrice > 0 {
 				row.Change = fmt.Sprintf("%+.1f%%", 100*(p.Price/ap.ReservePrice-1))
 				if unsold := -math.Round(p.ExcessDemand); unsold > 0 && p.Price > ap.ReservePrice*1.0001 {

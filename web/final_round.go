@@ -49,7 +49,7 @@ func (s *Server) finalRoundView(ctx context.Context, run exchange.AuctionRun, un
 		}
 		if !c.Uniform {
 			v.NonUniform = append(v.NonUniform, templates.NonUniformRow{Order: c.OrderID, Team: teamName(names, c.TeamID), Bundle: text(c.Bundle),
-				Payment: monOf(c.Payment), AtPrice: monOf(c.AtPrices)})
+				Payment: monOf(c.Payment), AtPrice: monOf(c.AtPrices), Rule: exchange.PaymentRuleWords(c.PaymentRule)})
 		}
 	}
 	prices, unsupported, err := s.svc.Market.SupportingPrices(ctx, run)

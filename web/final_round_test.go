@@ -96,6 +96,9 @@ func TestPagesShowTheFinalRound(t *testing.T) {
 			if line["team"] == "search" && (line["payment"] != "740.00" || line["at_prices"].(string) <= "900") {
 				t.Fatalf("API line %v: want payment 740 against an at_prices above the 900 limit", line)
 			}
+			if want := map[any]any{"search": "core"}[line["team"]]; line["payment_rule"] != want {
+				t.Errorf("API line %v: payment_rule %v, want %v", line, line["payment_rule"], want)
+			}
 		}
 		// The final round changed the clock's allocation, so the API gives supporting
 		// prices beside the clock's (ram at ml's $290 over 300 GiB, to the
@@ -129,8 +132,14 @@ func TestPagesShowTheFinalRound(t *testing.T) {
 		must(err)
 		col := slices.Index(recs[0], "supporting_unit_prices")
 		team := slices.Index(recs[0], "team")
+		if ruleCol := slices.Index(recs[0], "payment_rule"); ruleCol != len(recs[0])-1 {
+			t.Errorf("settlement CSV header %q: payment_rule is not the last column", recs[0])
+		}
 		found := 0
 		for _, r := range recs[1:] {
+			if want := map[string]string{"search": "core"}[r[team]]; r[len(r)-1] != want {
+				t.Errorf("settlement CSV line %q: payment_rule %q, want %q", r, r[len(r)-1], want)
+			}
 			want := map[string]string{"search": "us-east/cpu=5.133333;us-east/ram=0.966667", "ads": "", "ml": ""}[r[team]]
 			if col < 0 || r[col] != want {
 				t.Errorf("settlement CSV line %q: supporting_unit_prices %q, want %q", r, r[max(col, 0)], want)
@@ -182,6 +191,9 @@ func TestPagesShowTheFinalRound(t *testing.T) {
 				t.Errorf("%s: unsupported orders %q, want ads in words", p.path, txt)
 			}
 			checkMoney(t, p.path, doc)
+			if got := lines.Find("[data-testid=final-payment-rule]").Text(); got != "a core payment, the one nearest the VCG payments" {
+				t.Errorf("%s: search's payment rule %q, want a core payment nearest VCG", p.path, got)
+			}
 			if got := sec.Find("[data-testid=final-parts]").Text(); !strings.Contains(got, "settled the market as one part:") || !strings.Contains(got, "it paid core payments at the point nearest the VCG payments.") {
 				t.Errorf("%s: payments by part %q, want one part at the point nearest VCG", p.path, got)
 			}
@@ -209,6 +221,44 @@ func TestPagesShowTheFinalRound(t *testing.T) {
 			}
 			if got := sec.Find("[data-testid=final-parts]").Text(); !strings.Contains(got, "it paid the least-revenue core point, not proved nearest the VCG payments") {
 				t.Errorf("%s: payments by part %q, want the least-revenue point", p.path, got)
+			}
+		}
+		// The winner's own outcome says which point its part paid: search's order on
+		// its team's orders page, its line on the settlement report, in the CSV and in
+		// the API (run_outcomes.payment_rule set here as exchange's
+		// TestTheBindingRunStoresLeastRevenueParts stores it).
+		must(db.Write.Exec("UPDATE run_outcomes SET payment_rule = 'core_least_revenue' WHERE payment_rule = 'core'").Error)
+		searchOwner := f.browser()
+		searchOwner.login("owner@search.io")
+		for _, p := range []struct {
+			b          *browser
+			path, find string
+		}{{searchOwner, "/orders", "[data-testid=outcome-rule]"}, {fin, "/finance/auctions/1", "[data-testid=payment-rule]"}, {owner, "/auctions/1", "[data-testid=final-payment-rule]"}} {
+			_, doc := p.b.get(p.path)
+			got := strings.Join(strings.Fields(doc.Find(p.find).Text()), " ")
+			if doc.Find(p.find).Length() != 1 || !strings.Contains(got, "a core payment of least total that the solver found, not necessarily the nearest to the VCG payments") {
+				t.Errorf("%s: search's payment rule %q, want the least-revenue point", p.path, got)
+			}
+		}
+		if _, doc := owner.get("/orders"); doc.Find("[data-testid=outcome-rule]").Length() != 0 {
+			t.Errorf("/orders of ads, a loser: payment rule %q", doc.Find("[data-testid=outcome-rule]").Text())
+		}
+		_, m = f.api(f.token(finUser), "GET", "/api/v1/auctions/1/settlement", "")
+		for _, l := range m["lines"].([]any) {
+			if line := l.(map[string]any); line["payment_rule"] != map[any]any{"search": "core_least_revenue"}[line["team"]] {
+				t.Errorf("API line %v after the fallback: payment_rule %v", line, line["payment_rule"])
+			}
+		}
+		req, _ = http.NewRequest(http.MethodGet, f.srv.URL+"/finance/auctions/1/settlement.csv", nil)
+		req.Header.Set("Authorization", "Bearer "+f.token(finUser))
+		res, err = http.DefaultClient.Do(req)
+		must(err)
+		recs, err = csv.NewReader(res.Body).ReadAll()
+		res.Body.Close()
+		must(err)
+		for _, r := range recs[1:] {
+			if want := map[string]string{"search": "core_least_revenue"}[r[team]]; r[len(r)-1] != want {
+				t.Errorf("settlement CSV line %q after the fallback: payment_rule %q, want %q", r, r[len(r)-1], want)
 			}
 		}
 		// A run from before the parts were recorded says nothing of them.

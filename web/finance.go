@@ -266,6 +266,9 @@ func (s *Server) settlementPage(c *gin.Context) {
 				row.Total = row.AtPrices
 			}
 			row.Derivation = derivation(l.Bundle, byPool, units)
+			if rep.Run.FinalRound {
+				row.Rule = exchange.PaymentRuleWords(l.PaymentRule)
+			}
 		}
 		v.Lines = append(v.Lines, row)
 	}
@@ -289,8 +292,10 @@ func (s *Server) settlementPage(c *gin.Context) {
 // are, in the same form, the final round's supporting prices of the bundle's
 // pools, when the final round changed the clock's allocation (empty otherwise):
 // the linear prices that explain the allocation as well as any can, which no one
-// pays.
-var SettlementCSVHeader = []string{"auction_id", "order_id", "team", "bundle_number", "bundle", "clock_payment", "settled_payment", "entry_id", "unit_prices", "at_prices", "supporting_unit_prices"}
+// pays. payment_rule is the rule the winner's payment followed (clock_prices,
+// core, core_least_revenue or capped_prices; exchange.PaidCore and its kin),
+// empty for an order that lost and for auctions settled before it was recorded.
+var SettlementCSVHeader = []string{"auction_id", "order_id", "team", "bundle_number", "bundle", "clock_payment", "settled_payment", "entry_id", "unit_prices", "at_prices", "supporting_unit_prices", "payment_rule"}
 
 func (s *Server) settlementCSV(c *gin.Context) {
 	id, err := auctionID(c)
@@ -342,7 +347,7 @@ func (s *Server) settlementCSV(c *gin.Context) {
 			number = strconv.Itoa(l.BundleIndex + 1)
 		}
 		_ = w.Write([]string{strconv.FormatInt(id, 10), strconv.FormatInt(l.OrderID, 10), clearhouse.CSVText(l.TeamID), number, clearhouse.CSVText(bundle),
-			ledger.Money(monOf(l.Exact)).CSV(), ledger.Money(l.Payment).CSV(), entry, unitPrices, atPrices, supportingPrices})
+			ledger.Money(monOf(l.Exact)).CSV(), ledger.Money(l.Payment).CSV(), entry, unitPrices, atPrices, supportingPrices, l.PaymentRule})
 	}
 	w.Flush()
 }

@@ -68,6 +68,9 @@ func orderRows(u identity.User, vs []exchange.OrderView, biddingOpen bool, units
 			}
 		default:
 			r.Provisional = templates.Outcome{Bundle: v.Provisional.BundleIndex + 1, Amount: monOf(v.Provisional.Payment), Final: v.Status == exchange.OrderWon}
+			if v.Provisional.PaymentRule != exchange.PaidClockPrices {
+				r.Provisional.Rule = exchange.PaymentRuleWords(v.Provisional.PaymentRule)
+			}
 		}
 		r.CanWithdraw = biddingOpen && v.Status.Live() && u.Role.OnTeam() && u.TeamID == v.TeamID
 		r.CanDecide = biddingOpen && v.Status == exchange.OrderAwaitingApproval && u.Role == identity.RoleOwner && u.TeamID == v.TeamID

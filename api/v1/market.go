@@ -142,6 +142,10 @@ type SettlementLine struct {
 	ClockPayment string           `json:"clock_payment"` // the engine's payment (clock and final round), unrounded
 	AtPrices     string           `json:"at_prices"`     // the bundle at the published prices
 	EntryID      *int64           `json:"entry_id,omitempty"`
+	// PaymentRule is the rule the winner's payment followed: clock_prices,
+	// core, core_least_revenue or capped_prices (docs/final-round.md); absent
+	// for an order that lost, and for auctions settled before it was recorded.
+	PaymentRule string `json:"payment_rule,omitempty"`
 }
 
 // SettlementTotals are a settlement's sums: what buyers paid, sellers received, the
