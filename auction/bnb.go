@@ -149,6 +149,8 @@ func (t *bnbTree) next(s *solution, deadline time.Time, maxNodes int) (*node, bo
 // when that re-solve gave up) from scratch. ok is false when the LP gave up.
 func (t *bnbTree) solve(p *problem, top *node, diving bool, deadline time.Time) (rel relaxation, ok bool) {
 	switch {
+	case p.root != nil && len(top.ones) == 0 && len(top.zeros) == 0:
+		rel, ok, p.root = *p.root, true, nil
 	case diving && t.parent.lp != nil:
 		rel, ok = p.childLP(t.parent, top.ones, top.ones[len(top.ones)-1], true, deadline)
 	case top.from.lp != nil:

@@ -39,6 +39,9 @@ type problem struct {
 	// (solution.better): separation takes a constraint from each one's blocking
 	// sub-markets, whether or not it beats the incumbent.
 	seen func(choice []int32)
+	// root, when set, is the root node's LP already solved (separation
+	// re-optimises the last round's): branch and bound starts from it.
+	root *relaxation
 }
 
 func (p *problem) bidders() int { return len(p.owner) }
