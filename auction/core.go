@@ -200,8 +200,9 @@ const sepExtra = 30
 // swaps around the optimal allocation and the round's heuristics, then, when
 // they find none, branch and bound on the part with each winner's columns worth
 // w less its surplus w_j - pi_j, which stops sepExtra nodes after the first
-// blocking coalition. Every allocation either tries is offered to cs (q.seen).
-// done says no coalition blocks by more than coreTol; proved that the search
+// blocking coalition, starting from its root LP re-optimised from the last
+// round's (root, sepRoot). Every allocation either tries is offered to cs
+// (q.seen). done says no coalition blocks by more than coreTol; proved that the search
 // that says so finished (not cut by end or maxNodes): the payments are then
 // final. done is also true, with proved false, when an allocation blocks but
 // only by sub-markets already cut (numerically stuck).
