@@ -100,6 +100,7 @@ type bnbTree struct {
 	lost   float64    // the best bound of nodes whose LP gave up
 	dive   *node      // the child to solve next: a dive from the node just solved
 	parent relaxation // the LP of the node just solved, which the dive starts from
+	shared bool       // whether a queued node keeps parent's tableau too
 	kept   int        // bytes of tableaux queued nodes keep
 }
 
@@ -144,23 +145,45 @@ func (t *bnbTree) next(s *solution, deadline time.Time, maxNodes int) (*node, bo
 	return nil, false
 }
 
-// solve solves a node's LP: a dive's child from the tableau of the node just
-// solved, a queued node from the tableau it kept of its parent, and otherwise (or
-// when that re-solve gave up) from scratch. ok is false when the LP gave up.
+// solve solves a node's LP: the root from p.root when it is set (rootLP), a
+// dive's child from the tableau of the node just solved, a queued node from the
+// tableau it kept of its parent, and otherwise (or when that re-solve gave up)
+// from scratch. ok is false when the LP gave up.
 func (t *bnbTree) solve(p *problem, top *node, diving bool, deadline time.Time) (rel relaxation, ok bool) {
 	switch {
-	case p.root != nil && len(top.ones) == 0 && len(top.zeros) == 0:
-		rel, ok, p.root = *p.root, true, nil
+	case len(top.ones) == 0 && len(top.zeros) == 0 && p.root.lp != nil:
+		rel, ok = p.rootLP(deadline)
 	case diving && t.parent.lp != nil:
-		rel, ok = p.childLP(t.parent, top.ones, top.ones[len(top.ones)-1], true, deadline)
+		// The queued sibling may keep the same tableau: then the dive copies it.
+		rel, ok = p.childLP(t.parent, top.ones, top.ones[len(top.ones)-1], true, !t.shared, deadline)
 	case top.from.lp != nil:
-		rel, ok = p.childLP(top.from, top.ones, top.zeros[len(top.zeros)-1], false, deadline)
+		// A queued node is its parent's tableau's last use: re-solve it in place.
+		rel, ok = p.childLP(top.from, top.ones, top.zeros[len(top.zeros)-1], false, true, deadline)
 		top.from = relaxation{}
 	}
 	if !ok {
 		rel, ok = p.nodeLP(top, deadline)
 	}
 	return rel, ok
+}
+
+// rootLP solves the root's LP from p.root, the solved root LP of the problem p
+// restricts, with p.rootOut, the LP columns p does not have, fixed at 0: a copy
+// of that tableau and a few dual simplex pivots per column instead of a new LP.
+func (p *problem) rootLP(deadline time.Time) (relaxation, bool) {
+	s := p.root.lp.clone()
+	for _, k := range p.rootOut {
+		switch s.fix(k, 0, deadline) {
+		case lpInfeasible:
+			return relaxation{}, true
+		case lpOptimal:
+		default:
+			return relaxation{}, false
+		}
+	}
+	rel := relaxation{lp: s, free: p.root.free}
+	rel.x, rel.bound = p.expand(s, rel.free, nil, 0)
+	return rel, true
 }
 
 // round turns a node's LP solution x into allocations and offers them to s: the
@@ -244,8 +267,9 @@ func mostFractional(x []float64) int32 {
 func (t *bnbTree) branch(top *node, br int32, bound float64, rel relaxation) {
 	t.seq++
 	down := &node{bound: bound, ones: top.ones, zeros: append(slices.Clip(top.zeros), br), seq: t.seq}
+	t.shared = false
 	if size := 8 * len(rel.lp.t); t.kept+size <= warmBudget {
-		down.from, t.kept = rel, t.kept+size
+		down.from, t.kept, t.shared = rel, t.kept+size, true
 	}
 	heap.Push(&t.queue, down)
 	t.seq++
@@ -483,7 +507,8 @@ func (p *problem) nodeMatrix(free []int32, res []float64, poolRow, bidRow []int3
 	return A, b, c
 }
 
-// expand maps an LP solution over free columns back to every column.
+// expand maps an LP solution over free columns back to every column (a free
+// entry -1 is an LP column the problem does not have: rootLP's, fixed at 0).
 func (p *problem) expand(s *lp, free, ones []int32, fixed float64) ([]float64, float64) {
 	xf, val := s.solution()
 	x := make([]float64, len(p.cols))
@@ -491,29 +516,34 @@ func (p *problem) expand(s *lp, free, ones []int32, fixed float64) ([]float64, f
 		x[j] = 1
 	}
 	for k, j := range free {
-		x[j] = xf[k]
+		if j >= 0 {
+			x[j] = xf[k]
+		}
 	}
 	return x, fixed + val
 }
 
 // childLP solves a child of parent from the parent's tableau: with column br
-// fixed in (one row x_br >= 1) or out (x_br <= 0), and a few dual simplex pivots
-// instead of a new LP. The child's LP is the parent's with that row, the same LP
-// nodeLP would build (the bidder's other columns and the pools' supply follow from
-// the rows). ok is false when the parent has no tableau or the LP gave up.
-func (p *problem) childLP(parent relaxation, ones []int32, br int32, in bool, deadline time.Time) (relaxation, bool) {
+// fixed in (x_br = 1) or out (x_br = 0), in a few dual simplex pivots instead of
+// a new LP. The child's LP is the parent's with x_br fixed, the same LP nodeLP
+// would build (the bidder's other columns and the pools' supply follow from the
+// rows). With inPlace the parent's tableau becomes the child's (the caller keeps
+// no other use of it), else the child works on a copy. ok is false when the
+// parent has no tableau or the LP gave up.
+func (p *problem) childLP(parent relaxation, ones []int32, br int32, in, inPlace bool, deadline time.Time) (relaxation, bool) {
 	k := slices.Index(parent.free, br)
 	if k < 0 || parent.lp == nil {
 		return relaxation{}, false
 	}
-	var s *lp
-	var st lpStatus
-	if in {
-		s, st = parent.lp.atLeast(k, 1, deadline)
-	} else {
-		s, st = parent.lp.atMost(k, 0, deadline)
+	s := parent.lp
+	if !inPlace {
+		s = s.clone()
 	}
-	switch st {
+	v := 0.0
+	if in {
+		v = 1
+	}
+	switch s.fix(k, v, deadline) {
 	case lpInfeasible:
 		return relaxation{}, true
 	case lpOptimal:

@@ -69,6 +69,27 @@ func (p *problem) variant(drop int32, start []int32, adjust func(lb int32, w flo
 	return q
 }
 
+// warmRoot maps p's solved root LP root to the variant of p without local
+// bidder drop (variant(drop, ...)): the same tableau (shared, read only) with
+// free in the variant's column indices, -1 for drop's columns, and out the LP
+// columns of drop's columns, which the variant's root LP fixes at 0.
+func (p *problem) warmRoot(root relaxation, drop int32) (rel relaxation, out []int) {
+	lo, hi := p.first[drop], p.first[drop+1]
+	rel = relaxation{lp: root.lp, free: make([]int32, len(root.free))}
+	for k, j := range root.free {
+		switch {
+		case j < lo:
+			rel.free[k] = j
+		case j < hi:
+			rel.free[k] = -1
+			out = append(out, k)
+		default:
+			rel.free[k] = j - (hi - lo)
+		}
+	}
+	return rel, out
+}
+
 // original maps an allocation of q, a variant of p, to p's column indices.
 func (q *problem) original(p *problem, choice []int32) []int32 {
 	y := make([]int32, len(choice))
@@ -119,46 +140,10 @@ func (p *problem) corePayments(choice []int32, W float64, end time.Time, opt Opt
 			winners = append(winners, int32(lb))
 		}
 	}
-	res.vcg = make([]float64, n)
-	// The VCG solves are independent: run them on every processor. Each solves
-	// its own copy of the part (variant), which shares only what no solve writes.
-	proved := make([]bool, len(winners))
-	without := make([][]int32, len(winners)) // W(N \ j)'s allocation, in p's column indices
-	var wg sync.WaitGroup
-	next := make(chan int)
-	for range min(runtime.GOMAXPROCS(0), len(winners)) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range next {
-				if time.Now().After(end) {
-					continue // out of budget: proved[i] stays false, the part pays capped prices
-				}
-				lb := winners[i]
-				start := slices.Clone(choice)
-				start[lb] = -1
-				// Warm start: the optimal allocation less the winner is the
-				// first incumbent (variant's start), and W (to its proof's tolerance) bounds W(N \ j) from
-				// above, so an incumbent worth W is proved at once.
-				q := p.variant(lb, start, nil)
-				s := q.heuristics(end)
-				s.bound = min(s.bound, W+pruneTol(W))
-				q.prove(&s, end, maxNodes)
-				proved[i] = s.optimal
-				without[i] = q.original(p, s.choice)
-				res.vcg[lb] = min(w[lb], s.value-(W-w[lb]))
-			}
-		}()
-	}
-	for i := range winners {
-		next <- i
-	}
-	close(next)
-	wg.Wait()
-	for _, ok := range proved {
-		if !ok {
-			return res, false
-		}
+	vcg, without, proved := p.vcgPayments(choice, W, end, maxNodes)
+	res.vcg = vcg
+	if !proved {
+		return res, false
 	}
 	res.pi = slices.Clone(res.vcg)
 	// The allocations W(N \ j) found are coalitions too: their blocking
@@ -189,6 +174,77 @@ func (p *problem) corePayments(choice []int32, W float64, end time.Time, opt Opt
 		// nearest-VCG step replaced leaves no trace in the payments.
 		res.pi, res.leastRevenue = next, !nearest
 	}
+}
+
+// vcgPayments is corePayments' first step: for each winner j of choice (welfare
+// W), W(N \ j) by winner determination without j's columns, proved optimal;
+// vcg_j = W(N \ j) - (W - w_j), at most w_j (per local bidder, 0 for losers), and
+// without, per winner in local bidder order, W(N \ j)'s allocation in p's column
+// indices. proved is false when some solve was not proved optimal by end (or
+// within maxNodes nodes).
+func (p *problem) vcgPayments(choice []int32, W float64, end time.Time, maxNodes int) (vcg []float64, without [][]int32, proved bool) {
+	n := p.bidders()
+	w := make([]float64, n)
+	var winners []int32
+	for lb, j := range choice {
+		if j >= 0 {
+			w[lb] = p.cols[j].w
+			winners = append(winners, int32(lb))
+		}
+	}
+	vcg = make([]float64, n)
+	// Every solve's root LP is the part's less one bidder's columns: solve the
+	// part's once, and each solve's from a copy of it (warmRoot).
+	var root relaxation
+	if p.fitsLP() {
+		if rel, ok := p.nodeLP(&node{}, end); ok && rel.lp != nil {
+			root = rel
+		}
+	}
+	// The VCG solves are independent: run them on every processor. Each solves
+	// its own copy of the part (variant), which shares only what no solve writes.
+	done := make([]bool, len(winners))
+	without = make([][]int32, len(winners)) // W(N \ j)'s allocation, in p's column indices
+	var wg sync.WaitGroup
+	next := make(chan int)
+	for range min(runtime.GOMAXPROCS(0), len(winners)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				if time.Now().After(end) {
+					continue // out of budget: done[i] stays false, the part pays capped prices
+				}
+				lb := winners[i]
+				start := slices.Clone(choice)
+				start[lb] = -1
+				// Warm start: the optimal allocation less the winner is the
+				// first incumbent (variant's start), and W (to its proof's tolerance) bounds W(N \ j) from
+				// above, so an incumbent worth W is proved at once.
+				q := p.variant(lb, start, nil)
+				if root.lp != nil {
+					q.root, q.rootOut = p.warmRoot(root, lb)
+				}
+				s := q.heuristics(end)
+				s.bound = min(s.bound, W+pruneTol(W))
+				q.prove(&s, end, maxNodes)
+				done[i] = s.optimal
+				without[i] = q.original(p, s.choice)
+				vcg[lb] = min(w[lb], s.value-(W-w[lb]))
+			}
+		}()
+	}
+	for i := range winners {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	for _, ok := range done {
+		if !ok {
+			return vcg, without, false
+		}
+	}
+	return vcg, without, true
 }
 
 // sepExtra is how many more branch-and-bound nodes a separation searches after
@@ -229,7 +285,7 @@ func (p *problem) separate(cs *coalitions, root *sepRoot, choice []int32, w, pi 
 		return after > sepExtra
 	}
 	if rel, ok := root.solve(q, end); ok {
-		q.root = &rel
+		q.root = rel
 	}
 	q.prove(&s, end, maxNodes)
 	if len(cs.found) > 0 {
@@ -277,9 +333,7 @@ func (r *sepRoot) solve(q *problem, end time.Time) (rel relaxation, ok bool) {
 		s.reprice(c)
 		if s.primal(end) == lpOptimal {
 			r.base, r.rounds = s, r.rounds+1
-			rel = relaxation{lp: s.clone(), free: free}
-			rel.x, rel.bound = q.expand(rel.lp, free, nil, 0)
-			return rel, true
+			return relaxation{lp: s, free: free}, true
 		}
 	}
 	r.base = nil
@@ -287,15 +341,8 @@ func (r *sepRoot) solve(q *problem, end time.Time) (rel relaxation, ok bool) {
 	if !ok || rel.lp == nil || len(rel.free) != len(c) {
 		return relaxation{}, false
 	}
-	r.base, r.rounds = rel.lp.clone(), 0
-	return rel, true
-}
-
-// clone returns a copy of the tableau that shares only the objective c, which
-// no pivot writes.
-func (s *lp) clone() *lp {
-	return &lp{t: slices.Clone(s.t), w: s.w, m: s.m, n: s.n, basis: slices.Clone(s.basis),
-		blocked: slices.Clone(s.blocked), c: s.c}
+	r.base, r.rounds = rel.lp, 0
+	return relaxation{lp: rel.lp, free: free}, true
 }
 
 // reprice gives the tableau the objective c (one entry per structural column):

@@ -3,6 +3,7 @@ package auction
 import (
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 	"time"
 
@@ -118,12 +119,14 @@ func TestLPMaxAgreesWithGonum(t *testing.T) {
 	}
 }
 
-// Re-solving with x_k >= 1 or x_k <= 0 from an optimal tableau (a child in branch
-// and bound) gives what solving the LP with that row from scratch gives.
-func TestLPAtLeastMatchesAFreshSolve(t *testing.T) {
+// Fixing columns at 1 or at 0 in an optimal tableau, one after another (fix: a
+// child in branch and bound, a VCG solve's root without a bidder's columns) gives
+// what solving the LP with the rows x_k >= 1 (x_k <= 1 holds) or x_k <= 0 from
+// scratch gives, in a copy (clone) that leaves the copied tableau as it was.
+func TestLPFixMatchesAFreshSolve(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
 	checked := 0
-	for trial := range 500 {
+	for trial := range 1000 {
 		m, n := 1+rng.IntN(6), 1+rng.IntN(8)
 		var A [][]float64
 		var b []float64
@@ -149,30 +152,49 @@ func TestLPAtLeastMatchesAFreshSolve(t *testing.T) {
 		if st != lpOptimal {
 			t.Fatalf("trial %d: a bounded feasible LP ended %v", trial, st)
 		}
-		k := rng.IntN(n)
-		up := trial%2 == 0 // x_k >= 1, else x_k <= 0
-		warm, wst := s.atLeast(k, 1, time.Time{})
-		row := make([]float64, n)
-		row[k] = -1
-		rhs := -1.0
-		if !up {
-			warm, wst = s.atMost(k, 0, time.Time{})
-			row[k], rhs = 1, 0
+		_, before := s.solution()
+		warm, wst := s.clone(), lpOptimal
+		fixed := map[int]float64{}
+		fA, fb := slices.Clone(A), slices.Clone(b)
+		for range 1 + rng.IntN(min(n, 3)) {
+			k := rng.IntN(n)
+			if _, ok := fixed[k]; ok {
+				continue
+			}
+			v, row, rhs := float64(rng.IntN(2)), make([]float64, n), 0.0
+			if v == 1 {
+				row[k], rhs = -1, -1
+			} else {
+				row[k] = 1
+			}
+			fixed[k] = v
+			fA, fb = append(fA, row), append(fb, rhs)
+			if wst = warm.fix(k, v, time.Time{}); wst != lpOptimal {
+				break
+			}
 		}
-		_, fval, _, fst := lpMax(append(A, row), append(b, rhs), c, time.Time{})
+		if _, after := s.solution(); after != before {
+			t.Fatalf("trial %d: fixing a copy changed the original's value from %v to %v", trial, before, after)
+		}
+		_, fval, _, fst := lpMax(fA, fb, c, time.Time{})
 		if (wst == lpOptimal) != (fst == lpOptimal) {
-			t.Fatalf("trial %d: warm %v, fresh %v", trial, wst, fst)
+			t.Fatalf("trial %d: fixed %v: warm %v, fresh %v", trial, fixed, wst, fst)
 		}
 		if wst != lpOptimal {
 			continue
 		}
 		checked++
 		x, val := warm.solution()
-		if math.Abs(val-fval) > 1e-5*max(1, math.Abs(fval)) || (up && x[k] < 1-1e-6) || (!up && x[k] > 1e-6) {
-			t.Fatalf("trial %d: warm %v (x_k %v), fresh %v", trial, val, x[k], fval)
+		if math.Abs(val-fval) > 1e-5*max(1, math.Abs(fval)) {
+			t.Fatalf("trial %d: fixed %v: warm %v, fresh %v", trial, fixed, val, fval)
+		}
+		for k, v := range fixed {
+			if math.Abs(x[k]-v) > 1e-6 {
+				t.Fatalf("trial %d: fixed %v: x_%d = %v", trial, fixed, k, x[k])
+			}
 		}
 	}
 	if checked < 100 {
-		t.Fatalf("only %d feasible children", checked)
+		t.Fatalf("only %d feasible fixed LPs", checked)
 	}
 }

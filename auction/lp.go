@@ -2,6 +2,7 @@ package auction
 
 import (
 	"math"
+	"slices"
 	"time"
 )
 
@@ -36,6 +37,11 @@ type lp struct {
 	basis   []int
 	blocked []bool // columns that may not enter (artificials after phase one)
 	c       []float64
+	// shift is where fix moved a column's origin: x_k = shift[k] + the tableau's
+	// x_k (nil while no column is fixed at a value other than 0).
+	shift []float64
+	nz    []int32   // pivot's buffers: the pivot row's nonzero columns,
+	vals  []float64 // and their values
 }
 
 func (s *lp) row(i int) []float64 { return s.t[i*s.w : (i+1)*s.w] }
@@ -165,6 +171,9 @@ func (s *lp) solution() ([]float64, float64) {
 			x[bj] = max(s.t[i*s.w+s.w-1], 0)
 		}
 	}
+	for j, v := range s.shift {
+		x[j] += v
+	}
 	val := 0.0
 	for j, v := range x {
 		val += s.c[j] * v
@@ -177,7 +186,8 @@ func (s *lp) solution() ([]float64, float64) {
 // columns of the tableau hold B^-1 (each times its row's sign, as built), so the
 // basic columns are that times b. Where the perturbation only separated tied
 // vertices this is the exact optimum; a basic value that b would make negative
-// (the basis was optimal only perturbed) is taken as 0.
+// (the basis was optimal only perturbed) is taken as 0. s is lpSolve's, no
+// column fixed (fix).
 func (s *lp) solutionAt(b []float64) []float64 {
 	x := make([]float64, s.n)
 	for i, bj := range s.basis {
@@ -250,10 +260,21 @@ func (s *lp) dual(deadline time.Time) lpStatus {
 		if it >= s.limit() || (it&63 == 63 && !deadline.IsZero() && time.Now().After(deadline)) {
 			return lpGaveUp
 		}
-		r, worst := -1, -1e-9
+		// Dual steepest edge: the row whose infeasibility is largest against the
+		// norm of its row of B^-1 (the slack columns hold it), computed afresh for
+		// the few infeasible rows (Forrest and Goldfarb 1992).
+		r, best := -1, 0.0
 		for i := range m {
-			if v := s.t[i*w+w-1]; v < worst {
-				r, worst = i, v
+			v := s.t[i*w+w-1]
+			if v >= -1e-9 {
+				continue
+			}
+			norm := 0.0
+			for _, a := range s.t[i*w+s.n : i*w+s.n+m] {
+				norm += a * a
+			}
+			if score := v * v / norm; score > best {
+				r, best = i, score
 			}
 		}
 		if r < 0 {
@@ -277,56 +298,72 @@ func (s *lp) dual(deadline time.Time) lpStatus {
 	}
 }
 
-// atLeast returns a copy of the optimal tableau s with the row x_k >= bound added,
-// re-solved with the dual simplex; atMost the same with x_k <= bound. s is not
-// modified.
-func (s *lp) atLeast(k int, bound float64, deadline time.Time) (*lp, lpStatus) {
-	return s.withBound(k, -1, bound, deadline)
+// clone returns a copy of s that shares nothing it may modify with s (c, which
+// no method writes, is shared).
+func (s *lp) clone() *lp {
+	return &lp{t: slices.Clone(s.t), w: s.w, m: s.m, n: s.n, basis: slices.Clone(s.basis),
+		blocked: slices.Clone(s.blocked), c: s.c, shift: slices.Clone(s.shift)}
 }
 
-func (s *lp) atMost(k int, bound float64, deadline time.Time) (*lp, lpStatus) {
-	return s.withBound(k, 1, bound, deadline)
-}
-
-// withBound adds sigma x_k + slack = sigma bound (sigma -1: x_k >= bound; +1:
-// x_k <= bound) to a copy of the optimal tableau and restores feasibility with the
-// dual simplex.
-func (s *lp) withBound(k int, sigma, bound float64, deadline time.Time) (*lp, lpStatus) {
-	m, w := s.m+1, s.w+1
-	u := &lp{t: make([]float64, (m+1)*w), w: w, m: m, n: s.n, basis: make([]int, m), c: s.c}
-	u.blocked = append(append(make([]bool, 0, w-1), s.blocked...), false)
-	for i := 0; i <= s.m; i++ { // old rows, a zero for the new slack, then the rhs
-		to := i
-		if i == s.m {
-			to = m // the objective row stays last
+// fix fixes x_k at v in the optimal tableau s, in place, and re-solves it with the
+// dual simplex: branch and bound's child with a column fixed in (v = 1) or out
+// (v = 0). The tableau keeps its size (no row is added, as the bound's row would):
+// x_k is replaced by v + x'_k, which moves v times column k to the right-hand
+// sides (and v c_k to the objective's value, s.shift keeping v for the
+// solution), and x'_k, fixed at 0, is taken out of the basis and blocked. Where
+// x_k <= 1 holds (every column of a node's LP is bounded by 1 by its bidder's or
+// a pool's row), fixing it at 1 is adding the row x_k >= 1. On lpInfeasible s
+// is left part-pivoted, of no further use.
+func (s *lp) fix(k int, v float64, deadline time.Time) lpStatus {
+	m, w := s.m, s.w
+	if v != 0 {
+		if s.shift == nil {
+			s.shift = make([]float64, s.n)
 		}
-		old, row := s.row(i), u.row(to)
-		copy(row[:w-2], old[:s.w-1])
-		row[w-1] = old[s.w-1]
+		s.shift[k] += v
+		for i := 0; i <= m; i++ {
+			s.t[i*w+w-1] -= v * s.t[i*w+k]
+		}
 	}
-	copy(u.basis, s.basis)
-	// The new row in terms of the non-basic variables: where x_k is basic in row i
-	// (x_k + alpha . x_N = beta), substitute it.
-	nr := u.row(m - 1)
-	for i := range nr {
-		nr[i] = 0
-	}
-	nr[k], nr[w-2], nr[w-1] = sigma, 1, sigma*bound
-	for i, bj := range s.basis {
-		if bj == k {
-			src := u.row(i)
-			for j := range nr {
-				nr[j] -= sigma * src[j]
+	s.blocked[k] = true
+	r := slices.Index(s.basis, k)
+	if r >= 0 {
+		// x'_k is basic in row r at rhs; make it non-basic (at 0) with one dual
+		// simplex pivot: an entering column whose entry in row r has rhs's sign
+		// (moving x'_k towards 0), by least ratio, so that the reduced costs stay
+		// optimal. At rhs 0 either sign does.
+		row, obj := s.row(r), s.row(m)
+		rhs := row[w-1]
+		signs := []float64{1, -1}
+		if rhs > lpEps {
+			signs = signs[:1]
+		} else if rhs < -lpEps {
+			signs = signs[1:]
+		}
+		e := -1
+		for _, sign := range signs {
+			ratio, pivotSize := math.Inf(1), 0.0
+			for j := range w - 1 {
+				if a := sign * row[j]; a > lpEps && !s.blocked[j] {
+					if q := max(obj[j], 0) / a; q < ratio-1e-12 || (q <= ratio+1e-12 && a > pivotSize) {
+						e, ratio, pivotSize = j, min(q, ratio), a
+					}
+				}
 			}
-			nr[k], nr[w-2] = 0, 1
+			if e >= 0 {
+				break
+			}
+		}
+		if e < 0 {
+			if math.Abs(rhs) > lpEps {
+				return lpInfeasible // x'_k cannot move towards 0
+			}
+			// x'_k's row has no entry that may move: it stays basic at 0.
+		} else {
+			s.pivot(r, e)
 		}
 	}
-	u.basis[m-1] = w - 2
-	st := u.dual(deadline)
-	if st != lpOptimal {
-		return nil, st
-	}
-	return u, lpOptimal
+	return s.dual(deadline)
 }
 
 // pivot makes column e basic in row r, eliminating it from every other row and the
@@ -335,13 +372,15 @@ func (s *lp) pivot(r, e int) {
 	w := s.w
 	pr := s.row(r)
 	inv := 1 / pr[e]
-	nz := make([]int32, 0, 64) // the pivot row's nonzero columns: rows stay sparse
+	// The pivot row's nonzero columns and their values (rows stay sparse).
+	nz, vals := s.nz[:0], s.vals[:0]
 	for j := range pr {
 		if pr[j] != 0 {
 			pr[j] *= inv
-			nz = append(nz, int32(j))
+			nz, vals = append(nz, int32(j)), append(vals, pr[j])
 		}
 	}
+	s.nz, s.vals = nz, vals
 	pr[e] = 1
 	for i := 0; i <= s.m; i++ {
 		if i == r {
@@ -352,8 +391,9 @@ func (s *lp) pivot(r, e int) {
 		if f == 0 {
 			continue
 		}
-		for _, j := range nz {
-			row[j] -= f * pr[j]
+		vals := vals[:len(nz)]
+		for q, j := range nz {
+			row[j] -= f * vals[q]
 		}
 		row[e] = 0
 	}

@@ -39,9 +39,12 @@ type problem struct {
 	// (solution.better): separation takes a constraint from each one's blocking
 	// sub-markets, whether or not it beats the incumbent.
 	seen func(choice []int32)
-	// root, when set, is the root node's LP already solved (separation
-	// re-optimises the last round's): branch and bound starts from it.
-	root *relaxation
+	// root, when set, is the solved root LP of a problem this one restricts
+	// (a VCG variant: the part less one bidder), with free mapped to this
+	// problem's columns (-1 for those it does not have), and rootOut those
+	// LP columns: branch and bound's root re-solves from it (rootLP).
+	root    relaxation
+	rootOut []int
 }
 
 func (p *problem) bidders() int { return len(p.owner) }

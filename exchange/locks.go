@@ -93,7 +93,8 @@ func lockHoldings(tx *gorm.DB, team string, pools []string) error {
 // expect. Any number of ids is fine: on SQLite they go in one statement (as one JSON
 // array), since each statement that may fail part-way journals every page it changes
 // once, and a settlement's orders touch the same pages of the orders' indexes from
-// every thousand; on PostgreSQL they go a thousand a statement.
+// every thousand; on PostgreSQL too, as one array parameter (= ANY): a thousand a
+// statement spent 6 s of the server's time on 100,000 orders.
 func setStatus(tx *gorm.DB, ids []int64, from []OrderStatus, to OrderStatus, at any) error {
 	if len(ids) > 1 && tx.Dialector.Name() != store.Postgres {
 		list, err := json.Marshal(ids)
@@ -104,13 +105,16 @@ func setStatus(tx *gorm.DB, ids []int64, from []OrderStatus, to OrderStatus, at 
 			Updates(map[string]any{"status": to, "updated_at": at})
 		return statusSet(res, len(ids))
 	}
-	for part := range slices.Chunk(ids, chunkSize) {
-		res := tx.Model(&Order{}).Where("id IN ? AND status IN ?", part, from).Updates(map[string]any{"status": to, "updated_at": at})
-		if err := statusSet(res, len(part)); err != nil {
-			return err
-		}
+	switch len(ids) {
+	case 0:
+		return nil
+	case 1:
+		res := tx.Model(&Order{}).Where("id = ? AND status IN ?", ids[0], from).Updates(map[string]any{"status": to, "updated_at": at})
+		return statusSet(res, 1)
 	}
-	return nil
+	res := tx.Model(&Order{}).Where("id = ANY(CAST(? AS BIGINT[])) AND status IN ?", store.BigintArray(ids), from).
+		Updates(map[string]any{"status": to, "updated_at": at})
+	return statusSet(res, len(ids))
 }
 
 // statusSet is res's error, or ECONFLICT unless it changed all n orders.

@@ -625,10 +625,20 @@ func loadViews(db *gorm.DB, os []Order, provisional bool) ([]OrderView, error) {
 		byOrder[o.ID] = &views[i]
 	}
 	pools := map[string]string{} // one copy of each pool id
-	for part := range slices.Chunk(ids, chunkSize) {
+	per, in, array := chunkSize, "IN ?", db.Dialector.Name() == store.Postgres
+	if array {
+		// One array parameter for all: an IN list of a thousand parameters took
+		// PostgreSQL 160 ms a statement on order_bundles (16 s for 100,000 orders).
+		per, in = max(len(ids), 1), "= ANY(CAST(? AS BIGINT[]))"
+	}
+	for part := range slices.Chunk(ids, per) {
+		var arg any = part
+		if array {
+			arg = store.BigintArray(part)
+		}
 		// Scanned row by row rather than through gorm's reflection: settling an
 		// auction of 100,000 orders reads them all twice.
-		err := scanRows(db.Raw("SELECT order_id, bundle_limit FROM order_bundles WHERE order_id IN ? ORDER BY order_id, idx", part), func(rs *sql.Rows) error {
+		err := scanRows(db.Raw("SELECT order_id, bundle_limit FROM order_bundles WHERE order_id "+in+" ORDER BY order_id, idx", arg), func(rs *sql.Rows) error {
 			var b orderBundle
 			if err := rs.Scan(&b.OrderID, &b.BundleLimit); err != nil {
 				return err
@@ -644,7 +654,7 @@ func loadViews(db *gorm.DB, os []Order, provisional bool) ([]OrderView, error) {
 			return nil, err
 		}
 		var pool sql.RawBytes
-		err = scanRows(db.Raw("SELECT order_id, bundle_idx, pool_id, quantity FROM order_items WHERE order_id IN ?", part), func(rs *sql.Rows) error {
+		err = scanRows(db.Raw("SELECT order_id, bundle_idx, pool_id, quantity FROM order_items WHERE order_id "+in, arg), func(rs *sql.Rows) error {
 			var it orderItem
 			if err := rs.Scan(&it.OrderID, &it.BundleIdx, &pool, &it.Quantity); err != nil {
 				return err
@@ -673,7 +683,7 @@ func loadViews(db *gorm.DB, os []Order, provisional bool) ([]OrderView, error) {
 			Payment     float64
 		}
 		if err := db.Raw(`SELECT o.order_id, o.run_id, o.bundle_index, o.payment FROM run_outcomes o
-			WHERE o.order_id IN ? AND o.run_id = (SELECT MAX(run_id) FROM run_outcomes WHERE order_id = o.order_id)`, part).
+			WHERE o.order_id `+in+` AND o.run_id = (SELECT MAX(run_id) FROM run_outcomes WHERE order_id = o.order_id)`, arg).
 			Scan(&outs).Error; err != nil {
 			return nil, err
 		}

@@ -447,12 +447,8 @@ func (m *Market) settle(ctx context.Context, tx *gorm.DB, a Auction, res auction
 	if err := bumpPlan(tx); err != nil { // quotas moved: every server rebuilds its reservation plan
 		return err
 	}
-	for _, ids := range [][]int64{st.won, st.lost, st.rejected} {
-		for part := range slices.Chunk(ids, chunkSize) {
-			if err := tx.Where("order_id IN ?", part).Delete(&quotaHold{}).Error; err != nil {
-				return err
-			}
-		}
+	if err := deleteQuotaHolds(tx, st.won, st.lost, st.rejected); err != nil {
+		return err
 	}
 	out, err := m.ledger.WithTx(tx).Apply(ctx, st.batch)
 	if err != nil {
@@ -485,6 +481,26 @@ func (m *Market) settle(ctx context.Context, tx *gorm.DB, a Auction, res auction
 	}
 	_, err = store.Insert(tx, "settlement_lines", []string{"auction_id", "order_id", "team_id", "bundle_index", "payment", "entry_id"}, rows, "")
 	return err
+}
+
+// deleteQuotaHolds deletes the quota holds of the orders in each list: on
+// PostgreSQL in one statement (the ids as one array), on SQLite a thousand
+// orders a statement.
+func deleteQuotaHolds(tx *gorm.DB, lists ...[]int64) error {
+	for _, ids := range lists {
+		if len(ids) > 0 && tx.Dialector.Name() == store.Postgres {
+			if err := tx.Where("order_id = ANY(CAST(? AS BIGINT[]))", store.BigintArray(ids)).Delete(&quotaHold{}).Error; err != nil {
+				return err
+			}
+			continue
+		}
+		for part := range slices.Chunk(ids, chunkSize) {
+			if err := tx.Where("order_id IN ?", part).Delete(&quotaHold{}).Error; err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // workOut works out a settlement from the run's result.

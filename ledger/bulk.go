@@ -11,7 +11,6 @@ import (
 	"github.com/clearhouse/clearhouse"
 	"github.com/clearhouse/clearhouse/store"
 	"gorm.io/gorm"
-	"gorm.io/gorm/clause"
 )
 
 // Capture is one hold to capture in a Batch.
@@ -223,18 +222,41 @@ func (a *applier) apply(ctx context.Context, b Batch, out *BatchResult) error {
 }
 
 // lockHolds reads the holds with ids and locks them (FOR UPDATE on PostgreSQL) in
-// ascending id; ENOTFOUND when one does not exist.
+// ascending id; ENOTFOUND when one does not exist. Only the columns Apply uses are
+// read (id, account, amount, reference, status, captured, released), row by row
+// rather than through gorm's reflection (0.6 s of a 100,000-order settlement's
+// CPU): the other fields of each Hold are left zero.
 func lockHolds(tx *gorm.DB, ids []int64) (map[int64]Hold, error) {
 	sorted := slices.Clone(ids)
 	slices.Sort(sorted)
 	holds := make(map[int64]Hold, len(ids))
-	for part := range slices.Chunk(sorted, chunk) {
-		var hs []Hold
-		if err := tx.Clauses(clause.Locking{Strength: "UPDATE"}).Where("id IN ?", part).Order("id").Find(&hs).Error; err != nil {
+	const cols = "SELECT id, account_id, amount, ref, status, captured, released FROM ledger_holds WHERE "
+	pg := tx.Dialector.Name() == store.Postgres
+	per := chunk
+	if pg {
+		per = max(len(sorted), 1) // one array parameter; LockRows takes the rows in ORDER BY's order
+	}
+	for part := range slices.Chunk(sorted, per) {
+		q := tx.Raw(cols+"id IN ? ORDER BY id", part)
+		if pg {
+			q = tx.Raw(cols+"id = ANY(CAST(? AS BIGINT[])) ORDER BY id FOR UPDATE", store.BigintArray(part))
+		}
+		rs, err := q.Rows()
+		if err != nil {
 			return nil, err
 		}
-		for _, h := range hs {
+		for rs.Next() {
+			var h Hold
+			if err := rs.Scan(&h.ID, &h.Account, &h.Amount, &h.Ref, &h.Status, &h.Captured, &h.Released); err != nil {
+				rs.Close()
+				return nil, err
+			}
 			holds[h.ID] = h
+		}
+		err = rs.Err()
+		rs.Close()
+		if err != nil {
+			return nil, err
 		}
 	}
 	for _, id := range ids {
@@ -277,9 +299,17 @@ func (a *applier) newEntries(es []NewEntry, out *BatchResult) ([]int, error) {
 		keys = append(keys, r.IdemKey)
 	}
 	prior := map[string]entryRow{}
-	for part := range slices.Chunk(keys, chunk) {
+	per, array := chunk, a.tx.Dialector.Name() == store.Postgres
+	if array {
+		per = max(len(keys), 1) // one array parameter
+	}
+	for part := range slices.Chunk(keys, per) {
 		var rows []entryRow
-		if err := a.tx.Where("idem_key IN ?", part).Find(&rows).Error; err != nil {
+		q := a.tx.Where("idem_key IN ?", part)
+		if array {
+			q = a.tx.Where("idem_key = ANY(CAST(? AS TEXT[]))", store.TextArray(part))
+		}
+		if err := q.Find(&rows).Error; err != nil {
 			return nil, err
 		}
 		for _, r := range rows {
@@ -359,8 +389,9 @@ func (a *applier) write(ctx context.Context) error {
 	return nil
 }
 
-// resolveHolds marks the locked active holds resolved, a thousand holds a
-// statement (UPDATE ... FROM VALUES). On SQLite the statement of a full thousand is
+// resolveHolds marks the locked active holds resolved, on SQLite a thousand holds
+// a statement (UPDATE ... FROM VALUES), on PostgreSQL all in one
+// (resolveHoldsArrays). On SQLite the statement of a full thousand is
 // prepared once and run for every full thousand: with the writer's statement
 // journal in memory this takes about half the CPU of one prepared UPDATE per hold.
 func (a *applier) resolveHolds(ctx context.Context) error {
@@ -378,7 +409,10 @@ func (a *applier) resolveHolds(ctx context.Context) error {
 		sb.WriteString(") AS v WHERE ledger_holds.id = v.column1 AND ledger_holds.status = 'active'")
 		return sb.String()
 	}
-	reuse := a.tx.Dialector.Name() != "postgres" && len(a.resolves) > per
+	if a.tx.Dialector.Name() == store.Postgres {
+		return a.resolveHoldsArrays()
+	}
+	reuse := len(a.resolves) > per
 	var done int64
 	var full [][]any // SQLite's full chunks' arguments, for the one prepared statement
 	for part := range slices.Chunk(a.resolves, per) {
@@ -410,6 +444,35 @@ func (a *applier) resolveHolds(ctx context.Context) error {
 	}
 	if done != int64(len(a.resolves)) {
 		return clearhouse.Errorf(clearhouse.ECONFLICT, "hold: %d of %d holds were resolved concurrently", int64(len(a.resolves))-done, len(a.resolves))
+	}
+	return nil
+}
+
+// resolveHoldsArrays is resolveHolds on PostgreSQL: one UPDATE ... FROM
+// unnest(...) for all the holds, each column one array parameter.
+func (a *applier) resolveHoldsArrays() error {
+	n := len(a.resolves)
+	if n == 0 {
+		return nil
+	}
+	ids, captured, entries := make([]int64, n), make([]int64, n), make([]*int64, n)
+	statuses, keys := make([]string, n), make([]string, n)
+	for i, r := range a.resolves {
+		ids[i], statuses[i], captured[i], keys[i] = r.hold.ID, string(r.status), int64(r.captured), r.key
+		if r.entry >= 0 {
+			entries[i] = &a.entries[r.entry].ID
+		}
+	}
+	done, err := store.ExecArrays(a.tx, `UPDATE ledger_holds SET status = v.status, captured = v.captured, entry_id = v.entry_id,
+		resolve_key = v.resolve_key, resolved_at = $1
+		FROM unnest(CAST($2 AS BIGINT[]), CAST($3 AS TEXT[]), CAST($4 AS BIGINT[]), CAST($5 AS BIGINT[]), CAST($6 AS TEXT[]))
+			AS v (id, status, captured, entry_id, resolve_key)
+		WHERE ledger_holds.id = v.id AND ledger_holds.status = 'active'`, a.now, ids, statuses, captured, entries, keys)
+	if err != nil {
+		return err
+	}
+	if done != int64(n) {
+		return clearhouse.Errorf(clearhouse.ECONFLICT, "hold: %d of %d holds were resolved concurrently", int64(n)-done, n)
 	}
 	return nil
 }

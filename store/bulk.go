@@ -23,7 +23,8 @@ const maxCachedParams = 256
 // statements of at most maxParams parameters, inside tx. With returning set (a
 // column, "id"), it returns that column of each inserted row, in the rows' order.
 // It spends no reflection per row, unlike gorm's CreateInBatches: settlement of a
-// large auction inserts hundreds of thousands of rows with it. On SQLite the
+// large auction inserts hundreds of thousands of rows with it. On PostgreSQL, from
+// minArrayRows rows, each column goes as one array (insertArrays). On SQLite the
 // statement of a full chunk is prepared once and run for every full chunk (parsing
 // a statement of ten thousand parameters costs about as much as running it).
 func Insert(tx *gorm.DB, table string, columns []string, rows [][]any, returning string) ([]int64, error) {
@@ -33,6 +34,11 @@ func Insert(tx *gorm.DB, table string, columns []string, rows [][]any, returning
 	for _, r := range rows {
 		if len(r) != len(columns) {
 			return nil, fmt.Errorf("store: insert into %s: row has %d values for %d columns", table, len(r), len(columns))
+		}
+	}
+	if tx.Dialector.Name() == Postgres && len(rows) >= minArrayRows {
+		if ids, ok, err := insertArrays(tx, table, columns, rows, returning); ok {
+			return ids, err
 		}
 	}
 	per := max(maxParams/len(columns), 1)
@@ -153,12 +159,7 @@ func (s *insertStatements) run(n int, args []any) ([]int64, error) {
 
 // translate turns a driver's error into gorm's (a unique key's violation into
 // gorm.ErrDuplicatedKey) as gorm does for its own statements.
-func (s *insertStatements) translate(err error) error {
-	if t, ok := s.tx.Dialector.(gorm.ErrorTranslator); ok && err != nil && s.tx.Config.TranslateError {
-		return t.Translate(err)
-	}
-	return err
-}
+func (s *insertStatements) translate(err error) error { return translate(s.tx, err) }
 
 func (s *insertStatements) close() {
 	for _, stmt := range s.prepared {

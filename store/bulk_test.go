@@ -4,8 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"gorm.io/gorm"
+	"slices"
+	"strings"
 	"testing"
+	"time"
+
+	"gorm.io/gorm"
 
 	"github.com/clearhouse/clearhouse/store"
 	"github.com/clearhouse/clearhouse/store/storetest"
@@ -139,6 +143,103 @@ func TestInsertWritesEveryChunkAndReturnsIDsInOrder(t *testing.T) {
 		var n int64
 		if err := db.Read.Raw("SELECT COUNT(*) FROM things").Scan(&n).Error; err != nil || n != total {
 			t.Fatalf("%d rows after a refused insert (%v), want %d", n, err, total)
+		}
+	})
+}
+
+// A large Insert (on PostgreSQL, one array per column) writes every kind of value
+// Insert takes exactly as the multi-row statement of a small one does: integers of
+// each width, NULL and set pointers, texts with quotes and backslashes, floats,
+// booleans and times; a duplicate among many rows is gorm.ErrDuplicatedKey and
+// changes nothing; BigintArray and TextArray find exactly their rows. Both dialects.
+func TestLargeInsertWritesWhatSmallInsertsWrite(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		w := db.Write.WithContext(ctx)
+		for _, table := range []string{"big", "small"} {
+			if err := w.Exec(`CREATE TABLE ` + table + ` (k TEXT PRIMARY KEY, a BIGINT NOT NULL, b BIGINT NOT NULL, c BIGINT,
+				f DOUBLE PRECISION NOT NULL, ok BOOLEAN NOT NULL, at TIMESTAMP NOT NULL)`).Error; err != nil {
+				t.Fatal(err)
+			}
+		}
+		at := time.Date(2026, 11, 29, 1, 2, 3, 456789000, time.UTC)
+		const total = 450
+		rows := make([][]any, total)
+		for i := range rows {
+			var c *int64
+			if i%3 != 0 {
+				c = new(int64)
+				*c = int64(-i)
+			}
+			rows[i] = []any{fmt.Sprintf(`k"%d\'{},`, i), i, int64(i) << 40, c, float64(i) / 7, i%2 == 0, at.Add(time.Duration(i) * time.Microsecond)}
+		}
+		cols := []string{"k", "a", "b", "c", "f", "ok", "at"}
+		err := w.Transaction(func(tx *gorm.DB) error {
+			if _, err := store.Insert(tx, "big", cols, rows, ""); err != nil {
+				return err
+			}
+			for _, r := range rows {
+				if _, err := store.Insert(tx, "small", cols, [][]any{r}, ""); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		dump := func(table string) string {
+			var got []struct {
+				K    string
+				A, B int64
+				C    *int64
+				F    float64
+				OK   bool
+				At   time.Time
+			}
+			if err := db.Read.Raw("SELECT k, a, b, c, f, ok, at FROM " + table + " ORDER BY k").Scan(&got).Error; err != nil {
+				t.Fatal(err)
+			}
+			var sb strings.Builder
+			for _, r := range got {
+				c := "NULL"
+				if r.C != nil {
+					c = fmt.Sprint(*r.C)
+				}
+				fmt.Fprintf(&sb, "%q %d %d %s %v %v %s\n", r.K, r.A, r.B, c, r.F, r.OK, r.At.UTC().Format(time.RFC3339Nano))
+			}
+			if len(got) != total {
+				t.Fatalf("%s: %d rows, want %d", table, len(got), total)
+			}
+			return sb.String()
+		}
+		if big, small := dump("big"), dump("small"); big != small {
+			t.Fatalf("the large insert wrote\n%.600s\nsmall inserts wrote\n%.600s", big, small)
+		}
+		dup := make([][]any, 300)
+		for i := range dup {
+			dup[i] = slices.Clone(rows[i])
+			dup[i][0] = fmt.Sprintf("fresh %d", i)
+		}
+		dup[150] = rows[5]
+		err = w.Transaction(func(tx *gorm.DB) error {
+			_, err := store.Insert(tx, "big", cols, dup, "")
+			return err
+		})
+		if !errors.Is(err, gorm.ErrDuplicatedKey) {
+			t.Fatalf("a duplicate key among many rows: %v, want gorm.ErrDuplicatedKey", err)
+		}
+		if got := dump("big"); got != dump("small") {
+			t.Fatal("a refused insert changed the table")
+		}
+		if db.Dialect != store.Postgres {
+			return
+		}
+		var n int64
+		if err := db.Read.Raw("SELECT COUNT(*) FROM big WHERE k = ANY(CAST(? AS TEXT[])) AND b = ANY(CAST(? AS BIGINT[]))",
+			store.TextArray([]string{rows[1][0].(string), rows[2][0].(string), `no"such`}), store.BigintArray([]int64{1 << 40, 3 << 40})).Scan(&n).Error; err != nil || n != 1 {
+			t.Fatalf("%d rows by array (%v), want 1", n, err)
 		}
 	})
 }
