@@ -153,13 +153,12 @@ func (p *problem) corePayments(choice []int32, W float64, end time.Time, opt Opt
 		cs.offer(y)
 	}
 	point := newCorePoint(winners, res.vcg, w, W)
-	var root sepRoot
 	for first := true; ; first = false {
 		if time.Now().After(end) || res.coalitions >= maxCoalitions {
 			return res, false
 		}
 		if !first || len(cs.found) == 0 {
-			if done, proved := p.separate(cs, &root, choice, w, res.pi, W, end, maxNodes); done {
+			if done, proved := p.separate(cs, choice, w, res.pi, W, end, maxNodes); done {
 				return res, proved
 			}
 		}
@@ -256,13 +255,12 @@ const sepExtra = 30
 // swaps around the optimal allocation and the round's heuristics, then, when
 // they find none, branch and bound on the part with each winner's columns worth
 // w less its surplus w_j - pi_j, which stops sepExtra nodes after the first
-// blocking coalition, starting from its root LP re-optimised from the last
-// round's (root, sepRoot). Every allocation either tries is offered to cs
-// (q.seen). done says no coalition blocks by more than coreTol; proved that the search
+// blocking coalition. Every allocation either tries is offered to cs (q.seen).
+// done says no coalition blocks by more than coreTol; proved that the search
 // that says so finished (not cut by end or maxNodes): the payments are then
 // final. done is also true, with proved false, when an allocation blocks but
 // only by sub-markets already cut (numerically stuck).
-func (p *problem) separate(cs *coalitions, root *sepRoot, choice []int32, w, pi []float64, W float64, end time.Time, maxNodes int) (done, proved bool) {
+func (p *problem) separate(cs *coalitions, choice []int32, w, pi []float64, W float64, end time.Time, maxNodes int) (done, proved bool) {
 	cs.setPayments(pi)
 	q := p.variant(-1, choice, func(lb int32, v float64) float64 {
 		if choice[lb] >= 0 {
@@ -284,9 +282,6 @@ func (p *problem) separate(cs *coalitions, root *sepRoot, choice []int32, w, pi 
 		after++
 		return after > sepExtra
 	}
-	if rel, ok := root.solve(q, end); ok {
-		q.root = rel
-	}
 	q.prove(&s, end, maxNodes)
 	if len(cs.found) > 0 {
 		return false, false
@@ -301,69 +296,6 @@ func (p *problem) separate(cs *coalitions, root *sepRoot, choice []int32, w, pi 
 		return true, s.optimal
 	}
 	return true, false
-}
-
-// sepRoot is separation's root LP, kept from one round to the next. Between
-// rounds only the winners' columns change value (the LP's objective), so the
-// last round's optimal basis is still feasible, and primal simplex from it
-// re-optimises the root in a few pivots instead of the hundreds a solve from
-// scratch takes. Every sepRefresh rounds the root is solved from scratch again,
-// so rounding errors do not build up over the pivots.
-type sepRoot struct {
-	base   *lp // the last root's optimal tableau (branch and bound gets a copy)
-	rounds int // rounds since base was solved from scratch
-}
-
-// sepRefresh is how many rounds a root LP is re-optimised before it is solved
-// from scratch again.
-const sepRefresh = 16
-
-// solve returns the root relaxation of q, separation's copy of the part (every
-// column free, worth what this round makes it), for branch and bound to start
-// from; ok is false when the LP gave up or found the root infeasible (never for
-// a part with a feasible allocation), and branch and bound then solves its own.
-func (r *sepRoot) solve(q *problem, end time.Time) (rel relaxation, ok bool) {
-	free := make([]int32, len(q.cols))
-	c := make([]float64, len(q.cols))
-	for j := range free {
-		free[j], c[j] = int32(j), q.cols[j].w
-	}
-	if r.base != nil && r.rounds < sepRefresh && r.base.n == len(c) {
-		s := r.base.clone()
-		s.reprice(c)
-		if s.primal(end) == lpOptimal {
-			r.base, r.rounds = s, r.rounds+1
-			return relaxation{lp: s, free: free}, true
-		}
-	}
-	r.base = nil
-	rel, ok = q.nodeLP(&node{}, end)
-	if !ok || rel.lp == nil || len(rel.free) != len(c) {
-		return relaxation{}, false
-	}
-	r.base, r.rounds = rel.lp, 0
-	return relaxation{lp: rel.lp, free: free}, true
-}
-
-// reprice gives the tableau the objective c (one entry per structural column):
-// its reduced costs and value over the current basis, as lpSolve's phase two
-// computes them. The basis stays primal feasible; primal simplex then
-// re-optimises it.
-func (s *lp) reprice(c []float64) {
-	s.c = c
-	obj := s.row(s.m)
-	clear(obj)
-	for j := range s.n {
-		obj[j] = -c[j]
-	}
-	for i, bj := range s.basis {
-		if bj < s.n && c[bj] != 0 {
-			row := s.row(i)
-			for j := range obj {
-				obj[j] += c[bj] * row[j]
-			}
-		}
-	}
 }
 
 // coreCut is one blocking coalition's constraint: the winners outside it (out)
