@@ -313,10 +313,21 @@ func (m *Market) Close(ctx context.Context, id int64) (AuctionRun, error) {
 		return AuctionRun{}, m.halt(ctx, id, err)
 	}
 	if bound {
+		// The close just committed a row per order to the tables the settlement
+		// report joins; statistics taken before (or by an autovacuum ANALYZE while
+		// the transaction was open, which sees none of them) would have the planner
+		// treat them as empty and rescan one for every row of the other. Refreshed
+		// here so the first report after a large close uses its indexes. A failure
+		// changes nothing settled (the next close or autovacuum refreshes them).
+		_ = m.db.Analyze(ctx, settledTables...)
 		m.observeClose(ctx, run, time.Since(start), time.Since(settling))
 	}
 	return run, nil
 }
+
+// settledTables are the tables a close fills with a row per order, which the
+// settlement report joins.
+var settledTables = []string{"run_outcomes", "settlement_lines"}
 
 // maxFailure is the most of a failed close's error an auction keeps.
 const maxFailure = 1000
