@@ -17,25 +17,7 @@ import (
 func TestAuctionPoolsCountUnitsAlike(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
-	f.cpuPool()
-	ctx := context.Background()
-	if _, err := f.market.AddPool(ctx, exchange.PoolSpec{ClusterID: "us-east", Resource: "ram", Unit: "GiB", Capacity: 1550, UnitCost: 100_000, Utilization: 0.2, CurveID: "standard"}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := f.market.ScheduleAuction(ctx, f.clock.Now(), f.clock.Now().Add(time.Hour), auction.DefaultParams); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := f.market.OpenDue(ctx); err != nil {
-		t.Fatal(err)
-	}
-	mia := f.user("mia@x.io", identity.RoleMember, "search")
-	limit := 500 * ledger.Dollar
-	if _, err := f.market.PlaceOrder(ctx, mia, exchange.OrderSpec{Team: "search", Limit: &limit, Bundles: []exchange.Bundle{{"us-east/ram": 1200}}}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := f.market.Close(ctx, 1); err != nil {
-		t.Fatal(err)
-	}
+	f.settleOneBid(1550, 500, exchange.Bundle{"us-east/ram": 1200})
 	b := f.browser()
 	b.login("mia@x.io")
 	_, doc := b.get("/auctions/1")
@@ -45,4 +27,31 @@ func TestAuctionPoolsCountUnitsAlike(t *testing.T) {
 	if supply != "1,550" || sold != "1,200" {
 		t.Errorf("ram: operator supply %q, sold %q; want 1,550 and 1,200", supply, sold)
 	}
+}
+
+// settleOneBid adds a us-east/ram pool of ramCapacity GiB beside cpuPool's, and
+// settles auction 1 with one order of mia@x.io (a member of search) for bundle at
+// a limit of limitDollars; it returns mia.
+func (f *fixture) settleOneBid(ramCapacity int64, limitDollars int64, bundle exchange.Bundle) identity.User {
+	f.t.Helper()
+	f.cpuPool()
+	ctx := context.Background()
+	if _, err := f.market.AddPool(ctx, exchange.PoolSpec{ClusterID: "us-east", Resource: "ram", Unit: "GiB", Capacity: ramCapacity, UnitCost: 100_000, Utilization: 0.8, CurveID: "standard"}); err != nil {
+		f.t.Fatal(err)
+	}
+	if _, err := f.market.ScheduleAuction(ctx, f.clock.Now(), f.clock.Now().Add(time.Hour), auction.DefaultParams); err != nil {
+		f.t.Fatal(err)
+	}
+	if _, err := f.market.OpenDue(ctx); err != nil {
+		f.t.Fatal(err)
+	}
+	mia := f.user("mia@x.io", identity.RoleMember, "search")
+	limit := ledger.Money(limitDollars) * ledger.Dollar
+	if _, err := f.market.PlaceOrder(ctx, mia, exchange.OrderSpec{Team: "search", Limit: &limit, Bundles: []exchange.Bundle{bundle}}); err != nil {
+		f.t.Fatal(err)
+	}
+	if _, err := f.market.Close(ctx, 1); err != nil {
+		f.t.Fatal(err)
+	}
+	return mia
 }

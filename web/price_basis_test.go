@@ -1,20 +1,15 @@
 package web_test
 
 import (
-	"context"
 	"encoding/json"
 	"net/http"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/PuerkitoBio/goquery"
 
 	apiv1 "github.com/clearhouse/clearhouse/api/v1"
-	"github.com/clearhouse/clearhouse/auction"
 	"github.com/clearhouse/clearhouse/exchange"
-	"github.com/clearhouse/clearhouse/identity"
-	"github.com/clearhouse/clearhouse/ledger"
 )
 
 // In a settled auction where units of us-east/cpu traded and nothing of
@@ -23,25 +18,7 @@ import (
 func TestPricesSayWhetherAnythingTraded(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
-	f.cpuPool()
-	ctx := context.Background()
-	if _, err := f.market.AddPool(ctx, exchange.PoolSpec{ClusterID: "us-east", Resource: "ram", Unit: "GiB", Capacity: 400, UnitCost: 100_000, Utilization: 0.8, CurveID: "standard"}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := f.market.ScheduleAuction(ctx, f.clock.Now(), f.clock.Now().Add(time.Hour), auction.DefaultParams); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := f.market.OpenDue(ctx); err != nil {
-		t.Fatal(err)
-	}
-	mia := f.user("mia@x.io", identity.RoleMember, "search")
-	limit := 100 * ledger.Dollar
-	if _, err := f.market.PlaceOrder(ctx, mia, exchange.OrderSpec{Team: "search", Limit: &limit, Bundles: []exchange.Bundle{{"us-east/cpu": 10}}}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := f.market.Close(ctx, 1); err != nil {
-		t.Fatal(err)
-	}
+	mia := f.settleOneBid(400, 100, exchange.Bundle{"us-east/cpu": 10})
 	b := f.browser()
 	b.login("mia@x.io")
 	_, doc := b.get("/auctions/1")
