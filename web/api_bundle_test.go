@@ -59,6 +59,11 @@ func TestAPICountsBundlesFromOne(t *testing.T) {
 	if order.Provisional == nil || order.Provisional.BundleNumber != 1 || order.Provisional.BundleIndex != 0 {
 		t.Errorf("order outcome %+v, want bundle_number 1 and bundle_index 0", order.Provisional)
 	}
+	// The order's outcome names the payment rule its settlement line names.
+	if order.Provisional == nil || order.Provisional.PaymentRule == "" || len(settlement.Lines) != 1 ||
+		order.Provisional.PaymentRule != settlement.Lines[0].PaymentRule {
+		t.Errorf("order outcome %+v, settlement lines %+v: want the same non-empty payment_rule", order.Provisional, settlement.Lines)
+	}
 }
 
 // The API places a bid whose limit is below the cost at reserve prices, and warns

@@ -99,6 +99,10 @@ type Outcome struct {
 	BundleNumber int    `json:"bundle_number,omitempty"` // counted from 1, as pages and CSV count; absent: loses
 	BundleIndex  int    `json:"bundle_index"`            // deprecated: counted from 0; -1: loses
 	Payment      string `json:"payment"`                 // dollars; negative: received
+	// PaymentRule is the rule the winner's payment followed (clock_prices, core,
+	// core_least_revenue, capped_prices; docs/final-round.md); absent for an
+	// order that gets nothing and for runs recorded before it was.
+	PaymentRule string `json:"payment_rule,omitempty"`
 }
 
 // PlacedOrder is the answer to POST /orders: the new order with what its client
