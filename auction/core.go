@@ -131,15 +131,7 @@ func (q *problem) original(p *problem, choice []int32) []int32 {
 //     (corePoint), and repeat from 2.
 func (p *problem) corePayments(choice []int32, W float64, end time.Time, opt Options) (res coreResult, ok bool) {
 	maxNodes := opt.MaxNodes
-	n := p.bidders()
-	w := make([]float64, n)
-	var winners []int32
-	for lb, j := range choice {
-		if j >= 0 {
-			w[lb] = p.cols[j].w
-			winners = append(winners, int32(lb))
-		}
-	}
+	w, winners := p.winnerValues(choice)
 	vcg, without, proved := p.vcgPayments(choice, W, end, maxNodes)
 	res.vcg = vcg
 	if !proved {
@@ -183,14 +175,7 @@ func (p *problem) corePayments(choice []int32, W float64, end time.Time, opt Opt
 // within maxNodes nodes).
 func (p *problem) vcgPayments(choice []int32, W float64, end time.Time, maxNodes int) (vcg []float64, without [][]int32, proved bool) {
 	n := p.bidders()
-	w := make([]float64, n)
-	var winners []int32
-	for lb, j := range choice {
-		if j >= 0 {
-			w[lb] = p.cols[j].w
-			winners = append(winners, int32(lb))
-		}
-	}
+	w, winners := p.winnerValues(choice)
 	vcg = make([]float64, n)
 	// Every solve's root LP is the part's less one bidder's columns: solve the
 	// part's once, and each solve's from a copy of it (warmRoot).
@@ -509,4 +494,17 @@ func (cp *corePoint) nearestTo(least float64) []float64 {
 		}
 	}
 	return nil
+}
+
+// winnerValues returns, per local bidder, the value of its bundle in choice (0
+// for a loser), and the winners in local bidder order.
+func (p *problem) winnerValues(choice []int32) (w []float64, winners []int32) {
+	w = make([]float64, p.bidders())
+	for lb, j := range choice {
+		if j >= 0 {
+			w[lb] = p.cols[j].w
+			winners = append(winners, int32(lb))
+		}
+	}
+	return w, winners
 }

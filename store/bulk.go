@@ -145,16 +145,8 @@ func (s *insertStatements) run(n int, args []any) ([]int64, error) {
 	if err != nil {
 		return nil, s.translate(err)
 	}
-	defer rs.Close()
-	got := make([]int64, 0, n)
-	for rs.Next() {
-		var id int64
-		if err := rs.Scan(&id); err != nil {
-			return nil, err
-		}
-		got = append(got, id)
-	}
-	return got, s.translate(rs.Err())
+	got, err := scanIDs(rs, n)
+	return got, s.translate(err)
 }
 
 // translate turns a driver's error into gorm's (a unique key's violation into
