@@ -351,3 +351,87 @@ func TestPaymentRuleOf(t *testing.T) {
 		t.Errorf("no rule in words: %q", w)
 	}
 }
+
+// Where the winners of one auction paid under different rules (one part core
+// payments, another capped prices), each won order's line in the settlement
+// notice says which rule its own payment followed; where they all paid under
+// one rule, the paragraph says it and the lines do not repeat it. The engine
+// proves both parts of this market optimal (ads' order is alone in us-east/cpu),
+// so the test settles its result with ads' part marked as the engine marks a part
+// it did not prove (CloseEditing, a test-only close).
+func TestSettlementNoticeNamesEachOrdersRuleWhereTheyDiffer(t *testing.T) {
+	for _, mixed := range []bool{true, false} {
+		t.Run(fmt.Sprint("mixed=", mixed), func(t *testing.T) {
+			storetest.Each(t, func(t *testing.T, db *store.DB) {
+				ctx := context.Background()
+				mk := newAuctionMarket(t, db)
+				ids := map[string]int64{}
+				for _, o := range []struct {
+					who  string
+					spec exchange.OrderSpec
+				}{
+					{"member@search", exchange.OrderSpec{Team: "search", Limit: money(900), Bundles: []exchange.Bundle{{"eu-west/cpu": 100, "us-east/ram": 400}}}},
+					{"member@ml", exchange.OrderSpec{Team: "ml", Limit: money(290), Bundles: []exchange.Bundle{{"us-east/ram": 300}}}},
+					{"member@ads", exchange.OrderSpec{Team: "ads", Limit: money(200), Bundles: []exchange.Bundle{{"us-east/cpu": 40}}}},
+				} {
+					got, err := mk.Order(o.who, o.spec)
+					if err != nil {
+						t.Fatal(err)
+					}
+					ids[o.spec.Team] = got.ID
+				}
+				run, err := mk.M.CloseEditing(ctx, mk.AuctionID, func(res *auction.Result) {
+					f := res.FinalRound
+					if f == nil || f.Payments != auction.PaymentsCore || f.Parts != 2 || f.CoreParts != 2 {
+						t.Fatalf("the engine's final round %+v: want core payments in both of two parts", f)
+					}
+					if !mixed {
+						return
+					}
+					f.Payments, f.CoreParts = auction.PaymentsMixed, 1
+					for i := range res.Winners {
+						if res.Winners[i].ID == fmt.Sprint(ids["ads"]) {
+							res.Winners[i].Core = false
+						}
+					}
+				})
+				if err != nil || !run.Converged {
+					t.Fatalf("close: %+v %v", run, err)
+				}
+				search, ads := notices(t, mk.Market, "member@search"), notices(t, mk.Market, "member@ads")
+				if len(search) != 1 || len(ads) != 1 {
+					t.Fatalf("notices: search %d, ads %d; want one each", len(search), len(ads))
+				}
+				core := fmt.Sprintf("Order #%d won ", ids["search"])
+				line := func(body, prefix string) string {
+					for _, l := range strings.Split(body, "\n") {
+						if strings.Contains(l, prefix) {
+							return l
+						}
+					}
+					t.Fatalf("no line with %q in %q", prefix, body)
+					return ""
+				}
+				sl, al := line(search[0].Body, core), line(ads[0].Body, fmt.Sprintf("Order #%d won ", ids["ads"]))
+				if mixed {
+					if !strings.HasSuffix(sl, ": "+exchange.PaymentRuleWords(exchange.PaidCore)+".") {
+						t.Errorf("search's line %q does not say it paid a core payment", sl)
+					}
+					if !strings.HasSuffix(al, ": "+exchange.PaymentRuleWords(exchange.PaidCappedPrices)+".") {
+						t.Errorf("ads' line %q does not say it paid capped prices", al)
+					}
+					if !strings.Contains(search[0].Body, exchange.SettlementRule(&auction.FinalRound{Payments: auction.PaymentsMixed, Parts: 2, CoreParts: 1})) {
+						t.Errorf("search's notice lacks the mixed rule's paragraph: %q", search[0].Body)
+					}
+				} else {
+					for _, l := range []string{sl, al} {
+						if strings.Contains(l, "core payment") || strings.Contains(l, "clock's prices") {
+							t.Errorf("line %q repeats the rule though every winner paid core payments", l)
+						}
+					}
+				}
+				mk.Verify()
+			})
+		})
+	}
+}

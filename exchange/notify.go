@@ -138,8 +138,11 @@ func leastRevenueNote(f *auction.FinalRound) string {
 // notifySettled tells every member and owner of each team with an order in the
 // run what its orders got: won, lost or rejected, paid and received. It runs in
 // the settlement's transaction, so the messages exist exactly when the settlement
-// does, once.
-func (m *Market) notifySettled(tx *gorm.DB, a Auction, converged bool, final *auction.FinalRound, prices map[string]float64, views []OrderView, lines []SettlementLine, rejected []int64) error {
+// does, once. rules is each winning order's payment rule (PaymentRuleOf): where
+// the run's winners paid under more than one rule (some parts core payments,
+// others capped prices), each won order's line says which rule its payment
+// followed, since SettlementRule's paragraph can only say that both happened.
+func (m *Market) notifySettled(tx *gorm.DB, a Auction, converged bool, final *auction.FinalRound, prices map[string]float64, views []OrderView, lines []SettlementLine, rejected []int64, rules map[int64]string) error {
 	type outcome struct {
 		won, lost, rejected int
 		paid, received      int64
@@ -164,6 +167,20 @@ func (m *Market) notifySettled(tx *gorm.DB, a Auction, converged bool, final *au
 			return
 		}
 		o.orders = append(o.orders, fmt.Sprintf(format, args...))
+	}
+	first, mixed := "", false
+	for _, r := range rules {
+		if first == "" {
+			first = r
+		}
+		mixed = mixed || r != first
+	}
+	// ruleOf is ": <rule>" for a won order's line when the rules are mixed.
+	ruleOf := func(order int64) string {
+		if w := PaymentRuleWords(rules[order]); mixed && w != "" {
+			return ": " + w
+		}
+		return ""
 	}
 	facts, err := lossFacts(tx, a, converged, prices, views, lines)
 	if err != nil {
@@ -190,11 +207,11 @@ func (m *Market) notifySettled(tx *gorm.DB, a Auction, converged bool, final *au
 		case l.Payment >= 0:
 			o.won++
 			o.paid += l.Payment
-			say(o, "Order #%d won %s and paid %s.", l.OrderID, specs[l.OrderID].Bundles[l.BundleIndex], moneyfmt.Exact(l.Payment))
+			say(o, "Order #%d won %s and paid %s%s.", l.OrderID, specs[l.OrderID].Bundles[l.BundleIndex], moneyfmt.Exact(l.Payment), ruleOf(l.OrderID))
 		default:
 			o.won++
 			o.received -= l.Payment
-			say(o, "Order #%d sold %s and received %s.", l.OrderID, specs[l.OrderID].Bundles[l.BundleIndex], moneyfmt.Exact(-l.Payment))
+			say(o, "Order #%d sold %s and received %s%s.", l.OrderID, specs[l.OrderID].Bundles[l.BundleIndex], moneyfmt.Exact(-l.Payment), ruleOf(l.OrderID))
 		}
 	}
 	if len(rejected) > 0 {

@@ -483,7 +483,11 @@ func (m *Market) settle(ctx context.Context, tx *gorm.DB, a Auction, res auction
 			return err
 		}
 	}
-	if err := m.notifySettled(tx, a, res.Converged, res.FinalRound, res.Prices, views, st.lines, st.rejected); err != nil {
+	rules := make(map[int64]string, len(res.Winners))
+	for id, w := range winnersOf(res.Winners) {
+		rules[id] = PaymentRuleOf(w, res.FinalRound != nil)
+	}
+	if err := m.notifySettled(tx, a, res.Converged, res.FinalRound, res.Prices, views, st.lines, st.rejected, rules); err != nil {
 		return err
 	}
 	rows := make([][]any, len(st.lines))
