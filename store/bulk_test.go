@@ -243,3 +243,45 @@ func TestLargeInsertWritesWhatSmallInsertsWrite(t *testing.T) {
 		}
 	})
 }
+
+// On PostgreSQL a large insert sends each column as one array per chunk of rows;
+// where a later chunk's values do not fit one array (here an untyped nil among a
+// column's *int64s), the whole insert takes the multi-row path instead, and
+// nothing is written twice or lost: every chunk's arrays are made before the
+// first is sent.
+func TestLargeInsertWhoseLaterChunkDoesNotFitAnArray(t *testing.T) {
+	defer store.SetMaxArrayRows(250)()
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		w := db.Write.WithContext(ctx)
+		if err := w.Exec(`CREATE TABLE mixed (k BIGINT PRIMARY KEY, c BIGINT)`).Error; err != nil {
+			t.Fatal(err)
+		}
+		const total = 450
+		rows := make([][]any, total)
+		want := 0
+		for i := range rows {
+			var c any = new(int64)
+			*c.(*int64) = int64(i)
+			if i >= 400 {
+				c = nil // NULL, but not a *int64
+			} else {
+				want += i
+			}
+			rows[i] = []any{i, c}
+		}
+		if err := w.Transaction(func(tx *gorm.DB) error {
+			_, err := store.Insert(tx, "mixed", []string{"k", "c"}, rows, "")
+			return err
+		}); err != nil {
+			t.Fatalf("insert: %v", err)
+		}
+		var got struct{ N, Nulls, Sum int }
+		if err := db.Read.Raw(`SELECT COUNT(*) AS n, COUNT(*) - COUNT(c) AS nulls, COALESCE(SUM(c), 0) AS sum FROM mixed`).Scan(&got).Error; err != nil {
+			t.Fatal(err)
+		}
+		if got.N != total || got.Nulls != total-400 || got.Sum != want {
+			t.Fatalf("rows %d, NULLs %d, sum %d; want %d, %d, %d", got.N, got.Nulls, got.Sum, total, total-400, want)
+		}
+	})
+}

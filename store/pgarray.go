@@ -18,8 +18,8 @@ import (
 const minArrayRows = 200
 
 // maxArrayRows bounds the rows of one unnest insert, so that one statement's
-// arrays stay a few megabytes.
-const maxArrayRows = 100_000
+// arrays stay a few megabytes. A variable only for the tests (SetMaxArrayRows).
+var maxArrayRows = 100_000
 
 // BigintArray is ids as a PostgreSQL array literal ('{1,2,3}'), to pass as one
 // parameter (CAST(? AS BIGINT[])): gorm would expand a slice into one parameter
@@ -140,24 +140,32 @@ func columnArrays(columns []string, rows [][]any) (types []string, arrays []any,
 // FROM unnest(...) per maxArrayRows rows, each column one array parameter: the
 // server parses and plans one small statement rather than one of ten thousand
 // parameters per few thousand rows. Rows are inserted (and ids returned) in the
-// rows' order. ok is false (nothing done) when the values do not fit columnArrays.
+// rows' order. ok is false (nothing done) when the values do not fit columnArrays,
+// in any chunk: every chunk's arrays are made before the first is sent.
 func insertArrays(tx *gorm.DB, table string, columns []string, rows [][]any, returning string) (ids []int64, ok bool, err error) {
 	if _, _, fits := columnArrays(columns, rows[:1]); !fits {
 		return nil, false, nil
+	}
+	type chunk struct {
+		n      int
+		types  []string
+		arrays []any
+	}
+	var chunks []chunk
+	for part := range slices.Chunk(rows, maxArrayRows) {
+		types, arrays, fits := columnArrays(columns, part)
+		if !fits {
+			return nil, false, nil
+		}
+		chunks = append(chunks, chunk{len(part), types, arrays})
 	}
 	pool := tx.Statement.ConnPool
 	ctx := tx.Statement.Context
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	for part := range slices.Chunk(rows, maxArrayRows) {
-		types, arrays, fits := columnArrays(columns, part)
-		if !fits {
-			if ids != nil || len(part) != len(rows) {
-				return nil, true, fmt.Errorf("store: insert into %s: a column's values change kind", table)
-			}
-			return nil, false, nil
-		}
+	for _, c := range chunks {
+		types, arrays := c.types, c.arrays
 		casts := make([]string, len(columns))
 		for j, t := range types {
 			casts[j] = fmt.Sprintf("CAST($%d AS %s[])", j+1, t)
@@ -182,7 +190,7 @@ func insertArrays(tx *gorm.DB, table string, columns []string, rows [][]any, ret
 		if err != nil {
 			return nil, true, translate(tx, err)
 		}
-		got, err := scanIDs(rs, len(part))
+		got, err := scanIDs(rs, c.n)
 		if err != nil {
 			return nil, true, translate(tx, err)
 		}
