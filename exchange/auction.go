@@ -155,6 +155,10 @@ type runOutcome struct {
 	ClockBundle int     // the bundle the clock alone gave, -1 for none
 	Unsupported bool    // the run's supporting prices fail to support this order
 	PaymentRule string  // the rule the order's payment followed (PaymentRuleOf); "" for none or not recorded
+	// VCGPayment is a core winner's VCG payment in dollars (auction.Winner.VCG),
+	// the least a core payment could be; nil where it paid no core payment or it
+	// was not recorded (runs from before migration 00038).
+	VCGPayment *float64 `gorm:"column:vcg_payment"`
 }
 
 func (runOutcome) TableName() string { return "run_outcomes" }

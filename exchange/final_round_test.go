@@ -3,6 +3,7 @@ package exchange_test
 import (
 	"context"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"testing"
@@ -79,6 +80,11 @@ func TestTheBindingRunSettlesTheFinalRound(t *testing.T) {
 		if search.PaymentRule != exchange.PaidCore || byTeam["ml"].PaymentRule != "" {
 			t.Fatalf("payment rules: search %q, ml %q; want core (nearest VCG) and none for a loser", search.PaymentRule, byTeam["ml"].PaymentRule)
 		}
+		// Its VCG payment is stored with its outcome (here the core payment is the
+		// VCG payment: search wins alone); the losers have none.
+		if v := search.VCGPayment; v == nil || math.Abs(*v-740) > 1e-6 || byTeam["ml"].VCGPayment != nil || byTeam["ads"].VCGPayment != nil {
+			t.Fatalf("VCG payments: search %v, ml %v, ads %v; want 740 and none for the losers", search.VCGPayment, byTeam["ml"].VCGPayment, byTeam["ads"].VCGPayment)
+		}
 		if search.AtPrices <= 900 || search.Uniform() {
 			t.Fatalf("search's bundle at prices is %v: the clock's prices should price it above its limit", search.AtPrices)
 		}
@@ -132,6 +138,9 @@ func TestTheBindingRunSettlesTheFinalRound(t *testing.T) {
 		ns := notices(t, mk.Market, "member@search")
 		if len(ns) != 1 || !strings.Contains(ns[0].Body, exchange.SettlementRule(&auction.FinalRound{Payments: auction.PaymentsCore})) {
 			t.Errorf("search's settlement notice does not say core payments settled it: %+v", ns)
+		}
+		if want := fmt.Sprintf("Order #%d won eu-west/cpu +100, us-east/ram +400 and paid $740.00 (its VCG payment $740.00).", ids["search"]); len(ns) != 1 || !strings.Contains(ns[0].Body, want) {
+			t.Errorf("search's settlement notice does not give its VCG payment (%q): %+v", want, ns)
 		}
 		mk.Verify()
 	})
@@ -417,8 +426,11 @@ func TestSettlementNoticeNamesEachOrdersRuleWhereTheyDiffer(t *testing.T) {
 					if !strings.HasSuffix(sl, ": "+exchange.PaymentRuleWords(exchange.PaidCore)+".") {
 						t.Errorf("search's line %q does not say it paid a core payment", sl)
 					}
-					if !strings.HasSuffix(al, ": "+exchange.PaymentRuleWords(exchange.PaidCappedPrices)+".") {
-						t.Errorf("ads' line %q does not say it paid capped prices", al)
+					if !strings.HasSuffix(al, ": "+exchange.PaymentRuleWords(exchange.PaidCappedPrices)+".") || strings.Contains(al, "VCG payment $") {
+						t.Errorf("ads' line %q does not say it paid capped prices, or gives a VCG payment it did not pay against", al)
+					}
+					if !strings.Contains(sl, "(its VCG payment $") {
+						t.Errorf("search's line %q does not give its VCG payment", sl)
 					}
 					if !strings.Contains(search[0].Body, exchange.SettlementRule(&auction.FinalRound{Payments: auction.PaymentsMixed, Parts: 2, CoreParts: 1})) {
 						t.Errorf("search's notice lacks the mixed rule's paragraph: %q", search[0].Body)

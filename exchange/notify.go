@@ -138,11 +138,13 @@ func leastRevenueNote(f *auction.FinalRound) string {
 // notifySettled tells every member and owner of each team with an order in the
 // run what its orders got: won, lost or rejected, paid and received. It runs in
 // the settlement's transaction, so the messages exist exactly when the settlement
-// does, once. rules is each winning order's payment rule (PaymentRuleOf): where
-// the run's winners paid under more than one rule (some parts core payments,
-// others capped prices), each won order's line says which rule its payment
-// followed, since SettlementRule's paragraph can only say that both happened.
-func (m *Market) notifySettled(tx *gorm.DB, a Auction, converged bool, final *auction.FinalRound, prices map[string]float64, views []OrderView, lines []SettlementLine, rejected []int64, rules map[int64]string) error {
+// does, once. won is the run's winners by order: where they paid under more than
+// one rule (some parts core payments, others capped prices), each won order's
+// line says which rule its payment followed (PaymentRuleOf), since
+// SettlementRule's paragraph can only say that both happened; and a buyer that
+// paid a core payment is told its VCG payment, the least a core payment could be,
+// so that what a lower bid could at most have saved is a figure, not a claim.
+func (m *Market) notifySettled(tx *gorm.DB, a Auction, converged bool, final *auction.FinalRound, prices map[string]float64, views []OrderView, lines []SettlementLine, rejected []int64, won map[int64]auction.Winner) error {
 	type outcome struct {
 		won, lost, rejected int
 		paid, received      int64
@@ -169,7 +171,8 @@ func (m *Market) notifySettled(tx *gorm.DB, a Auction, converged bool, final *au
 		o.orders = append(o.orders, fmt.Sprintf(format, args...))
 	}
 	first, mixed := "", false
-	for _, r := range rules {
+	for _, w := range won {
+		r := PaymentRuleOf(w, final != nil)
 		if first == "" {
 			first = r
 		}
@@ -177,8 +180,17 @@ func (m *Market) notifySettled(tx *gorm.DB, a Auction, converged bool, final *au
 	}
 	// ruleOf is ": <rule>" for a won order's line when the rules are mixed.
 	ruleOf := func(order int64) string {
-		if w := PaymentRuleWords(rules[order]); mixed && w != "" {
+		if w := PaymentRuleWords(PaymentRuleOf(won[order], final != nil)); mixed && w != "" {
 			return ": " + w
+		}
+		return ""
+	}
+	// vcgOf is " (its VCG payment $X)" for a buyer's core payment.
+	vcgOf := func(order int64) string {
+		if w, ok := won[order]; ok && final != nil && w.Core && w.Payment >= 0 {
+			if v, ok := moneyfmt.FromDollars(w.VCG); ok {
+				return " (its VCG payment " + moneyfmt.Exact(v) + ")"
+			}
 		}
 		return ""
 	}
@@ -207,7 +219,7 @@ func (m *Market) notifySettled(tx *gorm.DB, a Auction, converged bool, final *au
 		case l.Payment >= 0:
 			o.won++
 			o.paid += l.Payment
-			say(o, "Order #%d won %s and paid %s%s.", l.OrderID, specs[l.OrderID].Bundles[l.BundleIndex], moneyfmt.Exact(l.Payment), ruleOf(l.OrderID))
+			say(o, "Order #%d won %s and paid %s%s%s.", l.OrderID, specs[l.OrderID].Bundles[l.BundleIndex], moneyfmt.Exact(l.Payment), vcgOf(l.OrderID), ruleOf(l.OrderID))
 		default:
 			o.won++
 			o.received -= l.Payment

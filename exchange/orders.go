@@ -75,9 +75,10 @@ type OrderView struct {
 // Outcome is one order's result in an auction run.
 type Outcome struct {
 	RunID       int64
-	BundleIndex int     // -1 when the order gets nothing
-	Payment     float64 // dollars at the run's prices; negative receives
-	PaymentRule string  // the rule the payment follows (PaidCore, ...); "" when it gets nothing or not recorded
+	BundleIndex int      // -1 when the order gets nothing
+	Payment     float64  // dollars at the run's prices; negative receives
+	PaymentRule string   // the rule the payment follows (PaidCore, ...); "" when it gets nothing or not recorded
+	VCGPayment  *float64 // a core payment's VCG payment in dollars, the least it could be; nil for no core payment or not recorded
 }
 
 // PlaceOrder enters an order for spec.Team by user, attached to the auction taking
@@ -683,14 +684,15 @@ func loadViews(db *gorm.DB, os []Order, provisional bool) ([]OrderView, error) {
 			BundleIndex int
 			Payment     float64
 			PaymentRule string
+			VCGPayment  *float64 `gorm:"column:vcg_payment"`
 		}
-		if err := db.Raw(`SELECT o.order_id, o.run_id, o.bundle_index, o.payment, o.payment_rule FROM run_outcomes o
+		if err := db.Raw(`SELECT o.order_id, o.run_id, o.bundle_index, o.payment, o.payment_rule, o.vcg_payment FROM run_outcomes o
 			WHERE o.order_id `+in+` AND o.run_id = (SELECT MAX(run_id) FROM run_outcomes WHERE order_id = o.order_id)`, arg).
 			Scan(&outs).Error; err != nil {
 			return nil, err
 		}
 		for _, l := range outs {
-			byOrder[l.OrderID].Provisional = &Outcome{RunID: l.RunID, BundleIndex: l.BundleIndex, Payment: l.Payment, PaymentRule: l.PaymentRule}
+			byOrder[l.OrderID].Provisional = &Outcome{RunID: l.RunID, BundleIndex: l.BundleIndex, Payment: l.Payment, PaymentRule: l.PaymentRule, VCGPayment: l.VCGPayment}
 		}
 	}
 	return views, nil

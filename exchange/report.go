@@ -33,11 +33,12 @@ type SettlementReport struct {
 // ReportLine is one order's part of a settlement.
 type ReportLine struct {
 	SettlementLine
-	Bundle      Bundle  // the bundle it got, nil when it lost
-	Exact       float64 // the engine's payment in dollars, before rounding
-	AtPrices    float64 // its bundle at the published prices, in dollars
-	ClockBundle int     // the bundle the clock alone gave it, -1 for none
-	PaymentRule string  // the rule its payment followed (PaidCore, ...); "" when it lost or not recorded
+	Bundle      Bundle   // the bundle it got, nil when it lost
+	Exact       float64  // the engine's payment in dollars, before rounding
+	AtPrices    float64  // its bundle at the published prices, in dollars
+	ClockBundle int      // the bundle the clock alone gave it, -1 for none
+	PaymentRule string   // the rule its payment followed (PaidCore, ...); "" when it lost or not recorded
+	VCGPayment  *float64 // a core payment's VCG payment in dollars, the least it could be; nil for no core payment or not recorded
 }
 
 // Uniform reports whether the line's payment is its bundle at the published prices
@@ -139,7 +140,7 @@ func (m *Market) reportLines(db *gorm.DB, auctionID int64, lines []SettlementLin
 		if !ok {
 			o.ClockBundle = -1
 		}
-		out[i] = ReportLine{SettlementLine: l, Exact: o.Payment, AtPrices: o.AtPrices, ClockBundle: o.ClockBundle, PaymentRule: o.PaymentRule}
+		out[i] = ReportLine{SettlementLine: l, Exact: o.Payment, AtPrices: o.AtPrices, ClockBundle: o.ClockBundle, PaymentRule: o.PaymentRule, VCGPayment: o.VCGPayment}
 		if l.BundleIndex >= 0 {
 			out[i].Bundle = byID[l.OrderID].Spec.Bundles[l.BundleIndex]
 		}
@@ -383,7 +384,8 @@ type RunChange struct {
 	Bundle, Clock     Bundle
 	Payment, AtPrices float64 // dollars, as the engine computed them
 	Changed, Uniform  bool
-	PaymentRule       string // the rule the winner's payment followed (PaidCore, ...); "" when it lost or not recorded
+	PaymentRule       string   // the rule the winner's payment followed (PaidCore, ...); "" when it lost or not recorded
+	VCGPayment        *float64 // a core payment's VCG payment in dollars; nil for no core payment or not recorded
 }
 
 // FinalRoundChanges returns, for a run, every order whose outcome the final round
@@ -419,7 +421,7 @@ func (m *Market) FinalRoundChanges(ctx context.Context, run AuctionRun) ([]RunCh
 	for i, o := range outs {
 		v := byID[o.OrderID]
 		c := RunChange{OrderID: o.OrderID, TeamID: v.TeamID, Payment: o.Payment, AtPrices: o.AtPrices,
-			Changed: o.ClockBundle != o.BundleIndex, Uniform: o.BundleIndex < 0 || math.Abs(o.Payment-o.AtPrices) < 5e-7, PaymentRule: o.PaymentRule}
+			Changed: o.ClockBundle != o.BundleIndex, Uniform: o.BundleIndex < 0 || math.Abs(o.Payment-o.AtPrices) < 5e-7, PaymentRule: o.PaymentRule, VCGPayment: o.VCGPayment}
 		if o.BundleIndex >= 0 && o.BundleIndex < len(v.Spec.Bundles) {
 			c.Bundle = v.Spec.Bundles[o.BundleIndex]
 		}

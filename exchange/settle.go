@@ -212,16 +212,21 @@ func (m *Market) run(ctx context.Context, tx *gorm.DB, a Auction, binding bool, 
 		clock = winnersOf(res.ClockWinners)
 	}
 	outs := make([][]any, len(views))
+	vcg := make([]float64, len(views)) // the core winners' VCG payments, pointed to by their rows
 	for i, v := range views {
-		outs[i] = []any{r.ID, v.ID, -1, 0.0, 0.0, -1, unsupported[strconv.FormatInt(v.ID, 10)], ""}
+		outs[i] = []any{r.ID, v.ID, -1, 0.0, 0.0, -1, unsupported[strconv.FormatInt(v.ID, 10)], "", (*float64)(nil)}
 		if w, ok := won[v.ID]; ok {
 			outs[i][2], outs[i][3], outs[i][4], outs[i][7] = w.BundleIndex, w.Payment, w.AtPrices, PaymentRuleOf(w, res.FinalRound != nil)
+			if w.Core && res.FinalRound != nil {
+				vcg[i] = w.VCG
+				outs[i][8] = &vcg[i]
+			}
 		}
 		if w, ok := clock[v.ID]; ok {
 			outs[i][5] = w.BundleIndex
 		}
 	}
-	if _, err := store.Insert(tx, "run_outcomes", []string{"run_id", "order_id", "bundle_index", "payment", "at_prices", "clock_bundle", "unsupported", "payment_rule"}, outs, ""); err != nil {
+	if _, err := store.Insert(tx, "run_outcomes", []string{"run_id", "order_id", "bundle_index", "payment", "at_prices", "clock_bundle", "unsupported", "payment_rule", "vcg_payment"}, outs, ""); err != nil {
 		return AuctionRun{}, auction.Result{}, nil, err
 	}
 	return r, res, views, nil
@@ -483,11 +488,7 @@ func (m *Market) settle(ctx context.Context, tx *gorm.DB, a Auction, res auction
 			return err
 		}
 	}
-	rules := make(map[int64]string, len(res.Winners))
-	for id, w := range winnersOf(res.Winners) {
-		rules[id] = PaymentRuleOf(w, res.FinalRound != nil)
-	}
-	if err := m.notifySettled(tx, a, res.Converged, res.FinalRound, res.Prices, views, st.lines, st.rejected, rules); err != nil {
+	if err := m.notifySettled(tx, a, res.Converged, res.FinalRound, res.Prices, views, st.lines, st.rejected, winnersOf(res.Winners)); err != nil {
 		return err
 	}
 	rows := make([][]any, len(st.lines))

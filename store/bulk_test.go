@@ -159,7 +159,7 @@ func TestLargeInsertWritesWhatSmallInsertsWrite(t *testing.T) {
 		w := db.Write.WithContext(ctx)
 		for _, table := range []string{"big", "small"} {
 			if err := w.Exec(`CREATE TABLE ` + table + ` (k TEXT PRIMARY KEY, a BIGINT NOT NULL, b BIGINT NOT NULL, c BIGINT,
-				f DOUBLE PRECISION NOT NULL, ok BOOLEAN NOT NULL, at TIMESTAMP NOT NULL)`).Error; err != nil {
+				f DOUBLE PRECISION NOT NULL, g DOUBLE PRECISION, ok BOOLEAN NOT NULL, at TIMESTAMP NOT NULL)`).Error; err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -168,13 +168,21 @@ func TestLargeInsertWritesWhatSmallInsertsWrite(t *testing.T) {
 		rows := make([][]any, total)
 		for i := range rows {
 			var c *int64
+			var g *float64
 			if i%3 != 0 {
 				c = new(int64)
 				*c = int64(-i)
 			}
-			rows[i] = []any{fmt.Sprintf(`k"%d\'{},`, i), i, int64(i) << 40, c, float64(i) / 7, i%2 == 0, at.Add(time.Duration(i) * time.Microsecond)}
+			if i%4 != 1 {
+				g = new(float64)
+				*g = float64(i) / 3
+			}
+			rows[i] = []any{fmt.Sprintf(`k"%d\'{},`, i), i, int64(i) << 40, c, float64(i) / 7, g, i%2 == 0, at.Add(time.Duration(i) * time.Microsecond)}
 		}
-		cols := []string{"k", "a", "b", "c", "f", "ok", "at"}
+		cols := []string{"k", "a", "b", "c", "f", "g", "ok", "at"}
+		if !store.ColumnArraysFit(cols, rows) {
+			t.Fatal("these rows would not go to PostgreSQL as column arrays: every kind here should")
+		}
 		err := w.Transaction(func(tx *gorm.DB) error {
 			if _, err := store.Insert(tx, "big", cols, rows, ""); err != nil {
 				return err
@@ -195,19 +203,23 @@ func TestLargeInsertWritesWhatSmallInsertsWrite(t *testing.T) {
 				A, B int64
 				C    *int64
 				F    float64
+				G    *float64
 				OK   bool
 				At   time.Time
 			}
-			if err := db.Read.Raw("SELECT k, a, b, c, f, ok, at FROM " + table + " ORDER BY k").Scan(&got).Error; err != nil {
+			if err := db.Read.Raw("SELECT k, a, b, c, f, g, ok, at FROM " + table + " ORDER BY k").Scan(&got).Error; err != nil {
 				t.Fatal(err)
 			}
 			var sb strings.Builder
 			for _, r := range got {
-				c := "NULL"
+				c, g := "NULL", "NULL"
 				if r.C != nil {
 					c = fmt.Sprint(*r.C)
 				}
-				fmt.Fprintf(&sb, "%q %d %d %s %v %v %s\n", r.K, r.A, r.B, c, r.F, r.OK, r.At.UTC().Format(time.RFC3339Nano))
+				if r.G != nil {
+					g = fmt.Sprint(*r.G)
+				}
+				fmt.Fprintf(&sb, "%q %d %d %s %v %s %v %s\n", r.K, r.A, r.B, c, r.F, g, r.OK, r.At.UTC().Format(time.RFC3339Nano))
 			}
 			if len(got) != total {
 				t.Fatalf("%s: %d rows, want %d", table, len(got), total)

@@ -7,3 +7,10 @@ func SetMaxArrayRows(n int) (restore func()) {
 	maxArrayRows = n
 	return func() { maxArrayRows = old }
 }
+
+// ColumnArraysFit says whether rows go to PostgreSQL as one array per column
+// (columnArrays), rather than as a multi-row statement.
+func ColumnArraysFit(columns []string, rows [][]any) bool {
+	_, _, ok := columnArrays(columns, rows)
+	return ok
+}

@@ -58,7 +58,7 @@ func TextArray(texts []string) string {
 // columnArrays turns rows into one typed slice per column, with its PostgreSQL
 // type, for pgx to send each as one binary array. ok is false when a column's
 // values are not all of one supported kind (integers, strings, floats, bools,
-// times, or pointers to int64, nil for NULL).
+// times, or pointers to int64 or float64, nil for NULL).
 func columnArrays(columns []string, rows [][]any) (types []string, arrays []any, ok bool) {
 	types = make([]string, len(columns))
 	arrays = make([]any, len(columns))
@@ -89,6 +89,16 @@ func columnArrays(columns []string, rows [][]any) (types []string, arrays []any,
 				a[i] = v
 			}
 			types[j], arrays[j] = "BIGINT", a
+		case *float64:
+			a := make([]*float64, len(rows))
+			for i, r := range rows {
+				v, isPtr := r[j].(*float64)
+				if !isPtr {
+					return nil, nil, false
+				}
+				a[i] = v
+			}
+			types[j], arrays[j] = "DOUBLE PRECISION", a
 		case string:
 			a := make([]string, len(rows))
 			for i, r := range rows {

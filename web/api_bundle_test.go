@@ -64,6 +64,10 @@ func TestAPICountsBundlesFromOne(t *testing.T) {
 		order.Provisional.PaymentRule != settlement.Lines[0].PaymentRule {
 		t.Errorf("order outcome %+v, settlement lines %+v: want the same non-empty payment_rule", order.Provisional, settlement.Lines)
 	}
+	// And the same VCG payment, where the rule is a core payment (none otherwise).
+	if order.Provisional != nil && len(settlement.Lines) == 1 && order.Provisional.VCGPayment != settlement.Lines[0].VCGPayment {
+		t.Errorf("order outcome's vcg_payment %q, the settlement line's %q: want the same", order.Provisional.VCGPayment, settlement.Lines[0].VCGPayment)
+	}
 }
 
 // The API places a bid whose limit is below the cost at reserve prices, and warns

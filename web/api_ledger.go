@@ -47,7 +47,7 @@ func (s *Server) apiSettlement(c *gin.Context) {
 	for _, l := range rep.Lines {
 		lines = append(lines, apiv1.SettlementLine{Order: l.OrderID, Team: l.TeamID, BundleNumber: l.BundleIndex + 1, BundleIndex: l.BundleIndex, Bundle: l.Bundle,
 			Payment: ledger.Money(l.Payment).Plain(), ClockPayment: apiPrice(l.Exact), AtPrices: apiPrice(l.AtPrices), EntryID: l.EntryID,
-			PaymentRule: l.PaymentRule})
+			PaymentRule: l.PaymentRule, VCGPayment: apiVCG(l.VCGPayment)})
 	}
 	body := apiv1.Settlement{Auction: toAPIAuction(rep.Auction), Lines: lines, Totals: apiv1.SettlementTotals{
 		BuyersPaid: rep.BuyersPaid.Plain(), SellersReceived: rep.SellersReceived.Plain(),

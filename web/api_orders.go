@@ -27,7 +27,7 @@ func toAPIOrder(v exchange.OrderView) apiv1.Order {
 		o.Limits = append(o.Limits, apiMoney(l))
 	}
 	if v.Provisional != nil {
-		o.Provisional = &apiv1.Outcome{BundleNumber: v.Provisional.BundleIndex + 1, BundleIndex: v.Provisional.BundleIndex, Payment: apiPrice(v.Provisional.Payment), PaymentRule: v.Provisional.PaymentRule}
+		o.Provisional = &apiv1.Outcome{BundleNumber: v.Provisional.BundleIndex + 1, BundleIndex: v.Provisional.BundleIndex, Payment: apiPrice(v.Provisional.Payment), PaymentRule: v.Provisional.PaymentRule, VCGPayment: apiVCG(v.Provisional.VCGPayment)}
 	}
 	return o
 }

@@ -99,6 +99,11 @@ func TestPagesShowTheFinalRound(t *testing.T) {
 			if want := map[any]any{"search": "core"}[line["team"]]; line["payment_rule"] != want {
 				t.Errorf("API line %v: payment_rule %v, want %v", line, line["payment_rule"], want)
 			}
+			// Its VCG payment is recorded with it: here the core payment is the VCG
+			// payment itself. The losers have none.
+			if want := map[any]any{"search": "740.00"}[line["team"]]; line["vcg_payment"] != want {
+				t.Errorf("API line %v: vcg_payment %v, want %v", line, line["vcg_payment"], want)
+			}
 		}
 		// The final round changed the clock's allocation, so the API gives supporting
 		// prices beside the clock's (ram at ml's $290 over 300 GiB, to the
@@ -132,13 +137,19 @@ func TestPagesShowTheFinalRound(t *testing.T) {
 		must(err)
 		col := slices.Index(recs[0], "supporting_unit_prices")
 		team := slices.Index(recs[0], "team")
-		if ruleCol := slices.Index(recs[0], "payment_rule"); ruleCol != len(recs[0])-1 {
-			t.Errorf("settlement CSV header %q: payment_rule is not the last column", recs[0])
+		// payment_rule and vcg_payment were added last, in that order, so that tools
+		// reading the columns by position still find every earlier one.
+		ruleCol, vcgCol := slices.Index(recs[0], "payment_rule"), slices.Index(recs[0], "vcg_payment")
+		if ruleCol != len(recs[0])-2 || vcgCol != len(recs[0])-1 {
+			t.Fatalf("settlement CSV header %q: want payment_rule then vcg_payment last", recs[0])
 		}
 		found := 0
 		for _, r := range recs[1:] {
-			if want := map[string]string{"search": "core"}[r[team]]; r[len(r)-1] != want {
-				t.Errorf("settlement CSV line %q: payment_rule %q, want %q", r, r[len(r)-1], want)
+			if want := map[string]string{"search": "core"}[r[team]]; r[ruleCol] != want {
+				t.Errorf("settlement CSV line %q: payment_rule %q, want %q", r, r[ruleCol], want)
+			}
+			if want := map[string]string{"search": "740.000000"}[r[team]]; r[vcgCol] != want {
+				t.Errorf("settlement CSV line %q: vcg_payment %q, want %q", r, r[vcgCol], want)
 			}
 			want := map[string]string{"search": "us-east/cpu=5.133333;us-east/ram=0.966667", "ads": "", "ml": ""}[r[team]]
 			if col < 0 || r[col] != want {
@@ -240,8 +251,27 @@ func TestPagesShowTheFinalRound(t *testing.T) {
 				t.Errorf("%s: search's payment rule %q, want the least-revenue point", p.path, got)
 			}
 		}
-		if _, doc := owner.get("/orders"); doc.Find("[data-testid=outcome-rule]").Length() != 0 {
-			t.Errorf("/orders of ads, a loser: payment rule %q", doc.Find("[data-testid=outcome-rule]").Text())
+		if _, doc := owner.get("/orders"); doc.Find("[data-testid=outcome-rule]").Length() != 0 || doc.Find("[data-testid=outcome-vcg]").Length() != 0 {
+			t.Errorf("/orders of ads, a loser: payment rule %q, VCG %q", doc.Find("[data-testid=outcome-rule]").Text(), doc.Find("[data-testid=outcome-vcg]").Text())
+		}
+		// The winner's VCG payment, the least a core payment could be, is shown beside
+		// its payment on its team's orders page (with what a lower bid could at most
+		// have saved: nothing, since it paid its VCG payment) and on the report.
+		for _, p := range []struct {
+			b          *browser
+			path, find string
+			want       []string
+		}{
+			{searchOwner, "/orders", "[data-testid=outcome-vcg]", []string{"VCG payment $740.00", "a lower bid could have saved at most $0.00"}},
+			{fin, "/finance/auctions/1", "[data-testid=vcg-payment]", []string{"VCG payment $740.00, the least a core payment could be."}},
+		} {
+			_, doc := p.b.get(p.path)
+			got := strings.Join(strings.Fields(doc.Find(p.find).Text()), " ")
+			for _, w := range p.want {
+				if doc.Find(p.find).Length() != 1 || !strings.Contains(got, w) {
+					t.Errorf("%s: %s is %q, want it to say %q", p.path, p.find, got, w)
+				}
+			}
 		}
 		_, m = f.api(f.token(finUser), "GET", "/api/v1/auctions/1/settlement", "")
 		for _, l := range m["lines"].([]any) {
@@ -257,8 +287,8 @@ func TestPagesShowTheFinalRound(t *testing.T) {
 		res.Body.Close()
 		must(err)
 		for _, r := range recs[1:] {
-			if want := map[string]string{"search": "core_least_revenue"}[r[team]]; r[len(r)-1] != want {
-				t.Errorf("settlement CSV line %q after the fallback: payment_rule %q, want %q", r, r[len(r)-1], want)
+			if want := map[string]string{"search": "core_least_revenue"}[r[team]]; r[ruleCol] != want {
+				t.Errorf("settlement CSV line %q after the fallback: payment_rule %q, want %q", r, r[ruleCol], want)
 			}
 		}
 		// A run from before the parts were recorded says nothing of them.

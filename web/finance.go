@@ -269,6 +269,10 @@ func (s *Server) settlementPage(c *gin.Context) {
 			if rep.Run.FinalRound {
 				row.Rule = exchange.PaymentRuleWords(l.PaymentRule)
 			}
+			if l.VCGPayment != nil && l.Payment >= 0 {
+				m := monOf(*l.VCGPayment)
+				row.VCG = &m
+			}
 		}
 		v.Lines = append(v.Lines, row)
 	}
@@ -295,7 +299,11 @@ func (s *Server) settlementPage(c *gin.Context) {
 // pays. payment_rule is the rule the winner's payment followed (clock_prices,
 // core, core_least_revenue or capped_prices; exchange.PaidCore and its kin),
 // empty for an order that lost and for auctions settled before it was recorded.
-var SettlementCSVHeader = []string{"auction_id", "order_id", "team", "bundle_number", "bundle", "clock_payment", "settled_payment", "entry_id", "unit_prices", "at_prices", "supporting_unit_prices", "payment_rule"}
+// vcg_payment is, for a core payment (core, core_least_revenue), the winner's VCG
+// payment to the micro-dollar: what its bundle cost the other orders, the least a
+// core payment could be (settled_payment is at least this, up to rounding, and at
+// most the limit); empty otherwise, and for auctions settled before it was recorded.
+var SettlementCSVHeader = []string{"auction_id", "order_id", "team", "bundle_number", "bundle", "clock_payment", "settled_payment", "entry_id", "unit_prices", "at_prices", "supporting_unit_prices", "payment_rule", "vcg_payment"}
 
 func (s *Server) settlementCSV(c *gin.Context) {
 	id, err := auctionID(c)
@@ -346,8 +354,12 @@ func (s *Server) settlementCSV(c *gin.Context) {
 		if l.BundleIndex >= 0 {
 			number = strconv.Itoa(l.BundleIndex + 1)
 		}
+		vcg := ""
+		if l.VCGPayment != nil {
+			vcg = ledger.Money(monOf(*l.VCGPayment)).CSV()
+		}
 		_ = w.Write([]string{strconv.FormatInt(id, 10), strconv.FormatInt(l.OrderID, 10), clearhouse.CSVText(l.TeamID), number, clearhouse.CSVText(bundle),
-			ledger.Money(monOf(l.Exact)).CSV(), ledger.Money(l.Payment).CSV(), entry, unitPrices, atPrices, supportingPrices, l.PaymentRule})
+			ledger.Money(monOf(l.Exact)).CSV(), ledger.Money(l.Payment).CSV(), entry, unitPrices, atPrices, supportingPrices, l.PaymentRule, vcg})
 	}
 	w.Flush()
 }

@@ -25,3 +25,11 @@ func apiMoney(m ledger.Money) string { return m.Plain() }
 // apiPrice is a price per unit as the API answers it: the engine's float rounded to
 // the micro-dollar, as a decimal string ("3.515012").
 func apiPrice(dollars float64) string { return ledger.Money(monOf(dollars)).Plain() }
+
+// apiVCG is a core winner's VCG payment as apiPrice writes it; "" (absent) for nil.
+func apiVCG(dollars *float64) string {
+	if dollars == nil {
+		return ""
+	}
+	return apiPrice(*dollars)
+}

@@ -71,6 +71,10 @@ func orderRows(u identity.User, vs []exchange.OrderView, biddingOpen bool, units
 			if v.Provisional.PaymentRule != exchange.PaidClockPrices {
 				r.Provisional.Rule = exchange.PaymentRuleWords(v.Provisional.PaymentRule)
 			}
+			if vcg := v.Provisional.VCGPayment; vcg != nil && v.Provisional.Payment >= 0 {
+				m := monOf(*vcg)
+				r.Provisional.VCG = &m
+			}
 		}
 		r.CanWithdraw = biddingOpen && v.Status.Live() && u.Role.OnTeam() && u.TeamID == v.TeamID
 		r.CanDecide = biddingOpen && v.Status == exchange.OrderAwaitingApproval && u.Role == identity.RoleOwner && u.TeamID == v.TeamID

@@ -103,6 +103,11 @@ type Outcome struct {
 	// core_least_revenue, capped_prices; docs/final-round.md); absent for an
 	// order that gets nothing and for runs recorded before it was.
 	PaymentRule string `json:"payment_rule,omitempty"`
+	// VCGPayment is, for a core payment (core or core_least_revenue), the
+	// winner's VCG payment in dollars: what its bundle cost the other orders, the
+	// least a core payment could be (the payment is at least this and at most the
+	// limit). Absent otherwise, and for runs recorded before it was.
+	VCGPayment string `json:"vcg_payment,omitempty"`
 }
 
 // PlacedOrder is the answer to POST /orders: the new order with what its client
@@ -150,6 +155,10 @@ type SettlementLine struct {
 	// core, core_least_revenue or capped_prices (docs/final-round.md); absent
 	// for an order that lost, and for auctions settled before it was recorded.
 	PaymentRule string `json:"payment_rule,omitempty"`
+	// VCGPayment is, for a core payment, the winner's VCG payment in dollars,
+	// unrounded as clock_payment is: the least a core payment could be. Absent
+	// otherwise, and for auctions settled before it was recorded.
+	VCGPayment string `json:"vcg_payment,omitempty"`
 }
 
 // SettlementTotals are a settlement's sums: what buyers paid, sellers received, the
