@@ -15,7 +15,7 @@ import (
 
 var (
 	noticeTotal = regexp.MustCompile(`; paid (\$[\d,]+\.\d+)`)
-	noticeLine  = regexp.MustCompile(`Order #(\d+) won .*? and paid (\$[\d,]+\.\d+)\.`)
+	noticeLine  = regexp.MustCompile(`Order #(\d+) won .*? and paid (\$[\d,]+\.\d+)(?:\.| \(|:)`)
 )
 
 // A settlement notification's "paid" total is the sum of the amounts its lines
