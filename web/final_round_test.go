@@ -262,7 +262,7 @@ func TestPagesShowTheFinalRound(t *testing.T) {
 			path, find string
 			want       []string
 		}{
-			{searchOwner, "/orders", "[data-testid=outcome-vcg]", []string{"VCG payment $740.00", "a lower bid could have saved at most $0.00"}},
+			{searchOwner, "/orders", "[data-testid=outcome-vcg]", []string{"Its VCG payment was $740.00: a lower bid could have saved at most $0.00."}},
 			{fin, "/finance/auctions/1", "[data-testid=vcg-payment]", []string{"VCG payment $740.00, the least a core payment could be."}},
 		} {
 			_, doc := p.b.get(p.path)
