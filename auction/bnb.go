@@ -383,7 +383,17 @@ func (p *problem) nodeLP(n *node, deadline time.Time) (rel relaxation, ok bool) 
 		return relaxation{}, true
 	}
 	bidRow, rows := p.bidderRows(free, res, rows)
-	A, b, c := p.nodeMatrix(free, res, poolRow, bidRow, rows)
+	cutRows, cutRHS, ok := p.cutRows(n, free)
+	if !ok {
+		return relaxation{}, true
+	}
+	A, b, c := p.nodeMatrix(free, res, poolRow, bidRow, rows+len(cutRows))
+	for i, ks := range cutRows {
+		for _, k := range ks {
+			A[rows+i][k] = 1
+		}
+		b[rows+i] = cutRHS[i]
+	}
 	s, st := lpSolve(A, b, c, deadline)
 	switch st {
 	case lpInfeasible:
