@@ -90,21 +90,7 @@ func newCliqueCuts(p *problem) *cliqueCuts {
 // clique above 1), grown greedily from each fractional column by x, then made
 // maximal with columns of no value in x. It returns how many it added.
 func (cc *cliqueCuts) separate(x []float64) int {
-	var frac []int32
-	for j, v := range x {
-		if v > 1e-6 {
-			frac = append(frac, int32(j))
-		}
-	}
-	slices.SortStableFunc(frac, func(a, b int32) int {
-		switch {
-		case x[a] > x[b]:
-			return -1
-		case x[a] < x[b]:
-			return 1
-		}
-		return 0
-	})
+	frac := byValue(x) // the columns with a value in x, largest first
 	added := 0
 	for _, seed := range frac {
 		if x[seed] > 1-1e-6 {
