@@ -128,6 +128,7 @@ func (cc *cliqueCuts) separate(x []float64) int {
 	return added
 }
 
+// adjacentToAll reports whether column j conflicts with every column of c.
 func (cc *cliqueCuts) adjacentToAll(j int32, c []int32) bool {
 	for _, k := range c {
 		if !cc.g.has(j, k) {
@@ -142,14 +143,19 @@ func (cc *cliqueCuts) adjacentToAll(j int32, c []int32) bool {
 const maxCutRounds = 5
 
 // cutRoot strengthens the LP of q (a separation's problem) with the pool's
-// clique cuts and the new ones its root LP violates, solved again up to
-// maxCutRounds times, and leaves the last root LP, which holds every cut, in
-// q.root for branch and bound to start from.
-func (q *problem) cutRoot(cc *cliqueCuts, end time.Time) {
-	q.cuts = cc.cuts
+// clique cuts (*pool, made on first use) and the new ones its root LP violates,
+// solved again up to maxCutRounds times, and leaves the last root LP, which
+// holds every cut, in q.root for branch and bound to start from. A part too
+// large for branch and bound's LP gets neither.
+func (q *problem) cutRoot(pool **cliqueCuts, end time.Time) {
 	if !q.fitsLP() {
 		return
 	}
+	if *pool == nil {
+		*pool = newCliqueCuts(q)
+	}
+	cc := *pool
+	q.cuts = cc.cuts
 	for round := 0; ; round++ {
 		rel, ok := q.nodeLP(&node{}, end)
 		if !ok || rel.x == nil {

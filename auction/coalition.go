@@ -46,7 +46,7 @@ type coalitions struct {
 	restore []int32
 	winners []int32         // every winner
 	known   map[string]bool // every sub-market turned into a constraint so far
-	cliques *cliqueCuts     // the separations' clique cuts, kept from one to the next
+	cliques *cliqueCuts     // the separations' clique cuts, kept from one to the next (cutRoot)
 	found   []coreCut       // the constraints found since the last take
 	// scratch, reused by offer
 	root, touch []int32
@@ -58,7 +58,7 @@ type coalitions struct {
 // payments vcg.
 func newCoalitions(p *problem, choice []int32, w, vcg []float64, W float64) *coalitions {
 	n := p.bidders()
-	cs := &coalitions{p: p, choice: choice, w: w, tol: coreTol(W), known: map[string]bool{}, cliques: newCliqueCuts(p),
+	cs := &coalitions{p: p, choice: choice, w: w, tol: coreTol(W), known: map[string]bool{},
 		root: make([]int32, n), touch: make([]int32, len(p.supply))}
 	for lb, j := range choice {
 		if j >= 0 {
