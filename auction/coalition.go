@@ -46,6 +46,7 @@ type coalitions struct {
 	restore []int32
 	winners []int32         // every winner
 	known   map[string]bool // every sub-market turned into a constraint so far
+	cliques *cliqueCuts     // the separations' clique cuts, kept from one to the next (cutRoot)
 	found   []coreCut       // the constraints found since the last take
 	// scratch, reused by offer
 	root, touch []int32

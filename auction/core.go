@@ -259,6 +259,7 @@ func (p *problem) separate(cs *coalitions, choice []int32, w, pi []float64, W fl
 	if len(cs.found) > 0 {
 		return false, false
 	}
+	q.cutRoot(&cs.cliques, end)
 	after := 0
 	q.enough = func(float64) bool {
 		if len(cs.found) == 0 {

@@ -372,13 +372,23 @@ func (s *lp) pivot(r, e int) {
 	w := s.w
 	pr := s.row(r)
 	inv := 1 / pr[e]
-	// The pivot row's nonzero columns and their values (rows stay sparse).
+	// The pivot row's nonzero columns and their values (rows stay sparse),
+	// leaving out blocked columns: they never enter again, and no step reads
+	// them (fix reads only the column it fixes, before blocking it; a blocked
+	// column still basic keeps its unit column, whose entry in r is 0), so their
+	// entries are not kept up to date. In branch and bound's deep nodes, where
+	// reduced-cost fixing has blocked many columns, this is half of each pivot.
 	nz, vals := s.nz[:0], s.vals[:0]
-	for j := range pr {
-		if pr[j] != 0 {
-			pr[j] *= inv
+	blocked := s.blocked[:w-1]
+	for j, v := range pr[:w-1] {
+		if v != 0 && !blocked[j] {
+			pr[j] = v * inv
 			nz, vals = append(nz, int32(j)), append(vals, pr[j])
 		}
+	}
+	if v := pr[w-1]; v != 0 {
+		pr[w-1] = v * inv
+		nz, vals = append(nz, int32(w-1)), append(vals, pr[w-1])
 	}
 	s.nz, s.vals = nz, vals
 	pr[e] = 1

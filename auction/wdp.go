@@ -45,6 +45,9 @@ type problem struct {
 	// LP columns: branch and bound's root re-solves from it (rootLP).
 	root    relaxation
 	rootOut []int
+	// cuts, when set, are cliques of pairwise conflicting columns (clique.go):
+	// each node's LP holds sum over each of x <= 1 (less its fixed-in columns).
+	cuts [][]int32
 }
 
 func (p *problem) bidders() int { return len(p.owner) }
