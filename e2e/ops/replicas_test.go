@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -67,6 +68,7 @@ type replicaCluster struct {
 	mu     sync.Mutex
 	nodes  []*replica
 	tokens []string
+	placed atomic.Int64 // orders the servers confirmed since the phase's traffic started
 }
 
 // start runs `clearhouse serve` for node i on its address.
@@ -134,6 +136,7 @@ func (c *replicaCluster) orderTraffic(stop <-chan struct{}) (confirmed *[]int64,
 	n := 0
 	var wg sync.WaitGroup
 	client := &http.Client{Timeout: 10 * time.Second}
+	c.placed.Store(0)
 	wg.Go(func() {
 		for i := 0; ; i++ {
 			select {
@@ -157,6 +160,7 @@ func (c *replicaCluster) orderTraffic(stop <-chan struct{}) (confirmed *[]int64,
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusCreated && out.ID > 0 {
 				ids = append(ids, out.ID)
+				c.placed.Add(1)
 			}
 		}
 	})
@@ -223,10 +227,16 @@ func (c *replicaCluster) openNow() {
 // brings its close forward: the phase's order traffic goes on meanwhile.
 const settleSoon = 5 * time.Second
 
-// waitSettled waits until more than n auctions are settled, up to limit. It brings
-// the next auction's window forward (open now, closing settleSoon from now) instead
-// of waiting for the cadence's minute: the replicas' job still opens, closes and
-// settles it, and schedules the next.
+// phaseOrders is how many orders the servers confirm in a phase before waitSettled
+// brings its auction's close forward, so that each phase's check has traffic to
+// check (the cadence's minute gave 75 to 200 a phase).
+const phaseOrders = 40
+
+// waitSettled waits until more than n auctions are settled, up to limit. Once the
+// phase's traffic has phaseOrders confirmed, it brings the next auction's window
+// forward (open now, closing settleSoon from now) instead of waiting for the
+// cadence's minute: the replicas' job still opens, closes and settles it, and
+// schedules the next.
 func (c *replicaCluster) waitSettled(n int64, limit time.Duration) int64 {
 	c.t.Helper()
 	deadline := time.Now().Add(limit)
@@ -236,9 +246,10 @@ func (c *replicaCluster) waitSettled(n int64, limit time.Duration) int64 {
 		if settled > n {
 			return settled
 		}
-		now := time.Now()
-		c.db.Write.Exec("UPDATE auctions SET opens_at = LEAST(opens_at, ?), closes_at = ? WHERE status IN ? AND closes_at > ?",
-			now, now.Add(settleSoon), []exchange.AuctionStatus{exchange.AuctionScheduled, exchange.AuctionOpen}, now.Add(settleSoon))
+		if now := time.Now(); c.placed.Load() >= phaseOrders {
+			c.db.Write.Exec("UPDATE auctions SET opens_at = LEAST(opens_at, ?), closes_at = ? WHERE status IN ? AND closes_at > ?",
+				now, now.Add(settleSoon), []exchange.AuctionStatus{exchange.AuctionScheduled, exchange.AuctionOpen}, now.Add(settleSoon))
+		}
 		time.Sleep(500 * time.Millisecond)
 	}
 	c.t.Fatalf("no auction settled within %s (still %d)", limit, n)
@@ -301,8 +312,9 @@ func freeAddrs(t *testing.T, n int) []string {
 // with SIGKILL (another runs it within a minute); then each restarted in turn.
 // After each phase every order a server confirmed is in the database, no auction
 // has two binding runs and `clearhouse verify` is clean; auctions keep settling.
-// Each phase brings the next auction's opening and then its close forward (openNow,
-// waitSettled) instead of waiting for the cadence's minute, the shortest it allows.
+// Each phase brings the next auction's opening forward, and its close once phaseOrders
+// orders are confirmed (openNow, waitSettled), instead of waiting for the cadence's
+// minute, the shortest it allows.
 func TestThreeReplicasOnPostgres(t *testing.T) {
 	base := storetest.PostgresURL(t)
 	if base == "" {
