@@ -1,6 +1,8 @@
 package slurm
 
 import (
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -38,7 +40,10 @@ func TestLiveReservationRunsItsJobs(t *testing.T) {
 		t.Fatalf("reservation %+v: want 1 CPU for %s at %s", w, c.ml, waiting.Start)
 	}
 
-	id := c.sbatch("--account="+c.ads, "--reservation="+ReservationName(running.Key()), "--cpus-per-task=1", "--mem=1G", "--wrap=sleep 6")
+	// The job runs until the test lets it end (a file appears): the poll sees it
+	// running however loaded the machine, and it completes as soon as released.
+	release := filepath.Join(t.TempDir(), "release")
+	id := c.sbatch("--account="+c.ads, "--reservation="+ReservationName(running.Key()), "--cpus-per-task=1", "--mem=1G", "--wrap=until [ -e "+release+" ]; do sleep 0.1; done")
 	var report agent.JobReport
 	c.eventually("the job's usage reported while it runs in the reservation", func() bool {
 		report, err = b.FollowReservations(c.ctx, plan)
@@ -46,6 +51,9 @@ func TestLiveReservationRunsItsJobs(t *testing.T) {
 	})
 	if s, _ := c.jobState(id); s != "RUNNING" {
 		t.Fatalf("job %s is %s, want RUNNING in its reservation", id, s)
+	}
+	if err := os.WriteFile(release, nil, 0o600); err != nil {
+		t.Fatal(err)
 	}
 	c.eventually("the reservation's end reported after its job ended", func() bool {
 		report, err = b.FollowReservations(c.ctx, plan)

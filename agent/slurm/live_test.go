@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -20,14 +19,13 @@ import (
 // liveCluster is a test's view of the real cluster: two fresh accounts for teams ads
 // and ml, and a backend configured for them.
 type liveCluster struct {
-	t        *testing.T
-	ctx      context.Context
-	ads, ml  string // the accounts
-	cfg      *agent.Config
-	backend  *Backend
-	out      strings.Builder
-	runner   ExecRunner
-	accounts []string
+	t       *testing.T
+	ctx     context.Context
+	ads, ml string // the accounts
+	cfg     *agent.Config
+	backend *Backend
+	out     strings.Builder
+	runner  ExecRunner
 }
 
 func newLiveCluster(t *testing.T) *liveCluster {
@@ -37,14 +35,7 @@ func newLiveCluster(t *testing.T) *liveCluster {
 	t.Cleanup(cancel)
 	suffix := fmt.Sprintf("%x", time.Now().UnixNano()%(1<<30))
 	c := &liveCluster{t: t, ctx: ctx, ads: "ads" + suffix, ml: "ml" + suffix}
-	// One sacctmgr command for both accounts, and one for both users: each command
-	// is a round trip through slurmdbd to its database (0.4 to 0.8 s on the shared
-	// machine), and a test makes dozens.
-	both := c.ads + "," + c.ml
-	c.accounts = []string{c.ads, c.ml}
-	t.Cleanup(c.cleanup)
-	c.sh("sacctmgr", "--immediate", "add", "account", both, "cluster="+liveSlurmCluster(t))
-	c.sh("sacctmgr", "--immediate", "add", "user", "root", "account="+both, "cluster="+liveSlurmCluster(t))
+	slurmtest.AddAccounts(t, []string{c.ads, c.ml}, []string{BestEffortAccount(c.ads), BestEffortAccount(c.ml)})
 	yaml := fmt.Sprintf(`cluster: hpc
 teams:
   ads: {account: %s}
@@ -114,43 +105,6 @@ func (c *liveCluster) eventually(what string, cond func() bool) {
 		}
 	}
 	c.t.Fatalf("after a minute: not %s\nbackend said:\n%s", what, c.out.String())
-}
-
-func (c *liveCluster) cleanup() {
-	ctx := context.Background()
-	for _, a := range c.accounts {
-		_, _ = c.runner.Run(ctx, "", "scancel", "--account="+a)
-	}
-	if res, err := c.backend.reservations(ctx); err == nil {
-		for name, r := range res {
-			if strings.EqualFold(r.Accounts, c.ads) || strings.EqualFold(r.Accounts, c.ml) {
-				_, _ = c.runner.Run(ctx, "", "scontrol", "delete", "ReservationName="+name)
-			}
-		}
-	}
-	var all []string
-	for _, a := range c.accounts {
-		_, _ = c.runner.Run(ctx, "", "scancel", "--account="+BestEffortAccount(a))
-		all = append(all, a, BestEffortAccount(a))
-	}
-	// sacctmgr refuses to delete an account with jobs still queued or ending: wait
-	// until squeue shows none of them (it keeps ended jobs out of its default
-	// states), rather than a fixed second that may be too short.
-	list := strings.Join(all, ",")
-	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
-		if out, err := c.runner.Run(ctx, "", "squeue", "--noheader", "--account="+list); err == nil && strings.TrimSpace(out) == "" {
-			break
-		}
-	}
-	// Every account's users in one command, but sacctmgr refuses that when it takes
-	// a user's default account while the user still has another of them (teamUser
-	// in both teams' accounts): then account by account, the default last.
-	if _, err := c.runner.Run(ctx, "", "sacctmgr", "--immediate", "delete", "user", "where", "account="+list); err != nil {
-		for _, acct := range slices.Backward(all) {
-			_, _ = c.runner.Run(ctx, "", "sacctmgr", "--immediate", "delete", "user", "where", "account="+acct)
-		}
-	}
-	_, _ = c.runner.Run(ctx, "", "sacctmgr", "--immediate", "delete", "account", list)
 }
 
 // teamUser is the machine's user the tests submit as a team's member: not the agent's

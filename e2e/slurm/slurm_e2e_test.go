@@ -58,32 +58,9 @@ func newSlurmMarket(t *testing.T) *slurmMarket {
 
 	cluster := slurmtest.Cluster()
 	suffix := fmt.Sprintf("%x", time.Now().UnixNano()%(1<<30))
-	for _, team := range []string{"search", "ads"} {
-		acct := "e2e" + team + suffix
-		m.slurm("sacctmgr", "--immediate", "add", "account", acct, "cluster="+cluster)
-		m.slurm("sacctmgr", "--immediate", "add", "user", "root", "account="+acct, "cluster="+cluster)
-		m.accounts[team] = acct
-	}
-	t.Cleanup(func() {
-		for _, acct := range m.accounts {
-			_ = exec.Command("scancel", "--account="+acct).Run()
-			_ = exec.Command("scancel", "--account="+slurm.BestEffortAccount(acct)).Run()
-		}
-		out, _ := exec.Command("scontrol", "--oneliner", "show", "reservations").Output()
-		for _, line := range strings.Split(string(out), "\n") {
-			name, _, _ := strings.Cut(strings.TrimPrefix(line, "ReservationName="), " ")
-			if strings.Contains(line, "Accounts="+m.accounts["search"]) || strings.Contains(line, "Accounts="+m.accounts["ads"]) {
-				_ = exec.Command("scontrol", "delete", "ReservationName="+name).Run()
-			}
-		}
-		time.Sleep(time.Second)
-		for _, acct := range m.accounts {
-			for _, a := range []string{acct, slurm.BestEffortAccount(acct)} {
-				_ = exec.Command("sacctmgr", "--immediate", "delete", "user", "where", "account="+a).Run()
-				_ = exec.Command("sacctmgr", "--immediate", "delete", "account", a).Run()
-			}
-		}
-	})
+	m.accounts["search"], m.accounts["ads"] = "e2esearch"+suffix, "e2eads"+suffix
+	slurmtest.AddAccounts(t, []string{m.accounts["search"], m.accounts["ads"]},
+		[]string{slurm.BestEffortAccount(m.accounts["search"]), slurm.BestEffortAccount(m.accounts["ads"])})
 	m.config = filepath.Join(dir, "hpc.yaml")
 	yaml := fmt.Sprintf("cluster: hpc\nteams:\n  search: {account: %s}\n  ads: {account: %s}\npools:\n  hpc/cpu: {tres: cpu, unit: \"1\"}\nslurm: {cluster: %s}\n",
 		m.accounts["search"], m.accounts["ads"], cluster)
@@ -144,9 +121,12 @@ func (m *slurmMarket) jobState(id string) string {
 	return m.slurm("squeue", "--noheader", "--states=all", "--jobs="+id, "--Format=State:|,Reason:")
 }
 
+// eventually polls cond every 100 ms for up to a minute: Slurm schedules at each
+// submission and every few seconds (scripts/slurm-up.sh), and a squeue takes about
+// 10 ms.
 func (m *slurmMarket) eventually(what string, cond func() bool) {
 	m.T.Helper()
-	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(500 * time.Millisecond) {
+	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
 		if cond() {
 			return
 		}
@@ -216,13 +196,25 @@ func TestSlurmAgentEndToEnd(t *testing.T) {
 	if got := m.grpTRES("search"); got != "cpu=3" {
 		t.Errorf("GrpTRES with a reservation inside the quota running %q, want cpu=3 (3 held, nothing reserved beyond them)", got)
 	}
-	inRes := sbatch("--account="+m.accounts["search"], "--reservation="+name, "--cpus-per-task=2", "--wrap=sleep 5")
+	// The job runs until the test lets it end (a file appears), so that the poll sees
+	// it running however loaded the machine, and then completes.
+	release := filepath.Join(t.TempDir(), "release")
+	inRes := sbatch("--account="+m.accounts["search"], "--reservation="+name, "--cpus-per-task=2", "--wrap=until [ -e "+release+" ]; do sleep 0.1; done")
 	m.eventually("the job running in its reservation", func() bool { return m.jobState(inRes) == "RUNNING|None" })
 	m.agentOnce(token)
 	if u := m.Reservation(res.ID).Requests[0].UsageByPool(); u["hpc/cpu"] != 2 {
 		t.Errorf("the reservation's usage on the server %v, want 2 cores", u)
 	}
+	if err := os.WriteFile(release, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
 	m.eventually("the reservation's job ended", func() bool { return strings.HasPrefix(m.jobState(inRes), "COMPLETED") || m.jobState(inRes) == "" })
+	// The agent learns a reservation's end from accounting (sacct), which slurmctld
+	// tells after the job ends: once accounting has the end, one poll reports it.
+	m.eventually("accounting knowing the job's end", func() bool {
+		state, end, _ := strings.Cut(m.slurm("sacct", "--noheader", "--parsable2", "--allocations", "--jobs="+inRes, "--format=State,End"), "|")
+		return state == "COMPLETED" && end != "" && end != "Unknown"
+	})
 	m.agentOnce(token)
 	if v := m.Reservation(res.ID); v.Status != fleet.ReservationDone {
 		t.Errorf("reservation %d after its job ended: %s, want done (its end reported)", res.ID, v.Status)
