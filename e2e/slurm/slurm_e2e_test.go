@@ -215,9 +215,10 @@ func TestSlurmAgentEndToEnd(t *testing.T) {
 		state, end, _ := strings.Cut(m.slurm("sacct", "--noheader", "--parsable2", "--allocations", "--jobs="+inRes, "--format=State,End"), "|")
 		return state == "COMPLETED" && end != "" && end != "Unknown"
 	})
-	m.agentOnce(token)
+	out = m.agentOnce(token)
 	if v := m.Reservation(res.ID); v.Status != fleet.ReservationDone {
-		t.Errorf("reservation %d after its job ended: %s, want done (its end reported)", res.ID, v.Status)
+		t.Errorf("reservation %d after its job ended: %s, want done (its end reported); server's clock %s, request %+v, sacct:\n%s\nagent:\n%s", res.ID, v.Status, m.Clock.Now().Format(time.RFC3339Nano), v.Requests[0],
+			m.slurm("sacct", "--noheader", "--parsable2", "--allocations", "--jobs="+inRes, "--format=JobID,State,Start,End,Reservation,Account"), out)
 	}
 	m.agentOnce(token) // the plan no longer has it: the Slurm reservation goes
 	if out, _ := exec.Command("scontrol", "--oneliner", "show", "reservation", name).CombinedOutput(); !strings.Contains(string(out), "not found") {
