@@ -52,7 +52,7 @@ func TestBrowserTradeBetweenClustersAndMultiPoolOffer(t *testing.T) {
 	}
 	// The ads team holds us-east memory and neither buys it nor bids for eu-west
 	// memory: it moves 400 GiB out of us-east and buys 300 in eu-west.
-	ctx = e2etest.NewBrowser(t)
+	e2etest.SignOut(t, ctx)
 	e2etest.SignIn(t, ctx, base, "member@ads.example.com", logins["member@ads.example.com"])
 	err = chromedp.Do(ctx,
 		chromedp.Navigate(base+"/orders"),
@@ -101,7 +101,8 @@ func TestBrowserTradeBetweenClustersAndMultiPoolOffer(t *testing.T) {
 	}
 	e2etest.Screenshot(t, ctx, "orders-after-move")
 
-	own := e2etest.NewBrowser(t)
+	own := ctx
+	e2etest.SignOut(t, own)
 	e2etest.SignIn(t, own, base, "owner@storage.example.com", logins["owner@storage.example.com"])
 	err = chromedp.Do(own,
 		chromedp.Navigate(base+"/orders/offer"),
@@ -156,7 +157,8 @@ func TestBrowserRequirementToBundles(t *testing.T) {
 		t.Fatalf("the new shape: %q", s)
 	}
 
-	ctx := e2etest.NewBrowser(t)
+	ctx := op
+	e2etest.SignOut(t, ctx)
 	e2etest.SignIn(t, ctx, base, "member@search.example.com", logins["member@search.example.com"])
 	err = chromedp.Do(ctx,
 		chromedp.Navigate(base+"/orders/new"),
@@ -235,14 +237,18 @@ type pagesOf struct {
 // after the viewport is set to the other: the pages' layout is CSS alone (their two
 // scripts, curve.js and reserve.js, read no widths), so a page resized to a width
 // lays out as one loaded at it, and its document, which the templ and derivation
-// checks read, is the same at both. With CLEARHOUSE_SCREENSHOTS set it saves each
-// page at both widths.
+// checks read, is the same at both. The logins take turns in one browser tab, each
+// signing out before the next signs in. With CLEARHOUSE_SCREENSHOTS set it saves
+// each page at both widths.
 func pagesFitScreens(t *testing.T, logins []pagesOf, tables bool) {
 	t.Helper()
 	app, passwords := e2etest.StartDemo(t)
 	base := app.Server.URL()
-	for _, who := range logins {
-		ctx := e2etest.NewBrowser(t)
+	ctx := e2etest.NewBrowser(t)
+	for l, who := range logins {
+		if l > 0 {
+			e2etest.SignOut(t, ctx)
+		}
 		e2etest.SignIn(t, ctx, base, who.email, passwords[who.email])
 		for i, page := range who.pages {
 			widths := []int64{1400, 400}
