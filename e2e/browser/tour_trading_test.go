@@ -26,8 +26,8 @@ import (
 // clusters in one order.
 func TestBrowserTradeBetweenClustersAndMultiPoolOffer(t *testing.T) {
 	t.Parallel()
-	ctx := e2etest.NewBrowser(t)
 	app, logins := e2etest.StartDemo(t)
+	ctx := e2etest.NewBrowser(t) // after the demo: its 5-minute guard must not include the seeding
 	base := app.Server.URL()
 	// The demo's search team bids for eu-west quota: selling it in the same auction
 	// would only trade with itself, and the exchange says so.
