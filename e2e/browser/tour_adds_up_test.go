@@ -149,7 +149,8 @@ func TestBrowserFiguresAddUpAsAPersonAddsThem(t *testing.T) {
 		t.Errorf("the statement's rows give %s, its closing balance shows %s", moneyfmt.Exact(balance), moneyfmt.Exact(closing))
 	}
 
-	owner := e2etest.NewBrowser(t)
+	owner := ctx
+	e2etest.SignOut(t, owner)
 	e2etest.SignIn(t, owner, base, "owner@search.example.com", logins["owner@search.example.com"])
 	if err := chromedp.Do(owner, chromedp.Navigate(base+"/notifications"), chromedp.WaitVisible(chromedp.CSS(`[data-testid=notifications]`))); err != nil {
 		t.Fatal(err)

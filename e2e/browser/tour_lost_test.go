@@ -18,8 +18,8 @@ import (
 // above its limit.
 func TestBrowserLostOrderSaysWhy(t *testing.T) {
 	t.Parallel()
-	ctx := e2etest.NewBrowser(t)
 	app, logins := e2etest.StartDemo(t)
+	ctx := e2etest.NewBrowser(t) // after the demo: its 5-minute guard must not include the seeding
 	base := app.Server.URL()
 	bg := context.Background()
 	const who = "member@search.example.com"

@@ -26,8 +26,8 @@ import (
 // clusters in one order.
 func TestBrowserTradeBetweenClustersAndMultiPoolOffer(t *testing.T) {
 	t.Parallel()
-	ctx := e2etest.NewBrowser(t)
 	app, logins := e2etest.StartDemo(t)
+	ctx := e2etest.NewBrowser(t) // after the demo: its 5-minute guard must not include the seeding
 	base := app.Server.URL()
 	// The demo's search team bids for eu-west quota: selling it in the same auction
 	// would only trade with itself, and the exchange says so.
@@ -52,7 +52,7 @@ func TestBrowserTradeBetweenClustersAndMultiPoolOffer(t *testing.T) {
 	}
 	// The ads team holds us-east memory and neither buys it nor bids for eu-west
 	// memory: it moves 400 GiB out of us-east and buys 300 in eu-west.
-	ctx = e2etest.NewBrowser(t)
+	e2etest.SignOut(t, ctx)
 	e2etest.SignIn(t, ctx, base, "member@ads.example.com", logins["member@ads.example.com"])
 	err = chromedp.Do(ctx,
 		chromedp.Navigate(base+"/orders"),
@@ -101,7 +101,8 @@ func TestBrowserTradeBetweenClustersAndMultiPoolOffer(t *testing.T) {
 	}
 	e2etest.Screenshot(t, ctx, "orders-after-move")
 
-	own := e2etest.NewBrowser(t)
+	own := ctx
+	e2etest.SignOut(t, own)
 	e2etest.SignIn(t, own, base, "owner@storage.example.com", logins["owner@storage.example.com"])
 	err = chromedp.Do(own,
 		chromedp.Navigate(base+"/orders/offer"),
@@ -156,7 +157,8 @@ func TestBrowserRequirementToBundles(t *testing.T) {
 		t.Fatalf("the new shape: %q", s)
 	}
 
-	ctx := e2etest.NewBrowser(t)
+	ctx := op
+	e2etest.SignOut(t, ctx)
 	e2etest.SignIn(t, ctx, base, "member@search.example.com", logins["member@search.example.com"])
 	err = chromedp.Do(ctx,
 		chromedp.Navigate(base+"/orders/new"),
@@ -228,64 +230,98 @@ type pagesOf struct {
 }
 
 // pagesFitScreens opens each login's pages on the demo market at 1400 and 400 px
-// and fails where the whole page is wider than the screen, or with tables where a
-// table scrolls sideways inside its frame. With CLEARHOUSE_SCREENSHOTS set it saves
+// and fails where a page prints templ source, shows a derivation its unit prices do
+// not give, or is wider than the screen, or with tables where a table scrolls
+// sideways inside its frame. Each page is loaded once, at one width (1400 px for
+// the even pages of a login's list, 400 for the odd), and measured there and again
+// after the viewport is set to the other: the pages' layout is CSS alone (their two
+// scripts, curve.js and reserve.js, read no widths), so a page resized to a width
+// lays out as one loaded at it, and its document, which the templ and derivation
+// checks read, is the same at both. The logins take turns in one browser tab, each
+// signing out before the next signs in. With CLEARHOUSE_SCREENSHOTS set it saves
 // each page at both widths.
 func pagesFitScreens(t *testing.T, logins []pagesOf, tables bool) {
 	t.Helper()
 	app, passwords := e2etest.StartDemo(t)
 	base := app.Server.URL()
-	for _, who := range logins {
-		ctx := e2etest.NewBrowser(t)
+	ctx := e2etest.NewBrowser(t)
+	for l, who := range logins {
+		if l > 0 {
+			e2etest.SignOut(t, ctx)
+		}
 		e2etest.SignIn(t, ctx, base, who.email, passwords[who.email])
-		for _, width := range []int64{1400, 400} {
-			for _, page := range who.pages {
-				err := chromedp.Do(ctx, chromedp.EmulateViewport(width, 900), chromedp.Navigate(base+page), chromedp.WaitVisible(chromedp.CSS(`main h1`)))
-				if err != nil {
-					t.Fatalf("%s as %s: %v", page, who.email, err)
+		for i, page := range who.pages {
+			widths := []int64{1400, 400}
+			if i%2 == 1 {
+				widths = []int64{400, 1400}
+			}
+			err := chromedp.Do(ctx, chromedp.EmulateViewport(widths[0], 900), chromedp.Navigate(base+page), chromedp.WaitVisible(chromedp.CSS(`main h1`)))
+			if err != nil {
+				t.Fatalf("%s as %s: %v", page, who.email, err)
+			}
+			doc, err := chromedp.Run(ctx, chromedp.Evaluate[pageDocument](`({HTML: document.documentElement.outerHTML,
+				Derivations: Array.from(document.querySelectorAll('[data-testid=derivation]')).map(e => e.textContent.replace(/\s+/g, ' ').trim())})`))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if leaks := templates.LeakedTemplateSource(doc.HTML); len(leaks) > 0 {
+				t.Errorf("%s as %s prints templ source as text: %q", page, who.email, leaks)
+			}
+			for _, d := range doc.Derivations {
+				if why := unreproduced(d); why != "" {
+					t.Errorf("%s as %s: the unit prices shown do not give the amount: %q: %s", page, who.email, d, why)
 				}
-				html, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.documentElement.outerHTML`))
-				if err != nil {
-					t.Fatal(err)
-				}
-				if leaks := templates.LeakedTemplateSource(html); len(leaks) > 0 {
-					t.Errorf("%s at %d px as %s prints templ source as text: %q", page, width, who.email, leaks)
-				}
-				if width == 1400 {
-					derivations, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](`Array.from(document.querySelectorAll('[data-testid=derivation]')).map(e => e.textContent.replace(/\s+/g, ' ').trim())`))
-					if err != nil {
+			}
+			for _, width := range widths {
+				if width != widths[0] {
+					if err := chromedp.Do(ctx, chromedp.EmulateViewport(width, 900)); err != nil {
 						t.Fatal(err)
 					}
-					for _, d := range derivations {
-						if why := unreproduced(d); why != "" {
-							t.Errorf("%s as %s: the unit prices shown do not give the amount: %q: %s", page, who.email, d, why)
-						}
-					}
 				}
-				over, err := chromedp.Run(ctx, chromedp.Evaluate[int](`document.documentElement.scrollWidth - window.innerWidth`))
-				if err != nil {
-					t.Fatal(err)
-				}
-				if over > 0 {
-					t.Errorf("%s at %d px as %s: the page is %d px wider than the screen", page, width, who.email, over)
-				}
-				if tables {
-					wide, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](`Array.from(document.querySelectorAll('.table-wrap')).filter(e => e.scrollWidth > e.clientWidth).map(e => e.querySelector('table').dataset.testid)`))
-					if err != nil {
-						t.Fatal(err)
-					}
-					if len(wide) > 0 {
-						t.Errorf("%s at %d px as %s: tables scroll sideways: %v", page, width, who.email, wide)
-					}
-				}
-				name := strings.NewReplacer("/", "-", "?", "-", "&", "-", "=", "-").Replace(strings.TrimPrefix(page, "/"))
-				if len(name) > 60 {
-					name = name[:60]
-				}
-				e2etest.Screenshot(t, ctx, fmt.Sprintf("w%d-%s", width, name))
+				pageFits(t, ctx, page, who.email, width, tables)
 			}
 		}
 	}
+}
+
+// pageDocument is what pagesFitScreens reads from a page's document: its HTML and
+// the text of its derivations.
+type pageDocument struct {
+	HTML        string
+	Derivations []string
+}
+
+// pageFit is what pageFits measures: the window's width, how far the page is wider,
+// and the tables that scroll sideways inside their frame.
+type pageFit struct {
+	Width, Over int64
+	Wide        []string
+}
+
+// pageFits fails the test where the page in the tab ctx, at width px, is wider than
+// the screen or, with tables, has a table that scrolls sideways inside its frame,
+// and saves a screenshot when CLEARHOUSE_SCREENSHOTS is set.
+func pageFits(t *testing.T, ctx context.Context, page, email string, width int64, tables bool) {
+	t.Helper()
+	fit, err := chromedp.Run(ctx, chromedp.Evaluate[pageFit](fmt.Sprintf(`({Width: window.innerWidth, Over: document.documentElement.scrollWidth - window.innerWidth,
+		Wide: %t ? Array.from(document.querySelectorAll('.table-wrap')).filter(e => e.scrollWidth > e.clientWidth).map(e => e.querySelector('table').dataset.testid) : []})`, tables)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fit.Width != width {
+		t.Fatalf("%s as %s: the window is %d px wide, not the %d set", page, email, fit.Width, width)
+	}
+	if fit.Over > 0 {
+		t.Errorf("%s at %d px as %s: the page is %d px wider than the screen", page, width, email, fit.Over)
+	}
+	if tables && len(fit.Wide) > 0 {
+		t.Errorf("%s at %d px as %s: tables scroll sideways: %v", page, width, email, fit.Wide)
+	}
+	name := strings.NewReplacer("/", "-", "?", "-", "&", "-", "=", "-").Replace(strings.TrimPrefix(page, "/"))
+	if len(name) > 60 {
+		name = name[:60]
+	}
+	e2etest.Screenshot(t, ctx, fmt.Sprintf("w%d-%s", width, name))
 }
 
 // derivationTerm is one "pool quantity unit × $price" of an amount's derivation,

@@ -159,6 +159,20 @@ func SignIn(t *testing.T, ctx context.Context, base, email, password string) {
 	}
 }
 
+// SignOut signs out in the browser tab ctx, on a page of the market, and waits for
+// the sign-in page: the next SignIn in the tab is a new session of its own, without
+// the cost of a new browser context (a renderer process or two).
+func SignOut(t *testing.T, ctx context.Context) {
+	t.Helper()
+	err := chromedp.Do(ctx,
+		chromedp.Submit(chromedp.CSS(`form[action="/logout"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`[data-testid=login-submit]`)),
+	)
+	if err != nil {
+		t.Fatalf("sign out: %v", err)
+	}
+}
+
 // Text is the text of the element sel selects in the browser tab ctx.
 func Text(t *testing.T, ctx context.Context, sel string) string {
 	t.Helper()
