@@ -160,7 +160,7 @@ func TestBrowserFiguresAddUpAsAPersonAddsThem(t *testing.T) {
 		t.Fatal(err)
 	}
 	total := regexp.MustCompile(`; paid (\$[\d,]+\.\d+)`)
-	line := regexp.MustCompile(`Order #\d+ won .*? and paid (\$[\d,]+\.\d+)\.`)
+	line := regexp.MustCompile(`Order #\d+ won .*? and paid (\$[\d,]+\.\d+)(?:\.| \(|:)`) // the amount, then the end of the line, its VCG payment or its rule
 	checked := 0
 	for _, n := range notes {
 		n = strings.Join(strings.Fields(n), " ")
