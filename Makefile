@@ -31,9 +31,17 @@ build: generate
 ## (racetest.FewerRapidChecksUnderRace: fleet's) and all of them in the second pass.
 ## Set CLEARHOUSE_TEST_POSTGRES to a PostgreSQL URL to run the store tests on
 ## PostgreSQL as well.
+## Both passes run through internal/testtimeline, which prints go test's usual output
+## (ok lines, failures) and then each test binary's start, end and CPU, and the
+## machine's busy processors every 30 s (docs/testing.md, "The CI timeline").
 test:
-	$(GO) test -race -count=1 -timeout 60m -p $(TEST_P) $(if $(filter ./...,$(PKGS)),$(TEST_FIRST)) $(PKGS)
-	$(GO) test -count=1 -timeout 30m -run '$(NORACE_RUN)' $(NORACE_PKGS)
+	$(GO) build -o $(TIMELINE) ./internal/testtimeline
+	$(TIMELINE) -- race $(GO) test -race -count=1 -timeout 60m -p $(TEST_P) $(if $(filter ./...,$(PKGS)),$(TEST_FIRST)) $(PKGS)
+	$(TIMELINE) -- norace $(GO) test -count=1 -timeout 30m -run '$(NORACE_RUN)' $(NORACE_PKGS)
+
+# The test command's wrapper (internal/testtimeline), built at each make test (a link
+# when cached).
+TIMELINE ?= bin/testtimeline
 
 # How many test binaries the race pass runs at once (go test's -p, by default GOMAXPROCS:
 # 2 here). The end-to-end packages and agent/slurm mostly wait on Chromium, Slurm, the

@@ -81,6 +81,8 @@ var depRules = map[string]depRule{
 	// process's CPU time, for benchmarks.
 	"internal/racetest": leaf,
 	"internal/cputime":  leaf,
+	// The test command's wrapper (make test): the standard library only.
+	"internal/testtimeline": leaf,
 
 	// The engines.
 	"auction":        engine,
