@@ -268,4 +268,38 @@ func TestTimelineWrite(t *testing.T) {
 	if strings.Contains(got, "none") {
 		t.Errorf("a package without test files is in the table:\n%s", got)
 	}
+
+	path := filepath.Join(t.TempDir(), "timeline.json")
+	if err := tl.save(path); err != nil {
+		t.Fatal(err)
+	}
+	var rec struct {
+		Passes []struct {
+			Name     string
+			Packages []pkgResult
+		}
+		Samples []cpuSample
+	}
+	b, _ := os.ReadFile(path)
+	if err := json.Unmarshal(b, &rec); err != nil || len(rec.Passes) != 2 || len(rec.Passes[0].Packages) != 3 ||
+		rec.Passes[0].Packages[0].Binary.CPU() != 60*time.Second || len(rec.Samples) != 3 {
+		t.Errorf("-record wrote %s (%v)", b, err)
+	}
+}
+
+// /proc/stat's first line in clock ticks (100 a second): idle and iowait are idle,
+// the rest busy; guest time, already in user, is not counted twice.
+func TestReadCPU(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "stat")
+	stat := "cpu  1000 50 250 5000 200 0 100 0 400 0\ncpu0 500 25 125 2500 100 0 50 0 200 0\n"
+	if err := os.WriteFile(path, []byte(stat), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s, ok := readCPU(path)
+	if !ok || s.Busy != 14 || s.Total != 66 {
+		t.Errorf("readCPU = %+v, %v; want 14 s busy of 66", s, ok)
+	}
+	if _, ok := readCPU(filepath.Join(t.TempDir(), "none")); ok {
+		t.Error("readCPU of a missing file said ok")
+	}
 }
