@@ -23,6 +23,9 @@ func TestAHundredThousandOrdersPreviewCloseAndSettle(t *testing.T) {
 		"and the clock's parallel step auction's TestSolveIsTheSameOnOneCoreAndOnSeveral")
 	const n = 100_000
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		// The two halves side by side: the PostgreSQL half mostly waits on its
+		// server, whose CPU is not this process's.
+		t.Parallel()
 		ctx := context.Background()
 		big := exchangetest.NewBig(t, db, 200, 10*n)
 		start := time.Now()
