@@ -25,23 +25,35 @@ build: generate
 	$(GO) build -ldflags "-X main.version=$(VERSION)" -o $(BIN) ./cmd/clearhouse
 	$(GO) build -ldflags "-X main.version=$(VERSION)" -o $(AGENT_BIN) ./cmd/clearhouse-agent
 
-## test: every test, in two passes: every package with the race detector, then without
+## test: every test, in two passes: every package with the race detector, and without
 ## it the long tests whose work is not concurrency (NORACE_RUN in NORACE_PKGS), which
 ## skip under -race (racetest.SkipUnderRace) or run 20 of their property checks there
 ## (racetest.FewerRapidChecksUnderRace: fleet's) and all of them in the second pass.
 ## Set CLEARHOUSE_TEST_POSTGRES to a PostgreSQL URL to run the store tests on
 ## PostgreSQL as well.
-## Both passes run through internal/testtimeline, which prints go test's usual output
-## (ok lines, failures) and then each test binary's start, end and CPU, and the
-## machine's busy processors every 30 s (docs/testing.md, "The CI timeline").
+## The two passes run at the same time, the second at a lower priority (NORACE_NICE),
+## so that it takes the processors the race pass leaves idle (its waiting packages,
+## its tail) and otherwise yields to it. Both run through internal/testtimeline,
+## which prints go test's usual output (ok lines, failures) and then each test
+## binary's start, end and CPU, and the machine's busy processors every 30 s
+## (docs/testing.md, "The CI timeline (seventh round)").
 test:
 	$(GO) build -o $(TIMELINE) ./internal/testtimeline
-	$(TIMELINE) -- race $(GO) test -race -count=1 -timeout 60m -p $(TEST_P) $(if $(filter ./...,$(PKGS)),$(TEST_FIRST)) $(PKGS)
-	$(TIMELINE) -- norace $(GO) test -count=1 -timeout 30m -run '$(NORACE_RUN)' $(NORACE_PKGS)
+	$(GO) build -o $(TEST_BIN) ./cmd/clearhouse
+	CLEARHOUSE_TEST_BINARY=$(abspath $(TEST_BIN)) $(TIMELINE) \
+	  -- race $(GO) test -race -count=1 -timeout 60m -p $(TEST_P) $(if $(filter ./...,$(PKGS)),$(TEST_FIRST)) $(PKGS) \
+	  -- norace nice -n $(NORACE_NICE) $(GO) test -count=1 -timeout 30m -run '$(NORACE_RUN)' $(NORACE_PKGS)
 
-# The test command's wrapper (internal/testtimeline), built at each make test (a link
-# when cached).
+# The niceness of the pass without the race detector, relative to the race pass's:
+# at 10 a runnable thread of it weighs about a tenth of one of the race pass's.
+NORACE_NICE ?= 10
+
+# The test command's wrapper (internal/testtimeline), and the clearhouse binary the
+# end-to-end tests run as a child process (e2etest.Binary), built once for every
+# package and both passes instead of once a package and pass (a link: about 8 s of
+# CPU each, three times in make test).
 TIMELINE ?= bin/testtimeline
+TEST_BIN ?= bin/clearhouse-test
 
 # How many test binaries the race pass runs at once (go test's -p, by default GOMAXPROCS:
 # 2 here). The end-to-end packages and agent/slurm mostly wait on Chromium, Slurm, the

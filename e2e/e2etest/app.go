@@ -9,6 +9,7 @@ package e2etest
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"os"
@@ -96,13 +97,26 @@ var binary struct {
 	out  []byte
 }
 
+// BinaryEnv names the clearhouse binary make test builds once for every package and
+// both passes (a link of the binary costs about 8 s of CPU).
+const BinaryEnv = "CLEARHOUSE_TEST_BINARY"
+
 // Binary builds the clearhouse binary (go build, without -race, as it ships) once per
 // test binary and returns its path, for tests that run the real command in a child
-// process: the crash test kills it, the replica test runs three servers.
+// process: the crash test kills it, the replica test runs three servers. Where
+// BinaryEnv names a file (make test builds it from the tree before the tests), it
+// returns that instead.
 func Binary(t *testing.T) string {
 	t.Helper()
 	b := &binary
 	b.once.Do(func() {
+		if p := os.Getenv(BinaryEnv); p != "" {
+			if _, err := os.Stat(p); err != nil {
+				b.err = fmt.Errorf("%s: %w", BinaryEnv, err)
+			}
+			b.path = p
+			return
+		}
 		if b.dir, b.err = os.MkdirTemp("", "clearhouse-bin-"); b.err != nil {
 			return
 		}
