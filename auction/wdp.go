@@ -39,6 +39,11 @@ type problem struct {
 	// (solution.better): separation takes a constraint from each one's blocking
 	// sub-markets, whether or not it beats the incumbent.
 	seen func(choice []int32)
+	// workers, when above 1, is how many goroutines branch and bound runs on
+	// (branchAndBoundParallel, without a node cap): separation's, whose
+	// searches run one after another. enough and seen are then called under
+	// the search's lock, never at once.
+	workers int
 	// root, when set, is the solved root LP of a problem this one restricts
 	// (a VCG variant: the part less one bidder), with free mapped to this
 	// problem's columns (-1 for those it does not have), and rootOut those
