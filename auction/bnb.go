@@ -235,7 +235,7 @@ func (p *problem) round(s *solution, ones []int32, x []float64, deadline time.Ti
 	s.better(p, whole)
 	rounded := p.greedy(choice, order)
 	s.better(p, rounded)
-	s.better(p, p.greedy(rounded, p.orderBy(func(c *column) float64 { return c.w / max(c.size, 1e-9) })))
+	s.better(p, p.greedy(rounded, p.perUnit()))
 	if s.value > before {
 		p.improve(s, order, deadline) // a new incumbent: search around it
 	}
