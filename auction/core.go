@@ -327,9 +327,10 @@ type corePoint struct {
 	rows    []coreRow // every constraint, in d
 	work    []int     // the working set: indices into rows
 	in      []bool    // per row: in the working set
-	// rung is the allowance above the least revenue (1e-9 of the welfare
-	// times 10^rung) the last least-distance step succeeded with (nearestTo).
-	rung int
+	// rungs are the allowances above the least revenue (1e-9 of the welfare
+	// times 10^rung) the last two least-distance steps succeeded with
+	// (nearestTo).
+	rungs [2]int
 }
 
 // coreRow is a constraint in d: the entries out sum to at least h.
@@ -485,12 +486,14 @@ func (cp *corePoint) leastRevenue(end time.Time) (x []float64, least float64, st
 // nearestTo solves the least-distance program over the working set: the
 // shortest d with 0 <= d <= w - vcg, each row, and sum d <= least + eps, for
 // the least eps on its ladder that ldp finds feasible; nil when none is. The
-// first step's ladder starts at 1e-9 of the welfare, each later one where the
-// last succeeded but at most at 1e-7 of the welfare: the LP's perturbation,
-// which decides the least eps that works, is about 1e-7 of the welfare at
-// every step (on CATS matching 96x450, 1e-9 and 1e-8 failed at every step: two
-// of every three least-distance programs were wasted), and a step that needed
-// more (up to 1e-4, seen there once) does not raise the later ones' revenue.
+// ladder starts at 1e-9 of the welfare, or, when the last two steps succeeded
+// at the same eps, there (but at most at 1e-7 of the welfare): the LP's
+// perturbation, which decides the least eps that works, is of the same size
+// from one step to the next (on CATS matching 96x450, 1e-7 of the welfare at
+// almost every step, 1e-9 and 1e-8 failing: two of every three least-distance
+// programs were wasted, and a failing one costs more than one that succeeds),
+// and a step that needed more (up to 1e-4, seen there) does not raise the
+// later ones' revenue.
 func (cp *corePoint) nearestTo(least float64) []float64 {
 	n := len(cp.winners)
 	var G [][]float64
@@ -517,11 +520,15 @@ func (cp *corePoint) nearestTo(least float64) []float64 {
 	G = append(G, sumRow)
 	h = append(h, 0)
 	scale := max(1, math.Abs(cp.W))
-	for rung := min(cp.rung, 2); rung <= 5; rung++ {
+	start := 0
+	if cp.rungs[0] == cp.rungs[1] {
+		start = min(cp.rungs[0], 2)
+	}
+	for rung := start; rung <= 5; rung++ {
 		eps := math.Pow10(rung-9) * scale // 1e-9 to 1e-4 of the welfare
 		h[len(h)-1] = -(least + eps)
 		if d, ok := ldp(G, h, n); ok {
-			cp.rung = rung
+			cp.rungs = [2]int{rung, cp.rungs[0]}
 			return d
 		}
 	}
