@@ -58,6 +58,10 @@ func (p *problem) fitsLP() bool {
 // deadline or when maxNodes nodes were solved (0: no limit); s.bound is then the
 // best bound of the nodes left, and s.optimal says whether none were.
 func (p *problem) branchAndBound(s *solution, deadline time.Time, maxNodes int) {
+	if p.workers > 1 && maxNodes == 0 {
+		p.branchAndBoundParallel(s, deadline, maxNodes, p.workers)
+		return
+	}
 	t := &bnbTree{queue: nodeHeap{{bound: s.bound}}, lost: math.Inf(-1), depthFirst: p.proof}
 	for {
 		top, diving := t.next(s, deadline, maxNodes)
@@ -231,7 +235,7 @@ func (p *problem) round(s *solution, ones []int32, x []float64, deadline time.Ti
 	s.better(p, whole)
 	rounded := p.greedy(choice, order)
 	s.better(p, rounded)
-	s.better(p, p.greedy(rounded, p.orderBy(func(c *column) float64 { return c.w / max(c.size, 1e-9) })))
+	s.better(p, p.greedy(rounded, p.perUnit()))
 	if s.value > before {
 		p.improve(s, order, deadline) // a new incumbent: search around it
 	}

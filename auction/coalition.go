@@ -48,6 +48,9 @@ type coalitions struct {
 	known   map[string]bool // every sub-market turned into a constraint so far
 	cliques *cliqueCuts     // the separations' clique cuts, kept from one to the next (cutRoot)
 	found   []coreCut       // the constraints found since the last take
+	// cheapMissed says the last separation's swaps and heuristics found no
+	// blocking coalition (separate then solves the next root LP alongside).
+	cheapMissed bool
 	// scratch, reused by offer
 	root, touch []int32
 	key         []byte

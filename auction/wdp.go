@@ -39,6 +39,11 @@ type problem struct {
 	// (solution.better): separation takes a constraint from each one's blocking
 	// sub-markets, whether or not it beats the incumbent.
 	seen func(choice []int32)
+	// workers, when above 1, is how many goroutines branch and bound runs on
+	// (branchAndBoundParallel, without a node cap): separation's, whose
+	// searches run one after another. enough and seen are then called under
+	// the search's lock, never at once.
+	workers int
 	// root, when set, is the solved root LP of a problem this one restricts
 	// (a VCG variant: the part less one bidder), with free mapped to this
 	// problem's columns (-1 for those it does not have), and rootOut those
@@ -48,6 +53,18 @@ type problem struct {
 	// cuts, when set, are cliques of pairwise conflicting columns (clique.go):
 	// each node's LP holds sum over each of x <= 1 (less its fixed-in columns).
 	cuts [][]int32
+	// byUnit caches perUnit's order (heuristics sets it, before any search).
+	byUnit []int32
+}
+
+// perUnit returns the columns with positive welfare by welfare per unit of
+// size, largest first (orderBy), computed once per problem: rounding uses it at
+// every branch-and-bound node.
+func (p *problem) perUnit() []int32 {
+	if p.byUnit == nil {
+		p.byUnit = p.orderBy(func(c *column) float64 { return c.w / max(c.size, 1e-9) })
+	}
+	return p.byUnit
 }
 
 func (p *problem) bidders() int { return len(p.owner) }
@@ -172,7 +189,7 @@ func (p *problem) heuristics(deadline time.Time) solution {
 	if p.feasible(p.clock) {
 		s.choice, s.value = slices.Clone(p.clock), p.value(p.clock)
 	}
-	perUnit := p.orderBy(func(c *column) float64 { return c.w / max(c.size, 1e-9) })
+	perUnit := p.perUnit()
 	perRoot := p.orderBy(func(c *column) float64 { return c.w / math.Sqrt(max(c.size, 1e-9)) })
 	for _, order := range [][]int32{perUnit, perRoot} {
 		s.better(p, p.greedy(p.clock, order))
