@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/crypto/bcrypt"
+
 	"github.com/clearhouse/clearhouse/besteffort"
 	"github.com/clearhouse/clearhouse/costs"
 	"github.com/clearhouse/clearhouse/demo"
@@ -28,7 +30,10 @@ import (
 // through the production wiring, and its charges' reader. It is seeded once for the
 // test binary and shared (seeding took about a minute under -race on the shared
 // machine, once for each test): only tests that read it may use it, and TestMain
-// closes and removes it.
+// closes and removes it. Its users' passwords are hashed at bcrypt's minimum cost,
+// as the demo's own tests and e2etest do: at the production cost (12) the nine
+// logins' hashes were more than half of the package's CPU under -race (74.6 s of
+// user+sys before, 31.8 s after), and no test here signs in.
 func seeded(t *testing.T) (*exchange.Market, *costs.Reader) {
 	t.Helper()
 	if testing.Short() {
@@ -71,7 +76,7 @@ func seed() (*exchange.Market, *costs.Reader, error) {
 	m.UseQuotaCommitments(rs)
 	m.UseMeasuredUtilization(fleet.NewUtilization(db, now, fleet.DefaultUtilizationConfig))
 	be := besteffort.New(db, l, now, besteffort.DefaultConfig)
-	s := demo.Services{DB: db, Ledger: l, Market: m, Identity: identity.NewIdentity(db, now, 0), BestEffort: be, Now: now,
+	s := demo.Services{DB: db, Ledger: l, Market: m, Identity: identity.NewIdentity(db, now, bcrypt.MinCost), BestEffort: be, Now: now,
 		AuctionWindow: time.Hour, DBName: "demo.db"}
 	if err := demo.Seed(ctx, s, io.Discard); err != nil {
 		return nil, nil, err
