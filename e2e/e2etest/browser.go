@@ -95,6 +95,15 @@ func closeBrowser() {
 	}
 }
 
+// CloseTab closes the tab ctx that NewBrowser opened, and its browser context, when
+// the test is done with it before it ends: an open tab keeps its renderer ticking.
+func CloseTab(t *testing.T, ctx context.Context) {
+	t.Helper()
+	if err := chromedp.Cancel(ctx); err != nil {
+		t.Fatalf("closing a tab: %v", err)
+	}
+}
+
 // Screenshot saves a full-page PNG under $CLEARHOUSE_SCREENSHOTS, when it is set.
 func Screenshot(t *testing.T, ctx context.Context, name string) {
 	t.Helper()
