@@ -26,8 +26,8 @@ import (
 // accounts) may not scroll sideways even inside a table's frame.
 //
 // It was four tests, each on a demo app of its own (every page; the trading pages;
-// the auction pages; the idle-capacity pages): one app and one browser tab load each
-// page once.
+// the auction pages; the idle-capacity pages): one app serves them all, a tab for
+// each login, and each page is loaded once.
 func TestBrowserEveryPageForEveryRole(t *testing.T) {
 	t.Parallel()
 	everyone := []string{"/", "/auctions", "/auctions/1", "/auctions/7", "/auctions/8", "/search?q.cpu=8", "/search?q.cpu=lots", "/help", "/notifications"}
@@ -62,50 +62,58 @@ type pagesOf struct {
 // after the viewport is set to the other: the pages' layout is CSS alone (their two
 // scripts, curve.js and reserve.js, read no widths), so a page resized to a width
 // lays out as one loaded at it, and its document, which the templ and derivation
-// checks read, is the same at both. The logins take turns in one browser tab, each
-// signing out before the next signs in. With CLEARHOUSE_SCREENSHOTS set it saves
-// each page at both widths.
+// checks read, is the same at both. The logins share one demo app and run as
+// parallel subtests, each in a browser tab of its own (one tab for all of them ran
+// past NewBrowser's 5-minute guard at a load of 50). With CLEARHOUSE_SCREENSHOTS set
+// it saves each page at both widths.
 func pagesFitScreens(t *testing.T, logins []pagesOf) {
 	t.Helper()
 	app, passwords := e2etest.StartDemo(t)
 	base := app.Server.URL()
-	ctx := e2etest.NewBrowser(t)
-	for l, who := range logins {
-		if l > 0 {
-			e2etest.SignOut(t, ctx)
+	for _, who := range logins {
+		t.Run(who.email, func(t *testing.T) {
+			t.Parallel() // the logins share the app (they only read), each in a tab of its own
+			ctx := e2etest.NewBrowser(t)
+			e2etest.SignIn(t, ctx, base, who.email, passwords[who.email])
+			for i, page := range who.pages {
+				pageFitsScreens(t, ctx, base+page, page, who.email, i%2 == 1, slices.Contains(who.tables, page))
+			}
+		})
+	}
+}
+
+// pageFitsScreens loads url (page, as email) in the tab ctx at 1400 px (at 400 when
+// narrowFirst) and checks it there and at the other width, as pagesFitScreens says.
+func pageFitsScreens(t *testing.T, ctx context.Context, url, page, email string, narrowFirst, tables bool) {
+	t.Helper()
+	widths := []int64{1400, 400}
+	if narrowFirst {
+		widths = []int64{400, 1400}
+	}
+	err := chromedp.Do(ctx, chromedp.EmulateViewport(widths[0], 900), chromedp.Navigate(url), chromedp.WaitVisible(chromedp.CSS(`main h1`)))
+	if err != nil {
+		t.Fatalf("%s as %s: %v", page, email, err)
+	}
+	doc, err := chromedp.Run(ctx, chromedp.Evaluate[pageDocument](`({HTML: document.documentElement.outerHTML,
+		Derivations: Array.from(document.querySelectorAll('[data-testid=derivation]')).map(e => e.textContent.replace(/\s+/g, ' ').trim())})`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if leaks := templates.LeakedTemplateSource(doc.HTML); len(leaks) > 0 {
+		t.Errorf("%s as %s prints templ source as text: %q", page, email, leaks)
+	}
+	for _, d := range doc.Derivations {
+		if why := unreproduced(d); why != "" {
+			t.Errorf("%s as %s: the unit prices shown do not give the amount: %q: %s", page, email, d, why)
 		}
-		e2etest.SignIn(t, ctx, base, who.email, passwords[who.email])
-		for i, page := range who.pages {
-			widths := []int64{1400, 400}
-			if i%2 == 1 {
-				widths = []int64{400, 1400}
-			}
-			err := chromedp.Do(ctx, chromedp.EmulateViewport(widths[0], 900), chromedp.Navigate(base+page), chromedp.WaitVisible(chromedp.CSS(`main h1`)))
-			if err != nil {
-				t.Fatalf("%s as %s: %v", page, who.email, err)
-			}
-			doc, err := chromedp.Run(ctx, chromedp.Evaluate[pageDocument](`({HTML: document.documentElement.outerHTML,
-				Derivations: Array.from(document.querySelectorAll('[data-testid=derivation]')).map(e => e.textContent.replace(/\s+/g, ' ').trim())})`))
-			if err != nil {
+	}
+	for _, width := range widths {
+		if width != widths[0] {
+			if err := chromedp.Do(ctx, chromedp.EmulateViewport(width, 900)); err != nil {
 				t.Fatal(err)
 			}
-			if leaks := templates.LeakedTemplateSource(doc.HTML); len(leaks) > 0 {
-				t.Errorf("%s as %s prints templ source as text: %q", page, who.email, leaks)
-			}
-			for _, d := range doc.Derivations {
-				if why := unreproduced(d); why != "" {
-					t.Errorf("%s as %s: the unit prices shown do not give the amount: %q: %s", page, who.email, d, why)
-				}
-			}
-			for _, width := range widths {
-				if width != widths[0] {
-					if err := chromedp.Do(ctx, chromedp.EmulateViewport(width, 900)); err != nil {
-						t.Fatal(err)
-					}
-				}
-				pageFits(t, ctx, page, who.email, width, slices.Contains(who.tables, page))
-			}
 		}
+		pageFits(t, ctx, page, email, width, tables)
 	}
 }
 
