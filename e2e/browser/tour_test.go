@@ -122,6 +122,7 @@ func TestBrowserBidEntry(t *testing.T) {
 		t.Fatalf("after closing, the auction is %q", s)
 	}
 	e2etest.Screenshot(t, op, "operator-closed")
+	e2etest.CloseTab(t, op)
 	if err := chromedp.Do(ctx, chromedp.Navigate(base+"/orders"), chromedp.WaitVisible(chromedp.CSS(`[data-testid=orders]`))); err != nil {
 		t.Fatal(err)
 	}
@@ -135,6 +136,7 @@ func TestBrowserBidEntry(t *testing.T) {
 	if s := e2etest.Text(t, ctx, `[data-testid=statement]`); !strings.Contains(s, "settlement") {
 		t.Fatalf("no settlement debit on the statement: %q", s)
 	}
+	e2etest.CloseTab(t, ctx)
 
 	fin := e2etest.NewBrowser(t)
 	e2etest.SignIn(t, fin, base, "finance@example.com", logins["finance@example.com"])

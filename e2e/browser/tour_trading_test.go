@@ -3,20 +3,17 @@ package browser
 import (
 	"context"
 	"fmt"
-	"regexp"
-	"strconv"
+	"strings"
+	"testing"
 	"time"
+
+	"github.com/chromedp/chromedp"
 
 	"github.com/clearhouse/clearhouse/e2e/e2etest"
 	"github.com/clearhouse/clearhouse/mailer"
 	"github.com/clearhouse/clearhouse/mailer/mailertest"
 	"github.com/clearhouse/clearhouse/server"
 	"github.com/clearhouse/clearhouse/store/storetest"
-	"github.com/clearhouse/clearhouse/templates"
-	"strings"
-	"testing"
-
-	"github.com/chromedp/chromedp"
 )
 
 // TestBrowserTradeBetweenClustersAndMultiPoolOffer: on the demo, a member of
@@ -198,177 +195,6 @@ func TestBrowserRequirementToBundles(t *testing.T) {
 	if s := e2etest.Text(t, ctx, `[data-testid=orders] tbody tr:nth-child(1)`); !strings.Contains(s, "eu-west/cpu +200 cores, eu-west/disk +100 TiB, eu-west/ram +800 GiB") || !strings.Contains(s, "us-east/cpu +200 cores") {
 		t.Fatalf("the newest order %q", s)
 	}
-}
-
-// TestBrowserTradingPagesFitNarrowScreens opens the trading pages at 1400 and 400
-// px: none may scroll the whole page sideways (wide tables scroll inside their
-// frame). With CLEARHOUSE_SCREENSHOTS set it saves each page at both widths.
-func TestBrowserTradingPagesFitNarrowScreens(t *testing.T) {
-	t.Parallel()
-	pagesFitScreens(t, []pagesOf{
-		{"member@search.example.com", []string{"/orders/move", "/search?shape=storage-server&count=50", "/orders/new?shape=web-server&count=20&cluster=us-east&cluster=eu-west&step=2", "/help", "/notifications"}},
-		{"owner@storage.example.com", []string{"/orders/offer"}},
-		{"operator@example.com", []string{"/operate/shapes", "/search?q.gpu=8"}},
-	}, false)
-}
-
-// TestBrowserAuctionPagesFitWithoutSideScroll opens the demo's auction pages (a
-// settled one, the one whose final round changed the clock's allocation, the open
-// one) at 1400 and 400 px: the pools table and the final round's tables fit the
-// page without scrolling sideways inside their frame (at 400 px they stack).
-func TestBrowserAuctionPagesFitWithoutSideScroll(t *testing.T) {
-	t.Parallel()
-	pagesFitScreens(t, []pagesOf{
-		{"member@search.example.com", []string{"/auctions/1", "/auctions/4", "/auctions/7", "/auctions/8"}},
-	}, true)
-}
-
-// pagesOf is the pages one demo login opens.
-type pagesOf struct {
-	email string
-	pages []string
-}
-
-// pagesFitScreens opens each login's pages on the demo market at 1400 and 400 px
-// and fails where a page prints templ source, shows a derivation its unit prices do
-// not give, or is wider than the screen, or with tables where a table scrolls
-// sideways inside its frame. Each page is loaded once, at one width (1400 px for
-// the even pages of a login's list, 400 for the odd), and measured there and again
-// after the viewport is set to the other: the pages' layout is CSS alone (their two
-// scripts, curve.js and reserve.js, read no widths), so a page resized to a width
-// lays out as one loaded at it, and its document, which the templ and derivation
-// checks read, is the same at both. The logins take turns in one browser tab, each
-// signing out before the next signs in. With CLEARHOUSE_SCREENSHOTS set it saves
-// each page at both widths.
-func pagesFitScreens(t *testing.T, logins []pagesOf, tables bool) {
-	t.Helper()
-	app, passwords := e2etest.StartDemo(t)
-	base := app.Server.URL()
-	ctx := e2etest.NewBrowser(t)
-	for l, who := range logins {
-		if l > 0 {
-			e2etest.SignOut(t, ctx)
-		}
-		e2etest.SignIn(t, ctx, base, who.email, passwords[who.email])
-		for i, page := range who.pages {
-			widths := []int64{1400, 400}
-			if i%2 == 1 {
-				widths = []int64{400, 1400}
-			}
-			err := chromedp.Do(ctx, chromedp.EmulateViewport(widths[0], 900), chromedp.Navigate(base+page), chromedp.WaitVisible(chromedp.CSS(`main h1`)))
-			if err != nil {
-				t.Fatalf("%s as %s: %v", page, who.email, err)
-			}
-			doc, err := chromedp.Run(ctx, chromedp.Evaluate[pageDocument](`({HTML: document.documentElement.outerHTML,
-				Derivations: Array.from(document.querySelectorAll('[data-testid=derivation]')).map(e => e.textContent.replace(/\s+/g, ' ').trim())})`))
-			if err != nil {
-				t.Fatal(err)
-			}
-			if leaks := templates.LeakedTemplateSource(doc.HTML); len(leaks) > 0 {
-				t.Errorf("%s as %s prints templ source as text: %q", page, who.email, leaks)
-			}
-			for _, d := range doc.Derivations {
-				if why := unreproduced(d); why != "" {
-					t.Errorf("%s as %s: the unit prices shown do not give the amount: %q: %s", page, who.email, d, why)
-				}
-			}
-			for _, width := range widths {
-				if width != widths[0] {
-					if err := chromedp.Do(ctx, chromedp.EmulateViewport(width, 900)); err != nil {
-						t.Fatal(err)
-					}
-				}
-				pageFits(t, ctx, page, who.email, width, tables)
-			}
-		}
-	}
-}
-
-// pageDocument is what pagesFitScreens reads from a page's document: its HTML and
-// the text of its derivations.
-type pageDocument struct {
-	HTML        string
-	Derivations []string
-}
-
-// pageFit is what pageFits measures: the window's width, how far the page is wider,
-// and the tables that scroll sideways inside their frame.
-type pageFit struct {
-	Width, Over int64
-	Wide        []string
-}
-
-// pageFits fails the test where the page in the tab ctx, at width px, is wider than
-// the screen or, with tables, has a table that scrolls sideways inside its frame,
-// and saves a screenshot when CLEARHOUSE_SCREENSHOTS is set.
-func pageFits(t *testing.T, ctx context.Context, page, email string, width int64, tables bool) {
-	t.Helper()
-	fit, err := chromedp.Run(ctx, chromedp.Evaluate[pageFit](fmt.Sprintf(`({Width: window.innerWidth, Over: document.documentElement.scrollWidth - window.innerWidth,
-		Wide: %t ? Array.from(document.querySelectorAll('.table-wrap')).filter(e => e.scrollWidth > e.clientWidth).map(e => e.querySelector('table').dataset.testid) : []})`, tables)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if fit.Width != width {
-		t.Fatalf("%s as %s: the window is %d px wide, not the %d set", page, email, fit.Width, width)
-	}
-	if fit.Over > 0 {
-		t.Errorf("%s at %d px as %s: the page is %d px wider than the screen", page, width, email, fit.Over)
-	}
-	if tables && len(fit.Wide) > 0 {
-		t.Errorf("%s at %d px as %s: tables scroll sideways: %v", page, width, email, fit.Wide)
-	}
-	name := strings.NewReplacer("/", "-", "?", "-", "&", "-", "=", "-").Replace(strings.TrimPrefix(page, "/"))
-	if len(name) > 60 {
-		name = name[:60]
-	}
-	e2etest.Screenshot(t, ctx, fmt.Sprintf("w%d-%s", width, name))
-}
-
-// derivationTerm is one "pool quantity unit × $price" of an amount's derivation,
-// and derivationTotal the amount it ends with.
-var (
-	derivationTerm  = regexp.MustCompile(`(-?[\d,]+) \S+ × ([-−]?)\$([\d,]+\.\d+)`)
-	derivationTotal = regexp.MustCompile(`= ([-−]?)\$([\d,]+\.\d+)$`)
-)
-
-// unreproduced says why a shown derivation ("us-east/cpu 200 core × $3.388700 +
-// ... = $975.540000") does not hold, or "" when its unit prices, multiplied out in
-// micro-dollars, give the amount exactly (prices are whole micro-dollars).
-func unreproduced(d string) string {
-	micros := func(sign, s string) (int64, bool) {
-		whole, frac, _ := strings.Cut(strings.ReplaceAll(s, ",", ""), ".")
-		frac = (frac + "000000")[:6]
-		n, err := strconv.ParseInt(whole+frac, 10, 64)
-		if sign != "" {
-			n = -n
-		}
-		return n, err == nil
-	}
-	m := derivationTotal.FindStringSubmatch(d)
-	if m == nil {
-		return "no amount after ="
-	}
-	total, ok := micros(m[1], m[2])
-	if !ok {
-		return "the amount is not a number"
-	}
-	terms := derivationTerm.FindAllStringSubmatch(d, -1)
-	if len(terms) == 0 {
-		return "no quantity × unit price"
-	}
-	var sum int64 // prices are whole micro-dollars: the terms give the amount exactly
-	for _, tm := range terms {
-		q, err := strconv.ParseInt(strings.ReplaceAll(tm[1], ",", ""), 10, 64)
-		p, ok := micros(tm[2], tm[3])
-		if err != nil || !ok {
-			return "a term is not a number"
-		}
-		sum += q * p
-	}
-	if sum != total {
-		return fmt.Sprintf("the terms give %d micro-dollars, the amount is %d", sum, total)
-	}
-	return ""
 }
 
 // startDemoMail is startDemo with notification email sent to a test SMTP server.

@@ -54,6 +54,7 @@ func TestBrowserPerClusterLimitsReachTheApprover(t *testing.T) {
 	if s := e2etest.Text(t, member, `[data-testid=flash]`); !strings.Contains(strings.ToLower(s), "approv") {
 		t.Fatalf("the member's bid over the threshold: flash %q, want it to wait for approval", s)
 	}
+	e2etest.CloseTab(t, member)
 
 	err = chromedp.Do(owner, chromedp.Navigate(base+"/approvals"), chromedp.WaitVisible(chromedp.CSS(`[data-testid=orders]`)))
 	if err != nil {

@@ -71,7 +71,15 @@ func startSharedBrowser(path string) error {
 		// context that navigated last, so with the tests' contexts navigating in turn it
 		// started and killed one about every second (160 to 200 renderer processes in
 		// a run of e2e/browser, 38 without). Chromium adds its own PaintHolding to the list.
-		chromedp.Flag("disable-features", "SpareRendererForSitePerProcess"),
+		// No omnibox popups: each browser context's (headless, never shown) window
+		// loaded two WebUI pages for its address bar's popup,
+		// chrome://omnibox-popup.top-chrome/ and its AI-mode variant, in a renderer of
+		// their own: about 1.3 CPU-s a context, more than the app's pages in the tours
+		// with three logins. The tests' pages render the same (screenshots byte for byte).
+		chromedp.Flag("disable-features", "SpareRendererForSitePerProcess,WebUIOmniboxPopup,WebUIOmniboxAimPopup"),
+		// The GPU process's work (software compositing: --disable-gpu) on a thread of
+		// the browser process instead of a process of its own: less IPC, the same pixels.
+		chromedp.Flag("in-process-gpu", true),
 	}
 	actx, cancelA := chromedp.NewExecAllocator(context.Background(), opts...)
 	ctx, cancelC := chromedp.NewContext(actx)
@@ -84,6 +92,15 @@ func closeBrowser() {
 	if b := &sharedBrowser; b.cancel != nil {
 		b.cancel()
 		os.RemoveAll(b.dir)
+	}
+}
+
+// CloseTab closes the tab ctx that NewBrowser opened, and its browser context, when
+// the test is done with it before it ends: an open tab keeps its renderer ticking.
+func CloseTab(t *testing.T, ctx context.Context) {
+	t.Helper()
+	if err := chromedp.Cancel(ctx); err != nil {
+		t.Fatalf("closing a tab: %v", err)
 	}
 }
 
