@@ -9,9 +9,16 @@ import (
 // LP builds; larger markets get no supporting prices (FinalRound.Prices nil).
 const maxSupportTableau = 4_000_000
 
-// supportTol is the violation, relative to the bidder's limits, below which a
-// bidder counts as supported: the LP's own perturbation is about 1e-7.
-func supportTol(limit float64) float64 { return 1e-6 * max(1, math.Abs(limit)) }
+// unsupportedBy says whether prices that fail to support a bidder by v (dollars)
+// fail it beyond the tolerance: a micro-dollar per dollar of its limit, at least one
+// (the LP's own perturbation is about 1e-7). The prices are whole micro-dollars, and
+// so are a market's limits, so a violation is a whole number of micro-dollars but for
+// its sum's rounding: it is rounded to the micro-dollar first, so that one exactly at
+// the tolerance (2 micro-dollars on a $2 limit) counts as supported every time, not
+// as unsupported when the sum's last bit falls above it.
+func unsupportedBy(v, limit float64) bool {
+	return math.Round(v*microsPerDollar) > max(1, math.Abs(limit))
+}
 
 // supportingPrices returns linear per-pool prices that support the allocation
 // choice (a bundle index per bidder, or -1) as well as possible, and the bidders
@@ -124,7 +131,7 @@ func (c *clock) supportingPrices(choice []int, deadline time.Time) (price []floa
 		price[r] = max(math.Round((c.reserve[r]+x[r])*microsPerDollar)/microsPerDollar, c.reserve[r])
 	}
 	for _, bi := range bidders {
-		if c.violation(bi, choice[bi], price) > supportTol(c.bidders[bi].limits[max(choice[bi], 0)]) {
+		if unsupportedBy(c.violation(bi, choice[bi], price), c.bidders[bi].limits[max(choice[bi], 0)]) {
 			unsupported = append(unsupported, bi)
 		}
 	}

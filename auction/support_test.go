@@ -55,8 +55,10 @@ func checkSupport(t interface{ Fatalf(string, ...any) }, inst auction.Instance, 
 		}
 		v := violationAt(b, k, f.Prices)
 		listed := slices.Contains(f.Unsupported, b.ID)
-		tol := 1e-6 * max(1, math.Abs(b.LimitOf(max(k, 0))))
-		if listed != (v > tol) {
+		// More than a micro-dollar per dollar of the limit, in whole micro-dollars (the
+		// prices are whole micro-dollars): a violation at the tolerance is supported.
+		unsupported := math.Round(v*1e6) > max(1, math.Abs(b.LimitOf(max(k, 0))))
+		if listed != unsupported {
 			t.Fatalf("bidder %s (bundle %d): violation %v at %v, listed unsupported %v", b.ID, k, v, f.Prices, listed)
 		}
 	}
