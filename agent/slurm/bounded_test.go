@@ -3,6 +3,7 @@ package slurm
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -15,6 +16,8 @@ import (
 type roundsSlurm struct {
 	*fakeSlurm
 	queue, accounting, reservations []string
+	resvNames                       []string // sacctmgr show reservation: ID|Name lines
+	namesAsked                      []string // the ids= argument of each such call
 }
 
 func (r *roundsSlurm) Run(ctx context.Context, stdin, name string, args ...string) (string, error) {
@@ -25,6 +28,13 @@ func (r *roundsSlurm) Run(ctx context.Context, stdin, name string, args ...strin
 		return strings.Join(r.accounting, "\n"), nil
 	case name == "scontrol" && strings.Contains(strings.Join(args, " "), "show reservations"):
 		return strings.Join(r.reservations, "\n"), nil
+	case name == "sacctmgr" && strings.Contains(strings.Join(args, " "), "show reservation "):
+		for _, a := range args {
+			if ids, ok := strings.CutPrefix(a, "ids="); ok {
+				r.namesAsked = append(r.namesAsked, ids)
+			}
+		}
+		return strings.Join(r.resvNames, "\n"), nil
 	}
 	return r.fakeSlurm.Run(ctx, stdin, name, args...)
 }
@@ -51,7 +61,7 @@ func TestStateStaysBoundedOverManyTasks(t *testing.T) {
 			tk := agent.Task{ID: id, Team: "ml", Configuration: map[string]int64{"hpc/cpu": 1}}
 			if i%2 == 0 {
 				run = append(run, tk)
-				r.accounting = append(r.accounting, fmt.Sprintf("%d|clearhouse-be-capml|clearhouse-best-effort|COMPLETED|2026-11-26T19:50:00|2026-11-26T19:52:00||cpu=1|%s", id, TaskJobName(id)))
+				r.accounting = append(r.accounting, fmt.Sprintf("%d|clearhouse-be-capml|clearhouse-best-effort|COMPLETED|2026-11-26T19:50:00|2026-11-26T19:52:00|||cpu=1|%s", id, TaskJobName(id)))
 			} else {
 				stop = append(stop, tk)
 				r.queue = append(r.queue, fmt.Sprintf("%d|clearhouse-be-capml|clearhouse-best-effort|RUNNING|cpu=1|2026-11-26T19:50:00|2027-11-26T19:50:00|(null)|None|%s", id, TaskJobName(id)))
@@ -99,7 +109,7 @@ func TestStateStaysBoundedOverManyTasks(t *testing.T) {
 			t.Fatalf("round %d, job running: ends %v (%v), want none", n, rep.Ends, err)
 		}
 		r.queue = []string{queuedInWaiting}
-		r.accounting = append(r.accounting, fmt.Sprintf("%d|capads|normal|COMPLETED|2026-11-26T19:45:00|2026-11-26T19:52:00||cpu=1|work", ranJob))
+		r.accounting = append(r.accounting, fmt.Sprintf("%d|capads|normal|COMPLETED|2026-11-26T19:45:00|2026-11-26T19:52:00|||cpu=1|work", ranJob))
 		rep, err := b.FollowReservations(ctx, plan)
 		if err != nil || len(rep.Ends) != 1 || rep.Ends[0].Reservation != running.Reservation {
 			t.Fatalf("round %d, job ended: ends %v (%v), want reservation %d's", n, rep.Ends, err, running.Reservation)
@@ -117,5 +127,56 @@ func TestStateStaysBoundedOverManyTasks(t *testing.T) {
 	}
 	if len(b.ended)+len(b.ranIn) != 0 {
 		t.Fatalf("ends %v and jobs seen %v kept with nothing planned nor queued", b.ended, b.ranIn)
+	}
+}
+
+// An agent that never saw a reservation's job running (it restarted between polls,
+// or the job lived between two) still reports the reservation's end: from slurmctld
+// (squeue) while it lists the ended job, with its reservation's name; from accounting
+// later, where a job that began in the same second as its reservation comes with the
+// reservation's id and no name (slurmdbd joins the reservation's record that began
+// strictly before the job; seen on Slurm 22.05 with a reservation made "now" and used at
+// once), which sacctmgr names. A job whose id names another reservation ends nothing of
+// this one.
+func TestReservationEndFoundAfterARestart(t *testing.T) {
+	ctx := context.Background()
+	now := time.Date(2026, 11, 26, 19, 53, 0, 0, time.Local).UTC()
+	running := agent.Job{Reservation: 41, Team: "ads", Configuration: map[string]int64{"hpc/cpu": 1}, Count: 2, Units: 2,
+		Start: now.Add(-10 * time.Minute), End: now.Add(30 * time.Minute)}
+	plan := agent.Plan{Now: now, Running: []agent.Job{running}}
+	name := ReservationName(running.Key())
+	outside := "5002|capads|normal|COMPLETED|2026-11-26T19:44:00|2026-11-26T19:46:00|||cpu=1|outside"
+	for _, c := range []struct {
+		what              string
+		queue, accounting []string
+		names             []string
+		asked             []string // ids= of sacctmgr's calls
+		ends              int
+	}{
+		{"ended job in squeue, not yet in accounting", []string{"5001|capads|normal|COMPLETED|cpu=2|2026-11-26T19:45:00|2026-11-26T19:45:00|" + name + "|None|work"},
+			[]string{outside}, nil, nil, 1},
+		{"in accounting by id", nil, []string{"5001|capads|normal|COMPLETED|2026-11-26T19:45:00|2026-11-26T19:45:00||77|cpu=2|work", outside},
+			[]string{"77|" + name}, []string{"77"}, 1},
+		{"in accounting by the id of another reservation", nil, []string{"5001|capads|normal|COMPLETED|2026-11-26T19:45:00|2026-11-26T19:45:00||77|cpu=2|work", outside},
+			[]string{"77|someone-elses"}, []string{"77"}, 0},
+		{"in accounting by an id it no longer knows", nil, []string{"5001|capads|normal|COMPLETED|2026-11-26T19:45:00|2026-11-26T19:45:00||77|cpu=2|work", outside},
+			nil, []string{"77"}, 0},
+	} {
+		b, f := openFake(t) // a fresh agent: it saw no job run
+		r := &roundsSlurm{fakeSlurm: f, queue: c.queue, accounting: c.accounting, resvNames: c.names}
+		b.run = r
+		rep, err := b.FollowReservations(ctx, plan)
+		if err != nil {
+			t.Fatalf("%s: %v", c.what, err)
+		}
+		if len(rep.Ends) != c.ends {
+			t.Fatalf("%s: ends %+v, want %d", c.what, rep.Ends, c.ends)
+		}
+		if c.ends == 1 && (rep.Ends[0].Reservation != 41 || !rep.Ends[0].At.Equal(time.Date(2026, 11, 26, 19, 45, 0, 0, time.Local).UTC())) {
+			t.Errorf("%s: end %+v, want reservation 41 at job 5001's end, not job 5002's (outside any reservation)", c.what, rep.Ends[0])
+		}
+		if !slices.Equal(r.namesAsked, c.asked) {
+			t.Errorf("%s: sacctmgr asked for ids %q, want %q (only an unnamed job's)", c.what, r.namesAsked, c.asked)
+		}
 	}
 }

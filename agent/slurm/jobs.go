@@ -16,9 +16,12 @@ type job struct {
 	QOS         string
 	State       string // RUNNING, PENDING, COMPLETED, PREEMPTED, "CANCELLED by 0" is CANCELLED
 	Reservation string
-	Reason      string // squeue only: why it waits
-	TRES        tres   // allocated (running, ended) or requested (pending)
-	Start, End  time.Time
+	// ReservationID is sacct's ReservationId (0 outside a reservation, and from
+	// squeue): accounting can leave the name out where it has the id (nameReservations).
+	ReservationID int64
+	Reason        string // squeue only: why it waits
+	TRES          tres   // allocated (running, ended) or requested (pending)
+	Start, End    time.Time
 }
 
 // queueFormat is squeue's --Format: '|' after each field, the job name (the one field a
@@ -64,7 +67,7 @@ func parseQueue(out string) ([]job, error) {
 }
 
 // accountingFormat is sacct's --format, the job name last for the same reason.
-const accountingFormat = "JobID,Account,QOS,State,Start,End,Reservation,AllocTRES,JobName"
+const accountingFormat = "JobID,Account,QOS,State,Start,End,Reservation,ReservationId,AllocTRES,JobName"
 
 // accounting lists the jobs Slurm's accounting knows since since (sacct --allocations,
 // any state), with any further sacct filter args.
@@ -84,22 +87,28 @@ func parseAccounting(out string) ([]job, error) {
 		if strings.TrimSpace(line) == "" {
 			continue
 		}
-		f := strings.SplitN(line, "|", 9)
-		if len(f) != 9 {
-			return nil, fmt.Errorf("sacct: line %q: want 9 fields", line)
+		f := strings.SplitN(line, "|", 10)
+		if len(f) != 10 {
+			return nil, fmt.Errorf("sacct: line %q: want 10 fields", line)
 		}
 		idText, _, _ := strings.Cut(f[0], "_") // an array task: its job's id
 		id, err := strconv.ParseInt(idText, 10, 64)
 		if err != nil {
 			return nil, fmt.Errorf("sacct: line %q: job id: %w", line, err)
 		}
-		t, err := parseTRES(f[7])
+		var resv int64 // empty outside a reservation
+		if f[7] != "" {
+			if resv, err = strconv.ParseInt(f[7], 10, 64); err != nil {
+				return nil, fmt.Errorf("sacct: job %d: reservation id: %w", id, err)
+			}
+		}
+		t, err := parseTRES(f[8])
 		if err != nil {
 			return nil, fmt.Errorf("sacct: job %d: %w", id, err)
 		}
 		state, _, _ := strings.Cut(f[3], " ") // "CANCELLED by 0"
 		jobs = append(jobs, job{ID: id, Account: f[1], QOS: f[2], State: state, Start: parseTime(f[4]), End: parseTime(f[5]),
-			Reservation: f[6], TRES: t, Name: f[8]})
+			Reservation: f[6], ReservationID: resv, TRES: t, Name: f[9]})
 	}
 	return jobs, nil
 }

@@ -1,6 +1,7 @@
 package slurm
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -91,5 +92,52 @@ func TestLiveReservationRunsItsJobs(t *testing.T) {
 	}
 	if !strings.Contains(c.out.String(), "deleted reservation "+ReservationName(running.Key())) {
 		t.Errorf("the backend did not say it deleted the reservation:\n%s", c.out.String())
+	}
+}
+
+// A job that ran and ended between two polls, in a reservation made now, reports the
+// reservation's end to an agent that restarted (a fresh backend, which never saw the
+// job run): from accounting, whose row names the reservation or, when the job began in
+// the reservation's first second, gives only its id, which sacctmgr names. The naming
+// is also checked on the real row with its name taken away.
+func TestLiveReservationEndAfterARestart(t *testing.T) {
+	c := newLiveCluster(t)
+	now := time.Now().UTC()
+	running := agent.Job{Reservation: 990011, Team: "ads", Configuration: map[string]int64{"hpc/cpu": 1}, Count: 1, Units: 1,
+		Start: now, End: now.Add(20 * time.Minute)}
+	plan := agent.Plan{Now: now, Running: []agent.Job{running}}
+	if _, err := c.backend.FollowReservations(c.ctx, plan); err != nil {
+		t.Fatal(err)
+	}
+	name := ReservationName(running.Key())
+	id := c.sbatch("--account="+c.ads, "--reservation="+name, "--cpus-per-task=1", "--mem=100M", "--wrap=true")
+	var row job
+	c.eventually("accounting knowing the job's end", func() bool {
+		jobs, err := c.backend.accounting(c.ctx, now.Add(-time.Minute), "--accounts="+c.ads)
+		for _, j := range jobs {
+			if fmt.Sprint(j.ID) == id && !j.End.IsZero() {
+				row = j
+			}
+		}
+		return err == nil && row.ID != 0
+	})
+	if row.ReservationID <= 0 {
+		t.Fatalf("accounting row %+v: want the reservation's id", row)
+	}
+	t.Logf("accounting names the reservation %q (id %d)", row.Reservation, row.ReservationID)
+
+	b := c.open() // restarted: it saw nothing run
+	report, err := b.FollowReservations(c.ctx, agent.Plan{Now: time.Now().UTC(), Running: []agent.Job{running}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(report.Ends) != 1 || report.Ends[0].Reservation != 990011 || !report.Ends[0].At.Equal(row.End) {
+		t.Fatalf("ends after a restart %+v: want reservation 990011's at the job's end %s", report.Ends, row.End)
+	}
+
+	unnamed := []job{row}
+	unnamed[0].Reservation = ""
+	if err := b.nameReservations(c.ctx, unnamed); err != nil || unnamed[0].Reservation != name {
+		t.Errorf("reservation id %d named %q (%v), want %s", row.ReservationID, unnamed[0].Reservation, err, name)
 	}
 }

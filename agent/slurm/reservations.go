@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -253,7 +254,7 @@ func (b *Backend) reportJobs(ctx context.Context, report *agent.JobReport, want 
 		since = earliest(since, w.Start)
 		accts[w.Accounts] = true
 	}
-	done, err := b.accounting(ctx, since.Add(-time.Minute), "--accounts="+strings.Join(slices.Sorted(maps.Keys(accts)), ","))
+	done, err := b.endedJobs(ctx, since.Add(-time.Minute), slices.Sorted(maps.Keys(accts)))
 	if err != nil {
 		return nil, err
 	}
@@ -279,6 +280,86 @@ func (b *Backend) reportJobs(ctx context.Context, report *agent.JobReport, want 
 		}
 	}
 	return ends, nil
+}
+
+// endedStates are squeue's --states of the jobs that ended.
+const endedStates = "COMPLETED,CANCELLED,FAILED,TIMEOUT,PREEMPTED,NODE_FAIL,BOOT_FAIL,DEADLINE,OUT_OF_MEMORY"
+
+// endedJobs lists the jobs of accounts accts that ended since since, each with the
+// reservation it ran in. slurmctld (squeue) still lists a job for MinJobAge after its
+// end (300 s by default) with its reservation's name; accounting (sacct) lists the
+// older ones. Accounting alone is not enough: on Slurm 22.05 a windowed sacct
+// (--starttime) left out, for seconds to minutes, a job that had just ended and that
+// sacct --jobs already showed COMPLETED, and it names a job's reservation only when the
+// reservation's record began strictly before the job began (slurmdbd's query), so a job
+// started in its reservation's first second comes with no name, at best with the
+// reservation's id, which nameReservations names. Where both list a job, squeue's row
+// counts.
+func (b *Backend) endedJobs(ctx context.Context, since time.Time, accts []string) ([]job, error) {
+	var recent, old []job
+	if err := together(
+		func() (err error) {
+			recent, err = b.queue(ctx, endedStates, "--account="+strings.Join(accts, ","))
+			return err
+		},
+		func() (err error) {
+			old, err = b.accounting(ctx, since, "--accounts="+strings.Join(accts, ","))
+			return err
+		},
+	); err != nil {
+		return nil, err
+	}
+	if err := b.nameReservations(ctx, old); err != nil {
+		return nil, err
+	}
+	seen := map[int64]bool{}
+	for _, j := range recent {
+		seen[j.ID] = true
+	}
+	for _, j := range old {
+		if !seen[j.ID] {
+			recent = append(recent, j)
+		}
+	}
+	return recent, nil
+}
+
+// nameReservations fills in the reservation names accounting left out where it gave
+// the reservation's id (see endedJobs): sacctmgr names those ids.
+func (b *Backend) nameReservations(ctx context.Context, jobs []job) error {
+	var ids []string
+	for _, j := range jobs {
+		if j.Reservation == "" && j.ReservationID > 0 {
+			ids = append(ids, fmt.Sprint(j.ReservationID))
+		}
+	}
+	if len(ids) == 0 {
+		return nil
+	}
+	slices.Sort(ids)
+	out, err := b.run.Run(ctx, "", "sacctmgr", "--noheader", "--parsable2", "show", "reservation",
+		"cluster="+b.cluster, "ids="+strings.Join(slices.Compact(ids), ","), "format=ID,Name")
+	if err != nil {
+		return err
+	}
+	names := map[int64]string{}
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		if line == "" {
+			continue // no such id (accounting purged it)
+		}
+		idText, name, ok := strings.Cut(line, "|")
+		id, err := strconv.ParseInt(idText, 10, 64)
+		if !ok || err != nil {
+			return fmt.Errorf("sacctmgr show reservation: line %q: want ID|Name", line)
+		}
+		names[id] = name
+	}
+	for i := range jobs {
+		if jobs[i].Reservation == "" {
+			jobs[i].Reservation = names[jobs[i].ReservationID]
+		}
+	}
+	return nil
 }
 
 // queued counts the pending jobs among jobs.

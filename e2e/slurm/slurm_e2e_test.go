@@ -209,8 +209,9 @@ func TestSlurmAgentEndToEnd(t *testing.T) {
 		t.Fatal(err)
 	}
 	m.eventually("the reservation's job ended", func() bool { return strings.HasPrefix(m.jobState(inRes), "COMPLETED") || m.jobState(inRes) == "" })
-	// The agent learns a reservation's end from accounting (sacct), which slurmctld
-	// tells after the job ends: once accounting has the end, one poll reports it.
+	// The agent learns a reservation's end from slurmctld (squeue lists an ended job
+	// for MinJobAge) or accounting (sacct): once the end is known, one poll of a fresh
+	// agent, which never saw the job run, reports it.
 	m.eventually("accounting knowing the job's end", func() bool {
 		state, end, _ := strings.Cut(m.slurm("sacct", "--noheader", "--parsable2", "--allocations", "--jobs="+inRes, "--format=State,End"), "|")
 		return state == "COMPLETED" && end != "" && end != "Unknown"
