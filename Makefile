@@ -38,11 +38,18 @@ build: generate
 ## binary's start, end and CPU, and the machine's busy processors every 30 s
 ## (docs/testing.md, "The CI timeline (seventh round)").
 test:
-	$(GO) build -o $(TIMELINE) ./internal/testtimeline
-	$(GO) build -o $(TEST_BIN) ./cmd/clearhouse
+	$(GO) build $(TEST_FLAGS) -o $(TIMELINE) ./internal/testtimeline
+	$(GO) build $(TEST_FLAGS) -o $(TEST_BIN) ./cmd/clearhouse
 	CLEARHOUSE_TEST_BINARY=$(abspath $(TEST_BIN)) $(TIMELINE) \
-	  -- race $(GO) test -race -count=1 -timeout 60m -p $(TEST_P) $(if $(filter ./...,$(PKGS)),$(TEST_FIRST)) $(PKGS) \
-	  -- norace nice -n $(NORACE_NICE) $(GO) test -count=1 -timeout 30m -run '$(NORACE_RUN)' $(NORACE_PKGS)
+	  -- race $(GO) test $(TEST_FLAGS) -race -count=1 -timeout 60m -p $(TEST_P) $(if $(filter ./...,$(PKGS)),$(TEST_FIRST)) $(PKGS) \
+	  -- norace nice -n $(NORACE_NICE) $(GO) test $(TEST_FLAGS) -count=1 -timeout 30m -run '$(NORACE_RUN)' $(NORACE_PKGS)
+
+# Build flags of make test: -trimpath makes the test binaries independent of the
+# checkout's path, so that a clone elsewhere (CI's, a second worktree) reuses what the
+# build cache holds of an earlier run instead of compiling and linking everything
+# again (docs/testing.md, "Build cache across clones"). .ci/run sets it for every
+# command through GOFLAGS.
+TEST_FLAGS ?= -trimpath
 
 # The niceness of the pass without the race detector, relative to the race pass's:
 # at 10 a runnable thread of it weighs about a tenth of one of the race pass's.
@@ -81,7 +88,7 @@ NORACE_RUN  ?= ^(TestCATSFinalRound|TestGeneratedCATSFinalRound|TestEconAcceptsF
 ## test-short: the quick loop while developing: every test but the slow ones (browser,
 ## real clusters, crash, replica, long scale runs), which skip under -short (docs/testing.md).
 test-short:
-	$(GO) test -short $(PKGS)
+	$(GO) test $(TEST_FLAGS) -short $(PKGS)
 
 ## bench: every benchmark (BENCH=regexp to choose, BENCHTIME=5x to shorten).
 bench:
