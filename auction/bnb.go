@@ -170,23 +170,32 @@ func (t *bnbTree) next(s *solution, deadline time.Time, maxNodes int) (*node, bo
 	return nil, false
 }
 
-// solve solves a node's LP: the root from p.root when it is set (rootLP), a
-// dive's child from the tableau of the node just solved, a queued node from the
-// tableau it kept of its parent, and otherwise (or when that re-solve gave up)
-// from scratch. ok is false when the LP gave up.
-func (t *bnbTree) solve(p *problem, top *node, diving bool, deadline time.Time) (rel relaxation, ok bool) {
-	switch {
-	case len(top.ones) == 0 && len(top.zeros) == 0 && p.root.lp != nil:
-		rel, ok = p.rootLP(deadline)
-	case diving && t.parent.lp != nil:
-		// The queued sibling may keep the same tableau: then the dive copies it.
-		from := t.parent
+// solve solves a node's LP (solveNode), a dive's child from the tableau of the
+// node just solved, copied when the queued sibling keeps it too.
+func (t *bnbTree) solve(p *problem, top *node, diving bool, deadline time.Time) (relaxation, bool) {
+	var from relaxation
+	if diving && t.parent.lp != nil {
+		from = t.parent
 		if t.shared {
 			from.lp = from.lp.clone()
 		}
-		rel, ok = p.childLP(from, top.ones, top.ones[len(top.ones)-1], true, deadline)
+	}
+	return p.solveNode(top, from, deadline)
+}
+
+// solveNode solves a node's LP, for both searches (branchAndBound and
+// branchAndBoundParallel): the root from p.root when it is set (rootLP), a
+// dive's child from parent, the solved tableau of the node it dives from (set
+// only for a dive's child; the child's re-solve takes it over), a queued node in
+// place on the tableau it kept of its parent (its last use), and otherwise (or
+// when that re-solve gave up) from scratch. ok is false when the LP gave up.
+func (p *problem) solveNode(top *node, parent relaxation, deadline time.Time) (rel relaxation, ok bool) {
+	switch {
+	case len(top.ones) == 0 && len(top.zeros) == 0 && p.root.lp != nil:
+		rel, ok = p.rootLP(deadline)
+	case parent.lp != nil:
+		rel, ok = p.childLP(parent, top.ones, top.ones[len(top.ones)-1], true, deadline)
 	case top.from.lp != nil:
-		// A queued node is its parent's tableau's last use: re-solve it in place.
 		rel, ok = p.childLP(top.from, top.ones, top.zeros[len(top.zeros)-1], false, deadline)
 		top.from = relaxation{}
 	}

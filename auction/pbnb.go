@@ -133,23 +133,15 @@ func (sh *bnbShared) next(w *bnbWorker, s *solution, deadline time.Time, maxNode
 	}
 }
 
-// solve solves a node's LP as bnbTree.solve does, outside the lock: the root
-// from p.root, a dive's child in place on the worker's parent tableau, a queued
-// node in place on the tableau it kept, else from scratch.
-func (w *bnbWorker) solve(p *problem, top *node, diving bool, deadline time.Time) (rel relaxation, ok bool) {
-	switch {
-	case len(top.ones) == 0 && len(top.zeros) == 0 && p.root.lp != nil:
-		rel, ok = p.rootLP(deadline)
-	case diving && w.parent.lp != nil:
-		rel, ok = p.childLP(w.parent, top.ones, top.ones[len(top.ones)-1], true, deadline)
-	case top.from.lp != nil:
-		rel, ok = p.childLP(top.from, top.ones, top.zeros[len(top.zeros)-1], false, deadline)
-		top.from = relaxation{}
+// solve solves a node's LP outside the lock (solveNode): a dive's child in
+// place on the worker's parent tableau, which no queued node shares (node
+// copies it for the queued sibling).
+func (w *bnbWorker) solve(p *problem, top *node, diving bool, deadline time.Time) (relaxation, bool) {
+	var from relaxation
+	if diving {
+		from = w.parent
 	}
-	if !ok {
-		rel, ok = p.nodeLP(top, deadline)
-	}
-	return rel, ok
+	return p.solveNode(top, from, deadline)
 }
 
 // node finishes a solved node under the lock, as branchAndBound's loop does:
