@@ -2,7 +2,6 @@ package auction
 
 import (
 	"container/heap"
-	"math"
 	"slices"
 	"sync"
 	"time"
@@ -46,7 +45,7 @@ type bnbWorker struct {
 
 // branchAndBoundParallel is branchAndBound with workers goroutines (see above).
 func (p *problem) branchAndBoundParallel(s *solution, deadline time.Time, maxNodes, workers int) {
-	sh := &bnbShared{t: bnbTree{queue: nodeHeap{{bound: s.bound}}, lost: math.Inf(-1), depthFirst: p.proof}}
+	sh := &bnbShared{t: p.newTree(s)}
 	sh.wake = sync.NewCond(&sh.mu)
 	var wg sync.WaitGroup
 	for range workers {
