@@ -76,7 +76,8 @@ func (p *problem) branchAndBound(s *solution, deadline time.Time, maxNodes int) 
 			continue
 		}
 		if rel.x == nil || rel.bound <= s.value+pruneTol(s.value) {
-			continue // infeasible, or cannot beat the incumbent
+			rel.lp.recycle() // its only holder: t.parent was cleared
+			continue         // infeasible, or cannot beat the incumbent
 		}
 		t.parent = rel
 		p.round(s, top.ones, rel.x, deadline)
@@ -208,8 +209,14 @@ func (p *problem) solveNode(top *node, parent relaxation, deadline time.Time) (r
 		rel, ok = p.rootLP(deadline)
 	case parent.lp != nil:
 		rel, ok = p.childLP(parent, top.ones, top.ones[len(top.ones)-1], true, deadline)
+		if rel.lp == nil {
+			parent.lp.recycle() // infeasible or gave up: the tableau is of no further use
+		}
 	case top.from.lp != nil:
 		rel, ok = p.childLP(top.from, top.ones, top.zeros[len(top.zeros)-1], false, deadline)
+		if rel.lp == nil {
+			top.from.lp.recycle()
+		}
 		top.from = relaxation{}
 	}
 	if !ok {

@@ -56,6 +56,9 @@ func (p *problem) branchAndBoundParallel(s *solution, deadline time.Time, maxNod
 		}()
 	}
 	wg.Wait()
+	for _, n := range sh.t.queue {
+		n.from.lp.recycle()
+	}
 	sh.t.close(s)
 }
 
@@ -99,6 +102,7 @@ func (sh *bnbShared) next(w *bnbWorker, s *solution, deadline time.Time, maxNode
 		if sh.stop {
 			if w.dive != nil {
 				heap.Push(&t.queue, w.dive)
+				w.parent.lp.recycle()
 				w.dive, w.parent = nil, relaxation{}
 			}
 			return nil, false
@@ -120,6 +124,7 @@ func (sh *bnbShared) next(w *bnbWorker, s *solution, deadline time.Time, maxNode
 			top := heap.Remove(&t.queue, at).(*node)
 			t.release(top)
 			if top.bound <= s.value+pruneTol(s.value) {
+				top.from.lp.recycle()
 				continue
 			}
 			return top, false
@@ -153,10 +158,12 @@ func (sh *bnbShared) node(p *problem, w *bnbWorker, s *solution, top *node, rel 
 		return false
 	}
 	if rel.x == nil || rel.bound <= s.value+pruneTol(s.value) {
+		rel.lp.recycle()
 		return false
 	}
 	p.round(s, top.ones, rel.x, deadline)
 	if p.enough != nil && p.enough(s.value) {
+		rel.lp.recycle()
 		return true
 	}
 	br := branchColumn(rel.x)
@@ -165,6 +172,7 @@ func (sh *bnbShared) node(p *problem, w *bnbWorker, s *solution, top *node, rel 
 		br = mostFractional(rel.x)
 	}
 	if br < 0 {
+		rel.lp.recycle()
 		return false
 	}
 	bound := min(rel.bound, top.bound)
