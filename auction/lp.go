@@ -68,6 +68,41 @@ func lpMax(A [][]float64, b, c []float64, deadline time.Time) (x []float64, val 
 	return x, val, y, lpOptimal
 }
 
+// lpMaxDual solves max c.x subject to A x <= b, x >= 0 as lpMax does (the
+// same perturbed right-hand sides, so the same optimal value), for c <= 0
+// only, without the duals: x = 0 is then optimal for the objective, so the
+// slack basis is dual feasible and the dual simplex solves the LP from it,
+// without lpSolve's first phase and its artificial per negative right-hand
+// side. The core step's least-revenue LP (corePoint.leastRevenue) is one:
+// minimise the revenue, every cost -1, most rows with a negative right-hand
+// side. Where the optimum is not unique, x may be another optimal vertex
+// than lpMax's.
+func lpMaxDual(A [][]float64, b, c []float64, deadline time.Time) (x []float64, val float64, st lpStatus) {
+	m, n := len(A), len(c)
+	w := n + m + 1
+	s := &lp{t: make([]float64, (m+1)*w), w: w, m: m, n: n, basis: make([]int, m), blocked: make([]bool, w-1), c: c}
+	for i := range m {
+		row := s.row(i)
+		copy(row, A[i])
+		row[n+i] = 1
+		_, frac := math.Modf(float64(i) * 0.6180339887)
+		row[w-1] = b[i] + perturb*(1+frac)*max(1, math.Abs(b[i]))
+		s.basis[i] = n + i
+	}
+	obj := s.row(m)
+	for j, cj := range c {
+		if cj > 0 {
+			panic("lpMaxDual: a positive cost")
+		}
+		obj[j] = -cj
+	}
+	if st := s.dual(deadline); st != lpOptimal {
+		return nil, 0, st
+	}
+	x, val = s.solution()
+	return x, val, lpOptimal
+}
+
 // lpSolve builds the tableau and solves it with the two-phase primal simplex:
 // Dantzig's rule, falling back to Bland's after a run of degenerate pivots so it
 // cannot cycle. Each right-hand side is first raised by a distinct tiny amount,
