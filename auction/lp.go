@@ -76,7 +76,7 @@ func lpMax(A [][]float64, b, c []float64, deadline time.Time) (x []float64, val 
 // side. The core step's least-revenue LP (corePoint.leastRevenue) is one:
 // minimise the revenue, every cost -1, most rows with a negative right-hand
 // side. Where the optimum is not unique, x may be another optimal vertex
-// than lpMax's.
+// than lpMax's. A positive cost gives lpGaveUp.
 func lpMaxDual(A [][]float64, b, c []float64, deadline time.Time) (x []float64, val float64, st lpStatus) {
 	m, n := len(A), len(c)
 	w := n + m + 1
@@ -92,7 +92,7 @@ func lpMaxDual(A [][]float64, b, c []float64, deadline time.Time) (x []float64, 
 	obj := s.row(m)
 	for j, cj := range c {
 		if cj > 0 {
-			panic("lpMaxDual: a positive cost")
+			return nil, 0, lpGaveUp // not dual feasible: lpMax's LP, not this one's
 		}
 		obj[j] = -cj
 	}
