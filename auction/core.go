@@ -460,7 +460,8 @@ func (cp *corePoint) nearest(end time.Time, skipLDP bool) (pi []float64, nearest
 }
 
 // leastRevenue solves the LP over the working set: min sum d subject to 0 <= d
-// <= w - vcg and each row, as max -sum d subject to -G d <= -h.
+// <= w - vcg and each row, as max -sum d subject to -G d <= -h, by the dual
+// simplex from d = 0 (lpMaxDual: every cost is negative).
 func (cp *corePoint) leastRevenue(end time.Time) (x []float64, least float64, st lpStatus) {
 	n := len(cp.winners)
 	A := make([][]float64, 0, n+len(cp.work))
@@ -481,7 +482,7 @@ func (cp *corePoint) leastRevenue(end time.Time) (x []float64, least float64, st
 	for k := range cost {
 		cost[k] = -1
 	}
-	x, val, _, st := lpMax(A, b, cost, end)
+	x, val, st := lpMaxDual(A, b, cost, end)
 	return x, -val, st
 }
 

@@ -119,6 +119,66 @@ func TestLPMaxAgreesWithGonum(t *testing.T) {
 	}
 }
 
+// lpMaxDual, the dual simplex from the slack basis, finds lpMax's optimal value
+// (the same perturbed LP), or its infeasibility, on random LPs with negative
+// costs and mixed-sign rows, as the least-revenue LP has them, and a point that
+// meets every row to the perturbation.
+func TestLPMaxDualAgreesWithLPMax(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	optimal, infeasible := 0, 0
+	for trial := range 2000 {
+		m, n := 1+rng.IntN(8), 1+rng.IntN(8)
+		var A [][]float64
+		var b []float64
+		for range m {
+			row := make([]float64, n)
+			for j := range row {
+				if rng.IntN(2) > 0 {
+					row[j] = -float64(rng.IntN(3))
+				}
+			}
+			A, b = append(A, row), append(b, -float64(rng.IntN(10)))
+		}
+		for j := range n {
+			row := make([]float64, n)
+			row[j] = 1
+			A, b = append(A, row), append(b, float64(rng.IntN(6)))
+		}
+		c := make([]float64, n)
+		for j := range c {
+			c[j] = -float64(1 + rng.IntN(3))
+		}
+		want, wantVal, _, wantSt := lpMax(A, b, c, time.Time{})
+		x, val, st := lpMaxDual(A, b, c, time.Time{})
+		if st != wantSt {
+			t.Fatalf("trial %d: lpMaxDual %v, lpMax %v (x %v)", trial, st, wantSt, want)
+		}
+		if st == lpInfeasible {
+			infeasible++
+			continue
+		}
+		optimal++
+		if math.Abs(val-wantVal) > 1e-9*max(1, math.Abs(wantVal)) {
+			t.Fatalf("trial %d: lpMaxDual %v, lpMax %v", trial, val, wantVal)
+		}
+		for i := range A {
+			s := 0.0
+			for j := range x {
+				if x[j] < 0 {
+					t.Fatalf("trial %d: x[%d] = %v", trial, j, x[j])
+				}
+				s += A[i][j] * x[j]
+			}
+			if s > b[i]+1e-6*max(1, math.Abs(b[i])) {
+				t.Fatalf("trial %d: row %d: %v > %v", trial, i, s, b[i])
+			}
+		}
+	}
+	if optimal < 200 || infeasible < 200 {
+		t.Fatalf("%d optimal and %d infeasible trials: the generator no longer covers both", optimal, infeasible)
+	}
+}
+
 // Fixing columns at 1 or at 0 in an optimal tableau, one after another (fix: a
 // child in branch and bound, a VCG solve's root without a bidder's columns) gives
 // what solving the LP with the rows x_k >= 1 (x_k <= 1 holds) or x_k <= 0 from

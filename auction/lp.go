@@ -3,6 +3,7 @@ package auction
 import (
 	"math"
 	"slices"
+	"sync"
 	"time"
 )
 
@@ -65,6 +66,41 @@ func lpMax(A [][]float64, b, c []float64, deadline time.Time) (x []float64, val 
 		y[i] = max(d, 0)
 	}
 	return x, val, y, lpOptimal
+}
+
+// lpMaxDual solves max c.x subject to A x <= b, x >= 0 as lpMax does (the
+// same perturbed right-hand sides, so the same optimal value), for c <= 0
+// only, without the duals: x = 0 is then optimal for the objective, so the
+// slack basis is dual feasible and the dual simplex solves the LP from it,
+// without lpSolve's first phase and its artificial per negative right-hand
+// side. The core step's least-revenue LP (corePoint.leastRevenue) is one:
+// minimise the revenue, every cost -1, most rows with a negative right-hand
+// side. Where the optimum is not unique, x may be another optimal vertex
+// than lpMax's. A positive cost gives lpGaveUp.
+func lpMaxDual(A [][]float64, b, c []float64, deadline time.Time) (x []float64, val float64, st lpStatus) {
+	m, n := len(A), len(c)
+	w := n + m + 1
+	s := &lp{t: make([]float64, (m+1)*w), w: w, m: m, n: n, basis: make([]int, m), blocked: make([]bool, w-1), c: c}
+	for i := range m {
+		row := s.row(i)
+		copy(row, A[i])
+		row[n+i] = 1
+		_, frac := math.Modf(float64(i) * 0.6180339887)
+		row[w-1] = b[i] + perturb*(1+frac)*max(1, math.Abs(b[i]))
+		s.basis[i] = n + i
+	}
+	obj := s.row(m)
+	for j, cj := range c {
+		if cj > 0 {
+			return nil, 0, lpGaveUp // not dual feasible: lpMax's LP, not this one's
+		}
+		obj[j] = -cj
+	}
+	if st := s.dual(deadline); st != lpOptimal {
+		return nil, 0, st
+	}
+	x, val = s.solution()
+	return x, val, lpOptimal
 }
 
 // lpSolve builds the tableau and solves it with the two-phase primal simplex:
@@ -299,10 +335,42 @@ func (s *lp) dual(deadline time.Time) lpStatus {
 }
 
 // clone returns a copy of s that shares nothing it may modify with s (c, which
-// no method writes, is shared).
+// no method writes, is shared). Its tableau reuses one that branch and bound
+// gave back (recycle) where one is large enough.
 func (s *lp) clone() *lp {
-	return &lp{t: slices.Clone(s.t), w: s.w, m: s.m, n: s.n, basis: slices.Clone(s.basis),
+	t := takeTableau(len(s.t))
+	copy(t, s.t)
+	return &lp{t: t, w: s.w, m: s.m, n: s.n, basis: slices.Clone(s.basis),
 		blocked: slices.Clone(s.blocked), c: s.c, shift: slices.Clone(s.shift)}
+}
+
+// tableaux holds tableaux branch and bound no longer uses (recycle), for
+// clone to copy into. A payment solve's search copies a tableau of about a
+// megabyte at most of its branchings; freshly allocated, each copy faulted
+// its pages in from the operating system (CATS matching 96x450's core step:
+// 800,000 minor page faults, most of its 2 s of system time), while a
+// recycled one is already mapped. The pool holds nothing past two garbage
+// collections.
+var tableaux sync.Pool // of *[]float64
+
+// takeTableau returns a tableau of n entries (their values are overwritten by
+// the caller): a recycled one when one of that size or larger is at hand.
+func takeTableau(n int) []float64 {
+	if t, ok := tableaux.Get().(*[]float64); ok && cap(*t) >= n {
+		return (*t)[:n]
+	}
+	return make([]float64, n)
+}
+
+// recycle gives s's tableau back for a later clone. The caller holds the
+// only reference to s and does not use it again (its tableau is nil after).
+func (s *lp) recycle() {
+	if s == nil || s.t == nil {
+		return
+	}
+	t := s.t
+	s.t = nil
+	tableaux.Put(&t)
 }
 
 // fix fixes x_k at v in the optimal tableau s, in place, and re-solves it with the

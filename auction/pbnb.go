@@ -2,7 +2,6 @@ package auction
 
 import (
 	"container/heap"
-	"math"
 	"slices"
 	"sync"
 	"time"
@@ -46,7 +45,7 @@ type bnbWorker struct {
 
 // branchAndBoundParallel is branchAndBound with workers goroutines (see above).
 func (p *problem) branchAndBoundParallel(s *solution, deadline time.Time, maxNodes, workers int) {
-	sh := &bnbShared{t: bnbTree{queue: nodeHeap{{bound: s.bound}}, lost: math.Inf(-1), depthFirst: p.proof}}
+	sh := &bnbShared{t: p.newTree(s)}
 	sh.wake = sync.NewCond(&sh.mu)
 	var wg sync.WaitGroup
 	for range workers {
@@ -57,6 +56,9 @@ func (p *problem) branchAndBoundParallel(s *solution, deadline time.Time, maxNod
 		}()
 	}
 	wg.Wait()
+	for _, n := range sh.t.queue {
+		n.from.lp.recycle()
+	}
 	sh.t.close(s)
 }
 
@@ -100,6 +102,7 @@ func (sh *bnbShared) next(w *bnbWorker, s *solution, deadline time.Time, maxNode
 		if sh.stop {
 			if w.dive != nil {
 				heap.Push(&t.queue, w.dive)
+				w.parent.lp.recycle()
 				w.dive, w.parent = nil, relaxation{}
 			}
 			return nil, false
@@ -121,6 +124,7 @@ func (sh *bnbShared) next(w *bnbWorker, s *solution, deadline time.Time, maxNode
 			top := heap.Remove(&t.queue, at).(*node)
 			t.release(top)
 			if top.bound <= s.value+pruneTol(s.value) {
+				top.from.lp.recycle()
 				continue
 			}
 			return top, false
@@ -133,23 +137,15 @@ func (sh *bnbShared) next(w *bnbWorker, s *solution, deadline time.Time, maxNode
 	}
 }
 
-// solve solves a node's LP as bnbTree.solve does, outside the lock: the root
-// from p.root, a dive's child in place on the worker's parent tableau, a queued
-// node in place on the tableau it kept, else from scratch.
-func (w *bnbWorker) solve(p *problem, top *node, diving bool, deadline time.Time) (rel relaxation, ok bool) {
-	switch {
-	case len(top.ones) == 0 && len(top.zeros) == 0 && p.root.lp != nil:
-		rel, ok = p.rootLP(deadline)
-	case diving && w.parent.lp != nil:
-		rel, ok = p.childLP(w.parent, top.ones, top.ones[len(top.ones)-1], true, deadline)
-	case top.from.lp != nil:
-		rel, ok = p.childLP(top.from, top.ones, top.zeros[len(top.zeros)-1], false, deadline)
-		top.from = relaxation{}
+// solve solves a node's LP outside the lock (solveNode): a dive's child in
+// place on the worker's parent tableau, which no queued node shares (node
+// copies it for the queued sibling).
+func (w *bnbWorker) solve(p *problem, top *node, diving bool, deadline time.Time) (relaxation, bool) {
+	var from relaxation
+	if diving {
+		from = w.parent
 	}
-	if !ok {
-		rel, ok = p.nodeLP(top, deadline)
-	}
-	return rel, ok
+	return p.solveNode(top, from, deadline)
 }
 
 // node finishes a solved node under the lock, as branchAndBound's loop does:
@@ -162,10 +158,12 @@ func (sh *bnbShared) node(p *problem, w *bnbWorker, s *solution, top *node, rel 
 		return false
 	}
 	if rel.x == nil || rel.bound <= s.value+pruneTol(s.value) {
+		rel.lp.recycle()
 		return false
 	}
 	p.round(s, top.ones, rel.x, deadline)
 	if p.enough != nil && p.enough(s.value) {
+		rel.lp.recycle()
 		return true
 	}
 	br := branchColumn(rel.x)
@@ -174,6 +172,7 @@ func (sh *bnbShared) node(p *problem, w *bnbWorker, s *solution, top *node, rel 
 		br = mostFractional(rel.x)
 	}
 	if br < 0 {
+		rel.lp.recycle()
 		return false
 	}
 	bound := min(rel.bound, top.bound)
