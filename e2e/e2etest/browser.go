@@ -9,6 +9,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/css"
+	cdplog "github.com/chromedp/cdproto/log"
+	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/chromedp"
 )
 
@@ -51,7 +55,23 @@ func NewBrowser(t *testing.T) context.Context {
 	// a loaded 2-core machine, the demo and its first pages take tens of seconds.
 	ctx, cancelT := context.WithTimeout(ctx, 5*time.Minute)
 	t.Cleanup(func() { cancelT(); cancelC() })
+	quietTab(t, ctx)
 	return ctx
+}
+
+// quietTab opens the tab ctx and turns off the protocol domains chromedp enables on
+// every tab that the browser tests never read: Network (an event for each request,
+// response and chunk of data, with its headers), CSS (the renderer tracks every
+// style sheet for the inspector and reports each) and Log. chromedp's own waits
+// read only the Page, Runtime and DOM domains' events; only its RunResponse and
+// NavigateResponse, which the tests do not use, read the Network domain's.
+func quietTab(t *testing.T, ctx context.Context) {
+	t.Helper()
+	for _, domain := range []cdp.Command[cdp.Empty, cdp.Empty]{network.Disable, css.Disable, cdplog.Disable} {
+		if _, err := chromedp.Call(ctx, domain, cdp.Empty{}); err != nil {
+			t.Fatalf("%s: %v", domain.Method, err)
+		}
+	}
 }
 
 // startSharedBrowser starts Chromium at path as sharedBrowser.
