@@ -6,7 +6,6 @@ package web
 import (
 	"context"
 	"errors"
-	"io/fs"
 	"log/slog"
 	"net"
 	"net/http"
@@ -99,13 +98,15 @@ func NewServer(cfg Config, svc Services, log *slog.Logger, now func() time.Time)
 	e.HandleMethodNotAllowed = true
 	e.ContextWithFallback = true
 	_ = e.SetTrustedProxies(nil)
-	e.Use(withRequestID(), s.withMetrics(), s.withAccessLog(), s.withRecovery(), withSecurityHeaders(), s.withCleanInput(), s.withIdentity(), s.withCSRF())
+	e.Use(withRequestID(), s.withMetrics(), s.withAccessLog(), s.withRecovery(), withSecurityHeaders(), s.withCleanInput())
+	// A route takes the middleware added before it: the static files go without a
+	// session lookup and a CSRF cookie, every other route and NoRoute with them.
+	s.staticRoutes(e, static.FS)
+	e.Use(s.withIdentity(), s.withCSRF())
 	e.NoRoute(s.notFound)
 	e.NoMethod(func(c *gin.Context) {
 		s.abort(c, http.StatusMethodNotAllowed, "method_not_allowed", "That method is not allowed here.")
 	})
-	sub, _ := fs.Sub(static.FS, ".")
-	e.StaticFS("/static", http.FS(sub))
 	s.routes(e)
 	s.probeRoutes(e)
 	s.engine = e
