@@ -71,10 +71,19 @@ var migrated struct {
 }
 
 // migratedSQLite migrates a SQLite file in a temporary directory once, checkpoints
-// its write-ahead log into the file, and returns the file's bytes.
+// its write-ahead log into the file, and returns the file's bytes; or reads the
+// same file another test binary migrated and kept (see templateKey).
 func migratedSQLite() ([]byte, error) {
 	migrated.once.Do(func() {
+		key := templateKey()
+		if file, ok := cachedTemplate(key); ok {
+			migrated.file = file
+			return
+		}
 		migrated.file, migrated.err = migrateTemplate()
+		if migrated.err == nil {
+			keepTemplate(key, migrated.file)
+		}
 	})
 	return migrated.file, migrated.err
 }
