@@ -39,7 +39,7 @@ type agentMarket struct {
 
 func newAgentMarket(t *testing.T) *agentMarket {
 	t.Helper()
-	dsn := migratedFile(t)
+	dsn := storetest.MigratedFile(t)
 	cfg := server.Config{Addr: "127.0.0.1:0", DB: dsn, Migrate: true, LoginRate: 100, Tick: time.Hour, PreviewEvery: time.Minute}
 	clock := storetest.NewClock(time.Time{})
 	app := server.NewApp(cfg, slog.New(slog.NewTextHandler(io.Discard, nil)), clock.Now)

@@ -20,7 +20,7 @@ import (
 // lines; verify passes on a whole trail and names an edited row (exit 1).
 func TestAuditExportAndVerifyFromTheCommandLine(t *testing.T) {
 	t.Parallel()
-	db := filepath.Join(t.TempDir(), "c.db")
+	db := storetest.MigratedFile(t) // migrate then finds nothing pending
 	if code, _, errOut := runCLI(t, "", "migrate", "--db", db); code != 0 {
 		t.Fatal(errOut)
 	}
@@ -79,7 +79,7 @@ func TestAuditExportAndVerifyFromTheCommandLine(t *testing.T) {
 func TestRestoreIsRecordedInTheRestoredTrail(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	live, backup, restored := filepath.Join(dir, "live.db"), filepath.Join(dir, "b.db"), filepath.Join(dir, "restored.db")
+	live, backup, restored := storetest.MigratedFile(t), filepath.Join(dir, "b.db"), filepath.Join(dir, "restored.db")
 	for _, args := range [][]string{{"migrate", "--db", live}, {"team", "add", "--id", "search", "--db", live}, {"backup", "--db", live, backup},
 		{"restore", "--db", restored, backup}} {
 		if code, out, errOut := runCLI(t, "", args...); code != 0 {

@@ -14,6 +14,7 @@ import (
 	"github.com/clearhouse/clearhouse/exchange"
 	"github.com/clearhouse/clearhouse/ledger"
 	"github.com/clearhouse/clearhouse/store"
+	"github.com/clearhouse/clearhouse/store/storetest"
 )
 
 // `clearhouse charge holding --month` charges a month once: a second run makes no
@@ -22,7 +23,7 @@ import (
 // both charges, their BilledCost adding to what the ledger charged to the
 // micro-dollar.
 func TestChargeHoldingFromTheCommandLineChargesOnce(t *testing.T) {
-	dsn := filepath.Join(t.TempDir(), "charge.db")
+	dsn := storetest.MigratedFile(t) // migrate then finds nothing pending
 	if code, out, errOut := runCLI(t, "", "migrate", "--db", dsn); code != 0 {
 		t.Fatalf("migrate: %d\n%s%s", code, out, errOut)
 	}

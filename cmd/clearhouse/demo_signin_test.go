@@ -26,7 +26,7 @@ import (
 // real seed.
 func TestDemoRestartSaysHowToSignIn(t *testing.T) {
 	t.Parallel()
-	cfg := e2etest.DemoConfig(migratedFile(t))
+	cfg := e2etest.DemoConfig(storetest.MigratedFile(t))
 	ctx := context.Background()
 	first := cfg
 	first.Demo = false

@@ -1,18 +1,18 @@
 package main
 
 import (
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/clearhouse/clearhouse/store"
+	"github.com/clearhouse/clearhouse/store/storetest"
 )
 
 // auction tick and serve refuse the same cadence flags with the same message (one
 // validation), and a refused tick schedules no auction: before issue 36 the tick
 // stored an auction whose final round had a 1e9 s time limit.
 func TestTickAndServeRefuseTheSameFinalRoundSeconds(t *testing.T) {
-	db := filepath.Join(t.TempDir(), "tick.db")
+	db := storetest.MigratedFile(t) // migrate then finds nothing pending
 	if code, out, errOut := runCLI(t, "", "migrate", "--db", db); code != 0 {
 		t.Fatalf("migrate: %d\n%s%s", code, out, errOut)
 	}

@@ -4,11 +4,12 @@ import (
 	"bytes"
 	"context"
 	"net"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/spf13/cobra"
+
+	"github.com/clearhouse/clearhouse/store/storetest"
 )
 
 // runCLI runs the binary's command line in-process and returns exit code, stdout, stderr.
@@ -58,7 +59,7 @@ func TestServeOnATakenPortSuggestsAddr(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer l.Close()
-	code, _, errOut := runCLI(t, "", "serve", "--addr", l.Addr().String(), "--db", filepath.Join(t.TempDir(), "x.db"), "--auction-every", "0")
+	code, _, errOut := runCLI(t, "", "serve", "--addr", l.Addr().String(), "--db", storetest.MigratedFile(t), "--auction-every", "0")
 	if code != 1 || !strings.Contains(errOut, "address already in use") || !strings.Contains(errOut, "--addr") {
 		t.Fatalf("serve on a taken port: code %d, stderr %q (want 1 and a pointer to --addr)", code, errOut)
 	}

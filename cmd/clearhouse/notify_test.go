@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -11,18 +10,16 @@ import (
 	"github.com/clearhouse/clearhouse/exchange/exchangetest"
 	"github.com/clearhouse/clearhouse/mailer/mailertest"
 	"github.com/clearhouse/clearhouse/store"
+	"github.com/clearhouse/clearhouse/store/storetest"
 )
 
 // TestNotifySendSendsTheOutboxOnceFromTheCommandLine: the email job as a verb sends
 // what is due, and a second run sends nothing.
 func TestNotifySendSendsTheOutboxOnceFromTheCommandLine(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "notify.db")
+	path := storetest.MigratedFile(t)
 	ctx := context.Background()
 	db, err := store.Open(ctx, path)
 	if err != nil {
-		t.Fatal(err)
-	}
-	if err := store.Migrate(ctx, db); err != nil {
 		t.Fatal(err)
 	}
 	mk := exchangetest.NewAuctionMarket(t, db)
@@ -63,13 +60,13 @@ func TestNotifySendSendsTheOutboxOnceFromTheCommandLine(t *testing.T) {
 // it by email with the link to the setting; a member whose order an owner
 // rejected is told by email too.
 func TestEmailOptOutThroughTheSMTPServer(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "notify.db")
+	path := storetest.MigratedFile(t)
 	ctx := context.Background()
 	db, err := store.Open(ctx, path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	mk := migrated(t, ctx, db)
+	mk := exchangetest.NewAuctionMarket(t, db)
 	mk.M.Notices().UseEmail(true)
 	if err := mk.M.Notices().SetEmailNotifications(ctx, mk.Users["member@search"].ID, false); err != nil {
 		t.Fatal(err)
@@ -111,13 +108,4 @@ func TestEmailOptOutThroughTheSMTPServer(t *testing.T) {
 	if m := to[mk.Users["member@ml"].Email]; !strings.Contains(m, fmt.Sprintf("Order #%d rejected", waiting.ID)) || !strings.Contains(m, "#email-settings") {
 		t.Fatalf("ml's member's email:\n%s\nall: %v", m, to)
 	}
-}
-
-// migrated migrates db and builds the exchange test market on it.
-func migrated(t *testing.T, ctx context.Context, db *store.DB) *exchangetest.Market {
-	t.Helper()
-	if err := store.Migrate(ctx, db); err != nil {
-		t.Fatal(err)
-	}
-	return exchangetest.NewAuctionMarket(t, db)
 }

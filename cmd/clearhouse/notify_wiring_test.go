@@ -4,7 +4,6 @@ import (
 	"context"
 	"io"
 	"log/slog"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -17,7 +16,7 @@ import (
 // users through the service the app holds (which the reservations, the pages and the
 // e-mail job are given too), not through one of its own.
 func TestTheAppPassesOneNotificationServiceToTheMarket(t *testing.T) {
-	cfg := e2etest.DemoConfig(filepath.Join(t.TempDir(), "clearhouse.db"))
+	cfg := e2etest.DemoConfig(storetest.MigratedFile(t))
 	cfg.Demo = false
 	app := server.NewApp(cfg, slog.New(slog.NewTextHandler(io.Discard, nil)), storetest.NewClock(time.Time{}).Now)
 	if err := app.OpenServices(context.Background()); err != nil {

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/url"
-	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -25,7 +24,7 @@ import (
 // password.
 func TestLogsHoldNoSecret(t *testing.T) {
 	const dbPassword, smtpPassword, userPassword = "pg-Secret-Pass-42", "smtp-Secret-Pass-42", "user-Secret-Pass-42"
-	dsn := filepath.Join(t.TempDir(), "logs.db")
+	dsn := storetest.MigratedFile(t)
 	if base := storetest.PostgresURL(t); base != "" {
 		u, _ := url.Parse(freshPostgresSchema(t, base))
 		u.User = url.UserPassword(u.User.Username(), dbPassword) // the test server trusts local connections

@@ -58,7 +58,7 @@ func (s *syncBuffer) String() string {
 
 func newOpsMarket(t *testing.T, edit func(*server.Config)) *opsMarket {
 	t.Helper()
-	dsn := migratedFile(t)
+	dsn := storetest.MigratedFile(t)
 	cfg := server.Config{Addr: "127.0.0.1:0", DB: dsn, Migrate: true, LoginRate: 100, Tick: time.Hour, PreviewEvery: time.Minute,
 		MetricsToken: testMetricsToken}
 	if edit != nil {

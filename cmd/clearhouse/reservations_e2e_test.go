@@ -104,7 +104,7 @@ func (e *e2e) reserve(token string, count int64, dur string, from, to time.Durat
 // and cannot honour another; a restart keeps every accepted reservation; the
 // trial balance stays zero throughout.
 func TestReservationsEndToEnd(t *testing.T) {
-	e := &e2e{t: t, clock: storetest.NewClock(storetest.Epoch), path: migratedFile(t)}
+	e := &e2e{t: t, clock: storetest.NewClock(storetest.Epoch), path: storetest.MigratedFile(t)}
 	e.start()
 	defer func() { e.stop() }()
 	ctx := context.Background()

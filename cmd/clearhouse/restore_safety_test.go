@@ -12,11 +12,17 @@ import (
 	"github.com/clearhouse/clearhouse/ledger"
 	"github.com/clearhouse/clearhouse/server"
 	"github.com/clearhouse/clearhouse/store"
+	"github.com/clearhouse/clearhouse/store/storetest"
 )
 
-// serveOn opens a server on the SQLite file dsn, as `clearhouse serve` does.
+// serveOn opens a server on the new SQLite file dsn, as `clearhouse serve` does,
+// after writing a migrated empty database there (storetest.WriteMigrated: the
+// server's migration then finds nothing pending).
 func serveOn(t *testing.T, dsn string) *server.App {
 	t.Helper()
+	if err := storetest.WriteMigrated(dsn); err != nil {
+		t.Fatal(err)
+	}
 	app := server.NewApp(server.Config{Addr: "127.0.0.1:0", DB: dsn, Migrate: true, LoginRate: 100, Tick: time.Hour, PreviewEvery: time.Minute}, discardLog(), time.Now)
 	if err := app.Open(context.Background()); err != nil {
 		t.Fatal(err)

@@ -5,12 +5,13 @@ package main
 import (
 	"context"
 	"net"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/clearhouse/clearhouse/store/storetest"
 )
 
 // A listener that stops serving under `clearhouse serve` ends it with exit status 1,
@@ -24,7 +25,7 @@ func TestServeExitsOneWhenItsListenerFails(t *testing.T) {
 	var out, errOut syncBuffer
 	exited := make(chan int, 1)
 	go func() {
-		exited <- run(ctx, []string{"serve", "--addr", "127.0.0.1:0", "--db", filepath.Join(t.TempDir(), "x.db"), "--auction-every", "0"},
+		exited <- run(ctx, []string{"serve", "--addr", "127.0.0.1:0", "--db", storetest.MigratedFile(t), "--auction-every", "0"},
 			strings.NewReader(""), &out, &errOut)
 	}()
 	var addr string

@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/clearhouse/clearhouse/store/storetest"
 )
 
 func TestTeamAndUserCommands(t *testing.T) {
@@ -51,7 +53,7 @@ func TestTeamAndUserCommands(t *testing.T) {
 // parser, ledger.ParseMoney; web's TestEverySurfaceTakesTheSameAmounts): "$1" and
 // "1,000.00" are budgets, ".5" and "1." are refused naming the flag.
 func TestTeamAddTakesTheSameAmountsAsEverySurface(t *testing.T) {
-	db := filepath.Join(t.TempDir(), "money.db")
+	db := storetest.MigratedFile(t) // migrate then finds nothing pending
 	if code, out, errOut := runCLI(t, "", "migrate", "--db", db); code != 0 {
 		t.Fatalf("migrate: %d %s%s", code, out, errOut)
 	}

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -10,12 +9,13 @@ import (
 
 	"github.com/clearhouse/clearhouse/identity"
 	"github.com/clearhouse/clearhouse/store"
+	"github.com/clearhouse/clearhouse/store/storetest"
 )
 
 // TestCredentialCommands resets a password, disables and enables a user, and issues,
 // lists and revokes tokens, on a SQLite file.
 func TestCredentialCommands(t *testing.T) {
-	db := filepath.Join(t.TempDir(), "c.db")
+	db := storetest.MigratedFile(t) // migrate then finds nothing pending
 	must := func(stdin string, args ...string) string {
 		t.Helper()
 		code, out, errOut := runCLI(t, stdin, append(args, "--db", db)...)

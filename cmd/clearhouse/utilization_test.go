@@ -1,13 +1,14 @@
 package main
 
 import (
-	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/clearhouse/clearhouse/store/storetest"
 )
 
 func TestUtilizationCommands(t *testing.T) {
-	db := filepath.Join(t.TempDir(), "c.db")
+	db := storetest.MigratedFile(t) // migrate then finds nothing pending
 	if code, _, errOut := runCLI(t, "", "migrate", "--db", db); code != 0 {
 		t.Fatalf("migrate: %s", errOut)
 	}

@@ -46,11 +46,12 @@ func Main(m *testing.M) {
 // Quiet is a logger that drops everything.
 func Quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
 
-// StartApp runs the production wiring on a fresh SQLite file and a free port, and
-// closes it when the test ends.
+// StartApp runs the production wiring on a fresh migrated SQLite file
+// (storetest.MigratedFile: its start-up migration finds nothing pending) and a free
+// port, and closes it when the test ends.
 func StartApp(t *testing.T, clock *storetest.Clock) *server.App {
 	t.Helper()
-	cfg := server.Config{Addr: "127.0.0.1:0", DB: filepath.Join(t.TempDir(), "e2e.db"), Migrate: true, LoginRate: 100, Tick: time.Hour, PreviewEvery: time.Minute}
+	cfg := server.Config{Addr: "127.0.0.1:0", DB: storetest.MigratedFile(t), Migrate: true, LoginRate: 100, Tick: time.Hour, PreviewEvery: time.Minute}
 	return Open(t, cfg, clock)
 }
 

@@ -45,6 +45,10 @@ func seedDemoTemplate() error {
 		return err
 	}
 	demoTemplate.dir, demoTemplate.path = dir, filepath.Join(dir, "demo.db")
+	// Seeded on a migrated copy: the wiring's migration finds nothing pending.
+	if err := storetest.WriteMigrated(demoTemplate.path); err != nil {
+		return err
+	}
 	app := server.NewApp(DemoConfig(demoTemplate.path), Quiet(), storetest.NewClock(time.Time{}).Now)
 	var out bytes.Buffer
 	app.DemoOut = &out

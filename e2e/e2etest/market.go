@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"io"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -21,7 +20,8 @@ import (
 	"github.com/clearhouse/clearhouse/store/storetest"
 )
 
-// Market is the production wiring on a fresh SQLite file with a fixed clock:
+// Market is the production wiring on a fresh migrated SQLite file
+// (storetest.MigratedFile) with a fixed clock:
 // clusters us-east (100 cores of us-east/cpu) and eu-west, and team search with a
 // member. The cluster tests (e2e/kube, e2e/slurm) run their agents against it.
 type Market struct {
@@ -35,7 +35,7 @@ type Market struct {
 // NewMarket opens a Market and closes it when the test ends.
 func NewMarket(t *testing.T) *Market {
 	t.Helper()
-	dsn := filepath.Join(t.TempDir(), "agent.db")
+	dsn := storetest.MigratedFile(t)
 	cfg := server.Config{Addr: "127.0.0.1:0", DB: dsn, Migrate: true, LoginRate: 100, Tick: time.Hour, PreviewEvery: time.Minute}
 	clock := storetest.NewClock(time.Time{})
 	app := Open(t, cfg, clock)

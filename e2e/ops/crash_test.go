@@ -195,12 +195,9 @@ func TestKilledSettlementLeavesNothingPartialOnSQLite(t *testing.T) {
 	skipCrashShort(t)
 	t.Parallel() // beside the PostgreSQL half, which mostly waits on its server
 	dir := t.TempDir()
-	seed := filepath.Join(dir, "seed.db")
+	seed := storetest.MigratedFile(t)
 	db, err := store.Open(context.Background(), seed)
 	if err != nil {
-		t.Fatal(err)
-	}
-	if err := store.Migrate(context.Background(), db); err != nil {
 		t.Fatal(err)
 	}
 	id := seedCrashMarket(t, db)

@@ -36,7 +36,7 @@ func newSlurmMarket(t *testing.T) *slurmMarket {
 	t.Helper()
 	slurmtest.Require(t)
 	dir := t.TempDir()
-	dsn := filepath.Join(dir, "slurm.db")
+	dsn := storetest.MigratedFile(t)
 	clock := storetest.NewClock(time.Now().UTC().Truncate(time.Second))
 	app := e2etest.Open(t, server.Config{Addr: "127.0.0.1:0", DB: dsn, Migrate: true, LoginRate: 100, Tick: time.Hour, PreviewEvery: time.Minute}, clock)
 	ctx := context.Background()
