@@ -22,9 +22,8 @@ import (
 // the race pass's test binaries. The name covers the SQLite migrations' files, the
 // store package's sources (Open's settings, Migrate's provider), the module's go.mod
 // and go.sum (goose's and the SQLite driver's versions) and Go's version; when one of
-// them cannot be read (a binary built with -trimpath has no source path) nothing is
-// cached. A copy is
-// written to a temporary name and renamed, so a reader never sees half a file, and
+// them cannot be read (a binary run outside the module's tree) nothing is cached. A
+// copy is written to a temporary name and renamed, so a reader never sees half a file, and
 // two binaries migrating at once both write the same bytes. Opening a copy still
 // runs Migrate, which would apply anything pending.
 
@@ -67,17 +66,15 @@ func keepTemplate(key string, file []byte) {
 // templateKey names the migrated SQLite template by everything it is made of, or is
 // "" when some of it cannot be read.
 func templateKey() string {
-	// This file is store/storetest/template_cache.go: the store package's sources
-	// are one folder up, the module's go.mod and go.sum two.
-	_, self, _, ok := runtime.Caller(0)
-	if !ok || !filepath.IsAbs(self) {
+	root := moduleRoot()
+	if root == "" {
 		return ""
 	}
-	storeDir := filepath.Dir(filepath.Dir(self))
+	storeDir := filepath.Join(root, "store")
 	h := sha256.New()
 	fmt.Fprintln(h, "clearhouse storetest sqlite template 1", runtime.Version())
 	for _, name := range []string{"go.mod", "go.sum"} {
-		b, err := os.ReadFile(filepath.Join(filepath.Dir(storeDir), name))
+		b, err := os.ReadFile(filepath.Join(root, name))
 		if err != nil {
 			return ""
 		}
@@ -89,6 +86,32 @@ func templateKey() string {
 		return ""
 	}
 	return hex.EncodeToString(h.Sum(nil))[:32]
+}
+
+// moduleRoot is the directory of the module's go.mod, found from the working
+// directory up (go test runs a test binary in its package's directory), or "" when
+// there is none. Not from runtime.Caller: under -trimpath (make test, CI) a file's
+// name there is its module path, not a path on disk.
+func moduleRoot() string {
+	dir, err := os.Getwd()
+	if err != nil {
+		return ""
+	}
+	for {
+		b, err := os.ReadFile(filepath.Join(dir, "go.mod"))
+		if err == nil {
+			first, _, _ := strings.Cut(string(b), "\n")
+			if strings.TrimSpace(first) == "module github.com/clearhouse/clearhouse" {
+				return dir
+			}
+			return "" // another module's (tools/kube's, a test's temporary one)
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return ""
+		}
+		dir = parent
+	}
 }
 
 // hashFiles writes the names and contents of fsys's top-level files ending in ext

@@ -18,7 +18,7 @@ func TestTheKeptTemplateIsCurrent(t *testing.T) {
 	t.Parallel()
 	key := templateKey()
 	if key == "" {
-		t.Fatal("no template key: the test binary should know its sources' paths (built without -trimpath)")
+		t.Fatal("no template key: the test runs in the module's tree, whose go.mod, store sources and migrations it should read")
 	}
 	if key != templateKey() {
 		t.Fatal("the template key changes between calls")
