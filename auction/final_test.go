@@ -96,7 +96,16 @@ func TestFinalRoundProperties(t *testing.T) {
 			t.Fatal("two runs of one instance differ")
 		}
 		for i := range res.Winners {
-			if again.Winners[i] != res.Winners[i] {
+			// The core step's separations run on every processor, and the order the
+			// workers find blocking coalitions in can change a core payment's last
+			// bits (seen: -25.199999999999996 and -25.200000000000003), never its
+			// micro-dollars; everything else is the same to the bit.
+			a, b := res.Winners[i], again.Winners[i]
+			if math.Abs(a.Payment-b.Payment) > 1e-9*max(1, math.Abs(a.Payment)) {
+				t.Fatalf("two runs' payments differ: %+v and %+v", a, b)
+			}
+			b.Payment = a.Payment
+			if a != b {
 				t.Fatalf("two runs differ: %+v and %+v", res.Winners[i], again.Winners[i])
 			}
 		}
