@@ -182,6 +182,24 @@ func zeroSeconds(rs ...*auction.Result) {
 	}
 }
 
+// forgetSearchOrder makes b's figures that depend on the order the core step's
+// parallel separations find blocking coalitions in equal to a's: how many
+// coalitions were found, and each core payment's last bits (within a billionth,
+// far below a micro-dollar; a payment further apart stays different).
+func forgetSearchOrder(a, b *auction.Result) {
+	if a.FinalRound != nil && b.FinalRound != nil {
+		b.FinalRound.Coalitions = a.FinalRound.Coalitions
+	}
+	if len(a.Winners) != len(b.Winners) {
+		return
+	}
+	for i := range b.Winners {
+		if p, q := a.Winners[i].Payment, b.Winners[i].Payment; math.Abs(p-q) <= 1e-9*max(1, math.Abs(p)) {
+			b.Winners[i].Payment = p
+		}
+	}
+}
+
 // A seller whose sale is worth less than its reserve value on its own (negative
 // welfare) can still be in the optimum, because its sale lets a buyer's bundle
 // fit: here b0 sells the one unit of p1 that b1's bundle needs beyond supply.
