@@ -128,22 +128,12 @@ func TestLPMaxDualAgreesWithLPMax(t *testing.T) {
 	optimal, infeasible := 0, 0
 	for trial := range 2000 {
 		m, n := 1+rng.IntN(8), 1+rng.IntN(8)
-		var A [][]float64
-		var b []float64
-		for range m {
-			row := make([]float64, n)
-			for j := range row {
-				if rng.IntN(2) > 0 {
-					row[j] = -float64(rng.IntN(3))
-				}
+		A, b := randomRows(m, n, func() float64 {
+			if rng.IntN(2) > 0 {
+				return -float64(rng.IntN(3))
 			}
-			A, b = append(A, row), append(b, -float64(rng.IntN(10)))
-		}
-		for j := range n {
-			row := make([]float64, n)
-			row[j] = 1
-			A, b = append(A, row), append(b, float64(rng.IntN(6)))
-		}
+			return 0
+		}, func() float64 { return -float64(rng.IntN(10)) }, func() float64 { return float64(rng.IntN(6)) })
 		c := make([]float64, n)
 		for j := range c {
 			c[j] = -float64(1 + rng.IntN(3))
@@ -179,6 +169,24 @@ func TestLPMaxDualAgreesWithLPMax(t *testing.T) {
 	}
 }
 
+// randomRows is m random rows over n columns (entry gives each coefficient, rhs
+// each right-hand side), then one bound row x_j <= bound() per column.
+func randomRows(m, n int, entry, rhs, bound func() float64) (A [][]float64, b []float64) {
+	for range m {
+		row := make([]float64, n)
+		for j := range row {
+			row[j] = entry()
+		}
+		A, b = append(A, row), append(b, rhs())
+	}
+	for j := range n {
+		row := make([]float64, n)
+		row[j] = 1
+		A, b = append(A, row), append(b, bound())
+	}
+	return A, b
+}
+
 // Fixing columns at 1 or at 0 in an optimal tableau, one after another (fix: a
 // child in branch and bound, a VCG solve's root without a bidder's columns) gives
 // what solving the LP with the rows x_k >= 1 (x_k <= 1 holds) or x_k <= 0 from
@@ -188,22 +196,13 @@ func TestLPFixMatchesAFreshSolve(t *testing.T) {
 	checked := 0
 	for trial := range 1000 {
 		m, n := 1+rng.IntN(6), 1+rng.IntN(8)
-		var A [][]float64
-		var b []float64
-		for range m {
-			row := make([]float64, n)
-			for j := range row {
-				if rng.IntN(3) > 0 {
-					row[j] = float64(rng.IntN(6))
-				}
+		// x_j <= 1 below the random rows, as a bidder's row bounds its columns.
+		A, b := randomRows(m, n, func() float64 {
+			if rng.IntN(3) > 0 {
+				return float64(rng.IntN(6))
 			}
-			A, b = append(A, row), append(b, float64(rng.IntN(8)))
-		}
-		for j := range n { // x_j <= 1, as a bidder's row bounds its columns
-			row := make([]float64, n)
-			row[j] = 1
-			A, b = append(A, row), append(b, 1)
-		}
+			return 0
+		}, func() float64 { return float64(rng.IntN(8)) }, func() float64 { return 1 })
 		c := make([]float64, n)
 		for j := range c {
 			c[j] = float64(rng.IntN(20) - 4)
