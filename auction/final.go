@@ -431,8 +431,9 @@ const (
 // taken (the search starts from it, so this only guards against float noise).
 //
 // Payments: each part proved optimal pays core-selecting payments (core.go),
-// computed within a budget as long as the round's own time limit (the
-// supporting prices, support.go, get what the payments leave of it); a part not
+// computed within a budget of the round's own time limit plus what the
+// allocation's search left of it, so that the round ends within twice its limit
+// (the supporting prices, support.go, get what the payments leave); a part not
 // proved optimal, or whose payments could not be proved within the budget,
 // pays by the capped-price rule (finalPayments) over all such parts' winners.
 // A core part whose nearest-VCG step failed pays the LP's least-revenue core
@@ -459,7 +460,13 @@ func (c *clock) final(res *Result, inst Instance, fp *FinalParams, opt Options) 
 	vcgPay := make([]float64, len(c.bidders))
 	leastRevenue := make([]bool, len(c.bidders)) // the winner's part paid the least-revenue point
 	payStart := time.Now()
+	// The payments' budget: the round's limit, and what the allocation's search left
+	// of its own. The round as a whole still ends within twice the limit; a search
+	// that proved its allocation early leaves the payments the time it did not use.
 	deadline := payStart.Add(limit)
+	if bound := start.Add(2 * limit); bound.After(deadline) {
+		deadline = bound
+	}
 	coreParts, coalitions, leastRevenueParts := 0, 0, 0
 	// Core payments per part proved optimal, smallest first, each with an equal
 	// share of the budget left.
